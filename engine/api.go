@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/gclock/gclock/estimate"
+)
+
+// NodeID names a node of the cluster. The reference is usually 0.
+type NodeID uint32
+
+// MsgType is the kind of an engine message.
+type MsgType uint8
+
+// The engine's messages (Liao et al., Figure 1; MyriTime is Probe and
+// ProbeReply, MyriTimeDiff is TimeDiff and ErrReport).
+const (
+	// MsgProbe: a source asks a child for its timestamps (a ping).
+	MsgProbe MsgType = iota + 1
+	// MsgProbeReply: the child's receive and send times (the pong). The reply
+	// is the acknowledgement: a lost probe or reply is retried on timeout.
+	MsgProbeReply
+	// MsgTimeDiff: a source ends a round: the round's exchanges and the
+	// source's own local->global mapping.
+	MsgTimeDiff
+	// MsgErrReport: a child tells its source that its projection was off by
+	// more than DIFFERENCE_THRESH (Err = err/DIFFERENCE_THRESH). A flagged,
+	// acknowledged message on the wire.
+	MsgErrReport
+)
+
+// Message is what engines send each other. Drivers (simulator, UDP daemon)
+// carry it; the wire package encodes it.
+type Message struct {
+	Type  MsgType
+	From  NodeID
+	To    NodeID
+	Round uint32 // per (source, child) round counter
+	Seq   uint32 // probe number; unique per (From, To) so late replies are recognised
+
+	// ProbeReply: the child's local receive time of the probe and send time
+	// of the reply. A driver with better transmit timestamps may overwrite T3
+	// at the moment of sending (later is always safe, see estimate.Sample).
+	T2, T3 int64
+
+	// TimeDiff: the exchanges of the round, complete on both clocks, in the
+	// child's orientation (the child is "local", the source is "source").
+	Samples []estimate.Sample
+	// TimeDiff: the source's mapping from its own local clock to global time
+	// (identity with zero width on the reference), for composition down a tree.
+	Mapping estimate.Mapping
+
+	// ErrReport: err / DIFFERENCE_THRESH.
+	Err float64
+}
+
+// EventKind classifies what an engine reports for logs and plots.
+type EventKind uint8
+
+// Events.
+const (
+	EvGlobalResync     EventKind = iota + 1 // a round finished and the estimate was updated (Peer = source)
+	EvSelfResync                            // the node applied its drift (self resync)
+	EvPeriodChange                          // a child's global period changed (Peer = child, Value = new period ns)
+	EvSelfPeriodChange                      // the self period changed (Value = new period ns)
+	EvErrReport                             // a child's error report arrived / was sent (Value = err/DIFFERENCE_THRESH)
+	EvEstimatorRestart                      // the estimator's window restarted (inconsistent samples)
+	EvRoundRepeated                         // the round was repeated (NETWORK_LATENCY_ERROR_THRESH)
+)
+
+// Event is something that happened inside the engine, stamped with the local
+// time of the call that caused it.
+type Event struct {
+	Local int64
+	Kind  EventKind
+	Peer  NodeID
+	Value float64
+}
+
+// Ready is the output of the engine since the last call to Ready: messages to
+// send, the local time at which Tick must next be called, and events.
+type Ready struct {
+	Messages []Message
+	NextTick int64 // local clock; 0 means no timer wanted
+	Events   []Event
+}
+
+// Status says how much a global time reading can be trusted.
+type Status uint8
+
+// Statuses.
+const (
+	StatusUnsynced Status = iota // no estimate yet: bounds are unbounded
+	StatusSynced                 // estimate from a recent round
+	StatusStale                  // no round for longer than the staleness limit: bounds keep widening
+)
+
+// String names the status.
+func (s Status) String() string {
+	switch s {
+	case StatusSynced:
+		return "synced"
+	case StatusStale:
+		return "stale"
+	default:
+		return "unsynced"
+	}
+}
+
+// Time is global time read on a node at one local instant.
+type Time struct {
+	Est      int64 // best estimate of global time; may move backwards between reads
+	Earliest int64 // guaranteed lower bound
+	Latest   int64 // guaranteed upper bound
+	Mono     int64 // never decreases between reads; corrections are slewed
+	Status   Status
+}
+
+// Config is one node's engine configuration. Durations are in the local
+// clock's nanoseconds. The names in capitals are Liao et al.'s.
+type Config struct {
+	ID NodeID
+	// Sources are the neighbours this node follows (the reference has none):
+	// in a star, just the reference; in a tree, the neighbours one step
+	// closer to the reference, plus a same-depth sub-reference (Jezequel
+	// A3). Filled from package topology.
+	Sources []NodeID
+	// Children are the neighbours that follow this node; it starts every
+	// exchange with them.
+	Children []NodeID
+
+	Estimator string // "minrtt" (the paper), "regression" or "hull"
+	Adaptive  bool   // false: fixed periods, the paper's non-adaptive baseline
+
+	PingsPerRound             int           // 3
+	NetworkLatencyErrorThresh time.Duration // repeat the round once when its shortest RTT exceeds the shortest ever by this
+	DifferenceThresh          time.Duration // a child reports when |Tdiff - projection| exceeds this
+	ErrorThresh               float64       // accumulated err/DIFFERENCE_THRESH that halves the period
+	SuccessThresh             int           // quiet rounds that double the period
+	MinGlobalPeriod           time.Duration
+	MaxGlobalPeriod           time.Duration
+	InitialGlobalPeriod       time.Duration
+	MinSelfPeriod             time.Duration
+	MaxSelfPeriod             time.Duration
+	LargeDrift                float64       // |skew| above which the self period shrinks (e.g. 20e-6)
+	ProbeTimeout              time.Duration // retry a probe whose reply has not come (floor; grows with measured RTT)
+	StaleAfter                time.Duration // no round for this long: StatusStale
+	MaxSlewRate               float64       // Mono's correction rate limit (e.g. 500e-6)
+	MaxDrift                  float64       // worst-case |skew| assumed before any estimate (e.g. 100e-6)
+	MaxWander                 float64       // worst-case |d skew/dt| per ns assumed by the bounds
+	Granularity               time.Duration // clock read granularity assumed by the hull shift (nu)
+}
