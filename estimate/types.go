@@ -91,9 +91,12 @@ func (m Mapping) At(x int64) (est, lo, hi int64) {
 // Estimator turns samples into a Mapping. Estimators read no clock and open
 // no socket: timestamps come in as arguments.
 type Estimator interface {
-	// Add feeds one exchange. A wrapped ErrInconsistent means the window was
-	// restarted; other errors reject the sample (it is not used).
-	Add(s Sample) error
+	// AddRound feeds the exchanges of one sync round (Liao: the ping-pongs of
+	// one global resync; Intel: one sync session). MinRTT keeps the shortest,
+	// Regression and Hull use them all, Spline condenses them to one point.
+	// A wrapped ErrInconsistent means the window was restarted; other errors
+	// reject the round (it is not used).
+	AddRound(round []Sample) error
 	// Mapping returns the current estimate; Valid is false until the
 	// estimator has enough samples.
 	Mapping() Mapping
