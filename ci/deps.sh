@@ -10,7 +10,16 @@ command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
+  # Never let a package start a service: a stock chronyd would steer this machine's clock.
+  # gclock runs chronyd only with -x and ptp4l only with free_running 1, itself.
+  created_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && created_policy=1
+  fi
   apt-get update -qq >/dev/null 2>&1 || true
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1 || echo "ci/deps.sh: could not install ${need[*]} (tests that need them will skip and say so)"
+  [ "$created_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+  # A stock chronyd started anyway (no policy-rc.d honoured) would adjust the clock: stop it.
+  pkill -x chronyd 2>/dev/null || true
 fi
 exit 0
