@@ -149,4 +149,23 @@ type Config struct {
 	MaxDrift                  float64       // worst-case |skew| assumed before any estimate (e.g. 100e-6)
 	MaxWander                 float64       // worst-case |d skew/dt| per ns assumed by the bounds
 	Granularity               time.Duration // clock read granularity assumed by the hull shift (nu)
+
+	// Fields below were added by the engine owner (not in the first contract).
+
+	// Window is the number of samples each estimator keeps
+	// (estimate.HullConfig.Window and the other estimators' windows).
+	Window int
+	// ContinuousDrift applies the drift continuously between rounds, as if
+	// the self period were zero. False is Liao's self resync: the offset is
+	// re-projected with the drift once per self period and held in between.
+	ContinuousDrift bool
+	// MaxConcurrentRounds is how many children a node runs rounds with at
+	// once; 1 is Liao's node 0 (one child at a time), 0 means no limit.
+	MaxConcurrentRounds int
+	// RetryRTTs: a probe is retried after max(ProbeTimeout, RetryRTTs x the
+	// smoothed round trip to that child).
+	RetryRTTs float64
+	// MaxProbeRetries is how many times in a row one probe is retried before
+	// the round is ended: with the samples it has, or abandoned without any.
+	MaxProbeRetries int
 }

@@ -1,0 +1,443 @@
+package clock
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// MaxTime bounds every truth time and offset an Emulated accepts: |t| <=
+// MaxTime (just under 2^62 ns, 146 years). Keeping truth and offset inside
+// ±2^62 leaves headroom so that local times never wrap; they saturate at the
+// int64 limits instead.
+const MaxTime = 1<<62 - 1
+
+// MaxDriftPPM bounds |drift| (DriftPPM, each step's DriftPPM, and the
+// drift plus accumulated wander): 10%, far beyond any quartz, so that the
+// local clock always runs forward (rate 1+skew > 0) and the drift term of
+// any span fits in an int64.
+const MaxDriftPPM = 1e5
+
+// lookBackSegments is how many constant-rate segments an Emulated keeps. It
+// bounds memory (O(1) per clock) and sets the look-back window: truth times
+// older than the oldest kept segment cannot be answered (see Oldest).
+const lookBackSegments = 64
+
+// ppmUnits converts ppm to the 1e-18 fixed point used internally (exact for
+// ppm values with at most 12 decimals).
+const ppmUnits = 1e12
+
+// maxSkewUnits is MaxDriftPPM in 1e-18 units.
+const maxSkewUnits = int64(MaxDriftPPM * ppmUnits)
+
+// ErrLookBack is recorded (see Emulated.Err) when a query reaches further
+// into the past than the kept segments; the query was answered at the
+// oldest kept time instead.
+var ErrLookBack = errors.New("query older than the look-back window")
+
+// ErrRange is recorded (see Emulated.Err) when a truth time is outside
+// ±MaxTime; it was clamped into the range.
+var ErrRange = errors.New("time outside ±MaxTime")
+
+// DriftStep changes a clock's base drift at truth time At (ns) to DriftPPM.
+// Accumulated wander is kept across the step.
+type DriftStep struct {
+	At       int64
+	DriftPPM float64
+}
+
+// EmuParams are the parameters of an emulated clock. Times are ns.
+type EmuParams struct {
+	// Origin is the truth time at which the clock starts: Ideal(Origin) =
+	// Origin + Offset and wander steps are counted from it. 0 suits the
+	// simulator; in the lab set it to Raw.Now() at start.
+	Origin int64
+	// Offset is local - truth at Origin, |Offset| <= MaxTime.
+	Offset int64
+	// DriftPPM is the frequency error from Origin on: the local clock
+	// advances (1 + DriftPPM*1e-6) ns per truth ns.
+	DriftPPM float64
+	// Steps change the base drift at given truth times (strictly
+	// increasing, not before Origin).
+	Steps []DriftStep
+	// WanderPPM is the standard deviation of the random-walk change of the
+	// frequency per WanderStep, in ppm (0: no wander).
+	WanderPPM float64
+	// WanderStep is the truth interval between frequency changes; required
+	// when WanderPPM > 0.
+	WanderStep int64
+	// Granularity: every Read is a multiple of it (0 or 1: none).
+	Granularity int64
+	// JitterNs is the read jitter: uniform in [-JitterNs, +JitterNs].
+	JitterNs int64
+	// Seed seeds the wander and the jitter (two independent streams, so the
+	// wander does not depend on how often the clock is read).
+	Seed int64
+}
+
+// Validate checks the parameters and names the first bad field.
+func (p EmuParams) Validate() error {
+	ppm := func(name string, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > MaxDriftPPM {
+			return fmt.Errorf("clock: EmuParams.%s = %v: must be finite with |v| <= %g ppm", name, v, float64(MaxDriftPPM))
+		}
+		return nil
+	}
+	if p.Origin < -MaxTime || p.Origin > MaxTime {
+		return fmt.Errorf("clock: EmuParams.Origin = %d: %w", p.Origin, ErrRange)
+	}
+	if p.Offset < -MaxTime || p.Offset > MaxTime {
+		return fmt.Errorf("clock: EmuParams.Offset = %d: %w", p.Offset, ErrRange)
+	}
+	if err := ppm("DriftPPM", p.DriftPPM); err != nil {
+		return err
+	}
+	prev := p.Origin
+	for i, s := range p.Steps {
+		if s.At < prev || (i > 0 && s.At == prev) || s.At > MaxTime {
+			return fmt.Errorf("clock: EmuParams.Steps[%d].At = %d: must be >= Origin, strictly increasing and <= MaxTime", i, s.At)
+		}
+		if err := ppm(fmt.Sprintf("Steps[%d].DriftPPM", i), s.DriftPPM); err != nil {
+			return err
+		}
+		prev = s.At
+	}
+	if math.IsNaN(p.WanderPPM) || math.IsInf(p.WanderPPM, 0) || p.WanderPPM < 0 || p.WanderPPM > MaxDriftPPM {
+		return fmt.Errorf("clock: EmuParams.WanderPPM = %v: must be in [0, %g]", p.WanderPPM, float64(MaxDriftPPM))
+	}
+	if p.WanderStep < 0 || (p.WanderPPM > 0 && p.WanderStep == 0) {
+		return fmt.Errorf("clock: EmuParams.WanderStep = %d: must be > 0 when WanderPPM > 0 (and never negative)", p.WanderStep)
+	}
+	if p.Granularity < 0 || p.Granularity > MaxTime {
+		return fmt.Errorf("clock: EmuParams.Granularity = %d: must be in [0, MaxTime]", p.Granularity)
+	}
+	if p.JitterNs < 0 || p.JitterNs > MaxTime/2 {
+		return fmt.Errorf("clock: EmuParams.JitterNs = %d: must be in [0, MaxTime/2]", p.JitterNs)
+	}
+	return nil
+}
+
+// segment is a stretch of truth time at constant rate: from truth t0 the
+// local time is l0 + lf*1e-18 + (t-t0)*(1 + k*1e-18), all exact.
+type segment struct {
+	t0, l0, lf, k int64
+}
+
+// Emulated is a local clock derived from truth time: offset, drift, drift
+// steps, random-walk wander, granularity and read jitter. It is
+// deterministic for a seed and uses O(1) memory however long it runs: the
+// wander is generated lazily, segment by segment, as truth time advances,
+// and only the newest segments are kept.
+//
+// Queries (Ideal, Read, TruthAt, Skew) may go back in truth time, but only
+// as far as Oldest: the last 64 segment boundaries (wander steps and drift
+// steps), and without limit while the first segment is still kept. A query
+// further back, or outside ±MaxTime, is answered at the nearest answerable
+// time and the error is recorded (Err); evaluators should check Err at the
+// end of a run. An Emulated is not safe for concurrent use (On's Clock is).
+type Emulated struct {
+	p          EmuParams
+	ring       []segment // circular, newest at head
+	head       int
+	firstKept  bool  // ring still holds the first segment, which extends to -inf
+	nextWander int64 // truth of the next wander change; math.MaxInt64: none
+	stepIdx    int
+	baseK      int64
+	wanderK    int64
+	wrng       *rand.Rand
+	jrng       *rand.Rand
+	lastRead   int64
+	haveRead   bool
+	err        error
+}
+
+// NewEmulated validates p and builds the clock.
+func NewEmulated(p EmuParams) (*Emulated, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p.Steps = append([]DriftStep(nil), p.Steps...)
+	e := &Emulated{
+		p:          p,
+		ring:       make([]segment, 0, 4),
+		firstKept:  true,
+		nextWander: math.MaxInt64,
+		baseK:      toUnits(p.DriftPPM),
+		wrng:       rand.New(rand.NewPCG(uint64(p.Seed), 0x9e3779b97f4a7c15)),
+		jrng:       rand.New(rand.NewPCG(uint64(p.Seed), 0xd1b54a32d192ed03)),
+	}
+	if p.WanderPPM > 0 {
+		e.nextWander = addSat(p.Origin, p.WanderStep)
+		if e.nextWander > MaxTime {
+			e.nextWander = math.MaxInt64
+		}
+	}
+	for e.stepIdx < len(p.Steps) && p.Steps[e.stepIdx].At == p.Origin {
+		e.baseK = toUnits(p.Steps[e.stepIdx].DriftPPM)
+		e.stepIdx++
+	}
+	e.ring = append(e.ring, segment{t0: p.Origin, l0: p.Origin + p.Offset, k: e.baseK})
+	return e, nil
+}
+
+// toUnits converts ppm to 1e-18 units, rounded.
+func toUnits(ppm float64) int64 { return int64(math.Round(ppm * ppmUnits)) }
+
+// Params returns the clock's parameters (for evaluators).
+func (e *Emulated) Params() EmuParams { return e.p }
+
+// Err returns the first recorded query error (ErrLookBack or ErrRange,
+// wrapped with the offending time), or nil.
+func (e *Emulated) Err() error { return e.err }
+
+// Oldest returns the earliest truth time the clock can still answer
+// exactly; math.MinInt64 while the first segment is kept.
+func (e *Emulated) Oldest() int64 {
+	if e.firstKept {
+		return math.MinInt64
+	}
+	return e.ring[e.oldestIdx()].t0
+}
+
+func (e *Emulated) record(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *Emulated) newest() *segment { return &e.ring[e.head] }
+
+func (e *Emulated) oldestIdx() int {
+	if len(e.ring) < lookBackSegments {
+		return 0
+	}
+	return (e.head + 1) % lookBackSegments
+}
+
+// boundary is the truth time at which the newest segment ends.
+func (e *Emulated) boundary() int64 {
+	b := e.nextWander
+	if e.stepIdx < len(e.p.Steps) && e.p.Steps[e.stepIdx].At < b {
+		b = e.p.Steps[e.stepIdx].At
+	}
+	return b
+}
+
+// advance starts the next segment at boundary().
+func (e *Emulated) advance() {
+	cur := *e.newest()
+	b := e.boundary()
+	dt := b - cur.t0
+	q, r := mulAddFloorDiv(dt, cur.k, cur.lf)
+	next := segment{t0: b, l0: addSat(addSat(cur.l0, dt), q), lf: r}
+	if b == e.nextWander {
+		e.wanderK += int64(math.Round(e.wrng.NormFloat64() * e.p.WanderPPM * ppmUnits))
+		e.wanderK = max(-2*maxSkewUnits, min(2*maxSkewUnits, e.wanderK))
+		e.nextWander = addSat(b, e.p.WanderStep)
+		if e.nextWander > MaxTime {
+			e.nextWander = math.MaxInt64
+		}
+	}
+	for e.stepIdx < len(e.p.Steps) && e.p.Steps[e.stepIdx].At == b {
+		e.baseK = toUnits(e.p.Steps[e.stepIdx].DriftPPM)
+		e.stepIdx++
+	}
+	next.k = max(-maxSkewUnits, min(maxSkewUnits, e.baseK+e.wanderK))
+	if len(e.ring) < lookBackSegments {
+		e.ring = append(e.ring, next)
+		e.head = len(e.ring) - 1
+		return
+	}
+	e.head = (e.head + 1) % lookBackSegments
+	e.ring[e.head] = next
+	e.firstKept = false
+}
+
+// clampTruth keeps t inside ±MaxTime, recording ErrRange.
+func (e *Emulated) clampTruth(t int64) int64 {
+	if t > MaxTime || t < -MaxTime {
+		e.record(fmt.Errorf("clock: truth %d: %w", t, ErrRange))
+		return max(-MaxTime, min(MaxTime, t))
+	}
+	return t
+}
+
+// find returns the segment holding truth t (advancing as needed) and t,
+// clamped to what can be answered.
+func (e *Emulated) find(t int64) (segment, int64) {
+	t = e.clampTruth(t)
+	if t >= e.newest().t0 {
+		for t >= e.boundary() {
+			e.advance()
+		}
+		return *e.newest(), t
+	}
+	n := len(e.ring)
+	for i := 1; i < n; i++ {
+		s := e.ring[(e.head-i+n)%n]
+		if s.t0 <= t {
+			return s, t
+		}
+	}
+	s := e.ring[e.oldestIdx()]
+	if e.firstKept {
+		return s, t
+	}
+	e.record(fmt.Errorf("clock: truth %d before %d: %w", t, s.t0, ErrLookBack))
+	return s, s.t0
+}
+
+// eval is the (floored) local time of segment s at truth t.
+func eval(s segment, t int64) int64 {
+	dt := t - s.t0
+	q, _ := mulAddFloorDiv(dt, s.k, s.lf)
+	return addSat(addSat(s.l0, dt), q)
+}
+
+// Ideal returns the continuous local time at truth t (floored to the ns),
+// without granularity or jitter: the evaluator's truth for this clock.
+// It is non-decreasing in t.
+func (e *Emulated) Ideal(t int64) int64 {
+	s, t := e.find(t)
+	return eval(s, t)
+}
+
+// Skew returns the clock's rate error at truth t (local ns per truth ns,
+// minus 1). For evaluators only.
+func (e *Emulated) Skew(t int64) float64 {
+	s, _ := e.find(t)
+	return float64(s.k) / fracUnit
+}
+
+// Read returns what the node's software sees at truth t: Ideal plus jitter,
+// quantized down to the granularity, and never less than the previous Read.
+func (e *Emulated) Read(t int64) int64 {
+	v := e.Ideal(t)
+	if j := e.p.JitterNs; j > 0 {
+		v = addSat(v, e.jrng.Int64N(2*j+1)-j)
+	}
+	if g := e.p.Granularity; g > 1 {
+		m := v - floorDiv(v, g)*g
+		if v-m > v { // would wrap below MinInt64
+			v += g - m
+		} else {
+			v -= m
+		}
+	}
+	if e.haveRead && v < e.lastRead {
+		v = e.lastRead
+	}
+	e.lastRead, e.haveRead = v, true
+	return v
+}
+
+// TruthAt returns the first truth time at which Ideal reaches local: the
+// inverse of Ideal (Ideal(TruthAt(l)) >= l > Ideal(TruthAt(l)-1)). The
+// simulator turns a node's local timer deadline into truth time with it.
+func (e *Emulated) TruthAt(local int64) int64 {
+	cur := e.newest()
+	if local > cur.l0 {
+		for {
+			b := e.boundary()
+			if b == math.MaxInt64 || eval(*e.newest(), b) >= local {
+				break
+			}
+			e.advance()
+		}
+		s := *e.newest()
+		hi := e.boundary()
+		if hi == math.MaxInt64 {
+			hi = MaxTime
+			if eval(s, hi) < local {
+				e.record(fmt.Errorf("clock: local %d after truth MaxTime: %w", local, ErrRange))
+				return MaxTime
+			}
+		}
+		return search(s, s.t0, hi, local)
+	}
+	n := len(e.ring)
+	for i := 1; i < n; i++ {
+		s := e.ring[(e.head-i+n)%n]
+		if s.l0 < local {
+			hi := e.ring[(e.head-i+1+n)%n].t0
+			return search(s, s.t0, hi, local)
+		}
+	}
+	s := e.ring[e.oldestIdx()]
+	if !e.firstKept {
+		e.record(fmt.Errorf("clock: local %d before the look-back window (truth %d): %w", local, s.t0, ErrLookBack))
+		return s.t0
+	}
+	lo := int64(-MaxTime)
+	if eval(s, lo) >= local {
+		e.record(fmt.Errorf("clock: local %d before truth -MaxTime: %w", local, ErrRange))
+		return lo
+	}
+	return search(s, lo, s.t0, local)
+}
+
+// search returns the smallest t in (lo, hi] with eval(s, t) >= local, given
+// eval(s, lo) < local <= eval(s, hi). It starts from a float64 guess on
+// segment-relative values and brackets it, so it usually takes a few steps.
+func search(s segment, lo, hi, local int64) int64 {
+	rate := 1 + float64(s.k)/fracUnit
+	rel := float64(local-eval(s, s.t0)) / rate
+	g := lo + 1
+	if rel > float64(hi-s.t0) {
+		g = hi
+	} else if c := s.t0 + int64(rel); c > lo && c <= hi {
+		g = c
+	}
+	if eval(s, g) >= local {
+		hi = g
+		for step := int64(1); ; step *= 2 {
+			c := g - step
+			if step >= g-lo || c <= lo {
+				break
+			}
+			if eval(s, c) < local {
+				lo = c
+				break
+			}
+			hi = c
+		}
+	} else {
+		lo = g
+		for step := int64(1); ; step *= 2 {
+			c := g + step
+			if step >= hi-g || c >= hi {
+				break
+			}
+			if eval(s, c) >= local {
+				hi = c
+				break
+			}
+			lo = c
+		}
+	}
+	for hi-lo > 1 {
+		m := lo + (hi-lo)/2
+		if eval(s, m) >= local {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	return hi
+}
+
+// On returns a Clock that reads e at base's time: an Emulated on top of Raw
+// is a lab node's clock. The returned Clock serializes its calls, so it is
+// safe for concurrent use as long as e is not used directly at the same
+// time.
+func (e *Emulated) On(base Clock) Clock {
+	var mu sync.Mutex
+	return Func(func() int64 {
+		t := base.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		return e.Read(t)
+	})
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"text/tabwriter"
+
+	"github.com/gclock/gclock/trace/causality"
+	"github.com/gclock/gclock/trace/correct"
+	"github.com/gclock/gclock/trace/timeline"
+)
+
+func init() {
+	register("merge", "correct per-process traces onto global time and merge them (Chrome JSON, binary)", runMerge)
+}
+
+const mergeUsage = `usage: gclock merge [flags] FILE...
+
+Maps every process's local timestamps onto global time (linear regression
+with two sync sessions, monotone spline with more, or the daemon's recorded
+mappings; -method auto picks per process and says which), merges all
+processes into one time-ordered stream, counts messages received before they
+were sent per pair of processes before and after correction, and optionally
+applies the controlled logical clock (-clc), reporting how far it moved each
+process. Writes Chrome trace-event JSON (-chrome, for ui.perfetto.dev) and/or
+a compact binary merged trace (-o).
+
+flags:
+`
+
+func runMerge(args []string) error { return mergeCmd(args, os.Stdout) }
+
+func mergeCmd(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), mergeUsage); fs.PrintDefaults() }
+	method := fs.String("method", "auto", "correction: auto, linear, spline, daemon, offset or none")
+	chromePath := fs.String("chrome", "", "write Chrome trace-event JSON to this file")
+	binPath := fs.String("o", "", "write the binary merged trace to this file")
+	keep := fs.Bool("keep-going", false, "skip corrupt chunks and stop at truncations instead of failing (and list them)")
+	clc := fs.Bool("clc", false, "apply the controlled logical clock after correction (holds the trace in memory)")
+	lmin := fs.Duration("min-latency", 0, "CLC: minimum message latency")
+	gamma := fs.Float64("gamma", 1, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals")
+	verbose := fs.Bool("v", false, "log progress")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("no trace files given (usage: gclock merge [flags] FILE...)")
+	}
+	m, err := correct.ParseMethod(*method)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.DiscardHandler)
+	if *verbose {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	opt := timeline.Options{Method: m, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Log: log}
+	var closers []func() error
+	create := func(path string) (io.Writer, error) {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, err
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		closers = append(closers, func() error {
+			if err := bw.Flush(); err != nil {
+				f.Close()
+				return fmt.Errorf("write %s: %w", path, err)
+			}
+			return f.Close()
+		})
+		return bw, nil
+	}
+	if *chromePath != "" {
+		if opt.Chrome, err = create(*chromePath); err != nil {
+			return err
+		}
+	}
+	if *binPath != "" {
+		if opt.Binary, err = create(*binPath); err != nil {
+			return err
+		}
+	}
+	rep, err := timeline.Run(timeline.Files(fs.Args()), opt)
+	for _, c := range closers {
+		if cerr := c(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		if !*keep {
+			return fmt.Errorf("%w (hint: -keep-going merges what is readable)", err)
+		}
+		return err
+	}
+	printReport(out, rep)
+	return nil
+}
+
+func sumPairs(rep *timeline.Report) causality.Counts {
+	if rep == nil {
+		return causality.Counts{}
+	}
+	return causality.Totals(rep.Pairs)
+}
+
+func printReport(out io.Writer, rep *timeline.Report) {
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "proc\tname\tevents\tmethod\tsessions\texchanges\tmappings\tskew ppm\tclamped\treason")
+	for i, c := range rep.Choices {
+		reason := c.Reason
+		if c.SharedOf >= 0 {
+			reason += fmt.Sprintf(" (sessions of process %d, same host)", c.SharedOf)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%.3f\t%d\t%s\n", c.Proc, c.Name, rep.Merge[i].Events, c.Method, c.Sessions, c.Samples, c.Mappings, c.SkewPPM, rep.Merge[i].Clamped, reason)
+	}
+	tw.Flush()
+	for i, f := range rep.Files {
+		seen := map[string]bool{}
+		for _, p := range append(append([]error{}, f.Problems...), rep.Merge[i].Problems...) {
+			if s := p.Error(); !seen[s] {
+				seen[s] = true
+				fmt.Fprintf(out, "PROBLEM (skipped, -keep-going): %s\n", s)
+			}
+		}
+	}
+	rate := float64(rep.Events) / rep.MergeTime.Seconds() / 1e6
+	fmt.Fprintf(out, "\nmerged %d events in %v (%.1f M events/s with outputs)\n", rep.Events, rep.MergeTime.Round(1e6), rate)
+	tot := causality.Totals(rep.Pairs)
+	fmt.Fprintf(out, "\ncausality: %d messages, received before sent: %d on raw timestamps, %d after correction", tot.Messages, tot.Raw, tot.Corrected)
+	if rep.AfterCLC != nil {
+		fmt.Fprintf(out, ", %d after CLC", causality.Totals(rep.AfterCLC).Corrected)
+	}
+	fmt.Fprintf(out, "; %d message ends unmatched\n", rep.Unmatched)
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "from\tto\tmessages\traw violations\tcorrected violations")
+	for _, p := range rep.Pairs {
+		if p.Raw > 0 || p.Corrected > 0 {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", p.From, p.To, p.Messages, p.Raw, p.Corrected)
+		}
+	}
+	tw.Flush()
+	if rep.Moved != nil {
+		fmt.Fprintln(out, "\ncontrolled logical clock (raw timestamps kept in the binary trace and in args.local_ns):")
+		tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "proc\tevents\tmoved\treceives moved\tmax move ns\tmean move ns")
+		for _, m := range rep.Moved {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.1f\n", m.Proc, m.Events, m.Moved, m.Jumps, m.MaxShift, m.MeanShift)
+		}
+		tw.Flush()
+	}
+	if rep.UnboundFlows > 0 {
+		fmt.Fprintf(out, "\n%d receives drawn without an arrow: their send was not seen before them\n", rep.UnboundFlows)
+	}
+}

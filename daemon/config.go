@@ -1,0 +1,705 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/gtime"
+)
+
+// Config is a daemon's configuration: one YAML file, usually the same on
+// every host except node.id. Units are in the field names (_ppm, _bytes) or
+// in the values (durations are written with their unit: 250ms).
+type Config struct {
+	Node       NodeConfig       `yaml:"node"`
+	Peers      []Peer           `yaml:"peers"`
+	Reference  ReferenceConfig  `yaml:"reference"`
+	Topology   TopologyConfig   `yaml:"topology"`
+	Sync       SyncConfig       `yaml:"sync"`
+	Clock      ClockConfig      `yaml:"clock"`
+	Transport  TransportConfig  `yaml:"transport"`
+	GlobalTime GlobalTimeConfig `yaml:"global_time"`
+	Metrics    MetricsConfig    `yaml:"metrics"`
+	RealTime   RealTimeConfig   `yaml:"real_time"`
+}
+
+// NodeConfig names this node.
+type NodeConfig struct {
+	// ID is this node's id; it must be one of the peers.
+	ID uint32 `yaml:"id"`
+	// Listen is the UDP host:port to bind; empty means this node's peer
+	// address.
+	Listen string `yaml:"listen"`
+}
+
+// Peer is one node of the cluster (this node included).
+type Peer struct {
+	ID      uint32 `yaml:"id"`
+	Address string `yaml:"address"` // UDP host:port
+}
+
+// ReferenceConfig chooses the reference: global time is its clock.
+type ReferenceConfig struct {
+	// Order lists node ids: the first is the reference; when it has been
+	// silent for FailoverAfter, the next one takes over, and so on.
+	Order []uint32 `yaml:"order"`
+	// FailoverAfter is how long the reference may be silent before the
+	// next in Order takes over.
+	FailoverAfter Duration `yaml:"failover_after"`
+}
+
+// Topologies.
+const (
+	TopoStar      = "star"
+	TopoTree      = "tree"
+	TopoRing      = "ring"
+	TopoHypercube = "hypercube"
+	TopoMesh      = "mesh"
+	TopoExplicit  = "explicit"
+)
+
+// TopologyConfig says which nodes exchange messages. Graph positions follow
+// the peer list sorted by id with the reference moved first, so the star's
+// centre and the tree's root are the reference.
+type TopologyConfig struct {
+	Kind   string      `yaml:"kind"`            // star | tree | ring | hypercube | mesh | explicit
+	Fanout int         `yaml:"fanout"`          // tree only
+	Edges  [][2]uint32 `yaml:"edges,omitempty"` // explicit only: pairs of node ids
+}
+
+// SyncConfig holds the engine's thresholds and periods (Liao et al.; the
+// names in capitals in engine.Config).
+type SyncConfig struct {
+	Estimator                 string   `yaml:"estimator"` // minrtt | regression | hull
+	Adaptive                  bool     `yaml:"adaptive"`
+	PingsPerRound             int      `yaml:"pings_per_round"`
+	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh"`
+	DifferenceThresh          Duration `yaml:"difference_thresh"`
+	ErrorThresh               float64  `yaml:"error_thresh"` // accumulated err/difference_thresh that halves a period
+	SuccessThresh             int      `yaml:"success_thresh"`
+	MinGlobalPeriod           Duration `yaml:"min_global_period"`
+	MaxGlobalPeriod           Duration `yaml:"max_global_period"`
+	InitialGlobalPeriod       Duration `yaml:"initial_global_period"`
+	MinSelfPeriod             Duration `yaml:"min_self_period"`
+	MaxSelfPeriod             Duration `yaml:"max_self_period"`
+	LargeDriftPPM             float64  `yaml:"large_drift_ppm"`
+	ProbeTimeout              Duration `yaml:"probe_timeout"`
+	StaleAfter                Duration `yaml:"stale_after"`
+	MaxSlewPPM                float64  `yaml:"max_slew_ppm"`
+	MaxDriftPPM               float64  `yaml:"max_drift_ppm"`
+	MaxWanderPPMPerS          float64  `yaml:"max_wander_ppm_per_s"`
+	Granularity               Duration `yaml:"granularity"`
+	Window                    int      `yaml:"window"`           // rounds each estimator keeps
+	ContinuousDrift           bool     `yaml:"continuous_drift"` // apply the drift continuously instead of per self period
+	MaxConcurrentRounds       int      `yaml:"max_concurrent_rounds"`
+	RetryRTTs                 float64  `yaml:"retry_rtts"`
+	MaxProbeRetries           int      `yaml:"max_probe_retries"`
+}
+
+// Clock sources.
+const (
+	ClockRaw      = "raw"      // CLOCK_MONOTONIC_RAW
+	ClockEmulated = "emulated" // CLOCK_MONOTONIC_RAW seen through clock.Emulated (the lab)
+)
+
+// ClockConfig is the local clock the daemon stamps with.
+type ClockConfig struct {
+	Source   string              `yaml:"source"` // raw | emulated
+	Emulated EmulatedClockConfig `yaml:"emulated"`
+}
+
+// EmulatedClockConfig are the lab's clock errors (clock.EmuParams). Only an
+// evaluator may know them; the engine never sees them.
+type EmulatedClockConfig struct {
+	Offset      Duration    `yaml:"offset"`
+	DriftPPM    float64     `yaml:"drift_ppm"`
+	DriftSteps  []DriftStep `yaml:"drift_steps,omitempty"`
+	WanderPPM   float64     `yaml:"wander_ppm"` // std dev of the random-walk frequency change per wander_step
+	WanderStep  Duration    `yaml:"wander_step"`
+	Granularity Duration    `yaml:"granularity"`
+	ReadJitter  Duration    `yaml:"read_jitter"`
+	Seed        int64       `yaml:"seed"`
+}
+
+// DriftStep changes the emulated drift After the daemon started.
+type DriftStep struct {
+	After    Duration `yaml:"after"`
+	DriftPPM float64  `yaml:"drift_ppm"`
+}
+
+// TransportConfig is the UDP layer's.
+type TransportConfig struct {
+	// KernelTimestamps asks for SO_TIMESTAMPING software stamps on receive
+	// and transmit; user-space stamps add tens of microseconds.
+	KernelTimestamps bool `yaml:"kernel_timestamps"`
+}
+
+// GlobalTimeConfig is the shared-memory page for programs on this host.
+type GlobalTimeConfig struct {
+	ShmPath      string   `yaml:"shm_path"`      // empty: no page
+	PublishEvery Duration `yaml:"publish_every"` // republish (heartbeat) at least this often; <= sync.stale_after/2
+}
+
+// MetricsConfig is the Prometheus endpoint.
+type MetricsConfig struct {
+	Listen string `yaml:"listen"` // host:port; empty: no metrics
+}
+
+// Real-time modes (Jezequel 5.4).
+const (
+	RealTimeNone      = "none"               // global time is the reference's CLOCK_MONOTONIC_RAW
+	RealTimeReference = "reference-realtime" // the reference's CLOCK_REALTIME
+	RealTimeMeanDrift = "mean-drift"         // drifts corrected by the mean of all drifts
+)
+
+// RealTimeConfig chooses what global time counts.
+type RealTimeConfig struct {
+	Mode string `yaml:"mode"` // none | reference-realtime | mean-drift
+}
+
+// DefaultPort is the UDP port of the default config.
+const DefaultPort = 3190
+
+// DefaultConfig works for a small cluster: node 1 of three nodes on
+// localhost ports 3190-3192, node 1 the reference with 2 and 3 as
+// failovers, a star, the engine's defaults, the raw clock, kernel
+// timestamps, the page at gtime.DefaultPath and no metrics.
+func DefaultConfig() Config {
+	e := engine.DefaultConfig()
+	peers := []Peer{}
+	for i := uint32(1); i <= 3; i++ {
+		peers = append(peers, Peer{ID: i, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultPort+int(i)-1))})
+	}
+	return Config{
+		Node:  NodeConfig{ID: 1},
+		Peers: peers,
+		// Ten seconds is five initial global periods: a reference that
+		// missed that many rounds is gone, not slow.
+		Reference: ReferenceConfig{Order: []uint32{1, 2, 3}, FailoverAfter: Duration(10 * time.Second)},
+		Topology:  TopologyConfig{Kind: TopoStar, Fanout: 2},
+		Sync: SyncConfig{
+			Estimator: e.Estimator, Adaptive: e.Adaptive, PingsPerRound: e.PingsPerRound,
+			NetworkLatencyErrorThresh: Duration(e.NetworkLatencyErrorThresh),
+			DifferenceThresh:          Duration(e.DifferenceThresh),
+			ErrorThresh:               e.ErrorThresh, SuccessThresh: e.SuccessThresh,
+			MinGlobalPeriod: Duration(e.MinGlobalPeriod), MaxGlobalPeriod: Duration(e.MaxGlobalPeriod),
+			InitialGlobalPeriod: Duration(e.InitialGlobalPeriod),
+			MinSelfPeriod:       Duration(e.MinSelfPeriod), MaxSelfPeriod: Duration(e.MaxSelfPeriod),
+			LargeDriftPPM: e.LargeDrift * 1e6, ProbeTimeout: Duration(e.ProbeTimeout),
+			StaleAfter: Duration(e.StaleAfter), MaxSlewPPM: e.MaxSlewRate * 1e6,
+			MaxDriftPPM: e.MaxDrift * 1e6, MaxWanderPPMPerS: e.MaxWander * 1e15, ContinuousDrift: e.ContinuousDrift,
+			Granularity: Duration(e.Granularity), Window: e.Window,
+			MaxConcurrentRounds: e.MaxConcurrentRounds, RetryRTTs: e.RetryRTTs, MaxProbeRetries: e.MaxProbeRetries,
+		},
+		Clock:      ClockConfig{Source: ClockRaw},
+		Transport:  TransportConfig{KernelTimestamps: true},
+		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
+		RealTime:   RealTimeConfig{Mode: RealTimeNone},
+	}
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid config")
+
+// FieldError is one bad field: its YAML path (sync.min_global_period,
+// peers[2].address) and, when the config came from a file, its line.
+type FieldError struct {
+	Field string
+	Line  int // 0 when unknown (defaults, flags)
+	Msg   string
+}
+
+// Error formats "field: msg" or "line N: field: msg".
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrConfig) true.
+func (e *FieldError) Unwrap() error { return ErrConfig }
+
+// errs collects FieldErrors.
+type errs []error
+
+func (e *errs) add(field, format string, args ...any) {
+	*e = append(*e, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks every section and returns all problems found (joined),
+// each a *FieldError naming the field.
+func (c *Config) Validate() error {
+	var e errs
+	c.validateNodes(&e)
+	c.validateTopology(&e)
+	c.Sync.validate(&e)
+	c.Clock.validate(&e)
+	c.validateGlobalTime(&e)
+	if c.Metrics.Listen != "" {
+		checkHostPort(&e, "metrics.listen", c.Metrics.Listen, true)
+	}
+	switch c.RealTime.Mode {
+	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
+	default:
+		e.add("real_time.mode", "unknown mode %q (none, reference-realtime, mean-drift)", c.RealTime.Mode)
+	}
+	if len(e) == 0 {
+		// Backstops: the engine's own rules and the graph's connectivity.
+		if err := c.EngineConfig(nil, nil).Validate(); err != nil {
+			e.add("sync", "%v", err)
+		}
+		for _, ref := range c.Reference.Order {
+			if _, _, err := c.Roles(ref); err != nil {
+				e.add("topology", "with reference %d: %v", ref, err)
+				break
+			}
+		}
+	}
+	return errors.Join(e...)
+}
+
+func checkHostPort(e *errs, field, v string, allowEmptyHost bool) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		e.add(field, "%q is not host:port (%v)", v, err)
+		return
+	}
+	if host == "" && !allowEmptyHost {
+		e.add(field, "%q has no host", v)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		e.add(field, "%q: port %q is not in 1..65535", v, port)
+	}
+}
+
+func (c *Config) validateNodes(e *errs) {
+	if len(c.Peers) == 0 {
+		e.add("peers", "empty: list every node of the cluster, this one included")
+		return
+	}
+	ids := map[uint32]int{}
+	addrs := map[string]int{}
+	for i, p := range c.Peers {
+		f := fmt.Sprintf("peers[%d]", i)
+		if j, dup := ids[p.ID]; dup {
+			e.add(f+".id", "%d already used by peers[%d]", p.ID, j)
+		}
+		ids[p.ID] = i
+		checkHostPort(e, f+".address", p.Address, false)
+		if j, dup := addrs[p.Address]; dup {
+			e.add(f+".address", "%q already used by peers[%d]", p.Address, j)
+		}
+		addrs[p.Address] = i
+	}
+	if _, ok := ids[c.Node.ID]; !ok {
+		e.add("node.id", "%d is not among the peers", c.Node.ID)
+	}
+	if c.Node.Listen != "" {
+		checkHostPort(e, "node.listen", c.Node.Listen, true)
+	}
+	if len(c.Reference.Order) == 0 {
+		e.add("reference.order", "empty: name the reference first, then failovers")
+	}
+	seen := map[uint32]bool{}
+	for i, id := range c.Reference.Order {
+		f := fmt.Sprintf("reference.order[%d]", i)
+		if _, ok := ids[id]; !ok {
+			e.add(f, "%d is not among the peers", id)
+		}
+		if seen[id] {
+			e.add(f, "%d listed twice", id)
+		}
+		seen[id] = true
+	}
+	if c.Reference.FailoverAfter <= 0 {
+		e.add("reference.failover_after", "%v, must be > 0", c.Reference.FailoverAfter)
+	}
+}
+
+func (c *Config) validateTopology(e *errs) {
+	t := c.Topology
+	n := len(c.Peers)
+	switch t.Kind {
+	case TopoStar, TopoRing, TopoMesh:
+	case TopoTree:
+		if t.Fanout < 1 {
+			e.add("topology.fanout", "%d, a tree needs fanout >= 1", t.Fanout)
+		}
+	case TopoHypercube:
+		if n > 0 && bits.OnesCount(uint(n)) != 1 {
+			e.add("topology.kind", "hypercube needs a power-of-two number of peers, have %d", n)
+		}
+	case TopoExplicit:
+		if len(t.Edges) == 0 && n > 1 {
+			e.add("topology.edges", "empty: an explicit topology lists its edges as [id, id] pairs")
+		}
+	default:
+		e.add("topology.kind", "unknown topology %q (star, tree, ring, hypercube, mesh, explicit)", t.Kind)
+		return
+	}
+	if t.Kind != TopoExplicit && len(t.Edges) > 0 {
+		e.add("topology.edges", "only used with kind explicit (kind is %q)", t.Kind)
+	}
+	if t.Kind != TopoExplicit {
+		return
+	}
+	ids := map[uint32]bool{}
+	for _, p := range c.Peers {
+		ids[p.ID] = true
+	}
+	for i, ed := range t.Edges {
+		for k, id := range ed {
+			if !ids[id] {
+				e.add(fmt.Sprintf("topology.edges[%d][%d]", i, k), "%d is not among the peers", id)
+			}
+		}
+		if ed[0] == ed[1] {
+			e.add(fmt.Sprintf("topology.edges[%d]", i), "self loop on %d", ed[0])
+		}
+	}
+}
+
+func (s *SyncConfig) validate(e *errs) {
+	switch s.Estimator {
+	case "minrtt", "regression", "hull":
+	default:
+		e.add("sync.estimator", "unknown estimator %q (minrtt, regression, hull)", s.Estimator)
+	}
+	if s.PingsPerRound < 1 || s.PingsPerRound > 64 {
+		e.add("sync.pings_per_round", "%d outside [1, 64]", s.PingsPerRound)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"difference_thresh", s.DifferenceThresh}, {"min_global_period", s.MinGlobalPeriod},
+		{"max_global_period", s.MaxGlobalPeriod}, {"initial_global_period", s.InitialGlobalPeriod},
+		{"min_self_period", s.MinSelfPeriod}, {"max_self_period", s.MaxSelfPeriod},
+		{"probe_timeout", s.ProbeTimeout}, {"stale_after", s.StaleAfter},
+	} {
+		if d.v <= 0 {
+			e.add("sync."+d.name, "%v, must be > 0", d.v)
+		}
+	}
+	if s.NetworkLatencyErrorThresh < 0 {
+		e.add("sync.network_latency_error_thresh", "%v, must be >= 0", s.NetworkLatencyErrorThresh)
+	}
+	if s.Granularity < 0 {
+		e.add("sync.granularity", "%v, must be >= 0", s.Granularity)
+	}
+	if s.MinGlobalPeriod > s.MaxGlobalPeriod {
+		e.add("sync.min_global_period", "%v above max_global_period %v", s.MinGlobalPeriod, s.MaxGlobalPeriod)
+	} else if s.InitialGlobalPeriod < s.MinGlobalPeriod || s.InitialGlobalPeriod > s.MaxGlobalPeriod {
+		e.add("sync.initial_global_period", "%v outside [min_global_period %v, max_global_period %v]",
+			s.InitialGlobalPeriod, s.MinGlobalPeriod, s.MaxGlobalPeriod)
+	}
+	if s.MinSelfPeriod > s.MaxSelfPeriod {
+		e.add("sync.min_self_period", "%v above max_self_period %v", s.MinSelfPeriod, s.MaxSelfPeriod)
+	}
+	for _, f := range []struct {
+		name      string
+		v, lo, hi float64
+		openLo    bool
+	}{
+		{"error_thresh", s.ErrorThresh, 0, 1e9, true},
+		{"large_drift_ppm", s.LargeDriftPPM, 0, 5e5, false},
+		{"max_slew_ppm", s.MaxSlewPPM, 0, 5e5, true},
+		{"max_drift_ppm", s.MaxDriftPPM, 0, 5e5, false},
+		{"max_wander_ppm_per_s", s.MaxWanderPPMPerS, 0, 1e9, false},
+		{"retry_rtts", s.RetryRTTs, 1, 1e6, false},
+	} {
+		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.openLo && f.v == f.lo) {
+			b := "["
+			if f.openLo {
+				b = "("
+			}
+			e.add("sync."+f.name, "%g outside %s%g, %g]", f.v, b, f.lo, f.hi)
+		}
+	}
+	if s.SuccessThresh < 1 {
+		e.add("sync.success_thresh", "%d, must be >= 1", s.SuccessThresh)
+	}
+	if s.Window < 2 || s.Window > 1<<16 {
+		e.add("sync.window", "%d outside [2, 65536]", s.Window)
+	}
+	if s.MaxConcurrentRounds < 0 {
+		e.add("sync.max_concurrent_rounds", "%d, must be >= 0 (0: no limit)", s.MaxConcurrentRounds)
+	}
+	if s.MaxProbeRetries < 0 || s.MaxProbeRetries > 1000 {
+		e.add("sync.max_probe_retries", "%d outside [0, 1000]", s.MaxProbeRetries)
+	}
+}
+
+// maxEmuPPM is clock.MaxDriftPPM: the emulated clock refuses larger drifts.
+const maxEmuPPM = 1e5
+
+func (c *ClockConfig) validate(e *errs) {
+	m := c.Emulated
+	switch c.Source {
+	case ClockRaw:
+		if m.Offset != 0 || m.DriftPPM != 0 || len(m.DriftSteps) > 0 || m.WanderPPM != 0 || m.Granularity != 0 || m.ReadJitter != 0 {
+			e.add("clock.emulated", "set, but clock.source is %q (use emulated)", c.Source)
+		}
+		return
+	case ClockEmulated:
+	default:
+		e.add("clock.source", "unknown source %q (raw, emulated)", c.Source)
+		return
+	}
+	ppm := func(field string, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > maxEmuPPM {
+			e.add(field, "%v: must be finite, |v| <= %g", v, float64(maxEmuPPM))
+		}
+	}
+	ppm("clock.emulated.drift_ppm", m.DriftPPM)
+	var prev Duration = -1
+	for i, s := range m.DriftSteps {
+		f := fmt.Sprintf("clock.emulated.drift_steps[%d]", i)
+		if s.After <= prev || s.After < 0 {
+			e.add(f+".after", "%v: must be >= 0 and strictly increasing", s.After)
+		}
+		prev = s.After
+		ppm(f+".drift_ppm", s.DriftPPM)
+	}
+	if math.IsNaN(m.WanderPPM) || m.WanderPPM < 0 || m.WanderPPM > maxEmuPPM {
+		e.add("clock.emulated.wander_ppm", "%v: must be in [0, %g]", m.WanderPPM, float64(maxEmuPPM))
+	}
+	if m.WanderStep < 0 || (m.WanderPPM > 0 && m.WanderStep == 0) {
+		e.add("clock.emulated.wander_step", "%v: must be > 0 when wander_ppm > 0", m.WanderStep)
+	}
+	if m.Granularity < 0 {
+		e.add("clock.emulated.granularity", "%v, must be >= 0", m.Granularity)
+	}
+	if m.ReadJitter < 0 {
+		e.add("clock.emulated.read_jitter", "%v, must be >= 0", m.ReadJitter)
+	}
+	if m.Offset.D() > 100*365*24*time.Hour || m.Offset.D() < -100*365*24*time.Hour {
+		e.add("clock.emulated.offset", "%v: must be within 100 years", m.Offset)
+	}
+}
+
+func (c *Config) validateGlobalTime(e *errs) {
+	g := c.GlobalTime
+	if g.ShmPath != "" && !filepath.IsAbs(g.ShmPath) {
+		e.add("global_time.shm_path", "%q must be an absolute path (or empty for no page)", g.ShmPath)
+	}
+	if g.PublishEvery <= 0 {
+		e.add("global_time.publish_every", "%v, must be > 0", g.PublishEvery)
+	} else if c.Sync.StaleAfter > 0 && g.PublishEvery > c.Sync.StaleAfter/2 {
+		e.add("global_time.publish_every", "%v above sync.stale_after/2 (%v): readers would see a live daemon as stale",
+			g.PublishEvery, c.Sync.StaleAfter/2)
+	}
+}
+
+// Load reads a YAML config over DefaultConfig (absent fields keep their
+// defaults), rejecting unknown fields, and validates it. Errors name the
+// file, the line and the field.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse is Load on bytes.
+func Parse(data []byte) (Config, error) {
+	c := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// A list in the file replaces the default list.
+	c.Peers, c.Reference.Order = nil, nil
+	err := dec.Decode(&c)
+	if errors.Is(err, io.EOF) {
+		return DefaultConfig(), nil // empty file: all defaults
+	}
+	if err != nil {
+		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
+	}
+	var extra yaml.Node
+	if dec.Decode(&extra) != io.EOF {
+		return c, fmt.Errorf("decode: more than one YAML document: %w", ErrConfig)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
+	}
+	if c.Peers == nil && lineOf(&root, "peers") == 0 {
+		c.Peers = DefaultConfig().Peers
+	}
+	if c.Reference.Order == nil && lineOf(&root, "reference.order") == 0 {
+		c.Reference.Order = DefaultConfig().Reference.Order
+	}
+	if err := c.Validate(); err != nil {
+		addLines(err, &root)
+		return c, err
+	}
+	return c, nil
+}
+
+// addLines fills in the YAML line of every FieldError whose field is in the
+// file (the nearest enclosing field otherwise).
+func addLines(err error, root *yaml.Node) {
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	for _, e := range list {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			path := fe.Field
+			for path != "" {
+				if l := lineOf(root, path); l > 0 {
+					fe.Line = l
+					break
+				}
+				path = parentPath(path)
+			}
+		}
+	}
+}
+
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// lineOf finds the line of a field path such as peers[1].address.
+func lineOf(root *yaml.Node, path string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, part := range splitPath(path) {
+		switch {
+		case part.index >= 0:
+			if n.Kind != yaml.SequenceNode || part.index >= len(n.Content) {
+				return 0
+			}
+			n = n.Content[part.index]
+			line = n.Line
+		default:
+			if n.Kind != yaml.MappingNode {
+				return 0
+			}
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == part.key {
+					line = n.Content[i].Line
+					n = n.Content[i+1]
+					found = true
+					break
+				}
+			}
+			if !found {
+				return 0
+			}
+		}
+	}
+	return line
+}
+
+type pathPart struct {
+	key   string
+	index int // -1 for a key
+}
+
+func splitPath(p string) []pathPart {
+	var out []pathPart
+	for _, seg := range strings.Split(p, ".") {
+		key, rest, _ := strings.Cut(seg, "[")
+		if key != "" {
+			out = append(out, pathPart{key: key, index: -1})
+		}
+		for rest != "" {
+			num, after, _ := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			if err != nil {
+				return out
+			}
+			out = append(out, pathPart{index: i})
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return out
+}
+
+// ReferenceID is the configured reference: the first of reference.order
+// (0 when the order is empty, which Validate rejects).
+func (c *Config) ReferenceID() uint32 {
+	if len(c.Reference.Order) == 0 {
+		return 0
+	}
+	return c.Reference.Order[0]
+}
+
+// ListenAddr is node.listen, or this node's peer address when empty.
+func (c *Config) ListenAddr() string {
+	if c.Node.Listen != "" {
+		return c.Node.Listen
+	}
+	for _, p := range c.Peers {
+		if p.ID == c.Node.ID {
+			return p.Address
+		}
+	}
+	return ""
+}
+
+// order returns the peer ids in graph order: ref first, then by id.
+func (c *Config) order(ref uint32) []uint32 {
+	ids := make([]uint32, 0, len(c.Peers))
+	for _, p := range c.Peers {
+		if p.ID != ref {
+			ids = append(ids, p.ID)
+		}
+	}
+	slices.Sort(ids)
+	return append([]uint32{ref}, ids...)
+}
+
+// EngineConfig converts the sync section into this node's engine.Config
+// for the given sources and children (see Roles).
+func (c *Config) EngineConfig(sources, children []engine.NodeID) engine.Config {
+	s := c.Sync
+	return engine.Config{
+		ID: engine.NodeID(c.Node.ID), Sources: sources, Children: children,
+		Estimator: s.Estimator, Adaptive: s.Adaptive, PingsPerRound: s.PingsPerRound,
+		NetworkLatencyErrorThresh: s.NetworkLatencyErrorThresh.D(), DifferenceThresh: s.DifferenceThresh.D(),
+		ErrorThresh: s.ErrorThresh, SuccessThresh: s.SuccessThresh,
+		MinGlobalPeriod: s.MinGlobalPeriod.D(), MaxGlobalPeriod: s.MaxGlobalPeriod.D(),
+		InitialGlobalPeriod: s.InitialGlobalPeriod.D(),
+		MinSelfPeriod:       s.MinSelfPeriod.D(), MaxSelfPeriod: s.MaxSelfPeriod.D(),
+		LargeDrift: s.LargeDriftPPM / 1e6, ProbeTimeout: s.ProbeTimeout.D(), StaleAfter: s.StaleAfter.D(),
+		MaxSlewRate: s.MaxSlewPPM / 1e6, MaxDrift: s.MaxDriftPPM / 1e6,
+		MaxWander: s.MaxWanderPPMPerS / 1e15, ContinuousDrift: s.ContinuousDrift, Granularity: s.Granularity.D(),
+		Window: s.Window, MaxConcurrentRounds: s.MaxConcurrentRounds,
+		RetryRTTs: s.RetryRTTs, MaxProbeRetries: s.MaxProbeRetries,
+	}
+}

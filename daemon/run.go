@@ -1,0 +1,518 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gclock/gclock/clock"
+	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
+)
+
+// localClock is the daemon's local clock and the conversion of kernel
+// stamps (CLOCK_MONOTONIC_RAW) onto it.
+type localClock struct {
+	now     func() int64
+	fromRaw func(raw int64) int64
+}
+
+func newLocalClock(c ClockConfig) (localClock, error) {
+	if c.Source == ClockRaw {
+		return localClock{now: gtime.RawNow, fromRaw: func(r int64) int64 { return r }}, nil
+	}
+	m := c.Emulated
+	origin := gtime.RawNow()
+	p := clock.EmuParams{
+		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
+		WanderStep: int64(m.WanderStep), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
+	}
+	for _, s := range m.DriftSteps {
+		p.Steps = append(p.Steps, clock.DriftStep{At: origin + int64(s.After), DriftPPM: s.DriftPPM})
+	}
+	emu, err := clock.NewEmulated(p)
+	if err != nil {
+		return localClock{}, fmt.Errorf("clock.emulated: %w", err)
+	}
+	var mu sync.Mutex
+	return localClock{
+		now: func() int64 {
+			r := gtime.RawNow()
+			mu.Lock()
+			defer mu.Unlock()
+			return emu.Read(r)
+		},
+		fromRaw: func(r int64) int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return emu.Ideal(r)
+		},
+	}, nil
+}
+
+// node is one running daemon: the engine behind a mutex, the endpoint, the
+// page writer and counters.
+type node struct {
+	cfg    Config
+	log    *slog.Logger
+	clk    localClock
+	ep     *transport.Endpoint
+	peers  map[engine.NodeID]netip.AddrPort
+	writer *gtime.Writer // nil: no page
+
+	mu      sync.Mutex // guards eng, next and last
+	eng     *engine.Node
+	next    int64
+	last    int64         // latest local time given to the engine
+	clamped atomic.Uint64 // stamps raised to last (see lockedLocal)
+	wake    chan struct{} // re-arm the tick timer
+	pub     chan struct{} // publish now (a round finished)
+
+	ctx context.Context
+	wg  sync.WaitGroup
+
+	msgs [5][4]atomic.Uint64 // [engine.MsgType][direction]
+}
+
+// Directions of the message counters.
+const (
+	dirSent = iota
+	dirReceived
+	dirFailed
+	nDirs
+)
+
+var dirNames = [nDirs]string{"sent", "received", "failed"}
+
+var msgNames = [5]string{"", "probe", "probe_reply", "time_diff", "err_report"}
+
+func (n *node) count(t engine.MsgType, dir int) {
+	if int(t) < len(n.msgs) {
+		n.msgs[t][dir].Add(1)
+	}
+}
+
+// Run runs the daemon until ctx is done: it binds the UDP socket, drives an
+// engine.Node with kernel-stamped messages through a transport.Endpoint,
+// publishes global time to the gtime page and serves metrics. It returns
+// nil after a clean shutdown (the page is marked closed).
+//
+// Not implemented yet (Run says so rather than pretending): real_time modes
+// other than none, and reference failover (reference.order beyond its
+// first entry is only validated).
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if cfg.RealTime.Mode != RealTimeNone {
+		return fmt.Errorf("daemon: real_time.mode %q is not implemented yet (use none): %w", cfg.RealTime.Mode, ErrConfig)
+	}
+	ref := cfg.ReferenceID()
+	if len(cfg.Reference.Order) > 1 {
+		logger.Warn("reference failover is not implemented yet: the first of reference.order stays the reference", "reference", ref)
+	}
+	src, children, err := cfg.Roles(ref)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	ecfg := cfg.EngineConfig(src, children)
+	eng, err := engine.New(ecfg, logger)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	clk, err := newLocalClock(cfg.Clock)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	n := &node{cfg: cfg, log: logger, clk: clk, eng: eng, wake: make(chan struct{}, 1),
+		pub:   make(chan struct{}, 1),
+		peers: map[engine.NodeID]netip.AddrPort{}}
+	for _, p := range cfg.Peers {
+		ap, err := resolve(p.Address)
+		if err != nil {
+			return fmt.Errorf("daemon: peers: id %d: %w", p.ID, err)
+		}
+		n.peers[engine.NodeID(p.ID)] = ap
+	}
+	listen, err := resolve(cfg.ListenAddr())
+	if err != nil {
+		return fmt.Errorf("daemon: node.listen: %w", err)
+	}
+	conn, err := transport.ListenUDP(listen.String(), transport.UDPOptions{Timestamps: cfg.Transport.KernelTimestamps})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	tcfg := transport.DefaultConfig()
+	tcfg.ID, tcfg.Conn, tcfg.Handler, tcfg.Logger = cfg.Node.ID, conn, n, logger
+	tcfg.Clock = clock.Func(clk.now)
+	if cfg.Clock.Source == ClockEmulated {
+		// The endpoint's user stamps are then on the emulated clock while
+		// its kernel stamps stay on CLOCK_MONOTONIC_RAW: recvLocal converts.
+		tcfg.Clock = clock.Func(gtime.RawNow)
+	}
+	n.ep, err = transport.New(tcfg)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if p := cfg.GlobalTime.ShmPath; p != "" {
+		if n.writer, err = gtime.NewWriter(p); err != nil {
+			conn.Close()
+			return fmt.Errorf("daemon: %w", err)
+		}
+		defer n.writer.Close()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n.ctx = ctx
+	epDone := make(chan error, 1)
+	go func() { epDone <- n.ep.Run(ctx) }()
+	var srv *http.Server
+	if addr := cfg.Metrics.Listen; addr != "" {
+		h, err := MetricsHandler(n)
+		if err != nil {
+			return fmt.Errorf("daemon: metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", h)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("daemon: metrics.listen: %w", err)
+		}
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+	}
+	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
+		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps)
+	err = n.loop(ctx)
+	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "stamps_raised", n.clamped.Load())
+	cancel()
+	n.wg.Wait()
+	if eerr := <-epDone; eerr != nil && !errors.Is(eerr, context.Canceled) && err == nil {
+		err = fmt.Errorf("daemon: transport: %w", eerr)
+	}
+	return err
+}
+
+func resolve(addr string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	ua, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, port))
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	ap := ua.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+// loop ticks the engine at its NextTick and republishes the page.
+func (n *node) loop(ctx context.Context) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	every := n.cfg.GlobalTime.PublishEvery.D()
+	pub := time.NewTicker(every)
+	defer pub.Stop()
+	n.publish()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+			now := n.clk.now()
+			n.mu.Lock()
+			n.eng.Tick(n.lockedLocal(now))
+			r := n.eng.Ready()
+			n.next = r.NextTick
+			n.mu.Unlock()
+			n.dispatch(r)
+		case <-n.wake:
+		case <-n.pub:
+			n.publish()
+			continue
+		case <-pub.C:
+			n.publish()
+			continue
+		}
+		n.mu.Lock()
+		next := n.next
+		n.mu.Unlock()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		wait := time.Second // no timer wanted: still look again every second
+		if next != 0 {
+			wait = time.Duration(max(0, next-n.clk.now()))
+			wait = min(wait, time.Second)
+		}
+		timer.Reset(wait)
+	}
+}
+
+// dispatch sends the engine's messages and notes its events. It never
+// blocks: every send runs in its own goroutine.
+func (n *node) dispatch(r engine.Ready) {
+	for _, ev := range r.Events {
+		if ev.Kind == engine.EvGlobalResync {
+			select {
+			case n.pub <- struct{}{}:
+			default:
+			}
+		}
+		n.log.Debug("engine event", "kind", ev.Kind, "peer", ev.Peer, "value", ev.Value)
+	}
+	for _, m := range r.Messages {
+		addr, ok := n.peers[m.To]
+		if !ok {
+			n.log.Warn("engine addressed an unknown node", "to", m.To, "type", m.Type)
+			continue
+		}
+		switch m.Type {
+		case engine.MsgProbe:
+			n.goSend(func(ctx context.Context) { n.probe(ctx, addr, m) })
+		case engine.MsgTimeDiff:
+			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpTimeDiff, m) })
+		case engine.MsgErrReport:
+			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpErrReport|wire.ReliableFlag, m) })
+		default:
+			// Probe replies travel as transport replies (HandleRequest).
+			n.log.Debug("engine message not sent outside a request", "type", m.Type, "to", m.To)
+		}
+	}
+}
+
+func (n *node) goSend(f func(context.Context)) {
+	if n.ctx.Err() != nil {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f(n.ctx)
+	}()
+}
+
+// probe sends a probe as a transport request; the reply goes to the engine
+// stamped with its kernel receive time when there is one.
+func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message) {
+	ctx, cancel := context.WithTimeout(ctx, max(n.cfg.Sync.ProbeTimeout.D()*4, time.Second))
+	defer cancel()
+	n.count(m.Type, dirSent)
+	reply, timing, err := n.ep.Request(ctx, addr, &wire.Packet{Op: wire.OpProbe, Sender: n.cfg.Node.ID, Msg: m})
+	if err != nil {
+		n.count(m.Type, dirFailed)
+		n.log.Debug("probe failed", "to", m.To, "seq", m.Seq, "err", err)
+		return
+	}
+	n.count(engine.MsgProbeReply, dirReceived)
+	rm := reply.Msg
+	rm.Type, rm.From = engine.MsgProbeReply, engine.NodeID(reply.Sender)
+	n.dispatch(n.step(rm, n.recvLocal(timing.RecvUser, timing.RecvKernel)))
+}
+
+func (n *node) oneWay(ctx context.Context, addr netip.AddrPort, op wire.Op, m engine.Message) {
+	n.count(m.Type, dirSent)
+	if _, err := n.ep.Send(ctx, addr, &wire.Packet{Op: op, Sender: n.cfg.Node.ID, Msg: m}); err != nil {
+		n.count(m.Type, dirFailed)
+		n.log.Debug("send failed", "type", m.Type, "to", m.To, "err", err)
+		return
+	}
+	n.log.Debug("sent", "type", m.Type, "to", m.To, "op", op)
+}
+
+// recvLocal picks the kernel receive stamp when enabled and present, on the
+// local clock.
+func (n *node) recvLocal(user, kernel int64) int64 {
+	if n.cfg.Clock.Source == ClockEmulated {
+		if kernel != 0 && n.cfg.Transport.KernelTimestamps {
+			return n.clk.fromRaw(kernel)
+		}
+		return n.clk.fromRaw(user)
+	}
+	if kernel != 0 && n.cfg.Transport.KernelTimestamps {
+		return kernel
+	}
+	return user
+}
+
+// lockedLocal raises a time to the latest one the engine has seen, which
+// the engine requires: a kernel receive stamp is older than the moment the
+// message is handled, and another call may have come in between. Later is
+// safe for every sample (bounds only widen) but loses the stamp's
+// precision; the count is in the debug log at shutdown. Called with mu held.
+func (n *node) lockedLocal(local int64) int64 {
+	if local < n.last {
+		n.clamped.Add(1)
+		return n.last
+	}
+	n.last = local
+	return local
+}
+
+// step feeds a message to the engine and sends what it produced.
+func (n *node) step(m engine.Message, local int64) engine.Ready {
+	n.mu.Lock()
+	n.eng.Step(m, n.lockedLocal(local))
+	r := n.eng.Ready()
+	n.next = r.NextTick
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}: // re-arm the timer at the new NextTick
+	default:
+	}
+	return r
+}
+
+// HandleRequest answers a probe with the engine's reply, its T3 taken as
+// late as possible (later is always safe, engine.Message).
+func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
+	if in.Packet.Op.Kind() != wire.OpProbe {
+		return fmt.Errorf("op %v is not a probe", in.Packet.Op)
+	}
+	m := in.Packet.Msg
+	m.Type, m.From = engine.MsgProbe, engine.NodeID(in.Packet.Sender)
+	m.Samples = nil
+	n.count(m.Type, dirReceived)
+	r := n.step(m, n.recvLocal(in.RecvUser, in.RecvKernel))
+	var out []engine.Message
+	found := false
+	for _, o := range r.Messages {
+		if !found && o.Type == engine.MsgProbeReply && o.To == m.From && o.Seq == m.Seq {
+			o.T3 = max(o.T3, n.clk.now())
+			reply.Msg = o
+			found = true
+			continue
+		}
+		out = append(out, o)
+	}
+	r.Messages = out
+	n.dispatch(r)
+	if !found {
+		return fmt.Errorf("engine did not answer probe %d from %d", m.Seq, m.From)
+	}
+	n.count(engine.MsgProbeReply, dirSent)
+	return nil
+}
+
+// HandleMessage feeds a time diff or an error report to the engine.
+func (n *node) HandleMessage(in *transport.Incoming) {
+	m := in.Packet.Msg
+	m.From = engine.NodeID(in.Packet.Sender)
+	m.Samples = slices.Clone(m.Samples) // the packet is reused by the receive loop
+	n.count(m.Type, dirReceived)
+	r := n.step(m, n.recvLocal(in.RecvUser, in.RecvKernel))
+	n.log.Debug("message", "type", m.Type, "from", m.From, "to", m.To, "samples", len(m.Samples), "events", len(r.Events))
+	n.dispatch(r)
+}
+
+// publishSpan is how far ahead publish samples the engine's bounds to fit
+// the page's quadratic width model: the page is trusted for StaleAfter
+// after an update, so the fit spans 0, StaleAfter and 2*StaleAfter.
+func (n *node) publishSpan() int64 { return max(int64(n.cfg.Sync.StaleAfter), int64(time.Second)) }
+
+// publish writes the engine's current local->global mapping, re-expressed
+// on CLOCK_MONOTONIC_RAW, to the page.
+func (n *node) publish() {
+	if n.writer == nil {
+		return
+	}
+	raw := gtime.RawNow()
+	d := n.publishSpan()
+	var ts [3]engine.Time
+	n.mu.Lock()
+	for i := range ts {
+		ts[i] = n.eng.Estimate(n.clk.fromRaw(raw + int64(i)*d))
+	}
+	n.mu.Unlock()
+	u := gtime.Update{
+		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
+		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
+	}
+	if m, ok := fitMapping(raw, d, ts); ok {
+		u.Mapping = m
+	} else {
+		u.Status = gtime.StatusUnsynced
+	}
+	if err := n.writer.Publish(u); err != nil {
+		n.log.Warn("cannot publish global time", "err", err)
+	}
+}
+
+// fitMapping turns three readings of the engine, at x0, x0+d and x0+2d,
+// into a page mapping: the line through the first two estimates and a
+// width model W0 + SkewErr*dx + Wander*dx^2/2 that is at least the engine's
+// half-width around that line at all three points.
+func fitMapping(x0, d int64, ts [3]engine.Time) (estimate.Mapping, bool) {
+	for _, t := range ts {
+		if t.Status == engine.StatusUnsynced || t.Earliest == math.MinInt64 || t.Latest == math.MaxInt64 {
+			return estimate.Mapping{}, false
+		}
+	}
+	fd := float64(d)
+	skew := float64(ts[1].Est-ts[0].Est-d) / fd
+	var w [3]float64
+	for i, t := range ts {
+		dx := int64(i) * d
+		line := ts[0].Est + dx + int64(math.Round(skew*float64(dx)))
+		w[i] = math.Max(0, math.Max(float64(line-t.Earliest), float64(t.Latest-line)))
+	}
+	b := math.Max(0, (w[2]-2*w[1]+w[0])/(fd*fd))
+	a := math.Max(0, math.Max((w[1]-w[0])/fd-b*fd/2, (w[2]-w[0])/(2*fd)-b*fd))
+	// Two ns of margin cover the rounding of the line and of the widths.
+	return estimate.Mapping{X0: x0, Y0: ts[0].Est, Skew: skew, W0: int64(math.Ceil(w[0])) + 2,
+		SkewErr: a, Wander: b, Valid: true}, true
+}
+
+// Snapshot implements Snapshotter for the metrics.
+func (n *node) Snapshot() Snapshot {
+	now := n.clk.now()
+	n.mu.Lock()
+	es := n.eng.Snapshot()
+	t := n.eng.Estimate(now)
+	t1 := n.eng.Estimate(now + int64(time.Second))
+	n.mu.Unlock()
+	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.cfg.ReferenceID(), Status: gtime.Status(t.Status).String()}
+	if t.Status != engine.StatusUnsynced {
+		s.Offset = time.Duration(t.Est - now)
+		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
+		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
+	}
+	for _, src := range es.Sources {
+		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts})
+	}
+	for _, c := range es.Children {
+		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),
+			Rounds: c.Rounds, RoundsRepeated: c.Repeats, ProbeRetries: c.Retries, ShortestRTT: time.Duration(c.ShortestRTT)})
+	}
+	for t := 1; t < len(n.msgs); t++ {
+		for dir := range nDirs {
+			if v := n.msgs[t][dir].Load(); v > 0 {
+				s.Messages = append(s.Messages, MessageCount{Type: msgNames[t], Direction: dirNames[dir], Count: v})
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/gtime"
+)
+
+// freePorts finds n free UDP ports on 127.0.0.1.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var conns []net.PacketConn
+	for range n {
+		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		ports = append(ports, c.LocalAddr().(*net.UDPAddr).Port)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	return ports
+}
+
+func testCluster(t *testing.T, n int) []Config {
+	ports := freePorts(t, n)
+	dir := t.TempDir()
+	var cfgs []Config
+	for i := range n {
+		c := DefaultConfig()
+		c.Peers = nil
+		for j := range n {
+			c.Peers = append(c.Peers, Peer{ID: uint32(j + 1), Address: fmt.Sprintf("127.0.0.1:%d", ports[j])})
+		}
+		c.Node.ID = uint32(i + 1)
+		c.Reference.Order = []uint32{1}
+		c.Sync.MinGlobalPeriod = Duration(50 * time.Millisecond)
+		c.Sync.InitialGlobalPeriod = Duration(100 * time.Millisecond)
+		c.Sync.StaleAfter = Duration(5 * time.Second)
+		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page%d", i+1))
+		c.GlobalTime.PublishEvery = Duration(100 * time.Millisecond)
+		cfgs = append(cfgs, c)
+	}
+	return cfgs
+}
+
+// TestRunLoopback runs a three-node star over loopback UDP. All nodes share
+// this machine's CLOCK_MONOTONIC_RAW, so the truth is known: global time
+// (node 1's raw clock) equals the raw clock everywhere, and every page must
+// bound it. Node 3 runs an emulated clock (offset 3 ms, +40 ppm) that the
+// daemon must learn.
+func TestRunLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := testCluster(t, 3)
+	cfgs[2].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, len(cfgs))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	for _, c := range cfgs {
+		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var readers []*gtime.Reader
+	for _, c := range cfgs {
+		for {
+			r, err := gtime.Open(c.GlobalTime.ShmPath)
+			if err == nil {
+				readers = append(readers, r)
+				defer r.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d never created its page: %v", c.Node.ID, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Wait for every page to be synced, then check the truth is inside the
+	// bounds over a second of reads.
+	for i, r := range readers {
+		for {
+			tm, err := r.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tm.Status == gtime.StatusSynced && tm.Width() < int64(time.Millisecond) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d not synced with a width under 1 ms: %+v", i+1, tm)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var worst [3]int64
+	var widths [3]int64
+	for k := 0; k < 50; k++ {
+		for i, r := range readers {
+			before := gtime.RawNow()
+			tm, err := r.Now()
+			after := gtime.RawNow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The truth at the read lies in [before, after].
+			if tm.Latest < before || tm.Earliest > after {
+				t.Errorf("node %d: truth [%d, %d] outside bounds [%d, %d] (status %v)", i+1, before, after, tm.Earliest, tm.Latest, tm.Status)
+			}
+			worst[i] = max(worst[i], max(tm.Est-after, before-tm.Est))
+			widths[i] = max(widths[i], tm.Width())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("worst |Est - truth| per node: %v ns; widest bounds: %v ns", worst, widths)
+	cancel()
+	for range cfgs {
+		if err := <-errs; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	for i, r := range readers {
+		if tm, err := r.Now(); err != nil || tm.Status != gtime.StatusNoDaemon {
+			t.Errorf("node %d after shutdown: %+v %v, want no-daemon", i+1, tm, err)
+		}
+	}
+}

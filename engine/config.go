@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrConfig is wrapped by every Config.Validate error.
+var ErrConfig = errors.New("invalid engine config")
+
+// DefaultConfig returns the configuration used when a scenario says nothing:
+// Liao's three pings and adaptive periods, with thresholds sized for a
+// cluster network of a few microseconds' latency. ID, Sources and Children
+// are left empty: fill them from package topology.
+func DefaultConfig() Config {
+	return Config{
+		Estimator:     "minrtt",
+		Adaptive:      true,
+		PingsPerRound: 3, // Liao, Figure 1: for (i = 0; i < 3; i++)
+		// A round whose best RTT is 20 us above the best ever met queueing
+		// or a loaded host on every ping: worth one more try.
+		NetworkLatencyErrorThresh: 20 * time.Microsecond,
+		// Liao's Table 1 errors are ~1 us; a 2 us surprise is a real error.
+		DifferenceThresh: 2 * time.Microsecond,
+		ErrorThresh:      4,
+		SuccessThresh:    4,
+		MinGlobalPeriod:  250 * time.Millisecond,
+		MaxGlobalPeriod:  16 * time.Second,
+		// Liao: global resyncs are rare; the self resync fills the gaps.
+		InitialGlobalPeriod: 2 * time.Second,
+		MinSelfPeriod:       10 * time.Millisecond,
+		MaxSelfPeriod:       time.Second,
+		LargeDrift:          20e-6,
+		// Mocha retries request/reply traffic after 50 ms.
+		ProbeTimeout: 50 * time.Millisecond,
+		StaleAfter:   2 * time.Minute,
+		// 500 ppm is the kernel's adjtime slew limit.
+		MaxSlewRate: 500e-6,
+		// Two quartz of +-100 ppm differ by at most 200 ppm.
+		MaxDrift: 200e-6,
+		// 0.01 ppm per second of frequency change, per ns.
+		MaxWander:           1e-8 / 1e9,
+		Granularity:         1,
+		Window:              256,
+		MaxConcurrentRounds: 1,
+		RetryRTTs:           4,
+		MaxProbeRetries:     8,
+	}
+}
+
+// Validate checks every field and names the first bad one.
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("engine config: node %d: %s: %s: %w", c.ID, field, fmt.Sprintf(format, args...), ErrConfig)
+	}
+	seen := make(map[NodeID]string, len(c.Sources)+len(c.Children))
+	for _, list := range []struct {
+		name string
+		ids  []NodeID
+	}{{"Sources", c.Sources}, {"Children", c.Children}} {
+		for _, id := range list.ids {
+			if id == c.ID {
+				return bad(list.name, "lists the node itself (%d)", id)
+			}
+			if prev, dup := seen[id]; dup {
+				return bad(list.name, "node %d already listed in %s", id, prev)
+			}
+			seen[id] = list.name
+		}
+	}
+	switch c.Estimator {
+	case "minrtt", "regression", "hull":
+	default:
+		return bad("Estimator", "unknown estimator %q (minrtt, regression, hull)", c.Estimator)
+	}
+	if c.PingsPerRound < 1 || c.PingsPerRound > 64 {
+		return bad("PingsPerRound", "%d outside [1, 64]", c.PingsPerRound)
+	}
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"MinGlobalPeriod", c.MinGlobalPeriod},
+		{"MaxGlobalPeriod", c.MaxGlobalPeriod},
+		{"InitialGlobalPeriod", c.InitialGlobalPeriod},
+		{"MinSelfPeriod", c.MinSelfPeriod},
+		{"MaxSelfPeriod", c.MaxSelfPeriod},
+		{"ProbeTimeout", c.ProbeTimeout},
+		{"StaleAfter", c.StaleAfter},
+		{"DifferenceThresh", c.DifferenceThresh},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return bad(p.name, "%v, must be > 0", p.d)
+		}
+	}
+	if c.NetworkLatencyErrorThresh < 0 {
+		return bad("NetworkLatencyErrorThresh", "%v, must be >= 0", c.NetworkLatencyErrorThresh)
+	}
+	if c.Granularity < 0 {
+		return bad("Granularity", "%v, must be >= 0", c.Granularity)
+	}
+	if c.MinGlobalPeriod > c.MaxGlobalPeriod {
+		return bad("MinGlobalPeriod", "%v above MaxGlobalPeriod %v", c.MinGlobalPeriod, c.MaxGlobalPeriod)
+	}
+	if c.InitialGlobalPeriod < c.MinGlobalPeriod || c.InitialGlobalPeriod > c.MaxGlobalPeriod {
+		return bad("InitialGlobalPeriod", "%v outside [%v, %v]", c.InitialGlobalPeriod, c.MinGlobalPeriod, c.MaxGlobalPeriod)
+	}
+	if c.MinSelfPeriod > c.MaxSelfPeriod {
+		return bad("MinSelfPeriod", "%v above MaxSelfPeriod %v", c.MinSelfPeriod, c.MaxSelfPeriod)
+	}
+	floats := []struct {
+		name   string
+		v      float64
+		lo, hi float64
+		loOpen bool
+	}{
+		{"ErrorThresh", c.ErrorThresh, 0, math.MaxFloat64, true},
+		{"LargeDrift", c.LargeDrift, 0, 0.5, false},
+		{"MaxSlewRate", c.MaxSlewRate, 0, 0.5, true},
+		{"MaxDrift", c.MaxDrift, 0, 0.5, false},
+		{"MaxWander", c.MaxWander, 0, 1e-6, false},
+		{"RetryRTTs", c.RetryRTTs, 1, 1e6, false},
+	}
+	for _, f := range floats {
+		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.loOpen && f.v == f.lo) {
+			open := "["
+			if f.loOpen {
+				open = "("
+			}
+			return bad(f.name, "%g outside %s%g, %g]", f.v, open, f.lo, f.hi)
+		}
+	}
+	if c.SuccessThresh < 1 {
+		return bad("SuccessThresh", "%d, must be >= 1", c.SuccessThresh)
+	}
+	if c.Window < 2 || c.Window > 1<<16 {
+		return bad("Window", "%d outside [2, 65536]", c.Window)
+	}
+	if c.MaxConcurrentRounds < 0 {
+		return bad("MaxConcurrentRounds", "%d, must be >= 0 (0: no limit)", c.MaxConcurrentRounds)
+	}
+	if c.MaxProbeRetries < 0 || c.MaxProbeRetries > 1000 {
+		return bad("MaxProbeRetries", "%d outside [0, 1000]", c.MaxProbeRetries)
+	}
+	return nil
+}

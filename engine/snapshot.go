@@ -1,0 +1,118 @@
+package engine
+
+import "container/heap"
+
+// Snapshot is a copy of a node's counters and per-peer state, for metrics
+// and tests. Durations are local nanoseconds.
+type Snapshot struct {
+	ID         NodeID
+	Reference  bool
+	SelfPeriod int64  // current self-resync period
+	Ignored    uint64 // messages ignored (misaddressed, unknown peer, late, duplicate, corrupt)
+	Sources    []SourceSnapshot
+	Children   []ChildSnapshot
+}
+
+// SourceSnapshot is the node's view of one source.
+type SourceSnapshot struct {
+	Source     NodeID
+	Rounds     uint64  // rounds accepted
+	Skew       float64 // estimated d(source)/d(local) - 1
+	SkewErr    float64 // the Hull's bound on |true skew - its skew|, 0 before it has one
+	BoundWidth int64   // Latest-Earliest of global time through this source at LastRound; -1 if none
+	Period     int64   // local time between the last two rounds; 0 before the second
+	LastRound  int64   // local time of the last accepted round
+	Reports    uint64  // error reports sent
+	Restarts   uint64  // estimator windows restarted (inconsistent samples)
+	Rejected   uint64  // rounds an estimator refused
+	Ignored    uint64  // late or duplicate time diffs and corrupt samples
+}
+
+// ChildSnapshot is the node's view of one child (Liao's per-node variables
+// on node 0).
+type ChildSnapshot struct {
+	Child       NodeID
+	Period      int64   // global resync period
+	ErrSum      float64 // accumulated err/DIFFERENCE_THRESH
+	Successes   int     // quiet rounds since the last period change or report
+	Rounds      uint64  // rounds completed (TimeDiff sent)
+	Repeats     uint64  // rounds repeated (NETWORK_LATENCY_ERROR_THRESH)
+	Retries     uint64  // probes retried after a timeout
+	Abandoned   uint64  // rounds ended because retries ran out
+	Reports     uint64  // error reports received
+	Ignored     uint64  // late or duplicate replies and reports
+	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
+	SRTT        int64   // smoothed raw round trip, drives the retry timeout
+}
+
+// Snapshot returns the node's current counters. It allocates; it is meant
+// for metrics scrapes, not for every event.
+func (n *Node) Snapshot() Snapshot {
+	s := Snapshot{
+		ID:         n.cfg.ID,
+		Reference:  n.IsReference(),
+		SelfPeriod: n.selfPeriod,
+		Ignored:    n.ignored,
+	}
+	for _, src := range n.sources {
+		ss := src.stats
+		if m, ok := n.lineMapping(src); ok {
+			ss.Skew = m.Skew
+		}
+		if h := src.hull.Mapping(); h.Valid {
+			ss.SkewErr = h.SkewErr
+		}
+		ss.BoundWidth = -1
+		if src.haveBest {
+			if _, lo, hi, ok := n.viaSource(src, src.lastAt); ok {
+				ss.BoundWidth = hi - lo
+			}
+			ss.LastRound = src.lastAt
+			if src.stats.Rounds >= 2 {
+				ss.Period = src.lastAt - src.prevAt
+			}
+		}
+		s.Sources = append(s.Sources, ss)
+	}
+	for _, c := range n.children {
+		cs := c.stats
+		cs.Period = c.period
+		cs.ErrSum = c.errSum
+		cs.Successes = c.successes
+		cs.ShortestRTT = c.shortestEver
+		cs.SRTT = c.srtt
+		s.Children = append(s.Children, cs)
+	}
+	return s
+}
+
+// timerHeap orders children by due time, then by id for determinism.
+type timerHeap []*child
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].due != h[j].due {
+		return h[i].due < h[j].due
+	}
+	return h[i].id < h[j].id
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+func (h *timerHeap) Push(x any) {
+	c := x.(*child)
+	c.heapIdx = len(*h)
+	*h = append(*h, c)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	c.heapIdx = -1
+	return c
+}
+
+var _ heap.Interface = (*timerHeap)(nil)

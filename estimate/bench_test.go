@@ -1,0 +1,82 @@
+package estimate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchRounds is a long stream of 3-exchange rounds (exponential delays,
+// 50 ppm skew), one every 100 ms.
+func benchRounds(n int) [][]Sample {
+	r := rand.New(rand.NewPCG(1, 1))
+	w := world{t0: 1e15, off: 3e9, ppb: 50000}
+	return w.rounds(r, models[0], w.t0, 100e6, n, 3)
+}
+
+func benchEstimator(b *testing.B, e Estimator) {
+	rounds := benchRounds(20000)
+	i := 0
+	for b.Loop() {
+		if i == len(rounds) {
+			b.StopTimer()
+			e.Reset()
+			i = 0
+			b.StartTimer()
+		}
+		if err := e.AddRound(rounds[i]); err != nil {
+			b.Fatal(err)
+		}
+		e.Mapping()
+		i++
+	}
+}
+
+// BenchmarkHullAddRound: ns per round (3 samples) plus a Mapping; the
+// amortized cost must not grow with the window.
+func BenchmarkHullAddRound(b *testing.B) {
+	for _, w := range []int{256, 1024} {
+		b.Run(fmt.Sprintf("window=%d", w), func(b *testing.B) {
+			benchEstimator(b, mustHull(b, HullConfig{Window: w, Shift: 100}))
+		})
+	}
+}
+
+func BenchmarkMinRTTAddRound(b *testing.B) {
+	e, _ := NewMinRTT(DefaultMinRTTConfig())
+	benchEstimator(b, e)
+}
+
+func BenchmarkRegressionAddRound(b *testing.B) {
+	for _, n := range []int{16, 64} {
+		b.Run(fmt.Sprintf("rounds=%d", n), func(b *testing.B) {
+			e, _ := NewRegression(RegressionConfig{Rounds: n, DropFrac: DefaultDropFrac})
+			benchEstimator(b, e)
+		})
+	}
+}
+
+func BenchmarkSplineAddRound(b *testing.B) {
+	rounds := benchRounds(1000)
+	for b.Loop() {
+		s := NewSplineEstimator()
+		for _, rd := range rounds[:64] {
+			if err := s.AddRound(rd); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkHullBounds(b *testing.B) {
+	h := mustHull(b, HullConfig{Window: 256})
+	for _, rd := range benchRounds(600) {
+		if err := h.AddRound(rd); err != nil {
+			b.Fatal(err)
+		}
+	}
+	x := int64(1e15 + 61e9)
+	for b.Loop() {
+		h.Bounds(x)
+	}
+}

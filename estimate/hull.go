@@ -1,0 +1,565 @@
+package estimate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// maxRel bounds every coordinate the hull stores relative to its origin
+// (2^46 ns, about 19.5 hours, and 2^46 ns of offset change): it keeps every
+// product of the exact orientation and bound tests far inside 128 bits.
+const maxRel = 1 << 46
+
+// maxQuery bounds |x - origin| for Bounds (2^52 ns, about 52 days): beyond
+// it the bound would not fit the exact arithmetic and Bounds says !ok.
+const maxQuery = 1 << 52
+
+// maxShift bounds |HullConfig.Shift| (2^40 ns, about 18 minutes).
+const maxShift = 1 << 40
+
+// HullConfig configures a Hull.
+type HullConfig struct {
+	// Window is the number of samples kept (between Window and 2*Window are
+	// held; the oldest are dropped Window at a time). At least 2.
+	Window int
+	// Shift is Jezequel's nu, ns: UP points are moved up and LOW points down
+	// by it to absorb granularity and read jitter (nu = delta - mu, 4.3).
+	// Negative values tighten the bounds while the sets stay separated.
+	Shift int64
+	// MaxWander is the worst-case |d skew / dx| per ns of local time. The
+	// point sets are widened by MaxWander*span^2/2 (span: the window's
+	// extent) so that the tangent of the true, curving, offset at the newest
+	// sample stays feasible; it becomes Mapping.Wander.
+	MaxWander float64
+}
+
+// DefaultHullConfig is a 256-sample window without shift or wander.
+func DefaultHullConfig() HullConfig { return HullConfig{Window: 256} }
+
+// Validate checks c and names the first bad field.
+func (c HullConfig) Validate() error {
+	if c.Window < 2 || c.Window > 1<<20 {
+		return fmt.Errorf("estimate: HullConfig.Window = %d: must be in [2, 2^20]", c.Window)
+	}
+	if c.Shift < -maxShift || c.Shift > maxShift {
+		return fmt.Errorf("estimate: HullConfig.Shift = %d: must be within ±2^40 ns", c.Shift)
+	}
+	if math.IsNaN(c.MaxWander) || math.IsInf(c.MaxWander, 0) || c.MaxWander < 0 || c.MaxWander > 1e-6 {
+		return fmt.Errorf("estimate: HullConfig.MaxWander = %v: must be in [0, 1e-6] per ns", c.MaxWander)
+	}
+	return nil
+}
+
+// pt is a point relative to the hull's origin: x - x0 and (y - x) - c.
+type pt struct{ x, d int64 }
+
+// chain holds one point set sorted by x and its lower convex hull. The LOW
+// set is stored with d negated, so its upper hull is the chain's lower hull.
+type chain struct {
+	pts  []pt
+	hull []pt
+}
+
+// cross is the orientation of o->a->b: > 0 for a left (counter-clockwise)
+// turn, exact in 128 bits.
+func cross(o, a, b pt) int {
+	l := mul128(a.x-o.x, b.d-o.d)
+	r := mul128(a.d-o.d, b.x-o.x)
+	return l.cmp(r)
+}
+
+// push appends p (p.x >= the hull's last x) to the lower hull.
+func (c *chain) push(p pt) {
+	h := c.hull
+	for len(h) > 0 {
+		last := h[len(h)-1]
+		if p.x == last.x {
+			if p.d >= last.d {
+				c.hull = h
+				return
+			}
+			h = h[:len(h)-1]
+			continue
+		}
+		if len(h) >= 2 && cross(h[len(h)-2], last, p) <= 0 {
+			h = h[:len(h)-1]
+			continue
+		}
+		break
+	}
+	c.hull = append(h, p)
+}
+
+// add inserts p keeping pts sorted; the hull is extended in amortized O(1)
+// when p is the newest, rebuilt otherwise.
+func (c *chain) add(p pt) {
+	n := len(c.pts)
+	if n == 0 || p.x >= c.pts[n-1].x {
+		c.pts = append(c.pts, p)
+		c.push(p)
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return c.pts[i].x > p.x })
+	c.pts = append(c.pts, pt{})
+	copy(c.pts[i+1:], c.pts[i:])
+	c.pts[i] = p
+	c.rebuild()
+}
+
+func (c *chain) rebuild() {
+	c.hull = c.hull[:0]
+	for _, p := range c.pts {
+		c.push(p)
+	}
+}
+
+// keepNewest drops all but the newest k points and rebuilds the hull.
+func (c *chain) keepNewest(k int) {
+	if len(c.pts) > k {
+		n := copy(c.pts, c.pts[len(c.pts)-k:])
+		c.pts = c.pts[:n]
+	}
+	c.rebuild()
+}
+
+// Hull is Jezequel's geometric estimator (RR-1177, 4.2-4.3): the true line
+// y = a + b*x lies on or below every UP = (LocSend, SrcRecv) point and on or
+// above every LOW = (LocRecv, SrcSend) point, so the feasible lines form a
+// convex polygon in (a, b) and give guaranteed bounds on the offset and the
+// skew. The hull keeps the lower convex hull of UP and the upper convex hull
+// of LOW incrementally (monotone chain, amortized O(1) per sample for
+// increasing local times), over a bounded window, and computes every bound
+// exactly in integer arithmetic relative to an origin. Not safe for
+// concurrent use.
+type Hull struct {
+	cfg     HullConfig
+	x0, c   int64 // origin: local time and offset y-x
+	have    bool  // origin set, at least one sample
+	up, low chain
+	newest  int64 // largest local time held (relative)
+	minX    int64 // smallest local time held (relative)
+
+	// cache of skewRange, valid until the point sets change.
+	cached           bool
+	cacheLo, cacheHi rat
+	cacheOK          bool
+}
+
+// NewHull validates cfg and returns an empty Hull.
+func NewHull(cfg HullConfig) (*Hull, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Hull{cfg: cfg}, nil
+}
+
+// Reset forgets every sample.
+func (h *Hull) Reset() {
+	h.have, h.cached = false, false
+	h.up.pts, h.up.hull = h.up.pts[:0], h.up.hull[:0]
+	h.low.pts, h.low.hull = h.low.pts[:0], h.low.hull[:0]
+}
+
+// Len returns the number of samples held (between Window and 2*Window once
+// full).
+func (h *Hull) Len() int { return len(h.up.pts) }
+
+// rel converts an absolute (x, y) to origin-relative coordinates; ok is
+// false when they would leave ±maxRel.
+func (h *Hull) rel(x, y int64) (pt, bool) {
+	dx, ok1 := subChecked(x, h.x0)
+	off, ok2 := subChecked(y, x)
+	dd, ok3 := subChecked(off, h.c)
+	if !ok1 || !ok2 || !ok3 || dx < -maxRel || dx > maxRel || dd < -maxRel || dd > maxRel {
+		return pt{}, false
+	}
+	return pt{dx, dd}, true
+}
+
+func addChecked(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}
+
+func subChecked(a, b int64) (int64, bool) {
+	s := a - b
+	if (b > 0 && s > a) || (b < 0 && s < a) {
+		return 0, false
+	}
+	return s, true
+}
+
+// errRange reports a sample outside the hull's exact range.
+var errRange = errors.New("sample too far from the window origin (more than 2^46 ns)")
+
+// AddRound adds the exchanges of one round. A wrapped ErrInconsistent means
+// that no line separated the sets any more (a drift change or a step): the
+// window has been restarted from this round (or, if the round itself is
+// inconsistent, from its last sample). Other errors reject the round.
+func (h *Hull) AddRound(round []Sample) error {
+	if err := ValidateRound(round); err != nil {
+		return fmt.Errorf("estimate: Hull.AddRound: %w", err)
+	}
+	if !h.have {
+		return h.restart(round, nil)
+	}
+	ups, lows, ok := h.convert(round)
+	if !ok {
+		return h.farRound(round)
+	}
+	for i := range ups {
+		h.addPoints(ups[i], lows[i])
+	}
+	h.trim()
+	if !h.feasible() {
+		return h.restart(round, fmt.Errorf("estimate: Hull.AddRound: %w", ErrInconsistent))
+	}
+	return nil
+}
+
+// farRound handles a round outside the window's exact range: a round far
+// newer (a long gap) restarts the window silently, as trimming would have
+// dropped the old samples anyway; an offset jump of more than 2^46 ns is a
+// step (ErrInconsistent, restarted); a round far older is rejected.
+func (h *Hull) farRound(round []Sample) error {
+	for i, s := range round {
+		for _, x := range []int64{s.LocSend, s.LocRecv} {
+			dx, ok := subChecked(x, h.x0)
+			if ok && dx < -maxRel {
+				return fmt.Errorf("estimate: Hull.AddRound: round[%d]: local time %d is more than 2^46 ns before the window: %w", i, x, errRange)
+			}
+		}
+	}
+	newer := true
+	for _, s := range round {
+		dx, ok := subChecked(min(s.LocSend, s.LocRecv), h.x0)
+		if ok && dx <= maxRel {
+			newer = false
+		}
+	}
+	if newer {
+		return h.restart(round, nil)
+	}
+	return h.restart(round, fmt.Errorf("estimate: Hull.AddRound: offset jumped by more than 2^46 ns: window restarted: %w", ErrInconsistent))
+}
+
+// convert turns a round into relative UP and LOW points.
+func (h *Hull) convert(round []Sample) (ups, lows []pt, ok bool) {
+	ups = make([]pt, len(round))
+	lows = make([]pt, len(round))
+	for i, s := range round {
+		u, ok1 := h.rel(s.LocSend, s.SrcRecv)
+		l, ok2 := h.rel(s.LocRecv, s.SrcSend)
+		if !ok1 || !ok2 {
+			return nil, nil, false
+		}
+		ups[i], lows[i] = u, pt{l.x, -l.d}
+	}
+	return ups, lows, true
+}
+
+func (h *Hull) addPoints(u, l pt) {
+	h.cached = false
+	h.up.add(u)
+	h.low.add(l)
+	h.newest = max(h.newest, u.x, l.x)
+	h.minX = min(h.minX, u.x, l.x)
+}
+
+// trim keeps the newest Window samples once 2*Window are held.
+func (h *Hull) trim() {
+	if len(h.up.pts) < 2*h.cfg.Window {
+		return
+	}
+	h.up.keepNewest(h.cfg.Window)
+	h.low.keepNewest(h.cfg.Window)
+	h.minX = min(h.up.pts[0].x, h.low.pts[0].x)
+	h.cached = false
+	// Move the origin to the oldest kept sample so coordinates stay small.
+	h.rebase(h.minX, h.up.pts[0].d)
+}
+
+// rebase moves the origin by (dx, dd) in relative units.
+func (h *Hull) rebase(dx, dd int64) {
+	for _, c := range []*chain{&h.up, &h.low} {
+		sign := int64(1)
+		if c == &h.low {
+			sign = -1
+		}
+		for i := range c.pts {
+			c.pts[i].x -= dx
+			c.pts[i].d -= sign * dd
+		}
+		for i := range c.hull {
+			c.hull[i].x -= dx
+			c.hull[i].d -= sign * dd
+		}
+	}
+	h.cached = false
+	h.x0 += dx
+	h.c += dd
+	h.newest -= dx
+	h.minX -= dx
+}
+
+// restart empties the window and refills it from round (or only its last
+// sample if the round alone is not consistent). cause, if not nil, is
+// returned; if even the last sample is inconsistent the window stays empty.
+func (h *Hull) restart(round []Sample, cause error) error {
+	for _, r := range [][]Sample{round, round[len(round)-1:]} {
+		h.Reset()
+		s := r[0]
+		x0 := min(s.LocSend, s.LocRecv)
+		off, ok := subChecked(s.SrcSend, s.LocRecv)
+		if !ok {
+			return fmt.Errorf("estimate: Hull.AddRound: round[0]: offset overflows int64")
+		}
+		h.x0, h.c, h.have = x0, off, true
+		h.newest, h.minX = 0, 0
+		ups, lows, _ := h.convert(r) // cannot fail: ValidateRound bounds the spread
+		for i := range ups {
+			h.addPoints(ups[i], lows[i])
+		}
+		h.trim()
+		if h.feasible() {
+			return cause
+		}
+		if cause == nil {
+			cause = fmt.Errorf("estimate: Hull.AddRound: round is not consistent with one line: %w", ErrInconsistent)
+		}
+	}
+	h.Reset()
+	return fmt.Errorf("%w (its last sample alone is inconsistent: window empty)", cause)
+}
+
+// sigma is the total shift: Shift plus the wander widening over the span.
+func (h *Hull) sigma() int64 {
+	s := h.cfg.Shift
+	if h.cfg.MaxWander > 0 {
+		span := float64(h.newest - h.minX)
+		w := math.Ceil(h.cfg.MaxWander * span * span / 2)
+		if w > maxRel {
+			w = maxRel
+		}
+		s += int64(w)
+	}
+	return s
+}
+
+// skewRange returns the feasible [s-, s+] of d = y - x slopes (the skews)
+// as exact rationals (q == 0: infinite), and whether the sets are separable.
+func (h *Hull) skewRange() (lo, hi rat, ok bool) {
+	if h.cached {
+		return h.cacheLo, h.cacheHi, h.cacheOK
+	}
+	lo, hi, ok = h.computeSkewRange()
+	h.cached, h.cacheLo, h.cacheHi, h.cacheOK = true, lo, hi, ok
+	return lo, hi, ok
+}
+
+func (h *Hull) computeSkewRange() (lo, hi rat, ok bool) {
+	lo, hi = rat{-1, 0}, rat{1, 0}
+	loF, hiF := math.Inf(-1), math.Inf(1)
+	sig2 := 2 * h.sigma()
+	for _, l := range h.low.hull {
+		for _, u := range h.up.hull {
+			den := u.x - l.x
+			num := u.d + l.d + sig2 // U - L + 2 sigma (l.d holds -L)
+			switch {
+			case den > 0:
+				// float64 prefilter: num and den are below 2^53, so the
+				// quotient is within 1e-16 relative; only near-ties need
+				// the exact 128-bit comparison.
+				f := float64(num) / float64(den)
+				if f > hiF+1e-12*math.Abs(hiF) {
+					continue
+				}
+				if r := (rat{num, den}); cmpRat(r, hi) < 0 {
+					hi, hiF = r, f
+				}
+			case den < 0:
+				f := float64(num) / float64(den)
+				if f < loF-1e-12*math.Abs(loF) {
+					continue
+				}
+				if r := (rat{-num, -den}); cmpRat(r, lo) > 0 {
+					lo, loF = r, f
+				}
+			default:
+				if num < 0 {
+					return lo, hi, false
+				}
+			}
+		}
+	}
+	return lo, hi, cmpRat(lo, hi) <= 0
+}
+
+func (h *Hull) feasible() bool {
+	_, _, ok := h.skewRange()
+	return ok
+}
+
+// SkewBounds returns the guaranteed range of the skew (dy/dx - 1); ok is
+// false while it is unbounded or the window is empty.
+func (h *Hull) SkewBounds() (lo, hi float64, ok bool) {
+	if !h.have || len(h.up.pts) == 0 {
+		return 0, 0, false
+	}
+	l, u, ok := h.skewRange()
+	if !ok || l.q == 0 || u.q == 0 {
+		return 0, 0, false
+	}
+	return l.float(), u.float(), true
+}
+
+// edgeSlope returns the slope of the hull edge of c spanning x (clamped to
+// [lo, hi]); beyond the ends it is the matching end of [lo, hi].
+func edgeSlope(hull []pt, x int64, lo, hi rat) rat {
+	n := len(hull)
+	if x < hull[0].x {
+		return lo
+	}
+	if x > hull[n-1].x {
+		return hi
+	}
+	var s rat
+	if n == 1 {
+		s = rat{0, 1} // the hull's value there does not depend on the slope
+	} else {
+		i := sort.Search(n, func(i int) bool { return hull[i].x >= x })
+		if i == 0 {
+			i = 1
+		}
+		// hull[i-1].x <= x <= hull[i].x
+		s = rat{hull[i].d - hull[i-1].d, hull[i].x - hull[i-1].x}
+	}
+	if cmpRat(s, lo) < 0 {
+		return lo
+	}
+	if cmpRat(s, hi) > 0 {
+		return hi
+	}
+	return s
+}
+
+// relBounds returns the exact bounds of d at relative x, without wander.
+func (h *Hull) relBounds(x int64) (lo, hi int64, ok bool) {
+	sl, sh, ok := h.skewRange()
+	if !ok {
+		return 0, 0, false
+	}
+	sig := h.sigma()
+	// hi: max over s in [sl, sh] of min_u (U + sig + s (x - xu)); concave in
+	// s, maximal at the UP lower hull's edge slope spanning x.
+	s := edgeSlope(h.up.hull, x, sl, sh)
+	if s.q == 0 {
+		return 0, 0, false
+	}
+	var best i128
+	for i, u := range h.up.hull {
+		v := mul128(u.d+sig, s.q).add(mul128(s.p, x-u.x))
+		if i == 0 || v.cmp(best) < 0 {
+			best = v
+		}
+	}
+	hi = best.divCeil(s.q)
+	// lo: min over s of max_l (L - sig + s (x - xl)); convex, minimal at the
+	// LOW upper hull's edge slope spanning x (the chain stores -L).
+	neg := rat{-sh.p, sh.q}
+	negHi := rat{-sl.p, sl.q}
+	t := edgeSlope(h.low.hull, x, neg, negHi) // slope of -L
+	if t.q == 0 {
+		return 0, 0, false
+	}
+	s = rat{-t.p, t.q}
+	for i, l := range h.low.hull {
+		v := mul128(-l.d-sig, s.q).add(mul128(s.p, x-l.x))
+		if i == 0 || v.cmp(best) > 0 {
+			best = v
+		}
+	}
+	lo = best.divFloor(s.q)
+	return lo, hi, true
+}
+
+// Bounds returns the exact guaranteed interval of the source time at local
+// time x (Jezequel's [a- + b- x, a+ + b+ x] made exact: the extremes of
+// a+b*x over the feasible polygon), widened by MaxWander*(x-newest)^2/2;
+// ok is false while the bounds are unbounded, the window is empty or x is
+// more than 2^52 ns from the window.
+func (h *Hull) Bounds(x int64) (lo, hi int64, ok bool) {
+	if !h.have || len(h.up.pts) == 0 {
+		return 0, 0, false
+	}
+	rx, okx := subChecked(x, h.x0)
+	if !okx || rx < -maxQuery || rx > maxQuery {
+		return 0, 0, false
+	}
+	dlo, dhi, ok := h.relBounds(rx)
+	if !ok {
+		return 0, 0, false
+	}
+	w := int64(0)
+	if h.cfg.MaxWander > 0 {
+		dx := float64(rx - h.newest)
+		w = int64(math.Ceil(h.cfg.MaxWander * dx * dx / 2))
+	}
+	base, ok1 := addChecked(x, h.c)
+	lo, ok2 := addChecked(base, dlo-w)
+	hi, ok3 := addChecked(base, dhi+w)
+	if !ok1 || !ok2 || !ok3 || dlo < -maxQuery || dhi > maxQuery {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+// Estimate returns the middle of Bounds(x): the paper's LC estimate.
+func (h *Hull) Estimate(x int64) (int64, bool) {
+	lo, hi, ok := h.Bounds(x)
+	if !ok {
+		return 0, false
+	}
+	return Midpoint(lo, hi), true
+}
+
+// Mapping returns the current estimate anchored at the newest sample's local
+// time: Y0 and W0 are the middle and half-width of the exact bounds there,
+// Skew and SkewErr the middle and half-width of [s-, s+], Wander the
+// configured MaxWander. Not Valid while the bounds are unbounded.
+func (h *Hull) Mapping() Mapping {
+	if !h.have || len(h.up.pts) == 0 {
+		return Mapping{}
+	}
+	sl, sh, ok := h.skewRange()
+	if !ok || sl.q == 0 || sh.q == 0 {
+		return Mapping{}
+	}
+	x0 := h.x0 + h.newest
+	lo, hi, ok := h.Bounds(x0)
+	if !ok {
+		return Mapping{}
+	}
+	mid := Midpoint(lo, hi)
+	fl, fh := sl.float(), sh.float()
+	skewErr := (fh - fl) / 2
+	// Cover float64 rounding of the slopes so the linear bound stays outside
+	// the exact one.
+	skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh))
+	return Mapping{
+		X0:      x0,
+		Y0:      mid,
+		Skew:    (fl + fh) / 2,
+		W0:      max(hi-mid, mid-lo) + 1, // +1: Mapping.At rounds the estimate to the ns
+		SkewErr: skewErr,
+		Wander:  h.cfg.MaxWander,
+		Valid:   true,
+	}
+}
+
+var _ Estimator = (*Hull)(nil)

@@ -1,0 +1,359 @@
+package gtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The page layout. Every field is a naturally aligned 64-bit word read and
+// written with atomic operations; include/gclock.h mirrors these offsets.
+const (
+	// Magic marks a gclock page: the bytes "GCLKSHM1" read as a
+	// little-endian uint64.
+	Magic uint64 = 0x314d48534b4c4347
+	// Version is the layout version; a reader refuses any other.
+	Version uint32 = 1
+	// PageSize is the file size the writer creates: one memory page, so
+	// the mapping costs one TLB entry and the hot fields share two cache lines.
+	PageSize = 4096
+	// DefaultPath is where the daemon publishes by default: /dev/shm is a
+	// tmpfs, so the page never touches a disk.
+	DefaultPath = "/dev/shm/gclock"
+
+	offMagic      = 0   // uint64 Magic
+	offVersion    = 8   // uint64: Version | PageSize<<32
+	offSeq        = 16  // uint64 seqlock counter, odd while the writer is mid-update
+	offPID        = 24  // int64 writer pid, 0 after Close
+	offX0         = 32  // int64 Mapping.X0 (local CLOCK_MONOTONIC_RAW ns)
+	offY0         = 40  // int64 Mapping.Y0 (global ns)
+	offSkew       = 48  // float64 bits Mapping.Skew
+	offW0         = 56  // int64 Mapping.W0 ns
+	offSkewErr    = 64  // float64 bits Mapping.SkewErr
+	offWander     = 72  // float64 bits Mapping.Wander (per ns)
+	offUpdated    = 80  // int64 local time of the last Publish
+	offStaleAfter = 88  // int64 ns: older than this, the page is stale
+	offMaxDrift   = 96  // float64 bits: widening rate once stale
+	offSlewX      = 104 // int64 local anchor of the slew
+	offSlewC      = 112 // int64 ns correction at SlewX, decays to 0
+	offSlewRate   = 120 // float64 bits: decay rate of the correction
+	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17
+	layoutEnd     = 136
+
+	flagValid  = 1 << 16
+	flagClosed = 1 << 17
+)
+
+// maxHalfWidth caps a bound's half-width, as estimate.Mapping.At does, so
+// that est +- width never overflows in later arithmetic.
+const maxHalfWidth = math.MaxInt64 / 4
+
+// Status says how much a reading can be trusted. Its first three values are
+// engine.Status's (convert with gtime.Status(s)).
+type Status uint8
+
+// Statuses.
+const (
+	StatusUnsynced Status = iota // no estimate yet: bounds are unbounded
+	StatusSynced                 // the daemon vouched for the mapping recently
+	StatusStale                  // no update for longer than the page's limit: bounds widen at the worst-case drift
+	StatusNoDaemon               // the writer closed the page (or its pid is gone): bounds widen as for stale
+)
+
+// String names the status.
+func (s Status) String() string {
+	switch s {
+	case StatusUnsynced:
+		return "unsynced"
+	case StatusSynced:
+		return "synced"
+	case StatusStale:
+		return "stale"
+	case StatusNoDaemon:
+		return "no-daemon"
+	default:
+		return fmt.Sprintf("status(%d)", uint8(s))
+	}
+}
+
+// Timescale says what global time counts.
+type Timescale uint8
+
+// Timescales.
+const (
+	// TimescaleReference is the reference node's CLOCK_MONOTONIC_RAW, in ns.
+	TimescaleReference Timescale = iota
+	// TimescaleRealtime is UTC, ns since the Unix epoch (Jezequel 5.4:
+	// the reference's CLOCK_REALTIME, or drifts corrected by their mean).
+	TimescaleRealtime
+)
+
+// String names the timescale.
+func (t Timescale) String() string {
+	switch t {
+	case TimescaleReference:
+		return "reference"
+	case TimescaleRealtime:
+		return "realtime"
+	default:
+		return fmt.Sprintf("timescale(%d)", uint8(t))
+	}
+}
+
+// Time is global time read at one local instant.
+type Time struct {
+	// Est is the estimate of global time, slewed so that it never goes
+	// backwards (see the package documentation) and kept inside
+	// [Earliest, Latest] unless holding it still would require otherwise.
+	Est int64
+	// Earliest and Latest bound the true global time; unbounded
+	// (math.MinInt64, math.MaxInt64) while unsynced.
+	Earliest, Latest int64
+	Status           Status
+}
+
+// Width is Latest-Earliest, saturated at math.MaxInt64.
+func (t Time) Width() int64 { return satSub(t.Latest, t.Earliest) }
+
+// Errors a reader returns (wrapped, with the page path).
+var (
+	// ErrNotPage: the file is not a gclock page (magic, version or size).
+	ErrNotPage = errors.New("not a gclock page")
+	// ErrBusy: the seqlock stayed odd (a writer died mid-update, or is
+	// being starved) for the whole retry budget.
+	ErrBusy = errors.New("page is being written for too long")
+	// ErrCorrupt: a field holds a value no writer would publish.
+	ErrCorrupt = errors.New("page holds an invalid value")
+	// ErrClosed: the reader or writer was closed.
+	ErrClosed = errors.New("page is closed")
+)
+
+// pageData is one consistent copy of the page's payload.
+type pageData struct {
+	pid                   int64
+	x0, y0, w0            int64
+	skew, skewErr, wander float64
+	updated, staleAfter   int64
+	maxDrift              float64
+	slewX, slewC          int64
+	slewRate              float64
+	status                Status
+	timescale             Timescale
+	valid, closed         bool
+}
+
+// words is the page seen as 64-bit atomic words.
+type words struct{ base unsafe.Pointer }
+
+func newWords(mem []byte) words {
+	return words{unsafe.Pointer(unsafe.SliceData(mem))}
+}
+
+func (w words) u(off uintptr) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Add(w.base, off))
+}
+
+func (w words) i(off uintptr) int64 { return int64(w.u(off).Load()) }
+
+func (w words) f(off uintptr) float64 { return math.Float64frombits(w.u(off).Load()) }
+
+// A reader retries a copy that overlapped an update: first spinning, then
+// yielding the processor, for at most busyLimit. An update takes well
+// under a microsecond, so a counter still odd after that means the writer
+// died (or is stopped) mid-update: the read fails with ErrBusy rather than
+// hanging. The limit is generous because a loaded host may deschedule the
+// writer for milliseconds.
+const (
+	spinTries = 64
+	busyLimit = 100 * 1000 * 1000 // ns
+)
+
+// load copies the payload under the seqlock.
+func (w words) load() (pageData, error) {
+	var d pageData
+	seq := w.u(offSeq)
+	var start int64
+	for i := 0; ; i++ {
+		if i >= spinTries {
+			if start == 0 {
+				start = RawNow()
+			} else if i%spinTries == 0 && RawNow()-start > busyLimit {
+				return d, ErrBusy
+			}
+			yield()
+		}
+		s1 := seq.Load()
+		if s1&1 != 0 {
+			continue
+		}
+		magic := w.u(offMagic).Load()
+		ver := w.u(offVersion).Load()
+		d.pid = w.i(offPID)
+		d.x0 = w.i(offX0)
+		d.y0 = w.i(offY0)
+		d.skew = w.f(offSkew)
+		d.w0 = w.i(offW0)
+		d.skewErr = w.f(offSkewErr)
+		d.wander = w.f(offWander)
+		d.updated = w.i(offUpdated)
+		d.staleAfter = w.i(offStaleAfter)
+		d.maxDrift = w.f(offMaxDrift)
+		d.slewX = w.i(offSlewX)
+		d.slewC = w.i(offSlewC)
+		d.slewRate = w.f(offSlewRate)
+		flags := w.u(offFlags).Load()
+		if seq.Load() != s1 {
+			continue
+		}
+		if magic != Magic || uint32(ver) != Version || ver>>32 != PageSize {
+			return d, fmt.Errorf("magic %#x version %d size %d: %w", magic, uint32(ver), ver>>32, ErrNotPage)
+		}
+		d.status = Status(flags & 0xff)
+		d.timescale = Timescale(flags >> 8 & 0xff)
+		d.valid = flags&flagValid != 0
+		d.closed = flags&flagClosed != 0
+		return d, d.check()
+	}
+}
+
+// store writes the payload under the seqlock. The caller is the only writer
+// (the file lock guarantees it across processes).
+func (w words) store(d *pageData) {
+	seq := w.u(offSeq)
+	seq.Add(1) // odd: readers retry
+	w.u(offPID).Store(uint64(d.pid))
+	w.u(offX0).Store(uint64(d.x0))
+	w.u(offY0).Store(uint64(d.y0))
+	w.u(offSkew).Store(math.Float64bits(d.skew))
+	w.u(offW0).Store(uint64(d.w0))
+	w.u(offSkewErr).Store(math.Float64bits(d.skewErr))
+	w.u(offWander).Store(math.Float64bits(d.wander))
+	w.u(offUpdated).Store(uint64(d.updated))
+	w.u(offStaleAfter).Store(uint64(d.staleAfter))
+	w.u(offMaxDrift).Store(math.Float64bits(d.maxDrift))
+	w.u(offSlewX).Store(uint64(d.slewX))
+	w.u(offSlewC).Store(uint64(d.slewC))
+	w.u(offSlewRate).Store(math.Float64bits(d.slewRate))
+	flags := uint64(d.status) | uint64(d.timescale)<<8
+	if d.valid {
+		flags |= flagValid
+	}
+	if d.closed {
+		flags |= flagClosed
+	}
+	w.u(offFlags).Store(flags)
+	w.u(offMagic).Store(Magic)
+	w.u(offVersion).Store(uint64(Version) | PageSize<<32)
+	seq.Add(1) // even: consistent again
+}
+
+// check rejects values no writer publishes, so that eval's arithmetic stays
+// meaningful (NaN or negative widths would make bounds lie).
+func (d *pageData) check() error {
+	bad := func(name string, v any) error {
+		return fmt.Errorf("field %s = %v: %w", name, v, ErrCorrupt)
+	}
+	switch {
+	case d.status > StatusNoDaemon:
+		return bad("status", d.status)
+	case d.timescale > TimescaleRealtime:
+		return bad("timescale", d.timescale)
+	case !d.valid:
+		return nil // nothing else is used
+	case !finite(d.skew):
+		return bad("skew", d.skew)
+	case !finite(d.skewErr) || d.skewErr < 0:
+		return bad("skew_err", d.skewErr)
+	case !finite(d.wander) || d.wander < 0:
+		return bad("wander", d.wander)
+	case d.w0 < 0:
+		return bad("w0", d.w0)
+	case d.staleAfter <= 0:
+		return bad("stale_after", d.staleAfter)
+	case !finite(d.maxDrift) || d.maxDrift < 0:
+		return bad("max_drift", d.maxDrift)
+	case !finite(d.slewRate) || d.slewRate <= 0 || d.slewRate >= 1:
+		return bad("slew_rate", d.slewRate)
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// eval is the reading at local time x: a pure function of the page and x,
+// shared by every reader in every process (include/gclock.h computes the
+// same). It never panics on any checked page.
+func eval(d *pageData, x int64) Time {
+	st := d.status
+	if d.closed {
+		st = StatusNoDaemon
+	}
+	if !d.valid {
+		return Time{Est: 0, Earliest: math.MinInt64, Latest: math.MaxInt64, Status: st}
+	}
+	dx := satSub(x, d.x0)
+	fdx := float64(dx)
+	est := satAdd(satAdd(d.y0, dx), f2i(math.Round(d.skew*fdx)))
+	w := float64(d.w0) + d.skewErr*math.Abs(fdx) + d.wander*fdx*fdx/2
+	if age := satSub(x, d.updated); age > d.staleAfter {
+		w += d.maxDrift * float64(age-d.staleAfter)
+		if st == StatusSynced {
+			st = StatusStale
+		}
+	}
+	iw := int64(maxHalfWidth)
+	if w < maxHalfWidth {
+		iw = int64(math.Ceil(w))
+	}
+	lo, hi := satSub(est, iw), satAdd(est, iw)
+	corr := d.slewC
+	if corr != 0 && x > d.slewX {
+		dec := d.slewRate * float64(satSub(x, d.slewX))
+		switch {
+		case dec >= math.Abs(float64(corr)):
+			corr = 0
+		case corr > 0:
+			corr -= int64(dec)
+		default:
+			corr += int64(dec)
+		}
+	}
+	mono := min(max(satAdd(est, corr), lo), hi)
+	return Time{Est: mono, Earliest: lo, Latest: hi, Status: st}
+}
+
+// f2i converts a float to int64, saturating (NaN gives 0).
+func f2i(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	case f != f:
+		return 0
+	}
+	return int64(f)
+}
+
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if (s > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return s
+}
+
+func satSub(a, b int64) int64 {
+	if b == math.MinInt64 {
+		if a >= 0 {
+			return math.MaxInt64
+		}
+		return a - b
+	}
+	return satAdd(a, -b)
+}

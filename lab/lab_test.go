@@ -1,0 +1,198 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// needLab skips the test, saying why, when this process cannot build a lab.
+func needLab(t *testing.T) {
+	t.Helper()
+	if err := Check(); err != nil {
+		t.Skipf("lab integration test needs root and network namespaces: %v", err)
+	}
+	if os.Getenv("GCLOCK_LAB_SKIP") != "" {
+		t.Skip("GCLOCK_LAB_SKIP is set (another lab is running on this machine; Up would remove it)")
+	}
+}
+
+func namespaces(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	var ns []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], Prefix) {
+			ns = append(ns, f[0])
+		}
+	}
+	return ns
+}
+
+func TestUpConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"one host", Config{Hosts: 1}, "hosts 1"},
+		{"too many", Config{Hosts: MaxHosts + 1}, "hosts 251"},
+		{"direct needs two", Config{Hosts: 3, Link: Link{Direct: true}}, "exactly 2"},
+		{"bad model", Config{Hosts: 2, Link: Link{Forward: Model{Loss: 2}}}, "loss 2"},
+		{"spin", Config{Hosts: 2, SpinWindow: time.Second}, "spin window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Up(context.Background(), tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Up = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestLab builds a 3-host lab with an asymmetric lossy, duplicating link,
+// checks what the switch delivers with kernel timestamps, and checks that
+// Down removes the namespaces and the processes started in them.
+func TestLab(t *testing.T) {
+	needLab(t)
+	link, err := ParseLink("fixed:200us/fixed:400us,loss=10%,dup=10%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Hosts: 3, Link: link, Seed: 5, Realtime: true, RunDir: t.TempDir()}
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	defer l.Down()
+	if got := namespaces(t); len(got) != 4 {
+		t.Errorf("namespaces %v, want 3 hosts and the switch", got)
+	}
+
+	vc := ValidateConfig{A: 0, B: 2, Probes: 1000, Interval: time.Millisecond, Port: 47002}
+	rs, err := l.Validate(context.Background(), vc)
+	if err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	var b strings.Builder
+	PrintValidation(&b, rs)
+	t.Logf("\n%s", b.String())
+	for _, r := range rs {
+		want := int64(200e3)
+		if r.From > r.To {
+			want = 400e3
+		}
+		if r.Sent < vc.Probes*95/100 {
+			t.Errorf("h%d>h%d: %d of %d probes got a transmit stamp", r.From, r.To, r.Sent, vc.Probes)
+		}
+		// Causality: no frame leaves before its configured delay.
+		if r.MinNs < want {
+			t.Errorf("h%d>h%d: min one-way delay %d ns < configured %d ns", r.From, r.To, r.MinNs, want)
+		}
+		// The switch adds its own lateness, but the fastest frame is close.
+		if r.MinNs > want+100e3 {
+			t.Errorf("h%d>h%d: min one-way delay %d ns, want within 100 us of %d ns", r.From, r.To, r.MinNs, want)
+		}
+		if r.CfgP50Ns != want {
+			t.Errorf("h%d>h%d: configured p50 %d, want %d", r.From, r.To, r.CfgP50Ns, want)
+		}
+		// Binomial rates over ~1000 frames: 4 standard deviations.
+		tol := 4 * math.Sqrt(0.1*0.9/float64(r.Sent))
+		if math.Abs(r.LossRate-0.1) > tol {
+			t.Errorf("h%d>h%d: loss %.3f, want 0.1 +- %.3f", r.From, r.To, r.LossRate, tol)
+		}
+		if math.Abs(r.DupRate-0.1) > tol {
+			t.Errorf("h%d>h%d: dup %.3f, want 0.1 +- %.3f", r.From, r.To, r.DupRate, tol)
+		}
+	}
+	// The switch counted the same directions.
+	for _, s := range l.Switch().Stats() {
+		if s.Frames > 0 && s.LatenessSamples == 0 {
+			t.Errorf("switch %d>%d: %d frames but no lateness sample", s.In, s.Out, s.Frames)
+		}
+	}
+
+	p, err := l.Exec(1, []string{"sleep", "60"}, ExecOptions{})
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if _, err := l.Exec(7, []string{"true"}, ExecOptions{}); err == nil || !strings.Contains(err.Error(), "host 7") {
+		t.Errorf("Exec on host 7 = %v, want an error naming the host", err)
+	}
+	start := time.Now()
+	if err := l.Down(); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatalf("process %d still running after Down", p.Pid())
+	}
+	if err := unix.Kill(p.Pid(), 0); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("process %d: kill 0 = %v after Down, want ESRCH", p.Pid(), err)
+	}
+	if got := namespaces(t); len(got) != 0 {
+		t.Errorf("namespaces left after Down: %v", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Down took %v", d)
+	}
+	if err := l.Down(); err != nil {
+		t.Errorf("second Down: %v", err)
+	}
+	if _, err := l.Exec(0, []string{"true"}, ExecOptions{}); err == nil {
+		t.Error("Exec after Down succeeded")
+	}
+}
+
+// TestCleanupStale checks that Up removes what a crashed run left: a
+// namespace with a process inside.
+func TestCleanupStale(t *testing.T) {
+	needLab(t)
+	ns := Prefix + "stale-test"
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %s: %v", out, err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	l, err := Up(context.Background(), Config{Hosts: 2, Link: Link{Direct: true}, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	defer l.Down()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stale namespace's process survived Up")
+	}
+	for _, n := range namespaces(t) {
+		if n == ns {
+			t.Fatal("the stale namespace survived Up")
+		}
+	}
+	// A direct link: validation sees the bare veth, no switch.
+	rs, err := l.Validate(context.Background(), ValidateConfig{A: 0, B: 1, Probes: 200, Interval: time.Millisecond, Port: 47003})
+	if err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	for _, r := range rs {
+		if r.Received != r.Sent || r.Sent < 190 || r.MinNs <= 0 || r.MinNs > 100e3 {
+			t.Errorf("direct h%d>h%d: %+v, want every probe, 0 < min < 100 us", r.From, r.To, r)
+		}
+	}
+}

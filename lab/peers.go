@@ -1,0 +1,412 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Peer names accepted by RunPeers.
+const (
+	PeerChrony = "chrony"
+	PeerPTP4L  = "ptp4l"
+)
+
+// PeerConfig says how long to run the peers and which part of the run
+// counts.
+type PeerConfig struct {
+	Duration time.Duration // whole run
+	Warmup   time.Duration // readings before this are kept but not summarised
+	// ChronyPoll is how often `chronyc tracking` is read (chronyd itself
+	// polls its server at 16 Hz: minpoll -4 maxpoll -4).
+	ChronyPoll time.Duration
+	// PTPLogSyncInterval is ptp4l's logSyncInterval and
+	// logMinDelayReqInterval (log2 seconds); -4 is 16 Hz like chrony's polls.
+	PTPLogSyncInterval int
+	Server, Client     int // host indexes: chronyd server / ptp4l master, and the client / slave
+}
+
+// DefaultPeerConfig runs 60 s, summarises after 10 s of convergence.
+func DefaultPeerConfig() PeerConfig {
+	return PeerConfig{Duration: 60 * time.Second, Warmup: 10 * time.Second, ChronyPoll: 250 * time.Millisecond,
+		PTPLogSyncInterval: -4, Server: 0, Client: 1}
+}
+
+// Validate reports the first invalid field.
+func (pc PeerConfig) Validate(hosts int) error {
+	switch {
+	case pc.Duration <= 0:
+		return fmt.Errorf("duration %v: must be positive", pc.Duration)
+	case pc.Warmup < 0 || pc.Warmup >= pc.Duration:
+		return fmt.Errorf("warmup %v: want 0 <= warmup < duration %v", pc.Warmup, pc.Duration)
+	case pc.ChronyPoll < 10*time.Millisecond:
+		return fmt.Errorf("chrony poll %v: want >= 10ms", pc.ChronyPoll)
+	case pc.PTPLogSyncInterval < -7 || pc.PTPLogSyncInterval > 4:
+		return fmt.Errorf("ptp log sync interval %d: want -7..4", pc.PTPLogSyncInterval)
+	case pc.Server == pc.Client || pc.Server < 0 || pc.Client < 0 || pc.Server >= hosts || pc.Client >= hosts:
+		return fmt.Errorf("server %d, client %d: want two different hosts in 0..%d", pc.Server, pc.Client, hosts-1)
+	}
+	return nil
+}
+
+// Reading is one estimate a peer reported. The hosts share one kernel
+// clock, so the true offset is 0 and OffsetNs is the estimate's error.
+type Reading struct {
+	AtNs     int64 `json:"at_ns"`     // since the start of the run
+	OffsetNs int64 `json:"offset_ns"` // client clock minus server clock, as the peer estimates it
+}
+
+// PeerResult is one peer's run.
+type PeerResult struct {
+	Peer     string    `json:"peer"`
+	Link     string    `json:"link"`
+	Summary  Summary   `json:"summary"` // readings after the warm-up
+	Readings []Reading `json:"-"`
+	Notes    []string  `json:"notes,omitempty"` // how it ran (timestamping modes, ...)
+}
+
+// RunPeers runs the named peers (PeerChrony, PeerPTP4L) at the same time on
+// the lab's link between pc.Server and pc.Client, and returns their
+// results in the order asked. Each peer's processes are stopped when it
+// returns; Down stops them too if the caller is interrupted.
+func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]PeerResult, error) {
+	if err := pc.Validate(l.cfg.Hosts); err != nil {
+		return nil, fmt.Errorf("lab: peers: %w", err)
+	}
+	for _, n := range names {
+		if n != PeerChrony && n != PeerPTP4L {
+			return nil, fmt.Errorf("lab: peers: %q: unknown peer (want %s or %s)", n, PeerChrony, PeerPTP4L)
+		}
+	}
+	out := make([]PeerResult, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r PeerResult
+			var err error
+			switch n {
+			case PeerChrony:
+				r, err = l.runChrony(ctx, pc, start)
+			case PeerPTP4L:
+				r, err = l.runPTP4L(ctx, pc, start)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("lab: %s: %w", n, err)
+				return
+			}
+			r.Link = l.cfg.Link.String()
+			var e []int64
+			for _, rd := range r.Readings {
+				if rd.AtNs >= pc.Warmup.Nanoseconds() {
+					e = append(e, rd.OffsetNs)
+				}
+			}
+			r.Summary = Summarize(e)
+			if r.Summary.Evaluations == 0 {
+				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.cfg.RunDir)
+				return
+			}
+			out[i] = r
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// peerDir makes a fresh private directory for one peer instance (chronyd
+// refuses a socket directory others can read).
+func (l *Lab) peerDir(name string) (string, error) {
+	d := filepath.Join(l.cfg.RunDir, name)
+	if err := os.RemoveAll(d); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	return d, os.Chmod(d, 0o700)
+}
+
+func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (PeerResult, error) {
+	if _, err := exec.LookPath("chronyd"); err != nil {
+		return PeerResult{}, fmt.Errorf("chronyd not found (install chrony; ci/lab-deps.sh does): %w", err)
+	}
+	if _, err := exec.LookPath("chronyc"); err != nil {
+		return PeerResult{}, fmt.Errorf("chronyc not found: %w", err)
+	}
+	sdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Server))
+	if err != nil {
+		return PeerResult{}, err
+	}
+	cdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Client))
+	if err != nil {
+		return PeerResult{}, err
+	}
+	common := func(dir string) string {
+		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\n", dir, dir)
+	}
+	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
+	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", HostAddr(pc.Server))
+	var procs []*Proc
+	defer func() {
+		for _, p := range procs {
+			p.Stop(2 * time.Second)
+		}
+	}()
+	for _, h := range []struct {
+		host      int
+		dir, conf string
+	}{{pc.Server, sdir, sconf}, {pc.Client, cdir, cconf}} {
+		conf := filepath.Join(h.dir, "chrony.conf")
+		if err := os.WriteFile(conf, []byte(h.conf), 0o600); err != nil {
+			return PeerResult{}, err
+		}
+		logf, err := os.Create(filepath.Join(h.dir, "chronyd.log"))
+		if err != nil {
+			return PeerResult{}, err
+		}
+		// -x: never touch the clock; -d: foreground, log to stderr.
+		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, ExecOptions{Stdout: logf, Stderr: logf})
+		logf.Close()
+		if err != nil {
+			return PeerResult{}, err
+		}
+		procs = append(procs, p)
+	}
+	sock := filepath.Join(cdir, "chronyd.sock")
+	// chronyc binds its own reply socket under /var/run/chrony.
+	_ = os.MkdirAll("/var/run/chrony", 0o750)
+	var res PeerResult
+	res.Peer = PeerChrony
+	tick := time.NewTicker(pc.ChronyPoll)
+	defer tick.Stop()
+	end := start.Add(pc.Duration)
+	var lastErr error
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-tick.C:
+		}
+		for _, p := range procs {
+			select {
+			case <-p.Done():
+				return res, fmt.Errorf("chronyd in host %d exited: %v (log: %s)", p.Host, p.Err(), filepath.Dir(sock))
+			default:
+			}
+		}
+		out, err := exec.CommandContext(ctx, "chronyc", "-h", sock, "tracking").CombinedOutput()
+		at := time.Since(start).Nanoseconds()
+		if err != nil {
+			lastErr = fmt.Errorf("chronyc tracking: %s: %w", strings.TrimSpace(string(out)), err)
+			continue
+		}
+		off, ok, err := ParseChronyTracking(string(out))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if ok {
+			res.Readings = append(res.Readings, Reading{AtNs: at, OffsetNs: off})
+		}
+	}
+	if len(res.Readings) == 0 && lastErr != nil {
+		return res, lastErr
+	}
+	if out, err := exec.Command("chronyc", "-h", sock, "ntpdata").CombinedOutput(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "timestamping") || strings.HasPrefix(line, "Mode") || strings.HasPrefix(line, "Interleaved") {
+				res.Notes = append(res.Notes, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
+	return res, nil
+}
+
+// ParseChronyTracking reads `chronyc tracking` output and returns its
+// "System time" as a signed offset in ns: positive when the system clock is
+// fast of NTP time (ahead of the server), negative when slow. ok is false
+// when chronyd has no estimate yet (reference "Not synchronised" / 0.0.0.0
+// or no System time line).
+func ParseChronyTracking(out string) (offsetNs int64, ok bool, err error) {
+	unsynced := false
+	for _, line := range strings.Split(out, "\n") {
+		k, v, found := strings.Cut(line, ":")
+		if !found {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "Reference ID":
+			if strings.HasPrefix(v, "00000000") {
+				unsynced = true
+			}
+		case "Leap status":
+			if v == "Not synchronised" {
+				unsynced = true
+			}
+		case "System time":
+			// "0.000001234 seconds slow of NTP time"
+			f := strings.Fields(v)
+			if len(f) != 6 || f[1] != "seconds" || f[3] != "of" || f[4] != "NTP" || f[5] != "time" {
+				return 0, false, fmt.Errorf("chronyc tracking: System time %q: unexpected format", v)
+			}
+			sec, err := strconv.ParseFloat(f[0], 64)
+			if err != nil || !(sec >= 0 && sec <= 1e6) {
+				return 0, false, fmt.Errorf("chronyc tracking: System time %q: bad number", v)
+			}
+			ns := int64(sec*1e9 + 0.5)
+			switch f[2] {
+			case "fast":
+			case "slow":
+				ns = -ns
+			default:
+				return 0, false, fmt.Errorf("chronyc tracking: System time %q: want fast or slow", v)
+			}
+			offsetNs, ok = ns, true
+		}
+	}
+	if unsynced {
+		return 0, false, nil
+	}
+	return offsetNs, ok, nil
+}
+
+func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (PeerResult, error) {
+	if _, err := exec.LookPath("ptp4l"); err != nil {
+		return PeerResult{}, fmt.Errorf("ptp4l not found (install linuxptp; ci/lab-deps.sh does): %w", err)
+	}
+	var res PeerResult
+	res.Peer = PeerPTP4L
+	var procs []*Proc
+	defer func() {
+		for _, p := range procs {
+			p.Stop(2 * time.Second)
+		}
+	}()
+	var lines io.ReadCloser
+	var slaveLog string
+	for _, h := range []struct {
+		host  int
+		slave bool
+	}{{pc.Server, false}, {pc.Client, true}} {
+		dir, err := l.peerDir(fmt.Sprintf("ptp4l-h%d", h.host))
+		if err != nil {
+			return res, err
+		}
+		// free_running 1: ptp4l never adjusts the (shared) clock.
+		// Announce at 4 Hz so the master is elected within a second (and
+		// lost only after 12 silent announces, 3 s, on a loaded machine);
+		// freq_est_interval 0 (its minimum): free-running ptp4l prints the
+		// latest sync's "master offset" once per second, not once per 2 s.
+		conf := fmt.Sprintf("[global]\nfree_running 1\nlogSyncInterval %d\nlogMinDelayReqInterval %d\n"+
+			"logAnnounceInterval -2\nannounceReceiptTimeout 12\nfreq_est_interval %d\n"+
+			"summary_interval %d\ntx_timestamp_timeout 20\nuds_address %s/ptp4l\n",
+			pc.PTPLogSyncInterval, pc.PTPLogSyncInterval, max(0, pc.PTPLogSyncInterval), pc.PTPLogSyncInterval, dir)
+		if h.slave {
+			conf += "slaveOnly 1\n"
+		} else {
+			conf += "priority1 1\n"
+		}
+		cf := filepath.Join(dir, "ptp4l.conf")
+		if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+			return res, err
+		}
+		logf, err := os.OpenFile(filepath.Join(dir, "ptp4l.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return res, err
+		}
+		opt := ExecOptions{Stdout: logf, Stderr: logf}
+		var pw *os.File
+		if h.slave {
+			slaveLog = filepath.Join(dir, "ptp4l.log")
+			pr, w, err := os.Pipe()
+			if err != nil {
+				logf.Close()
+				return res, err
+			}
+			lines, pw = pr, w
+			opt.Stdout = pw
+		}
+		argv := []string{"ptp4l", "-f", cf, "-i", HostIf, "-S", "-4", "-m", "-q"}
+		p, err := l.Exec(h.host, argv, opt)
+		logf.Close()
+		if pw != nil {
+			pw.Close()
+		}
+		if err != nil {
+			return res, err
+		}
+		procs = append(procs, p)
+	}
+	defer lines.Close()
+	ch := make(chan Reading, 1024)
+	go func() {
+		defer close(ch)
+		logf, err := os.OpenFile(slaveLog, os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			defer logf.Close()
+		}
+		sc := bufio.NewScanner(lines)
+		for sc.Scan() {
+			if logf != nil {
+				fmt.Fprintln(logf, sc.Text())
+			}
+			off, ok := ParsePTP4LOffset(sc.Text())
+			if ok {
+				ch <- Reading{AtNs: time.Since(start).Nanoseconds(), OffsetNs: off}
+			}
+		}
+	}()
+	timer := time.NewTimer(time.Until(start.Add(pc.Duration)))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-timer.C:
+			res.Notes = append(res.Notes, "software timestamping (-S), UDP IPv4, free_running 1, "+
+				fmt.Sprintf("logSyncInterval %d", pc.PTPLogSyncInterval))
+			return res, nil
+		case r, ok := <-ch:
+			if !ok {
+				return res, fmt.Errorf("ptp4l slave in host %d stopped writing (log: %s)", pc.Client, l.cfg.RunDir)
+			}
+			res.Readings = append(res.Readings, r)
+		}
+	}
+}
+
+// ParsePTP4LOffset reads a ptp4l "master offset" line, e.g.
+//
+//	ptp4l[1234.567]: master offset        -85 s2 freq      +0 path delay     10234
+//
+// and returns the offset in ns (slave minus master). ok is false for every
+// other line.
+func ParsePTP4LOffset(line string) (offsetNs int64, ok bool) {
+	_, rest, found := strings.Cut(line, "master offset")
+	if !found {
+		return 0, false
+	}
+	f := strings.Fields(rest)
+	if len(f) < 2 || !strings.HasPrefix(f[1], "s") {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return v, true
+}

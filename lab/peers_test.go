@@ -1,0 +1,188 @@
+package lab
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// trackingOut is `chronyc tracking` as chrony 4.3 prints it under -x, with
+// the System time line replaced per case.
+const trackingOut = `Reference ID    : 0A4D0001 (10.77.0.1)
+Stratum         : 2
+Ref time (UTC)  : Sun Nov 22 21:35:36 2026
+System time     : %s
+Last offset     : -0.000000210 seconds
+RMS offset      : 0.000002113 seconds
+Frequency       : 0.000 ppm slow
+Residual freq   : -0.008 ppm
+Skew            : 0.138 ppm
+Root delay      : 0.000222680 seconds
+Root dispersion : 0.000011408 seconds
+Update interval : 0.1 seconds
+Leap status     : Normal
+`
+
+func TestParseChronyTracking(t *testing.T) {
+	tests := []struct {
+		sys    string
+		want   int64
+		ok     bool
+		errHas string
+	}{
+		{"0.000003494 seconds slow of NTP time", -3494, true, ""},
+		{"0.000000120 seconds fast of NTP time", 120, true, ""},
+		{"0.000000000 seconds fast of NTP time", 0, true, ""},
+		{"1.500000000 seconds slow of NTP time", -1500000000, true, ""},
+		{"0.000003494 seconds early of NTP time", 0, false, "want fast or slow"},
+		{"x seconds slow of NTP time", 0, false, "bad number"},
+		{"-0.1 seconds slow of NTP time", 0, false, "bad number"},
+		{"0.1 seconds slow", 0, false, "unexpected format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sys, func(t *testing.T) {
+			out := strings.Replace(trackingOut, "%s", tt.sys, 1)
+			got, ok, err := ParseChronyTracking(out)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.errHas)
+				}
+				return
+			}
+			if err != nil || ok != tt.ok || got != tt.want {
+				t.Fatalf("= %d, %v, %v; want %d, %v, nil", got, ok, err, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestParseChronyTrackingUnsynced(t *testing.T) {
+	for name, out := range map[string]string{
+		"leap": strings.Replace(strings.Replace(trackingOut, "%s", "0.000000000 seconds fast of NTP time", 1),
+			"Leap status     : Normal", "Leap status     : Not synchronised", 1),
+		"refid": strings.Replace(strings.Replace(trackingOut, "%s", "0.000000000 seconds fast of NTP time", 1),
+			"0A4D0001 (10.77.0.1)", "00000000 ()", 1),
+		"empty":   "",
+		"garbage": "506 Cannot talk to daemon\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, ok, err := ParseChronyTracking(out); ok || err != nil {
+				t.Fatalf("ok=%v err=%v, want no reading and no error", ok, err)
+			}
+		})
+	}
+}
+
+func FuzzParseChronyTracking(f *testing.F) {
+	f.Add(strings.Replace(trackingOut, "%s", "0.000003494 seconds slow of NTP time", 1))
+	f.Add("System time : 1e300 seconds fast of NTP time")
+	f.Add("System time : NaN seconds fast of NTP time")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok, err := ParseChronyTracking(s)
+		if err != nil && ok {
+			t.Fatalf("error and a reading: %v", err)
+		}
+		if ok && (v > 1e15 || v < -1e15) {
+			t.Fatalf("offset %d ns out of the accepted range", v)
+		}
+	})
+}
+
+func TestParsePTP4LOffset(t *testing.T) {
+	tests := []struct {
+		line string
+		want int64
+		ok   bool
+	}{
+		{"ptp4l[8566.924]: master offset     -16288 s0 freq  -56163 path delay    126138", -16288, true},
+		{"ptp4l[8566.924]: master offset         12 s2 freq     +10 path delay      9000", 12, true},
+		{"master offset 5 s1 freq +0 path delay 1", 5, true},
+		{"ptp4l[8565.860]: port 1: LISTENING to UNCALIBRATED on RS_SLAVE", 0, false},
+		{"ptp4l[1.0]: master offset", 0, false},
+		{"ptp4l[1.0]: master offset abc s0", 0, false},
+		{"ptp4l[1.0]: master offset 12 freq", 0, false},
+		{"ptp4l[1.0]: master offset 99999999999999999999 s0", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParsePTP4LOffset(tt.line)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ParsePTP4LOffset(%q) = %d, %v; want %d, %v", tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParsePTP4LOffset(f *testing.F) {
+	f.Add("ptp4l[8566.924]: master offset     -16288 s0 freq  -56163 path delay    126138")
+	f.Add("master offset -9223372036854775808 s2")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := ParsePTP4LOffset(s)
+		if !ok && v != 0 {
+			t.Fatalf("no reading but offset %d", v)
+		}
+	})
+}
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []int64
+		want Summary
+	}{
+		{"empty", nil, Summary{}},
+		{"one", []int64{-5}, Summary{Evaluations: 1, ErrorMeanNs: 5, ErrorBiasNs: -5, ErrorP50Ns: 5, ErrorP95Ns: 5, ErrorP99Ns: 5, ErrorMaxNs: 5}},
+		{"signs", []int64{-3, 1, 2, -4}, Summary{Evaluations: 4, ErrorMeanNs: 2.5, ErrorBiasNs: -1,
+			ErrorStdNs: math.Sqrt(26.0 / 3), ErrorP50Ns: 2, ErrorP95Ns: 4, ErrorP99Ns: 4, ErrorMaxNs: 4}},
+		{"minint", []int64{math.MinInt64}, Summary{Evaluations: 1, ErrorMeanNs: math.MaxInt64, ErrorBiasNs: math.MinInt64,
+			ErrorP50Ns: math.MaxInt64, ErrorP95Ns: math.MaxInt64, ErrorP99Ns: math.MaxInt64, ErrorMaxNs: math.MaxInt64}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Summarize(tt.in)
+			if math.Abs(got.ErrorStdNs-tt.want.ErrorStdNs) < 1e-9 {
+				got.ErrorStdNs = tt.want.ErrorStdNs
+			}
+			if got != tt.want {
+				t.Fatalf("Summarize(%v) = %+v, want %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+	// 1..100: nearest-rank quantiles are observed values.
+	v := make([]int64, 100)
+	for i := range v {
+		v[i] = int64(100 - i)
+	}
+	s := Summarize(v)
+	if s.ErrorP50Ns != 50 || s.ErrorP95Ns != 95 || s.ErrorP99Ns != 99 || s.ErrorMaxNs != 100 {
+		t.Fatalf("1..100: %+v, want p50 50, p95 95, p99 99, max 100", s)
+	}
+}
+
+func TestWalkCmsgs(t *testing.T) {
+	// One SCM_TIMESTAMPNS message: 16-byte header, 16-byte timespec.
+	b := make([]byte, 32)
+	b[0] = 32
+	b[8] = 1   // SOL_SOCKET
+	b[12] = 35 // SCM_TIMESTAMPNS
+	b[16] = 2  // 2 s
+	b[24] = 7  // 7 ns
+	if got := rxTimestamp(b); got != 2_000_000_007 {
+		t.Fatalf("rxTimestamp = %d, want 2000000007", got)
+	}
+	// Malformed lengths stop the walk instead of reading past the end.
+	for _, l := range []byte{0, 15, 33, 255} {
+		c := append([]byte(nil), b...)
+		c[0] = l
+		if got := rxTimestamp(c); got != 0 {
+			t.Errorf("length %d: rxTimestamp = %d, want 0", l, got)
+		}
+	}
+	if got := rxTimestamp(nil); got != 0 {
+		t.Errorf("empty: %d", got)
+	}
+}
+
+func FuzzRxTimestamp(f *testing.F) {
+	f.Add(make([]byte, 32))
+	f.Fuzz(func(t *testing.T, b []byte) { _ = rxTimestamp(b) })
+}

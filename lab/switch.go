@@ -1,0 +1,570 @@
+package lab
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// SwitchConfig says which ports a Switch joins and how it delays frames.
+type SwitchConfig struct {
+	Namespace  string   // the namespace holding the ports ("" = this thread's)
+	Ports      []string // interface names; port i is host i's link
+	Link       Link
+	Seed       uint64
+	SpinWindow time.Duration // 0: DefaultSpinWindow
+	Realtime   bool          // SCHED_FIFO release thread
+	Logger     *slog.Logger  // nil: discard
+}
+
+// vnetHdrLen is the size of struct virtio_net_hdr, which PACKET_VNET_HDR
+// puts before every frame. Passing it through unchanged keeps the checksum
+// offload state of a frame (veths leave UDP checksums to be filled in
+// later), so the receiving host accepts frames the switch forwarded.
+const vnetHdrLen = 10
+
+// maxFrame is the receive buffer: a 64 KiB GSO frame plus the vnet header.
+const maxFrame = 65536 + vnetHdrLen
+
+// latenessCap bounds the lateness samples kept per direction.
+const latenessCap = 1 << 20
+
+// Switch is the lab's learning Ethernet switch: it reads every frame that
+// arrives on a port with an AF_PACKET socket, looks the destination MAC up
+// (flooding broadcast, multicast and unknown destinations), decides each
+// frame's fate with the link Model of its direction, and releases it on the
+// destination port at its kernel receive time plus the drawn delay.
+//
+// Everything runs on one dedicated, locked OS thread (SCHED_FIFO when
+// Realtime): it polls the ports, queues frames on a timer heap, sleeps in
+// ppoll (timer slack 1 ns) until SpinWindow before the earliest release,
+// then spins on CLOCK_REALTIME, polling the ports without blocking. The
+// blocking ppoll is a raw system call, so the thread keeps its Go P and
+// never waits for the Go scheduler after a wake-up; each sleep is capped at
+// maxSleep so a garbage collection never waits long for it. One thread
+// serves every direction, so its lateness is the same each way; Stats
+// reports it.
+type Switch struct {
+	cfg   SwitchConfig
+	log   *slog.Logger
+	ports []swPort
+
+	closed    atomic.Bool
+	done      chan struct{}
+	releaseRT func() // undoes processRT; nil unless Realtime
+
+	// Owned by the switch thread.
+	q    releaseHeap
+	seq  uint64
+	macs map[[6]byte]int
+	rngs map[[2]int]*rand.Rand
+	outs []int
+	plan []int64
+	pool sync.Pool
+
+	statMu sync.Mutex
+	stats  map[[2]int]*DirStats
+}
+
+// minProcs is the GOMAXPROCS StartSwitch raises the process to: one P for
+// the switch thread, the rest for everything else.
+const minProcs = 4
+
+// maxSleep caps one blocking poll of the switch thread: a stop-the-world
+// pause of the Go runtime waits at most this long for it.
+const maxSleep = time.Millisecond
+
+type swPort struct {
+	name    string
+	fd      int
+	ifindex int
+}
+
+// DirStats counts what the switch did to frames from one port to another.
+type DirStats struct {
+	In, Out         int   // ingress and egress port (host index)
+	Frames          int64 // frames that arrived for this direction
+	Dropped         int64 // lost by the link model
+	Duplicated      int64 // delivered twice
+	Reordered       int64 // released without delay (reorder)
+	SendErrors      int64
+	lateness        []int32 // release lateness samples, ns
+	LatenessP50Ns   int64   // filled by Stats
+	LatenessP99Ns   int64
+	LatenessMaxNs   int64
+	LatenessSamples int
+}
+
+type release struct {
+	at  int64 // CLOCK_REALTIME ns
+	seq uint64
+	out int
+	buf *[]byte
+	n   int
+	dir [2]int
+}
+
+type releaseHeap []release
+
+func (h releaseHeap) Len() int { return len(h) }
+func (h releaseHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h releaseHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *releaseHeap) Push(x any)   { *h = append(*h, x.(release)) }
+func (h *releaseHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// StartSwitch opens a socket on every port inside cfg.Namespace and starts
+// forwarding. Close stops it.
+func StartSwitch(cfg SwitchConfig) (*Switch, error) {
+	if len(cfg.Ports) < 2 {
+		return nil, fmt.Errorf("switch: %d ports: want at least 2", len(cfg.Ports))
+	}
+	if err := cfg.Link.Validate(); err != nil {
+		return nil, fmt.Errorf("switch: %w", err)
+	}
+	if cfg.SpinWindow == 0 {
+		cfg.SpinWindow = DefaultSpinWindow
+	}
+	// The switch thread keeps its P while it sleeps in a raw ppoll, so the
+	// rest of the process needs more than one.
+	if runtime.GOMAXPROCS(0) < minProcs {
+		runtime.GOMAXPROCS(minProcs)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Switch{
+		cfg:   cfg,
+		log:   log,
+		macs:  map[[6]byte]int{},
+		done:  make(chan struct{}),
+		rngs:  map[[2]int]*rand.Rand{},
+		stats: map[[2]int]*DirStats{},
+	}
+	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
+	open := func() error {
+		for _, name := range cfg.Ports {
+			p, err := openPort(name)
+			if err != nil {
+				return err
+			}
+			s.ports = append(s.ports, p)
+		}
+		return nil
+	}
+	var err error
+	if cfg.Namespace == "" {
+		err = open()
+	} else {
+		err = InNetns(cfg.Namespace, open)
+	}
+	if err != nil {
+		s.closePorts()
+		return nil, fmt.Errorf("switch: %w", err)
+	}
+	if cfg.Realtime {
+		if s.releaseRT, err = processRT(); err != nil {
+			s.closePorts()
+			return nil, fmt.Errorf("switch: %w", err)
+		}
+	}
+	s.done = make(chan struct{})
+	started := make(chan error, 1)
+	go s.loop(started)
+	if err := <-started; err != nil {
+		s.closePorts()
+		if s.releaseRT != nil {
+			s.releaseRT()
+		}
+		return nil, err
+	}
+	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
+	return s, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func openPort(name string) (swPort, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return swPort{}, fmt.Errorf("port %s: %w", name, err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		return swPort{}, fmt.Errorf("port %s: AF_PACKET socket: %w", name, err)
+	}
+	fail := func(what string, err error) (swPort, error) {
+		unix.Close(fd)
+		return swPort{}, fmt.Errorf("port %s: %s: %w", name, what, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1); err != nil {
+		return fail("PACKET_VNET_HDR", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+		return fail("PACKET_IGNORE_OUTGOING", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return fail("SO_TIMESTAMPNS", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20); err != nil {
+		return fail("SO_RCVBUF", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		return fail("bind", err)
+	}
+	// Promiscuous: frames for the hosts' MACs are not addressed to the port.
+	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+		return fail("promiscuous", err)
+	}
+	return swPort{name: name, fd: fd, ifindex: ifi.Index}, nil
+}
+
+func (s *Switch) closePorts() {
+	for _, p := range s.ports {
+		unix.Close(p.fd)
+	}
+}
+
+// Close stops forwarding, waits for the switch thread and closes its
+// sockets. Frames still queued are dropped.
+func (s *Switch) Close() {
+	if s.closed.Swap(true) {
+		return
+	}
+	<-s.done
+	s.closePorts()
+	if s.releaseRT != nil {
+		s.releaseRT()
+	}
+}
+
+func (s *Switch) dirStats(d [2]int) *DirStats {
+	st := s.stats[d]
+	if st == nil {
+		st = &DirStats{In: d[0], Out: d[1]}
+		s.stats[d] = st
+	}
+	return st
+}
+
+// Stats returns a snapshot of per-direction counters and release lateness
+// quantiles, ordered by ingress then egress port.
+func (s *Switch) Stats() []DirStats {
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	var out []DirStats
+	for i := range s.ports {
+		for j := range s.ports {
+			st := s.stats[[2]int{i, j}]
+			if st == nil {
+				continue
+			}
+			c := *st
+			c.lateness = nil
+			v := make([]int64, len(st.lateness))
+			for k, x := range st.lateness {
+				v[k] = int64(x)
+			}
+			q := quantiles(v, 0.5, 0.99, 1)
+			c.LatenessP50Ns, c.LatenessP99Ns, c.LatenessMaxNs = q[0], q[1], q[2]
+			c.LatenessSamples = len(v)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ResetStats forgets every counter and lateness sample.
+func (s *Switch) ResetStats() {
+	s.statMu.Lock()
+	s.stats = map[[2]int]*DirStats{}
+	s.statMu.Unlock()
+}
+
+func (s *Switch) rng(d [2]int) *rand.Rand {
+	r := s.rngs[d]
+	if r == nil {
+		r = rand.New(rand.NewPCG(s.cfg.Seed, uint64(d[0])<<32|uint64(d[1])))
+		s.rngs[d] = r
+	}
+	return r
+}
+
+// handleFrame forwards one frame read from port in (buf[:n], vnet header
+// first) that the kernel stamped at rx. It returns whether buf was queued
+// (then owned by the release queue).
+func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
+	buf := *bp
+	frame := buf[vnetHdrLen:n]
+	var dst, src [6]byte
+	copy(dst[:], frame[0:6])
+	copy(src[:], frame[6:12])
+	if src[0]&1 == 0 {
+		s.macs[src] = in
+	}
+	s.outs = s.outs[:0]
+	if o, ok := s.macs[dst]; ok && dst[0]&1 == 0 {
+		if o != in {
+			s.outs = append(s.outs, o)
+		}
+	} else {
+		s.outs = s.appendFlood(s.outs, in)
+	}
+	used := false
+	for _, o := range s.outs {
+		d := [2]int{in, o}
+		m := s.cfg.Link.Model(in, o)
+		s.plan = m.Plan(s.rng(d), s.plan[:0])
+		s.statMu.Lock()
+		st := s.dirStats(d)
+		st.Frames++
+		switch len(s.plan) {
+		case 0:
+			st.Dropped++
+		case 2:
+			st.Duplicated++
+		}
+		if m.Reorder > 0 {
+			for _, p := range s.plan {
+				if p == 0 {
+					st.Reordered++
+				}
+			}
+		}
+		s.statMu.Unlock()
+		for _, delay := range s.plan {
+			rb := bp
+			if used {
+				rb = s.pool.Get().(*[]byte)
+				copy(*rb, buf[:n])
+			}
+			used = true
+			s.seq++
+			heap.Push(&s.q, release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d})
+		}
+	}
+	return used
+}
+
+func (s *Switch) appendFlood(outs []int, in int) []int {
+	for i := range s.ports {
+		if i != in {
+			outs = append(outs, i)
+		}
+	}
+	return outs
+}
+
+// rxTimestamp returns the SCM_TIMESTAMPNS time in a control message, or 0.
+// It does not allocate.
+func rxTimestamp(oob []byte) int64 {
+	var ts int64
+	walkCmsgs(oob, func(level, typ int32, data []byte) {
+		if level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPNS && len(data) >= 16 {
+			ts = timespecNs(data)
+		}
+	})
+	return ts
+}
+
+// timespecNs reads a struct timespec (two native int64 on 64-bit Linux).
+func timespecNs(b []byte) int64 {
+	sec := int64(binary.NativeEndian.Uint64(b[0:8]))
+	nsec := int64(binary.NativeEndian.Uint64(b[8:16]))
+	return sec*1e9 + nsec
+}
+
+// walkCmsgs calls fn for each control message in oob (struct cmsghdr on
+// 64-bit Linux: 8-byte length, 4-byte level, 4-byte type, data aligned to
+// 8), stopping at the first malformed header.
+func walkCmsgs(oob []byte, fn func(level, typ int32, data []byte)) {
+	const hdr = 16
+	for len(oob) >= hdr {
+		l := binary.NativeEndian.Uint64(oob[0:8])
+		if l < hdr || l > uint64(len(oob)) {
+			return
+		}
+		fn(int32(binary.NativeEndian.Uint32(oob[8:12])), int32(binary.NativeEndian.Uint32(oob[12:16])), oob[hdr:l])
+		next := (l + 7) &^ 7
+		if next >= uint64(len(oob)) {
+			return
+		}
+		oob = oob[next:]
+	}
+}
+
+// nowRealtime reads CLOCK_REALTIME, the clock of kernel packet timestamps.
+func nowRealtime() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
+	return ts.Nano()
+}
+
+// recvmsg is a non-blocking recvmsg(2) that does not allocate.
+func recvmsg(fd int, buf, oob []byte) (n, oobn int, flags int, err error) {
+	var iov unix.Iovec
+	iov.Base = &buf[0]
+	iov.SetLen(len(buf))
+	var msg unix.Msghdr
+	msg.Iov = &iov
+	msg.Iovlen = 1
+	msg.Control = &oob[0]
+	msg.SetControllen(len(oob))
+	r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+	if e != 0 {
+		return 0, 0, 0, e
+	}
+	return int(r), int(msg.Controllen), int(msg.Flags), nil
+}
+
+// rawPpoll is ppoll(2) made as a raw system call: the thread keeps its P.
+func rawPpoll(fds []unix.PollFd, timeoutNs int64) {
+	ts := unix.NsecToTimespec(timeoutNs)
+	unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+}
+
+func (s *Switch) loop(started chan<- error) {
+	defer close(s.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// 1 ns timer slack: the default 50 us would be added to every sleep.
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		s.log.Warn("switch: timer slack", "err", err)
+	}
+	if s.cfg.Realtime {
+		// Reset on fork: threads the runtime creates from this one must not
+		// inherit its priority.
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: switchPriority, Flags: schedFlagResetOnFork}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			started <- fmt.Errorf("switch: SCHED_FIFO release thread: %w", err)
+			return
+		}
+		// Back to SCHED_OTHER before the thread is unlocked: the runtime must
+		// not run other goroutines on it at real-time priority.
+		defer func() {
+			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedOther}
+			if s.releaseRT != nil {
+				attr = unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: processPriority}
+			}
+			_ = unix.SchedSetAttr(0, &attr, 0)
+		}()
+	}
+	started <- nil
+	spin := s.cfg.SpinWindow.Nanoseconds()
+	pfds := make([]unix.PollFd, len(s.ports))
+	for i, p := range s.ports {
+		pfds[i] = unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN}
+	}
+	oob := make([]byte, 128)
+	for !s.closed.Load() {
+		s.receiveAll(oob)
+		now := nowRealtime()
+		for len(s.q) > 0 && s.q[0].at <= now {
+			s.send(heap.Pop(&s.q).(release))
+			now = nowRealtime()
+		}
+		wait := int64(maxSleep)
+		if len(s.q) > 0 {
+			wait = min(wait, s.q[0].at-now)
+		}
+		if wait > spin {
+			rawPpoll(pfds, wait-spin)
+			continue
+		}
+		// Spin until the head is due or a frame arrives.
+		deadline := now + wait
+		for nowRealtime() < deadline {
+			if s.readable(pfds) {
+				break
+			}
+		}
+	}
+	for _, r := range s.q {
+		s.pool.Put(r.buf)
+	}
+	s.q = nil
+}
+
+// readable polls the ports without blocking.
+func (s *Switch) readable(pfds []unix.PollFd) bool {
+	for i := range pfds {
+		pfds[i].Revents = 0
+	}
+	var zero unix.Timespec
+	n, _, _ := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfds[0])), uintptr(len(pfds)),
+		uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+	return int(n) > 0
+}
+
+// receiveAll reads every frame waiting on every port.
+func (s *Switch) receiveAll(oob []byte) {
+	for in, p := range s.ports {
+		for {
+			bp := s.pool.Get().(*[]byte)
+			n, oobn, flags, err := recvmsg(p.fd, *bp, oob)
+			if err != nil {
+				s.pool.Put(bp)
+				if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
+					s.log.Warn("switch: receive", "port", p.name, "err", err)
+				}
+				break
+			}
+			if flags&unix.MSG_TRUNC != 0 || n < vnetHdrLen+14 {
+				s.pool.Put(bp)
+				continue
+			}
+			rx := rxTimestamp(oob[:oobn])
+			if rx == 0 {
+				rx = nowRealtime()
+			}
+			if !s.handleFrame(in, bp, n, rx) {
+				s.pool.Put(bp)
+			}
+		}
+	}
+}
+
+func (s *Switch) send(r release) {
+	p := s.ports[r.out]
+	_, err := unix.Write(p.fd, (*r.buf)[:r.n])
+	late := nowRealtime() - r.at
+	s.pool.Put(r.buf)
+	s.statMu.Lock()
+	st := s.dirStats(r.dir)
+	if err != nil {
+		st.SendErrors++
+	}
+	if len(st.lateness) < latenessCap {
+		if late > 1<<31-1 {
+			late = 1<<31 - 1
+		}
+		st.lateness = append(st.lateness, int32(late))
+	}
+	s.statMu.Unlock()
+	if err != nil {
+		s.log.Debug("switch: send", "port", p.name, "err", err)
+	}
+}

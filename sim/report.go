@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// FormatNs writes a nanosecond quantity with a readable unit: 850ns,
+// 1.25us, 3.40ms, 2.0s.
+func FormatNs(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsInf(v, 0) || math.IsNaN(v):
+		return fmt.Sprint(v)
+	case a < 1e3:
+		return fmt.Sprintf("%.0fns", v)
+	case a < 1e6:
+		return fmt.Sprintf("%.3gus", v/1e3)
+	case a < 1e9:
+		return fmt.Sprintf("%.3gms", v/1e6)
+	default:
+		return fmt.Sprintf("%.3gs", v/1e9)
+	}
+}
+
+// maxTableNodes is the number of node rows the table prints: all nodes up
+// to it, else the worst by p99 error.
+const maxTableNodes = 32
+
+// WriteTable prints a readable report of the run.
+func WriteTable(w io.Writer, res *Result) error {
+	sc := &res.Scenario
+	mode := "adaptive"
+	if !sc.Engine.Adaptive {
+		mode = "non-adaptive"
+	}
+	fmt.Fprintf(w, "scenario %s: %d nodes, %s, %v simulated, seed %d, estimator %s, %s\n",
+		sc.Name, sc.Nodes, sc.Topology.Kind, time.Duration(sc.Duration), sc.Seed, sc.Engine.Estimator, mode)
+	rate := 0.0
+	if res.Wall > 0 {
+		rate = float64(res.Events) / res.Wall.Seconds()
+	}
+	fmt.Fprintf(w, "%d events in %v (%.3g events/s), %d messages; statistics after %v of warm-up\n\n",
+		res.Events, res.Wall.Round(time.Millisecond), rate, res.Messages, time.Duration(sc.Eval.Warmup))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "node\terr mean\terr std\tp50\tp99\tmax\tcoverage\twidth mean\tmono mean\tunsynced\tmsgs/s\t")
+	row := func(name string, s Summary) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%s\t%.3f\t%.2f\t\n", name,
+			FormatNs(s.ErrorMeanNs), FormatNs(s.ErrorStdNs), FormatNs(float64(s.ErrorP50Ns)), FormatNs(float64(s.ErrorP99Ns)),
+			FormatNs(float64(s.ErrorMaxNs)), s.BoundCoverage, FormatNs(s.BoundWidthMeanNs), FormatNs(s.MonoErrorMeanNs),
+			s.UnsyncedShare, s.MessagesPerNodePerS)
+	}
+	row("all", res.Summary)
+	nodes := res.Nodes
+	title := ""
+	if len(nodes) > maxTableNodes {
+		nodes = append([]Summary(nil), nodes...)
+		sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].ErrorP99Ns > nodes[j].ErrorP99Ns })
+		nodes = nodes[:maxTableNodes]
+		title = fmt.Sprintf("(the %d nodes with the largest p99 error)", maxTableNodes)
+	}
+	for _, n := range nodes {
+		name := fmt.Sprint(n.ID)
+		if n.ID == sc.Reference {
+			name += " (ref)"
+		}
+		row(name, n)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the table: %w", err)
+	}
+	if title != "" {
+		fmt.Fprintln(w, title)
+	}
+	fmt.Fprintf(w, "\nerror = Est - truth (reference's ideal clock); mean/p50/p99/max of |error|, std of error;\n"+
+		"p50/p99 within %.1f%%; coverage = share of reads with the truth inside [Earliest, Latest].\n",
+		100*res.Summary.QuantileResolution/2)
+	return nil
+}
+
+// WriteJSON prints the result as indented JSON.
+func WriteJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(res); err != nil {
+		return fmt.Errorf("encoding the result as JSON: %w", err)
+	}
+	return nil
+}
+
+// Describe is a one-line account of a scenario for lists.
+func Describe(s Scenario) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-32s %s", s.Name, s.Description)
+	return b.String()
+}

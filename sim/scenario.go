@@ -1,0 +1,476 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gclock/gclock/engine"
+)
+
+// Duration is a time span in nanoseconds, written in YAML and JSON as a Go
+// duration string ("10ms", "1h30m").
+type Duration int64
+
+// String formats d like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes d as a duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// Scenario is one simulation: the cluster, its clocks, its links, the load
+// over time and the engine's configuration. Every field has a default (see
+// DefaultScenario); a YAML file only names what it changes.
+type Scenario struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description" json:"description,omitempty"`
+	// Seed seeds every random source of the run: same seed, same result.
+	Seed     uint64   `yaml:"seed" json:"seed"`
+	Nodes    int      `yaml:"nodes" json:"nodes"`
+	Duration Duration `yaml:"duration" json:"duration"`
+	// Reference is the node whose clock is global time.
+	Reference int          `yaml:"reference" json:"reference"`
+	Topology  TopologySpec `yaml:"topology" json:"topology"`
+	Engine    EngineSpec   `yaml:"engine" json:"engine"`
+	Clocks    ClockSpec    `yaml:"clocks" json:"clocks"`
+	Links     LinkSpec     `yaml:"links" json:"links"`
+	// Phases change the load over time; the first phase starts at 0.
+	Phases []Phase  `yaml:"phases" json:"phases,omitempty"`
+	Eval   EvalSpec `yaml:"eval" json:"eval"`
+}
+
+// TopologySpec names the graph the nodes form.
+type TopologySpec struct {
+	// Kind is star, tree, ring, hypercube or mesh.
+	Kind string `yaml:"kind" json:"kind"`
+	// Fanout is the number of children per node of a tree.
+	Fanout int `yaml:"fanout" json:"fanout,omitempty"`
+}
+
+// EngineSpec is the part of engine.Config shared by all nodes (Liao's
+// constants in their paper's names, lower case).
+type EngineSpec struct {
+	Estimator                 string   `yaml:"estimator" json:"estimator"`
+	Adaptive                  bool     `yaml:"adaptive" json:"adaptive"`
+	PingsPerRound             int      `yaml:"pings_per_round" json:"pings_per_round"`
+	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh" json:"network_latency_error_thresh"`
+	DifferenceThresh          Duration `yaml:"difference_thresh" json:"difference_thresh"`
+	ErrorThresh               float64  `yaml:"error_thresh" json:"error_thresh"`
+	SuccessThresh             int      `yaml:"success_thresh" json:"success_thresh"`
+	MinGlobalPeriod           Duration `yaml:"min_global_period" json:"min_global_period"`
+	MaxGlobalPeriod           Duration `yaml:"max_global_period" json:"max_global_period"`
+	InitialGlobalPeriod       Duration `yaml:"initial_global_period" json:"initial_global_period"`
+	MinSelfPeriod             Duration `yaml:"min_self_period" json:"min_self_period"`
+	MaxSelfPeriod             Duration `yaml:"max_self_period" json:"max_self_period"`
+	LargeDriftPPM             float64  `yaml:"large_drift_ppm" json:"large_drift_ppm"`
+	ProbeTimeout              Duration `yaml:"probe_timeout" json:"probe_timeout"`
+	StaleAfter                Duration `yaml:"stale_after" json:"stale_after"`
+	MaxSlewPPM                float64  `yaml:"max_slew_ppm" json:"max_slew_ppm"`
+	// MaxDriftPPM and MaxWanderPPMPerS are what the engine assumes; by default
+	// they are derived from the clock model (so the bounds hold).
+	MaxDriftPPM      float64 `yaml:"max_drift_ppm" json:"max_drift_ppm"`
+	MaxWanderPPMPerS float64 `yaml:"max_wander_ppm_per_s" json:"max_wander_ppm_per_s"`
+	// Granularity assumed by the hull; 0 means the clock's granularity plus
+	// twice its jitter.
+	Granularity Duration `yaml:"granularity" json:"granularity"`
+	// Window is the rounds each estimator keeps; 0 is the engine's default.
+	Window int `yaml:"window" json:"window,omitempty"`
+	// ContinuousDrift applies the drift continuously instead of once per
+	// self period.
+	ContinuousDrift bool `yaml:"continuous_drift" json:"continuous_drift,omitempty"`
+	// MaxConcurrentRounds is how many children a node syncs at once; 0 is
+	// the engine's default (1, Liao's node 0).
+	MaxConcurrentRounds int `yaml:"max_concurrent_rounds" json:"max_concurrent_rounds,omitempty"`
+	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
+	// one-way delay. The hull's point sets are brought together by it
+	// (shift = granularity - mu), which tightens the offset and drift bounds
+	// from about the round trip to about the granularity. 0: causality only
+	// (the engine's default). engine.Config has no such field yet, so the
+	// simulator builds the engine's hull itself when this is set.
+	HullMinDelay Duration `yaml:"hull_min_delay" json:"hull_min_delay,omitempty"`
+}
+
+// engineDefaults takes the engine's own defaults, so that a scenario that
+// says nothing runs the engine as its owner tuned it.
+func engineDefaults() EngineSpec {
+	c := engine.DefaultConfig()
+	return EngineSpec{
+		Estimator:                 c.Estimator,
+		Adaptive:                  c.Adaptive,
+		PingsPerRound:             c.PingsPerRound,
+		NetworkLatencyErrorThresh: Duration(c.NetworkLatencyErrorThresh),
+		DifferenceThresh:          Duration(c.DifferenceThresh),
+		ErrorThresh:               c.ErrorThresh,
+		SuccessThresh:             c.SuccessThresh,
+		MinGlobalPeriod:           Duration(c.MinGlobalPeriod),
+		MaxGlobalPeriod:           Duration(c.MaxGlobalPeriod),
+		InitialGlobalPeriod:       Duration(c.InitialGlobalPeriod),
+		MinSelfPeriod:             Duration(c.MinSelfPeriod),
+		MaxSelfPeriod:             Duration(c.MaxSelfPeriod),
+		LargeDriftPPM:             c.LargeDrift * 1e6,
+		ProbeTimeout:              Duration(c.ProbeTimeout),
+		StaleAfter:                Duration(c.StaleAfter),
+		MaxSlewPPM:                c.MaxSlewRate * 1e6,
+	}
+}
+
+// ClockSpec is the emulated clock of every node. Each node draws its offset
+// and drift uniformly from [-max, max] with the scenario's seed.
+type ClockSpec struct {
+	MaxOffset   Duration `yaml:"max_offset" json:"max_offset"`
+	MaxDriftPPM float64  `yaml:"max_drift_ppm" json:"max_drift_ppm"`
+	// WanderPPMPerSqrtS is the random walk of the frequency: its standard
+	// deviation after one second, in ppm.
+	WanderPPMPerSqrtS float64  `yaml:"wander_ppm_per_sqrt_s" json:"wander_ppm_per_sqrt_s"`
+	Granularity       Duration `yaml:"granularity" json:"granularity"`
+	// Jitter is the maximum read jitter (uniform in [0, jitter]).
+	Jitter Duration `yaml:"jitter" json:"jitter"`
+	// SchedNoise is the mean (exponential) of the delay between an event and
+	// the moment the node's software stamps it: receives are stamped late,
+	// sends leave late, timers fire late.
+	SchedNoise Duration    `yaml:"sched_noise" json:"sched_noise"`
+	DriftSteps []DriftStep `yaml:"drift_steps" json:"drift_steps,omitempty"`
+}
+
+// DriftStep changes the drift of some nodes at one truth time.
+type DriftStep struct {
+	At       Duration `yaml:"at" json:"at"`
+	DeltaPPM float64  `yaml:"delta_ppm" json:"delta_ppm"`
+	// Nodes lists the nodes affected; empty means all nodes.
+	Nodes []int `yaml:"nodes" json:"nodes,omitempty"`
+	// Except lists nodes left out (Liao Fig. 3: every node except node 1).
+	Except []int `yaml:"except" json:"except,omitempty"`
+}
+
+// LinkSpec is the model of every directed link.
+type LinkSpec struct {
+	// MinDelay is the shortest one-way delay. Each directed link gets
+	// MinDelay plus a uniform draw in [0, Asymmetry], so the two directions
+	// of a link differ by up to Asymmetry.
+	MinDelay  Duration `yaml:"min_delay" json:"min_delay"`
+	Asymmetry Duration `yaml:"asymmetry" json:"asymmetry"`
+	Tail      TailSpec `yaml:"tail" json:"tail"`
+	Loss      float64  `yaml:"loss" json:"loss"`
+	Duplicate float64  `yaml:"duplicate" json:"duplicate"`
+	// Reorder is the share of messages held back by ReorderDelay (extra), so
+	// that later messages overtake them.
+	Reorder      float64  `yaml:"reorder" json:"reorder"`
+	ReorderDelay Duration `yaml:"reorder_delay" json:"reorder_delay"`
+}
+
+// TailSpec is the random part of the one-way delay, added to the minimum.
+type TailSpec struct {
+	// Dist is exponential, lognormal or pareto.
+	Dist string `yaml:"dist" json:"dist"`
+	// Mean of the tail (all three distributions are parameterised by their
+	// mean, so that a load phase scales the mean).
+	Mean Duration `yaml:"mean" json:"mean"`
+	// Sigma is the lognormal's shape (of the underlying normal).
+	Sigma float64 `yaml:"sigma" json:"sigma,omitempty"`
+	// Alpha is the pareto's shape (> 1 for a finite mean).
+	Alpha float64 `yaml:"alpha" json:"alpha,omitempty"`
+}
+
+// Phase is a period of the run with its own load. It lasts until the next
+// phase starts.
+type Phase struct {
+	Name  string   `yaml:"name" json:"name"`
+	Start Duration `yaml:"start" json:"start"`
+	// TailScale multiplies the mean of every link's delay tail.
+	TailScale float64 `yaml:"tail_scale" json:"tail_scale"`
+	// SchedScale multiplies every node's scheduling noise.
+	SchedScale float64 `yaml:"sched_scale" json:"sched_scale"`
+	// Loss, when set (>= 0), replaces the links' loss in this phase; 1 cuts
+	// every link (no more sync after an acquisition period).
+	Loss *float64 `yaml:"loss" json:"loss,omitempty"`
+	// Bursts: every BurstEvery, for BurstLength, tails and noise are further
+	// multiplied by BurstScale.
+	BurstEvery  Duration `yaml:"burst_every" json:"burst_every,omitempty"`
+	BurstLength Duration `yaml:"burst_length" json:"burst_length,omitempty"`
+	BurstScale  float64  `yaml:"burst_scale" json:"burst_scale,omitempty"`
+}
+
+// EvalSpec says when the evaluator reads the nodes.
+type EvalSpec struct {
+	Interval Duration `yaml:"interval" json:"interval"`
+	// Warmup is left out of the statistics (the first rounds).
+	Warmup Duration `yaml:"warmup" json:"warmup"`
+	// PlotNodes are the nodes drawn by --plot; empty means up to 4 nodes.
+	PlotNodes []int `yaml:"plot_nodes" json:"plot_nodes,omitempty"`
+	// RecordNode, if >= 0, records that node's sync samples and readings for
+	// post-mortem correction (the Intel reproduction).
+	RecordNode int `yaml:"record_node" json:"record_node"`
+}
+
+//go:embed scenarios/*.yaml
+var scenarioFS embed.FS
+
+// Names lists the shipped scenarios.
+func Names() []string {
+	ents, err := scenarioFS.ReadDir("scenarios")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Shipped returns the shipped scenario called name ("default",
+// "liao-table1-loaded-adaptive", ...).
+func Shipped(name string) (Scenario, error) {
+	b, err := scenarioFS.ReadFile(path.Join("scenarios", name+".yaml"))
+	if err != nil {
+		return Scenario{}, fmt.Errorf("no shipped scenario %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	return Parse(b, name+".yaml")
+}
+
+// DefaultScenario is the embedded default: 16 nodes on a star, drifts up to
+// +-50 ppm, an idle phase and a loaded phase.
+func DefaultScenario() Scenario {
+	s, err := Shipped("default")
+	if err != nil {
+		panic("sim: embedded default scenario is broken: " + err.Error())
+	}
+	return s
+}
+
+// base is the value every scenario starts from before its YAML is applied.
+func base() Scenario {
+	return Scenario{
+		Name:     "unnamed",
+		Seed:     1,
+		Nodes:    16,
+		Duration: Duration(10 * time.Minute),
+		Topology: TopologySpec{Kind: "star", Fanout: 4},
+		Engine:   engineDefaults(),
+		Clocks: ClockSpec{
+			MaxOffset:         Duration(10 * time.Millisecond),
+			MaxDriftPPM:       50,
+			WanderPPMPerSqrtS: 0.001,
+			Granularity:       Duration(1),
+			Jitter:            Duration(20),
+			SchedNoise:        Duration(500),
+		},
+		Links: LinkSpec{
+			MinDelay:     Duration(5 * time.Microsecond),
+			Asymmetry:    Duration(200),
+			Tail:         TailSpec{Dist: "exponential", Mean: Duration(2 * time.Microsecond), Sigma: 1, Alpha: 2.5},
+			ReorderDelay: Duration(100 * time.Microsecond),
+		},
+		Eval: EvalSpec{
+			Interval:   Duration(100 * time.Millisecond),
+			Warmup:     Duration(30 * time.Second),
+			RecordNode: -1,
+		},
+	}
+}
+
+// Parse decodes a scenario from YAML. Unknown fields are rejected; every
+// error names the field path and the line. name says where the YAML came
+// from (a file name) for the messages.
+func Parse(data []byte, name string) (Scenario, error) {
+	s := base()
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return s, fmt.Errorf("%s: empty scenario", name)
+		}
+		return s, fmt.Errorf("%s: %w", name, err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if err := decodeNode(root, "", &s); err != nil {
+		return s, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Validate checks the scenario; the error names the field.
+func (s *Scenario) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if s.Nodes < 2 || s.Nodes > 1_000_000 {
+		bad("nodes", "%d out of range [2, 1000000]", s.Nodes)
+	}
+	if s.Duration <= 0 {
+		bad("duration", "must be positive, got %v", s.Duration)
+	}
+	if s.Reference < 0 || s.Reference >= s.Nodes {
+		bad("reference", "%d is not a node (0..%d)", s.Reference, s.Nodes-1)
+	}
+	switch s.Topology.Kind {
+	case "star", "ring", "hypercube", "mesh":
+	case "tree":
+		if s.Topology.Fanout < 1 {
+			bad("topology.fanout", "must be >= 1 for a tree, got %d", s.Topology.Fanout)
+		}
+	default:
+		bad("topology.kind", "unknown topology %q (star, tree, ring, hypercube, mesh)", s.Topology.Kind)
+	}
+	if s.Topology.Kind == "hypercube" && s.Nodes&(s.Nodes-1) != 0 {
+		bad("nodes", "a hypercube needs a power of two, got %d", s.Nodes)
+	}
+	if s.Topology.Kind == "mesh" && s.Nodes > 256 {
+		bad("nodes", "a full mesh of %d nodes is too large (max 256: node k follows every node below k)", s.Nodes)
+	}
+	e := &s.Engine
+	switch e.Estimator {
+	case "minrtt", "regression", "hull":
+	default:
+		bad("engine.estimator", "unknown estimator %q (minrtt, regression, hull)", e.Estimator)
+	}
+	if e.PingsPerRound < 1 {
+		bad("engine.pings_per_round", "must be >= 1, got %d", e.PingsPerRound)
+	}
+	if e.MinGlobalPeriod <= 0 || e.MaxGlobalPeriod < e.MinGlobalPeriod {
+		bad("engine.min_global_period", "need 0 < min (%v) <= max_global_period (%v)", e.MinGlobalPeriod, e.MaxGlobalPeriod)
+	}
+	if e.InitialGlobalPeriod < e.MinGlobalPeriod || e.InitialGlobalPeriod > e.MaxGlobalPeriod {
+		bad("engine.initial_global_period", "%v outside [min, max] global period", e.InitialGlobalPeriod)
+	}
+	if e.MinSelfPeriod <= 0 || e.MaxSelfPeriod < e.MinSelfPeriod {
+		bad("engine.min_self_period", "need 0 < min (%v) <= max_self_period (%v)", e.MinSelfPeriod, e.MaxSelfPeriod)
+	}
+	if e.HullMinDelay < 0 || (e.HullMinDelay > 0 && e.HullMinDelay > s.Links.MinDelay) {
+		bad("engine.hull_min_delay", "%v must be in [0, links.min_delay = %v]: a larger mu breaks the guaranteed bounds", e.HullMinDelay, s.Links.MinDelay)
+	}
+	if e.Window < 0 || e.MaxConcurrentRounds < 0 {
+		bad("engine.window", "window and max_concurrent_rounds must be >= 0 (0: the engine's default)")
+	}
+	if e.ProbeTimeout <= 0 {
+		bad("engine.probe_timeout", "must be positive")
+	}
+	c := &s.Clocks
+	if c.MaxOffset < 0 || c.MaxOffset > Duration(24*time.Hour) {
+		bad("clocks.max_offset", "%v out of range [0, 24h]", c.MaxOffset)
+	}
+	if !finiteIn(c.MaxDriftPPM, 0, 1000) {
+		bad("clocks.max_drift_ppm", "%v out of range [0, 1000]", c.MaxDriftPPM)
+	}
+	if !finiteIn(c.WanderPPMPerSqrtS, 0, 100) {
+		bad("clocks.wander_ppm_per_sqrt_s", "%v out of range [0, 100]", c.WanderPPMPerSqrtS)
+	}
+	if c.Granularity < 1 || c.Granularity > Duration(time.Second) {
+		bad("clocks.granularity", "%v out of range [1ns, 1s]", c.Granularity)
+	}
+	if c.Jitter < 0 || c.SchedNoise < 0 {
+		bad("clocks.jitter", "jitter and sched_noise must be >= 0")
+	}
+	for i, d := range c.DriftSteps {
+		f := fmt.Sprintf("clocks.drift_steps[%d]", i)
+		if d.At < 0 {
+			bad(f+".at", "must be >= 0")
+		}
+		if !finiteIn(d.DeltaPPM, -1000, 1000) {
+			bad(f+".delta_ppm", "%v out of range [-1000, 1000]", d.DeltaPPM)
+		}
+		for _, n := range append(append([]int(nil), d.Nodes...), d.Except...) {
+			if n < 0 || n >= s.Nodes {
+				bad(f, "node %d is not a node (0..%d)", n, s.Nodes-1)
+			}
+		}
+	}
+	l := &s.Links
+	if l.MinDelay < 0 || l.Asymmetry < 0 || l.ReorderDelay < 0 {
+		bad("links.min_delay", "delays must be >= 0")
+	}
+	switch l.Tail.Dist {
+	case "exponential":
+	case "lognormal":
+		if !finiteIn(l.Tail.Sigma, 0.01, 5) {
+			bad("links.tail.sigma", "%v out of range [0.01, 5]", l.Tail.Sigma)
+		}
+	case "pareto":
+		if !finiteIn(l.Tail.Alpha, 1.01, 100) {
+			bad("links.tail.alpha", "%v out of range (1, 100] (the mean must be finite)", l.Tail.Alpha)
+		}
+	default:
+		bad("links.tail.dist", "unknown distribution %q (exponential, lognormal, pareto)", l.Tail.Dist)
+	}
+	if l.Tail.Mean < 0 {
+		bad("links.tail.mean", "must be >= 0")
+	}
+	for _, p := range []struct {
+		f string
+		v float64
+	}{{"links.loss", l.Loss}, {"links.duplicate", l.Duplicate}, {"links.reorder", l.Reorder}} {
+		if !finiteIn(p.v, 0, 1) {
+			bad(p.f, "probability %v out of range [0, 1]", p.v)
+		}
+	}
+	if l.Loss >= 1 {
+		bad("links.loss", "1 would cut every link for the whole run")
+	}
+	for i := range s.Phases {
+		p := &s.Phases[i]
+		f := fmt.Sprintf("phases[%d]", i)
+		if i == 0 && p.Start != 0 {
+			bad(f+".start", "the first phase must start at 0")
+		}
+		if i > 0 && p.Start <= s.Phases[i-1].Start {
+			bad(f+".start", "phases must start in increasing order")
+		}
+		if p.TailScale == 0 {
+			p.TailScale = 1
+		}
+		if p.SchedScale == 0 {
+			p.SchedScale = 1
+		}
+		if p.BurstScale == 0 {
+			p.BurstScale = 1
+		}
+		if !finiteIn(p.TailScale, 0, 1e6) || !finiteIn(p.SchedScale, 0, 1e6) || !finiteIn(p.BurstScale, 0, 1e6) {
+			bad(f, "scales must be in [0, 1e6]")
+		}
+		if p.Loss != nil && !finiteIn(*p.Loss, 0, 1) {
+			bad(f+".loss", "probability %v out of range [0, 1]", *p.Loss)
+		}
+		if p.BurstEvery < 0 || p.BurstLength < 0 || (p.BurstLength > 0 && p.BurstEvery <= 0) {
+			bad(f+".burst_every", "bursts need burst_every > 0 and burst_length >= 0")
+		}
+	}
+	if s.Eval.Interval <= 0 {
+		bad("eval.interval", "must be positive")
+	}
+	if s.Eval.Warmup < 0 || s.Eval.Warmup >= s.Duration {
+		bad("eval.warmup", "%v must be in [0, duration)", s.Eval.Warmup)
+	}
+	for _, n := range s.Eval.PlotNodes {
+		if n < 0 || n >= s.Nodes {
+			bad("eval.plot_nodes", "node %d is not a node (0..%d)", n, s.Nodes-1)
+		}
+	}
+	if s.Eval.RecordNode >= s.Nodes || s.Eval.RecordNode == s.Reference {
+		bad("eval.record_node", "%d must be a non-reference node or -1", s.Eval.RecordNode)
+	}
+	return errors.Join(errs...)
+}
+
+func finiteIn(v, lo, hi float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= lo && v <= hi
+}

@@ -1,0 +1,497 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/estimate"
+)
+
+// Origin is the truth time at which every run starts. Runs start far from 0
+// so that local clocks with a negative offset still read positive values and
+// no engine mistakes a reading for "no timer" (0).
+const Origin int64 = 1_000_000_000_000_000 // 1e15 ns, about 11.6 days
+
+// Node is what the simulator drives: an engine.Node satisfies it. Times are
+// the node's local clock in ns.
+type Node interface {
+	Tick(local int64)
+	Step(msg engine.Message, recvLocal int64)
+	Ready() engine.Ready
+	Read(local int64) engine.Time
+}
+
+// Clock is a node's emulated clock as the simulator sees it (clock.Emulated
+// satisfies it). t is truth time in ns; Read must be called with
+// non-decreasing t.
+type Clock interface {
+	// Ideal is the reading at truth t without granularity or jitter.
+	Ideal(t int64) int64
+	// Read is the reading at truth t as software sees it.
+	Read(t int64) int64
+	// TruthAt is the first truth time at which Ideal reaches local.
+	TruthAt(local int64) int64
+}
+
+// ClockParams are the parameters the simulator draws for one node's clock.
+type ClockParams struct {
+	Node              int
+	Origin            int64   // truth time of the run's start
+	Offset            int64   // local - truth at Origin, ns
+	DriftPPM          float64 // frequency error at Origin
+	Steps             []DriftChange
+	WanderPPMPerSqrtS float64
+	Granularity       int64
+	Jitter            int64
+	Seed              uint64
+}
+
+// DriftChange adds DeltaPPM to a clock's drift from truth time At on.
+type DriftChange struct {
+	At       int64
+	DeltaPPM float64
+}
+
+// Options are the run's collaborators. The zero value runs the real engine
+// and clock.Emulated with no logging, progress or plot.
+type Options struct {
+	Logger *slog.Logger
+	// NewNode builds one node's engine; nil means engine.New.
+	NewNode func(cfg engine.Config, logger *slog.Logger) (Node, error)
+	// NewClock builds one node's clock; nil means clock.Emulated.
+	NewClock func(p ClockParams) (Clock, error)
+	// Progress, if set, receives a progress line every few seconds of wall
+	// time (simulated time reached, events/s).
+	Progress io.Writer
+	// Trace records the plot nodes' error and bounds over time and their
+	// resync events (needed by Plot).
+	Trace bool
+}
+
+// event kinds, in the order they run when simultaneous... they are ordered
+// by (time, seq) only; the kind just says what to do.
+const (
+	evTick uint8 = iota + 1
+	evDeliver
+	evEval
+)
+
+type event struct {
+	t    int64
+	seq  uint64
+	kind uint8
+	node int32
+	gen  uint32
+	msg  *engine.Message
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = event{}
+	*h = old[:len(old)-1]
+	return e
+}
+
+type nodeState struct {
+	eng       Node
+	clk       Clock
+	tickGen   uint32
+	pastTicks int
+	sent      uint64
+	stats     *ErrStats
+}
+
+// runner is one simulation in progress.
+type runner struct {
+	sc     Scenario
+	opt    Options
+	log    *slog.Logger
+	rng    *rand.Rand
+	links  linkModel
+	nodes  []nodeState
+	ref    int
+	heap   eventHeap
+	seq    uint64
+	now    int64
+	events uint64
+	buf    []int64
+	trace  *Trace
+	rec    *Recording
+	plotIx map[int]int
+}
+
+// maxPastTicks bounds how often in a row an engine may ask for a timer at or
+// before the present: beyond, it is busy-looping and the run stops.
+const maxPastTicks = 100000
+
+// pastTickDelay is how late a timer asked for in the past is run.
+const pastTickDelay = int64(time.Microsecond)
+
+// Run simulates the scenario and evaluates every node against the
+// reference's ideal clock. It stops early, with ctx's error, when ctx ends.
+func Run(ctx context.Context, sc Scenario, opt Options) (*Result, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.NewNode == nil {
+		opt.NewNode = defaultNewNode
+		if mu := int64(sc.Engine.HullMinDelay); mu > 0 {
+			opt.NewNode = func(cfg engine.Config, l *slog.Logger) (Node, error) {
+				return engine.NewWithEstimators(cfg, l, muEstimators(mu))
+			}
+		}
+	}
+	if opt.NewClock == nil {
+		opt.NewClock = defaultNewClock
+	}
+	r := &runner{sc: sc, opt: opt, log: opt.Logger, ref: sc.Reference,
+		rng:   rand.New(rand.NewPCG(sc.Seed, mix64(sc.Seed^0x51ab))),
+		links: linkModel{spec: sc.Links, seed: mix64(sc.Seed ^ 0x11ce)}}
+	if err := r.setup(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := r.loop(ctx, start); err != nil {
+		return nil, err
+	}
+	for i := range r.nodes {
+		if c, ok := r.nodes[i].clk.(interface{ Err() error }); ok && c.Err() != nil {
+			return nil, fmt.Errorf("clock of node %d was queried outside its range: %w", i, c.Err())
+		}
+	}
+	return r.result(time.Since(start)), nil
+}
+
+func (r *runner) setup() error {
+	sc := &r.sc
+	sources, children, err := roles(sc.Topology, sc.Nodes, sc.Reference)
+	if err != nil {
+		return fmt.Errorf("topology %s: %w", sc.Topology.Kind, err)
+	}
+	crng := rand.New(rand.NewPCG(mix64(sc.Seed^0xc10c), sc.Seed))
+	r.nodes = make([]nodeState, sc.Nodes)
+	ecfg := r.engineConfig()
+	for i := range r.nodes {
+		p := ClockParams{Node: i, Origin: Origin,
+			Offset:            int64((2*crng.Float64() - 1) * float64(sc.Clocks.MaxOffset)),
+			DriftPPM:          (2*crng.Float64() - 1) * sc.Clocks.MaxDriftPPM,
+			WanderPPMPerSqrtS: sc.Clocks.WanderPPMPerSqrtS,
+			Granularity:       int64(sc.Clocks.Granularity),
+			Jitter:            int64(sc.Clocks.Jitter),
+			Seed:              mix64(sc.Seed ^ uint64(i)*0x9e37 ^ 0xc0c0),
+		}
+		for _, st := range sc.Clocks.DriftSteps {
+			if st.applies(i) {
+				p.Steps = append(p.Steps, DriftChange{At: Origin + int64(st.At), DeltaPPM: st.DeltaPPM})
+			}
+		}
+		clk, err := r.opt.NewClock(p)
+		if err != nil {
+			return fmt.Errorf("clock of node %d: %w", i, err)
+		}
+		cfg := ecfg
+		cfg.ID = engine.NodeID(i)
+		cfg.Sources = toIDs(sources[i])
+		cfg.Children = toIDs(children[i])
+		eng, err := r.opt.NewNode(cfg, r.log.With("node", i))
+		if err != nil {
+			return fmt.Errorf("engine of node %d: %w", i, err)
+		}
+		r.nodes[i] = nodeState{eng: eng, clk: clk, stats: newErrStats(5)}
+	}
+	if r.opt.Trace {
+		r.trace = newTrace(sc)
+		r.plotIx = map[int]int{}
+		for i, n := range r.trace.Nodes {
+			r.plotIx[n] = i
+		}
+	}
+	if sc.Eval.RecordNode >= 0 {
+		r.rec = &Recording{Node: sc.Eval.RecordNode}
+	}
+	// Start every node at the origin; they are ticked in order of id, each a
+	// little late (scheduling noise).
+	for i := range r.nodes {
+		r.push(event{t: Origin + r.schedNoise(Origin), kind: evTick, node: int32(i)})
+	}
+	r.push(event{t: Origin + int64(sc.Eval.Interval), kind: evEval})
+	return nil
+}
+
+func (d DriftStep) applies(n int) bool {
+	for _, e := range d.Except {
+		if e == n {
+			return false
+		}
+	}
+	if len(d.Nodes) == 0 {
+		return true
+	}
+	for _, e := range d.Nodes {
+		if e == n {
+			return true
+		}
+	}
+	return false
+}
+
+func toIDs(ns []int) []engine.NodeID {
+	out := make([]engine.NodeID, len(ns))
+	for i, n := range ns {
+		out[i] = engine.NodeID(n)
+	}
+	return out
+}
+
+// engineConfig turns the scenario's engine section into engine.Config. The
+// drift and wander the engine assumes default to what the clock model can
+// do, with margin, so that the guaranteed bounds hold.
+func (r *runner) engineConfig() engine.Config {
+	e := r.sc.Engine
+	c := r.sc.Clocks
+	maxDrift := e.MaxDriftPPM
+	if maxDrift == 0 {
+		steps := 0.0
+		for _, s := range c.DriftSteps {
+			steps += math.Abs(s.DeltaPPM)
+		}
+		maxDrift = 2*c.MaxDriftPPM + steps + 1 // relative drift of two clocks, plus margin
+	}
+	wander := e.MaxWanderPPMPerS
+	if wander == 0 {
+		wander = 10 * c.WanderPPMPerSqrtS
+	}
+	gran := e.Granularity
+	if gran == 0 {
+		gran = c.Granularity + 2*c.Jitter
+	}
+	cfg := engine.DefaultConfig()
+	cfg.Estimator = e.Estimator
+	cfg.Adaptive = e.Adaptive
+	cfg.PingsPerRound = e.PingsPerRound
+	cfg.NetworkLatencyErrorThresh = time.Duration(e.NetworkLatencyErrorThresh)
+	cfg.DifferenceThresh = time.Duration(e.DifferenceThresh)
+	cfg.ErrorThresh = e.ErrorThresh
+	cfg.SuccessThresh = e.SuccessThresh
+	cfg.MinGlobalPeriod = time.Duration(e.MinGlobalPeriod)
+	cfg.MaxGlobalPeriod = time.Duration(e.MaxGlobalPeriod)
+	cfg.InitialGlobalPeriod = time.Duration(e.InitialGlobalPeriod)
+	cfg.MinSelfPeriod = time.Duration(e.MinSelfPeriod)
+	cfg.MaxSelfPeriod = time.Duration(e.MaxSelfPeriod)
+	cfg.LargeDrift = e.LargeDriftPPM * 1e-6
+	cfg.ProbeTimeout = time.Duration(e.ProbeTimeout)
+	cfg.StaleAfter = time.Duration(e.StaleAfter)
+	cfg.MaxSlewRate = e.MaxSlewPPM * 1e-6
+	cfg.MaxDrift = maxDrift * 1e-6
+	cfg.MaxWander = wander * 1e-6 / 1e9
+	cfg.Granularity = time.Duration(gran)
+	cfg.ContinuousDrift = e.ContinuousDrift
+	if e.Window > 0 {
+		cfg.Window = e.Window
+	}
+	if e.MaxConcurrentRounds > 0 {
+		cfg.MaxConcurrentRounds = e.MaxConcurrentRounds
+	}
+	return cfg
+}
+
+func (r *runner) push(e event) {
+	r.seq++
+	e.seq = r.seq
+	heap.Push(&r.heap, e)
+}
+
+// schedNoise draws how late a node's software reacts at truth t.
+func (r *runner) schedNoise(t int64) int64 {
+	m := float64(r.sc.Clocks.SchedNoise)
+	if m <= 0 {
+		return 0
+	}
+	m *= r.sc.loadAt(t - Origin).schedScale
+	return min(int64(m*r.rng.ExpFloat64()), maxDelay)
+}
+
+// progressEvery is how often (wall time) a progress line is printed.
+const progressEvery = 3 * time.Second
+
+func (r *runner) loop(ctx context.Context, start time.Time) error {
+	end := Origin + int64(r.sc.Duration)
+	nextProgress := start.Add(progressEvery)
+	for r.heap.Len() > 0 {
+		e := heap.Pop(&r.heap).(event)
+		if e.t > end {
+			break
+		}
+		r.now = e.t
+		r.events++
+		if r.events&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("stopped at %v simulated: %w", time.Duration(r.now-Origin), err)
+			}
+			if r.opt.Progress != nil {
+				if w := time.Now(); w.After(nextProgress) {
+					nextProgress = w.Add(progressEvery)
+					el := w.Sub(start).Seconds()
+					fmt.Fprintf(r.opt.Progress, "sim: %v of %v simulated, %d events, %.2g events/s\n",
+						time.Duration(r.now-Origin).Truncate(time.Second), time.Duration(r.sc.Duration),
+						r.events, float64(r.events)/el)
+				}
+			}
+		}
+		var err error
+		switch e.kind {
+		case evTick:
+			err = r.tick(e)
+		case evDeliver:
+			err = r.deliver(e)
+		case evEval:
+			r.evaluate()
+			r.push(event{t: e.t + int64(r.sc.Eval.Interval), kind: evEval})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) tick(e event) error {
+	n := &r.nodes[e.node]
+	if e.gen != n.tickGen {
+		return nil // superseded timer
+	}
+	local := n.clk.Read(e.t)
+	n.eng.Tick(local)
+	return r.drain(int(e.node), local)
+}
+
+func (r *runner) deliver(e event) error {
+	n := &r.nodes[e.node]
+	local := n.clk.Read(e.t)
+	n.eng.Step(*e.msg, local)
+	if r.rec != nil && int(e.node) == r.rec.Node && e.msg.Type == engine.MsgTimeDiff {
+		r.rec.addRound(e.msg.Samples)
+	}
+	return r.drain(int(e.node), local)
+}
+
+// drain takes the node's output after a Tick or Step at local: sends its
+// messages over the links and sets its timer.
+func (r *runner) drain(id int, local int64) error {
+	n := &r.nodes[id]
+	rd := n.eng.Ready()
+	for i := range rd.Messages {
+		m := rd.Messages[i]
+		to := int(m.To)
+		if to < 0 || to >= len(r.nodes) || to == id {
+			return fmt.Errorf("node %d sent a %d message to node %d (not a neighbour of the cluster of %d)", id, m.Type, m.To, len(r.nodes))
+		}
+		n.sent++
+		depart := r.now + r.schedNoise(r.now)
+		ld := r.sc.loadAt(depart - Origin)
+		r.buf = r.links.transmit(r.rng, id, to, ld, r.buf)
+		for k, d := range r.buf {
+			mm := &m
+			if k > 0 {
+				c := m
+				c.Samples = append([]estimate.Sample(nil), m.Samples...)
+				mm = &c
+			}
+			arrive := depart + d
+			r.push(event{t: arrive + r.schedNoise(arrive), kind: evDeliver, node: int32(to), msg: mm})
+		}
+	}
+	if r.trace != nil {
+		if pi, ok := r.plotIx[id]; ok {
+			for _, ev := range rd.Events {
+				r.trace.addEvent(pi, r.now, ev)
+			}
+		}
+	}
+	n.tickGen++
+	if rd.NextTick == 0 {
+		return nil
+	}
+	// A timer fires when the clock, read with its granularity and jitter,
+	// shows at least NextTick: ask the clock for the truth time at which its
+	// ideal reading is past the next granule by the jitter.
+	want := rd.NextTick
+	if g := int64(r.sc.Clocks.Granularity); g > 1 {
+		if m := want % g; m != 0 {
+			want += g - m
+			if m < 0 {
+				want -= g
+			}
+		}
+	}
+	t := n.clk.TruthAt(want + int64(r.sc.Clocks.Jitter))
+	if rd.NextTick <= local {
+		n.pastTicks++
+		if n.pastTicks > maxPastTicks {
+			return fmt.Errorf("node %d asked %d times in a row for a timer at or before its present (local %d, asked %d)",
+				id, n.pastTicks, local, rd.NextTick)
+		}
+		t = r.now + pastTickDelay
+	} else {
+		n.pastTicks = 0
+	}
+	t = max(t, r.now) + r.schedNoise(t)
+	r.push(event{t: t, kind: evTick, node: int32(id), gen: n.tickGen})
+	return nil
+}
+
+// evaluate reads every node's global time at the present truth and compares
+// it with the reference's ideal clock. Only here are clock parameters used.
+func (r *runner) evaluate() {
+	truth := r.nodes[r.ref].clk.Ideal(r.now)
+	counted := r.now-Origin >= int64(r.sc.Eval.Warmup)
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		local := n.clk.Read(r.now)
+		tm := n.eng.Read(local)
+		errNs := satSub(tm.Est, truth)
+		if r.trace != nil {
+			if pi, ok := r.plotIx[i]; ok {
+				r.trace.addPoint(pi, r.now, tm, truth)
+			}
+		}
+		if r.rec != nil && i == r.rec.Node {
+			r.rec.addReading(local, truth, r.now)
+		}
+		if !counted {
+			continue
+		}
+		if tm.Status == engine.StatusUnsynced {
+			n.stats.Unsynced++
+			continue
+		}
+		covered := tm.Earliest <= truth && truth <= tm.Latest
+		width := uint64(tm.Latest) - uint64(tm.Earliest)
+		if tm.Latest < tm.Earliest {
+			width = 0
+		}
+		n.stats.add(errNs, satSub(tm.Mono, truth), covered, width)
+	}
+}

@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var durationType = reflect.TypeFor[Duration]()
+
+// decodeNode walks a YAML node into v (a pointer), by the yaml tags of v's
+// struct fields. Unlike yaml's own decoder it rejects unknown fields and
+// names the field path and line in every error.
+func decodeNode(n *yaml.Node, path string, v any) error {
+	return decodeValue(n, path, reflect.ValueOf(v).Elem())
+}
+
+func where(path string, n *yaml.Node) string {
+	if path == "" {
+		path = "top level"
+	}
+	return fmt.Sprintf("%s, line %d", path, n.Line)
+}
+
+func decodeValue(n *yaml.Node, path string, v reflect.Value) error {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if v.Type() == durationType {
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("want a duration such as 10ms (%s)", where(path, n))
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+		if err != nil {
+			if n.Value == "0" {
+				d = 0
+			} else {
+				return fmt.Errorf("bad duration %q, want e.g. 10ms or 1h30m (%s): %w", n.Value, where(path, n), err)
+			}
+		}
+		v.SetInt(int64(d))
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			v.SetZero()
+			return nil
+		}
+		p := reflect.New(v.Type().Elem())
+		if err := decodeValue(n, path, p.Elem()); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("want a mapping of fields (%s)", where(path, n))
+		}
+		t := v.Type()
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			fp := k.Value
+			if path != "" {
+				fp = path + "." + k.Value
+			}
+			if seen[k.Value] {
+				return fmt.Errorf("field given twice (%s)", where(fp, k))
+			}
+			seen[k.Value] = true
+			idx := -1
+			var names []string
+			for j := 0; j < t.NumField(); j++ {
+				tag, _, _ := strings.Cut(t.Field(j).Tag.Get("yaml"), ",")
+				if tag == "" || tag == "-" {
+					continue
+				}
+				names = append(names, tag)
+				if tag == k.Value {
+					idx = j
+				}
+			}
+			if idx < 0 {
+				return fmt.Errorf("unknown field %q (%s; known: %s)", k.Value, where(fp, k), strings.Join(names, ", "))
+			}
+			if err := decodeValue(val, fp, v.Field(idx)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			v.SetZero()
+			return nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("want a list (%s)", where(path, n))
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, e := range n.Content {
+			if err := decodeValue(e, fmt.Sprintf("%s[%d]", path, i), s.Index(i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("want a single %s value (%s)", v.Kind(), where(path, n))
+		}
+		p := reflect.New(v.Type())
+		if err := n.Decode(p.Interface()); err != nil {
+			return fmt.Errorf("bad %s %q (%s): %w", v.Kind(), n.Value, where(path, n), err)
+		}
+		v.Set(p.Elem())
+		return nil
+	}
+	return fmt.Errorf("cannot decode into %s (%s)", v.Type(), where(path, n))
+}

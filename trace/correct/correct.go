@@ -1,0 +1,272 @@
+package correct
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/trace/format"
+)
+
+// Method is a correction method.
+type Method string
+
+// Methods.
+const (
+	Auto   Method = "auto"
+	Linear Method = "linear"
+	Spline Method = "spline"
+	Daemon Method = "daemon"
+	Offset Method = "offset"
+	None   Method = "none"
+)
+
+// DropFrac is the share of exchanges with the highest round trip ignored by
+// the linear fit: seed 001 drops 10% because those most likely waited for a
+// descheduled process.
+const DropFrac = 0.1
+
+// ParseMethod checks a method name.
+func ParseMethod(s string) (Method, error) {
+	switch m := Method(strings.ToLower(s)); m {
+	case Auto, Linear, Spline, Daemon, Offset, None:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown correction method %q (want auto, linear, spline, daemon, offset or none)", s)
+}
+
+// Mapper maps local time to global time; it is non-decreasing.
+type Mapper interface {
+	Global(local int64) int64
+}
+
+// Choice reports how one process was corrected.
+type Choice struct {
+	Proc     uint32
+	Name     string
+	Method   Method
+	Reason   string
+	Sessions int     // sessions used
+	Samples  int     // exchanges in them
+	Mappings int     // daemon mappings used
+	SharedOf int64   // the process whose sessions were borrowed (SYNCED-HOST), -1 if none
+	SkewPPM  float64 // the estimated rate error of the local clock against global time
+}
+
+// Identity maps local to local (the reference).
+type Identity struct{}
+
+// Global returns local.
+func (Identity) Global(local int64) int64 { return local }
+
+// LinearMapper applies an estimate.Mapping's point estimate.
+type LinearMapper struct{ M estimate.Mapping }
+
+// Global returns Y0 + dx + round(Skew*dx), dx = local - X0.
+func (l LinearMapper) Global(local int64) int64 {
+	dx := local - l.M.X0
+	return l.M.Y0 + dx + int64(math.Round(l.M.Skew*float64(dx)))
+}
+
+// SplineMapper applies a monotone spline through condensed sessions.
+type SplineMapper struct{ S *estimate.Spline }
+
+// Global returns the spline's value at local.
+func (s SplineMapper) Global(local int64) int64 { return s.S.Map(local) }
+
+// DaemonMapper applies the recorded daemon mappings piecewise: the last
+// mapping whose From is at or before the local time (the first one before
+// all of them). Not safe for concurrent use: it caches the current piece.
+type DaemonMapper struct {
+	from []int64
+	maps []LinearMapper
+	cur  int
+}
+
+// NewDaemonMapper builds the piecewise mapper from the valid mappings.
+func NewDaemonMapper(ms []format.DaemonMapping) (*DaemonMapper, error) {
+	v := make([]format.DaemonMapping, 0, len(ms))
+	for _, m := range ms {
+		if m.Mapping.Valid {
+			v = append(v, m)
+		}
+	}
+	if len(v) == 0 {
+		return nil, errors.New("no valid daemon mapping")
+	}
+	sort.SliceStable(v, func(i, j int) bool { return v[i].From < v[j].From })
+	d := &DaemonMapper{}
+	for _, m := range v {
+		if m.Mapping.Skew <= -1 {
+			return nil, fmt.Errorf("daemon mapping from %d: skew %g runs time backwards", m.From, m.Mapping.Skew)
+		}
+		d.from = append(d.from, m.From)
+		d.maps = append(d.maps, LinearMapper{m.Mapping})
+	}
+	return d, nil
+}
+
+// Global maps local time with the mapping in force at that time.
+func (d *DaemonMapper) Global(local int64) int64 {
+	c := d.cur
+	if !(local >= d.from[c] && (c+1 == len(d.from) || local < d.from[c+1])) {
+		// Usually the next piece; binary search otherwise.
+		if c+1 < len(d.from) && local >= d.from[c+1] && (c+2 == len(d.from) || local < d.from[c+2]) {
+			c++
+		} else {
+			c = sort.Search(len(d.from), func(i int) bool { return d.from[i] > local }) - 1
+			if c < 0 {
+				c = 0
+			}
+		}
+		d.cur = c
+	}
+	return d.maps[c].Global(local)
+}
+
+// Input is what correction needs from one trace file.
+type Input struct {
+	Meta     format.Meta
+	Sessions []format.Session
+	Mappings []format.DaemonMapping
+}
+
+// InputOf extracts the correction input of a summarised file.
+func InputOf(s *format.Summary) Input {
+	return Input{Meta: s.Meta, Sessions: s.Sessions, Mappings: s.Mappings}
+}
+
+// Build chooses and builds a Mapper per input with method m (Auto: the best
+// the data allows). SYNCED-HOST inputs without sessions borrow those of a
+// process with the same Host. An explicit method the data cannot support is
+// an error naming the process.
+func Build(in []Input, m Method) ([]Mapper, []Choice, error) {
+	if _, err := ParseMethod(string(m)); err != nil {
+		return nil, nil, err
+	}
+	mappers := make([]Mapper, len(in))
+	choices := make([]Choice, len(in))
+	for i, x := range in {
+		c := Choice{Proc: x.Meta.Proc, Name: x.Meta.Name, SharedOf: -1}
+		sessions := x.Sessions
+		if len(sessions) == 0 && x.Meta.Flags&format.FlagReference == 0 {
+			for j, y := range in {
+				if j != i && y.Meta.Host == x.Meta.Host && len(y.Sessions) > 0 {
+					sessions = y.Sessions
+					c.SharedOf = int64(y.Meta.Proc)
+					break
+				}
+			}
+		}
+		mp, err := build(x, sessions, m, &c)
+		if err != nil {
+			return nil, nil, fmt.Errorf("correct process %d (%s): %w", x.Meta.Proc, x.Meta.Name, err)
+		}
+		mappers[i], choices[i] = mp, c
+	}
+	return mappers, choices, nil
+}
+
+func countSamples(ss []format.Session) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.Samples)
+	}
+	return n
+}
+
+func build(x Input, sessions []format.Session, m Method, c *Choice) (Mapper, error) {
+	ref := x.Meta.Flags&format.FlagReference != 0
+	if m == Auto {
+		switch {
+		case ref:
+			m, c.Reason = None, "reference clock"
+		case len(x.Mappings) > 0:
+			m, c.Reason = Daemon, fmt.Sprintf("%d daemon mappings recorded", len(x.Mappings))
+		case len(sessions) >= 3:
+			m, c.Reason = Spline, fmt.Sprintf("%d sync sessions", len(sessions))
+		case len(sessions) == 2:
+			m, c.Reason = Linear, "2 sync sessions"
+		case len(sessions) == 1:
+			m, c.Reason = Offset, "1 sync session: offset only, drift not corrected"
+		default:
+			m, c.Reason = None, "NO SYNC DATA: timestamps left uncorrected"
+		}
+	} else {
+		c.Reason = "chosen by flag"
+	}
+	if ref && m != None {
+		// The reference's clock is global time whatever the method.
+		m, c.Reason = None, "reference clock"
+	}
+	c.Method = m
+	if m == None || m == Daemon {
+		c.SharedOf = -1 // no sessions used
+	}
+	switch m {
+	case None:
+		return Identity{}, nil
+	case Daemon:
+		d, err := NewDaemonMapper(x.Mappings)
+		if err != nil {
+			return nil, fmt.Errorf("daemon mapping: %w", err)
+		}
+		c.Mappings = len(d.from)
+		c.SkewPPM = d.maps[len(d.maps)-1].M.Skew * 1e6
+		return d, nil
+	case Offset:
+		if len(sessions) == 0 {
+			return nil, errors.New("offset correction needs a sync session, the trace has none")
+		}
+		p, err := estimate.Condense(sessions[0].Samples)
+		if err != nil {
+			return nil, fmt.Errorf("session 0: %w", err)
+		}
+		c.Sessions, c.Samples = 1, len(sessions[0].Samples)
+		return LinearMapper{estimate.Mapping{X0: p.X, Y0: p.Y, Valid: true}}, nil
+	case Linear:
+		if len(sessions) < 2 {
+			return nil, fmt.Errorf("linear correction needs 2 sync sessions, the trace has %d", len(sessions))
+		}
+		var all []estimate.Sample
+		for _, s := range sessions {
+			all = append(all, s.Samples...)
+		}
+		mp, err := estimate.FitLine(all, DropFrac)
+		if err != nil {
+			return nil, fmt.Errorf("linear fit over %d exchanges: %w", len(all), err)
+		}
+		if mp.Skew <= -1 || math.IsNaN(mp.Skew) {
+			return nil, fmt.Errorf("linear fit gives skew %g: time would run backwards", mp.Skew)
+		}
+		c.Sessions, c.Samples, c.SkewPPM = len(sessions), len(all), mp.Skew*1e6
+		return LinearMapper{mp}, nil
+	case Spline:
+		if len(sessions) < 2 {
+			return nil, fmt.Errorf("spline correction needs at least 2 sync sessions, the trace has %d", len(sessions))
+		}
+		pts := make([]estimate.Point, 0, len(sessions))
+		for _, s := range sessions {
+			p, err := estimate.Condense(s.Samples)
+			if err != nil {
+				return nil, fmt.Errorf("condense session %d: %w", s.Index, err)
+			}
+			pts = append(pts, p)
+		}
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+		sp, err := estimate.NewSpline(pts)
+		if err != nil {
+			return nil, fmt.Errorf("spline through %d points: %w", len(pts), err)
+		}
+		c.Sessions, c.Samples = len(sessions), countSamples(sessions)
+		first, last := pts[0], pts[len(pts)-1]
+		if dx := last.X - first.X; dx != 0 {
+			c.SkewPPM = float64((last.Y-first.Y)-dx) / float64(dx) * 1e6
+		}
+		return SplineMapper{sp}, nil
+	}
+	return nil, fmt.Errorf("method %q not handled", m)
+}

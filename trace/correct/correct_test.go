@@ -1,0 +1,175 @@
+package correct
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/trace/format"
+)
+
+// session builds n exchanges around local time x for a local clock whose
+// global time is g(x), with one-way delays 1000 + U(0, jitter) ns.
+func session(rng *rand.Rand, idx uint32, x int64, n int, jitter int64, g func(int64) int64) format.Session {
+	s := format.Session{Index: idx, Kind: format.SessionDemand}
+	for i := range n {
+		l1 := x + int64(i)*10000
+		d1, d2 := 1000+rng.Int64N(jitter+1), 1000+rng.Int64N(jitter+1)
+		l4 := l1 + d1 + 500 + d2
+		s.Samples = append(s.Samples, estimate.Sample{LocSend: l1, SrcRecv: g(l1 + d1), SrcSend: g(l1 + d1 + 500), LocRecv: l4})
+	}
+	return s
+}
+
+func TestMethods(t *testing.T) {
+	const sec = int64(1e9)
+	line := func(x int64) int64 { return 5_000_000 + x + x/50_000 } // +5 ms, +20 ppm
+	bent := func(x int64) int64 {                                   // +20 ppm, then +40 ppm after 2 s
+		if x < 2*sec {
+			return line(x)
+		}
+		return line(x) + (x-2*sec)/50_000
+	}
+	tests := []struct {
+		name     string
+		g        func(int64) int64
+		sessions []int64 // local times of sessions
+		maps     bool
+		method   Method
+		want     Method
+		tol      int64 // ns over the whole span
+	}{
+		{"auto two sessions linear", line, []int64{0, 4 * sec}, false, Auto, Linear, 50},
+		{"auto five sessions spline", bent, []int64{0, sec, 2 * sec, 3 * sec, 4 * sec}, false, Auto, Spline, 2000},
+		{"auto one session offset", func(x int64) int64 { return x + 777 }, []int64{0}, false, Auto, Offset, 10},
+		{"auto daemon first", line, []int64{0, 4 * sec}, true, Auto, Daemon, 5},
+		{"linear forced on five", line, []int64{0, sec, 2 * sec, 3 * sec, 4 * sec}, false, Linear, Linear, 50},
+		{"spline forced on two", line, []int64{0, 4 * sec}, false, Spline, Spline, 50},
+		{"none forced", line, []int64{0, 4 * sec}, false, None, None, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			in := Input{Meta: format.Meta{Proc: 3, Name: "p3"}}
+			for i, x := range tc.sessions {
+				in.Sessions = append(in.Sessions, session(rng, uint32(i), x, 40, 0, tc.g))
+			}
+			if tc.maps {
+				for x := int64(0); x < 5*sec; x += sec / 2 {
+					in.Mappings = append(in.Mappings, format.DaemonMapping{From: x,
+						Mapping: estimate.Mapping{X0: x, Y0: tc.g(x), Skew: 20e-6, Valid: true}})
+				}
+			}
+			ms, cs, err := Build([]Input{in}, tc.method)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cs[0].Method != tc.want {
+				t.Fatalf("method %s (%s), want %s", cs[0].Method, cs[0].Reason, tc.want)
+			}
+			if tc.want == None {
+				if ms[0].Global(123) != 123 {
+					t.Fatal("none is not the identity")
+				}
+				return
+			}
+			var worst int64
+			last := int64(-1 << 62)
+			for x := int64(0); x <= 4*sec; x += sec / 64 {
+				got := ms[0].Global(x)
+				if got < last {
+					t.Fatalf("not monotone at %d", x)
+				}
+				last = got
+				worst = max(worst, abs(got-tc.g(x)))
+			}
+			if worst > tc.tol {
+				t.Fatalf("worst error %d ns, want <= %d", worst, tc.tol)
+			}
+		})
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestSyncedHostAndReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	g := func(x int64) int64 { return x + 1_000_000 }
+	host := Input{Meta: format.Meta{Proc: 1, Host: 7}, Sessions: []format.Session{session(rng, 0, 0, 20, 100, g), session(rng, 1, 1e9, 20, 100, g)}}
+	shared := Input{Meta: format.Meta{Proc: 2, Host: 7, Flags: format.FlagSyncedHost}}
+	ref := Input{Meta: format.Meta{Proc: 0, Host: 0, Flags: format.FlagReference}}
+	alone := Input{Meta: format.Meta{Proc: 3, Host: 9}}
+	ms, cs, err := Build([]Input{ref, host, shared, alone}, Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].Method != None || cs[0].Reason != "reference clock" {
+		t.Errorf("reference: %+v", cs[0])
+	}
+	if cs[2].Method != Linear || cs[2].SharedOf != 1 {
+		t.Errorf("synced host: %+v", cs[2])
+	}
+	if d := ms[2].Global(5e8) - g(5e8); abs(d) > 100 {
+		t.Errorf("synced host error %d", d)
+	}
+	if cs[3].Method != None || !strings.Contains(cs[3].Reason, "NO SYNC DATA") {
+		t.Errorf("no data must be loud: %+v", cs[3])
+	}
+	// Forcing a method the data cannot give names the process.
+	_, _, err = Build([]Input{alone}, Linear)
+	if err == nil || !strings.Contains(err.Error(), "process 3") {
+		t.Errorf("forced linear without sessions: %v", err)
+	}
+	if _, _, err := Build([]Input{alone}, Daemon); err == nil {
+		t.Error("forced daemon without mappings accepted")
+	}
+	if _, err := ParseMethod("cubic"); err == nil {
+		t.Error("bad method accepted")
+	}
+}
+
+func TestDaemonMapperPieces(t *testing.T) {
+	d, err := NewDaemonMapper([]format.DaemonMapping{
+		{From: 1000, Mapping: estimate.Mapping{X0: 1000, Y0: 5000, Valid: true}},
+		{From: 0, Mapping: estimate.Mapping{X0: 0, Y0: 4000, Valid: true}},
+		{From: 500, Mapping: estimate.Mapping{X0: 500, Y0: 0, Valid: false}}, // ignored
+		{From: 2000, Mapping: estimate.Mapping{X0: 2000, Y0: 6100, Skew: 1e-3, Valid: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ x, want int64 }{
+		{-100, 3900}, {0, 4000}, {999, 4999}, {1000, 5000}, {1999, 5999}, {2000, 6100}, {3000, 7101}, {10, 4010},
+		{2500, 6601}, // skew 1e-3 over 500 ns: 0.5 rounds away from zero
+	}
+	for _, tc := range tests {
+		if got := d.Global(tc.x); got != tc.want {
+			t.Errorf("Global(%d) = %d, want %d", tc.x, got, tc.want)
+		}
+	}
+	if _, err := NewDaemonMapper(nil); err == nil {
+		t.Error("no mappings accepted")
+	}
+	if _, err := NewDaemonMapper([]format.DaemonMapping{{Mapping: estimate.Mapping{Skew: -1, Valid: true}}}); err == nil {
+		t.Error("skew -1 accepted")
+	}
+}
+
+func TestBadSessionIsError(t *testing.T) {
+	bad := format.Session{Samples: []estimate.Sample{{LocSend: 10, LocRecv: 5, SrcRecv: 1, SrcSend: 0}}}
+	in := Input{Meta: format.Meta{Proc: 4}, Sessions: []format.Session{bad, bad}}
+	_, _, err := Build([]Input{in}, Linear)
+	if err == nil || !strings.Contains(err.Error(), "process 4") {
+		t.Fatalf("corrupt samples: %v", err)
+	}
+	if errors.Unwrap(err) == nil {
+		t.Fatal("error not wrapped")
+	}
+}

@@ -1,0 +1,327 @@
+package timeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/gclock/gclock/trace/causality"
+	"github.com/gclock/gclock/trace/chrome"
+	"github.com/gclock/gclock/trace/correct"
+	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/merge"
+)
+
+// Input is one trace file, opened once per pass.
+type Input struct {
+	Name string
+	Open func() (io.ReadCloser, error)
+}
+
+// Files returns Inputs for file paths.
+func Files(paths []string) []Input {
+	in := make([]Input, len(paths))
+	for i, p := range paths {
+		in[i] = Input{Name: p, Open: func() (io.ReadCloser, error) { return os.Open(p) }}
+	}
+	return in
+}
+
+// Options tune Run.
+type Options struct {
+	Method    correct.Method // correct.Auto if empty
+	KeepGoing bool           // skip corrupt chunks, stop at truncations, and say so
+	// CLC applies the controlled logical clock after correction, with
+	// MinLatency (ns) and Gamma (0: 1).
+	CLC        bool
+	MinLatency int64
+	Gamma      float64
+	Chrome     io.Writer // Chrome trace-event JSON output, or nil
+	Binary     io.Writer // merged binary trace output, or nil
+	// Truth, if set, holds per input the true global time of every event in
+	// file order; Run then reports the error of the corrected timestamps.
+	Truth [][]int64
+	// KeepErrors keeps every event's error in Report.ErrorSamples (for plots).
+	KeepErrors bool
+	Log        *slog.Logger
+}
+
+// ErrorSample is the error of one corrected event.
+type ErrorSample struct {
+	Proc  uint32
+	Truth int64 // true global time, ns
+	Err   int64 // corrected - truth, ns
+}
+
+// ErrStats summarise |corrected - truth| over all events, ns.
+type ErrStats struct {
+	N             int64
+	P50, P99, Max int64
+	Mean          float64 // signed mean
+	WorstProc     uint32
+}
+
+// FileInfo describes one input.
+type FileInfo struct {
+	Name     string
+	Meta     format.Meta
+	Events   int64
+	Sessions int
+	Mappings int
+	Problems []error
+}
+
+// Report is what Run did.
+type Report struct {
+	Files        []FileInfo
+	Choices      []correct.Choice
+	Merge        []merge.Stats
+	Pairs        []causality.Counts // raw and corrected violations per pair
+	Unmatched    int64              // message ends whose other end is missing
+	AfterCLC     []causality.Counts // violations after CLC (CLC only)
+	Moved        []causality.Moved  // CLC only
+	Error        *ErrStats          // corrected vs truth (Truth only)
+	ErrorCLC     *ErrStats          // after CLC vs truth (Truth and CLC only)
+	ErrorSamples []ErrorSample      // every event's error (KeepErrors only)
+	Events       int64
+	MergeTime    time.Duration
+	UnboundFlows int64 // receives drawn without an arrow (send not seen first)
+}
+
+// Run corrects, merges and writes the inputs.
+func Run(in []Input, opt Options) (*Report, error) {
+	if opt.Method == "" {
+		opt.Method = correct.Auto
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if len(in) == 0 {
+		return nil, errors.New("no input traces")
+	}
+	if opt.Truth != nil && len(opt.Truth) != len(in) {
+		return nil, fmt.Errorf("truth for %d inputs, have %d inputs", len(opt.Truth), len(in))
+	}
+	rep := &Report{}
+	// Pass 1.
+	var inputs []correct.Input
+	var names []format.Name
+	procOf := map[uint32]int{}
+	for i, x := range in {
+		rc, err := x.Open()
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", x.Name, err)
+		}
+		s, err := format.Summarize(rc, x.Name, opt.KeepGoing)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := procOf[s.Meta.Proc]; dup {
+			return nil, fmt.Errorf("%s and %s both record process %d", in[j].Name, x.Name, s.Meta.Proc)
+		}
+		procOf[s.Meta.Proc] = i
+		for _, p := range s.Problems {
+			opt.Log.Warn("skipping unreadable part of trace", "err", p)
+		}
+		inputs = append(inputs, correct.InputOf(s))
+		names = append(names, s.Names...)
+		rep.Files = append(rep.Files, FileInfo{Name: x.Name, Meta: s.Meta, Events: s.Events,
+			Sessions: len(s.Sessions), Mappings: len(s.Mappings), Problems: s.Problems})
+	}
+	mappers, choices, err := correct.Build(inputs, opt.Method)
+	if err != nil {
+		return nil, err
+	}
+	rep.Choices = choices
+	for _, c := range choices {
+		opt.Log.Info("correction", "proc", c.Proc, "method", c.Method, "reason", c.Reason, "skew_ppm", c.SkewPPM)
+	}
+	// Pass 2.
+	srcs := make([]merge.Source, len(in))
+	for i, x := range in {
+		rc, err := x.Open()
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", x.Name, err)
+		}
+		defer rc.Close()
+		srcs[i] = merge.Source{Name: x.Name, R: rc, Proc: rep.Files[i].Meta.Proc, Map: mappers[i]}
+	}
+	start := time.Now()
+	m, err := merge.New(srcs, merge.Options{KeepGoing: opt.KeepGoing})
+	if err != nil {
+		return nil, err
+	}
+	var cw *chrome.Writer
+	if opt.Chrome != nil {
+		cw = chrome.NewWriter(opt.Chrome, chrome.Options{})
+		cw.SetNames(names)
+		for _, f := range rep.Files {
+			name := f.Meta.Name
+			if name == "" {
+				name = fmt.Sprintf("process %d", f.Meta.Proc)
+			}
+			cw.SetProcess(f.Meta.Proc, name)
+		}
+	}
+	var bw *format.Writer
+	if opt.Binary != nil {
+		bw = format.NewWriter(opt.Binary)
+		if err := bw.WriteMeta(format.Meta{Flags: format.FlagMerged, Name: "merged", Clock: "global"}); err != nil {
+			return nil, err
+		}
+		if len(names) > 0 {
+			if err := bw.WriteNames(names); err != nil {
+				return nil, err
+			}
+		}
+	}
+	check := causality.NewChecker(0)
+	var ev *evaluator
+	if opt.Truth != nil {
+		ev = newEvaluator(opt.Truth, procOf)
+		ev.keep = opt.KeepErrors
+	}
+	var all []format.Merged
+	buf := make([]format.Merged, 4096)
+	for {
+		n, rerr := m.Read(buf)
+		b := buf[:n]
+		rep.Events += int64(n)
+		for i := range b {
+			check.Observe(&b[i])
+		}
+		if ev != nil {
+			if err := ev.add(b); err != nil {
+				return nil, err
+			}
+		}
+		if opt.CLC {
+			all = append(all, b...)
+		} else if err := emit(b, cw, bw); err != nil {
+			return nil, err
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+	rep.MergeTime = time.Since(start)
+	rep.Merge = m.Stats()
+	rep.Pairs, rep.Unmatched, _ = check.Result()
+	if ev != nil {
+		rep.Error = ev.stats()
+		rep.ErrorSamples = ev.samples
+	}
+	if opt.CLC {
+		moved, err := causality.CLC(all, causality.CLCOptions{MinLatency: opt.MinLatency, Gamma: opt.Gamma})
+		if err != nil {
+			return nil, err
+		}
+		rep.Moved = moved
+		c2 := causality.NewChecker(opt.MinLatency)
+		for i := range all {
+			c2.Observe(&all[i])
+		}
+		rep.AfterCLC, _, _ = c2.Result()
+		if opt.Truth != nil {
+			// CLC re-sorted the stream: match events to truth by the raw
+			// timestamps' order within each process, which CLC preserves.
+			ev2 := newEvaluator(opt.Truth, procOf)
+			if err := ev2.add(all); err != nil {
+				return nil, err
+			}
+			rep.ErrorCLC = ev2.stats()
+		}
+		for i := 0; i < len(all); i += len(buf) {
+			if err := emit(all[i:min(i+len(buf), len(all))], cw, bw); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cw != nil {
+		if err := cw.Close(); err != nil {
+			return nil, err
+		}
+		rep.UnboundFlows = cw.Unbound
+	}
+	return rep, nil
+}
+
+func emit(b []format.Merged, cw *chrome.Writer, bw *format.Writer) error {
+	if cw != nil {
+		for i := range b {
+			if err := cw.Write(&b[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if bw != nil && len(b) > 0 {
+		if err := bw.WriteMerged(b); err != nil {
+			return fmt.Errorf("write merged trace: %w", err)
+		}
+	}
+	return nil
+}
+
+// evaluator compares corrected times with the truth.
+type evaluator struct {
+	truth   [][]int64
+	procOf  map[uint32]int
+	next    []int
+	abs     []int64
+	sum     float64
+	worst   int64
+	wproc   uint32
+	keep    bool
+	samples []ErrorSample
+}
+
+func newEvaluator(truth [][]int64, procOf map[uint32]int) *evaluator {
+	return &evaluator{truth: truth, procOf: procOf, next: make([]int, len(truth))}
+}
+
+func (e *evaluator) add(b []format.Merged) error {
+	for i := range b {
+		src, ok := e.procOf[b[i].Proc]
+		if !ok {
+			return fmt.Errorf("truth: unknown process %d", b[i].Proc)
+		}
+		k := e.next[src]
+		if k >= len(e.truth[src]) {
+			return fmt.Errorf("truth: process %d has more events than its truth (%d)", b[i].Proc, len(e.truth[src]))
+		}
+		e.next[src]++
+		d := b[i].Time - e.truth[src][k]
+		if e.keep {
+			e.samples = append(e.samples, ErrorSample{Proc: b[i].Proc, Truth: e.truth[src][k], Err: d})
+		}
+		e.sum += float64(d)
+		if d < 0 {
+			d = -d
+		}
+		if d > e.worst {
+			e.worst, e.wproc = d, b[i].Proc
+		}
+		e.abs = append(e.abs, d)
+	}
+	return nil
+}
+
+func (e *evaluator) stats() *ErrStats {
+	s := &ErrStats{N: int64(len(e.abs)), Max: e.worst, WorstProc: e.wproc}
+	if len(e.abs) == 0 {
+		return s
+	}
+	slices.Sort(e.abs)
+	q := func(p float64) int64 { return e.abs[min(len(e.abs)-1, int(p*float64(len(e.abs))))] }
+	s.P50, s.P99 = q(0.50), q(0.99)
+	s.Mean = e.sum / float64(len(e.abs))
+	return s
+}

@@ -1,0 +1,203 @@
+package timeline
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/trace/causality"
+	"github.com/gclock/gclock/trace/chrome"
+	"github.com/gclock/gclock/trace/correct"
+	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/tracegen"
+)
+
+func demo(t *testing.T, cfg tracegen.Config) ([][]byte, [][]int64) {
+	t.Helper()
+	bufs := make([]*bytes.Buffer, cfg.Procs)
+	truth, err := tracegen.Generate(cfg, func(p int) (io.Writer, error) {
+		bufs[p] = &bytes.Buffer{}
+		return bufs[p], nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]byte, len(bufs))
+	for i, b := range bufs {
+		out[i] = b.Bytes()
+	}
+	return out, truth
+}
+
+func inputs(files [][]byte) []Input {
+	in := make([]Input, len(files))
+	for i, f := range files {
+		in[i] = Input{Name: "proc" + string(rune('0'+i)), Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(f)), nil }}
+	}
+	return in
+}
+
+func smallConfig() tracegen.Config {
+	cfg := tracegen.DefaultConfig()
+	cfg.Procs, cfg.Duration = 5, 500*time.Millisecond
+	return cfg
+}
+
+// TestProofSmall is the proof on a small run: for each mapping the
+// error of every corrected timestamp against the truth stays within what
+// the run's noise allows, and no message is received before it was sent
+// after correction (and after CLC).
+func TestProofSmall(t *testing.T) {
+	cfg := smallConfig()
+	files, truth := demo(t, cfg)
+	tests := []struct {
+		method Method
+		p99    int64 // ns
+	}{
+		// Midpoint noise: one-way delays 2 us + Exp(3 us) with 5% tails of
+		// Exp(50 us); 50 exchanges per session.
+		{correct.Linear, 2000},
+		{correct.Spline, 3000},
+		// The synthetic daemon's offsets are off by at most 100 ns, its
+		// skew by 0.05 ppm over 100 ms periods (5 ns), plus 20 ns jitter.
+		{correct.Daemon, 130},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.method), func(t *testing.T) {
+			rep, err := Run(inputs(files), Options{Method: tc.method, Truth: truth, CLC: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Choices {
+				if c.Proc != 0 && c.Method != tc.method {
+					t.Errorf("process %d got %s", c.Proc, c.Method)
+				}
+			}
+			e := rep.Error
+			if e.N != rep.Events || e.N == 0 {
+				t.Fatalf("%d errors for %d events", e.N, rep.Events)
+			}
+			if e.P99 > tc.p99 {
+				t.Errorf("p99 error %d ns, want <= %d (p50 %d, max %d)", e.P99, tc.p99, e.P50, e.Max)
+			}
+			tot := causality.Totals(rep.Pairs)
+			if tot.Raw == 0 {
+				t.Error("raw timestamps show no violation: the test proves nothing")
+			}
+			if tot.Corrected != 0 {
+				t.Errorf("%d violations after correction", tot.Corrected)
+			}
+			if a := causality.Totals(rep.AfterCLC); a.Corrected != 0 || a.Messages != tot.Messages {
+				t.Errorf("after CLC: %+v", a)
+			}
+			if rep.Unmatched != 0 {
+				t.Errorf("%d unmatched message ends", rep.Unmatched)
+			}
+		})
+	}
+}
+
+// The uncorrected merge is wrong by the clock offsets (ms): the evaluator
+// must see it, or it measures nothing.
+func TestNoneIsFarOff(t *testing.T) {
+	files, truth := demo(t, smallConfig())
+	rep, err := Run(inputs(files), Options{Method: correct.None, Truth: truth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Error.P50 < 100_000 {
+		t.Fatalf("uncorrected p50 error %d ns: the clocks should be ms apart", rep.Error.P50)
+	}
+	if causality.Totals(rep.Pairs).Corrected == 0 {
+		t.Fatal("uncorrected merge shows no violation")
+	}
+}
+
+// CLC repairs what a bad correction leaves: forced offset-only correction
+// with large drift leaves violations, CLC removes them and says how far it
+// moved each process.
+func TestCLCRepairs(t *testing.T) {
+	cfg := smallConfig()
+	cfg.DriftPPM, cfg.WanderPPM = 200, 0
+	files, truth := demo(t, cfg)
+	rep, err := Run(inputs(files), Options{Method: correct.Offset, Truth: truth, CLC: true, MinLatency: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if causality.Totals(rep.Pairs).Corrected == 0 {
+		t.Fatal("offset-only correction left no violation: no test")
+	}
+	if a := causality.Totals(rep.AfterCLC); a.Corrected != 0 {
+		t.Fatalf("%d violations after CLC", a.Corrected)
+	}
+	var moved int64
+	for _, m := range rep.Moved {
+		moved += m.Moved
+	}
+	if moved == 0 || rep.ErrorCLC == nil {
+		t.Fatalf("CLC report empty: %+v", rep.Moved)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	files, _ := demo(t, smallConfig())
+	var js, bin bytes.Buffer
+	rep, err := Run(inputs(files), Options{Chrome: &js, Binary: &bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := chrome.Validate(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Processes != 5 || int64(cr.Flows) != causality.Totals(rep.Pairs).Messages || rep.UnboundFlows != 0 {
+		t.Errorf("chrome: %d processes, %d flows, %d unbound; %d messages", cr.Processes, cr.Flows, rep.UnboundFlows, causality.Totals(rep.Pairs).Messages)
+	}
+	s, err := format.Summarize(bytes.NewReader(bin.Bytes()), "merged", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Merged != rep.Events || s.Meta.Flags&format.FlagMerged == 0 || len(s.Names) == 0 {
+		t.Errorf("binary: %d records for %d events, meta %+v", s.Merged, rep.Events, s.Meta)
+	}
+}
+
+func TestCorruptInput(t *testing.T) {
+	files, _ := demo(t, smallConfig())
+	bad := bytes.Clone(files[2])
+	off := len(bad) / 2
+	bad[off] ^= 0xff
+	files[2] = bad
+	_, err := Run(inputs(files), Options{})
+	var ce *format.CorruptError
+	if !errors.As(err, &ce) || ce.File != "proc2" {
+		t.Fatalf("corrupt file: %v", err)
+	}
+	rep, err := Run(inputs(files), Options{KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Files[2].Problems) == 0 || len(rep.Merge[2].Problems) == 0 {
+		t.Fatal("keep-going did not report the corrupt chunk")
+	}
+	// Truncated: the merge goes on with the complete chunks.
+	files[2] = files[2][:off]
+	rep, err = Run(inputs(files), Options{KeepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Merge[2].Events == 0 || !errors.Is(rep.Merge[2].Problems[len(rep.Merge[2].Problems)-1], format.ErrTruncated) {
+		t.Fatalf("truncated: %+v", rep.Merge[2])
+	}
+}
+
+func TestDuplicateProc(t *testing.T) {
+	files, _ := demo(t, smallConfig())
+	if _, err := Run(inputs([][]byte{files[1], files[1]}), Options{}); err == nil {
+		t.Fatal("two files of one process accepted")
+	}
+}
+
+type Method = correct.Method

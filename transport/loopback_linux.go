@@ -1,0 +1,100 @@
+//go:build linux
+
+package transport
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// LoopbackPageConfig is one run of the paper's experiment on loopback: a
+// page server and a client on 127.0.0.1, different ports, through a lossy
+// Relay.
+type LoopbackPageConfig struct {
+	Client   PageClientConfig
+	AckEvery bool    // Mocha base (an ACK per message) instead of ACK omission
+	Loss     float64 // relay loss per datagram and direction
+	Seed     uint64
+	// Endpoint holds the timeout settings for both endpoints (ID, Conn,
+	// Handler and AckEvery are set by the run); zero fields take the
+	// defaults.
+	Endpoint Config
+}
+
+// LoopbackPageResult adds the message counts of both endpoints.
+type LoopbackPageResult struct {
+	PageResult
+	Messages       uint64 // datagrams sent by both endpoints, ACKs and retransmissions included
+	MessagesPerReq float64
+	Acks           uint64
+	Retransmits    uint64 // both endpoints
+	Relay          RelayStats
+}
+
+// RunLoopbackPages runs one configuration of the experiment.
+func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPageResult, error) {
+	var res LoopbackPageResult
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sconn, err := ListenUDP("127.0.0.1:0", UDPOptions{})
+	if err != nil {
+		return res, err
+	}
+	cconn, err := ListenUDP("127.0.0.1:0", UDPOptions{})
+	if err != nil {
+		sconn.Close()
+		return res, err
+	}
+	for _, c := range []*UDPConn{sconn, cconn} {
+		_ = c.c.SetReadBuffer(4 << 20)
+		_ = c.c.SetWriteBuffer(4 << 20)
+	}
+	relay, err := NewRelay(RelayConfig{Listen: "127.0.0.1:0", Target: sconn.LocalAddr(), Loss: cfg.Loss, Seed: cfg.Seed})
+	if err != nil {
+		sconn.Close()
+		cconn.Close()
+		return res, err
+	}
+	srv := &PageServer{PageSize: cfg.Client.PageSize}
+	mk := func(id uint32, c PacketConn, h Handler) (*Endpoint, error) {
+		ec := cfg.Endpoint
+		ec.ID, ec.Conn, ec.Handler, ec.AckEvery = id, c, h, cfg.AckEvery
+		return New(ec)
+	}
+	server, err := mk(2, sconn, srv)
+	if err != nil {
+		sconn.Close()
+		cconn.Close()
+		relay.front.Close()
+		relay.back.Close()
+		return res, err
+	}
+	client, err := mk(1, cconn, nil)
+	if err != nil {
+		sconn.Close()
+		cconn.Close()
+		relay.front.Close()
+		relay.back.Close()
+		return res, err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = server.Run(ctx) })
+	wg.Go(func() { _ = client.Run(ctx) })
+	wg.Go(func() { _ = relay.Run(ctx) })
+	pr, err := RunPageClient(ctx, client, relay.Addr(), cfg.Client)
+	// Let the last ACKs land before counting.
+	time.Sleep(20 * time.Millisecond)
+	cs, ss := client.Stats(), server.Stats()
+	cancel()
+	wg.Wait()
+	res.PageResult = pr
+	res.Messages = cs.Sent + ss.Sent
+	res.Acks = cs.SentAcks + ss.SentAcks
+	res.Retransmits = cs.Retransmits + ss.Retransmits
+	res.Relay = relay.Stats()
+	if n := cfg.Client.Requests; n > 0 {
+		res.MessagesPerReq = float64(res.Messages) / float64(n)
+	}
+	return res, err
+}

@@ -1,0 +1,404 @@
+//go:build linux
+
+package transport
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawNow reads CLOCK_MONOTONIC_RAW, gclock's local clock.
+func rawNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// realNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
+func realNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// RealtimeOffset samples CLOCK_REALTIME - CLOCK_MONOTONIC_RAW by reading
+// the realtime clock between two raw reads, against the raw midpoint.
+// halfWidth, half the raw span of the sandwich, bounds the error of the
+// sample from the read order. A sandwich stretched by preemption is
+// retried: the narrowest of up to five is kept, stopping at the first
+// below GoodHalfWidth.
+func RealtimeOffset() (offset, halfWidth int64) {
+	halfWidth = -1
+	for range 5 {
+		r1 := rawNow()
+		rt := realNow()
+		r2 := rawNow()
+		hw := (r2 - r1 + 1) / 2
+		if halfWidth < 0 || hw < halfWidth {
+			offset, halfWidth = rt-(r1+(r2-r1)/2), hw
+		}
+		if halfWidth <= GoodHalfWidth {
+			break
+		}
+	}
+	return offset, halfWidth
+}
+
+// GoodHalfWidth is the sandwich half-width RealtimeOffset accepts at once:
+// two clock_gettime system calls take about 100-200 ns each on this class
+// of machine, so a wider sandwich was most likely preempted.
+const GoodHalfWidth = 400
+
+// UDPOptions configures ListenUDP.
+type UDPOptions struct {
+	// Timestamps asks the kernel for software receive and transmit stamps
+	// (SO_TIMESTAMPING with RX_SOFTWARE, TX_SOFTWARE, OPT_ID, OPT_TSONLY).
+	Timestamps bool
+	// TxStampWait bounds how long WriteToStamped waits for the transmit
+	// stamp on the error queue. On loopback and veth the stamp is queued
+	// before sendmsg returns; a real NIC's driver stamps a little later.
+	// Zero means 1 ms.
+	TxStampWait time.Duration
+}
+
+// UDPConn is a UDP socket implementing PacketConn and StampedConn. Kernel
+// stamps are CLOCK_REALTIME; UDPConn converts them to CLOCK_MONOTONIC_RAW
+// with an offset sampled by RealtimeOffset right after each receive and
+// send, so the conversion error is the sandwich half-width (a few hundred
+// ns with system-call clock reads) plus the realtime clock's NTP slew
+// between the stamp and the sample (at most 500 ppm of the few tens of us
+// between them, so tens of ns). A realtime step in that window makes one
+// stamp wrong by the step; stamps that land after the user-space time
+// of the same event are dropped (0) for that reason.
+type UDPConn struct {
+	c    *net.UDPConn
+	raw  syscall.RawConn
+	ts   bool
+	wait time.Duration
+
+	wmu    sync.Mutex // serialises sends so OPT_ID keys match our counter
+	nextID uint32
+	errOOB []byte
+
+	oob []byte // receive control buffer (one reader)
+
+	// Counters for the documentation of the conversion error.
+	mu                       sync.Mutex
+	rxStamps, txStamps       uint64
+	txMissing, rxMissing     uint64
+	rxImplausible, txImplaus uint64
+	maxHalfWidth             int64
+}
+
+// ListenUDP opens a UDP socket on addr ("127.0.0.1:0", "[::1]:9000").
+func ListenUDP(addr string, opt UDPOptions) (*UDPConn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %q: %w", addr, err)
+	}
+	network := "udp4"
+	if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+		network = "udp6"
+	}
+	c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	u := &UDPConn{c: c, raw: rc, wait: opt.TxStampWait, oob: make([]byte, 256), errOOB: make([]byte, 256)}
+	if u.wait <= 0 {
+		u.wait = time.Millisecond
+	}
+	if opt.Timestamps {
+		flags := unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE |
+			unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, flags)
+		}); err != nil {
+			serr = err
+		}
+		if serr != nil {
+			c.Close()
+			return nil, fmt.Errorf("transport: listen %s: setsockopt SO_TIMESTAMPING: %w", addr, serr)
+		}
+		u.ts = true
+		warmRxStamps(200 * time.Millisecond)
+	}
+	return u, nil
+}
+
+// warmRxStamps waits until the kernel stamps received datagrams. Linux
+// turns receive stamping on for the whole system through a deferred work
+// item when the first socket asks for it, so datagrams that arrive before
+// that work runs (milliseconds on a busy machine) carry no stamp. A pair of
+// throw-away loopback sockets pings until a stamp appears or the timeout
+// passes; the caller's socket already holds its own reference, so closing
+// the pair leaves stamping on.
+func warmRxStamps(timeout time.Duration) bool {
+	a, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return false
+	}
+	defer a.Close()
+	b, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return false
+	}
+	defer b.Close()
+	rc, err := b.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var serr error
+	_ = rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING,
+			unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE)
+	})
+	if serr != nil {
+		return false
+	}
+	buf, oob := make([]byte, 16), make([]byte, 128)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := a.WriteToUDP([]byte{1}, b.LocalAddr().(*net.UDPAddr)); err != nil {
+			return false
+		}
+		_ = b.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		_, oobn, _, _, err := b.ReadMsgUDP(buf, oob)
+		if err == nil {
+			if _, ok := parseTimestamping(oob[:oobn]); ok {
+				return true
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// LocalAddr returns the bound address.
+func (u *UDPConn) LocalAddr() netip.AddrPort {
+	return u.c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// Close closes the socket.
+func (u *UDPConn) Close() error { return u.c.Close() }
+
+// ReadFrom reads one datagram.
+func (u *UDPConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	n, from, _, err := u.ReadFromStamped(b)
+	return n, from, err
+}
+
+// ReadFromStamped reads one datagram and returns its kernel receive stamp
+// on the CLOCK_MONOTONIC_RAW time base (0 when timestamps are off or the
+// stamp was missing or implausible).
+func (u *UDPConn) ReadFromStamped(b []byte) (int, netip.AddrPort, int64, error) {
+	if !u.ts {
+		n, from, err := u.c.ReadFromUDPAddrPort(b)
+		return n, unmap(from), 0, err
+	}
+	n, oobn, _, from, err := u.c.ReadMsgUDPAddrPort(b, u.oob)
+	if err != nil {
+		return n, from, 0, err
+	}
+	user := rawNow()
+	off, hw := RealtimeOffset()
+	real, ok := parseTimestamping(u.oob[:oobn])
+	var k int64
+	if ok {
+		k = real - off
+		if k > user {
+			k = 0 // a realtime step between stamp and sample: do not trust it
+		}
+	}
+	u.mu.Lock()
+	switch {
+	case k != 0:
+		u.rxStamps++
+	case ok:
+		u.rxImplausible++
+	default:
+		u.rxMissing++
+	}
+	u.maxHalfWidth = max(u.maxHalfWidth, hw)
+	u.mu.Unlock()
+	return n, unmap(from), k, nil
+}
+
+func unmap(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// WriteTo sends one datagram.
+func (u *UDPConn) WriteTo(b []byte, to netip.AddrPort) error {
+	_, err := u.WriteToStamped(b, to)
+	return err
+}
+
+// WriteToStamped sends one datagram and returns the kernel's software
+// transmit stamp on the CLOCK_MONOTONIC_RAW time base, read from the error
+// queue (0 when timestamps are off or none came within TxStampWait).
+func (u *UDPConn) WriteToStamped(b []byte, to netip.AddrPort) (int64, error) {
+	if !u.ts {
+		_, err := u.c.WriteToUDPAddrPort(b, to)
+		return 0, err
+	}
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	id := u.nextID
+	if _, err := u.c.WriteToUDPAddrPort(b, to); err != nil {
+		// A failed sendmsg takes no key from the kernel counter.
+		return 0, err
+	}
+	u.nextID++
+	deadline := time.Now().Add(u.wait)
+	for {
+		real, key, got, err := u.readErrQueue()
+		if err != nil {
+			return 0, nil // no stamp; the datagram itself was sent
+		}
+		if got && key == id {
+			user := rawNow()
+			off, hw := RealtimeOffset()
+			k := real - off
+			u.mu.Lock()
+			if k > user {
+				k = 0
+				u.txImplaus++
+			} else {
+				u.txStamps++
+			}
+			u.maxHalfWidth = max(u.maxHalfWidth, hw)
+			u.mu.Unlock()
+			return k, nil
+		}
+		if got {
+			continue // an older send's stamp that came late: drop it
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			u.mu.Lock()
+			u.txMissing++
+			u.mu.Unlock()
+			return 0, nil
+		}
+		u.pollErr(left)
+	}
+}
+
+// pollErr waits up to d for the error queue to become readable (POLLERR).
+func (u *UDPConn) pollErr(d time.Duration) {
+	ms := int((d + time.Millisecond - 1) / time.Millisecond)
+	_ = u.raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: 0}}
+		_, _ = unix.Poll(fds, ms)
+	})
+}
+
+// readErrQueue reads one message from the error queue without blocking:
+// got is false when the queue is empty.
+func (u *UDPConn) readErrQueue() (real int64, key uint32, got bool, err error) {
+	var oobn int
+	var rerr error
+	cerr := u.raw.Control(func(fd uintptr) {
+		_, oobn, _, _, rerr = unix.Recvmsg(int(fd), nil, u.errOOB, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+	})
+	if cerr != nil {
+		return 0, 0, false, cerr
+	}
+	if rerr != nil {
+		if errors.Is(rerr, unix.EAGAIN) {
+			return 0, 0, false, nil
+		}
+		return 0, 0, false, rerr
+	}
+	msgs, perr := unix.ParseSocketControlMessage(u.errOOB[:oobn])
+	if perr != nil {
+		return 0, 0, false, perr
+	}
+	var haveTS, haveKey bool
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= 16:
+			real = tsNano(m.Data)
+			haveTS = real != 0
+		case (m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR) ||
+			(m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_RECVERR):
+			if len(m.Data) >= int(unsafe.Sizeof(unix.SockExtendedErr{})) {
+				ee := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
+				if ee.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING && ee.Info == unix.SCM_TSTAMP_SND {
+					key, haveKey = ee.Data, true
+				}
+			}
+		}
+	}
+	return real, key, haveTS && haveKey, nil
+}
+
+// parseTimestamping finds the software stamp in receive control messages
+// (SCM_TIMESTAMPING: three timespecs, the first is software).
+func parseTimestamping(oob []byte) (int64, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= 16 {
+			if t := tsNano(m.Data); t != 0 {
+				return t, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// tsNano decodes a native struct timespec (two 64-bit words on 64-bit
+// Linux).
+func tsNano(b []byte) int64 {
+	sec := int64(binary.NativeEndian.Uint64(b[0:]))
+	nsec := int64(binary.NativeEndian.Uint64(b[8:]))
+	return sec*1e9 + nsec
+}
+
+// StampStats reports how many kernel stamps UDPConn converted or missed,
+// and the widest realtime/raw sandwich seen (the bound on the conversion
+// error from the clock reads).
+type StampStats struct {
+	RxStamps, TxStamps uint64
+	// RxMissing counts datagrams that came without a stamp. The kernel
+	// turns receive stamping on for the whole system lazily (a deferred
+	// static key), so the first datagrams after the first timestamping
+	// socket opens may have none.
+	RxMissing uint64
+	TxMissing uint64 // sends whose stamp did not come within TxStampWait
+	// Implausible stamps were later than the user-space stamp of the same
+	// event after conversion (a realtime step in between) and were dropped.
+	RxImplausible, TxImplausible uint64
+	MaxHalfWidth                 int64 // ns
+}
+
+// StampStats returns the conversion counters.
+func (u *UDPConn) StampStats() StampStats {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return StampStats{RxStamps: u.rxStamps, TxStamps: u.txStamps, RxMissing: u.rxMissing, TxMissing: u.txMissing,
+		RxImplausible: u.rxImplausible, TxImplausible: u.txImplaus, MaxHalfWidth: u.maxHalfWidth}
+}

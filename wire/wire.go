@@ -1,0 +1,582 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/estimate"
+)
+
+// Version is the format version written into every header. A decoder
+// rejects any other version instead of guessing at its layout.
+const Version = 1
+
+// Magic is the first two bytes of every packet ("GC"): it rejects stray
+// datagrams (a port scan, another protocol on the same port) cheaply.
+const Magic uint16 = 0x4743
+
+// HeaderLen is the size of the fixed header in bytes.
+const HeaderLen = 14
+
+// MaxPacket is the largest packet: the largest UDP payload over IPv4
+// (65535 - 20 IP - 8 UDP). A buffer of this size fits every packet.
+const MaxPacket = 65507
+
+// MaxBody is the largest body after the header.
+const MaxBody = MaxPacket - HeaderLen
+
+// MaxSamples bounds the samples of one TimeDiff. A round holds a handful of
+// ping-pongs (Liao: 3, repeated once), so 1024 is far above any real round
+// while keeping the packet below MaxPacket (1024*32 bytes).
+const MaxSamples = 1024
+
+// PageHeaderLen is the page address in front of a GETPGRANT's data.
+const PageHeaderLen = 8
+
+// MaxPageData is the largest page a GETPGRANT can carry.
+const MaxPageData = MaxBody - PageHeaderLen
+
+// Op is the 8-bit op code: the low seven bits are the kind of message, the
+// high bit is the reliable flag (Mocha's reliable_msg_flag).
+type Op uint8
+
+// ReliableFlag is the high bit of the op code: the receiver acknowledges the
+// message with an OpAck carrying its sequence number, and the sender
+// retransmits it until that ACK arrives.
+const ReliableFlag Op = 0x80
+
+// The op codes. The engine's messages keep the values of engine.MsgType so
+// that Op(m.Type) is the op of an engine message.
+const (
+	OpProbe          = Op(engine.MsgProbe)      // request: a source probes a child
+	OpProbeReply     = Op(engine.MsgProbeReply) // reply to OpProbe
+	OpTimeDiff       = Op(engine.MsgTimeDiff)   // one-way: the end of a round
+	OpErrReport      = Op(engine.MsgErrReport)  // one-way, flagged: a child's error report
+	OpAck         Op = 0x10                     // acknowledges a flagged message; body: the acknowledged op
+	OpStatusQuery Op = 0x11                     // request: ask a daemon for its status; no body
+	OpStatusReply Op = 0x12                     // reply to OpStatusQuery: a Status body
+	OpGetPage     Op = 0x13                     // request (Mocha GETP): a page address
+	OpPageGrant   Op = 0x14                     // reply to OpGetPage (Mocha GETPGRANT): address and data
+)
+
+// Kind returns the op without the reliable flag.
+func (o Op) Kind() Op { return o &^ ReliableFlag }
+
+// Reliable reports whether the reliable flag is set.
+func (o Op) Reliable() bool { return o&ReliableFlag != 0 }
+
+// WithReliable returns the op with the reliable flag set to r.
+func (o Op) WithReliable(r bool) Op {
+	if r {
+		return o | ReliableFlag
+	}
+	return o.Kind()
+}
+
+// Class is the role of a message kind in the messaging protocol.
+type Class uint8
+
+// Classes.
+const (
+	ClassUnknown Class = iota // not a known op
+	ClassRequest              // answered by a reply, which is its acknowledgement
+	ClassReply                // answers a request; carries the request's sequence number
+	ClassOneWay               // needs no answer; acknowledged only when flagged
+	ClassAck                  // acknowledges a flagged message
+)
+
+// Class returns the protocol role of the op's kind.
+func (o Op) Class() Class {
+	switch o.Kind() {
+	case OpProbe, OpStatusQuery, OpGetPage:
+		return ClassRequest
+	case OpProbeReply, OpStatusReply, OpPageGrant:
+		return ClassReply
+	case OpTimeDiff, OpErrReport:
+		return ClassOneWay
+	case OpAck:
+		return ClassAck
+	}
+	return ClassUnknown
+}
+
+// ReplyOp returns the reply kind of a request kind (ok false otherwise).
+func (o Op) ReplyOp() (Op, bool) {
+	switch o.Kind() {
+	case OpProbe:
+		return OpProbeReply, true
+	case OpStatusQuery:
+		return OpStatusReply, true
+	case OpGetPage:
+		return OpPageGrant, true
+	}
+	return 0, false
+}
+
+// String names the op, with a "+R" suffix when flagged.
+func (o Op) String() string {
+	var s string
+	switch o.Kind() {
+	case OpProbe:
+		s = "probe"
+	case OpProbeReply:
+		s = "probe-reply"
+	case OpTimeDiff:
+		s = "timediff"
+	case OpErrReport:
+		s = "errreport"
+	case OpAck:
+		s = "ack"
+	case OpStatusQuery:
+		s = "status-query"
+	case OpStatusReply:
+		s = "status-reply"
+	case OpGetPage:
+		s = "getp"
+	case OpPageGrant:
+		s = "getpgrant"
+	default:
+		s = fmt.Sprintf("op(0x%02x)", uint8(o.Kind()))
+	}
+	if o.Reliable() {
+		s += "+R"
+	}
+	return s
+}
+
+// DefaultReliable reports whether an engine message type should travel with
+// the reliable flag when ACKs are omitted: only the error report, a one-way
+// message whose loss the engine would not notice (Mocha section 4: only
+// flagged messages are acknowledged). Probes are answered by their replies;
+// a lost TimeDiff only loses one round, which the next round replaces.
+func DefaultReliable(t engine.MsgType) bool { return t == engine.MsgErrReport }
+
+// Sentinel errors wrapped by DecodeError and EncodeError.
+var (
+	ErrShort    = errors.New("input too short")
+	ErrMagic    = errors.New("bad magic")
+	ErrVersion  = errors.New("unsupported version")
+	ErrOp       = errors.New("unknown op")
+	ErrLength   = errors.New("length mismatch")
+	ErrValue    = errors.New("invalid value")
+	ErrTooLarge = errors.New("too large")
+	ErrBuffer   = errors.New("buffer too small")
+)
+
+// DecodeError says which field of a packet could not be decoded and where.
+type DecodeError struct {
+	Field  string // e.g. "header.magic", "timediff.count"
+	Offset int    // byte offset of the field in the packet
+	Err    error  // one of the sentinel errors
+	Detail string // optional: the offending value
+}
+
+// Error formats the error as "wire: decode FIELD at offset N: ERR (DETAIL)".
+func (e *DecodeError) Error() string {
+	s := fmt.Sprintf("wire: decode %s at offset %d: %v", e.Field, e.Offset, e.Err)
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
+
+// Unwrap returns the sentinel error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Header is the fixed part of every packet.
+type Header struct {
+	Version uint8
+	Op      Op
+	Sender  uint32
+	Seq     uint32
+	Length  uint16 // body length
+}
+
+// ParseHeader decodes and checks the header at the start of b (magic,
+// version, a known op, and a body length equal to what follows).
+func ParseHeader(b []byte) (Header, error) {
+	var h Header
+	if len(b) < HeaderLen {
+		return h, &DecodeError{Field: "header", Offset: 0, Err: ErrShort, Detail: fmt.Sprintf("%d bytes, need %d", len(b), HeaderLen)}
+	}
+	if m := binary.BigEndian.Uint16(b[0:]); m != Magic {
+		return h, &DecodeError{Field: "header.magic", Offset: 0, Err: ErrMagic, Detail: fmt.Sprintf("0x%04x", m)}
+	}
+	h.Version = b[2]
+	if h.Version != Version {
+		return h, &DecodeError{Field: "header.version", Offset: 2, Err: ErrVersion, Detail: fmt.Sprintf("%d, want %d", h.Version, Version)}
+	}
+	h.Op = Op(b[3])
+	if h.Op.Class() == ClassUnknown {
+		return h, &DecodeError{Field: "header.op", Offset: 3, Err: ErrOp, Detail: fmt.Sprintf("0x%02x", uint8(h.Op))}
+	}
+	h.Sender = binary.BigEndian.Uint32(b[4:])
+	h.Seq = binary.BigEndian.Uint32(b[8:])
+	h.Length = binary.BigEndian.Uint16(b[12:])
+	if int(h.Length) != len(b)-HeaderLen {
+		return h, &DecodeError{Field: "header.length", Offset: 12, Err: ErrLength, Detail: fmt.Sprintf("header says %d, datagram holds %d", h.Length, len(b)-HeaderLen)}
+	}
+	return h, nil
+}
+
+// Status is the body of OpStatusReply: a daemon's global time read at its
+// local instant Local.
+type Status struct {
+	Local int64 // responder's local clock at the read, ns
+	Time  engine.Time
+}
+
+// Page is the body of OpGetPage (Addr only) and OpPageGrant (Addr and Data),
+// Mocha's GETP and GETPGRANT.
+type Page struct {
+	Addr uint64
+	Data []byte
+}
+
+// Packet is one datagram: the header fields and the body of its op. Only the
+// body that belongs to Op is encoded: Msg for the engine ops, Status for
+// OpStatusReply, Page for OpGetPage and OpPageGrant; AckOp for OpAck;
+// OpStatusQuery has none.
+type Packet struct {
+	Op     Op     // kind and reliable flag
+	Sender uint32 // sender's node id; equals Msg.From for engine messages
+	Seq    uint32 // sender's sequence number, or the answered one for replies and ACKs
+
+	Msg    engine.Message
+	Status Status
+	Page   Page
+	// AckOp is the body of OpAck: the op of the acknowledged message, so
+	// that ACKs of a reply and of a request with equal sequence numbers
+	// are told apart.
+	AckOp Op
+}
+
+// Sizes of the bodies.
+const (
+	engineCommonLen = 12 // To, Round, Seq
+	probeReplyLen   = engineCommonLen + 16
+	mappingLen      = 6*8 + 1
+	timeDiffFixed   = engineCommonLen + 2 + mappingLen
+	sampleLen       = 32
+	errReportLen    = engineCommonLen + 8
+	statusLen       = 5*8 + 1
+)
+
+// Size returns the encoded size of the packet, or an error when the packet
+// cannot be encoded (unknown op, too many samples, page too large).
+func (p *Packet) Size() (int, error) {
+	b, err := p.bodyLen()
+	return HeaderLen + b, err
+}
+
+func (p *Packet) bodyLen() (int, error) {
+	switch p.Op.Kind() {
+	case OpProbe:
+		return engineCommonLen, nil
+	case OpProbeReply:
+		return probeReplyLen, nil
+	case OpTimeDiff:
+		if n := len(p.Msg.Samples); n > MaxSamples {
+			return 0, fmt.Errorf("wire: encode timediff: %d samples, at most %d: %w", n, MaxSamples, ErrTooLarge)
+		}
+		return timeDiffFixed + sampleLen*len(p.Msg.Samples), nil
+	case OpErrReport:
+		return errReportLen, nil
+	case OpAck:
+		return 1, nil
+	case OpStatusQuery:
+		return 0, nil
+	case OpStatusReply:
+		return statusLen, nil
+	case OpGetPage:
+		return PageHeaderLen, nil
+	case OpPageGrant:
+		if n := len(p.Page.Data); n > MaxPageData {
+			return 0, fmt.Errorf("wire: encode getpgrant: %d bytes of page data, at most %d: %w", n, MaxPageData, ErrTooLarge)
+		}
+		return PageHeaderLen + len(p.Page.Data), nil
+	}
+	return 0, fmt.Errorf("wire: encode: op 0x%02x: %w", uint8(p.Op), ErrOp)
+}
+
+// MarshalBinary encodes the packet into a new slice.
+func (p *Packet) MarshalBinary() ([]byte, error) {
+	n, err := p.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if _, err := p.MarshalBinaryTo(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// MarshalBinaryTo encodes the packet into buf without allocating and returns
+// the number of bytes written. buf must hold Size() bytes (MaxPacket always
+// does).
+func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
+	body, err := p.bodyLen()
+	if err != nil {
+		return 0, err
+	}
+	n := HeaderLen + body
+	if len(buf) < n {
+		return 0, fmt.Errorf("wire: encode %v: need %d bytes, have %d: %w", p.Op, n, len(buf), ErrBuffer)
+	}
+	if p.Op.Kind() <= OpErrReport {
+		if want := engine.MsgType(p.Op.Kind()); p.Msg.Type != want {
+			return 0, fmt.Errorf("wire: encode %v: Msg.Type %d does not match the op: %w", p.Op, p.Msg.Type, ErrValue)
+		}
+		if uint32(p.Msg.From) != p.Sender {
+			return 0, fmt.Errorf("wire: encode %v: Msg.From %d differs from Sender %d: %w", p.Op, p.Msg.From, p.Sender, ErrValue)
+		}
+	}
+	if p.Op.Kind() == OpStatusReply && p.Status.Time.Status > engine.StatusStale {
+		return 0, fmt.Errorf("wire: encode status-reply: status %d: %w", p.Status.Time.Status, ErrValue)
+	}
+	b := buf[:n]
+	be := binary.BigEndian
+	be.PutUint16(b[0:], Magic)
+	b[2] = Version
+	b[3] = byte(p.Op)
+	be.PutUint32(b[4:], p.Sender)
+	be.PutUint32(b[8:], p.Seq)
+	be.PutUint16(b[12:], uint16(body))
+	o := HeaderLen
+	put64 := func(v uint64) { be.PutUint64(b[o:], v); o += 8 }
+	put32 := func(v uint32) { be.PutUint32(b[o:], v); o += 4 }
+	m := &p.Msg
+	switch p.Op.Kind() {
+	case OpProbe, OpProbeReply, OpTimeDiff, OpErrReport:
+		put32(uint32(m.To))
+		put32(m.Round)
+		put32(m.Seq)
+	}
+	switch p.Op.Kind() {
+	case OpProbeReply:
+		put64(uint64(m.T2))
+		put64(uint64(m.T3))
+	case OpTimeDiff:
+		be.PutUint16(b[o:], uint16(len(m.Samples)))
+		o += 2
+		for _, s := range m.Samples {
+			put64(uint64(s.SrcSend))
+			put64(uint64(s.LocRecv))
+			put64(uint64(s.LocSend))
+			put64(uint64(s.SrcRecv))
+		}
+		mp := &m.Mapping
+		put64(uint64(mp.X0))
+		put64(uint64(mp.Y0))
+		put64(math.Float64bits(mp.Skew))
+		put64(uint64(mp.W0))
+		put64(math.Float64bits(mp.SkewErr))
+		put64(math.Float64bits(mp.Wander))
+		b[o] = 0
+		if mp.Valid {
+			b[o] = 1
+		}
+		o++
+	case OpErrReport:
+		put64(math.Float64bits(m.Err))
+	case OpStatusReply:
+		s := &p.Status
+		put64(uint64(s.Local))
+		put64(uint64(s.Time.Est))
+		put64(uint64(s.Time.Earliest))
+		put64(uint64(s.Time.Latest))
+		put64(uint64(s.Time.Mono))
+		b[o] = byte(s.Time.Status)
+		o++
+	case OpAck:
+		if p.AckOp.Class() == ClassUnknown || p.AckOp.Kind() == OpAck {
+			return 0, fmt.Errorf("wire: encode ack: acknowledged op 0x%02x: %w", uint8(p.AckOp), ErrValue)
+		}
+		b[o] = byte(p.AckOp)
+		o++
+	case OpGetPage:
+		put64(p.Page.Addr)
+	case OpPageGrant:
+		put64(p.Page.Addr)
+		o += copy(b[o:], p.Page.Data)
+	}
+	if o != n {
+		// Unreachable unless bodyLen and the encoder disagree.
+		return 0, fmt.Errorf("wire: encode %v: wrote %d bytes, sized %d: %w", p.Op, o, n, ErrLength)
+	}
+	return n, nil
+}
+
+// reader decodes big-endian fields and remembers the first error.
+type reader struct {
+	b   []byte
+	o   int
+	err error
+}
+
+func (r *reader) need(field string, n int) bool {
+	if r.err != nil {
+		return false
+	}
+	if len(r.b)-r.o < n {
+		r.err = &DecodeError{Field: field, Offset: r.o, Err: ErrShort, Detail: fmt.Sprintf("need %d bytes, %d left", n, len(r.b)-r.o)}
+		return false
+	}
+	return true
+}
+
+func (r *reader) u64(field string) uint64 {
+	if !r.need(field, 8) {
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.b[r.o:])
+	r.o += 8
+	return v
+}
+
+func (r *reader) i64(field string) int64 { return int64(r.u64(field)) }
+
+func (r *reader) f64(field string) float64 { return math.Float64frombits(r.u64(field)) }
+
+func (r *reader) u32(field string) uint32 {
+	if !r.need(field, 4) {
+		return 0
+	}
+	v := binary.BigEndian.Uint32(r.b[r.o:])
+	r.o += 4
+	return v
+}
+
+func (r *reader) u16(field string) uint16 {
+	if !r.need(field, 2) {
+		return 0
+	}
+	v := binary.BigEndian.Uint16(r.b[r.o:])
+	r.o += 2
+	return v
+}
+
+func (r *reader) u8(field string) uint8 {
+	if !r.need(field, 1) {
+		return 0
+	}
+	v := r.b[r.o]
+	r.o++
+	return v
+}
+
+// UnmarshalBinary decodes one packet that fills b exactly. It copies what it
+// keeps (samples, page data), reusing p's slices when their capacity allows,
+// so decoding into the same Packet again does not allocate. On error p is
+// left in an unspecified state.
+func (p *Packet) UnmarshalBinary(b []byte) error {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return err
+	}
+	p.Op, p.Sender, p.Seq = h.Op, h.Sender, h.Seq
+	samples, data := p.Msg.Samples[:0], p.Page.Data[:0]
+	p.Msg = engine.Message{}
+	p.Status = Status{}
+	p.Page = Page{}
+	p.AckOp = 0
+	r := reader{b: b, o: HeaderLen}
+	kind := h.Op.Kind()
+	if kind <= OpErrReport {
+		m := &p.Msg
+		m.Type = engine.MsgType(kind)
+		m.From = engine.NodeID(h.Sender)
+		m.To = engine.NodeID(r.u32("msg.to"))
+		m.Round = r.u32("msg.round")
+		m.Seq = r.u32("msg.seq")
+	}
+	switch kind {
+	case OpProbeReply:
+		p.Msg.T2 = r.i64("probereply.t2")
+		p.Msg.T3 = r.i64("probereply.t3")
+	case OpTimeDiff:
+		m := &p.Msg
+		off := r.o
+		n := int(r.u16("timediff.count"))
+		if r.err == nil {
+			if n > MaxSamples {
+				r.err = &DecodeError{Field: "timediff.count", Offset: off, Err: ErrTooLarge, Detail: fmt.Sprintf("%d samples, at most %d", n, MaxSamples)}
+			} else if left := len(b) - r.o - mappingLen; n*sampleLen > left {
+				// Bound the count by what the datagram holds before allocating.
+				r.err = &DecodeError{Field: "timediff.count", Offset: off, Err: ErrLength, Detail: fmt.Sprintf("%d samples need %d bytes, %d left", n, n*sampleLen, max(left, 0))}
+			}
+		}
+		if r.err == nil && n > 0 {
+			if cap(samples) >= n {
+				samples = samples[:n]
+			} else {
+				samples = make([]estimate.Sample, n)
+			}
+			for i := range samples {
+				s := &samples[i]
+				s.SrcSend = r.i64("timediff.sample.srcsend")
+				s.LocRecv = r.i64("timediff.sample.locrecv")
+				s.LocSend = r.i64("timediff.sample.locsend")
+				s.SrcRecv = r.i64("timediff.sample.srcrecv")
+			}
+			m.Samples = samples
+		}
+		mp := &m.Mapping
+		mp.X0 = r.i64("timediff.mapping.x0")
+		mp.Y0 = r.i64("timediff.mapping.y0")
+		mp.Skew = r.f64("timediff.mapping.skew")
+		mp.W0 = r.i64("timediff.mapping.w0")
+		mp.SkewErr = r.f64("timediff.mapping.skewerr")
+		mp.Wander = r.f64("timediff.mapping.wander")
+		off = r.o
+		switch v := r.u8("timediff.mapping.valid"); {
+		case r.err != nil:
+		case v > 1:
+			r.err = &DecodeError{Field: "timediff.mapping.valid", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d, want 0 or 1", v)}
+		default:
+			mp.Valid = v == 1
+		}
+	case OpErrReport:
+		p.Msg.Err = r.f64("errreport.err")
+	case OpStatusReply:
+		s := &p.Status
+		s.Local = r.i64("status.local")
+		s.Time.Est = r.i64("status.est")
+		s.Time.Earliest = r.i64("status.earliest")
+		s.Time.Latest = r.i64("status.latest")
+		s.Time.Mono = r.i64("status.mono")
+		off := r.o
+		v := r.u8("status.status")
+		if r.err == nil && engine.Status(v) > engine.StatusStale {
+			r.err = &DecodeError{Field: "status.status", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d", v)}
+		}
+		s.Time.Status = engine.Status(v)
+	case OpAck:
+		off := r.o
+		v := Op(r.u8("ack.op"))
+		if r.err == nil && (v.Class() == ClassUnknown || v.Kind() == OpAck) {
+			r.err = &DecodeError{Field: "ack.op", Offset: off, Err: ErrOp, Detail: fmt.Sprintf("0x%02x", uint8(v))}
+		}
+		p.AckOp = v
+	case OpGetPage:
+		p.Page.Addr = r.u64("getp.addr")
+	case OpPageGrant:
+		p.Page.Addr = r.u64("getpgrant.addr")
+		if r.err == nil {
+			// The length check in ParseHeader bounds the copy by the datagram.
+			p.Page.Data = append(data, b[r.o:]...)
+			r.o = len(b)
+		}
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if r.o != len(b) {
+		return &DecodeError{Field: "body", Offset: r.o, Err: ErrLength, Detail: fmt.Sprintf("%d trailing bytes after %v body", len(b)-r.o, h.Op)}
+	}
+	return nil
+}
