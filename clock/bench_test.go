@@ -42,14 +42,16 @@ func BenchmarkEmulatedRead(b *testing.B) {
 	}
 }
 
+// BenchmarkEmulatedTruthAt is a Read and a timer deadline 50 ms ahead, as
+// the simulator does.
 func BenchmarkEmulatedTruthAt(b *testing.B) {
 	e, err := NewEmulated(EmuParams{DriftPPM: 12, WanderPPM: 0.01, WanderStep: 1e8, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := int64(0)
+	t := int64(0)
 	for b.Loop() {
-		l += 1000
-		sink += e.TruthAt(l)
+		t += 1000
+		sink += e.TruthAt(e.Read(t) + 50e6) // a timer 50 ms ahead
 	}
 }

@@ -138,19 +138,15 @@ type segment struct {
 // time and the error is recorded (Err); evaluators should check Err at the
 // end of a run. An Emulated is not safe for concurrent use (On's Clock is).
 type Emulated struct {
-	p          EmuParams
-	ring       []segment // circular, newest at head
-	head       int
-	firstKept  bool  // ring still holds the first segment, which extends to -inf
-	nextWander int64 // truth of the next wander change; math.MaxInt64: none
-	stepIdx    int
-	baseK      int64
-	wanderK    int64
-	wrng       *rand.Rand
-	jrng       *rand.Rand
-	lastRead   int64
-	haveRead   bool
-	err        error
+	p         EmuParams
+	ring      []segment // circular, newest at head
+	head      int
+	firstKept bool // ring still holds the first segment, which extends to -inf
+	gen       gen  // generator of the segments after the newest
+	jrng      *rand.Rand
+	lastRead  int64
+	haveRead  bool
+	err       error
 }
 
 // NewEmulated validates p and builds the clock.
@@ -160,25 +156,27 @@ func NewEmulated(p EmuParams) (*Emulated, error) {
 	}
 	p.Steps = append([]DriftStep(nil), p.Steps...)
 	e := &Emulated{
-		p:          p,
-		ring:       make([]segment, 0, 4),
-		firstKept:  true,
-		nextWander: math.MaxInt64,
-		baseK:      toUnits(p.DriftPPM),
-		wrng:       rand.New(rand.NewPCG(uint64(p.Seed), 0x9e3779b97f4a7c15)),
-		jrng:       rand.New(rand.NewPCG(uint64(p.Seed), 0xd1b54a32d192ed03)),
+		p:         p,
+		ring:      make([]segment, 0, 4),
+		firstKept: true,
+		jrng:      rand.New(rand.NewPCG(uint64(p.Seed), 0xd1b54a32d192ed03)),
 	}
+	g := &e.gen
+	g.nextWander = math.MaxInt64
+	g.baseK = toUnits(p.DriftPPM)
+	g.pcg = *rand.NewPCG(uint64(p.Seed), 0x9e3779b97f4a7c15)
 	if p.WanderPPM > 0 {
-		e.nextWander = addSat(p.Origin, p.WanderStep)
-		if e.nextWander > MaxTime {
-			e.nextWander = math.MaxInt64
+		g.nextWander = addSat(p.Origin, p.WanderStep)
+		if g.nextWander > MaxTime {
+			g.nextWander = math.MaxInt64
 		}
 	}
-	for e.stepIdx < len(p.Steps) && p.Steps[e.stepIdx].At == p.Origin {
-		e.baseK = toUnits(p.Steps[e.stepIdx].DriftPPM)
-		e.stepIdx++
+	for g.stepIdx < len(p.Steps) && p.Steps[g.stepIdx].At == p.Origin {
+		g.baseK = toUnits(p.Steps[g.stepIdx].DriftPPM)
+		g.stepIdx++
 	}
-	e.ring = append(e.ring, segment{t0: p.Origin, l0: p.Origin + p.Offset, k: e.baseK})
+	g.cur = segment{t0: p.Origin, l0: p.Origin + p.Offset, k: g.baseK}
+	e.ring = append(e.ring, g.cur)
 	return e, nil
 }
 
@@ -216,35 +214,64 @@ func (e *Emulated) oldestIdx() int {
 	return (e.head + 1) % lookBackSegments
 }
 
-// boundary is the truth time at which the newest segment ends.
-func (e *Emulated) boundary() int64 {
-	b := e.nextWander
-	if e.stepIdx < len(e.p.Steps) && e.p.Steps[e.stepIdx].At < b {
-		b = e.p.Steps[e.stepIdx].At
+// gen generates segments: the newest one and the state that decides the
+// next. It is a plain value, so TruthAt can look ahead on a copy without
+// committing anything.
+type gen struct {
+	cur        segment
+	nextWander int64 // truth of the next wander change; math.MaxInt64: none
+	stepIdx    int
+	baseK      int64
+	wanderK    int64
+	pcg        rand.PCG // the wander's random stream
+}
+
+// boundary is the truth time at which the current segment ends.
+func (g *gen) boundary(p *EmuParams) int64 {
+	b := g.nextWander
+	if g.stepIdx < len(p.Steps) && p.Steps[g.stepIdx].At < b {
+		b = p.Steps[g.stepIdx].At
 	}
 	return b
 }
 
-// advance starts the next segment at boundary().
-func (e *Emulated) advance() {
-	cur := *e.newest()
-	b := e.boundary()
+// norm draws a standard normal deviate from the wander stream (Box-Muller).
+func (g *gen) norm() float64 {
+	u1 := float64(g.pcg.Uint64()>>11+1) / (1 << 53) // (0, 1]
+	u2 := float64(g.pcg.Uint64()>>11) / (1 << 53)
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+}
+
+// advance starts the next segment at the boundary.
+func (g *gen) advance(p *EmuParams) {
+	cur := g.cur
+	b := g.boundary(p)
 	dt := b - cur.t0
 	q, r := mulAddFloorDiv(dt, cur.k, cur.lf)
 	next := segment{t0: b, l0: addSat(addSat(cur.l0, dt), q), lf: r}
-	if b == e.nextWander {
-		e.wanderK += int64(math.Round(e.wrng.NormFloat64() * e.p.WanderPPM * ppmUnits))
-		e.wanderK = max(-2*maxSkewUnits, min(2*maxSkewUnits, e.wanderK))
-		e.nextWander = addSat(b, e.p.WanderStep)
-		if e.nextWander > MaxTime {
-			e.nextWander = math.MaxInt64
+	if b == g.nextWander {
+		g.wanderK += int64(math.Round(g.norm() * p.WanderPPM * ppmUnits))
+		g.wanderK = max(-2*maxSkewUnits, min(2*maxSkewUnits, g.wanderK))
+		g.nextWander = addSat(b, p.WanderStep)
+		if g.nextWander > MaxTime {
+			g.nextWander = math.MaxInt64
 		}
 	}
-	for e.stepIdx < len(e.p.Steps) && e.p.Steps[e.stepIdx].At == b {
-		e.baseK = toUnits(e.p.Steps[e.stepIdx].DriftPPM)
-		e.stepIdx++
+	for g.stepIdx < len(p.Steps) && p.Steps[g.stepIdx].At == b {
+		g.baseK = toUnits(p.Steps[g.stepIdx].DriftPPM)
+		g.stepIdx++
 	}
-	next.k = max(-maxSkewUnits, min(maxSkewUnits, e.baseK+e.wanderK))
+	next.k = max(-maxSkewUnits, min(maxSkewUnits, g.baseK+g.wanderK))
+	g.cur = next
+}
+
+// boundary is the truth time at which the newest segment ends.
+func (e *Emulated) boundary() int64 { return e.gen.boundary(&e.p) }
+
+// advance commits the next segment to the ring.
+func (e *Emulated) advance() {
+	e.gen.advance(&e.p)
+	next := e.gen.cur
 	if len(e.ring) < lookBackSegments {
 		e.ring = append(e.ring, next)
 		e.head = len(e.ring) - 1
@@ -336,18 +363,22 @@ func (e *Emulated) Read(t int64) int64 {
 // TruthAt returns the first truth time at which Ideal reaches local: the
 // inverse of Ideal (Ideal(TruthAt(l)) >= l > Ideal(TruthAt(l)-1)). The
 // simulator turns a node's local timer deadline into truth time with it.
+// A deadline in the future is found on a copy of the wander generator, so
+// it costs one step per WanderStep ahead but never uses up the look-back.
 func (e *Emulated) TruthAt(local int64) int64 {
-	cur := e.newest()
-	if local > cur.l0 {
+	if local > e.newest().l0 {
+		// Look ahead on a copy of the generator: a far deadline must not
+		// push the present out of the look-back window.
+		g := e.gen
 		for {
-			b := e.boundary()
-			if b == math.MaxInt64 || eval(*e.newest(), b) >= local {
+			b := g.boundary(&e.p)
+			if b == math.MaxInt64 || eval(g.cur, b) >= local {
 				break
 			}
-			e.advance()
+			g.advance(&e.p)
 		}
-		s := *e.newest()
-		hi := e.boundary()
+		s := g.cur
+		hi := g.boundary(&e.p)
 		if hi == math.MaxInt64 {
 			hi = MaxTime
 			if eval(s, hi) < local {

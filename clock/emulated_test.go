@@ -372,3 +372,24 @@ func TestRawMonotone(t *testing.T) {
 		prev = v
 	}
 }
+
+// A far timer deadline is looked up on a copy of the generator: the present
+// stays answerable, and the committed segments later agree with the guess.
+func TestTruthAtFarAheadKeepsLookBack(t *testing.T) {
+	e := mustEmu(t, EmuParams{DriftPPM: 3, WanderPPM: 0.01, WanderStep: 1e6, Seed: 5})
+	now := int64(5e9)
+	local := e.Read(now)
+	deadline := local + 10e9 // 10,000 wander steps ahead
+	tr := e.TruthAt(deadline)
+	e.Read(now + 1)
+	e.Ideal(now - 10e6)
+	if e.Err() != nil {
+		t.Fatalf("after TruthAt far ahead: %v", e.Err())
+	}
+	if got := e.Ideal(tr); got < deadline {
+		t.Errorf("Ideal(TruthAt) = %d < deadline %d", got, deadline)
+	}
+	if got := e.Ideal(tr - 1); got >= deadline {
+		t.Errorf("Ideal(TruthAt-1) = %d >= deadline %d", got, deadline)
+	}
+}

@@ -180,6 +180,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.ctx = ctx
+
 	epDone := make(chan error, 1)
 	go func() { epDone <- n.ep.Run(ctx) }()
 	var srv *http.Server

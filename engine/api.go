@@ -168,4 +168,9 @@ type Config struct {
 	// MaxProbeRetries is how many times in a row one probe is retried before
 	// the round is ended: with the samples it has, or abandoned without any.
 	MaxProbeRetries int
+	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
+	// one-way delay. The Hull's shift becomes Granularity - HullMinDelay and
+	// a single exchange bounds the offset within RTT/2 - HullMinDelay. 0 is
+	// causality only; a value above the true minimum breaks the bounds.
+	HullMinDelay time.Duration
 }

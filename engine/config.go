@@ -99,6 +99,9 @@ func (c Config) Validate() error {
 	if c.NetworkLatencyErrorThresh < 0 {
 		return bad("NetworkLatencyErrorThresh", "%v, must be >= 0", c.NetworkLatencyErrorThresh)
 	}
+	if c.HullMinDelay < 0 {
+		return bad("HullMinDelay", "%v, must be >= 0", c.HullMinDelay)
+	}
 	if c.Granularity < 0 {
 		return bad("Granularity", "%v, must be >= 0", c.Granularity)
 	}

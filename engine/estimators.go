@@ -8,14 +8,14 @@ import (
 
 // DefaultEstimators builds the estimators of package estimate for one
 // source: always a Hull (guaranteed bounds: Window samples, shifted by
-// Granularity as Jezequel's nu, widened by MaxWander) and the one named by
+// Granularity - HullMinDelay as Jezequel's nu, widened by MaxWander) and the one named by
 // cfg.Estimator for the point estimate: "hull" shares the Hull, "minrtt"
 // is Liao's shortest exchange (Granularity, MaxDrift before the first drift
 // measurement), "regression" is Intel's fit with its default window.
 func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error) {
 	h, err := estimate.NewHull(estimate.HullConfig{
 		Window:    cfg.Window,
-		Shift:     int64(cfg.Granularity),
+		Shift:     int64(cfg.Granularity - cfg.HullMinDelay),
 		MaxWander: cfg.MaxWander,
 	})
 	if err != nil {

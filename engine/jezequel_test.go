@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/topology"
@@ -115,6 +116,11 @@ func median(xs []float64) float64 {
 
 func runTopology(t *testing.T, g *topology.Graph, f Estimators, link linkFunc, seed uint64, dur int64) (*testNet, *boundStats, map[NodeID]int) {
 	t.Helper()
+	return runTopologyWith(t, g, f, link, seed, dur, nil)
+}
+
+func runTopologyWith(t *testing.T, g *topology.Graph, f Estimators, link linkFunc, seed uint64, dur int64, tweak func(*Config)) (*testNet, *boundStats, map[NodeID]int) {
+	t.Helper()
 	roles, err := topology.Roles(g, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +129,7 @@ func runTopology(t *testing.T, g *topology.Graph, f Estimators, link linkFunc, s
 	for _, r := range roles {
 		depth[NodeID(r.Node)] = r.Depth
 	}
-	tn := newTestNet(t, seed, configsFrom(roles, nil), randomClocks(g.N(), seed, 50), link, f)
+	tn := newTestNet(t, seed, configsFrom(roles, tweak), randomClocks(g.N(), seed, 50), link, f)
 	st := &boundStats{warmup: 2e9}
 	tn.run(dur, 3_700_000, func(now int64) { st.check(t, tn, depth, now) })
 	return tn, st, depth
@@ -363,5 +369,55 @@ func TestStaleBoundsWiden(t *testing.T) {
 	}
 	if !(widths[len(widths)-1] > widths[5]) {
 		t.Fatalf("bounds did not widen: %v", widths)
+	}
+}
+
+// TestLiaoSelfResyncHoldsTheOffset: on a perfect network the only error
+// left is the self resync's: the offset is held for a self period, so the
+// error reaches |drift| x self period (under LargeDrift x MaxSelfPeriod, or
+// the larger drift x MinSelfPeriod); applying the drift continuously
+// removes it.
+func TestLiaoSelfResyncHoldsTheOffset(t *testing.T) {
+	g, err := topology.Tree(15, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig(0, nil, nil)
+	limit := max(c.LargeDrift*float64(c.MaxSelfPeriod), 100e-6*float64(c.MinSelfPeriod))
+	_, step, _ := runTopologyWith(t, g, estimatorSets[2].f, fixedLink(5_000), 3, 20e9, nil)
+	_, cont, _ := runTopologyWith(t, g, estimatorSets[2].f, fixedLink(5_000), 3, 20e9, func(c *Config) { c.ContinuousDrift = true })
+	t.Logf("max |err|: self resync %.0f ns (limit %.0f), continuous %.0f ns", step.maxAbs, limit, cont.maxAbs)
+	if step.violations+cont.violations > 0 {
+		t.Fatal("bounds violated")
+	}
+	if step.maxAbs > limit*1.1 {
+		t.Fatalf("self-resync error %.0f ns above %.0f", step.maxAbs, limit)
+	}
+	if cont.maxAbs > step.maxAbs/4 {
+		t.Fatalf("continuous drift error %.0f ns not well below the held offset's %.0f", cont.maxAbs, step.maxAbs)
+	}
+}
+
+// TestJezequel43MinDelayTightensBounds: with a known minimum one-way delay
+// mu (here 9 us of a 10 us link) the bounds shrink from about the round
+// trip to about the delay variation, and still contain the truth.
+func TestJezequel43MinDelayTightensBounds(t *testing.T) {
+	widths := map[int64]float64{}
+	for _, mu := range []int64{0, 9_000} {
+		cfgs := []Config{testConfig(0, nil, []NodeID{1}), testConfig(1, []NodeID{0}, nil)}
+		for i := range cfgs {
+			cfgs[i].HullMinDelay = time.Duration(mu)
+		}
+		tn := newTestNet(t, 1, cfgs, [][2]float64{{0, 0}, {1e6, 30e-6}}, noisyLink(10_000, 0, 500, 0, 0), DefaultEstimators)
+		st := &boundStats{warmup: 2e9}
+		tn.run(20e9, 3_700_000, func(now int64) { st.check(t, tn, map[NodeID]int{0: 0, 1: 1}, now) })
+		if st.violations > 0 {
+			t.Fatalf("mu %d: %d violations", mu, st.violations)
+		}
+		widths[mu] = median(st.width[1])
+		t.Logf("mu %d ns: median width %.0f ns, max |err| %.0f ns", mu, widths[mu], st.maxAbs)
+	}
+	if widths[9_000] > widths[0]/4 {
+		t.Fatalf("mu did not tighten the bounds: %v", widths)
 	}
 }

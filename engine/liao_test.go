@@ -533,3 +533,28 @@ func TestErrReportWithInvalidValueIgnored(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshotCountsAgree(t *testing.T) {
+	cfgs := []Config{testConfig(0, nil, []NodeID{1}), testConfig(1, []NodeID{0}, nil)}
+	cfgs[0].Adaptive, cfgs[1].Adaptive = false, false
+	tn := newTestNet(t, 1, cfgs, [][2]float64{{0, 0}, {1e6, 10e-6}}, fixedLink(5000), fakeEstimators)
+	tn.run(10e9, 0, nil)
+	s0, s1 := tn.nodes[0].n.Snapshot(), tn.nodes[1].n.Snapshot()
+	if !s0.Reference || s1.Reference || len(s0.Children) != 1 || len(s1.Sources) != 1 {
+		t.Fatalf("shape: %+v %+v", s0, s1)
+	}
+	c, s := s0.Children[0], s1.Sources[0]
+	// 10 s at a fixed 400 ms period: 25 rounds (the first at 0).
+	if c.Rounds != 25 || s.Rounds != c.Rounds || c.Period != 400e6 {
+		t.Fatalf("child %+v source %+v", c, s)
+	}
+	if s.Period < 399e6 || s.Period > 401e6 || s.BoundWidth <= 0 || s.LastRound == 0 {
+		t.Fatalf("source snapshot %+v", s)
+	}
+	if math.Abs(s.Skew-(-10e-6)) > 1e-7 { // source/local - 1 for a local clock 10 ppm fast
+		t.Fatalf("skew %g, want about -10e-6", s.Skew)
+	}
+	if c.ShortestRTT != 10_000 {
+		t.Fatalf("shortest RTT %d", c.ShortestRTT)
+	}
+}

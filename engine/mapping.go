@@ -170,10 +170,13 @@ func clamp(v, lo, hi int64) int64 {
 // the RTT (plus granularity and the drift over the hold time), and it moves
 // away at most at maxDrift and maxWander. It is valid for any estimator and
 // never tighter than the exchange proves under those assumptions.
-func sampleMapping(s estimate.Sample, maxDrift, maxWander float64, gran int64) estimate.Mapping {
+//
+// With a known minimum one-way delay mu (Jezequel's 4.3) each direction is
+// at least mu long, which takes mu off the half-width.
+func sampleMapping(s estimate.Sample, maxDrift, maxWander float64, gran, mu int64) estimate.Mapping {
 	x, y := s.Mid()
 	hold := float64(s.LocSend - s.LocRecv)
-	w := float64(s.RTT())/2 + float64(gran) + maxDrift*hold + 1
+	w := max(float64(s.RTT())/2-float64(mu), 0) + float64(gran) + maxDrift*hold + 1
 	return estimate.Mapping{
 		X0:      x,
 		Y0:      y,

@@ -174,7 +174,7 @@ func (n *Node) IsReference() bool { return len(n.sources) == 0 }
 // a local clock never goes back, so an earlier time is taken as the latest.
 func (n *Node) advance(local int64, what string) int64 {
 	if n.haveLocal && local < n.lastLocal {
-		n.logger.Warn("local time went backwards; using the latest", "call", what, "local", local, "latest", n.lastLocal)
+		n.logger.Debug("local time went backwards; using the latest", "call", what, "local", local, "latest", n.lastLocal)
 		return n.lastLocal
 	}
 	n.lastLocal, n.haveLocal = local, true
@@ -602,7 +602,7 @@ func (n *Node) lineMapping(s *source) (estimate.Mapping, bool) {
 }
 
 func (n *Node) fallback(s *source) estimate.Mapping {
-	return sampleMapping(s.best, n.cfg.MaxDrift, n.cfg.MaxWander, int64(n.cfg.Granularity))
+	return sampleMapping(s.best, n.cfg.MaxDrift, n.cfg.MaxWander, int64(n.cfg.Granularity), int64(n.cfg.HullMinDelay))
 }
 
 // sourceOffset is the source-minus-local offset the node projects at x

@@ -39,6 +39,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"DifferenceThresh", func(c *Config) { c.DifferenceThresh = 0 }},
 		{"NetworkLatencyErrorThresh", func(c *Config) { c.NetworkLatencyErrorThresh = -time.Nanosecond }},
 		{"Granularity", func(c *Config) { c.Granularity = -1 }},
+		{"HullMinDelay", func(c *Config) { c.HullMinDelay = -1 }},
 		{"ErrorThresh", func(c *Config) { c.ErrorThresh = 0 }},
 		{"ErrorThresh", func(c *Config) { c.ErrorThresh = math.NaN() }},
 		{"LargeDrift", func(c *Config) { c.LargeDrift = -1e-6 }},

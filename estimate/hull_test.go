@@ -132,7 +132,11 @@ func TestHullMatchesBruteForce(t *testing.T) {
 	for seed := uint64(0); seed < 60; seed++ {
 		r := rand.New(rand.NewPCG(seed, 11))
 		shift := r.Int64N(50) - 10
-		h := mustHull(t, HullConfig{Window: 64, Shift: shift})
+		window := 64
+		if seed%2 == 1 {
+			window = 2 + r.IntN(6) // exercise trims and origin moves
+		}
+		h := mustHull(t, HullConfig{Window: window, Shift: shift})
 		var all []Sample
 		base := int64(1e15)
 		n := 2 + r.IntN(22)
@@ -157,6 +161,15 @@ func TestHullMatchesBruteForce(t *testing.T) {
 		for i, s := range all {
 			ups[i] = pt{s.LocSend - h.x0, s.SrcRecv - s.LocSend - h.c}
 			lows[i] = pt{s.LocRecv - h.x0, s.SrcSend - s.LocRecv - h.c}
+		}
+		if window < 64 {
+			// After trims the window holds the newest samples by local time:
+			// compare with a brute force over exactly the held points.
+			ups = append([]pt(nil), h.up.pts...)
+			lows = nil
+			for _, p := range h.low.pts {
+				lows = append(lows, pt{p.x, -p.d})
+			}
 		}
 		for k := 0; k < 5; k++ {
 			x := base + r.Int64N(int64(n)*1500) - 2000

@@ -72,7 +72,7 @@ func (c MinRTTConfig) Validate() error {
 
 // MinRTT is Cristian's and Liao et al.'s estimator: per round the exchange
 // with the shortest round trip gives the offset at its midpoint, within
-// RTT/2 (plus the granularity); the skew is the change of offset between
+// RTT/2 (plus 1 ns for the integer midpoints and the granularity); the skew is the change of offset between
 // successive rounds ("calculate drift rate"), exponentially smoothed. W0 is
 // a guaranteed bound at X0; SkewErr is an estimate (the two rounds' RTT/2
 // over their distance plus the last change of the smoothed skew), not a
@@ -116,7 +116,8 @@ func (e *MinRTT) AddRound(round []Sample) error {
 	}
 	x, y := s.Mid()
 	off := y - x
-	w := (s.RTT()+1)/2 + e.cfg.Granularity
+	// ceil(RTT/2), +1 ns for the floored midpoints, + the granularity.
+	w := (s.RTT()+1)/2 + 1 + e.cfg.Granularity
 	var restart error
 	if e.have {
 		dx := x - e.prevX

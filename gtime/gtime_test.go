@@ -434,3 +434,31 @@ func FuzzPage(f *testing.F) {
 		}
 	})
 }
+
+// TestWriterDiedMidUpdate: a counter left odd makes reads fail with ErrBusy
+// after the busy limit instead of hanging; a new writer repairs the page
+// and drops the possibly torn mapping.
+func TestWriterDiedMidUpdate(t *testing.T) {
+	w, r, path := newPair(t)
+	if err := w.Publish(baseUpdate(100 * sec)); err != nil {
+		t.Fatal(err)
+	}
+	w.w.u(offSeq).Add(1) // as if the writer stopped between its two increments
+	start := time.Now()
+	_, err := r.At(100 * sec)
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("read of a page stuck mid-update: %v, want ErrBusy", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("ErrBusy took %v", d)
+	}
+	w.Close()
+	w2, err := NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if tm, err := r.At(100 * sec); err != nil || tm.Status != StatusUnsynced {
+		t.Fatalf("after a new writer: %+v, %v", tm, err)
+	}
+}

@@ -89,13 +89,15 @@ func NewWriter(path string) (*Writer, error) {
 	}
 	w := &Writer{path: path, f: f, mem: mem, w: newWords(mem)}
 	seq := w.w.u(offSeq)
-	if s := seq.Load(); s&1 != 0 {
-		// A writer died mid-update: make the counter even again before
-		// store, which adds two, so readers see a new, consistent version.
+	torn := seq.Load()&1 != 0
+	if torn {
+		// A writer died mid-update: its payload may be torn, so it is not
+		// kept. Make the counter even again before store, which adds two,
+		// so readers see a new, consistent version.
 		seq.Add(1)
 	}
 	old, err := w.w.load()
-	if err == nil && old.valid {
+	if err == nil && old.valid && !torn {
 		w.cur, w.isSet = old, true
 	} else {
 		w.cur = pageData{status: StatusUnsynced}

@@ -330,9 +330,18 @@ func (u *UDPConn) readErrQueue() (real int64, key uint32, got bool, err error) {
 		}
 		return 0, 0, false, rerr
 	}
-	msgs, perr := unix.ParseSocketControlMessage(u.errOOB[:oobn])
-	if perr != nil {
-		return 0, 0, false, perr
+	real, key, got = parseErrQueue(u.errOOB[:oobn])
+	return real, key, got, nil
+}
+
+// parseErrQueue finds a transmit stamp and its OPT_ID key in the control
+// messages of an error-queue message: an SCM_TIMESTAMPING stamp and an
+// IP_RECVERR (or IPV6_RECVERR) sock_extended_err of origin
+// SO_EE_ORIGIN_TIMESTAMPING and type SCM_TSTAMP_SND.
+func parseErrQueue(oob []byte) (real int64, key uint32, ok bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, 0, false
 	}
 	var haveTS, haveKey bool
 	for _, m := range msgs {
@@ -343,14 +352,15 @@ func (u *UDPConn) readErrQueue() (real int64, key uint32, got bool, err error) {
 		case (m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR) ||
 			(m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_RECVERR):
 			if len(m.Data) >= int(unsafe.Sizeof(unix.SockExtendedErr{})) {
-				ee := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
+				var ee unix.SockExtendedErr
+				copy(unsafe.Slice((*byte)(unsafe.Pointer(&ee)), unsafe.Sizeof(ee)), m.Data)
 				if ee.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING && ee.Info == unix.SCM_TSTAMP_SND {
 					key, haveKey = ee.Data, true
 				}
 			}
 		}
 	}
-	return real, key, haveTS && haveKey, nil
+	return real, key, haveTS && haveKey
 }
 
 // parseTimestamping finds the software stamp in receive control messages

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -281,7 +282,8 @@ func TestDecodeReuse(t *testing.T) {
 func BenchmarkMarshalBinaryTo(b *testing.B) {
 	buf := make([]byte, MaxPacket)
 	for _, p := range samplePackets() {
-		b.Run(p.Op.String(), func(b *testing.B) {
+		n, _ := p.Size()
+		b.Run(fmt.Sprintf("%v/%dB", p.Op, n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := p.MarshalBinaryTo(buf); err != nil {
@@ -298,7 +300,7 @@ func BenchmarkUnmarshalBinary(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(p.Op.String(), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%v/%dB", p.Op, len(enc)), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(enc)))
 			var q Packet

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/gclock/gclock/sim"
@@ -136,6 +137,11 @@ func runSim(args []string) error {
 	}
 	if err := sc.Validate(); err != nil {
 		return fmt.Errorf("scenario %s after flags: %w", sc.Name, err)
+	}
+	if *plotFile != "" {
+		if ext := strings.ToLower(filepath.Ext(*plotFile)); ext != ".png" && ext != ".svg" {
+			return fmt.Errorf("--plot %s: want a .png or .svg file name", *plotFile)
+		}
 	}
 	opt.Trace = *plotFile != ""
 	res, err := sim.Run(ctx, sc, opt)

@@ -62,16 +62,13 @@ func traceInfo(args []string, out io.Writer) error {
 	if fs.NArg() == 0 {
 		return errors.New("trace info: no file given (usage: gclock trace info FILE...)")
 	}
-	var firstErr error
+	var errs []error
 	for _, path := range fs.Args() {
 		if err := infoOne(path, *keep, out); err != nil {
-			fmt.Fprintf(out, "%s: %v\n", path, err)
-			if firstErr == nil {
-				firstErr = err
-			}
+			errs = append(errs, err)
 		}
 	}
-	return firstErr
+	return errors.Join(errs...)
 }
 
 func infoOne(path string, keep bool, out io.Writer) error {

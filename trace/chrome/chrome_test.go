@@ -232,3 +232,18 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMicros: any string parses or errors; every int64 round-trips.
+func FuzzParseMicros(f *testing.F) {
+	f.Add("12.345", int64(12345))
+	f.Add("-0.001", int64(-1))
+	f.Fuzz(func(t *testing.T, s string, ns int64) {
+		_, _ = ParseMicros(s)
+		if ns == -1<<63 {
+			return
+		}
+		if back, err := ParseMicros(string(AppendMicros(nil, ns))); err != nil || back != ns {
+			t.Fatalf("%d -> %s -> %d, %v", ns, AppendMicros(nil, ns), back, err)
+		}
+	})
+}

@@ -172,7 +172,8 @@ func TestCorruption(t *testing.T) {
 	}
 }
 
-// After a corrupt chunk, Resync finds the following good chunks.
+// After a corrupt chunk, Resync finds all the following good chunks,
+// whatever field was hit (a grown length must not swallow good chunks).
 func TestResync(t *testing.T) {
 	data := sampleFile(t)
 	r := NewReader(bytes.NewReader(data), "x")
@@ -184,36 +185,52 @@ func TestResync(t *testing.T) {
 		}
 		offs = append(offs, c.Offset)
 	}
-	bad := 3 // the first events chunk
-	d := bytes.Clone(data)
-	d[offs[bad]+HeaderSize+1] ^= 1
-	r = NewReader(bytes.NewReader(d), "x")
-	var got []int64
-	for {
-		c, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Offset != offs[bad] {
-				t.Fatalf("error %v, want corrupt chunk at %d", err, offs[bad])
-			}
-			c, err = r.Resync()
-			if err != nil {
-				break
-			}
-		}
-		got = append(got, c.Offset)
+	const bad = 3 // the first events chunk
+	tests := []struct {
+		name string
+		at   int64 // byte offset within the chunk
+		xor  byte
+	}{
+		{"payload", HeaderSize + 1, 1},
+		{"magic", 0, 0xff},
+		{"length grown", 9, 0x01}, // +256 bytes: would swallow the next chunks
+		{"length shrunk", 8, 0x80},
+		{"crc", 22, 0x10},
+		{"kind", 4, 0x07},
 	}
-	want := append(append([]int64{}, offs[:bad]...), offs[bad+1:]...)
-	if len(got) != len(want) {
-		t.Fatalf("chunks after resync at %v, want %v", got, want)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("chunks after resync at %v, want %v", got, want)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := bytes.Clone(data)
+			d[offs[bad]+tc.at] ^= tc.xor
+			r := NewReader(bytes.NewReader(d), "x")
+			var got []int64
+			for {
+				c, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					var ce *CorruptError
+					if !errors.As(err, &ce) || ce.Offset != offs[bad] || !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("error %v, want corrupt chunk at %d", err, offs[bad])
+					}
+					c, err = r.Resync()
+					if err != nil {
+						break
+					}
+				}
+				got = append(got, c.Offset)
+			}
+			want := append(append([]int64{}, offs[:bad]...), offs[bad+1:]...)
+			if len(got) != len(want) {
+				t.Fatalf("chunks after resync at %v, want %v", got, want)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("chunks after resync at %v, want %v", got, want)
+				}
+			}
+		})
 	}
 }
 
@@ -255,7 +272,8 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("GCLKTRC1CHNK"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), "fuzz")
-		for i := 0; i < 1000; i++ {
+		last := int64(-1)
+		for {
 			c, err := r.Next()
 			if err == io.EOF {
 				return
@@ -272,6 +290,12 @@ func FuzzReader(f *testing.F) {
 					return
 				}
 			}
+			// Every chunk returned lies after the previous one: the reader
+			// always progresses and so always ends.
+			if c.Offset <= last || r.Offset() <= c.Offset || r.Offset() > int64(len(data)) {
+				t.Fatalf("chunk at %d after %d, reader at %d of %d", c.Offset, last, r.Offset(), len(data))
+			}
+			last = c.Offset
 			switch c.Kind {
 			case KindMeta:
 				_, _ = DecodeMeta(c.Payload)

@@ -36,6 +36,7 @@ type Reader struct {
 	hdr  [HeaderSize]byte
 	buf  []byte
 	init bool
+	bad  bool // a corrupt chunk at off was not consumed
 }
 
 // NewReader returns a Reader; name is used in error messages (a file name).
@@ -71,8 +72,10 @@ func (r *Reader) readMagic() error {
 }
 
 // Next returns the next chunk, io.EOF at a clean end of file, or a
-// *CorruptError. After a corrupt error, Resync can look for the next good
-// chunk; after a truncation the file has nothing more to give.
+// *CorruptError. After a corrupt error, call Resync to go on with the next
+// good chunk (a bad chunk that fits the read buffer is not consumed, so
+// good chunks swallowed by a corrupt length field are still found); after a
+// truncation the file has nothing more to give.
 func (r *Reader) Next() (Chunk, error) {
 	if !r.init {
 		r.init = true
@@ -80,74 +83,118 @@ func (r *Reader) Next() (Chunk, error) {
 			return Chunk{}, err
 		}
 	}
+	if r.bad {
+		// A corrupt chunk is pending and Next was called again instead of
+		// Resync: step over its first byte so that callers always progress.
+		r.bad = false
+		d, _ := r.r.Discard(1)
+		r.off += int64(d)
+	}
+	return r.chunk()
+}
+
+// chunk parses the chunk at the current offset.
+func (r *Reader) chunk() (Chunk, error) {
 	start := r.off
-	n, err := io.ReadFull(r.r, r.hdr[:])
-	r.off += int64(n)
-	if err != nil {
-		if err == io.EOF {
+	h, err := r.r.Peek(HeaderSize)
+	if len(h) < HeaderSize {
+		if len(h) == 0 && err == io.EOF {
 			return Chunk{}, io.EOF
 		}
-		if err == io.ErrUnexpectedEOF {
-			return Chunk{}, r.errf(start, ErrTruncated, "chunk header cut after %d of %d bytes", n, HeaderSize)
+		if err == io.EOF {
+			d, _ := r.r.Discard(len(h))
+			r.off += int64(d)
+			return Chunk{}, r.errf(start, ErrTruncated, "chunk header cut after %d of %d bytes", len(h), HeaderSize)
 		}
 		return Chunk{}, fmt.Errorf("%s: offset %d: read chunk header: %w", r.name, start, err)
 	}
-	return r.body(start)
-}
-
-// body reads and checks the payload of the chunk whose header is in r.hdr.
-func (r *Reader) body(start int64) (Chunk, error) {
-	h := r.hdr[:]
-	if binary.LittleEndian.Uint32(h[0:]) != chunkMagic {
-		return Chunk{}, r.errf(start, ErrCorrupt, "bad chunk magic %#08x", binary.LittleEndian.Uint32(h[0:]))
+	copy(r.hdr[:], h)
+	if m := binary.LittleEndian.Uint32(h[0:]); m != chunkMagic {
+		r.bad = true
+		return Chunk{}, r.errf(start, ErrCorrupt, "bad chunk magic %#08x", m)
 	}
-	length := binary.LittleEndian.Uint32(h[8:])
+	length := int(binary.LittleEndian.Uint32(h[8:]))
 	if length > MaxPayload {
+		r.bad = true
 		return Chunk{}, r.errf(start, ErrCorrupt, "chunk length %d exceeds the %d limit", length, MaxPayload)
 	}
-	if cap(r.buf) < int(length) {
+	total := HeaderSize + length
+	if cap(r.buf) < length {
 		r.buf = make([]byte, length)
 	}
 	r.buf = r.buf[:length]
-	n, err := io.ReadFull(r.r, r.buf)
-	r.off += int64(n)
-	if err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return Chunk{}, r.errf(start, ErrTruncated, "chunk payload cut after %d of %d bytes", n, length)
+	crc := crc32.Update(0, castagnoli, r.hdr[:20])
+	if total <= r.r.Size() {
+		all, err := r.r.Peek(total)
+		if len(all) < total {
+			if err == io.EOF && validChunkIn(all[1:]) {
+				// A good chunk follows: this length field is wrong, the
+				// file is not cut here.
+				r.bad = true
+				return Chunk{}, r.errf(start, ErrCorrupt, "chunk length %d runs past the end of the file over a good chunk", length)
+			}
+			if err == io.EOF {
+				d, _ := r.r.Discard(len(all))
+				r.off += int64(d)
+				return Chunk{}, r.errf(start, ErrTruncated, "chunk payload cut after %d of %d bytes", len(all)-HeaderSize, length)
+			}
+			return Chunk{}, fmt.Errorf("%s: offset %d: read chunk payload: %w", r.name, start, err)
 		}
-		return Chunk{}, fmt.Errorf("%s: offset %d: read chunk payload: %w", r.name, start, err)
-	}
-	crc := crc32.Update(0, castagnoli, h[:20])
-	crc = crc32.Update(crc, castagnoli, r.buf)
-	if want := binary.LittleEndian.Uint32(h[20:]); crc != want {
-		return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc, want)
+		crc = crc32.Update(crc, castagnoli, all[HeaderSize:])
+		if want := binary.LittleEndian.Uint32(r.hdr[20:]); crc != want {
+			r.bad = true
+			return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc, want)
+		}
+		copy(r.buf, all[HeaderSize:])
+		d, _ := r.r.Discard(total)
+		r.off += int64(d)
+	} else {
+		// Larger than the read buffer: read it; if it is bad, the scan for
+		// the next chunk starts after it.
+		d, _ := r.r.Discard(HeaderSize)
+		r.off += int64(d)
+		n, err := io.ReadFull(r.r, r.buf)
+		r.off += int64(n)
+		if err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return Chunk{}, r.errf(start, ErrTruncated, "chunk payload cut after %d of %d bytes", n, length)
+			}
+			return Chunk{}, fmt.Errorf("%s: offset %d: read chunk payload: %w", r.name, start, err)
+		}
+		crc = crc32.Update(crc, castagnoli, r.buf)
+		if want := binary.LittleEndian.Uint32(r.hdr[20:]); crc != want {
+			return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc, want)
+		}
 	}
 	c := Chunk{
-		Kind:    ChunkKind(h[4]),
-		Count:   binary.LittleEndian.Uint32(h[12:]),
-		Seq:     binary.LittleEndian.Uint32(h[16:]),
+		Kind:    ChunkKind(r.hdr[4]),
+		Count:   binary.LittleEndian.Uint32(r.hdr[12:]),
+		Seq:     binary.LittleEndian.Uint32(r.hdr[16:]),
 		Offset:  start,
 		Payload: r.buf,
 	}
 	if c.Kind < KindMeta || c.Kind > KindMerged {
-		return Chunk{}, r.errf(start, ErrCorrupt, "unknown chunk kind %d", h[4])
+		return Chunk{}, r.errf(start, ErrCorrupt, "unknown chunk kind %d", r.hdr[4])
 	}
 	return c, nil
 }
 
-// Resync scans forward from the current offset (the byte after the bad
-// chunk's header, or after its payload when that was read) for the next chunk whose header and checksum are good, and returns it. It returns
-// io.EOF when the rest of the file holds no good chunk. Use it after a
-// corrupt (not truncated) chunk to go on with what is readable.
+// Resync scans forward for the next chunk whose header and checksum are
+// good and returns it, or io.EOF when the rest of the file holds none. Use
+// it after a corrupt (not truncated) chunk to go on with what is readable.
 func (r *Reader) Resync() (Chunk, error) {
+	if r.bad {
+		r.bad = false
+		d, _ := r.r.Discard(1)
+		r.off += int64(d)
+	}
 	magic := []byte{'C', 'H', 'N', 'K'}
 	for {
 		peek, _ := r.r.Peek(HeaderSize)
 		if len(peek) < HeaderSize {
 			return Chunk{}, io.EOF
 		}
-		i := bytes.Index(peek, magic)
-		if i != 0 {
+		if i := bytes.Index(peek, magic); i != 0 {
 			skip := i
 			if i < 0 {
 				skip = HeaderSize - len(magic) + 1
@@ -156,39 +203,22 @@ func (r *Reader) Resync() (Chunk, error) {
 			r.off += int64(d)
 			continue
 		}
-		start := r.off
-		copy(r.hdr[:], peek)
-		length := binary.LittleEndian.Uint32(peek[8:])
-		if length > MaxPayload {
+		c, err := r.chunk()
+		if err == nil {
+			return c, nil
+		}
+		if errors.Is(err, ErrTruncated) {
+			return Chunk{}, io.EOF
+		}
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			return Chunk{}, err
+		}
+		if r.bad {
+			r.bad = false
 			d, _ := r.r.Discard(1)
 			r.off += int64(d)
-			continue
 		}
-		// Peek the whole chunk if the buffer allows; otherwise read it and
-		// accept the loss of scanning inside it if it turns out bad.
-		if HeaderSize+int(length) <= r.r.Size() {
-			all, _ := r.r.Peek(HeaderSize + int(length))
-			if len(all) < HeaderSize+int(length) {
-				return Chunk{}, io.EOF
-			}
-			crc := crc32.Update(0, castagnoli, all[:20])
-			crc = crc32.Update(crc, castagnoli, all[HeaderSize:])
-			if crc != binary.LittleEndian.Uint32(all[20:]) {
-				d, _ := r.r.Discard(1)
-				r.off += int64(d)
-				continue
-			}
-		}
-		d, _ := r.r.Discard(HeaderSize)
-		r.off += int64(d)
-		c, err := r.body(start)
-		if err != nil {
-			if errors.Is(err, ErrTruncated) {
-				return Chunk{}, io.EOF
-			}
-			continue
-		}
-		return c, nil
 	}
 }
 
@@ -358,4 +388,28 @@ func DecodeNames(c Chunk) ([]Name, error) {
 		return nil, fmt.Errorf("names: %d trailing bytes: %w", len(p), ErrCorrupt)
 	}
 	return out, nil
+}
+
+// validChunkIn reports whether b contains a complete chunk with a good
+// checksum.
+func validChunkIn(b []byte) bool {
+	magic := []byte{'C', 'H', 'N', 'K'}
+	for {
+		i := bytes.Index(b, magic)
+		if i < 0 {
+			return false
+		}
+		b = b[i:]
+		if len(b) >= HeaderSize {
+			n := int(binary.LittleEndian.Uint32(b[8:]))
+			if n <= len(b)-HeaderSize {
+				crc := crc32.Update(0, castagnoli, b[:20])
+				crc = crc32.Update(crc, castagnoli, b[HeaderSize:HeaderSize+n])
+				if crc == binary.LittleEndian.Uint32(b[20:]) {
+					return true
+				}
+			}
+		}
+		b = b[1:]
+	}
 }

@@ -43,7 +43,8 @@ type Options struct {
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
 	// Truth, if set, holds per input the true global time of every event in
-	// file order; Run then reports the error of the corrected timestamps.
+	// file order; Run then reports the error of the corrected timestamps
+	// (the inputs must be intact: skipped chunks would misalign the truth).
 	Truth [][]int64
 	// KeepErrors keeps every event's error in Report.ErrorSamples (for plots).
 	KeepErrors bool
