@@ -25,6 +25,12 @@ const MaxDriftPPM = 1e5
 // older than the oldest kept segment cannot be answered (see Oldest).
 const lookBackSegments = 64
 
+// MinWanderStep is the shortest WanderStep accepted: 1 ms. Every step costs
+// a segment, so shorter steps would make long runs slow (an hour at 1 us
+// would be 3.6e9 segments per clock), and oscillator wander is a
+// phenomenon of seconds and longer anyway.
+const MinWanderStep = 1_000_000
+
 // ppmUnits converts ppm to the 1e-18 fixed point used internally (exact for
 // ppm values with at most 12 decimals).
 const ppmUnits = 1e12
@@ -65,8 +71,8 @@ type EmuParams struct {
 	// WanderPPM is the standard deviation of the random-walk change of the
 	// frequency per WanderStep, in ppm (0: no wander).
 	WanderPPM float64
-	// WanderStep is the truth interval between frequency changes; required
-	// when WanderPPM > 0.
+	// WanderStep is the truth interval between frequency changes; at least
+	// MinWanderStep when WanderPPM > 0.
 	WanderStep int64
 	// Granularity: every Read is a multiple of it (0 or 1: none).
 	Granularity int64
@@ -107,8 +113,8 @@ func (p EmuParams) Validate() error {
 	if math.IsNaN(p.WanderPPM) || math.IsInf(p.WanderPPM, 0) || p.WanderPPM < 0 || p.WanderPPM > MaxDriftPPM {
 		return fmt.Errorf("clock: EmuParams.WanderPPM = %v: must be in [0, %g]", p.WanderPPM, float64(MaxDriftPPM))
 	}
-	if p.WanderStep < 0 || (p.WanderPPM > 0 && p.WanderStep == 0) {
-		return fmt.Errorf("clock: EmuParams.WanderStep = %d: must be > 0 when WanderPPM > 0 (and never negative)", p.WanderStep)
+	if p.WanderStep < 0 || (p.WanderPPM > 0 && p.WanderStep < MinWanderStep) {
+		return fmt.Errorf("clock: EmuParams.WanderStep = %d: must be >= %d ns (1 ms) when WanderPPM > 0, and never negative", p.WanderStep, MinWanderStep)
 	}
 	if p.Granularity < 0 || p.Granularity > MaxTime {
 		return fmt.Errorf("clock: EmuParams.Granularity = %d: must be in [0, MaxTime]", p.Granularity)

@@ -123,7 +123,7 @@ func TestSteps(t *testing.T) {
 // remainders give the same local time as one segment would for the same
 // mean rate, to within 1 ns (no per-segment rounding drift).
 func TestWanderNoRoundingAccumulation(t *testing.T) {
-	e := mustEmu(t, EmuParams{DriftPPM: 1.000000333333, WanderPPM: 1e-9, WanderStep: 1e6, Seed: 3})
+	e := mustEmu(t, EmuParams{DriftPPM: 1.5, WanderPPM: 1e-6, WanderStep: 1e6, Seed: 3}) // 1.5 ns per segment: half a ns to carry each time
 	// With a tiny wander the mean rate is the base one; the integral of the
 	// wander is bounded by sum|wanderK|*step; compute it from Skew.
 	var integral float64
@@ -144,6 +144,7 @@ func TestTruthAtInverse(t *testing.T) {
 		{Offset: 12345, DriftPPM: 37.5},
 		{Offset: -1e12, DriftPPM: -99.9, Granularity: 1000},
 		{Origin: 1e15, Offset: 7, DriftPPM: 3, WanderPPM: 0.05, WanderStep: 1e7, Seed: 9},
+		{Offset: -3, DriftPPM: -7, WanderPPM: 0.5, WanderStep: MinWanderStep, Seed: 10},
 		{DriftPPM: 1e5, Steps: []DriftStep{{At: 1e9, DriftPPM: -1e5}, {At: 2e9, DriftPPM: 0.001}}},
 	}
 	for pi, p := range params {
@@ -322,6 +323,7 @@ func TestValidate(t *testing.T) {
 		{"WanderPPM", EmuParams{WanderPPM: -1}},
 		{"WanderStep", EmuParams{WanderPPM: 1}},
 		{"WanderStep", EmuParams{WanderStep: -1}},
+		{"WanderStep", EmuParams{WanderPPM: 1, WanderStep: MinWanderStep - 1}},
 		{"Granularity", EmuParams{Granularity: -1}},
 		{"JitterNs", EmuParams{JitterNs: -1}},
 	}
@@ -333,7 +335,7 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewEmulated(EmuParams{Steps: []DriftStep{{At: 0, DriftPPM: 3}}, WanderPPM: 1, WanderStep: 1}); err != nil {
+	if _, err := NewEmulated(EmuParams{Steps: []DriftStep{{At: 0, DriftPPM: 3}}, WanderPPM: 1, WanderStep: MinWanderStep}); err != nil {
 		t.Errorf("valid params rejected: %v", err)
 	}
 }

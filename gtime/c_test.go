@@ -20,9 +20,21 @@ func TestCHeader(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "gclock_test")
 	build := exec.Command(cc, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror",
-		"-I", filepath.Join("..", "include"), filepath.Join("..", "tests", "c", "gclock_test.c"), "-o", bin, "-lm")
+		"-I", filepath.Join("..", "include"), filepath.Join("..", "tests", "c", "gclock_test.c"), "-o", bin)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(build.Args, " "), err, out)
+	}
+	// The header alone also builds as strict C99 and as C++.
+	for _, b := range [][]string{
+		{cc, "-std=c99", "-D_POSIX_C_SOURCE=200809L", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I", filepath.Join("..", "include"), "-x", "c", "-"},
+		{cc, "-std=c++11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I", filepath.Join("..", "include"), "-x", "c++", "-"},
+	} {
+		cmd := exec.Command(b[0], b[1:]...)
+		cmd.Stdin = strings.NewReader("#include \"gclock.h\"\nint main(void) { struct gclock_reader r; struct gclock_time t;\n" +
+			"if (gclock_open(&r, 0) == 0 && gclock_now(&r, &t) == 0) gclock_close(&r); return 0; }\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", strings.Join(b, " "), err, out)
+		}
 	}
 	w, r, path := newPair(t)
 	base := RawNow()
@@ -79,6 +91,40 @@ func TestCHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("slewed")
+
+	// The C reader's cached copy follows a page that changes under it.
+	x := RawNow() + sec
+	watch := exec.Command(bin, path, "-watch", "400", strconv.FormatInt(x, 10))
+	var wout strings.Builder
+	watch.Stdout, watch.Stderr = &wout, &wout
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		u.Local = RawNow()
+		u.Mapping.X0 = u.Local
+		est, _ := r.At(u.Local)
+		u.Mapping.Y0 = est.Est + int64(i%5-2)*200 // corrections both ways, inside W0
+		if err := w.Publish(u); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := watch.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%s", err, wout.String())
+	}
+	var refreshes int
+	var line string
+	fmt.Sscanf(wout.String(), "watch %d\n", &refreshes)
+	if i := strings.Index(wout.String(), "at "); i >= 0 {
+		line = strings.TrimSpace(wout.String()[i:])
+	}
+	tm, _ := r.At(x)
+	want := fmt.Sprintf("at %d %d %d %d %s %d", x, tm.Est, tm.Earliest, tm.Latest, tm.Status, TimescaleRealtime)
+	if refreshes < 10 || line != want {
+		t.Errorf("watch: %d cache refreshes (want many), final read\n C: %q\nGo: %q", refreshes, line, want)
+	}
+	t.Logf("C reader refreshed its copy %d times during 100 publishes", refreshes)
 	w.Close()
 	check("closed")
 }

@@ -69,6 +69,8 @@
 // # Cost
 //
 // Go has no vDSO entry for CLOCK_MONOTONIC_RAW, so RawNow is one real
-// clock_gettime system call; BenchmarkRead and BenchmarkClockGettimeRaw
-// measure a read against it in one run (docs/gtime.md has the figures).
+// clock_gettime system call. While the page's counter has not moved, Now
+// reuses the Reader's checked copy of the page (one atomic load). The
+// benchmarks BenchmarkRead and BenchmarkClockGettimeRaw measure a read
+// against the clock alone (docs/gtime.md has the figures).
 package gtime

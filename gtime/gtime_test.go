@@ -462,3 +462,31 @@ func TestWriterDiedMidUpdate(t *testing.T) {
 		t.Fatalf("after a new writer: %+v, %v", tm, err)
 	}
 }
+
+// TestNowFollowsPage: Now's cached copy is dropped as soon as the page
+// changes.
+func TestNowFollowsPage(t *testing.T) {
+	w, r, _ := newPair(t)
+	r.now = func() int64 { return 10 * sec }
+	u := baseUpdate(10 * sec)
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r.Now()
+	b, _ := r.Now() // from the cache
+	if a != b {
+		t.Fatalf("same instant, same page: %+v then %+v", a, b)
+	}
+	u.Mapping.Y0 += sec // far beyond the old bounds: Est jumps to the new ones
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := r.Now()
+	if c.Est < a.Est+sec-2*u.Mapping.W0 || c.Earliest != a.Earliest+sec {
+		t.Fatalf("after a 1 s correction: %+v, before %+v", c, a)
+	}
+	w.Close()
+	if d, _ := r.Now(); d.Status != StatusNoDaemon {
+		t.Fatalf("after close: %+v", d)
+	}
+}

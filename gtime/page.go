@@ -172,6 +172,12 @@ const (
 
 // load copies the payload under the seqlock.
 func (w words) load() (pageData, error) {
+	d, _, err := w.loadSeq()
+	return d, err
+}
+
+// loadSeq is load that also returns the (even) counter the copy belongs to.
+func (w words) loadSeq() (pageData, uint64, error) {
 	var d pageData
 	seq := w.u(offSeq)
 	var start int64
@@ -180,7 +186,7 @@ func (w words) load() (pageData, error) {
 			if start == 0 {
 				start = RawNow()
 			} else if i%spinTries == 0 && RawNow()-start > busyLimit {
-				return d, ErrBusy
+				return d, 0, ErrBusy
 			}
 			yield()
 		}
@@ -208,13 +214,13 @@ func (w words) load() (pageData, error) {
 			continue
 		}
 		if magic != Magic || uint32(ver) != Version || ver>>32 != PageSize {
-			return d, fmt.Errorf("magic %#x version %d size %d: %w", magic, uint32(ver), ver>>32, ErrNotPage)
+			return d, 0, fmt.Errorf("magic %#x version %d size %d: %w", magic, uint32(ver), ver>>32, ErrNotPage)
 		}
 		d.status = Status(flags & 0xff)
 		d.timescale = Timescale(flags >> 8 & 0xff)
 		d.valid = flags&flagValid != 0
 		d.closed = flags&flagClosed != 0
-		return d, d.check()
+		return d, s1, d.check()
 	}
 }
 

@@ -20,6 +20,13 @@ type Reader struct {
 	last   atomic.Int64 // largest Est returned so far
 	now    func() int64 // RawNow; replaced in tests
 	closed atomic.Bool
+	cache  atomic.Pointer[snapshot] // last checked copy, shared by goroutines
+}
+
+// snapshot is a checked copy of the page and the counter it belongs to.
+type snapshot struct {
+	seq uint64
+	d   pageData
 }
 
 // Open maps the page at path read-only. It fails with ErrNotPage (wrapped)
@@ -57,12 +64,24 @@ func Open(path string) (*Reader, error) {
 // processes: see the package documentation). An error means the page
 // cannot be read at all (closed reader, foreign or corrupt page, writer
 // stuck mid-update); a daemon that is gone or late is a Status, not an error.
+//
+// While the page's counter has not moved since the previous read, the
+// Reader's checked copy is used: one atomic load instead of a seqlock copy.
 func (r *Reader) Now() (Time, error) {
 	x := r.now()
-	t, err := r.At(x)
-	if err != nil {
-		return t, err
+	if r.closed.Load() {
+		return Time{}, fmt.Errorf("gtime: read %s: %w", r.path, ErrClosed)
 	}
+	c := r.cache.Load()
+	if c == nil || c.seq != r.w.u(offSeq).Load() {
+		d, seq, err := r.w.loadSeq()
+		if err != nil {
+			return Time{}, fmt.Errorf("gtime: read %s: %w", r.path, err)
+		}
+		c = &snapshot{seq: seq, d: d}
+		r.cache.Store(c)
+	}
+	t := eval(&c.d, x)
 	for {
 		l := r.last.Load()
 		if t.Est <= l {

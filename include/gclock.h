@@ -17,8 +17,9 @@
  *                gclock_status_name(t.status));
  *     gclock_close(&r);
  *
- * Build with GCC or Clang (__atomic builtins) in gnu99 or later, or with
- * _POSIX_C_SOURCE >= 199309L defined for CLOCK_MONOTONIC_RAW. No libm needed.
+ * Build with GCC or Clang (__atomic builtins) as gnu99 or later, or as c99
+ * with _POSIX_C_SOURCE=200809L (tested: gcc -std=c99 -pedantic, g++ -std=c++11).
+ * No libm needed.
  * Errors are returned as negative errno values (-ENOENT: no page, is the
  * daemon running?; -EPROTO: not a gclock page of this version; -EBUSY: the
  * writer stayed mid-update; -EINVAL: a field holds an invalid value).
@@ -70,11 +71,6 @@ struct gclock_time {
 	int timescale;    /* enum gclock_timescale */
 };
 
-struct gclock_reader {
-	const volatile uint64_t *page; /* 64-bit words of the mapped page */
-	int64_t last;                  /* largest est returned */
-};
-
 /* Word indexes of the page (byte offset / 8), as gtime/page.go. */
 enum {
 	GCLOCK_W_MAGIC = 0, GCLOCK_W_VERSION = 1, GCLOCK_W_SEQ = 2, GCLOCK_W_PID = 3,
@@ -83,6 +79,13 @@ enum {
 	GCLOCK_W_STALEAFTER = 11, GCLOCK_W_MAXDRIFT = 12, GCLOCK_W_SLEWX = 13,
 	GCLOCK_W_SLEWC = 14, GCLOCK_W_SLEWRATE = 15, GCLOCK_W_FLAGS = 16,
 	GCLOCK_W_END = 17
+};
+
+struct gclock_reader {
+	const volatile uint64_t *page; /* 64-bit words of the mapped page */
+	int64_t last;                  /* largest est returned */
+	uint64_t cache[GCLOCK_W_END];  /* last checked copy of the page */
+	int cached;                    /* cache holds a checked copy */
 };
 
 #define GCLOCK_FLAG_VALID (1ULL << 16)
@@ -203,9 +206,29 @@ static inline int gclock_snapshot(const struct gclock_reader *r, uint64_t w[GCLO
 	}
 }
 
-/* gclock_eval computes the reading at local time x from a snapshot: the
- * same function as gtime's eval. Returns -EINVAL for an invalid page. */
-static inline int gclock_eval(const uint64_t w[GCLOCK_W_END], int64_t x, struct gclock_time *t)
+/* gclock__check rejects values no writer publishes (-EINVAL). */
+static inline int gclock__check(const uint64_t w[GCLOCK_W_END])
+{
+	uint64_t flags = w[GCLOCK_W_FLAGS];
+	int st = (int)(flags & 0xff);
+	int ts = (int)((flags >> 8) & 0xff);
+	int valid = (flags & GCLOCK_FLAG_VALID) != 0;
+	int64_t w0 = (int64_t)w[GCLOCK_W_W0], staleafter = (int64_t)w[GCLOCK_W_STALEAFTER];
+	double skew = gclock__f(w[GCLOCK_W_SKEW]), skewerr = gclock__f(w[GCLOCK_W_SKEWERR]);
+	double wander = gclock__f(w[GCLOCK_W_WANDER]), maxdrift = gclock__f(w[GCLOCK_W_MAXDRIFT]);
+	double slewrate = gclock__f(w[GCLOCK_W_SLEWRATE]);
+	if (st > GCLOCK_NO_DAEMON || ts > GCLOCK_TS_REALTIME)
+		return -EINVAL;
+	if (valid && (!gclock__finite(skew) || !gclock__finite(skewerr) || skewerr < 0 ||
+		      !gclock__finite(wander) || wander < 0 || w0 < 0 || staleafter <= 0 ||
+		      !gclock__finite(maxdrift) || maxdrift < 0 || !gclock__finite(slewrate) ||
+		      slewrate <= 0 || slewrate >= 1))
+		return -EINVAL;
+	return 0;
+}
+
+/* gclock__eval is gclock_eval on a checked copy. */
+static inline void gclock__eval(const uint64_t w[GCLOCK_W_END], int64_t x, struct gclock_time *t)
 {
 	uint64_t flags = w[GCLOCK_W_FLAGS];
 	int st = (int)(flags & 0xff);
@@ -218,13 +241,6 @@ static inline int gclock_eval(const uint64_t w[GCLOCK_W_END], int64_t x, struct 
 	int64_t updated = (int64_t)w[GCLOCK_W_UPDATED], staleafter = (int64_t)w[GCLOCK_W_STALEAFTER];
 	int64_t slewx = (int64_t)w[GCLOCK_W_SLEWX], corr = (int64_t)w[GCLOCK_W_SLEWC];
 
-	if (st > GCLOCK_NO_DAEMON || ts > GCLOCK_TS_REALTIME)
-		return -EINVAL;
-	if (valid && (!gclock__finite(skew) || !gclock__finite(skewerr) || skewerr < 0 ||
-		      !gclock__finite(wander) || wander < 0 || w0 < 0 || staleafter <= 0 ||
-		      !gclock__finite(maxdrift) || maxdrift < 0 || !gclock__finite(slewrate) ||
-		      slewrate <= 0 || slewrate >= 1))
-		return -EINVAL;
 	if (flags & GCLOCK_FLAG_CLOSED)
 		st = GCLOCK_NO_DAEMON;
 	t->status = st;
@@ -233,7 +249,7 @@ static inline int gclock_eval(const uint64_t w[GCLOCK_W_END], int64_t x, struct 
 		t->est = 0;
 		t->earliest = INT64_MIN;
 		t->latest = INT64_MAX;
-		return 0;
+		return;
 	}
 	int64_t dx = gclock__sat_sub(x, x0);
 	double fdx = (double)dx;
@@ -267,6 +283,16 @@ static inline int gclock_eval(const uint64_t w[GCLOCK_W_END], int64_t x, struct 
 	t->est = mono;
 	t->earliest = lo;
 	t->latest = hi;
+}
+
+/* gclock_eval computes the reading at local time x from a snapshot: the
+ * same function as gtime's eval. Returns -EINVAL for an invalid page. */
+static inline int gclock_eval(const uint64_t w[GCLOCK_W_END], int64_t x, struct gclock_time *t)
+{
+	int err = gclock__check(w);
+	if (err != 0)
+		return err;
+	gclock__eval(w, x, t);
 	return 0;
 }
 
@@ -281,12 +307,27 @@ static inline int gclock_at(const struct gclock_reader *r, int64_t x, struct gcl
 	return gclock_eval(w, x, t);
 }
 
-/* gclock_now reads global time now; est never decreases on this reader. */
+/* gclock_now reads global time now; est never decreases on this reader.
+ * While the sequence counter has not moved since the last read, the page is
+ * unchanged and the reader's checked copy is used: one atomic load instead
+ * of a seqlock copy. */
 static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
 {
-	int err = gclock_at(r, gclock_raw_now(), t);
-	if (err != 0)
-		return err;
+	int64_t x = gclock_raw_now();
+	uint64_t seq = __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE);
+	if (!r->cached || seq != r->cache[GCLOCK_W_SEQ]) {
+		uint64_t w[GCLOCK_W_END];
+		int err = gclock_snapshot(r, w);
+		if (err == 0)
+			err = gclock__check(w);
+		if (err != 0) {
+			r->cached = 0;
+			return err;
+		}
+		memcpy(r->cache, w, sizeof w);
+		r->cached = 1;
+	}
+	gclock__eval(r->cache, x, t);
 	if (t->est < r->last)
 		t->est = r->last;
 	else
@@ -300,6 +341,7 @@ static inline int gclock_open(struct gclock_reader *r, const char *path)
 	struct stat st;
 	r->page = 0;
 	r->last = INT64_MIN;
+	r->cached = 0;
 	int fd = open(path ? path : GCLOCK_DEFAULT_PATH, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

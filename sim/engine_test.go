@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/engine"
 )
 
 // smallReal is the default scenario cut to a few minutes, with the real
@@ -162,5 +166,51 @@ func BenchmarkScaleTree1000Nodes10Min(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(res.Events)/res.Wall.Seconds(), "events/s")
+	}
+}
+
+// badNode misbehaves in one of two ways, to check that the driver stops
+// with an error naming the node instead of hanging or panicking.
+type badNode struct {
+	busy bool // asks for a timer in the past forever
+	last int64
+}
+
+func (b *badNode) Tick(local int64)             { b.last = local }
+func (b *badNode) Step(engine.Message, int64)   {}
+func (b *badNode) Read(local int64) engine.Time { return engine.Time{Est: local} }
+func (b *badNode) Ready() engine.Ready {
+	if b.busy {
+		return engine.Ready{NextTick: b.last}
+	}
+	return engine.Ready{Messages: []engine.Message{{Type: engine.MsgProbe, From: 1, To: 99}}}
+}
+
+func TestMisbehavingEngineIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		busy bool
+		want string
+	}{{true, "asked 100001 times in a row for a timer"}, {false, "to node 99"}} {
+		s := smallReal()
+		opt := Options{NewNode: func(cfg engine.Config, _ *slog.Logger) (Node, error) {
+			if cfg.ID == 1 {
+				return &badNode{busy: tc.busy}, nil
+			}
+			return newCristian(cfg, nil)
+		}}
+		_, err := Run(context.Background(), s, opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "node 1") {
+			t.Errorf("busy=%v: error %v, want it to name node 1 and say %q", tc.busy, err, tc.want)
+		}
+	}
+	s := smallReal()
+	_, err := Run(context.Background(), s, Options{NewClock: func(p ClockParams) (Clock, error) {
+		if p.Node == 3 {
+			return nil, errors.New("broken oscillator")
+		}
+		return defaultNewClock(p)
+	}})
+	if err == nil || !strings.Contains(err.Error(), "clock of node 3") {
+		t.Errorf("clock failure: error %v should name node 3", err)
 	}
 }

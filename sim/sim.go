@@ -75,8 +75,8 @@ type Options struct {
 	Trace bool
 }
 
-// event kinds, in the order they run when simultaneous... they are ordered
-// by (time, seq) only; the kind just says what to do.
+// Event kinds. Simultaneous events run in the order they were scheduled
+// (seq), whatever their kind.
 const (
 	evTick uint8 = iota + 1
 	evDeliver
@@ -412,9 +412,11 @@ func (r *runner) drain(id int, local int64) error {
 		depart := r.now + r.schedNoise(r.now)
 		ld := r.sc.loadAt(depart - Origin)
 		r.buf = r.links.transmit(r.rng, id, to, ld, r.buf)
-		for k, d := range r.buf {
+		for _, d := range r.buf {
+			// Every copy in flight owns its samples: the engine may reuse its
+			// buffers, and a duplicate must not alias the original.
 			mm := &m
-			if k > 0 {
+			if len(m.Samples) > 0 {
 				c := m
 				c.Samples = append([]estimate.Sample(nil), m.Samples...)
 				mm = &c

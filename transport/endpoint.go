@@ -22,8 +22,9 @@ var (
 	// ErrClosed: the endpoint stopped (Run returned) before an answer came.
 	ErrClosed = errors.New("endpoint closed")
 	// ErrNotRequest: Request was given a packet whose op is not a request,
-	// or Send one that is not one-way.
-	ErrNotRequest = errors.New("wrong message class")
+	// or Send one that is not one-way, or either got a nil packet or an
+	// invalid address.
+	ErrNotRequest = errors.New("invalid request")
 )
 
 // Config configures an Endpoint. Durations are wall time (they drive
@@ -299,8 +300,8 @@ func (e *Endpoint) RTT(peer netip.AddrPort) (srtt, rttvar, rto time.Duration, ok
 	return r.srtt, r.rttvar, r.rto(1, e.cfg.InitialRTO, e.cfg.MinRTO, e.cfg.MaxRTO), true
 }
 
-// NextSeq returns a fresh sequence number (Request and Send call it).
-func (e *Endpoint) NextSeq() uint32 { return e.seq.Add(1) }
+// nextSeq returns a fresh sequence number.
+func (e *Endpoint) nextSeq() uint32 { return e.seq.Add(1) }
 
 // Run reads and dispatches datagrams until ctx is done or the connection
 // fails; it then closes the connection, fails every waiting Request and
@@ -577,11 +578,14 @@ func (e *Endpoint) sample(peer netip.AddrPort, rtt time.Duration) {
 // caller.
 func (e *Endpoint) Request(ctx context.Context, peer netip.AddrPort, req *wire.Packet) (*wire.Packet, Timing, error) {
 	var tm Timing
+	if req == nil || !peer.IsValid() {
+		return nil, tm, fmt.Errorf("transport: request to %v: nil packet or invalid address: %w", peer, ErrNotRequest)
+	}
 	if req.Op.Class() != wire.ClassRequest {
 		return nil, tm, fmt.Errorf("transport: request: op %v is not a request: %w", req.Op, ErrNotRequest)
 	}
 	req.Sender = e.cfg.ID
-	req.Seq = e.NextSeq()
+	req.Seq = e.nextSeq()
 	req.Op = req.Op.WithReliable(e.cfg.AckEvery)
 	bp := e.bufPool.Get().(*[]byte)
 	defer e.bufPool.Put(bp)
@@ -649,11 +653,14 @@ func (e *Endpoint) Request(ctx context.Context, peer netip.AddrPort, req *wire.P
 // until the peer's ACK arrives, at most MaxAttempts times, and Send returns
 // when it is acknowledged. msg.Sender and msg.Seq are set by Send.
 func (e *Endpoint) Send(ctx context.Context, peer netip.AddrPort, msg *wire.Packet) (Timing, error) {
+	if msg == nil || !peer.IsValid() {
+		return Timing{}, fmt.Errorf("transport: send to %v: nil packet or invalid address: %w", peer, ErrNotRequest)
+	}
 	if msg.Op.Class() != wire.ClassOneWay {
 		return Timing{}, fmt.Errorf("transport: send: op %v is not a one-way message: %w", msg.Op, ErrNotRequest)
 	}
 	msg.Sender = e.cfg.ID
-	msg.Seq = e.NextSeq()
+	msg.Seq = e.nextSeq()
 	if e.cfg.AckEvery {
 		msg.Op |= wire.ReliableFlag
 	}

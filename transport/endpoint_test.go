@@ -371,6 +371,15 @@ func TestBadInput(t *testing.T) {
 		if _, err := p.client.Send(ctx, p.srvAddr, &wire.Packet{Op: wire.OpGetPage}); !errors.Is(err, ErrNotRequest) {
 			t.Errorf("Send of a request: %v", err)
 		}
+		if _, _, err := p.client.Request(ctx, netip.AddrPort{}, &wire.Packet{Op: wire.OpGetPage}); !errors.Is(err, ErrNotRequest) {
+			t.Errorf("Request to an invalid address: %v", err)
+		}
+		if _, _, err := p.client.Request(ctx, p.srvAddr, nil); !errors.Is(err, ErrNotRequest) {
+			t.Errorf("Request of nil: %v", err)
+		}
+		if _, err := p.client.Send(ctx, p.srvAddr, nil); !errors.Is(err, ErrNotRequest) {
+			t.Errorf("Send of nil: %v", err)
+		}
 		// A request the handler refuses gets no reply: the requester times out.
 		_, _, err := p.client.Request(ctx, p.srvAddr, &wire.Packet{Op: wire.OpStatusQuery})
 		if !errors.Is(err, ErrTimeout) {

@@ -13,6 +13,7 @@ import (
 // PageSize bytes whose content is a function of the address, so that a
 // client can check every byte it gets (FillPage).
 type PageServer struct {
+	// PageSize is the size of every page served, in [0, wire.MaxPageData].
 	PageSize int
 	// OnMessage, when set, receives one-way messages.
 	OnMessage func(in *Incoming)

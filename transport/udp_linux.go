@@ -268,14 +268,18 @@ func (u *UDPConn) WriteToStamped(b []byte, to netip.AddrPort) (int64, error) {
 		// A failed sendmsg takes no key from the kernel counter.
 		return 0, err
 	}
-	u.nextID++
+	u.nextID = id + 1
 	deadline := time.Now().Add(u.wait)
 	for {
 		real, key, got, err := u.readErrQueue()
 		if err != nil {
 			return 0, nil // no stamp; the datagram itself was sent
 		}
-		if got && key == id {
+		// Sends are serialised and the queue drained after each, so a key
+		// at or after ours is ours; adopting it resynchronises the counter
+		// if a failed sendmsg consumed a key after all.
+		if got && int32(key-id) >= 0 {
+			u.nextID = key + 1
 			user := rawNow()
 			off, hw := RealtimeOffset()
 			k := real - off

@@ -73,8 +73,14 @@ type benchTransportReport struct {
 }
 
 func runBenchTransport(args []string) error {
+	return benchTransport(args, os.Stdout, os.Stderr)
+}
+
+// benchTransport runs the subcommand with its output on stdout and its
+// usage and logs on stderr.
+func benchTransport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench-transport", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
+	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), benchTransportUsage); fs.PrintDefaults() }
 	var (
 		requests    = fs.Int("requests", 2000, "page requests per configuration")
@@ -108,7 +114,7 @@ func runBenchTransport(args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	epCfg := transport.Config{InitialRTO: *initialRTO, MinRTO: *minRTO, MaxRTO: *maxRTO, Logger: log}
 	client := transport.PageClientConfig{Requests: *requests, Concurrency: *concurrency, PageSize: *pageSize}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -118,9 +124,9 @@ func runBenchTransport(args []string) error {
 	case *serve != "" && *peer != "":
 		return errors.New("-serve and -peer exclude each other")
 	case *serve != "":
-		return benchServe(ctx, *serve, *pageSize, *ackEvery, epCfg, log)
+		return benchServe(ctx, *serve, *pageSize, *ackEvery, epCfg, log, stderr)
 	case *peer != "":
-		return benchPeer(ctx, *peer, *listen, client, *ackEvery, epCfg, *jsonOut, os.Stdout)
+		return benchPeer(ctx, *peer, *listen, client, *ackEvery, epCfg, *jsonOut, stdout)
 	}
 
 	var rates []float64
@@ -181,11 +187,11 @@ func runBenchTransport(args []string) error {
 		rep.RTT = &r
 	}
 	if *jsonOut {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printBenchTransport(os.Stdout, rep)
+	printBenchTransport(stdout, rep)
 	return nil
 }
 
@@ -233,7 +239,7 @@ func printBenchTransport(w io.Writer, rep benchTransportReport) {
 }
 
 // benchServe runs a page server until ctx ends.
-func benchServe(ctx context.Context, addr string, pageSize int, ackEvery bool, cfg transport.Config, log *slog.Logger) error {
+func benchServe(ctx context.Context, addr string, pageSize int, ackEvery bool, cfg transport.Config, log *slog.Logger, stderr io.Writer) error {
 	conn, err := transport.ListenUDP(addr, transport.UDPOptions{})
 	if err != nil {
 		return err
@@ -244,7 +250,7 @@ func benchServe(ctx context.Context, addr string, pageSize int, ackEvery bool, c
 		conn.Close()
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "gclock bench-transport: serving %d-byte pages on %v (ack-every %v); interrupt to stop\n", pageSize, conn.LocalAddr(), ackEvery)
+	fmt.Fprintf(stderr, "gclock bench-transport: serving %d-byte pages on %v (ack-every %v); interrupt to stop\n", pageSize, conn.LocalAddr(), ackEvery)
 	err = ep.Run(ctx)
 	log.Info("page server stopped", "stats", ep.Stats())
 	return err

@@ -45,6 +45,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	clc := fs.Bool("clc", false, "apply the controlled logical clock after correction (holds the trace in memory)")
 	lmin := fs.Duration("min-latency", 0, "CLC: minimum message latency")
 	gamma := fs.Float64("gamma", 1, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals")
+	amortize := fs.Float64("amortize", 0, "CLC: spread each jump backwards over this many times its size (0: forward pass only)")
 	verbose := fs.Bool("v", false, "log progress")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -60,7 +61,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	if *verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	opt := timeline.Options{Method: m, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Log: log}
+	opt := timeline.Options{Method: m, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Amortize: *amortize, Log: log}
 	var closers []func() error
 	create := func(path string) (io.Writer, error) {
 		f, err := os.Create(path)

@@ -6,6 +6,10 @@
  *                           for each local time X, then checks that
  *                           gclock_now never goes backwards over many reads,
  *                           then times gclock_now against clock_gettime.
+ *   gclock_test PAGE -watch MS X
+ *                           reads with gclock_now for MS milliseconds while
+ *                           the writer publishes, checks it never goes back,
+ *                           prints "watch REFRESHES", then "at X ..." as above.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -36,6 +40,38 @@ int main(int argc, char **argv)
 	if (err != 0) {
 		fprintf(stderr, "gclock_open(%s): %s\n", argv[1], strerror(-err));
 		return 1;
+	}
+	if (argc == 5 && strcmp(argv[2], "-watch") == 0) {
+		int64_t end = gclock_raw_now() + strtoll(argv[3], 0, 10) * 1000000;
+		int64_t prev = INT64_MIN;
+		uint64_t seq = 0;
+		long refreshes = 0;
+		while (gclock_raw_now() < end) {
+			struct gclock_time t;
+			if ((err = gclock_now(&r, &t)) != 0) {
+				fprintf(stderr, "gclock_now: %s\n", strerror(-err));
+				return 1;
+			}
+			if (t.est < prev) {
+				fprintf(stderr, "gclock_now went backwards: %lld after %lld\n", (long long)t.est, (long long)prev);
+				return 1;
+			}
+			prev = t.est;
+			if (r.cache[GCLOCK_W_SEQ] != seq) {
+				seq = r.cache[GCLOCK_W_SEQ];
+				refreshes++;
+			}
+		}
+		printf("watch %ld\n", refreshes);
+		struct gclock_time t;
+		int64_t x = strtoll(argv[4], 0, 10);
+		if ((err = gclock_at(&r, x, &t)) != 0) {
+			fprintf(stderr, "gclock_at: %s\n", strerror(-err));
+			return 1;
+		}
+		printf("at %lld %lld %lld %lld %s %d\n", (long long)x, (long long)t.est,
+		       (long long)t.earliest, (long long)t.latest, gclock_status_name(t.status), t.timescale);
+		return 0;
 	}
 	for (int i = 2; i < argc; i++) {
 		struct gclock_time t;

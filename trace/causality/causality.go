@@ -127,6 +127,12 @@ type CLCOptions struct {
 	// Gamma in (0, 1] scales local intervals after a move: 1 keeps every
 	// interval (the shift persists), smaller values let the shift decay.
 	Gamma float64
+	// Amortize > 0 turns on backward amortization (Becker, Rabenseifner,
+	// Wolf): the events in the Amortize*jump ns before a moved receive are
+	// moved forward along a linear ramp, so that the jump is spread instead
+	// of stretching one interval. Sends are only moved as far as their own
+	// receive allows. 0: forward pass only.
+	Amortize float64
 }
 
 // Moved reports what CLC did to one process.
@@ -154,6 +160,9 @@ func CLC(ev []format.Merged, opt CLCOptions) ([]Moved, error) {
 	if opt.Gamma == 0 {
 		opt.Gamma = 1
 	}
+	if !(opt.Amortize >= 0) || math.IsInf(opt.Amortize, 0) {
+		return nil, fmt.Errorf("clc: Amortize %v must be finite and >= 0", opt.Amortize)
+	}
 	if !(opt.Gamma > 0 && opt.Gamma <= 1) {
 		return nil, fmt.Errorf("clc: Gamma %v outside (0, 1]", opt.Gamma)
 	}
@@ -177,6 +186,12 @@ func CLC(ev []format.Merged, opt CLCOptions) ([]Moved, error) {
 	}
 	newT := make([]int64, len(ev))
 	order := make([]int32, len(ev)) // replay order: a causal order for ties
+	recvOf := map[int32]int32{}     // send index -> its receive's index
+	type jump struct {
+		pos   int   // position of the receive in its process's list
+		delta int64 // how far the constraint moved it
+	}
+	jumps := make([][]jump, len(lists))
 	done := make([]bool, len(ev))
 	pos := make([]int, len(lists))
 	prevOrig := make([]int64, len(lists))
@@ -206,9 +221,13 @@ func CLC(ev []format.Merged, opt CLCOptions) ([]Moved, error) {
 					}
 					t = max(t, prevNew[j]+step)
 				}
-				if s >= 0 && t < newT[s]+opt.MinLatency {
-					t = newT[s] + opt.MinLatency
-					moved[j].Jumps++
+				if s >= 0 {
+					recvOf[s] = i
+					if t < newT[s]+opt.MinLatency {
+						jumps[j] = append(jumps[j], jump{pos: pos[j], delta: newT[s] + opt.MinLatency - t})
+						t = newT[s] + opt.MinLatency
+						moved[j].Jumps++
+					}
 				}
 				newT[i], done[i] = t, true
 				order[i] = int32(len(ev) - remaining)
@@ -220,6 +239,13 @@ func CLC(ev []format.Merged, opt CLCOptions) ([]Moved, error) {
 		}
 		if !progress {
 			return nil, fmt.Errorf("clc: %d events cannot be replayed: %w", remaining, ErrCycle)
+		}
+	}
+	if opt.Amortize > 0 {
+		for j, l := range lists {
+			for _, jp := range jumps[j] {
+				amortize(newT, l, jp.pos, jp.delta, opt, recvOf)
+			}
 		}
 	}
 	var sum = make([]float64, len(lists))
@@ -259,4 +285,55 @@ func CLC(ev []format.Merged, opt CLCOptions) ([]Moved, error) {
 	copy(ev, out)
 	sort.Slice(moved, func(a, b int) bool { return moved[a].Proc < moved[b].Proc })
 	return moved, nil
+}
+
+// amortize spreads the jump delta of the receive at l[k] over the events
+// before it: an event at time t in the window (t0-A, t0], t0 the time the
+// receive had before its jump and A = Amortize*delta, moves forward by
+// f*delta*(t-(t0-A))/A. f <= 1 is the largest factor that keeps every send
+// in the window at least MinLatency before its receive. The ramp only
+// grows with t and stays below delta, so the process's order is kept and
+// no interval shrinks.
+func amortize(newT []int64, l []int32, k int, delta int64, opt CLCOptions, recvOf map[int32]int32) {
+	t0 := newT[l[k]] - delta
+	a := opt.Amortize * float64(delta)
+	if a < 1 {
+		return
+	}
+	startF := float64(0) // window start relative to t0: -a
+	ramp := func(t int64) float64 {
+		x := float64(t-t0) + a // in (0, a] inside the window
+		if x <= startF {
+			return 0
+		}
+		return float64(delta) * x / a
+	}
+	first := k
+	for first > 0 && float64(t0-newT[l[first-1]]) < a {
+		first--
+	}
+	if first == k {
+		return
+	}
+	f := 1.0
+	for q := first; q < k; q++ {
+		i := l[q]
+		r, ok := recvOf[i]
+		if !ok {
+			continue
+		}
+		sh := ramp(newT[i])
+		if sh <= 0 {
+			continue
+		}
+		allowed := float64(newT[r] - opt.MinLatency - newT[i])
+		f = math.Min(f, math.Max(0, allowed)/sh)
+	}
+	if f <= 0 {
+		return
+	}
+	for q := first; q < k; q++ {
+		i := l[q]
+		newT[i] += int64(math.Floor(f * ramp(newT[i])))
+	}
 }

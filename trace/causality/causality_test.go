@@ -95,10 +95,11 @@ func count(ev []format.Merged, lmin int64) Counts {
 // intervals never shrink (gamma 1), and nothing moves backwards.
 func TestCLCRemovesViolations(t *testing.T) {
 	for _, tc := range []struct {
-		seed  uint64
-		skew  int64
-		gamma float64
-	}{{1, 3000, 1}, {2, 10000, 1}, {3, 1500, 1}, {4, 5000, 0.9}} {
+		seed     uint64
+		skew     int64
+		gamma    float64
+		amortize float64
+	}{{1, 3000, 1, 0}, {2, 10000, 1, 0}, {3, 1500, 1, 0}, {4, 5000, 0.9, 0}, {5, 3000, 1, 10}, {6, 10000, 1, 100}, {7, 5000, 0.9, 3}} {
 		ev := randomTrace(tc.seed, 5, 2000, tc.skew)
 		before := count(ev, 100)
 		if before.Corrected == 0 {
@@ -108,7 +109,7 @@ func TestCLCRemovesViolations(t *testing.T) {
 		for _, e := range ev {
 			orig[[2]int64{int64(e.Proc), e.Raw*8 + int64(e.Kind)}] = e.Time
 		}
-		moved, err := CLC(ev, CLCOptions{MinLatency: 100, Gamma: tc.gamma})
+		moved, err := CLC(ev, CLCOptions{MinLatency: 100, Gamma: tc.gamma, Amortize: tc.amortize})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,5 +174,78 @@ func TestCLCErrors(t *testing.T) {
 	}
 	if _, err := CLC(ev, CLCOptions{}); !errors.Is(err, ErrCycle) {
 		t.Fatalf("cycle: %v", err)
+	}
+}
+
+// TestAmortizeSpreadsJump: process 1 runs events every 100 ns and receives
+// at 550 a message sent at 1000 by process 0. The forward pass moves the
+// receive (and what follows) by 500 ns in one step; backward amortization
+// spreads the move over the events before it.
+func TestAmortizeSpreadsJump(t *testing.T) {
+	build := func() []format.Merged {
+		var ev []format.Merged
+		for i := int64(0); i <= 5; i++ {
+			ev = append(ev, msg(i*100, i*100, 1, format.Instant, 0, 0))
+		}
+		ev = append(ev, msg(550, 550, 1, format.Recv, 0, 9))
+		ev = append(ev, msg(1000, 1000, 0, format.Send, 1, 9))
+		return ev
+	}
+	times := func(ev []format.Merged) []int64 {
+		var out []int64
+		for _, e := range ev {
+			if e.Proc == 1 {
+				out = append(out, e.Time)
+			}
+		}
+		return out
+	}
+	fwd := build()
+	if _, err := CLC(fwd, CLCOptions{MinLatency: 0}); err != nil {
+		t.Fatal(err)
+	}
+	am := build()
+	moved, err := CLC(am, CLCOptions{MinLatency: 0, Amortize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, a := times(fwd), times(am)
+	want := []int64{0, 100, 200, 300, 400, 500, 1000} // forward: only the receive moves
+	for i := range want {
+		if f[i] != want[i] {
+			t.Fatalf("forward pass: %v, want %v", f, want)
+		}
+	}
+	// Window: 2*450 ns before 550, so (-350, 550]: ramp 450*(t+350)/900.
+	wantA := []int64{0 + 175, 100 + 225, 200 + 275, 300 + 325, 400 + 375, 500 + 425, 1000}
+	for i := range wantA {
+		if a[i] != wantA[i] {
+			t.Fatalf("amortized: %v, want %v", a, wantA)
+		}
+	}
+	if moved[1].Moved != 7 || moved[1].MaxShift != 450 {
+		t.Fatalf("report %+v", moved[1])
+	}
+}
+
+// A send inside the window moves only as far as its receive allows.
+func TestAmortizeRespectsSends(t *testing.T) {
+	ev := []format.Merged{
+		msg(0, 0, 1, format.Instant, 0, 0),
+		msg(400, 400, 1, format.Send, 2, 5), // received at 450 by process 2
+		msg(450, 450, 2, format.Recv, 1, 5),
+		msg(500, 500, 1, format.Recv, 0, 9), // sent at 1000: jump 500
+		msg(1000, 1000, 0, format.Send, 1, 9),
+	}
+	if _, err := CLC(ev, CLCOptions{MinLatency: 10, Amortize: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(ev, 10); c.Corrected != 0 {
+		t.Fatalf("%d violations", c.Corrected)
+	}
+	for _, e := range ev {
+		if e.Proc == 1 && e.Kind == format.Send && e.Time != 440 {
+			t.Fatalf("send moved to %d, want 440 (its receive at 450 - 10)", e.Time)
+		}
 	}
 }

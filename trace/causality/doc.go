@@ -10,7 +10,9 @@
 // in order, and moves a receive that would come earlier than its send plus
 // a minimum latency to just after it; every later event of that process
 // moves with it (gamma = 1 keeps every local interval; gamma < 1 lets the
-// shift decay back towards the corrected times). The raw timestamps are
+// shift decay back towards the corrected times). With Amortize, a jump is
+// also spread backwards over the events before the receive (backward
+// amortization), as far as their sends allow. The raw timestamps are
 // kept (format.Merged.Raw) and Moved reports, per process, how many events
 // moved and by how much: corrections are never silent. CLC works on a
 // trace held in memory (its replay needs random access); the merge without

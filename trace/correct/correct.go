@@ -16,12 +16,12 @@ type Method string
 
 // Methods.
 const (
-	Auto   Method = "auto"
-	Linear Method = "linear"
-	Spline Method = "spline"
-	Daemon Method = "daemon"
-	Offset Method = "offset"
-	None   Method = "none"
+	Auto   Method = "auto"   // the best the data allows, per process
+	Linear Method = "linear" // regression over all exchanges (2 sessions)
+	Spline Method = "spline" // monotone spline through condensed sessions (3+)
+	Daemon Method = "daemon" // the daemon's recorded mappings
+	Offset Method = "offset" // one session: offset only
+	None   Method = "none"   // identity (the reference)
 )
 
 // DropFrac is the share of exchanges with the highest round trip ignored by

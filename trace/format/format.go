@@ -23,7 +23,8 @@ const HeaderSize = 24
 // can never make a reader allocate gigabytes.
 const MaxPayload = 16 << 20
 
-// Record sizes in bytes.
+// Record sizes in bytes, fixed so that a chunk's record count can be
+// checked against its length before anything is allocated.
 const (
 	EventSize   = 32
 	SampleSize  = 32
@@ -39,12 +40,12 @@ type ChunkKind uint8
 
 // Chunk kinds.
 const (
-	KindMeta ChunkKind = iota + 1
-	KindEvents
-	KindSync
-	KindMappings
-	KindNames
-	KindMerged
+	KindMeta     ChunkKind = iota + 1 // Meta: who wrote the file
+	KindEvents                        // Event records
+	KindSync                          // one Session
+	KindMappings                      // DaemonMapping records
+	KindNames                         // Name entries
+	KindMerged                        // Merged records
 )
 
 // String names the kind.

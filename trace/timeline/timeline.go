@@ -40,6 +40,7 @@ type Options struct {
 	CLC        bool
 	MinLatency int64
 	Gamma      float64
+	Amortize   float64   // CLC backward amortization window, in jumps (0: off)
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
 	// Truth, if set, holds per input the true global time of every event in
@@ -221,7 +222,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		rep.ErrorSamples = ev.samples
 	}
 	if opt.CLC {
-		moved, err := causality.CLC(all, causality.CLCOptions{MinLatency: opt.MinLatency, Gamma: opt.Gamma})
+		moved, err := causality.CLC(all, causality.CLCOptions{MinLatency: opt.MinLatency, Gamma: opt.Gamma, Amortize: opt.Amortize})
 		if err != nil {
 			return nil, err
 		}
