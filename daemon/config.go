@@ -375,6 +375,13 @@ func (c *Config) validateTopology(e *errs) {
 	}
 }
 
+// Validate checks the sync section alone (Config.Validate checks it too).
+func (s *SyncConfig) Validate() error {
+	var e errs
+	s.validate(&e)
+	return errors.Join(e...)
+}
+
 func (s *SyncConfig) validate(e *errs) {
 	switch s.Estimator {
 	case "minrtt", "regression", "hull":
@@ -448,6 +455,13 @@ func (s *SyncConfig) validate(e *errs) {
 
 // maxEmuPPM is clock.MaxDriftPPM: the emulated clock refuses larger drifts.
 const maxEmuPPM = 1e5
+
+// Validate checks the clock section alone (Config.Validate checks it too).
+func (c *ClockConfig) Validate() error {
+	var e errs
+	c.validate(&e)
+	return errors.Join(e...)
+}
 
 func (c *ClockConfig) validate(e *errs) {
 	m := c.Emulated

@@ -159,12 +159,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	tcfg := transport.DefaultConfig()
 	tcfg.ID, tcfg.Conn, tcfg.Handler, tcfg.Logger = cfg.Node.ID, conn, n, logger
-	tcfg.Clock = clock.Func(clk.now)
-	if cfg.Clock.Source == ClockEmulated {
-		// The endpoint's user stamps are then on the emulated clock while
-		// its kernel stamps stay on CLOCK_MONOTONIC_RAW: recvLocal converts.
-		tcfg.Clock = clock.Func(gtime.RawNow)
-	}
+	// The endpoint stamps on CLOCK_MONOTONIC_RAW, like the kernel stamps
+	// it converts; recvLocal maps both onto an emulated clock if there is one.
+	tcfg.Clock = clock.Func(gtime.RawNow)
 	n.ep, err = transport.New(tcfg)
 	if err != nil {
 		conn.Close()

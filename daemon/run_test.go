@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,60 @@ func TestRunLoopback(t *testing.T) {
 		if tm, err := r.Now(); err != nil || tm.Status != gtime.StatusNoDaemon {
 			t.Errorf("node %d after shutdown: %+v %v, want no-daemon", i+1, tm, err)
 		}
+	}
+}
+
+func TestRunRefuses(t *testing.T) {
+	busy, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct {
+		name string
+		f    func(*Config)
+		want string
+	}{
+		{"invalid", func(c *Config) { c.Sync.Estimator = "kalman" }, "sync.estimator"},
+		{"real time", func(c *Config) { c.RealTime.Mode = RealTimeMeanDrift }, "not implemented"},
+		{"port in use", func(c *Config) { c.Node.Listen = busy.LocalAddr().String() }, "listen"},
+		{"page held", func(c *Config) { c.GlobalTime.ShmPath = heldPage(t) }, "another writer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testCluster(t, 2)[1]
+			tt.f(&c)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := Run(ctx, c, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func heldPage(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "held")
+	w, err := gtime.NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return path
+}
+
+func TestSectionValidate(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Sync.Validate(); err != nil {
+		t.Errorf("default sync: %v", err)
+	}
+	c.Sync.PingsPerRound = 0
+	if err := c.Sync.Validate(); err == nil || !strings.Contains(err.Error(), "sync.pings_per_round") {
+		t.Errorf("sync.Validate = %v", err)
+	}
+	c.Clock.Source = "sundial"
+	if err := c.Clock.Validate(); err == nil || !strings.Contains(err.Error(), "clock.source") {
+		t.Errorf("clock.Validate = %v", err)
 	}
 }

@@ -39,8 +39,10 @@ type Message struct {
 	Seq   uint32 // probe number; unique per (From, To) so late replies are recognised
 
 	// ProbeReply: the child's local receive time of the probe and send time
-	// of the reply. A driver with better transmit timestamps may overwrite T3
-	// at the moment of sending (later is always safe, see estimate.Sample).
+	// of the reply. Bounds stay guaranteed when a receive stamp is late and
+	// a send stamp is early (see estimate.Sample): a driver may replace T2
+	// with an earlier, truer kernel receive stamp, and T3 must never be
+	// later than the moment the reply really leaves.
 	T2, T3 int64
 
 	// TimeDiff: the exchanges of the round, complete on both clocks, in the

@@ -311,13 +311,13 @@ func TestPublishRejects(t *testing.T) {
 		{"skew err negative", func(u *Update) { u.Mapping.SkewErr = -1 }, "Mapping.SkewErr"},
 		{"w0 negative", func(u *Update) { u.Mapping.W0 = -1 }, "Mapping.W0"},
 		{"status", func(u *Update) { u.Status = 9 }, "Status"},
-		{"backwards", func(u *Update) { u.Local = 99 * sec }, "backwards"},
+		{"backwards", func(u *Update) { u.Local = 99 * sec }, "Local"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := baseUpdate(200 * sec)
 			tt.f(&u)
-			if err := w.Publish(u); err == nil || !strings.Contains(err.Error(), tt.field) {
+			if err := w.Publish(u); !errors.Is(err, ErrUpdate) || !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("Publish = %v, want an error naming %s", err, tt.field)
 			}
 		})

@@ -117,7 +117,7 @@ type Time struct {
 // Width is Latest-Earliest, saturated at math.MaxInt64.
 func (t Time) Width() int64 { return satSub(t.Latest, t.Earliest) }
 
-// Errors a reader returns (wrapped, with the page path).
+// Errors of the package, wrapped with the page path and the field.
 var (
 	// ErrNotPage: the file is not a gclock page (magic, version or size).
 	ErrNotPage = errors.New("not a gclock page")
@@ -126,6 +126,8 @@ var (
 	ErrBusy = errors.New("page is being written for too long")
 	// ErrCorrupt: a field holds a value no writer would publish.
 	ErrCorrupt = errors.New("page holds an invalid value")
+	// ErrUpdate: Publish refused an update (the message names the field).
+	ErrUpdate = errors.New("invalid update")
 	// ErrClosed: the reader or writer was closed.
 	ErrClosed = errors.New("page is closed")
 )

@@ -126,7 +126,7 @@ func (w *Writer) Publish(u Update) error {
 		return fmt.Errorf("gtime: publish: %s: %w", w.path, err)
 	}
 	if w.cur.updated > u.Local && w.cur.updated != 0 {
-		return fmt.Errorf("gtime: publish: %s: local time went backwards (%d after %d)", w.path, u.Local, w.cur.updated)
+		return fmt.Errorf("gtime: publish: %s: update field Local = %d went backwards (previous %d): %w", w.path, u.Local, w.cur.updated, ErrUpdate)
 	}
 	m := u.Mapping
 	next := pageData{
@@ -154,7 +154,7 @@ func (w *Writer) Publish(u Update) error {
 func (u *Update) check() error {
 	m := u.Mapping
 	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("update field %s = %v: %s", field, v, why)
+		return fmt.Errorf("update field %s = %v: %s: %w", field, v, why, ErrUpdate)
 	}
 	switch {
 	case u.Status > StatusNoDaemon:

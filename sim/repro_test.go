@@ -28,12 +28,12 @@ func TestLiaoTable1AdaptiveNeverWorseAndBetterUnderLoad(t *testing.T) {
 			t.Errorf("%s: bound coverage %v / %v, want 1", c.name, non.BoundCoverage, ad.BoundCoverage)
 		}
 	}
-	// The paper's loaded ratio is 2.54/1.26 = 2.0; ours is smaller (see
-	// docs/sim.md), but the adaptive gain must be clear under load and larger
-	// than when idle... or at least not smaller by much.
+	// The paper's loaded ratio is 2.54/1.26 = 2.0 ("nearly twice"); ours is
+	// 1.8 (docs/sim.md). Ask for a clear gain under load, larger than idle.
 	loaded := tb.Loaded[0].ErrorMeanNs / tb.Loaded[1].ErrorMeanNs
-	if loaded < 1.2 {
-		t.Errorf("loaded: non-adaptive / adaptive error = %.2f, want >= 1.2 (paper 2.0)", loaded)
+	idle := tb.Idle[0].ErrorMeanNs / tb.Idle[1].ErrorMeanNs
+	if loaded < 1.5 || loaded < idle {
+		t.Errorf("non-adaptive / adaptive error: loaded %.2f, idle %.2f; want loaded >= 1.5 and above idle (paper 2.0, 1.2)", loaded, idle)
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 	"github.com/gclock/gclock/trace/format"
 )
 
+// ErrClosed is returned by recording calls after Close.
+var ErrClosed = errors.New("trace: recorder closed")
+
 // Prober performs one sync exchange with the reference and returns it in
 // the recording process's orientation: LocSend and LocRecv on this
 // process's clock, SrcRecv and SrcSend on the reference's.
@@ -167,6 +170,9 @@ func (r *Recorder) add(track uint16, kind format.Kind, id uint64, peer uint32, v
 func (r *Recorder) Record(e format.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
 	if n := len(r.buf); n > 0 && e.Time < r.buf[n-1].Time {
 		return fmt.Errorf("trace: event at %d before the previous at %d", e.Time, r.buf[n-1].Time)
 	}
@@ -237,6 +243,9 @@ func (r *Recorder) Flush() error {
 func (r *Recorder) RecordMapping(from int64, m estimate.Mapping) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
 	r.flushLocked()
 	if r.err != nil {
 		return r.err
@@ -282,6 +291,9 @@ func (r *Recorder) sync(kind format.SessionKind) error {
 func (r *Recorder) RecordSession(kind format.SessionKind, samples []estimate.Sample) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
 	r.flushLocked()
 	if r.err != nil {
 		return r.err
@@ -299,6 +311,12 @@ func (r *Recorder) RecordSession(kind format.SessionKind, samples []estimate.Sam
 // Close runs the end sync session, flushes, and stops recording; later
 // events are dropped. It does not close the underlying writer.
 func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return r.err
+	}
+	r.mu.Unlock()
 	var serr error
 	if !r.cfg.NoEndSession {
 		serr = r.sync(format.SessionEnd)

@@ -109,6 +109,15 @@ func TestRecorderSessionsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Instant(work) // dropped after Close
+	if err := rec.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := rec.Record(format.Event{Time: 1 << 40, Kind: format.Instant}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Record after Close: %v", err)
+	}
+	if err := rec.Timesync(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Timesync after Close: %v", err)
+	}
 	s := read(t, b.Bytes())
 	if s.meta.Proc != 2 || s.meta.Host != 1 || s.meta.Name != "p2" {
 		t.Errorf("meta %+v", s.meta)

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -15,7 +16,13 @@ type LoopbackPageConfig struct {
 	Client   PageClientConfig
 	AckEvery bool    // Mocha base (an ACK per message) instead of ACK omission
 	Loss     float64 // relay loss per datagram and direction
+	Dup      float64 // relay duplication per datagram and direction
 	Seed     uint64
+	// Warmup requests run before the measured ones and are not counted, so
+	// that the timeout has been measured (otherwise one loss before the
+	// first round trip costs the whole InitialRTO, 50 ms, and dominates a
+	// short run).
+	Warmup int
 	// Endpoint holds the timeout settings for both endpoints (ID, Conn,
 	// Handler and AckEvery are set by the run); zero fields take the
 	// defaults.
@@ -50,7 +57,7 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 		_ = c.c.SetReadBuffer(4 << 20)
 		_ = c.c.SetWriteBuffer(4 << 20)
 	}
-	relay, err := NewRelay(RelayConfig{Listen: "127.0.0.1:0", Target: sconn.LocalAddr(), Loss: cfg.Loss, Seed: cfg.Seed})
+	relay, err := NewRelay(RelayConfig{Listen: "127.0.0.1:0", Target: sconn.LocalAddr(), Loss: cfg.Loss, Dup: cfg.Dup, Seed: cfg.Seed})
 	if err != nil {
 		sconn.Close()
 		cconn.Close()
@@ -82,17 +89,30 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 	wg.Go(func() { _ = server.Run(ctx) })
 	wg.Go(func() { _ = client.Run(ctx) })
 	wg.Go(func() { _ = relay.Run(ctx) })
+	var c0, s0 Stats
+	var r0 RelayStats
+	if cfg.Warmup > 0 {
+		warm := cfg.Client
+		warm.Requests = cfg.Warmup
+		if _, err := RunPageClient(ctx, client, relay.Addr(), warm); err != nil {
+			cancel()
+			wg.Wait()
+			return res, fmt.Errorf("transport: loopback pages: warm-up: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		c0, s0, r0 = client.Stats(), server.Stats(), relay.Stats()
+	}
 	pr, err := RunPageClient(ctx, client, relay.Addr(), cfg.Client)
 	// Let the last ACKs land before counting.
 	time.Sleep(20 * time.Millisecond)
-	cs, ss := client.Stats(), server.Stats()
+	cs, ss, rs := client.Stats(), server.Stats(), relay.Stats()
 	cancel()
 	wg.Wait()
 	res.PageResult = pr
-	res.Messages = cs.Sent + ss.Sent
-	res.Acks = cs.SentAcks + ss.SentAcks
-	res.Retransmits = cs.Retransmits + ss.Retransmits
-	res.Relay = relay.Stats()
+	res.Messages = cs.Sent + ss.Sent - c0.Sent - s0.Sent
+	res.Acks = cs.SentAcks + ss.SentAcks - c0.SentAcks - s0.SentAcks
+	res.Retransmits = cs.Retransmits + ss.Retransmits - c0.Retransmits - s0.Retransmits
+	res.Relay = RelayStats{Forwarded: rs.Forwarded - r0.Forwarded, Dropped: rs.Dropped - r0.Dropped, Duplicated: rs.Duplicated - r0.Duplicated}
 	if n := cfg.Client.Requests; n > 0 {
 		res.MessagesPerReq = float64(res.Messages) / float64(n)
 	}

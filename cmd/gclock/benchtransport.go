@@ -88,6 +88,8 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 		pageSize    = fs.Int("page", transport.PageSize, "page size in bytes")
 		losses      = fs.String("loss", "0,1,3,5", "comma-separated loss rates in percent, per datagram and direction")
 		seed        = fs.Uint64("seed", 1, "seed of the relay's drops")
+		warmup      = fs.Int("warmup", 50, "unmeasured requests first, so the timeout is learned before timing")
+		dup         = fs.Float64("dup", 0, "duplication rate in percent, per datagram and direction")
 		initialRTO  = fs.Duration("initial-rto", 50*time.Millisecond, "timeout before the round trip is measured (Mocha: 50ms)")
 		minRTO      = fs.Duration("min-rto", 2*time.Millisecond, "floor of the measured timeout")
 		maxRTO      = fs.Duration("max-rto", time.Second, "ceiling of the timeout")
@@ -103,6 +105,12 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *dup < 0 || *dup >= 100 {
+		return fmt.Errorf("-dup %v is not a percentage in [0, 100)", *dup)
+	}
+	if *warmup < 0 {
+		return fmt.Errorf("-warmup %d must be >= 0", *warmup)
 	}
 	if *repeat < 1 {
 		return fmt.Errorf("-repeat %d must be >= 1", *repeat)
@@ -140,7 +148,7 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 	rep := benchTransportReport{
 		Command: "gclock bench-transport " + strings.Join(args, " "),
 		Config: map[string]any{"requests": *requests, "concurrency": *concurrency, "page_bytes": *pageSize,
-			"repeat": *repeat, "initial_rto": initialRTO.String(), "min_rto": minRTO.String(), "max_rto": maxRTO.String(), "seed": *seed},
+			"repeat": *repeat, "warmup": *warmup, "dup_pct": *dup, "initial_rto": initialRTO.String(), "min_rto": minRTO.String(), "max_rto": maxRTO.String(), "seed": *seed},
 	}
 	for _, l := range rates {
 		// Repeat each pair, alternating which mode runs first, and keep the
@@ -154,7 +162,7 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, every := range order {
 				res, err := transport.RunLoopbackPages(ctx, transport.LoopbackPageConfig{
-					Client: client, AckEvery: every, Loss: l / 100, Seed: *seed + uint64(r), Endpoint: epCfg,
+					Client: client, AckEvery: every, Loss: l / 100, Dup: *dup / 100, Seed: *seed + uint64(r), Endpoint: epCfg, Warmup: *warmup,
 				})
 				if err != nil {
 					return fmt.Errorf("pages at %.0f%% loss: %w", l, err)

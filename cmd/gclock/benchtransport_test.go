@@ -52,6 +52,7 @@ func TestBenchTransportFlags(t *testing.T) {
 		{[]string{"-loss", "x"}, "-loss"},
 		{[]string{"-loss", "100"}, "-loss"},
 		{[]string{"-repeat", "0"}, "-repeat"},
+		{[]string{"-dup", "-1"}, "-dup"},
 		{[]string{"-serve", "127.0.0.1:0", "-peer", "127.0.0.1:1"}, "exclude"},
 		{[]string{"-peer", "nowhere"}, "-peer"},
 		{[]string{"extra"}, "unexpected argument"},

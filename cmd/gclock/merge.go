@@ -132,7 +132,7 @@ func printReport(out io.Writer, rep *timeline.Report) {
 		}
 	}
 	rate := float64(rep.Events) / rep.MergeTime.Seconds() / 1e6
-	fmt.Fprintf(out, "\nmerged %d events in %v (%.1f M events/s with outputs)\n", rep.Events, rep.MergeTime.Round(1e6), rate)
+	fmt.Fprintf(out, "\nmerged %d events in %v (%.1f M events/s, causality check and outputs included)\n", rep.Events, rep.MergeTime.Round(1e6), rate)
 	tot := causality.Totals(rep.Pairs)
 	fmt.Fprintf(out, "\ncausality: %d messages, received before sent: %d on raw timestamps, %d after correction", tot.Messages, tot.Raw, tot.Corrected)
 	if rep.AfterCLC != nil {

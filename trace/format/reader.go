@@ -119,10 +119,7 @@ func (r *Reader) chunk() (Chunk, error) {
 		return Chunk{}, r.errf(start, ErrCorrupt, "chunk length %d exceeds the %d limit", length, MaxPayload)
 	}
 	total := HeaderSize + length
-	if cap(r.buf) < length {
-		r.buf = make([]byte, length)
-	}
-	r.buf = r.buf[:length]
+	var payload []byte
 	crc := crc32.Update(0, castagnoli, r.hdr[:20])
 	if total <= r.r.Size() {
 		all, err := r.r.Peek(total)
@@ -145,12 +142,20 @@ func (r *Reader) chunk() (Chunk, error) {
 			r.bad = true
 			return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc, want)
 		}
-		copy(r.buf, all[HeaderSize:])
+		// The payload stays in the bufio buffer: Discard of buffered bytes
+		// only advances the read index, and the buffer is not refilled
+		// before the next Next (Chunk.Payload is valid until then).
+		payload = all[HeaderSize:total:total]
 		d, _ := r.r.Discard(total)
 		r.off += int64(d)
 	} else {
 		// Larger than the read buffer: read it; if it is bad, the scan for
 		// the next chunk starts after it.
+		if cap(r.buf) < length {
+			r.buf = make([]byte, length)
+		}
+		r.buf = r.buf[:length]
+		payload = r.buf
 		d, _ := r.r.Discard(HeaderSize)
 		r.off += int64(d)
 		n, err := io.ReadFull(r.r, r.buf)
@@ -171,7 +176,7 @@ func (r *Reader) chunk() (Chunk, error) {
 		Count:   binary.LittleEndian.Uint32(r.hdr[12:]),
 		Seq:     binary.LittleEndian.Uint32(r.hdr[16:]),
 		Offset:  start,
-		Payload: r.buf,
+		Payload: payload,
 	}
 	if c.Kind < KindMeta || c.Kind > KindMerged {
 		return Chunk{}, r.errf(start, ErrCorrupt, "unknown chunk kind %d", r.hdr[4])
