@@ -80,8 +80,10 @@ type node struct {
 	wake    chan struct{} // re-arm the tick timer
 	pub     chan struct{} // publish now (a round finished)
 
-	ctx context.Context
-	wg  sync.WaitGroup
+	ctx      context.Context
+	sendMu   sync.Mutex // orders goSend's wg.Add before Run's wg.Wait
+	stopping bool
+	wg       sync.WaitGroup
 
 	msgs [5][4]atomic.Uint64 // [engine.MsgType][direction]
 }
@@ -201,8 +203,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	err = n.loop(ctx)
 	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "stamps_raised", n.clamped.Load())
 	cancel()
+	eerr := <-epDone // no handler runs after this
+	n.sendMu.Lock()
+	n.stopping = true
+	n.sendMu.Unlock()
 	n.wg.Wait()
-	if eerr := <-epDone; eerr != nil && !errors.Is(eerr, context.Canceled) && err == nil {
+	if eerr != nil && !errors.Is(eerr, context.Canceled) && err == nil {
 		err = fmt.Errorf("daemon: transport: %w", eerr)
 	}
 	return err
@@ -303,7 +309,9 @@ func (n *node) dispatch(r engine.Ready) {
 }
 
 func (n *node) goSend(f func(context.Context)) {
-	if n.ctx.Err() != nil {
+	n.sendMu.Lock()
+	defer n.sendMu.Unlock()
+	if n.stopping || n.ctx.Err() != nil {
 		return
 	}
 	n.wg.Add(1)

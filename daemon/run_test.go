@@ -16,7 +16,10 @@ import (
 	"github.com/gclock/gclock/gtime"
 )
 
-var runFor = flag.Duration("run-for", time.Second, "TestRunLoopback: how long to measure after convergence")
+var (
+	runFor   = flag.Duration("run-for", time.Second, "TestRunLoopback: how long to measure after convergence")
+	kernelTS = flag.Bool("kernel-timestamps", true, "TestRunLoopback: use kernel receive stamps")
+)
 
 // freePorts finds n free UDP ports on 127.0.0.1.
 func freePorts(t *testing.T, n int) []int {
@@ -54,6 +57,7 @@ func testCluster(t *testing.T, n int) []Config {
 		c.Sync.StaleAfter = Duration(5 * time.Second)
 		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page%d", i+1))
 		c.GlobalTime.PublishEvery = Duration(100 * time.Millisecond)
+		c.Transport.KernelTimestamps = *kernelTS
 		cfgs = append(cfgs, c)
 	}
 	return cfgs

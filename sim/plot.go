@@ -21,18 +21,18 @@ import (
 )
 
 // PlotFile draws the run's trace (Options.Trace must have been set) into
-// file, PNG or SVG by its extension: one panel per plotted node with the
-// error of Est, the guaranteed bounds [Earliest, Latest] relative to the
-// truth, and the node's global resyncs marked along the bottom, like the
-// papers' figures.
+// file, PNG or SVG by its extension: per plotted node, a panel with the
+// error of Est and the node's global resyncs marked along the bottom, like
+// the papers' figures, and a panel with the guaranteed bounds [Earliest,
+// Latest] relative to the truth.
 func PlotFile(res *Result, file string) error {
 	var w writerToCanvas
 	var err error
 	if res.Trace == nil || len(res.Trace.Nodes) == 0 {
 		return fmt.Errorf("no trace to plot (run with Options.Trace)")
 	}
-	rows := len(res.Trace.Nodes)
-	wid, hei := 10*vg.Inch, vg.Length(rows)*3*vg.Inch
+	rows := 2 * len(res.Trace.Nodes)
+	wid, hei := 10*vg.Inch, vg.Length(rows)*2*vg.Inch
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".png":
 		c := vgimg.New(wid, hei)
@@ -72,17 +72,43 @@ type writerToCanvas struct {
 	wt     io.WriterTo
 }
 
+// robustLimit is the 98th percentile of v times 1.2: the axis limit that
+// shows the bulk of a series while clipping its rare huge values (bounds
+// right after a start, or while stale).
+func robustLimit(v []float64) float64 {
+	if len(v) == 0 {
+		return 1
+	}
+	slices.Sort(v)
+	return max(v[int(0.98*float64(len(v)-1))]*1.2, 1e-3)
+}
+
+func clipXY(xy plotter.XYs, lim float64) plotter.XYs {
+	for k := range xy {
+		xy[k].Y = max(-lim, min(lim, xy[k].Y))
+	}
+	return xy
+}
+
+// tracePlots draws two panels per plotted node: the error of Est with the
+// global resyncs marked, then the bounds (they are usually orders of
+// magnitude wider than the error, so they get their own scale).
 func tracePlots(res *Result) ([][]*plot.Plot, error) {
 	tr := res.Trace
-	out := make([][]*plot.Plot, len(tr.Nodes))
+	out := make([][]*plot.Plot, 0, 2*len(tr.Nodes))
 	for i, node := range tr.Nodes {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: node %d (estimator %s, adaptive %v)", res.Scenario.Name, node,
+		pe, pb := plot.New(), plot.New()
+		pe.Title.Text = fmt.Sprintf("%s: node %d, Est - truth (estimator %s, adaptive %v)", res.Scenario.Name, node,
 			res.Scenario.Engine.Estimator, res.Scenario.Engine.Adaptive)
-		p.X.Label.Text = "time (s)"
-		p.Y.Label.Text = "vs truth (us)"
+		pb.Title.Text = fmt.Sprintf("%s: node %d, bounds [Earliest, Latest] - truth", res.Scenario.Name, node)
+		for _, p := range []*plot.Plot{pe, pb} {
+			p.X.Label.Text = "time (s)"
+			p.Y.Label.Text = "us"
+			p.Add(plotter.NewGrid())
+			p.Legend.Top = true
+		}
 		var est, lo, hi plotter.XYs
-		var mags []float64
+		var emag, bmag []float64
 		for _, pt := range tr.Points[i] {
 			if pt.Status == engine.StatusUnsynced {
 				continue
@@ -90,41 +116,36 @@ func tracePlots(res *Result) ([][]*plot.Plot, error) {
 			est = append(est, plotter.XY{X: pt.T, Y: float64(pt.Err) / 1e3})
 			lo = append(lo, plotter.XY{X: pt.T, Y: float64(pt.Lo) / 1e3})
 			hi = append(hi, plotter.XY{X: pt.T, Y: float64(pt.Hi) / 1e3})
-			mags = append(mags, math.Abs(float64(pt.Lo)/1e3), math.Abs(float64(pt.Hi)/1e3), math.Abs(float64(pt.Err)/1e3))
+			emag = append(emag, math.Abs(float64(pt.Err)/1e3))
+			bmag = append(bmag, math.Abs(float64(pt.Lo)/1e3), math.Abs(float64(pt.Hi)/1e3))
 		}
-		// Bounds can be enormous right after a start or while stale: scale
-		// the axis to the 98th percentile of the magnitudes, clipping the rest.
-		lim := 1.0
-		if len(mags) > 0 {
-			slices.Sort(mags)
-			lim = max(mags[int(0.98*float64(len(mags)-1))]*1.2, 1e-3)
-		}
-		clip := func(xy plotter.XYs) plotter.XYs {
-			for k := range xy {
-				xy[k].Y = max(-lim, min(lim, xy[k].Y))
-			}
-			return xy
-		}
+		elim, blim := robustLimit(emag), robustLimit(bmag)
 		if len(est) > 0 {
-			le, err := plotter.NewLine(clip(est))
+			le, err := plotter.NewLine(clipXY(est, elim))
 			if err != nil {
 				return nil, fmt.Errorf("plot node %d: %w", node, err)
 			}
 			le.Color = color.RGBA{R: 200, A: 255}
-			ll, _ := plotter.NewLine(clip(lo))
-			lh, _ := plotter.NewLine(clip(hi))
+			pe.Add(le)
+			pe.Legend.Add("Est - truth", le)
+			ll, err := plotter.NewLine(clipXY(lo, blim))
+			if err != nil {
+				return nil, fmt.Errorf("plot node %d: %w", node, err)
+			}
+			lh, err := plotter.NewLine(clipXY(hi, blim))
+			if err != nil {
+				return nil, fmt.Errorf("plot node %d: %w", node, err)
+			}
 			for _, l := range []*plotter.Line{ll, lh} {
 				l.Color = color.RGBA{B: 200, A: 255}
-				l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
 			}
-			p.Add(plotter.NewGrid(), ll, lh, le)
-			p.Legend.Add("Est - truth", le)
-			p.Legend.Add("bounds", ll)
+			pb.Add(ll, lh)
+			pb.Legend.Add("Earliest, Latest", ll)
 		}
 		var ev plotter.XYs
 		for _, e := range tr.Events[i] {
 			if e.Kind == engine.EvGlobalResync {
-				ev = append(ev, plotter.XY{X: e.T, Y: -lim})
+				ev = append(ev, plotter.XY{X: e.T, Y: -elim})
 			}
 		}
 		if len(ev) > 0 {
@@ -135,12 +156,12 @@ func tracePlots(res *Result) ([][]*plot.Plot, error) {
 			sc.GlyphStyle.Shape = draw.TriangleGlyph{}
 			sc.GlyphStyle.Radius = vg.Points(2)
 			sc.GlyphStyle.Color = color.RGBA{G: 140, A: 255}
-			p.Add(sc)
-			p.Legend.Add("global resync", sc)
+			pe.Add(sc)
+			pe.Legend.Add("global resync", sc)
 		}
-		p.Y.Min, p.Y.Max = -lim, lim
-		p.Legend.Top = true
-		out[i] = []*plot.Plot{p}
+		pe.Y.Min, pe.Y.Max = -elim, elim
+		pb.Y.Min, pb.Y.Max = -blim, blim
+		out = append(out, []*plot.Plot{pe}, []*plot.Plot{pb})
 	}
 	return out, nil
 }

@@ -215,7 +215,7 @@ func (r *runner) setup() error {
 		cfg.ID = engine.NodeID(i)
 		cfg.Sources = toIDs(sources[i])
 		cfg.Children = toIDs(children[i])
-		eng, err := r.opt.NewNode(cfg, r.log.With("node", i))
+		eng, err := r.opt.NewNode(cfg, r.log)
 		if err != nil {
 			return fmt.Errorf("engine of node %d: %w", i, err)
 		}

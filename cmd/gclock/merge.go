@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/timeline"
+	"github.com/gclock/gclock/trace/tracegen"
 )
 
 func init() {
@@ -45,6 +47,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	clc := fs.Bool("clc", false, "apply the controlled logical clock after correction (holds the trace in memory)")
 	lmin := fs.Duration("min-latency", 0, "CLC: minimum message latency")
 	gamma := fs.Float64("gamma", 1, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals")
+	truthDir := fs.String("truth", "", "directory of truth-NN.bin files (gclock trace demo): report the error of every corrected timestamp")
 	amortize := fs.Float64("amortize", 0, "CLC: spread each jump backwards over this many times its size (0: forward pass only)")
 	verbose := fs.Bool("v", false, "log progress")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +65,11 @@ func mergeCmd(args []string, out io.Writer) error {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	opt := timeline.Options{Method: m, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Amortize: *amortize, Log: log}
+	if *truthDir != "" {
+		if opt.Truth, err = loadTruth(*truthDir); err != nil {
+			return err
+		}
+	}
 	var closers []func() error
 	create := func(path string) (io.Writer, error) {
 		f, err := os.Create(path)
@@ -104,6 +112,31 @@ func mergeCmd(args []string, out io.Writer) error {
 	return nil
 }
 
+// loadTruth reads every truth-*.bin file of dir.
+func loadTruth(dir string) (map[uint32][]int64, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "truth-*.bin"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no truth-*.bin file in %s (written by gclock trace demo)", dir)
+	}
+	truth := map[uint32][]int64{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		proc, tr, err := tracegen.ReadTruth(f, p)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		truth[proc] = tr
+	}
+	return truth, nil
+}
+
 func sumPairs(rep *timeline.Report) causality.Counts {
 	if rep == nil {
 		return causality.Counts{}
@@ -133,6 +166,12 @@ func printReport(out io.Writer, rep *timeline.Report) {
 	}
 	rate := float64(rep.Events) / rep.MergeTime.Seconds() / 1e6
 	fmt.Fprintf(out, "\nmerged %d events in %v (%.1f M events/s, causality check and outputs included)\n", rep.Events, rep.MergeTime.Round(1e6), rate)
+	if e := rep.Error; e != nil {
+		fmt.Fprintf(out, "\nerror against the truth, |corrected - truth| over %d events: p50 %d ns, p99 %d ns, max %d ns (process %d), mean %.1f ns\n", e.N, e.P50, e.P99, e.Max, e.WorstProc, e.Mean)
+	}
+	if e := rep.ErrorCLC; e != nil {
+		fmt.Fprintf(out, "after CLC: p50 %d ns, p99 %d ns, max %d ns (process %d), mean %.1f ns\n", e.P50, e.P99, e.Max, e.WorstProc, e.Mean)
+	}
 	tot := causality.Totals(rep.Pairs)
 	fmt.Fprintf(out, "\ncausality: %d messages, received before sent: %d on raw timestamps, %d after correction", tot.Messages, tot.Raw, tot.Corrected)
 	if rep.AfterCLC != nil {

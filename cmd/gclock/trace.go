@@ -30,7 +30,8 @@ info describes each trace file: process, host, clock, chunks, events, sync
 sessions, daemon mappings, and any corrupt or truncated chunk with its offset.
 
 demo writes DIR/proc-NN.gct for N processes with emulated clocks exchanging
-messages, merges them with each correction method (linear, spline, daemon),
+messages (and DIR/truth-NN.bin, the true global time of every event, for
+'gclock merge -truth DIR'), merges them with each correction method (linear, spline, daemon),
 and reports the error of every corrected timestamp against the truth and
 the causality violations. Run 'gclock trace demo -h' for its flags.
 `
@@ -198,6 +199,20 @@ func traceDemo(args []string, out io.Writer) error {
 		}
 	}
 	files = nil
+	for p, tr := range truth {
+		path := filepath.Join(*dir, fmt.Sprintf("truth-%02d.bin", p))
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = tracegen.WriteTruth(f, p, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	var events int
 	for _, t := range truth {
 		events += len(t)

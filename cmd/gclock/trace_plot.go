@@ -32,16 +32,26 @@ func plotDemo(dir string, names []string, samples [][]timeline.ErrorSample, proc
 	cdf.Legend.Top, cdf.Legend.Left = true, true
 	ts := plot.New()
 	ts.Title.Text = fmt.Sprintf("error of process %d's corrected timestamps over the run", proc)
-	ts.X.Label.Text = "true time (s)"
+	ts.X.Label.Text = "true time since the first event (s)"
 	ts.Y.Label.Text = "corrected - truth (ns)"
 	ts.Legend.Top = true
+	// Plot times relative to the earliest truth: no absolute ns in float64.
+	var origin int64
+	first := true
+	for _, s := range samples {
+		for _, e := range s {
+			if first || e.Truth < origin {
+				origin, first = e.Truth, false
+			}
+		}
+	}
 	for i, s := range samples {
 		abs := make([]float64, 0, len(s))
 		var pts plotter.XYs
 		for _, e := range s {
 			abs = append(abs, math.Max(1, math.Abs(float64(e.Err))))
 			if e.Proc == proc {
-				pts = append(pts, plotter.XY{X: float64(e.Truth) / 1e9, Y: float64(e.Err)})
+				pts = append(pts, plotter.XY{X: float64(e.Truth-origin) / 1e9, Y: float64(e.Err)})
 			}
 		}
 		if len(abs) == 0 {

@@ -70,6 +70,17 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 			t.Errorf("merge report lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The proof through the CLI: merge with the demo's truth files.
+	out.Reset()
+	if err := mergeCmd(append([]string{"-method", "spline", "-truth", dir}, files...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "error against the truth") || !strings.Contains(out.String(), "0 after correction") {
+		t.Errorf("merge -truth report:\n%s", out.String())
+	}
+	if err := mergeCmd(append([]string{"-truth", t.TempDir()}, files...), &out); err == nil {
+		t.Error("-truth on an empty directory accepted")
+	}
 	if err := mergeCmd([]string{"-method", "cubic", files[0]}, &out); err == nil {
 		t.Error("bad method accepted")
 	}

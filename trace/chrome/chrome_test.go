@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -246,4 +247,24 @@ func FuzzParseMicros(f *testing.F) {
 			t.Fatalf("%d -> %s -> %d, %v", ns, AppendMicros(nil, ns), back, err)
 		}
 	})
+}
+
+// BenchmarkWrite measures the JSON writer per event.
+func BenchmarkWrite(b *testing.B) {
+	ev := synth(1, 8, 100000)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		w := NewWriter(io.Discard, Options{})
+		for i := range ev {
+			if err := w.Write(&ev[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		n += len(ev)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
 }

@@ -24,9 +24,11 @@ type Chunk struct {
 	Payload []byte
 }
 
-// readBuf holds a whole default events chunk so that Resync can check a
-// candidate chunk without consuming it.
-const readBuf = 1 << 18
+// readBuf holds a whole events chunk of 4096 events (the recorder's
+// default) plus slack, so that such a chunk is checked before it is
+// consumed and its payload is used in place; a merge of k files holds k of
+// these buffers.
+const readBuf = HeaderSize + 4096*EventSize + 4096
 
 // Reader reads chunks from one trace file.
 type Reader struct {

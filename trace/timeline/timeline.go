@@ -43,10 +43,10 @@ type Options struct {
 	Amortize   float64   // CLC backward amortization window, in jumps (0: off)
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
-	// Truth, if set, holds per input the true global time of every event in
-	// file order; Run then reports the error of the corrected timestamps
+	// Truth, if set, holds per process the true global time of every event
+	// in file order; Run then reports the error of the corrected timestamps
 	// (the inputs must be intact: skipped chunks would misalign the truth).
-	Truth [][]int64
+	Truth map[uint32][]int64
 	// KeepErrors keeps every event's error in Report.ErrorSamples (for plots).
 	KeepErrors bool
 	Log        *slog.Logger
@@ -104,9 +104,6 @@ func Run(in []Input, opt Options) (*Report, error) {
 	}
 	if len(in) == 0 {
 		return nil, errors.New("no input traces")
-	}
-	if opt.Truth != nil && len(opt.Truth) != len(in) {
-		return nil, fmt.Errorf("truth for %d inputs, have %d inputs", len(opt.Truth), len(in))
 	}
 	rep := &Report{}
 	// Pass 1.
@@ -185,7 +182,12 @@ func Run(in []Input, opt Options) (*Report, error) {
 	check := causality.NewChecker(0)
 	var ev *evaluator
 	if opt.Truth != nil {
-		ev = newEvaluator(opt.Truth, procOf)
+		for p := range procOf {
+			if _, ok := opt.Truth[p]; !ok {
+				return nil, fmt.Errorf("no truth for process %d (%s)", p, in[procOf[p]].Name)
+			}
+		}
+		ev = newEvaluator(opt.Truth)
 		ev.keep = opt.KeepErrors
 	}
 	var all []format.Merged
@@ -235,7 +237,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		if opt.Truth != nil {
 			// CLC re-sorted the stream: match events to truth by the raw
 			// timestamps' order within each process, which CLC preserves.
-			ev2 := newEvaluator(opt.Truth, procOf)
+			ev2 := newEvaluator(opt.Truth)
 			if err := ev2.add(all); err != nil {
 				return nil, err
 			}
@@ -274,9 +276,8 @@ func emit(b []format.Merged, cw *chrome.Writer, bw *format.Writer) error {
 
 // evaluator compares corrected times with the truth.
 type evaluator struct {
-	truth   [][]int64
-	procOf  map[uint32]int
-	next    []int
+	truth   map[uint32][]int64
+	next    map[uint32]int
 	abs     []int64
 	sum     float64
 	worst   int64
@@ -285,24 +286,22 @@ type evaluator struct {
 	samples []ErrorSample
 }
 
-func newEvaluator(truth [][]int64, procOf map[uint32]int) *evaluator {
-	return &evaluator{truth: truth, procOf: procOf, next: make([]int, len(truth))}
+func newEvaluator(truth map[uint32][]int64) *evaluator {
+	return &evaluator{truth: truth, next: map[uint32]int{}}
 }
 
 func (e *evaluator) add(b []format.Merged) error {
 	for i := range b {
-		src, ok := e.procOf[b[i].Proc]
-		if !ok {
-			return fmt.Errorf("truth: unknown process %d", b[i].Proc)
+		p := b[i].Proc
+		tr := e.truth[p]
+		k := e.next[p]
+		if k >= len(tr) {
+			return fmt.Errorf("truth: process %d has more events than its truth (%d)", p, len(tr))
 		}
-		k := e.next[src]
-		if k >= len(e.truth[src]) {
-			return fmt.Errorf("truth: process %d has more events than its truth (%d)", b[i].Proc, len(e.truth[src]))
-		}
-		e.next[src]++
-		d := b[i].Time - e.truth[src][k]
+		e.next[p]++
+		d := b[i].Time - tr[k]
 		if e.keep {
-			e.samples = append(e.samples, ErrorSample{Proc: b[i].Proc, Truth: e.truth[src][k], Err: d})
+			e.samples = append(e.samples, ErrorSample{Proc: p, Truth: tr[k], Err: d})
 		}
 		e.sum += float64(d)
 		if d < 0 {

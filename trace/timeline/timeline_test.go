@@ -14,7 +14,7 @@ import (
 	"github.com/gclock/gclock/trace/tracegen"
 )
 
-func demo(t *testing.T, cfg tracegen.Config) ([][]byte, [][]int64) {
+func demo(t *testing.T, cfg tracegen.Config) ([][]byte, tracegen.Truth) {
 	t.Helper()
 	bufs := make([]*bytes.Buffer, cfg.Procs)
 	truth, err := tracegen.Generate(cfg, func(p int) (io.Writer, error) {

@@ -82,9 +82,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Truth holds, per process, the true global time of each event in file
-// order.
-type Truth [][]int64
+// Truth holds, per process number, the true global time of each event in
+// file order.
+type Truth = map[uint32][]int64
 
 // stamp kinds
 const (
@@ -302,7 +302,7 @@ func Generate(cfg Config, open func(proc int) (io.Writer, error), log *slog.Logg
 		if err := write(w, cfg, p, host[p], clocks, ps[p].ev, ps[p].samples, ps[p].mappings, sessStart, log); err != nil {
 			return nil, fmt.Errorf("tracegen: write trace of process %d: %w", p, err)
 		}
-		truth[p] = ps[p].truth
+		truth[uint32(p)] = ps[p].truth
 	}
 	return truth, nil
 }

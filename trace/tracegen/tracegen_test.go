@@ -36,7 +36,7 @@ func TestDeterministic(t *testing.T) {
 	a, ta := gen(t, small())
 	b, tb := gen(t, small())
 	for i := range a {
-		if !bytes.Equal(a[i], b[i]) || len(ta[i]) != len(tb[i]) {
+		if !bytes.Equal(a[i], b[i]) || len(ta[uint32(i)]) != len(tb[uint32(i)]) {
 			t.Fatalf("process %d differs between two runs with one seed", i)
 		}
 	}
@@ -56,8 +56,8 @@ func TestFilesMatchTruth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Events != int64(len(truth[p])) || s.Events == 0 {
-			t.Fatalf("process %d: %d events, %d truths", p, s.Events, len(truth[p]))
+		if s.Events != int64(len(truth[uint32(p)])) || s.Events == 0 {
+			t.Fatalf("process %d: %d events, %d truths", p, s.Events, len(truth[uint32(p)]))
 		}
 		wantSessions := cfg.Sessions
 		if p == 0 || p == cfg.Procs-1 { // reference; synced host
