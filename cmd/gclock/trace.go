@@ -156,6 +156,7 @@ func traceDemo(args []string, out io.Writer) error {
 	seed := fs.Uint64("seed", def.Seed, "random seed")
 	chromeOut := fs.Bool("chrome", true, "also write DIR/merged.json (spline or auto method, with CLC)")
 	verbose := fs.Bool("v", false, "log progress")
+	best := fs.Float64("best-rtt", 0, "merge keeping only this fraction of each session's lowest-RTT exchanges (0: all)")
 	plots := fs.String("plots", "", "write trace_error_cdf.png and trace_error_time.png into this directory")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -225,7 +226,7 @@ func traceDemo(args []string, out io.Writer) error {
 	var names []string
 	var samples [][]timeline.ErrorSample
 	for _, m := range []correct.Method{correct.Linear, correct.Spline, correct.Daemon} {
-		rep, err := timeline.Run(timeline.Files(paths), timeline.Options{Method: m, Truth: truth, CLC: true, KeepErrors: *plots != "", Log: log})
+		rep, err := timeline.Run(timeline.Files(paths), timeline.Options{Method: m, BestRTT: *best, Truth: truth, CLC: true, KeepErrors: *plots != "", Log: log})
 		if err != nil {
 			return fmt.Errorf("merge with %s: %w", m, err)
 		}

@@ -139,13 +139,36 @@ func InputOf(s *format.Summary) Input {
 	return Input{Meta: s.Meta, Sessions: s.Sessions, Mappings: s.Mappings}
 }
 
+// Config tunes Build.
+type Config struct {
+	Method Method // Auto if empty
+	// BestRTT in (0, 1] keeps only that fraction of each session's
+	// exchanges, those with the lowest round trip, before the estimators
+	// apply seed 001's own 10% drop. 0 or 1 keeps them all (seed 001). The
+	// exchanges with the shortest round trips have the most symmetric
+	// delays, so their midpoints are the most accurate.
+	BestRTT float64
+}
+
 // Build chooses and builds a Mapper per input with method m (Auto: the best
 // the data allows). SYNCED-HOST inputs without sessions borrow those of a
 // process with the same Host. An explicit method the data cannot support is
 // an error naming the process.
 func Build(in []Input, m Method) ([]Mapper, []Choice, error) {
+	return BuildConfig(in, Config{Method: m})
+}
+
+// BuildConfig is Build with options.
+func BuildConfig(in []Input, cfg Config) ([]Mapper, []Choice, error) {
+	m := cfg.Method
+	if m == "" {
+		m = Auto
+	}
 	if _, err := ParseMethod(string(m)); err != nil {
 		return nil, nil, err
+	}
+	if !(cfg.BestRTT >= 0 && cfg.BestRTT <= 1) {
+		return nil, nil, fmt.Errorf("correct: BestRTT %v outside [0, 1]", cfg.BestRTT)
 	}
 	mappers := make([]Mapper, len(in))
 	choices := make([]Choice, len(in))
@@ -161,6 +184,9 @@ func Build(in []Input, m Method) ([]Mapper, []Choice, error) {
 				}
 			}
 		}
+		if cfg.BestRTT > 0 && cfg.BestRTT < 1 {
+			sessions = bestRTT(sessions, cfg.BestRTT)
+		}
 		mp, err := build(x, sessions, m, &c)
 		if err != nil {
 			return nil, nil, fmt.Errorf("correct process %d (%s): %w", x.Meta.Proc, x.Meta.Name, err)
@@ -168,6 +194,20 @@ func Build(in []Input, m Method) ([]Mapper, []Choice, error) {
 		mappers[i], choices[i] = mp, c
 	}
 	return mappers, choices, nil
+}
+
+// bestRTT returns copies of the sessions holding the fraction f of each
+// session's exchanges with the lowest RTT (at least 2, or all if fewer).
+func bestRTT(sessions []format.Session, f float64) []format.Session {
+	out := make([]format.Session, len(sessions))
+	for i, s := range sessions {
+		ss := append([]estimate.Sample(nil), s.Samples...)
+		sort.SliceStable(ss, func(a, b int) bool { return ss[a].RTT() < ss[b].RTT() })
+		n := int(math.Ceil(f * float64(len(ss))))
+		s.Samples = ss[:min(len(ss), max(n, 2))]
+		out[i] = s
+	}
+	return out
 }
 
 func countSamples(ss []format.Session) int {

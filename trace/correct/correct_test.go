@@ -173,3 +173,43 @@ func TestBadSessionIsError(t *testing.T) {
 		t.Fatal("error not wrapped")
 	}
 }
+
+// With asymmetric delay noise, keeping the lowest-RTT exchanges brings the
+// spline closer to the truth.
+func TestBestRTT(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	g := func(x int64) int64 { return x + 3_000_000 + x/100_000 } // +10 ppm
+	var in Input
+	in.Meta.Proc = 2
+	for i := range 5 {
+		s := format.Session{Index: uint32(i)}
+		for j := range 50 {
+			l1 := int64(i)*1e9 + int64(j)*20000
+			d1, d2 := 2000+int64(rng.ExpFloat64()*3000), 2000+int64(rng.ExpFloat64()*3000)
+			s.Samples = append(s.Samples, estimate.Sample{LocSend: l1, SrcRecv: g(l1 + d1), SrcSend: g(l1 + d1), LocRecv: l1 + d1 + d2})
+		}
+		in.Sessions = append(in.Sessions, s)
+	}
+	worst := func(best float64) int64 {
+		ms, cs, err := BuildConfig([]Input{in}, Config{Method: Spline, BestRTT: best})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs[0].Samples != countSamples(in.Sessions) && best == 0 {
+			t.Fatalf("all exchanges: %d counted", cs[0].Samples)
+		}
+		var w int64
+		for x := int64(0); x <= 4e9; x += 1e7 {
+			w = max(w, abs(ms[0].Global(x)-g(x)))
+		}
+		return w
+	}
+	all, best := worst(0), worst(0.25)
+	t.Logf("worst error: %d ns with every exchange, %d ns with the best 25%%", all, best)
+	if best >= all {
+		t.Fatalf("best-RTT filtering did not help: %d >= %d ns", best, all)
+	}
+	if _, _, err := BuildConfig([]Input{in}, Config{BestRTT: 1.5}); err == nil {
+		t.Fatal("BestRTT 1.5 accepted")
+	}
+}

@@ -34,6 +34,7 @@ func Files(paths []string) []Input {
 // Options tune Run.
 type Options struct {
 	Method    correct.Method // correct.Auto if empty
+	BestRTT   float64        // correct.Config.BestRTT: keep the lowest-RTT fraction of each session (0: all)
 	KeepGoing bool           // skip corrupt chunks, stop at truncations, and say so
 	// CLC applies the controlled logical clock after correction, with
 	// MinLatency (ns) and Gamma (0: 1).
@@ -132,7 +133,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		rep.Files = append(rep.Files, FileInfo{Name: x.Name, Meta: s.Meta, Events: s.Events,
 			Sessions: len(s.Sessions), Mappings: len(s.Mappings), Problems: s.Problems})
 	}
-	mappers, choices, err := correct.Build(inputs, opt.Method)
+	mappers, choices, err := correct.BuildConfig(inputs, correct.Config{Method: opt.Method, BestRTT: opt.BestRTT})
 	if err != nil {
 		return nil, err
 	}
