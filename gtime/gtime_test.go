@@ -490,3 +490,27 @@ func TestNowFollowsPage(t *testing.T) {
 		t.Fatalf("after close: %+v", d)
 	}
 }
+
+// TestMappingForTraces checks that Reader.Mapping hands a trace recorder
+// exactly what the daemon published, and nothing valid before a publish.
+func TestMappingForTraces(t *testing.T) {
+	w, r, _ := newPair(t)
+	if _, m, err := r.Mapping(); err != nil || m.Valid {
+		t.Fatalf("fresh page: mapping %+v, err %v; want invalid, nil", m, err)
+	}
+	u := baseUpdate(100 * sec)
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	from, m, err := r.Mapping()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != 100*sec || m != u.Mapping {
+		t.Fatalf("mapping from %d: %+v; want from %d: %+v", from, m, int64(100*sec), u.Mapping)
+	}
+	r.Close()
+	if _, _, err := r.Mapping(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed reader: err %v, want ErrClosed", err)
+	}
+}

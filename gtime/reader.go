@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gclock/gclock/estimate"
 )
 
 // Reader reads a page. It is safe for concurrent use; the no-backwards
@@ -106,6 +108,27 @@ func (r *Reader) At(local int64) (Time, error) {
 		return Time{}, fmt.Errorf("gtime: read %s: %w", r.path, err)
 	}
 	return eval(&d, local), nil
+}
+
+// Mapping returns the daemon's current local->global mapping as published
+// (local clock = CLOCK_MONOTONIC_RAW) and the local time it was published
+// at. It satisfies trace.MappingSource, so a trace recorder can log a live
+// daemon's mappings (trace.Recorder.PollMapping). Valid is false while the
+// daemon is unsynced or has closed the page; the stale-page widening that Now
+// applies is not part of the returned mapping.
+func (r *Reader) Mapping() (from int64, m estimate.Mapping, err error) {
+	if r.closed.Load() {
+		return 0, estimate.Mapping{}, fmt.Errorf("gtime: mapping %s: %w", r.path, ErrClosed)
+	}
+	d, err := r.w.load()
+	if err != nil {
+		return 0, estimate.Mapping{}, fmt.Errorf("gtime: mapping %s: %w", r.path, err)
+	}
+	m = estimate.Mapping{
+		X0: d.x0, Y0: d.y0, Skew: d.skew, W0: d.w0, SkewErr: d.skewErr, Wander: d.wander,
+		Valid: d.valid && !d.closed && d.status != StatusUnsynced,
+	}
+	return d.updated, m, nil
 }
 
 // Info describes the page, for tools such as gclock now.
