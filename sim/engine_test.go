@@ -214,3 +214,25 @@ func TestMisbehavingEngineIsAnError(t *testing.T) {
 		t.Errorf("clock failure: error %v should name node 3", err)
 	}
 }
+
+// Hostile links: a pareto tail, 5% loss, 2% duplicates, 2% reordered: the
+// engine must keep its bounds (the reply is the acknowledgement; duplicates
+// and late replies are recognised by Seq).
+func TestRealEngineHostileLinks(t *testing.T) {
+	for _, dist := range []string{"pareto", "lognormal"} {
+		t.Run(dist, func(t *testing.T) {
+			s := smallReal()
+			s.Links.Tail = TailSpec{Dist: dist, Mean: Duration(5 * time.Microsecond), Alpha: 1.5, Sigma: 2}
+			s.Links.Loss, s.Links.Duplicate, s.Links.Reorder = 0.05, 0.02, 0.02
+			res, err := Run(context.Background(), s, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := res.Summary
+			t.Logf("mean %.0f ns, max %d ns, coverage %v, unsynced %v", sum.ErrorMeanNs, sum.ErrorMaxNs, sum.BoundCoverage, sum.UnsyncedShare)
+			if sum.BoundCoverage != 1 || sum.UnsyncedShare != 0 {
+				t.Errorf("coverage %v, unsynced share %v; want 1 and 0", sum.BoundCoverage, sum.UnsyncedShare)
+			}
+		})
+	}
+}

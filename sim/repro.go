@@ -6,8 +6,11 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
@@ -37,9 +40,20 @@ func ReportNames() []string {
 	return out
 }
 
-// Report runs the paper reproduction called name and writes our numbers
-// beside the paper's to w.
+// Report runs the paper reproduction called name ("all": every one) and
+// writes our numbers beside the paper's to w.
 func Report(ctx context.Context, name string, w io.Writer, opt Options) error {
+	if name == "all" {
+		for i, n := range ReportNames() {
+			if i > 0 {
+				fmt.Fprintf(w, "\n%s\n\n", strings.Repeat("-", 100))
+			}
+			if err := Report(ctx, n, w, opt); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	r, ok := reports[name]
 	if !ok {
 		return fmt.Errorf("no report %q (have %v)", name, ReportNames())
@@ -227,7 +241,7 @@ func writeLiaoFig3(ctx context.Context, w io.Writer, opt Options) error {
 			return err
 		}
 	}
-	fmt.Fprintln(w, "\nplot it: gclock sim --plot fig3.png liao-fig3 (and --adaptive=false)")
+	fmt.Fprintln(w, "\nplot it: gclock sim --plot fig3.png liao-fig3-loaded (and --adaptive=false)")
 	return nil
 }
 
@@ -235,15 +249,19 @@ func writeLiaoFig3(ctx context.Context, w io.Writer, opt Options) error {
 // of the acquisition and after one hour, the drift bound they imply, and
 // how linear the growth is.
 type Jezequel struct {
-	Acquisition   time.Duration
-	Nodes         []int
-	WidthAtAcq    []int64   // full bound width (Latest - Earliest) at the end of acquisition, per node
-	WidthAt1h     []int64   // ... at the end of the run
-	ErrAt1h       []int64   // |Est - truth| at the end
-	DriftBound    []float64 // (W(end) - W(acq)) / 2 / (end - acq): the bound on |beta error|
-	Linearity     []float64 // growth of W in the last half / in the first half of the free run
-	Coverage      []float64 // share of free-run points inside the bounds
-	TheoryDriftLB float64   // 2 g / acquisition (Jezequel 4.3, isotropic)
+	Acquisition time.Duration
+	Nodes       []int
+	WidthAtAcq  []int64   // full bound width (Latest - Earliest) at the end of acquisition, per node
+	WidthAt1h   []int64   // ... at the end of the run
+	ErrAt1h     []int64   // |Est - truth| at the end
+	DriftBound  []float64 // (W(end) - W(acq)) / 2 / (end - acq): the bound on |beta error|
+	Linearity   []float64 // growth of W in the last half / in the first half of the free run
+	Coverage    []float64 // share of free-run points inside the bounds
+	// ErrR2 is the R^2 of a straight line fitted to the signed error
+	// Est - truth over the free run: the error of a constant drift estimate
+	// grows linearly (up to the clock's granularity).
+	ErrR2         []float64
+	TheoryDriftLB float64 // 2 g / acquisition (Jezequel 4.3, isotropic)
 	Mu            time.Duration
 }
 
@@ -302,6 +320,15 @@ func JezequelFPS(ctx context.Context, opt Options, dur time.Duration, noMu bool)
 		j.DriftBound = append(j.DriftBound, float64(we-wa)/2/((pe.T-pa.T)*1e9))
 		j.Linearity = append(j.Linearity, float64(we-wm)/math.Max(float64(wm-wa), 1))
 		j.Coverage = append(j.Coverage, stretch(pts, acq, math.Inf(1)).Covered)
+		var xs, ys []float64
+		for _, p := range pts {
+			if p.T >= acq && p.Status != engine.StatusUnsynced {
+				xs = append(xs, p.T-acq)
+				ys = append(ys, float64(p.Err))
+			}
+		}
+		alpha, beta := stat.LinearRegression(xs, ys, nil, false)
+		j.ErrR2 = append(j.ErrR2, stat.RSquared(xs, ys, nil, alpha, beta))
 	}
 	return j, nil
 }
@@ -320,17 +347,18 @@ func writeJezequel(ctx context.Context, w io.Writer, opt Options) error {
 			fmt.Fprintf(w, "\ngclock with Jezequel's mu = %v (paper theory: drift bound >= 2g/dT = %.2g):\n", j.Mu, j.TheoryDriftLB)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "node\thops\twidth at 300 s\twidth at 1 h\t|err| at 1 h\tdrift bound\tlinearity\tcoverage\t")
+		fmt.Fprintln(tw, "node\thops\twidth at 300 s\twidth at 1 h\t|err| at 1 h\tdrift bound\twidth linearity\terror R^2\tcoverage\t")
 		for i, n := range j.Nodes {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%.2g\t%.3f\t%.4f\t\n", n, popcount(n), FormatNs(float64(j.WidthAtAcq[i])),
-				FormatNs(float64(j.WidthAt1h[i])), FormatNs(float64(j.ErrAt1h[i])), j.DriftBound[i], j.Linearity[i], j.Coverage[i])
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%.2g\t%.3f\t%.3f\t%.4f\t\n", n, popcount(n), FormatNs(float64(j.WidthAtAcq[i])),
+				FormatNs(float64(j.WidthAt1h[i])), FormatNs(float64(j.ErrAt1h[i])), j.DriftBound[i], j.Linearity[i], j.ErrR2[i], j.Coverage[i])
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(w, "\nwidth = Latest - Earliest (the paper's precision G); drift bound = half the width's growth rate")
-	fmt.Fprintln(w, "after the acquisition; linearity = growth in the second half of the free run / in the first half (1 = linear).")
+	fmt.Fprintln(w, "after the acquisition; width linearity = its growth in the second half of the free run / in the")
+	fmt.Fprintln(w, "first half (1 = linear); error R^2 = of a straight line fitted to Est - truth over the free run.")
 	return nil
 }
 

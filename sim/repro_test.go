@@ -96,6 +96,11 @@ func TestJezequelSection6DriftBoundAndLinearGrowth(t *testing.T) {
 		if j.Linearity[i] < 0.9 || j.Linearity[i] > 1.1 {
 			t.Errorf("node %d: width grew %.3f times as much in the second half: not linear", n, j.Linearity[i])
 		}
+		// The error itself grows linearly, up to the 64 us granularity of
+		// the reads.
+		if j.ErrR2[i] < 0.85 {
+			t.Errorf("node %d: a line explains R^2 = %.3f of the error's growth, want >= 0.85", n, j.ErrR2[i])
+		}
 	}
 	// Node 1 is one hop from the reference, like the paper's measurement.
 	// Paper: 5e-7; theory's floor 2g/dT = 4.3e-7. "Of the paper's order":

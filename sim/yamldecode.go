@@ -35,11 +35,7 @@ func decodeValue(n *yaml.Node, path string, v reflect.Value) error {
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
 		if err != nil {
-			if n.Value == "0" {
-				d = 0
-			} else {
-				return fmt.Errorf("bad duration %q, want e.g. 10ms or 1h30m (%s): %w", n.Value, where(path, n), err)
-			}
+			return fmt.Errorf("bad duration %q, want e.g. 10ms or 1h30m (%s): %w", n.Value, where(path, n), err)
 		}
 		v.SetInt(int64(d))
 		return nil

@@ -52,7 +52,7 @@ func runSim(args []string) error {
 	est := fs.String("estimator", "", "override the estimator: minrtt, regression, hull")
 	adaptive := fs.Bool("adaptive", true, "adaptive resync periods (--adaptive=false: the paper's fixed periods)")
 	plotFile := fs.String("plot", "", "draw error and bounds over time into `FILE`.png or .svg")
-	report := fs.String("report", "", "run a paper reproduction and print ours beside the paper's: "+strings.Join(sim.ReportNames(), ", "))
+	report := fs.String("report", "", "run a paper reproduction and print ours beside the paper's: "+strings.Join(sim.ReportNames(), ", ")+", or all")
 	list := fs.Bool("list", false, "list the shipped scenarios")
 	verbose := fs.Bool("v", false, "log the engines' debug messages to stderr")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
