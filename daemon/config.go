@@ -108,6 +108,9 @@ type SyncConfig struct {
 	MaxConcurrentRounds       int      `yaml:"max_concurrent_rounds"`
 	RetryRTTs                 float64  `yaml:"retry_rtts"`
 	MaxProbeRetries           int      `yaml:"max_probe_retries"`
+	// DiscountDelay: an error report counts only the part of a projection
+	// error that the exchange's queueing cannot explain (engine.Config).
+	DiscountDelay bool `yaml:"discount_delay"`
 }
 
 // Clock sources.
@@ -133,6 +136,10 @@ type EmulatedClockConfig struct {
 	Granularity Duration    `yaml:"granularity"`
 	ReadJitter  Duration    `yaml:"read_jitter"`
 	Seed        int64       `yaml:"seed"`
+	// OriginRaw is the CLOCK_MONOTONIC_RAW reading (ns) at which the
+	// emulated clock reads origin_raw + offset, so that an evaluator can
+	// rebuild the same clock; 0 means the moment the daemon starts.
+	OriginRaw int64 `yaml:"origin_raw"`
 }
 
 // DriftStep changes the emulated drift After the daemon started.
@@ -156,7 +163,7 @@ type GlobalTimeConfig struct {
 
 // MetricsConfig is the Prometheus endpoint.
 type MetricsConfig struct {
-	Listen string `yaml:"listen"` // host:port; empty: no metrics
+	Listen string `yaml:"listen"` // host:port, or unix:/path for a Unix socket; empty: no metrics
 }
 
 // Real-time modes (Jezequel 5.4).
@@ -250,7 +257,11 @@ func (c *Config) Validate() error {
 	c.Sync.validate(&e)
 	c.Clock.validate(&e)
 	c.validateGlobalTime(&e)
-	if c.Metrics.Listen != "" {
+	if l := c.Metrics.Listen; strings.HasPrefix(l, "unix:") {
+		if !filepath.IsAbs(strings.TrimPrefix(l, "unix:")) {
+			e.add("metrics.listen", "%q: a Unix socket needs an absolute path (unix:/run/gclock.metrics)", l)
+		}
+	} else if l != "" {
 		checkHostPort(&e, "metrics.listen", c.Metrics.Listen, true)
 	}
 	switch c.RealTime.Mode {
@@ -384,9 +395,9 @@ func (s *SyncConfig) Validate() error {
 
 func (s *SyncConfig) validate(e *errs) {
 	switch s.Estimator {
-	case "minrtt", "regression", "hull":
+	case "minrtt", "regression", "hull", "center":
 	default:
-		e.add("sync.estimator", "unknown estimator %q (minrtt, regression, hull)", s.Estimator)
+		e.add("sync.estimator", "unknown estimator %q (minrtt, regression, hull, center)", s.Estimator)
 	}
 	if s.PingsPerRound < 1 || s.PingsPerRound > 64 {
 		e.add("sync.pings_per_round", "%d outside [1, 64]", s.PingsPerRound)
@@ -714,6 +725,6 @@ func (c *Config) EngineConfig(sources, children []engine.NodeID) engine.Config {
 		MaxSlewRate: s.MaxSlewPPM / 1e6, MaxDrift: s.MaxDriftPPM / 1e6,
 		MaxWander: s.MaxWanderPPMPerS / 1e15, ContinuousDrift: s.ContinuousDrift, Granularity: s.Granularity.D(),
 		Window: s.Window, MaxConcurrentRounds: s.MaxConcurrentRounds,
-		RetryRTTs: s.RetryRTTs, MaxProbeRetries: s.MaxProbeRetries,
+		RetryRTTs: s.RetryRTTs, MaxProbeRetries: s.MaxProbeRetries, DiscountDelay: s.DiscountDelay,
 	}
 }

@@ -35,7 +35,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.peers, "peers", "", "override peers: id=host:port,id=host:port,...")
 	fs.StringVar(&f.reference, "reference", "", "override reference.order: id,id,... (first is the reference)")
 	fs.StringVar(&f.topology, "topology", "", "override topology.kind (star, tree, ring, hypercube, mesh)")
-	fs.StringVar(&f.estimator, "estimator", "", "override sync.estimator (minrtt, regression, hull)")
+	fs.StringVar(&f.estimator, "estimator", "", "override sync.estimator (minrtt, regression, hull, center)")
 	fs.StringVar(&f.clock, "clock", "", "override clock.source (raw, emulated)")
 	fs.BoolVar(&f.kernelTimestamps, "kernel-timestamps", true, "override transport.kernel_timestamps")
 	fs.StringVar(&f.shm, "shm", "", "override global_time.shm_path (\"none\": no page)")

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +36,10 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 		return localClock{now: gtime.RawNow, fromRaw: func(r int64) int64 { return r }}, nil
 	}
 	m := c.Emulated
-	origin := gtime.RawNow()
+	origin := m.OriginRaw
+	if origin == 0 {
+		origin = gtime.RawNow()
+	}
 	p := clock.EmuParams{
 		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
 		WanderStep: int64(m.WanderStep), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
@@ -86,6 +91,30 @@ type node struct {
 	wg       sync.WaitGroup
 
 	msgs [5][4]atomic.Uint64 // [engine.MsgType][direction]
+
+	// Kernel transmit stamps of the replies this node sent, for the time
+	// diffs that bring the samples back (see HandleMessage).
+	txMu     sync.Mutex
+	replyT3  map[replyKey]int64 // reply -> the T3 it carried, until ReplySent
+	txStamps map[int64]txStamp  // T3 carried -> kernel transmit time (local clock)
+	stamps   stampCounts
+}
+
+// replyKey names a reply by the request it answers.
+type replyKey struct {
+	to  netip.AddrPort
+	seq uint32
+}
+
+type txStamp struct {
+	local int64 // kernel transmit stamp on the local clock
+	at    int64 // when it was recorded (local clock), for pruning
+}
+
+// stampCounts counts where the exchanges' four times came from.
+type stampCounts struct {
+	t1Kernel, t1Engine atomic.Uint64 // probe departure: kernel stamp / engine call time
+	t3Kernel, t3User   atomic.Uint64 // reply departure: kernel stamp / time before the write
 }
 
 // Directions of the message counters.
@@ -143,7 +172,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	n := &node{cfg: cfg, log: logger, clk: clk, eng: eng, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
-		peers: map[engine.NodeID]netip.AddrPort{}}
+		peers: map[engine.NodeID]netip.AddrPort{}, replyT3: map[replyKey]int64{}, txStamps: map[int64]txStamp{}}
 	for _, p := range cfg.Peers {
 		ap, err := resolve(p.Address)
 		if err != nil {
@@ -190,7 +219,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
-		ln, err := net.Listen("tcp", addr)
+		network := "tcp"
+		if strings.HasPrefix(addr, "unix:") {
+			network, addr = "unix", strings.TrimPrefix(addr, "unix:")
+			os.Remove(addr) // a previous run's socket
+		}
+		ln, err := net.Listen(network, addr)
 		if err != nil {
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}
@@ -201,7 +235,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
 		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps)
 	err = n.loop(ctx)
-	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "stamps_raised", n.clamped.Load())
+	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "stamps_raised", n.clamped.Load(),
+		"t1_kernel", n.stamps.t1Kernel.Load(), "t1_engine", n.stamps.t1Engine.Load(),
+		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
 	cancel()
 	eerr := <-epDone // no handler runs after this
 	n.sendMu.Lock()
@@ -336,7 +372,26 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 	n.count(engine.MsgProbeReply, dirReceived)
 	rm := reply.Msg
 	rm.Type, rm.From = engine.MsgProbeReply, engine.NodeID(reply.Sender)
-	n.dispatch(n.step(rm, n.recvLocal(timing.RecvUser, timing.RecvKernel)))
+	// The exchange's source-side times: the reply's kernel receive stamp
+	// (T4) and, when the first transmission was answered, the probe's
+	// kernel transmit stamp (T1). A retransmitted probe keeps the engine's
+	// own, earlier send time: the reply may answer the first copy.
+	rm.T4 = n.recvLocal(timing.RecvUser, timing.RecvKernel)
+	if n.cfg.Transport.KernelTimestamps && timing.Attempts == 1 && timing.SendKernel != 0 {
+		rm.T1 = n.rawLocal(timing.SendKernel)
+		n.stamps.t1Kernel.Add(1)
+	} else {
+		n.stamps.t1Engine.Add(1)
+	}
+	n.dispatch(n.step(rm, n.clk.now()))
+}
+
+// rawLocal maps a CLOCK_MONOTONIC_RAW instant onto the local clock.
+func (n *node) rawLocal(raw int64) int64 {
+	if n.cfg.Clock.Source == ClockEmulated {
+		return n.clk.fromRaw(raw)
+	}
+	return raw
 }
 
 func (n *node) oneWay(ctx context.Context, addr netip.AddrPort, op wire.Op, m engine.Message) {
@@ -402,14 +457,24 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	m.Type, m.From = engine.MsgProbe, engine.NodeID(in.Packet.Sender)
 	m.Samples = nil
 	n.count(m.Type, dirReceived)
-	r := n.step(m, n.recvLocal(in.RecvUser, in.RecvKernel))
+	r := n.step(m, n.clk.now())
+	t2 := n.recvLocal(in.RecvUser, in.RecvKernel)
 	var out []engine.Message
 	found := false
 	for _, o := range r.Messages {
 		if !found && o.Type == engine.MsgProbeReply && o.To == m.From && o.Seq == m.Seq {
+			// T2: the probe's (kernel) receive stamp, earlier than the
+			// engine's call; T3: just before the write. The kernel transmit
+			// stamp replaces T3 when the samples come back (HandleMessage).
+			o.T2 = min(o.T2, t2)
 			o.T3 = max(o.T3, n.clk.now())
 			reply.Msg = o
 			found = true
+			if n.cfg.Transport.KernelTimestamps {
+				n.txMu.Lock()
+				n.replyT3[replyKey{in.From, in.Packet.Seq}] = o.T3
+				n.txMu.Unlock()
+			}
 			continue
 		}
 		out = append(out, o)
@@ -423,13 +488,68 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	return nil
 }
 
+// ReplySent implements transport.ReplyObserver: it keeps the kernel
+// transmit stamp of each probe reply, keyed by the T3 the reply carried.
+func (n *node) ReplySent(to netip.AddrPort, seq uint32, sendUser, sendKernel int64) {
+	n.txMu.Lock()
+	defer n.txMu.Unlock()
+	k := replyKey{to, seq}
+	t3, ok := n.replyT3[k]
+	if !ok {
+		return
+	}
+	delete(n.replyT3, k)
+	if sendKernel != 0 {
+		n.txStamps[t3] = txStamp{local: n.rawLocal(sendKernel), at: t3}
+	}
+}
+
+// txStampTTL is how long a reply's transmit stamp waits for its time diff.
+const txStampTTL = int64(10 * time.Minute)
+
+// kernelSends replaces each sample's T3 (LocSend: the time just before this
+// node wrote its reply) by the reply's kernel transmit stamp, when this
+// node has it. The stamp is taken as the frame leaves the socket layer, so
+// it is still no later than the real departure: the bounds stay
+// guaranteed. Entries older than txStampTTL, or used, are dropped.
+func (n *node) kernelSends(ss []estimate.Sample, now int64) {
+	n.txMu.Lock()
+	defer n.txMu.Unlock()
+	for i := range ss {
+		st, ok := n.txStamps[ss[i].LocSend]
+		if !ok {
+			n.stamps.t3User.Add(1)
+			continue
+		}
+		delete(n.txStamps, ss[i].LocSend)
+		if st.local >= ss[i].LocRecv && st.local <= now {
+			ss[i].LocSend = st.local
+			n.stamps.t3Kernel.Add(1)
+		} else {
+			n.stamps.t3User.Add(1)
+		}
+	}
+	for k, st := range n.txStamps {
+		if now-st.at > txStampTTL {
+			delete(n.txStamps, k)
+		}
+	}
+	if len(n.replyT3) > 4096 { // ReplySent never came (write failed): forget
+		clear(n.replyT3)
+	}
+}
+
 // HandleMessage feeds a time diff or an error report to the engine.
 func (n *node) HandleMessage(in *transport.Incoming) {
 	m := in.Packet.Msg
 	m.From = engine.NodeID(in.Packet.Sender)
 	m.Samples = slices.Clone(m.Samples) // the packet is reused by the receive loop
 	n.count(m.Type, dirReceived)
-	r := n.step(m, n.recvLocal(in.RecvUser, in.RecvKernel))
+	now := n.clk.now()
+	if m.Type == engine.MsgTimeDiff && n.cfg.Transport.KernelTimestamps {
+		n.kernelSends(m.Samples, now)
+	}
+	r := n.step(m, now)
 	n.log.Debug("message", "type", m.Type, "from", m.From, "to", m.To, "samples", len(m.Samples), "events", len(r.Events))
 	n.dispatch(r)
 }

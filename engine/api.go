@@ -45,6 +45,16 @@ type Message struct {
 	// later than the moment the reply really leaves.
 	T2, T3 int64
 
+	// ProbeReply, set by the source's driver before Step and never sent on
+	// the wire: better stamps of the exchange on the source's own clock.
+	// T1 is the probe's real departure (a kernel transmit stamp) of the copy
+	// this reply answers; T4 is the reply's arrival (a kernel receive stamp),
+	// which may be older than the Step call. 0 keeps the engine's own: the
+	// time of the call that produced the probe and the time of Step. The
+	// engine takes T1 only within [its own send time, T4] and T4 only within
+	// [T1, Step's time], so a wrong stamp is ignored, never unsafe.
+	T1, T4 int64
+
 	// TimeDiff: the exchanges of the round, complete on both clocks, in the
 	// child's orientation (the child is "local", the source is "source").
 	Samples []estimate.Sample
@@ -131,7 +141,7 @@ type Config struct {
 	// exchange with them.
 	Children []NodeID
 
-	Estimator string // "minrtt" (the paper), "regression" or "hull"
+	Estimator string // "minrtt" (the paper), "regression", "hull" or "center" (estimate.Hull.Center)
 	Adaptive  bool   // false: fixed periods, the paper's non-adaptive baseline
 
 	PingsPerRound             int           // 3
@@ -175,4 +185,12 @@ type Config struct {
 	// a single exchange bounds the offset within RTT/2 - HullMinDelay. 0 is
 	// causality only; a value above the true minimum breaks the bounds.
 	HullMinDelay time.Duration
+	// DiscountDelay: before comparing |Tdiff - projection| with
+	// DIFFERENCE_THRESH, subtract half the round's best round trip's excess
+	// over the shortest round trip seen from that source, the part of the
+	// difference the exchange's own queueing can explain. False is Liao's
+	// rule, right for links with microseconds of jitter; on a link with
+	// tens of microseconds of jitter Liao's rule reports noise as error and
+	// keeps the global period at its minimum.
+	DiscountDelay bool
 }

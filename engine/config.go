@@ -71,9 +71,9 @@ func (c Config) Validate() error {
 		}
 	}
 	switch c.Estimator {
-	case "minrtt", "regression", "hull":
+	case "minrtt", "regression", "hull", "center":
 	default:
-		return bad("Estimator", "unknown estimator %q (minrtt, regression, hull)", c.Estimator)
+		return bad("Estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
 	}
 	if c.PingsPerRound < 1 || c.PingsPerRound > 64 {
 		return bad("PingsPerRound", "%d outside [1, 64]", c.PingsPerRound)

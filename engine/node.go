@@ -109,6 +109,7 @@ type source struct {
 	haveRnd  bool
 	lastAt   int64
 	prevAt   int64
+	minRTT   int64 // shortest exchange ever received from this source (0: none yet)
 
 	stats SourceSnapshot
 }
@@ -346,6 +347,12 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		return
 	}
 	s := estimate.Sample{SrcSend: c.probeSent, LocRecv: m.T2, LocSend: m.T3, SrcRecv: now}
+	if m.T4 != 0 && m.T4 >= c.probeSent && m.T4 <= now {
+		s.SrcRecv = m.T4
+	}
+	if m.T1 != 0 && m.T1 >= c.probeSent && m.T1 <= s.SrcRecv {
+		s.SrcSend = m.T1
+	}
 	if m.T3 < m.T2 || now < c.probeSent || s.RTT() < 0 {
 		// Corrupt timestamps: treat as lost, the timeout retries.
 		c.stats.Ignored++
@@ -520,10 +527,21 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	s.best, s.haveBest = best, true
 	s.prevAt, s.lastAt = s.lastAt, now
 	s.stats.Rounds++
+	if r := best.RTT(); s.minRTT == 0 || r < s.minRTT {
+		s.minRTT = max(1, r)
+	}
 	diff := float64(best.Offset() - projected)
 	if haveProj {
-		if math.Abs(diff) > float64(n.cfg.DifferenceThresh) {
-			e := math.Abs(diff) / float64(n.cfg.DifferenceThresh)
+		sig := math.Abs(diff)
+		if n.cfg.DiscountDelay {
+			// The best exchange's offset is off by at most half its
+			// round trip's excess over the shortest one ever (when the
+			// shortest delays are symmetric): only what is left is evidence
+			// that the projection was wrong.
+			sig = max(0, sig-float64(best.RTT()-s.minRTT)/2)
+		}
+		if sig > float64(n.cfg.DifferenceThresh) {
+			e := sig / float64(n.cfg.DifferenceThresh)
 			s.stats.Reports++
 			n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: m.Round, Err: e})
 			n.event(now, EvErrReport, s.id, e)

@@ -226,3 +226,54 @@ func BenchmarkTree10kMemory(b *testing.B) {
 		runtime.KeepAlive(tn)
 	}
 }
+
+// TestProbeReplyDriverStamps: a driver's better stamps (T1: the probe's
+// kernel transmit time, T4: the reply's kernel receive time, older than the
+// Step call) go into the sample; stamps outside [own send, T4] and
+// [T1, Step time] are ignored.
+func TestProbeReplyDriverStamps(t *testing.T) {
+	tests := []struct {
+		name               string
+		t1, t4             int64 // relative to the probe's engine send time (1000)
+		wantSend, wantRecv int64
+	}{
+		{"engine stamps", 0, 0, 1000, 1500},
+		{"kernel stamps", 1005, 1490, 1005, 1490},
+		{"T1 before own send ignored", 990, 1490, 1000, 1490},
+		{"T1 after T4 ignored", 1495, 1490, 1000, 1490},
+		{"T4 after Step ignored", 1005, 1600, 1005, 1500},
+		{"T4 before own send ignored", 1005, 900, 1005, 1500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.ID, c.Children, c.PingsPerRound = 0, []NodeID{1}, 1
+			src, err := New(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.Tick(1000)
+			r := src.Ready()
+			if len(r.Messages) != 1 || r.Messages[0].Type != MsgProbe {
+				t.Fatalf("want one probe, got %+v", r.Messages)
+			}
+			p := r.Messages[0]
+			src.Step(Message{Type: MsgProbeReply, From: 1, To: 0, Round: p.Round, Seq: p.Seq,
+				T2: 7000, T3: 7010, T1: tt.t1, T4: tt.t4}, 1500)
+			r = src.Ready()
+			var td *Message
+			for i := range r.Messages {
+				if r.Messages[i].Type == MsgTimeDiff {
+					td = &r.Messages[i]
+				}
+			}
+			if td == nil || len(td.Samples) != 1 {
+				t.Fatalf("want a time diff with one sample, got %+v", r.Messages)
+			}
+			s := td.Samples[0]
+			if s.SrcSend != tt.wantSend || s.SrcRecv != tt.wantRecv || s.LocRecv != 7000 || s.LocSend != 7010 {
+				t.Errorf("sample %+v, want SrcSend %d SrcRecv %d", s, tt.wantSend, tt.wantRecv)
+			}
+		})
+	}
+}

@@ -33,6 +33,10 @@ type HullConfig struct {
 	// extent) so that the tangent of the true, curving, offset at the newest
 	// sample stays feasible; it becomes Mapping.Wander.
 	MaxWander float64
+	// Center makes Mapping's estimate the centre line (see Hull.Center)
+	// instead of the middle of the bounds at the newest sample. The bounds
+	// it reports still contain every feasible line.
+	Center bool
 }
 
 // DefaultHullConfig is a 256-sample window without shift or wander.
@@ -548,6 +552,16 @@ func (h *Hull) Mapping() Mapping {
 	mid := Midpoint(lo, hi)
 	fl, fh := sl.float(), sh.float()
 	skewErr := (fh - fl) / 2
+	if h.cfg.Center {
+		if cy, cs, ok := h.Center(x0); ok {
+			cy = max(lo, min(hi, cy))
+			cs = max(fl, min(fh, cs))
+			skewErr = max(fh-cs, cs-fl)
+			skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh))
+			return Mapping{X0: x0, Y0: cy, Skew: cs, W0: max(hi-cy, cy-lo) + 1,
+				SkewErr: skewErr, Wander: h.cfg.MaxWander, Valid: true}
+		}
+	}
 	// Cover float64 rounding of the slopes so the linear bound stays outside
 	// the exact one.
 	skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh))
@@ -563,3 +577,92 @@ func (h *Hull) Mapping() Mapping {
 }
 
 var _ Estimator = (*Hull)(nil)
+
+// Center returns the centre line of the window at local time x: the line
+// that lies farthest from both point sets, with the largest equal vertical
+// margin below every UP point and above every LOW point. Where the
+// shortest delays are the same both ways (a symmetric link) it converges
+// on the true line as exchanges accumulate: it rests on the fastest
+// exchange in each direction separately, over the whole window, instead of
+// on the few near the newest sample that the middle of the bounds there
+// depends on. It returns the source time on that line at x and its skew;
+// ok is false while the window is empty or the sets are not separable.
+//
+// The margin at skew s, g(s) = min_UP(d - s x) - max_LOW(d - s x), is
+// concave and piecewise linear with breakpoints at the two hulls' edge
+// slopes: the maximum is at one of them (or at a feasible-range end).
+// Float64 on window-relative coordinates (below 2^46) is exact enough for
+// an estimate; the guaranteed bounds stay with Bounds.
+func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
+	if !h.have || len(h.up.hull) == 0 || len(h.low.hull) == 0 {
+		return 0, 0, false
+	}
+	sl, sh, ok := h.skewRange()
+	if !ok {
+		return 0, 0, false
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if sl.q != 0 {
+		lo = sl.float()
+	}
+	if sh.q != 0 {
+		hi = sh.float()
+	}
+	// minUp(s) and maxLow(s) over the hull vertices (LOW stores -d).
+	minUp := func(s float64) float64 {
+		m := math.Inf(1)
+		for _, u := range h.up.hull {
+			m = min(m, float64(u.d)-s*float64(u.x))
+		}
+		return m
+	}
+	maxLow := func(s float64) float64 {
+		m := math.Inf(-1)
+		for _, l := range h.low.hull {
+			m = max(m, float64(-l.d)-s*float64(l.x))
+		}
+		return m
+	}
+	var cands []float64
+	for _, c := range []*chain{&h.up, &h.low} {
+		sign := 1.0
+		if c == &h.low {
+			sign = -1
+		}
+		for i := 1; i < len(c.hull); i++ {
+			a, b := c.hull[i-1], c.hull[i]
+			if b.x != a.x {
+				cands = append(cands, sign*float64(b.d-a.d)/float64(b.x-a.x))
+			}
+		}
+	}
+	if !math.IsInf(lo, 0) {
+		cands = append(cands, lo)
+	}
+	if !math.IsInf(hi, 0) {
+		cands = append(cands, hi)
+	}
+	best, bestG := 0.0, math.Inf(-1)
+	for _, s := range cands {
+		if s < lo || s > hi {
+			continue
+		}
+		if g := minUp(s) - maxLow(s); g > bestG {
+			best, bestG = s, g
+		}
+	}
+	if math.IsInf(bestG, -1) {
+		return 0, 0, false
+	}
+	rx, okx := subChecked(x, h.x0)
+	if !okx || rx < -maxQuery || rx > maxQuery {
+		return 0, 0, false
+	}
+	d := (minUp(best)+maxLow(best))/2 + best*float64(rx)
+	base, ok1 := addChecked(x, h.c)
+	y, ok2 := addChecked(base, int64(math.Round(d)))
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	return y, best, true
+}

@@ -419,6 +419,11 @@ type ExecOptions struct {
 // `gclock daemon --config ...` in each host with Exec, then run the
 // evaluator against them (see the TODO in cmd/gclock/lab.go).
 func (l *Lab) Exec(host int, argv []string, opt ExecOptions) (*Proc, error) {
+	return l.ExecEnv(host, argv, nil, opt)
+}
+
+// ExecEnv is Exec with env added to this process's environment.
+func (l *Lab) ExecEnv(host int, argv, env []string, opt ExecOptions) (*Proc, error) {
 	if host < 0 || host >= l.cfg.Hosts {
 		return nil, fmt.Errorf("lab: exec: host %d: want 0..%d", host, l.cfg.Hosts-1)
 	}
@@ -431,6 +436,9 @@ func (l *Lab) Exec(host int, argv []string, opt ExecOptions) (*Proc, error) {
 		return nil, fmt.Errorf("lab: exec %s in host %d: lab is down", argv[0], host)
 	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", HostNS(host)}, argv...)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if opt.Stdout != nil {
 		cmd.Stdout = opt.Stdout
 	}

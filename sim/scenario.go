@@ -340,9 +340,9 @@ func (s *Scenario) Validate() error {
 	}
 	e := &s.Engine
 	switch e.Estimator {
-	case "minrtt", "regression", "hull":
+	case "minrtt", "regression", "hull", "center":
 	default:
-		bad("engine.estimator", "unknown estimator %q (minrtt, regression, hull)", e.Estimator)
+		bad("engine.estimator", "unknown estimator %q (minrtt, regression, hull, center)", e.Estimator)
 	}
 	if e.PingsPerRound < 1 {
 		bad("engine.pings_per_round", "must be >= 1, got %d", e.PingsPerRound)

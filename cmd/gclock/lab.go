@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/sim"
 )
 
 func init() {
@@ -46,6 +50,15 @@ type labFlags struct {
 	probes   int
 	verbose  bool
 	ptpSync  int
+	// gclock run
+	load       int
+	clocks     string
+	maxDrift   float64
+	plot       string
+	daemonCfg  string
+	noValidate bool
+	evalEvery  time.Duration
+	series     string
 }
 
 func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
@@ -61,6 +74,14 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.IntVar(&f.probes, "probes", 2000, "validation probes per direction (one every 2ms)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
+	fs.IntVar(&f.load, "load", 2, "CPU-bound processes (busy loops) run beside the daemons during the measurement")
+	fs.StringVar(&f.clocks, "clocks", "emulated", "gclock daemons' clocks: emulated (offsets, drifts) or raw (true offset 0, as the peers run)")
+	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
+	fs.StringVar(&f.plot, "plot", "", "draw gclock's error and bounds per host over time into FILE.png or FILE.svg")
+	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
+	fs.BoolVar(&f.noValidate, "no-validate", false, "skip the switch validation before the run")
+	fs.DurationVar(&f.evalEvery, "eval-every", 10*time.Millisecond, "evaluate every host's page this often")
+	fs.StringVar(&f.series, "series", "", "write every evaluation (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
 }
 
 func (f *labFlags) config() (lab.Config, error) {
@@ -87,15 +108,20 @@ func (f *labFlags) config() (lab.Config, error) {
 
 // labReport is `gclock lab --json`.
 type labReport struct {
-	Hosts      int                    `json:"hosts"`
-	Link       string                 `json:"link"`
-	DurationNs int64                  `json:"duration_ns"`
-	WarmupNs   int64                  `json:"warmup_ns"`
-	Realtime   bool                   `json:"switch_realtime"`
-	Validation []lab.DirResult        `json:"validation"`
-	Gclock     *lab.Summary           `json:"gclock"` // null until the daemons are plugged in
-	Compare    map[string]lab.Summary `json:"compare,omitempty"`
-	Notes      map[string][]string    `json:"notes,omitempty"`
+	Hosts      int             `json:"hosts"`
+	Link       string          `json:"link"`
+	DurationNs int64           `json:"duration_ns"`
+	WarmupNs   int64           `json:"warmup_ns"`
+	Realtime   bool            `json:"switch_realtime"`
+	Validation []lab.DirResult `json:"validation"`
+	Load       int             `json:"load"`
+	Clocks     string          `json:"clocks"`
+	// Summary and Nodes are gclock's, under `gclock sim --json`'s names.
+	Summary lab.GclockSummary      `json:"summary"`
+	Nodes   []lab.GclockSummary    `json:"nodes"`
+	Truth   []lab.ClockTruth       `json:"clocks_truth"`
+	Compare map[string]lab.Summary `json:"compare,omitempty"`
+	Notes   map[string][]string    `json:"notes,omitempty"`
 }
 
 func runLab(args []string) error {
@@ -145,6 +171,34 @@ func runLab(args []string) error {
 			return fmt.Errorf("--compare %q: unknown peer (want chrony, ptp4l or both)", p)
 		}
 	}
+	gc := lab.DefaultGclockConfig()
+	gc.Duration, gc.Warmup, gc.Seed, gc.MaxDriftPPM, gc.EvalEvery = f.duration, f.warmup, f.seed, f.maxDrift, f.evalEvery
+	gc.Trace = f.plot != "" || f.series != ""
+	switch f.clocks {
+	case "emulated":
+	case "raw":
+		gc.Emulate = false
+	default:
+		return fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
+	}
+	if f.load < 0 || f.load > 64 {
+		return fmt.Errorf("--load %d: want 0..64", f.load)
+	}
+	if f.daemonCfg != "" {
+		dc, err := daemon.Load(f.daemonCfg)
+		if err != nil {
+			return fmt.Errorf("--daemon-config: %w", err)
+		}
+		gc.Base = &dc
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the gclock binary to run the daemons: %w", err)
+	}
+	gc.Command = []string{exe, "daemon"}
+	if err := gc.Validate(); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -155,25 +209,44 @@ func runLab(args []string) error {
 	defer l.Down()
 
 	rep := labReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
-		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime}
+		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: f.load, Clocks: f.clocks}
 	vc := lab.DefaultValidateConfig()
 	vc.Probes = f.probes
-	if rep.Validation, err = l.Validate(ctx, vc); err != nil {
-		return err
-	}
-
-	// TODO(daemon): the gclock daemons plug in here. Once `gclock daemon`
-	// exists (engine + transport), start one per host with an emulated
-	// clock: for i := range cfg.Hosts { l.Exec(i, []string{gclockBinary,
-	// "daemon", "--config", ...}, ...) }, run the evaluator against the
-	// shared kernel clock for pc.Duration concurrently with l.RunPeers, and
-	// set rep.Gclock to its lab.Summary (same fields as `gclock sim --json`).
-
-	var results []lab.PeerResult
-	if len(peers) > 0 {
-		if results, err = l.RunPeers(ctx, peers, pc); err != nil {
+	if !f.noValidate {
+		if rep.Validation, err = l.Validate(ctx, vc); err != nil {
 			return err
 		}
+	}
+	if f.load > 0 {
+		stopLoad, err := l.StartLoad(f.load)
+		if err != nil {
+			return err
+		}
+		defer stopLoad()
+	}
+	if f.verbose {
+		fmt.Fprintf(os.Stderr, "gclock lab: running gclock daemons%s for %v with %d busy loops beside them\n",
+			map[bool]string{true: " and " + strings.Join(peers, ", "), false: ""}[len(peers) > 0], f.duration, f.load)
+	}
+	var results []lab.PeerResult
+	var perr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if len(peers) > 0 {
+			results, perr = l.RunPeers(ctx, peers, pc)
+		}
+	}()
+	gres, gerr := l.RunGclock(ctx, gc)
+	<-done
+	if gerr != nil {
+		return gerr
+	}
+	if perr != nil {
+		return perr
+	}
+	rep.Summary, rep.Nodes, rep.Truth = gres.Summary, gres.Nodes, gres.Clocks
+	if len(results) > 0 {
 		rep.Compare = map[string]lab.Summary{}
 		rep.Notes = map[string][]string{}
 		for _, r := range results {
@@ -181,18 +254,65 @@ func runLab(args []string) error {
 			rep.Notes[r.Peer] = r.Notes
 		}
 	}
+	if f.series != "" {
+		if err := labSeries(gres, f.series); err != nil {
+			return err
+		}
+	}
+	if f.plot != "" {
+		if err := labPlot(gres, f.plot); err != nil {
+			return err
+		}
+	}
 	if f.json {
 		return labWriteJSON(os.Stdout, rep)
 	}
-	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v\n\nswitch validation (h%d<->h%d, kernel timestamps):\n",
-		rep.Hosts, rep.Link, rep.Realtime, vc.A, vc.B)
-	lab.PrintValidation(os.Stdout, rep.Validation)
-	fmt.Println("\ngclock daemons: not plugged in yet (waiting for the daemon; see the TODO in cmd/gclock/lab.go)")
+	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v, %d busy loops beside the daemons\n",
+		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
+	if len(rep.Validation) > 0 {
+		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
+		lab.PrintValidation(os.Stdout, rep.Validation)
+	}
+	fmt.Printf("\ngclock (%s clocks; host 0 is the reference), %v run, first %v excluded; daemon logs in %s\n",
+		f.clocks, f.duration, f.warmup, gres.Logs)
+	labPrintGclock(os.Stdout, gres)
 	if len(results) > 0 {
-		fmt.Printf("\npeers, true offset 0, %v run, first %v excluded (|error|, us):\n", pc.Duration, pc.Warmup)
+		fmt.Printf("\npeers on h%d->h%d (real clocks, true offset 0), same run (|error|, us):\n", pc.Server, pc.Client)
 		labPrintPeers(os.Stdout, results)
+		s := gres.Summary
+		for _, r := range results {
+			if r.Summary.ErrorP50Ns > 0 && s.ErrorP50Ns > 0 {
+				fmt.Printf("  gclock vs %s: median %.1fx lower, p99 %.1fx lower\n", r.Peer,
+					float64(r.Summary.ErrorP50Ns)/float64(s.ErrorP50Ns), float64(r.Summary.ErrorP99Ns)/float64(max(1, s.ErrorP99Ns)))
+			}
+		}
 	}
 	return nil
+}
+
+func labPrintGclock(w io.Writer, r lab.GclockResult) {
+	us := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
+	fmt.Fprintf(w, "%-5s %-34s %7s %9s %9s %9s %9s %9s %9s %9s\n", "host", "clock (evaluator only)", "evals",
+		"p50 us", "p95 us", "p99 us", "max us", "coverage", "width us", "exch/s")
+	row := func(name, clk string, s lab.GclockSummary) {
+		fmt.Fprintf(w, "%-5s %-34s %7d %9s %9s %9s %9s %9.4f %9.3f %9.3f\n", name, clk, s.Evaluations, us(s.ErrorP50Ns),
+			us(s.ErrorP95Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), s.BoundCoverage, s.BoundWidthMeanNs/1e3, s.ExchangesPerNodePerS)
+	}
+	for i, s := range r.Nodes {
+		clk := ""
+		if i < len(r.Clocks) {
+			clk = r.Clocks[i].String()
+		}
+		name := fmt.Sprintf("h%d", i)
+		if i == 0 {
+			name += "*"
+		}
+		row(name, clk, s)
+	}
+	row("all", "(hosts 1.., the reference excluded)", r.Summary)
+	s := r.Summary
+	fmt.Fprintf(w, "traffic per synchronised host: convergence %.2f exchanges/s (%.2f rounds/s), after %.2f exchanges/s (%.3f rounds/s); %.2f engine messages/node/s\n",
+		s.ConvergenceExchangesPerNodePerS, s.ConvergenceRoundsPerNodePerS, s.ExchangesPerNodePerS, s.RoundsPerNodePerS, s.MessagesPerNodePerS)
 }
 
 func labPrintPeers(w io.Writer, rs []lab.PeerResult) {
@@ -279,4 +399,51 @@ func labWriteJSON(w io.Writer, v any) error {
 		return fmt.Errorf("json: %w", err)
 	}
 	return nil
+}
+
+// labPlot draws gclock's lab run like `gclock sim --plot`: the error and the
+// bounds of up to four hosts over time.
+func labPlot(r lab.GclockResult, file string) error {
+	tr := &sim.Trace{}
+	idx := map[int]int{}
+	for i := 1; i < len(r.Nodes) && len(tr.Nodes) < 4; i++ {
+		idx[i] = len(tr.Nodes)
+		tr.Nodes = append(tr.Nodes, i)
+		tr.Points = append(tr.Points, nil)
+		tr.Events = append(tr.Events, nil)
+	}
+	for _, p := range r.Series {
+		k, ok := idx[p.Host]
+		if !ok {
+			continue
+		}
+		st := engine.StatusUnsynced
+		if p.Synced {
+			st = engine.StatusSynced
+		}
+		tr.Points[k] = append(tr.Points[k], sim.TracePoint{T: float64(p.AtNs) / 1e9, Err: p.ErrNs, Lo: p.LoNs, Hi: p.HiNs, Mono: p.ErrNs, Status: st})
+	}
+	res := &sim.Result{Trace: tr}
+	res.Scenario.Name = "gclock lab"
+	res.Scenario.Engine.Estimator = "lab daemons"
+	res.Scenario.Engine.Adaptive = true
+	return sim.PlotFile(res, file)
+}
+
+// labSeries writes every evaluation as CSV.
+func labSeries(r lab.GclockResult, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("--series: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "t_s,host,err_ns,lo_ns,hi_ns,synced")
+	for _, p := range r.Series {
+		fmt.Fprintf(w, "%.3f,%d,%d,%d,%d,%v\n", float64(p.AtNs)/1e9, p.Host, p.ErrNs, p.LoNs, p.HiNs, p.Synced)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("--series %s: %w", file, err)
+	}
+	return f.Close()
 }

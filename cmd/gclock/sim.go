@@ -49,7 +49,7 @@ func runSim(args []string) error {
 	fanout := fs.Int("fanout", 0, "override the tree fanout")
 	dur := fs.Duration("duration", 0, "override the simulated duration (e.g. 10m)")
 	seed := fs.Uint64("seed", 0, "override the seed")
-	est := fs.String("estimator", "", "override the estimator: minrtt, regression, hull")
+	est := fs.String("estimator", "", "override the estimator: minrtt, regression, hull, center")
 	adaptive := fs.Bool("adaptive", true, "adaptive resync periods (--adaptive=false: the paper's fixed periods)")
 	plotFile := fs.String("plot", "", "draw error and bounds over time into `FILE`.png or .svg")
 	report := fs.String("report", "", "run a paper reproduction and print ours beside the paper's: "+strings.Join(sim.ReportNames(), ", ")+", or all")
