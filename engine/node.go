@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 
 	"github.com/gclock/gclock/estimate"
 )
@@ -520,6 +521,10 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	// being what the node applied before this round.
 	bx, _ := best.Mid()
 	projected, haveProj := n.sourceOffset(s, bx)
+	prevEx := int64(0)
+	if s.haveBest && s.minRTT > 0 && os.Getenv("PREVEX") == "1" {
+		prevEx = max(0, s.best.RTT()-min(s.minRTT, best.RTT()))
+	}
 	n.feed(s, s.hull, samples, now)
 	if s.sel != s.hull {
 		n.feed(s, s.sel, samples, now)
@@ -538,7 +543,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 			// round trip's excess over the shortest one ever (when the
 			// shortest delays are symmetric): only what is left is evidence
 			// that the projection was wrong.
-			sig = max(0, sig-float64(best.RTT()-s.minRTT)/2)
+			sig = max(0, sig-float64(best.RTT()-s.minRTT+prevEx)/2)
 		}
 		if sig > float64(n.cfg.DifferenceThresh) {
 			e := sig / float64(n.cfg.DifferenceThresh)
@@ -630,9 +635,8 @@ func (n *Node) sourceOffset(s *source, x int64) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	t := n.selfGrid(x)
-	est, _, _ := m.At(t)
-	return est - t, true
+	est, _, _ := m.At(x)
+	return est - x, true
 }
 
 // bounder is implemented by estimators that give exact bounds at any x

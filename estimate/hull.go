@@ -658,11 +658,97 @@ func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
 	if !okx || rx < -maxQuery || rx > maxQuery {
 		return 0, 0, false
 	}
-	d := (minUp(best)+maxLow(best))/2 + best*float64(rx)
+	c := (minUp(best) + maxLow(best)) / 2
+	if a, sk, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
+		c, best = a, sk
+	}
+	d := c + best*float64(rx)
 	base, ok1 := addChecked(x, h.c)
 	y, ok2 := addChecked(base, int64(math.Round(d)))
 	if !ok1 || !ok2 {
 		return 0, 0, false
 	}
 	return y, best, true
+}
+
+// centerBand is how far beyond the centre line's margin a point may lie and
+// still count as one of the fastest exchanges refineCenter averages: a few
+// times the jitter of a software timestamp, a small part of a loaded
+// network's queueing. On a simulated 71 us + pareto link (30 exchanges per
+// round, six seeds) the median error was 121 ns with no averaging, 99 ns
+// with 500 ns, 135 ns with 1 us and 237 ns with 3 us.
+const centerBand = 500 // ns
+
+// refineCenter averages the exchanges near the centre line instead of
+// resting on the extreme ones: the UP points within centerBand of the
+// line's margin (the fastest exchanges one way) and the LOW points
+// likewise (the other way) are fitted by least squares with one common
+// line and one common margin (UP = line + m, LOW = line - m). The extreme
+// points' own noise (a timestamp a few hundred ns early) then counts once
+// among many instead of deciding the line. It returns the line at relative
+// x = 0 (d units) and its skew; ok is false with fewer than three points on
+// either side or a singular fit.
+func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
+	var xs, ds, sg []float64
+	nUp, nLow := 0, 0
+	for _, p := range h.up.pts {
+		if float64(p.d)-(c+s*float64(p.x)) <= margin+centerBand {
+			xs, ds, sg = append(xs, float64(p.x)), append(ds, float64(p.d)), append(sg, 1)
+			nUp++
+		}
+	}
+	for _, p := range h.low.pts {
+		if (c+s*float64(p.x))-float64(-p.d) <= margin+centerBand {
+			xs, ds, sg = append(xs, float64(p.x)), append(ds, float64(-p.d)), append(sg, -1)
+			nLow++
+		}
+	}
+	if nUp < 3 || nLow < 3 {
+		return 0, 0, false
+	}
+	// Centre and scale x (to seconds) so the normal equations stay well
+	// conditioned: unknowns (a', s', m) with d = a' + s' X + sg*m.
+	var xm float64
+	for _, x := range xs {
+		xm += x
+	}
+	xm /= float64(len(xs))
+	var A [3][3]float64
+	var B [3]float64
+	for i := range xs {
+		row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
+		for r := range 3 {
+			for k := range 3 {
+				A[r][k] += row[r] * row[k]
+			}
+			B[r] += row[r] * ds[i]
+		}
+	}
+	sol, ok := solve3(A, B)
+	if !ok {
+		return 0, 0, false
+	}
+	skew = sol[1] / 1e9
+	return sol[0] - skew*xm, skew, true
+}
+
+// solve3 solves A v = b by Cramer's rule; ok is false when A is singular.
+func solve3(A [3][3]float64, b [3]float64) (v [3]float64, ok bool) {
+	det := func(m [3][3]float64) float64 {
+		return m[0][0]*(m[1][1]*m[2][2]-m[1][2]*m[2][1]) -
+			m[0][1]*(m[1][0]*m[2][2]-m[1][2]*m[2][0]) +
+			m[0][2]*(m[1][0]*m[2][1]-m[1][1]*m[2][0])
+	}
+	d := det(A)
+	if d == 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+		return v, false
+	}
+	for c := range 3 {
+		m := A
+		for r := range 3 {
+			m[r][c] = b[r]
+		}
+		v[c] = det(m) / d
+	}
+	return v, true
 }

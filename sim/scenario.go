@@ -100,6 +100,9 @@ type EngineSpec struct {
 	// (the engine's default). engine.Config has no such field yet, so the
 	// simulator builds the engine's hull itself when this is set.
 	HullMinDelay Duration `yaml:"hull_min_delay" json:"hull_min_delay,omitempty"`
+	// DiscountDelay: error reports discount the round's RTT excess over the
+	// shortest RTT seen (engine.Config.DiscountDelay).
+	DiscountDelay bool `yaml:"discount_delay" json:"discount_delay,omitempty"`
 }
 
 // engineDefaults takes the engine's own defaults, so that a scenario that

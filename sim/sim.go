@@ -308,6 +308,7 @@ func (r *runner) engineConfig() engine.Config {
 	cfg.MaxWander = wander * 1e-6 / 1e9
 	cfg.Granularity = time.Duration(gran)
 	cfg.ContinuousDrift = e.ContinuousDrift
+	cfg.DiscountDelay = e.DiscountDelay
 	if e.Window > 0 {
 		cfg.Window = e.Window
 	}

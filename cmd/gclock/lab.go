@@ -47,6 +47,7 @@ type labFlags struct {
 	seed     uint64
 	realtime bool
 	spin     time.Duration
+	busy     time.Duration
 	probes   int
 	verbose  bool
 	ptpSync  int
@@ -71,6 +72,7 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the link models")
 	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
 	fs.DurationVar(&f.spin, "spin", lab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
+	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
 	fs.IntVar(&f.probes, "probes", 2000, "validation probes per direction (one every 2ms)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
@@ -98,6 +100,7 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.Seed = f.seed
 	cfg.Realtime = f.realtime
 	cfg.SpinWindow = f.spin
+	cfg.BusyPoll = f.busy
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
