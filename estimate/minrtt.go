@@ -3,7 +3,14 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"os"
+	"time"
 )
+
+func envTau() float64 {
+	d, _ := time.ParseDuration(os.Getenv("TAU"))
+	return float64(d)
+}
 
 // Shortest returns the exchange of round with the smallest RTT (the first
 // one on ties) and its index; it returns (Sample{}, -1) for an empty round.
@@ -128,7 +135,11 @@ func (e *MinRTT) AddRound(round []Sample) error {
 		} else if dx > 0 {
 			inst := float64(off-e.prevOff) / float64(dx)
 			if e.haveSkew {
-				e.skew += e.cfg.Smoothing * (inst - e.skew)
+				a := e.cfg.Smoothing
+				if tau := envTau(); tau > 0 {
+					a = 1 - math.Pow(1-a, float64(dx)/tau)
+				}
+				e.skew += a * (inst - e.skew)
 			} else {
 				e.skew, e.haveSkew = inst, true
 			}

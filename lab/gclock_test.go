@@ -1,0 +1,160 @@
+package lab
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/gtime"
+)
+
+// daemonEnv makes the test binary run `gclock daemon -config FILE` instead
+// of the tests, so RunGclock can start daemons without a gclock binary.
+const daemonEnv = "GCLAB_TEST_DAEMON"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(daemonEnv) == "1" {
+		os.Exit(runTestDaemon(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func runTestDaemon(args []string) int {
+	if len(args) != 2 || args[0] != "-config" {
+		slog.Error("test daemon: want -config FILE", "args", args)
+		return 2
+	}
+	cfg, err := daemon.Load(args[1])
+	if err != nil {
+		slog.Error("test daemon", "err", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := daemon.Run(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+		slog.Error("test daemon", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// TestRunGclock runs a short lab with a daemon per host and checks what
+// the issue guarantees whatever the machine's load: every evaluation has
+// the truth inside [earliest, latest], every host synchronised, and the
+// traffic was counted. Accuracy is measured by `gclock lab` (docs/lab.md).
+func TestRunGclock(t *testing.T) {
+	needLab(t)
+	cfg := DefaultConfig()
+	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	defer l.Down()
+	gc := DefaultGclockConfig()
+	gc.Command = []string{os.Args[0]}
+	gc.Env = []string{daemonEnv + "=1"}
+	gc.Duration, gc.Warmup = 20*time.Second, 8*time.Second
+	gc.Trace = true
+	res, err := l.RunGclock(context.Background(), gc)
+	if err != nil {
+		t.Fatalf("RunGclock: %v", err)
+	}
+	s := res.Summary
+	t.Logf("median %d ns p99 %d ns max %d ns coverage %.4f width %.0f ns; rounds/s %.2f then %.2f; exchanges/s %.1f then %.1f",
+		s.ErrorP50Ns, s.ErrorP99Ns, s.ErrorMaxNs, s.BoundCoverage, s.BoundWidthMeanNs,
+		s.ConvergenceRoundsPerNodePerS, s.RoundsPerNodePerS, s.ConvergenceExchangesPerNodePerS, s.ExchangesPerNodePerS)
+	if len(res.Nodes) != 3 || len(res.Clocks) != 3 {
+		t.Fatalf("%d nodes, %d clocks, want 3", len(res.Nodes), len(res.Clocks))
+	}
+	for _, n := range res.Nodes {
+		if n.BoundCoverage != 1 {
+			t.Errorf("host %d: truth inside the bounds in %.4f of evaluations, want all", n.ID, n.BoundCoverage)
+		}
+		if n.UnsyncedShare != 0 || n.Evaluations == 0 {
+			t.Errorf("host %d: %d synced evaluations, unsynced share %.3f after the warm-up", n.ID, n.Evaluations, n.UnsyncedShare)
+		}
+	}
+	// A synchronised host is within its bounds, and the bounds are about a
+	// round trip (~200 us here): an error of a millisecond would be a bug,
+	// not a slow machine.
+	if s.ErrorMaxNs > 1e6 {
+		t.Errorf("max |error| %d ns after the warm-up", s.ErrorMaxNs)
+	}
+	if s.RoundsPerNodePerS <= 0 || s.ExchangesPerNodePerS <= 0 || s.ConvergenceRoundsPerNodePerS <= 0 {
+		t.Errorf("traffic not counted: %+v", s)
+	}
+	// The clocks were emulated with the configured spread.
+	for _, c := range res.Clocks {
+		if !c.Emulated || c.DriftPPM < -gc.MaxDriftPPM || c.DriftPPM > gc.MaxDriftPPM {
+			t.Errorf("clock %+v: want emulated within +-%v ppm", c, gc.MaxDriftPPM)
+		}
+	}
+	if len(res.Series) == 0 {
+		t.Error("no series with Trace set")
+	}
+	// The daemons' logs say they used kernel stamps.
+	logs, err := os.ReadFile(res.Logs + "/h1.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "t3_kernel=") {
+		t.Errorf("host 1 log has no stamp counts:\n%s", logs)
+	}
+}
+
+func TestParseTraffic(t *testing.T) {
+	const text = `# TYPE gclock_sync_messages_total counter
+gclock_sync_messages_total{direction="sent",node="1",type="probe"} 90
+gclock_sync_messages_total{direction="received",node="1",type="probe_reply"} 88
+gclock_sync_messages_total{direction="sent",node="1",type="time_diff"} 3
+# TYPE gclock_child_rounds_total counter
+gclock_child_rounds_total{child="2",node="1"} 2
+gclock_child_rounds_total{child="3",node="1"} 1
+`
+	tr, err := parseTraffic(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.ok || tr.messages != 93 || tr.exchanges != 90 || tr.rounds != 3 {
+		t.Errorf("parseTraffic = %+v, want 93 messages, 90 exchanges, 3 rounds", tr)
+	}
+	if _, err := parseTraffic(strings.NewReader("gclock_x{ 1\n")); err == nil {
+		t.Error("malformed metrics parsed without error")
+	}
+}
+
+func TestEvaluator(t *testing.T) {
+	gc := DefaultGclockConfig()
+	e := newEvaluator(2, gc)
+	truth := int64(1_000_000)
+	// Host 1: three synced readings, one outside its bounds, one unsynced.
+	e.add(1, 0, false, gtime.Time{Est: truth + 999, Earliest: truth, Latest: truth + 2000, Status: gtime.StatusSynced}, truth)
+	e.add(1, 1, true, gtime.Time{Est: truth + 100, Earliest: truth - 50, Latest: truth + 250, Status: gtime.StatusSynced}, truth)
+	e.add(1, 2, true, gtime.Time{Est: truth - 300, Earliest: truth - 400, Latest: truth - 10, Status: gtime.StatusSynced}, truth)
+	e.add(1, 3, true, gtime.Time{Est: truth, Earliest: truth - 100, Latest: truth + 100, Status: gtime.StatusStale}, truth)
+	e.add(1, 4, true, gtime.Time{Est: 0, Earliest: -1 << 62, Latest: 1 << 62, Status: gtime.StatusUnsynced}, truth)
+	e.add(0, 4, true, gtime.Time{Est: truth, Earliest: truth, Latest: truth, Status: gtime.StatusSynced}, truth)
+	w := []traffic{{ok: true, exchanges: 10, rounds: 1, messages: 21}, {ok: true}}
+	f := []traffic{{ok: true, exchanges: 40, rounds: 3, messages: 81}, {ok: true, messages: 2}}
+	r := e.result(w, f, 10, 20)
+	s := r.Summary
+	if s.Evaluations != 3 || s.ErrorMaxNs != 300 || s.ErrorP50Ns != 100 {
+		t.Errorf("summary %+v: want 3 evaluations, max 300, p50 100", s)
+	}
+	if s.BoundCoverage != 0.75 || s.UnsyncedShare != 0.25 {
+		t.Errorf("coverage %v unsynced %v, want 0.75 and 0.25", s.BoundCoverage, s.UnsyncedShare)
+	}
+	if s.ExchangesPerNodePerS != 30.0/1/20 || s.ConvergenceExchangesPerNodePerS != 10.0/10 || s.RoundsPerNodePerS != 2.0/20 {
+		t.Errorf("rates %+v", s)
+	}
+	if s.MessagesPerNodePerS != 62.0/2/20 {
+		t.Errorf("messages/node/s %v, want %v", s.MessagesPerNodePerS, 62.0/2/20)
+	}
+}
