@@ -556,7 +556,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 	n.event(now, EvGlobalResync, s.id, diff)
 	// Liao: calculate drift rate; if too large, reduce the self period.
-	if _, skew, ok := n.line(now); ok && math.Abs(skew) > n.cfg.LargeDrift && n.selfPeriod > int64(n.cfg.MinSelfPeriod) {
+	if _, skew, ok := n.line(now); ok && (math.Abs(skew) > n.cfg.LargeDrift || (os.Getenv("E2") == "1" && math.Abs(skew)*float64(n.selfPeriod) > float64(n.cfg.DifferenceThresh)/2)) && n.selfPeriod > int64(n.cfg.MinSelfPeriod) {
 		n.selfPeriod = max(n.selfPeriod/2, int64(n.cfg.MinSelfPeriod))
 		n.event(now, EvSelfPeriodChange, s.id, float64(n.selfPeriod))
 	}

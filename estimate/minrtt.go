@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+func envGate() float64 {
+	d, _ := time.ParseDuration(os.Getenv("GATE"))
+	return float64(d)
+}
+
 func envTau() float64 {
 	d, _ := time.ParseDuration(os.Getenv("TAU"))
 	return float64(d)
@@ -93,6 +98,7 @@ type MinRTT struct {
 	skew     float64
 	haveSkew bool
 	m        Mapping
+	minRTT, prevRTT int64
 }
 
 // NewMinRTT validates cfg and returns an empty MinRTT.
@@ -123,6 +129,9 @@ func (e *MinRTT) AddRound(round []Sample) error {
 	}
 	x, y := s.Mid()
 	off := y - x
+	if e.minRTT == 0 || s.RTT() < e.minRTT {
+		e.minRTT = max(1, s.RTT())
+	}
 	// ceil(RTT/2), +1 ns for the floored midpoints, + the granularity.
 	w := (s.RTT()+1)/2 + 1 + e.cfg.Granularity
 	var restart error
@@ -139,6 +148,14 @@ func (e *MinRTT) AddRound(round []Sample) error {
 				if tau := envTau(); tau > 0 {
 					a = 1 - math.Pow(1-a, float64(dx)/tau)
 				}
+				if g := envGate(); g > 0 {
+					pe, _, _ := e.m.At(x)
+					innov := math.Abs(float64(y - pe))
+					ex := float64(s.RTT()-e.minRTT+e.prevRTT-e.minRTT) / 2
+					if innov-ex > g {
+						a = 1
+					}
+				}
 				e.skew += a * (inst - e.skew)
 			} else {
 				e.skew, e.haveSkew = inst, true
@@ -154,6 +171,7 @@ func (e *MinRTT) AddRound(round []Sample) error {
 		skew = e.skew
 	}
 	e.have, e.prevX, e.prevOff, e.prevW = true, x, off, w
+	e.prevRTT = s.RTT()
 	e.m = Mapping{X0: x, Y0: y, Skew: skew, W0: w, SkewErr: skewErr, Valid: true}
 	return restart
 }

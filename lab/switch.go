@@ -42,6 +42,9 @@ const vnetHdrLen = 10
 // maxFrame is the receive buffer: a 64 KiB GSO frame plus the vnet header.
 const maxFrame = 65536 + vnetHdrLen
 
+// busyBudgetMax is the most busy-polling time the switch thread saves up.
+const busyBudgetMax = int64(20 * time.Millisecond)
+
 // latenessCap bounds the lateness samples kept per direction.
 const latenessCap = 1 << 20
 
@@ -486,6 +489,7 @@ func (s *Switch) loop(started chan<- error) {
 	oob := make([]byte, 128)
 	busy := s.cfg.BusyPoll.Nanoseconds()
 	var active int64 // last frame received or sent
+	var budget, refilled int64
 	for !s.closed.Load() {
 		if s.receiveAll(oob) {
 			active = nowRealtime()
@@ -500,15 +504,24 @@ func (s *Switch) loop(started chan<- error) {
 		if len(s.q) > 0 {
 			wait = min(wait, s.q[0].at-now)
 		}
-		if hot := now-active < busy; hot {
+		// The busy-poll budget refills at half the elapsed time, up to
+		// busyBudgetMax: the thread never polls more than half the time, so
+		// the kernel's real-time throttling (95% of each second) never
+		// stops it, and a link busy for long falls back to sleeping.
+		budget = min(busyBudgetMax, budget+(now-refilled)/2)
+		refilled = now
+		if hot := now-active < busy; hot && budget > 0 {
 			// Busy-poll: at most until the next release or the end of the
 			// window, then look at the queue again.
-			deadline := now + min(wait, busy-(now-active))
-			for nowRealtime() < deadline {
+			deadline := now + min(wait, busy-(now-active), budget)
+			t := now
+			for t < deadline {
 				if s.readable(pfds) {
 					break
 				}
+				t = nowRealtime()
 			}
+			budget -= max(0, t-now)
 			continue
 		}
 		if wait > spin {

@@ -109,11 +109,65 @@ func TestZZFig3Trace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Println("adaptive", ad)
-		for _, p := range res.Trace.Points[0] {
-			if p.T >= 175 && p.T < 240 && int(p.T*20)%20 == 0 {
-				fmt.Printf("%6.1f %8d  [%d, %d]\n", p.T, p.Err, p.Lo, p.Hi)
-			}
+		pts := res.Trace.Points[0]
+		fmt.Printf("adaptive=%v before %.0f", ad, stretch(pts, 60, 180).MeanAbs)
+		for _, w := range [][2]float64{{0, 10}, {10, 20}, {20, 30}, {30, 60}, {60, 300}} {
+			st := stretch(pts, 180+w[0], 180+w[1])
+			fmt.Printf(" | [%v,%v) %.0f max %d", w[0], w[1], st.MeanAbs, st.MaxAbs)
 		}
+		fmt.Printf(" msgs %.2f\n", res.Summary.MessagesPerNodePerS)
+	}
+}
+
+func TestZZScore(t *testing.T) {
+	if os.Getenv("SCORE") == "" {
+		t.Skip()
+	}
+	dd := os.Getenv("DD") == "1"
+	var row []string
+	for _, name := range []string{"liao-table1-idle", "liao-table1-loaded"} {
+		sc, _ := Shipped(name)
+		sc.Engine.DiscountDelay = dd
+		var s [2]Summary
+		for j, ad := range []bool{false, true} {
+			x := sc
+			x.Engine.Adaptive = ad
+			res, err := Run(context.Background(), x, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s[j] = res.Summary
+		}
+		row = append(row, fmt.Sprintf("%s: err %.2f/%.2f us (x%.2f) msgs %.2f/%.2f (x%.2f) cov %v/%v", name[12:], s[0].ErrorMeanNs/1e3, s[1].ErrorMeanNs/1e3,
+			s[0].ErrorMeanNs/s[1].ErrorMeanNs, s[0].MessagesPerNodePerS, s[1].MessagesPerNodePerS, s[1].MessagesPerNodePerS/s[0].MessagesPerNodePerS, s[0].BoundCoverage, s[1].BoundCoverage))
+	}
+	for _, name := range []string{"liao-fig3", "liao-fig3-loaded"} {
+		sc, _ := Shipped(name)
+		sc.Eval.PlotNodes = []int{1}
+		sc.Engine.DiscountDelay = dd
+		out := name + ":"
+		for _, ad := range []bool{false, true} {
+			x := sc
+			x.Engine.Adaptive = ad
+			res, err := Run(context.Background(), x, Options{Trace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pts := res.Trace.Points[0]
+			b := stretch(pts, 60, 180).MeanAbs
+			// settle: last time after the step with |err| > max(2us, 4*before)
+			th := max(3000, 4*b)
+			settle := 0.0
+			for _, p := range pts {
+				if p.T >= 180 && float64(absSat(p.Err)) > th {
+					settle = p.T - 180
+				}
+			}
+			out += fmt.Sprintf(" ad=%v [10,40) %.2f before %.2f after30 %.2f after %.2f settle %.1fs msgs %.2f;", ad, stretch(pts, 190, 220).MeanAbs/1e3, b/1e3, stretch(pts, 180, 210).MeanAbs/1e3, stretch(pts, 180, 1e9).MeanAbs/1e3, settle, res.Summary.MessagesPerNodePerS)
+		}
+		row = append(row, out)
+	}
+	for _, r := range row {
+		fmt.Println(r)
 	}
 }
