@@ -193,4 +193,19 @@ type Config struct {
 	// tens of microseconds of jitter Liao's rule reports noise as error and
 	// keeps the global period at its minimum.
 	DiscountDelay bool
+	// HullMaxSpan limits the time span of the samples the Hull keeps per
+	// source (estimate.HullConfig.MaxSpan). With MaxWander > 0 the Hull
+	// widens its point sets by MaxWander*span^2/2, so a window of an hour
+	// gives bounds of tens of ms; a short span gives a loose skew. 0 (the
+	// default) chooses the span after every round, where the bound one
+	// period ahead is smallest (see HullSpan); a positive value is a fixed
+	// span; a negative one keeps the whole Window. The centre-line estimator
+	// ("center") keeps its own Hull over the whole Window for its estimate.
+	HullMaxSpan time.Duration
+	// ReadUncertainty is the largest |reading - ideal reading| of the
+	// node's own clock (granularity and read jitter). Read widens Earliest
+	// and Latest by it (and by MaxDrift of it), so that the truth stays
+	// inside even on the reference, whose bounds are otherwise
+	// [local, local]. 0 means Granularity; a negative value adds nothing.
+	ReadUncertainty time.Duration
 }

@@ -2,27 +2,44 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gclock/gclock/estimate"
 )
 
 // DefaultEstimators builds the estimators of package estimate for one
 // source: always a Hull (guaranteed bounds: Window samples, shifted by
-// Granularity - HullMinDelay as Jezequel's nu, widened by MaxWander) and the one named by
-// cfg.Estimator for the point estimate: "hull" shares the Hull (the
-// middle of its bounds), "center" shares it too with the centre line
-// (estimate.Hull.Center) as the estimate, "minrtt"
-// is Liao's shortest exchange (Granularity, MaxDrift before the first drift
-// measurement), "regression" is Intel's fit with its default window.
+// Granularity - HullMinDelay as Jezequel's nu, widened by MaxWander, over
+// HullMaxSpan) and the one named by cfg.Estimator for the point estimate:
+// "hull" shares the Hull (the middle of its bounds), "center" is the
+// centre line (estimate.Hull.Center) of a second Hull over the whole Window
+// (the span that keeps the bounds tight is too short for the best line when
+// the drifts are steady; it shares the first when no span limit applies),
+// "minrtt" is Liao's shortest exchange (Granularity, MaxDrift before the
+// first drift measurement), "regression" is Intel's fit with its default
+// window.
 func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error) {
-	h, err := estimate.NewHull(estimate.HullConfig{
+	hc := estimate.HullConfig{
 		Window:    cfg.Window,
 		Shift:     int64(cfg.Granularity - cfg.HullMinDelay),
 		MaxWander: cfg.MaxWander,
-		Center:    cfg.Estimator == "center",
-	})
+		MaxSpan:   max(int64(cfg.HullMaxSpan), 0),
+	}
+	spanLimited := cfg.HullMaxSpan > 0 || (cfg.HullMaxSpan == 0 && cfg.MaxWander > 0)
+	if cfg.Estimator == "center" && !spanLimited {
+		hc.Center = true
+	}
+	h, err := estimate.NewHull(hc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hull: %w", err)
+	}
+	if cfg.Estimator == "center" && spanLimited {
+		hc.MaxSpan, hc.Center = 0, true
+		c, err := estimate.NewHull(hc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("center hull: %w", err)
+		}
+		return h, c, nil
 	}
 	switch cfg.Estimator {
 	case "hull", "center":
@@ -31,6 +48,9 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		mc := estimate.DefaultMinRTTConfig()
 		mc.Granularity = int64(cfg.Granularity)
 		mc.MaxDrift = min(cfg.MaxDrift, 0.1)
+		// Liao's smoothing per round of the longest period; shorter
+		// periods' noisier drift measurements weigh proportionally less.
+		mc.SmoothingSpan = int64(cfg.MaxGlobalPeriod)
 		m, err := estimate.NewMinRTT(mc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("minrtt: %w", err)
@@ -44,4 +64,57 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		return h, r, nil
 	}
 	return nil, nil, fmt.Errorf("unknown estimator %q: %w", cfg.Estimator, ErrConfig)
+}
+
+// minSpanPeriods is the shortest span HullSpan chooses, in periods: the
+// window then always holds the previous round, which the skew needs.
+const minSpanPeriods = 1.5
+
+// HullSpan is the span of samples HullMaxSpan = 0 keeps (ns; 0: no limit),
+// for exchanges whose point sets are delta apart vertically (half the best
+// round trip, less HullMinDelay, plus the granularity: ns), rounds every
+// period ns and a wander of maxWander per ns. Over a span T the Hull's sets
+// are widened by maxWander*T^2/2 and its skew is known within about
+// 2(delta + maxWander*T^2/2)/T, so its bound one period after the newest
+// sample is about (delta + maxWander*T^2/2)(1 + 2 period/T): the wander
+// term wants a short span, the skew a long one. The minimum solves
+// maxWander*T^3 + maxWander*period*T^2 = 2*delta*period; the span is at
+// least minSpanPeriods periods. Without wander (or a period) it is 0: the
+// whole Window is best.
+func HullSpan(delta, period int64, maxWander float64) int64 {
+	if maxWander <= 0 || period <= 0 || delta <= 0 {
+		return 0
+	}
+	w, p, d := maxWander, float64(period), float64(delta)
+	f := func(t float64) float64 { return w*t*t*t + w*p*t*t - 2*d*p }
+	lo, hi := 1.0, 1.0
+	for f(hi) < 0 && hi < 1e18 {
+		hi *= 2
+	}
+	for range 64 { // f is increasing for t > 0: bisect
+		mid := (lo + hi) / 2
+		if f(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	t := math.Max(hi, minSpanPeriods*p)
+	if t >= math.MaxInt64/2 {
+		return 0
+	}
+	return int64(math.Ceil(t))
+}
+
+// setHullSpan gives the source's Hull the span chosen for the round about
+// to be fed (HullMaxSpan 0): HullSpan of the round's best exchange and the
+// time since the previous round. A fixed HullMaxSpan was set when the Hull
+// was built.
+func (n *Node) setHullSpan(s *source, best estimate.Sample, now int64) {
+	sp, ok := s.hull.(interface{ SetMaxSpan(ns int64) })
+	if !ok || n.cfg.HullMaxSpan != 0 || s.stats.Rounds == 0 {
+		return
+	}
+	delta := max(best.RTT()/2-int64(n.cfg.HullMinDelay), 0) + int64(n.cfg.Granularity)
+	sp.SetMaxSpan(HullSpan(max(delta, 1), now-s.lastAt, n.cfg.MaxWander))
 }

@@ -208,7 +208,10 @@ func TestJezequel52SameDepthSubNetwork(t *testing.T) {
 	}
 	for _, es := range estimatorSets {
 		t.Run(es.name, func(t *testing.T) {
-			tn, st, _ := runTopology(t, g, es.f, noisyLink(5_000, 1_000, 2_000, 0.01, 0), 5, 20e9)
+			// The harness's clocks read exactly: no read uncertainty, so
+			// that Read's interval is exactly the sources' intersection.
+			exact := func(c *Config) { c.ReadUncertainty = -1 }
+			tn, st, _ := runTopologyWith(t, g, es.f, noisyLink(5_000, 1_000, 2_000, 0.01, 0), 5, 20e9, exact)
 			if st.violations > 0 {
 				t.Fatalf("%d violations", st.violations)
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 
 	"github.com/gclock/gclock/estimate"
 )
@@ -518,13 +517,14 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		}
 	}
 	// Liao: err = |Tdiff-from-source - Tdiff-projected|, the projection
-	// being what the node applied before this round.
+	// being the offset extrapolated with the drift measured before this
+	// round (at the exchange's own time, not the value held since the last
+	// self resync: the held sawtooth is the self period's business, and
+	// reporting it would halve the global period for an error a shorter
+	// global period cannot remove).
 	bx, _ := best.Mid()
 	projected, haveProj := n.sourceOffset(s, bx)
-	prevEx := int64(0)
-	if s.haveBest && s.minRTT > 0 && os.Getenv("PREVEX") == "1" {
-		prevEx = max(0, s.best.RTT()-min(s.minRTT, best.RTT()))
-	}
+	n.setHullSpan(s, best, now)
 	n.feed(s, s.hull, samples, now)
 	if s.sel != s.hull {
 		n.feed(s, s.sel, samples, now)
@@ -543,7 +543,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 			// round trip's excess over the shortest one ever (when the
 			// shortest delays are symmetric): only what is left is evidence
 			// that the projection was wrong.
-			sig = max(0, sig-float64(best.RTT()-s.minRTT+prevEx)/2)
+			sig = max(0, sig-float64(best.RTT()-s.minRTT)/2)
 		}
 		if sig > float64(n.cfg.DifferenceThresh) {
 			e := sig / float64(n.cfg.DifferenceThresh)
@@ -556,7 +556,11 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 	n.event(now, EvGlobalResync, s.id, diff)
 	// Liao: calculate drift rate; if too large, reduce the self period.
-	if _, skew, ok := n.line(now); ok && (math.Abs(skew) > n.cfg.LargeDrift || (os.Getenv("E2") == "1" && math.Abs(skew)*float64(n.selfPeriod) > float64(n.cfg.DifferenceThresh)/2)) && n.selfPeriod > int64(n.cfg.MinSelfPeriod) {
+	// Too large: above LargeDrift, or so large that the offset held between
+	// two self resyncs drifts by more than DIFFERENCE_THRESH/2 (the self
+	// resync must be "frequent enough to keep the synchronized clock
+	// accurate", and DIFFERENCE_THRESH is what the engine calls accurate).
+	if _, skew, ok := n.line(now); ok && (math.Abs(skew) > n.cfg.LargeDrift || math.Abs(skew)*float64(n.selfPeriod) > float64(n.cfg.DifferenceThresh)/2) && n.selfPeriod > int64(n.cfg.MinSelfPeriod) {
 		n.selfPeriod = max(n.selfPeriod/2, int64(n.cfg.MinSelfPeriod))
 		n.event(now, EvSelfPeriodChange, s.id, float64(n.selfPeriod))
 	}
@@ -629,7 +633,8 @@ func (n *Node) fallback(s *source) estimate.Mapping {
 }
 
 // sourceOffset is the source-minus-local offset the node projects at x
-// (held since the last self resync): Liao's Tdiff-projected.
+// with the drift it measured (Liao's Tdiff-projected, "the T_diff
+// extrapolated locally").
 func (n *Node) sourceOffset(s *source, x int64) (int64, bool) {
 	m, ok := n.lineMapping(s)
 	if !ok {
@@ -832,8 +837,39 @@ func (n *Node) read(x int64) (Time, float64) {
 			}
 		}
 	}
+	if t.Status != StatusUnsynced {
+		t.Earliest, t.Latest = n.widenRead(t.Earliest, t.Latest)
+	}
 	t.Mono = n.mono(x, t, skew)
 	return t, skew
+}
+
+// widenRead adds the uncertainty of the local reading itself
+// (ReadUncertainty, converted to the global scale at up to MaxDrift) to
+// bounds computed for that reading: the truth is the ideal clock, the
+// reading carries granularity and jitter.
+func (n *Node) widenRead(lo, hi int64) (int64, int64) {
+	u := int64(n.cfg.ReadUncertainty)
+	if u == 0 {
+		u = int64(n.cfg.Granularity)
+	}
+	if u <= 0 {
+		return lo, hi
+	}
+	if !n.IsReference() {
+		u += int64(math.Ceil(float64(u) * n.cfg.MaxDrift))
+	}
+	if lo < math.MinInt64+u {
+		lo = math.MinInt64
+	} else {
+		lo -= u
+	}
+	if hi > math.MaxInt64-u {
+		hi = math.MaxInt64
+	} else {
+		hi += u
+	}
+	return lo, hi
 }
 
 // mono is Read's never-decreasing value: it runs at the estimated rate,

@@ -50,7 +50,7 @@ func figBounds(t *testing.T) {
 	h := mustHull(t, HullConfig{Window: 256})
 	reg, _ := NewRegression(DefaultRegressionConfig())
 	mr, _ := NewMinRTT(DefaultMinRTTConfig())
-	var lo, hi, eh, er, em plotter.XYs
+	var lo, hi, eh, ec, er, em plotter.XYs
 	for i, rd := range w.rounds(r, m, w.t0, 1e9, 120, 3) {
 		for _, e := range []Estimator{h, reg, mr} {
 			if err := e.AddRound(rd); err != nil {
@@ -69,6 +69,9 @@ func figBounds(t *testing.T) {
 			est, _ := h.Estimate(x)
 			eh = append(eh, plotter.XY{X: sec, Y: float64(est-truth) / 1e3})
 		}
+		if c, _, ok := h.Center(x); ok {
+			ec = append(ec, plotter.XY{X: sec, Y: float64(c-truth) / 1e3})
+		}
 		if mp := reg.Mapping(); mp.Valid {
 			est, _, _ := mp.At(x)
 			er = append(er, plotter.XY{X: sec, Y: float64(est-truth) / 1e3})
@@ -86,7 +89,7 @@ func figBounds(t *testing.T) {
 		name string
 		xy   plotter.XYs
 		i    int
-	}{{"hull lower bound", lo, 0}, {"hull upper bound", hi, 0}, {"hull estimate", eh, 1}, {"regression", er, 2}, {"minrtt", em, 3}} {
+	}{{"hull lower bound", lo, 0}, {"hull upper bound", hi, 0}, {"hull estimate", eh, 1}, {"hull center", ec, 4}, {"regression", er, 2}, {"minrtt", em, 3}} {
 		l, err := plotter.NewLine(s.xy)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +103,7 @@ func figBounds(t *testing.T) {
 	savePlot(t, p, "estimators_error.png")
 }
 
-var plotColors = []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{B: 200, A: 255}, color.RGBA{G: 150, A: 255}, color.RGBA{R: 200, G: 120, A: 255}}
+var plotColors = []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{B: 200, A: 255}, color.RGBA{G: 150, A: 255}, color.RGBA{R: 200, G: 120, A: 255}, color.RGBA{R: 150, B: 150, A: 255}}
 
 // figSkewWidth: the hull's skew half-width against the acquisition time dT,
 // with the paper's 2 mu / dT.
@@ -145,9 +148,9 @@ func figSkewWidth(t *testing.T) {
 // second), 200 seeds per delay model, and how often the hull's bounds held.
 func tableAccuracy(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("| delays | hull | regression | minrtt | single exchange | hull mean half-width | truth inside hull bounds |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| delays | hull | center | regression | minrtt | single exchange | hull mean half-width | truth inside hull bounds |\n|---|---|---|---|---|---|---|---|\n")
 	for _, m := range models {
-		var sh, sr, sm, ss, sw float64
+		var sh, sc, sr, sm, ss, sw float64
 		inside := 0
 		const seeds = 200
 		for seed := uint64(0); seed < seeds; seed++ {
@@ -169,6 +172,8 @@ func tableAccuracy(t *testing.T) {
 			truth := float64(w.y(x))
 			est, _ := h.Estimate(x)
 			sh += math.Abs(float64(est) - truth)
+			c, _, _ := h.Center(x)
+			sc += math.Abs(float64(c) - truth)
 			lo, hi, _ := h.Bounds(x)
 			sw += float64(hi-lo) / 2
 			if float64(lo) <= truth && truth <= float64(hi) {
@@ -181,7 +186,7 @@ func tableAccuracy(t *testing.T) {
 			// single exchange: the last exchange's offset, no drift
 			ss += math.Abs(float64(x+last[2].Offset()) - truth)
 		}
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %d/%d |\n", m.name, sh/seeds/1e3, sr/seeds/1e3, sm/seeds/1e3, ss/seeds/1e3, sw/seeds/1e3, inside, seeds)
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d/%d |\n", m.name, sh/seeds/1e3, sc/seeds/1e3, sr/seeds/1e3, sm/seeds/1e3, ss/seeds/1e3, sw/seeds/1e3, inside, seeds)
 	}
 	if err := os.WriteFile(filepath.Join(*figures, "estimators_accuracy.md"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,12 @@ func FuzzHull(f *testing.F) {
 	f.Add(make([]byte, 64), int64(5), uint8(2))
 	f.Add([]byte("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x20"), int64(-3), uint8(3))
 	f.Fuzz(func(t *testing.T, data []byte, shift int64, window uint8) {
-		h, err := NewHull(HullConfig{Window: int(window), Shift: shift, MaxWander: float64(window%4) * 1e-18})
+		// window's high bits choose a time limit: none, or 2^10..2^16 ns.
+		span := int64(0)
+		if k := window >> 5; k > 0 {
+			span = 1 << (9 + k)
+		}
+		h, err := NewHull(HullConfig{Window: int(window), Shift: shift, MaxWander: float64(window%4) * 1e-18, MaxSpan: span})
 		if err != nil {
 			return
 		}

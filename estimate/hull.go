@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -33,6 +34,14 @@ type HullConfig struct {
 	// extent) so that the tangent of the true, curving, offset at the newest
 	// sample stays feasible; it becomes Mapping.Wander.
 	MaxWander float64
+	// MaxSpan, ns, if positive, drops the samples older than the newest
+	// minus MaxSpan, so that the wander widening stays below
+	// MaxWander*MaxSpan^2/2 however long the window runs: with wander, a
+	// longer span narrows the skew by 2*delta/span but widens both sets by
+	// the square of the span, and the bounds are tightest at a span of the
+	// order of sqrt(delta/MaxWander) (delta: the exchanges' half round
+	// trip); see the engine's HullMaxSpan. 0: no limit but Window.
+	MaxSpan int64
 	// Center makes Mapping's estimate the centre line (see Hull.Center)
 	// instead of the middle of the bounds at the newest sample. The bounds
 	// it reports still contain every feasible line.
@@ -53,6 +62,9 @@ func (c HullConfig) Validate() error {
 	if math.IsNaN(c.MaxWander) || math.IsInf(c.MaxWander, 0) || c.MaxWander < 0 || c.MaxWander > 1e-6 {
 		return fmt.Errorf("estimate: HullConfig.MaxWander = %v: must be in [0, 1e-6] per ns", c.MaxWander)
 	}
+	if c.MaxSpan < 0 {
+		return fmt.Errorf("estimate: HullConfig.MaxSpan = %d: must be >= 0 (0: no limit)", c.MaxSpan)
+	}
 	return nil
 }
 
@@ -61,9 +73,31 @@ type pt struct{ x, d int64 }
 
 // chain holds one point set sorted by x and its lower convex hull. The LOW
 // set is stored with d negated, so its upper hull is the chain's lower hull.
+//
+// The set is a queue: points arrive at the right (the newest local time)
+// and leave at the left (the oldest, when HullConfig.MaxSpan drops them).
+// Its hull is kept in two parts, as a queue is built from two stacks: the
+// back (pts[nfront:]) is a monotone chain grown at its right end, the front
+// (pts[:nfront]) a monotone chain built from right to left whose every step
+// is logged so that removing its leftmost point is an undo. When the front
+// is empty and a point must leave, every point becomes front (one rebuild).
+// Each point is moved to the front once and each pop is undone once, so a
+// sample costs amortized O(1); the full hull is merged from the two parts'
+// vertices after every change, O(|front hull| + |back hull|).
 type chain struct {
-	pts  []pt
-	hull []pt
+	pts    []pt // held points, sorted by x; pts[:nfront] are the front
+	nfront int
+	front  []pt        // lower hull of the front, front[len-1] its leftmost vertex
+	popped []pt        // vertices popped while the front was built, LIFO
+	steps  []frontStep // one per front point, pts[0]'s last
+	back   []pt        // lower hull of pts[nfront:], left to right
+	hull   []pt        // lower hull of pts, left to right
+}
+
+// frontStep is how adding one point to the front changed its hull.
+type frontStep struct {
+	popped int  // vertices it popped (the last ones in chain.popped)
+	pushed bool // whether the point itself became a vertex
 }
 
 // cross is the orientation of o->a->b: > 0 for a left (counter-clockwise)
@@ -74,15 +108,13 @@ func cross(o, a, b pt) int {
 	return l.cmp(r)
 }
 
-// push appends p (p.x >= the hull's last x) to the lower hull.
-func (c *chain) push(p pt) {
-	h := c.hull
+// pushHull appends p (p.x >= the last vertex's x) to the lower hull h.
+func pushHull(h []pt, p pt) []pt {
 	for len(h) > 0 {
 		last := h[len(h)-1]
 		if p.x == last.x {
 			if p.d >= last.d {
-				c.hull = h
-				return
+				return h
 			}
 			h = h[:len(h)-1]
 			continue
@@ -93,16 +125,66 @@ func (c *chain) push(p pt) {
 		}
 		break
 	}
-	c.hull = append(h, p)
+	return append(h, p)
 }
 
-// add inserts p keeping pts sorted; the hull is extended in amortized O(1)
-// when p is the newest, rebuilt otherwise.
+// pushFront adds p (p.x <= the front's leftmost x) to the front's hull and
+// logs what changed: the mirror image of pushHull.
+func (c *chain) pushFront(p pt) {
+	st := frontStep{pushed: true}
+	for len(c.front) > 0 {
+		last := c.front[len(c.front)-1]
+		if p.x == last.x {
+			if p.d >= last.d {
+				st.pushed = false
+				break
+			}
+		} else if len(c.front) < 2 || cross(p, last, c.front[len(c.front)-2]) > 0 {
+			break
+		}
+		c.front = c.front[:len(c.front)-1]
+		c.popped = append(c.popped, last)
+		st.popped++
+	}
+	if st.pushed {
+		c.front = append(c.front, p)
+	}
+	c.steps = append(c.steps, st)
+}
+
+// popFront undoes the last pushFront: the front without its leftmost point.
+func (c *chain) popFront() {
+	st := c.steps[len(c.steps)-1]
+	c.steps = c.steps[:len(c.steps)-1]
+	if st.pushed {
+		c.front = c.front[:len(c.front)-1]
+	}
+	for i := 0; i < st.popped; i++ {
+		c.front = append(c.front, c.popped[len(c.popped)-1])
+		c.popped = c.popped[:len(c.popped)-1]
+	}
+}
+
+// merge recomputes the full hull from the front's and the back's vertices
+// (the hull of a union is the hull of the parts' hulls).
+func (c *chain) merge() {
+	c.hull = c.hull[:0]
+	for i := len(c.front) - 1; i >= 0; i-- {
+		c.hull = pushHull(c.hull, c.front[i])
+	}
+	for _, p := range c.back {
+		c.hull = pushHull(c.hull, p)
+	}
+}
+
+// add inserts p keeping pts sorted: the back's hull is extended in
+// amortized O(1) when p is the newest, everything is rebuilt as back
+// otherwise. Call merge before reading hull.
 func (c *chain) add(p pt) {
 	n := len(c.pts)
 	if n == 0 || p.x >= c.pts[n-1].x {
 		c.pts = append(c.pts, p)
-		c.push(p)
+		c.back = pushHull(c.back, p)
 		return
 	}
 	i := sort.Search(n, func(i int) bool { return c.pts[i].x > p.x })
@@ -112,11 +194,42 @@ func (c *chain) add(p pt) {
 	c.rebuild()
 }
 
+// rebuild makes every held point back and recomputes the hulls.
 func (c *chain) rebuild() {
-	c.hull = c.hull[:0]
+	c.nfront = 0
+	c.front, c.popped, c.steps = c.front[:0], c.popped[:0], c.steps[:0]
+	c.back = c.back[:0]
 	for _, p := range c.pts {
-		c.push(p)
+		c.back = pushHull(c.back, p)
 	}
+	c.merge()
+}
+
+// dropOldest removes the oldest held point, amortized O(1). Call merge
+// before reading hull.
+func (c *chain) dropOldest() {
+	if c.nfront == 0 {
+		// Every held point becomes front, built from the right.
+		c.front, c.popped, c.steps = c.front[:0], c.popped[:0], c.steps[:0]
+		for i := len(c.pts) - 1; i >= 0; i-- {
+			c.pushFront(c.pts[i])
+		}
+		c.nfront = len(c.pts)
+		c.back = c.back[:0]
+	}
+	c.popFront()
+	c.nfront--
+	c.pts = c.pts[1:] // append reallocates once the slack is used: O(held) memory
+}
+
+// dropBefore removes the points with x < cut, keeping at least one.
+func (c *chain) dropBefore(cut int64) bool {
+	dropped := false
+	for len(c.pts) > 1 && c.pts[0].x < cut {
+		c.dropOldest()
+		dropped = true
+	}
+	return dropped
 }
 
 // keepNewest drops all but the newest k points and rebuilds the hull.
@@ -128,15 +241,32 @@ func (c *chain) keepNewest(k int) {
 	c.rebuild()
 }
 
+// shift moves every stored point by (-dx, -dd): a new origin.
+func (c *chain) shift(dx, dd int64) {
+	for _, s := range [][]pt{c.pts, c.front, c.popped, c.back, c.hull} {
+		for i := range s {
+			s[i].x -= dx
+			s[i].d -= dd
+		}
+	}
+}
+
+// reset empties the chain, keeping its buffers.
+func (c *chain) reset() {
+	c.pts, c.nfront = c.pts[:0], 0
+	c.front, c.popped, c.steps = c.front[:0], c.popped[:0], c.steps[:0]
+	c.back, c.hull = c.back[:0], c.hull[:0]
+}
+
 // Hull is Jezequel's geometric estimator (RR-1177, 4.2-4.3): the true line
 // y = a + b*x lies on or below every UP = (LocSend, SrcRecv) point and on or
 // above every LOW = (LocRecv, SrcSend) point, so the feasible lines form a
 // convex polygon in (a, b) and give guaranteed bounds on the offset and the
 // skew. The hull keeps the lower convex hull of UP and the upper convex hull
-// of LOW incrementally (monotone chain, amortized O(1) per sample for
-// increasing local times), over a bounded window, and computes every bound
-// exactly in integer arithmetic relative to an origin. Not safe for
-// concurrent use.
+// of LOW incrementally (monotone chains, amortized O(1) per sample for
+// increasing local times), over a window bounded in samples (Window) and
+// optionally in time (MaxSpan), and computes every bound exactly in integer
+// arithmetic relative to an origin. Not safe for concurrent use.
 type Hull struct {
 	cfg     HullConfig
 	x0, c   int64 // origin: local time and offset y-x
@@ -162,9 +292,14 @@ func NewHull(cfg HullConfig) (*Hull, error) {
 // Reset forgets every sample.
 func (h *Hull) Reset() {
 	h.have, h.cached = false, false
-	h.up.pts, h.up.hull = h.up.pts[:0], h.up.hull[:0]
-	h.low.pts, h.low.hull = h.low.pts[:0], h.low.hull[:0]
+	h.up.reset()
+	h.low.reset()
 }
+
+// SetMaxSpan changes HullConfig.MaxSpan (ns, 0: no limit; negative values
+// are taken as 0); it takes effect at the next AddRound. The engine sets it
+// after every round from the period it observes.
+func (h *Hull) SetMaxSpan(ns int64) { h.cfg.MaxSpan = max(ns, 0) }
 
 // Len returns the number of samples held (between Window and 2*Window once
 // full).
@@ -275,35 +410,42 @@ func (h *Hull) addPoints(u, l pt) {
 	h.minX = min(h.minX, u.x, l.x)
 }
 
-// trim keeps the newest Window samples once 2*Window are held.
+// rebaseAfter is how far (ns) the oldest held sample may move past the
+// origin before the origin follows it (2^40 ns, about 18 minutes): often
+// enough that coordinates stay far inside maxRel, rarely enough that the
+// O(window) shift is negligible.
+const rebaseAfter = 1 << 40
+
+// trim applies the window's limits after samples were added, then merges
+// the hulls: the newest Window samples are kept once 2*Window are held,
+// and none older than MaxSpan before the newest (each set keeps at least
+// one point).
 func (h *Hull) trim() {
-	if len(h.up.pts) < 2*h.cfg.Window {
-		return
+	if len(h.up.pts) >= 2*h.cfg.Window {
+		h.up.keepNewest(h.cfg.Window)
+		h.low.keepNewest(h.cfg.Window)
+		h.minX = min(h.up.pts[0].x, h.low.pts[0].x)
+		// Move the origin to the oldest kept sample so coordinates stay small.
+		h.rebase(h.minX, h.up.pts[0].d)
 	}
-	h.up.keepNewest(h.cfg.Window)
-	h.low.keepNewest(h.cfg.Window)
-	h.minX = min(h.up.pts[0].x, h.low.pts[0].x)
+	if sp := h.cfg.MaxSpan; sp > 0 && h.newest-h.minX > sp {
+		cut := h.newest - sp
+		h.up.dropBefore(cut)
+		h.low.dropBefore(cut)
+		h.minX = min(h.up.pts[0].x, h.low.pts[0].x)
+		if h.minX > rebaseAfter {
+			h.rebase(h.minX, h.up.pts[0].d)
+		}
+	}
+	h.up.merge()
+	h.low.merge()
 	h.cached = false
-	// Move the origin to the oldest kept sample so coordinates stay small.
-	h.rebase(h.minX, h.up.pts[0].d)
 }
 
 // rebase moves the origin by (dx, dd) in relative units.
 func (h *Hull) rebase(dx, dd int64) {
-	for _, c := range []*chain{&h.up, &h.low} {
-		sign := int64(1)
-		if c == &h.low {
-			sign = -1
-		}
-		for i := range c.pts {
-			c.pts[i].x -= dx
-			c.pts[i].d -= sign * dd
-		}
-		for i := range c.hull {
-			c.hull[i].x -= dx
-			c.hull[i].d -= sign * dd
-		}
-	}
+	h.up.shift(dx, dd)
+	h.low.shift(dx, -dd) // LOW stores -d
 	h.cached = false
 	h.x0 += dx
 	h.c += dd
@@ -671,13 +813,19 @@ func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
 	return y, best, true
 }
 
-// centerBand is how far beyond the centre line's margin a point may lie and
-// still count as one of the fastest exchanges refineCenter averages: a few
-// times the jitter of a software timestamp, a small part of a loaded
-// network's queueing. On a simulated 71 us + pareto link (30 exchanges per
-// round, six seeds) the median error was 121 ns with no averaging, 99 ns
-// with 500 ns, 135 ns with 1 us and 237 ns with 3 us.
-const centerBand = 500 // ns
+// centerBand and centerPoints choose the exchanges refineCenter averages:
+// on each side, those within centerBand of the centre line's margin, or
+// more if needed to hold the centerPoints fastest. A sharp delay floor
+// (ideal timestamps) wants few, a soft one (scheduling noise where stamps
+// are taken) many. On a simulated 71 us + pareto link, 30 exchanges per
+// round, six seeds, median / p99 |error| in ns, sharp floor then 700 ns of
+// exponential timestamp noise: 3 points 84/853 and 438/1755, 8 points
+// 110/737 and 582/1652, 15 points 167/641 and 459/1771, 30 points 193/719
+// and 332/1228 (go run ./cmd/gclock sim on that scenario, docs/lab.md).
+const (
+	centerBand   = 500 // ns
+	centerPoints = 15
+)
 
 // refineCenter averages the exchanges near the centre line instead of
 // resting on the extreme ones: the UP points within centerBand of the
@@ -689,22 +837,35 @@ const centerBand = 500 // ns
 // x = 0 (d units) and its skew; ok is false with fewer than three points on
 // either side or a singular fit.
 func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
-	var xs, ds, sg []float64
-	nUp, nLow := 0, 0
+	// Distance of every point beyond the centre line's margin, per side.
+	var ru, rl []float64
 	for _, p := range h.up.pts {
-		if float64(p.d)-(c+s*float64(p.x)) <= margin+centerBand {
-			xs, ds, sg = append(xs, float64(p.x)), append(ds, float64(p.d)), append(sg, 1)
-			nUp++
-		}
+		ru = append(ru, float64(p.d)-(c+s*float64(p.x))-margin)
 	}
 	for _, p := range h.low.pts {
-		if (c+s*float64(p.x))-float64(-p.d) <= margin+centerBand {
-			xs, ds, sg = append(xs, float64(p.x)), append(ds, float64(-p.d)), append(sg, -1)
-			nLow++
+		rl = append(rl, (c+s*float64(p.x))-float64(-p.d)-margin)
+	}
+	if len(ru) < centerPoints || len(rl) < centerPoints {
+		return 0, 0, false
+	}
+	// Each side's band: centerBand, or wider to hold its centerPoints
+	// fastest exchanges.
+	band := func(r []float64) float64 {
+		q := slices.Clone(r)
+		slices.Sort(q)
+		return max(centerBand, q[centerPoints-1])
+	}
+	bu, bl := band(ru), band(rl)
+	var xs, ds, sg []float64
+	for i, p := range h.up.pts {
+		if ru[i] <= bu {
+			xs, ds, sg = append(xs, float64(p.x)), append(ds, float64(p.d)), append(sg, 1)
 		}
 	}
-	if nUp < 3 || nLow < 3 {
-		return 0, 0, false
+	for i, p := range h.low.pts {
+		if rl[i] <= bl {
+			xs, ds, sg = append(xs, float64(p.x)), append(ds, float64(-p.d)), append(sg, -1)
+		}
 	}
 	// Centre and scale x (to seconds) so the normal equations stay well
 	// conditioned: unknowns (a', s', m) with d = a' + s' X + sg*m.

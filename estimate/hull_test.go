@@ -454,6 +454,7 @@ func TestHullConfigValidate(t *testing.T) {
 		{"Shift", HullConfig{Window: 8, Shift: 1 << 41}},
 		{"MaxWander", HullConfig{Window: 8, MaxWander: math.NaN()}},
 		{"MaxWander", HullConfig{Window: 8, MaxWander: -1}},
+		{"MaxSpan", HullConfig{Window: 8, MaxSpan: -1}},
 	}
 	for _, tc := range tests {
 		if _, err := NewHull(tc.c); err == nil || !contains(err.Error(), "HullConfig."+tc.field) {

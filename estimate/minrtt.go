@@ -3,19 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math"
-	"os"
-	"time"
 )
-
-func envGate() float64 {
-	d, _ := time.ParseDuration(os.Getenv("GATE"))
-	return float64(d)
-}
-
-func envTau() float64 {
-	d, _ := time.ParseDuration(os.Getenv("TAU"))
-	return float64(d)
-}
 
 // Shortest returns the exchange of round with the smallest RTT (the first
 // one on ties) and its index; it returns (Sample{}, -1) for an empty round.
@@ -57,6 +45,16 @@ type MinRTTConfig struct {
 	// Smoothing is the weight of the newest drift measurement in the
 	// exponential average of the skew, in (0, 1]; 1 keeps only the newest.
 	Smoothing float64
+	// SmoothingSpan, if positive, makes Smoothing the weight of a drift
+	// measured over SmoothingSpan ns of local time: one measured over dx
+	// weighs 1-(1-Smoothing)^(dx/SmoothingSpan), so that the average
+	// remembers a fixed time, not a fixed number of rounds. A drift measured
+	// between two close rounds is their offsets' noise divided by a short
+	// dx: without this, frequent rounds make the skew noisier, the
+	// projection worse, and (in Liao's adaptive engine) the rounds more
+	// frequent still. 0: every round weighs Smoothing (Liao's rounds of
+	// one fixed period).
+	SmoothingSpan int64
 	// MaxDrift is the |skew| assumed before two rounds have measured it; it
 	// is SkewErr until then (e.g. 100e-6).
 	MaxDrift float64
@@ -75,6 +73,9 @@ func (c MinRTTConfig) Validate() error {
 	}
 	if !(c.Smoothing > 0 && c.Smoothing <= 1) {
 		return fmt.Errorf("estimate: MinRTTConfig.Smoothing = %v: must be in (0, 1]", c.Smoothing)
+	}
+	if c.SmoothingSpan < 0 {
+		return fmt.Errorf("estimate: MinRTTConfig.SmoothingSpan = %d: must be >= 0", c.SmoothingSpan)
 	}
 	if !(c.MaxDrift >= 0 && c.MaxDrift <= 0.1) {
 		return fmt.Errorf("estimate: MinRTTConfig.MaxDrift = %v: must be in [0, 0.1]", c.MaxDrift)
@@ -98,7 +99,6 @@ type MinRTT struct {
 	skew     float64
 	haveSkew bool
 	m        Mapping
-	minRTT, prevRTT int64
 }
 
 // NewMinRTT validates cfg and returns an empty MinRTT.
@@ -129,9 +129,6 @@ func (e *MinRTT) AddRound(round []Sample) error {
 	}
 	x, y := s.Mid()
 	off := y - x
-	if e.minRTT == 0 || s.RTT() < e.minRTT {
-		e.minRTT = max(1, s.RTT())
-	}
 	// ceil(RTT/2), +1 ns for the floored midpoints, + the granularity.
 	w := (s.RTT()+1)/2 + 1 + e.cfg.Granularity
 	var restart error
@@ -144,19 +141,7 @@ func (e *MinRTT) AddRound(round []Sample) error {
 		} else if dx > 0 {
 			inst := float64(off-e.prevOff) / float64(dx)
 			if e.haveSkew {
-				a := e.cfg.Smoothing
-				if tau := envTau(); tau > 0 {
-					a = 1 - math.Pow(1-a, float64(dx)/tau)
-				}
-				if g := envGate(); g > 0 {
-					pe, _, _ := e.m.At(x)
-					innov := math.Abs(float64(y - pe))
-					ex := float64(s.RTT()-e.minRTT+e.prevRTT-e.minRTT) / 2
-					if innov-ex > g {
-						a = 1
-					}
-				}
-				e.skew += a * (inst - e.skew)
+				e.skew += e.weight(dx) * (inst - e.skew)
 			} else {
 				e.skew, e.haveSkew = inst, true
 			}
@@ -171,9 +156,17 @@ func (e *MinRTT) AddRound(round []Sample) error {
 		skew = e.skew
 	}
 	e.have, e.prevX, e.prevOff, e.prevW = true, x, off, w
-	e.prevRTT = s.RTT()
 	e.m = Mapping{X0: x, Y0: y, Skew: skew, W0: w, SkewErr: skewErr, Valid: true}
 	return restart
+}
+
+// weight is the share of a drift measured over dx in the skew's average.
+func (e *MinRTT) weight(dx int64) float64 {
+	a := e.cfg.Smoothing
+	if e.cfg.SmoothingSpan <= 0 || a >= 1 {
+		return a
+	}
+	return -math.Expm1(math.Log1p(-a) * float64(dx) / float64(e.cfg.SmoothingSpan))
 }
 
 var _ Estimator = (*MinRTT)(nil)

@@ -1,14 +1,12 @@
 package sim
 
 import (
-	"fmt"
 	"log/slog"
 	"sort"
 	"time"
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/engine"
-	"github.com/gclock/gclock/estimate"
 )
 
 // defaultNewNode builds the real engine.
@@ -18,29 +16,6 @@ func defaultNewNode(cfg engine.Config, logger *slog.Logger) (Node, error) {
 		return nil, err
 	}
 	return n, nil
-}
-
-// muEstimators is engine.DefaultEstimators with the hull's point sets
-// brought together by Jezequel's mu (shift = granularity - mu).
-func muEstimators(mu int64) engine.Estimators {
-	return func(cfg engine.Config) (hull, selected estimate.Estimator, err error) {
-		_, sel, err := engine.DefaultEstimators(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		h, err := estimate.NewHull(estimate.HullConfig{
-			Window:    cfg.Window,
-			Shift:     int64(cfg.Granularity) - mu,
-			MaxWander: cfg.MaxWander,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("hull with mu %d ns: %w", mu, err)
-		}
-		if cfg.Estimator == "hull" {
-			sel = h
-		}
-		return h, sel, nil
-	}
 }
 
 // wanderStep is the truth interval between the emulated clocks' frequency

@@ -80,7 +80,7 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	fmt.Fprintf(w, "\nerror = Est - truth (reference's ideal clock); mean/p50/p99/max of |error|, std of error;\n"+
 		"p50/p99 within %.1f%%; coverage = share of reads with the truth inside [Earliest, Latest];\n"+
-		"\"all\" leaves out the reference, whose reads differ from its ideal clock by read jitter only.\n",
+		"\"all\" includes the reference, whose reads differ from its ideal clock by read jitter and granularity.\n",
 		100*res.Summary.QuantileResolution/2)
 	return nil
 }

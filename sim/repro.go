@@ -100,9 +100,9 @@ func LiaoTable1(ctx context.Context, opt Options, shorten time.Duration) (Table1
 				return t, fmt.Errorf("%s adaptive=%v: %w", name, ad, err)
 			}
 			if i == 0 {
-				t.Idle[j] = res.Summary
+				t.Idle[j] = res.Others
 			} else {
-				t.Loaded[j] = res.Summary
+				t.Loaded[j] = res.Others
 			}
 		}
 	}

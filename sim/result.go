@@ -12,10 +12,15 @@ import (
 // included), never on the machine, so the same scenario gives the same JSON.
 type Result struct {
 	Scenario Scenario `json:"scenario"`
-	// Summary is over every node except the reference (whose error is 0 by
-	// definition); its ID is -1.
+	// Summary is over every node, the reference included (its error is its
+	// own read jitter and granularity, and its bounds must hold too); its ID
+	// is -1.
 	Summary Summary   `json:"summary"`
 	Nodes   []Summary `json:"nodes"`
+	// Others is the summary of every node but the reference (ID -1): the
+	// errors the papers report, of the nodes against node 0. Not in the
+	// JSON (its nodes array has the reference's own row).
+	Others Summary `json:"-"`
 	// Events is the number of simulator events run; Messages the number of
 	// engine messages sent (before loss and duplication).
 	Events   uint64 `json:"events"`
@@ -31,18 +36,20 @@ type Result struct {
 func (r *runner) result(wall time.Duration) *Result {
 	secs := time.Duration(r.sc.Duration).Seconds()
 	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec}
-	all := newErrStats(5)
+	all, others := newErrStats(5), newErrStats(5)
 	var msgs uint64
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		msgs += n.sent
 		res.Nodes = append(res.Nodes, n.stats.summary(i, n.sent, 1, secs))
+		all.merge(n.stats)
 		if i != r.ref {
-			all.merge(n.stats)
+			others.merge(n.stats)
 		}
 	}
 	res.Messages = msgs
 	res.Summary = all.summary(-1, msgs, len(r.nodes), secs)
+	res.Others = others.summary(-1, msgs, len(r.nodes), secs)
 	return res
 }
 

@@ -94,12 +94,16 @@ type EngineSpec struct {
 	// the engine's default (1, Liao's node 0).
 	MaxConcurrentRounds int `yaml:"max_concurrent_rounds" json:"max_concurrent_rounds,omitempty"`
 	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
-	// one-way delay. The hull's point sets are brought together by it
-	// (shift = granularity - mu), which tightens the offset and drift bounds
-	// from about the round trip to about the granularity. 0: causality only
-	// (the engine's default). engine.Config has no such field yet, so the
-	// simulator builds the engine's hull itself when this is set.
+	// one-way delay (engine.Config.HullMinDelay). The hull's point sets are
+	// brought together by it (shift = granularity - mu), which tightens the
+	// offset and drift bounds from about the round trip to about the
+	// granularity. 0: causality only (the engine's default).
 	HullMinDelay Duration `yaml:"hull_min_delay" json:"hull_min_delay,omitempty"`
+	// HullMaxSpan limits the time span of the hull's samples
+	// (engine.Config.HullMaxSpan): 0 chooses it after every round from the
+	// round trip, the period and max_wander_ppm_per_s; negative keeps the
+	// whole window.
+	HullMaxSpan Duration `yaml:"hull_max_span" json:"hull_max_span,omitempty"`
 	// DiscountDelay: error reports discount the round's RTT excess over the
 	// shortest RTT seen (engine.Config.DiscountDelay).
 	DiscountDelay bool `yaml:"discount_delay" json:"discount_delay,omitempty"`

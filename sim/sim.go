@@ -157,11 +157,6 @@ func Run(ctx context.Context, sc Scenario, opt Options) (*Result, error) {
 	}
 	if opt.NewNode == nil {
 		opt.NewNode = defaultNewNode
-		if mu := int64(sc.Engine.HullMinDelay); mu > 0 {
-			opt.NewNode = func(cfg engine.Config, l *slog.Logger) (Node, error) {
-				return engine.NewWithEstimators(cfg, l, muEstimators(mu))
-			}
-		}
 	}
 	if opt.NewClock == nil {
 		opt.NewClock = defaultNewClock
@@ -309,6 +304,11 @@ func (r *runner) engineConfig() engine.Config {
 	cfg.Granularity = time.Duration(gran)
 	cfg.ContinuousDrift = e.ContinuousDrift
 	cfg.DiscountDelay = e.DiscountDelay
+	cfg.HullMinDelay = time.Duration(e.HullMinDelay)
+	cfg.HullMaxSpan = time.Duration(e.HullMaxSpan)
+	// A node's own reads are quantized and jittered: |reading - ideal| is
+	// below one granule plus the jitter.
+	cfg.ReadUncertainty = time.Duration(c.Granularity + c.Jitter)
 	if e.Window > 0 {
 		cfg.Window = e.Window
 	}

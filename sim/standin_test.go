@@ -63,8 +63,9 @@ func (c *cristian) Ready() engine.Ready {
 }
 
 func (c *cristian) Read(local int64) engine.Time {
+	u := int64(c.cfg.ReadUncertainty) // the reading's own granularity and jitter
 	if len(c.cfg.Sources) == 0 {
-		return engine.Time{Est: local, Earliest: local, Latest: local, Mono: local, Status: engine.StatusSynced}
+		return engine.Time{Est: local, Earliest: local - u, Latest: local + u, Mono: local, Status: engine.StatusSynced}
 	}
 	if !c.have {
 		return engine.Time{Est: local, Earliest: math.MinInt64, Latest: math.MaxInt64, Mono: local}
@@ -74,7 +75,7 @@ func (c *cristian) Read(local int64) engine.Time {
 	// ends drift apart by MaxDrift per ns since.
 	g := int64(c.cfg.Granularity)
 	dx := local - c.x
-	spread := int64(math.Ceil(c.cfg.MaxDrift*float64(max(dx, 0)+c.rtt))) + 2*g
+	spread := int64(math.Ceil(c.cfg.MaxDrift*float64(max(dx, 0)+c.rtt))) + 2*g + 2*u
 	lo := c.y + dx - spread
 	hi := c.y + c.rtt + dx + spread
 	est := lo + (hi-lo)/2
