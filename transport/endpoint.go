@@ -405,6 +405,8 @@ func requestOf(reply wire.Op) wire.Op {
 		return wire.OpStatusQuery
 	case wire.OpPageGrant:
 		return wire.OpGetPage
+	case wire.OpRealTimeInfo:
+		return wire.OpRealTimeQuery
 	}
 	return 0
 }

@@ -51,6 +51,8 @@ func FuzzUnmarshal(f *testing.F) {
 // that decoding gives back the same encoding.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint8(OpProbeReply), uint32(1), uint32(2), uint32(3), int64(-4), int64(5), float64(0.5), uint16(2), []byte("page"))
+	f.Add(uint8(OpRealTimeQuery), uint32(1), uint32(2), uint32(3), int64(-4), int64(5), float64(1.00001), uint16(2), []byte{})
+	f.Add(uint8(OpRealTimeInfo), uint32(1), uint32(2), uint32(2), int64(-4), int64(5), float64(1e-5), uint16(2), []byte{})
 	f.Add(uint8(OpTimeDiff|ReliableFlag), uint32(0), uint32(0), uint32(0), int64(0), int64(0), float64(0), uint16(1024), []byte{})
 	f.Fuzz(func(t *testing.T, op uint8, sender, seq, round uint32, a, c int64, x float64, n uint16, data []byte) {
 		p := Packet{Op: Op(op), Sender: sender, Seq: seq}
@@ -69,6 +71,7 @@ func FuzzRoundTrip(f *testing.F) {
 		p.Status.Local, p.Status.Time.Est = a, c
 		p.Page.Addr, p.Page.Data = uint64(a), data
 		p.AckOp = Op(round)
+		p.RealTime = RealTime{Rate: x, RateErr: float64(n), Mode: uint8(round), At: a, Offset: c, Slope: x, Err: c, SlopeErr: float64(seq)}
 		b, err := p.MarshalBinary()
 		if err != nil {
 			return // invalid packets are refused by the encoder; fine

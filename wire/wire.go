@@ -51,15 +51,17 @@ const ReliableFlag Op = 0x80
 // The op codes. The engine's messages keep the values of engine.MsgType so
 // that Op(m.Type) is the op of an engine message.
 const (
-	OpProbe          = Op(engine.MsgProbe)      // request: a source probes a child
-	OpProbeReply     = Op(engine.MsgProbeReply) // reply to OpProbe
-	OpTimeDiff       = Op(engine.MsgTimeDiff)   // one-way: the end of a round
-	OpErrReport      = Op(engine.MsgErrReport)  // one-way, flagged: a child's error report
-	OpAck         Op = 0x10                     // acknowledges a flagged message; body: the acknowledged op
-	OpStatusQuery Op = 0x11                     // request: ask a daemon for its status; no body
-	OpStatusReply Op = 0x12                     // reply to OpStatusQuery: a Status body
-	OpGetPage     Op = 0x13                     // request (Mocha GETP): a page address
-	OpPageGrant   Op = 0x14                     // reply to OpGetPage (Mocha GETPGRANT): address and data
+	OpProbe            = Op(engine.MsgProbe)      // request: a source probes a child
+	OpProbeReply       = Op(engine.MsgProbeReply) // reply to OpProbe
+	OpTimeDiff         = Op(engine.MsgTimeDiff)   // one-way: the end of a round
+	OpErrReport        = Op(engine.MsgErrReport)  // one-way, flagged: a child's error report
+	OpAck           Op = 0x10                     // acknowledges a flagged message; body: the acknowledged op
+	OpStatusQuery   Op = 0x11                     // request: ask a daemon for its status; no body
+	OpStatusReply   Op = 0x12                     // reply to OpStatusQuery: a Status body
+	OpGetPage       Op = 0x13                     // request (Mocha GETP): a page address
+	OpPageGrant     Op = 0x14                     // reply to OpGetPage (Mocha GETPGRANT): address and data
+	OpRealTimeQuery Op = 0x15                     // request: a node's clock rate vs the reference; asks for the real-time scale (daemon real_time modes)
+	OpRealTimeInfo  Op = 0x16                     // reply to OpRealTimeQuery: the reference's real-time offset or mean-drift segment
 )
 
 // Kind returns the op without the reliable flag.
@@ -91,9 +93,9 @@ const (
 // Class returns the protocol role of the op's kind.
 func (o Op) Class() Class {
 	switch o.Kind() {
-	case OpProbe, OpStatusQuery, OpGetPage:
+	case OpProbe, OpStatusQuery, OpGetPage, OpRealTimeQuery:
 		return ClassRequest
-	case OpProbeReply, OpStatusReply, OpPageGrant:
+	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo:
 		return ClassReply
 	case OpTimeDiff, OpErrReport:
 		return ClassOneWay
@@ -112,6 +114,8 @@ func (o Op) ReplyOp() (Op, bool) {
 		return OpStatusReply, true
 	case OpGetPage:
 		return OpPageGrant, true
+	case OpRealTimeQuery:
+		return OpRealTimeInfo, true
 	}
 	return 0, false
 }
@@ -138,6 +142,10 @@ func (o Op) String() string {
 		s = "getp"
 	case OpPageGrant:
 		s = "getpgrant"
+	case OpRealTimeQuery:
+		s = "realtime-query"
+	case OpRealTimeInfo:
+		s = "realtime-info"
 	default:
 		s = fmt.Sprintf("op(0x%02x)", uint8(o.Kind()))
 	}
@@ -236,10 +244,33 @@ type Page struct {
 	Data []byte
 }
 
+// RealTime is the body of OpRealTimeQuery (Rate, RateErr) and of
+// OpRealTimeInfo (the other fields): the daemon's real-time modes
+// (Jezequel 5.4). Every float is finite and every error >= 0, else the
+// encoder and the decoder refuse the packet.
+type RealTime struct {
+	// Query: the sender's clock rate relative to the reference's (d local /
+	// d reference, about 1) and a bound on its error; Rate 0: no estimate yet.
+	Rate, RateErr float64
+
+	// Info: Mode (1 reference-realtime, 2 mean-drift, 0 nothing yet); At, a
+	// reference (global) time; Offset, the value at At (reference-realtime:
+	// CLOCK_REALTIME minus global time; mean-drift: the served time at At);
+	// Slope, its rate per ns of global time (reference-realtime: d offset /
+	// d global; mean-drift: d served / d global); Err and SlopeErr bound the
+	// errors of Offset at At and of Slope.
+	Mode     uint8
+	At       int64
+	Offset   int64
+	Slope    float64
+	Err      int64
+	SlopeErr float64
+}
+
 // Packet is one datagram: the header fields and the body of its op. Only the
 // body that belongs to Op is encoded: Msg for the engine ops, Status for
 // OpStatusReply, Page for OpGetPage and OpPageGrant; AckOp for OpAck;
-// OpStatusQuery has none.
+// OpStatusQuery has none; RealTime for OpRealTimeQuery and OpRealTimeInfo.
 type Packet struct {
 	Op     Op     // kind and reliable flag
 	Sender uint32 // sender's node id; equals Msg.From for engine messages
@@ -248,6 +279,8 @@ type Packet struct {
 	Msg    engine.Message
 	Status Status
 	Page   Page
+	// RealTime is the body of OpRealTimeQuery and OpRealTimeInfo.
+	RealTime RealTime
 	// AckOp is the body of OpAck: the op of the acknowledged message, so
 	// that ACKs of a reply and of a request with equal sequence numbers
 	// are told apart.
@@ -263,6 +296,8 @@ const (
 	sampleLen       = 32
 	errReportLen    = engineCommonLen + 8
 	statusLen       = 5*8 + 1
+	rtQueryLen      = 2 * 8
+	rtInfoLen       = 1 + 5*8
 )
 
 // Size returns the encoded size of the packet, or an error when the packet
@@ -298,6 +333,10 @@ func (p *Packet) bodyLen() (int, error) {
 			return 0, fmt.Errorf("wire: encode getpgrant: %d bytes of page data, at most %d: %w", n, MaxPageData, ErrTooLarge)
 		}
 		return PageHeaderLen + len(p.Page.Data), nil
+	case OpRealTimeQuery:
+		return rtQueryLen, nil
+	case OpRealTimeInfo:
+		return rtInfoLen, nil
 	}
 	return 0, fmt.Errorf("wire: encode: op 0x%02x: %w", uint8(p.Op), ErrOp)
 }
@@ -337,6 +376,11 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	}
 	if p.Op.Kind() == OpStatusReply && p.Status.Time.Status > engine.StatusStale {
 		return 0, fmt.Errorf("wire: encode status-reply: status %d: %w", p.Status.Time.Status, ErrValue)
+	}
+	if k := p.Op.Kind(); k == OpRealTimeQuery || k == OpRealTimeInfo {
+		if field, v := p.RealTime.invalid(k); field != "" {
+			return 0, fmt.Errorf("wire: encode %v: %s = %v: %w", p.Op, field, v, ErrValue)
+		}
 	}
 	b := buf[:n]
 	be := binary.BigEndian
@@ -403,6 +447,18 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	case OpPageGrant:
 		put64(p.Page.Addr)
 		o += copy(b[o:], p.Page.Data)
+	case OpRealTimeQuery:
+		put64(math.Float64bits(p.RealTime.Rate))
+		put64(math.Float64bits(p.RealTime.RateErr))
+	case OpRealTimeInfo:
+		rt := &p.RealTime
+		b[o] = rt.Mode
+		o++
+		put64(uint64(rt.At))
+		put64(uint64(rt.Offset))
+		put64(math.Float64bits(rt.Slope))
+		put64(uint64(rt.Err))
+		put64(math.Float64bits(rt.SlopeErr))
 	}
 	if o != n {
 		// Unreachable unless bodyLen and the encoder disagree.
@@ -483,6 +539,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 	p.Msg = engine.Message{}
 	p.Status = Status{}
 	p.Page = Page{}
+	p.RealTime = RealTime{}
 	p.AckOp = 0
 	r := reader{b: b, o: HeaderLen}
 	kind := h.Op.Kind()
@@ -571,6 +628,27 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			p.Page.Data = append(data, b[r.o:]...)
 			r.o = len(b)
 		}
+	case OpRealTimeQuery, OpRealTimeInfo:
+		rt := &p.RealTime
+		off := r.o
+		name := "realtime-query"
+		if kind == OpRealTimeQuery {
+			rt.Rate = r.f64("realtime-query.rate")
+			rt.RateErr = r.f64("realtime-query.rate_err")
+		} else {
+			name = "realtime-info"
+			rt.Mode = r.u8("realtime-info.mode")
+			rt.At = r.i64("realtime-info.at")
+			rt.Offset = r.i64("realtime-info.offset")
+			rt.Slope = r.f64("realtime-info.slope")
+			rt.Err = r.i64("realtime-info.err")
+			rt.SlopeErr = r.f64("realtime-info.slope_err")
+		}
+		if r.err == nil {
+			if field, v := rt.invalid(kind); field != "" {
+				r.err = &DecodeError{Field: name + "." + field, Offset: off, Err: ErrValue, Detail: fmt.Sprint(v)}
+			}
+		}
 	}
 	if r.err != nil {
 		return r.err
@@ -579,4 +657,30 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		return &DecodeError{Field: "body", Offset: r.o, Err: ErrLength, Detail: fmt.Sprintf("%d trailing bytes after %v body", len(b)-r.o, h.Op)}
 	}
 	return nil
+}
+
+// invalid names the first field of a real-time body that no sender
+// produces (a NaN, an infinity, a negative error, an unknown mode), or "".
+func (rt *RealTime) invalid(kind Op) (string, any) {
+	fin := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+	if kind == OpRealTimeQuery {
+		switch {
+		case !fin(rt.Rate) || rt.Rate < 0:
+			return "rate", rt.Rate
+		case !fin(rt.RateErr) || rt.RateErr < 0:
+			return "rate_err", rt.RateErr
+		}
+		return "", nil
+	}
+	switch {
+	case rt.Mode > 2:
+		return "mode", rt.Mode
+	case !fin(rt.Slope):
+		return "slope", rt.Slope
+	case rt.Err < 0:
+		return "err", rt.Err
+	case !fin(rt.SlopeErr) || rt.SlopeErr < 0:
+		return "slope_err", rt.SlopeErr
+	}
+	return "", nil
 }

@@ -34,6 +34,8 @@ func samplePackets() []Packet {
 		{Op: OpStatusReply, Sender: 1, Seq: 100, Status: Status{Local: 123456789, Time: engine.Time{Est: 5, Earliest: 4, Latest: 6, Mono: 5, Status: engine.StatusStale}}},
 		{Op: OpGetPage, Sender: 1, Seq: 5, Page: Page{Addr: 0xdeadbeef000}},
 		{Op: OpPageGrant | ReliableFlag, Sender: 2, Seq: 5, Page: Page{Addr: 0xdeadbeef000, Data: page}},
+		{Op: OpRealTimeQuery, Sender: 3, Seq: 6, RealTime: RealTime{Rate: 1.00004, RateErr: 2e-7}},
+		{Op: OpRealTimeInfo, Sender: 1, Seq: 6, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4}},
 	}
 }
 
@@ -103,6 +105,8 @@ func TestOpClass(t *testing.T) {
 		{OpProbe, ClassRequest, OpProbeReply},
 		{OpStatusQuery | ReliableFlag, ClassRequest, OpStatusReply},
 		{OpGetPage, ClassRequest, OpPageGrant},
+		{OpRealTimeQuery, ClassRequest, OpRealTimeInfo},
+		{OpRealTimeInfo, ClassReply, 0},
 		{OpProbeReply, ClassReply, 0},
 		{OpPageGrant | ReliableFlag, ClassReply, 0},
 		{OpTimeDiff, ClassOneWay, 0},
@@ -185,6 +189,17 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint16(b[12:], 4)
 			return b
 		}, "getpgrant.addr", HeaderLen, ErrShort},
+		{"realtime rate NaN", func() []byte {
+			b := valid(t, 10)
+			binary.BigEndian.PutUint64(b[HeaderLen:], math.Float64bits(math.NaN()))
+			return b
+		}, "realtime-query.rate", HeaderLen, ErrValue},
+		{"realtime mode", func() []byte { b := valid(t, 11); b[HeaderLen] = 3; return b }, "realtime-info.mode", HeaderLen, ErrValue},
+		{"realtime negative err", func() []byte {
+			b := valid(t, 11)
+			binary.BigEndian.PutUint64(b[HeaderLen+25:], uint64(1<<63))
+			return b
+		}, "realtime-info.err", HeaderLen, ErrValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +230,8 @@ func TestEncodeErrors(t *testing.T) {
 		{"ack of nothing", Packet{Op: OpAck}, ErrValue},
 		{"ack of an ack", Packet{Op: OpAck, AckOp: OpAck}, ErrValue},
 		{"bad status", Packet{Op: OpStatusReply, Status: Status{Time: engine.Time{Status: 7}}}, ErrValue},
+		{"realtime rate infinite", Packet{Op: OpRealTimeQuery, RealTime: RealTime{Rate: math.Inf(1)}}, ErrValue},
+		{"realtime slope error negative", Packet{Op: OpRealTimeInfo, RealTime: RealTime{SlopeErr: -1}}, ErrValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
