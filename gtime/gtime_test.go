@@ -514,3 +514,60 @@ func TestMappingForTraces(t *testing.T) {
 		t.Fatalf("closed reader: err %v, want ErrClosed", err)
 	}
 }
+
+// TestContinuousWidens: with Update.Continuous, a correction far outside
+// the new bounds (a realtime step) makes no jump in either direction: Est
+// continues from the previous page and slews at MaxSlewRate, the bounds
+// widen to hold it and still hold the new estimate's own bounds. Without
+// it, Est jumps to the nearest new bound.
+func TestContinuousWidens(t *testing.T) {
+	for _, step := range []int64{-50 * 1000 * 1000, +30 * 1000 * 1000} {
+		for _, cont := range []bool{false, true} {
+			w, r, _ := newPair(t)
+			local := 50 * sec
+			u := baseUpdate(local)
+			u.Continuous = cont
+			if err := w.Publish(u); err != nil {
+				t.Fatal(err)
+			}
+			local += 100 * int64(time.Millisecond)
+			before, _ := r.At(local)
+			u = baseUpdate(local)
+			u.Continuous = cont
+			est0, _, _ := w.cur.mappingAt(local)
+			u.Mapping.Y0 = est0 + step // the truth moved by step
+			if err := w.Publish(u); err != nil {
+				t.Fatal(err)
+			}
+			_, lo, hi := w.cur.mappingAt(local)
+			after, _ := r.At(local)
+			jump := after.Est - before.Est
+			if !cont {
+				if max(jump, -jump) < 1000*1000 {
+					t.Errorf("step %d, clamping: jump %d ns, want the step (to the nearest bound)", step, jump)
+				}
+				continue
+			}
+			if max(jump, -jump) > 1 {
+				t.Errorf("step %d: Est jumped by %d ns", step, jump)
+			}
+			// The truth (new estimate +- the normal 1000 ns) stays inside.
+			if lo > u.Mapping.Y0-1000 || hi < u.Mapping.Y0+1000 {
+				t.Errorf("step %d: bounds [%d, %d] lost the new estimate %d +- 1000", step, lo, hi, u.Mapping.Y0)
+			}
+			// Est moves at 1+skew+-MaxSlewRate until it meets the estimate,
+			// inside the bounds, and never backwards.
+			prev := after.Est
+			for x := local; x <= local+int64(time.Minute)+20*sec; x += sec / 10 {
+				tm, _ := r.At(x)
+				if tm.Est < prev || tm.Est < tm.Earliest || tm.Est > tm.Latest {
+					t.Fatalf("step %d at +%d ns: Est %d (previous %d) bounds [%d, %d]", step, x-local, tm.Est, prev, tm.Earliest, tm.Latest)
+				}
+				prev = tm.Est
+			}
+			if tm, _ := r.At(local + 2*int64(time.Minute)); tm.Est != func() int64 { e, _, _ := w.cur.mappingAt(local + 2*int64(time.Minute)); return e }() {
+				t.Errorf("step %d: Est %d has not met the estimate after the slew", step, tm.Est)
+			}
+		}
+	}
+}

@@ -14,8 +14,9 @@ const (
 	// Magic marks a gclock page: the bytes "GCLKSHM1" read as a
 	// little-endian uint64.
 	Magic uint64 = 0x314d48534b4c4347
-	// Version is the layout version; a reader refuses any other.
-	Version uint32 = 1
+	// Version is the layout version; a reader refuses any other. Version 2
+	// added TimescaleMeanDrift (same words, one more timescale value).
+	Version uint32 = 2
 	// PageSize is the file size the writer creates: one memory page, so
 	// the mapping costs one TLB entry and the hot fields share two cache lines.
 	PageSize = 4096
@@ -85,9 +86,14 @@ type Timescale uint8
 const (
 	// TimescaleReference is the reference node's CLOCK_MONOTONIC_RAW, in ns.
 	TimescaleReference Timescale = iota
-	// TimescaleRealtime is UTC, ns since the Unix epoch (Jezequel 5.4:
-	// the reference's CLOCK_REALTIME, or drifts corrected by their mean).
+	// TimescaleRealtime is UTC, ns since the Unix epoch: the reference's
+	// CLOCK_REALTIME (daemon real_time.mode reference-realtime).
 	TimescaleRealtime
+	// TimescaleMeanDrift is ns since the Unix epoch, started from the
+	// reference's CLOCK_REALTIME once and then running at the mean rate of
+	// all the cluster's clocks (Jezequel 5.4; daemon real_time.mode
+	// mean-drift). It follows no NTP.
+	TimescaleMeanDrift
 )
 
 // String names the timescale.
@@ -97,10 +103,16 @@ func (t Timescale) String() string {
 		return "reference"
 	case TimescaleRealtime:
 		return "realtime"
+	case TimescaleMeanDrift:
+		return "mean-drift"
 	default:
 		return fmt.Sprintf("timescale(%d)", uint8(t))
 	}
 }
+
+// Epoch reports whether the timescale counts ns since the Unix epoch (so
+// that it prints as a UTC date).
+func (t Timescale) Epoch() bool { return t == TimescaleRealtime || t == TimescaleMeanDrift }
 
 // Time is global time read at one local instant.
 type Time struct {
@@ -266,7 +278,7 @@ func (d *pageData) check() error {
 	switch {
 	case d.status > StatusNoDaemon:
 		return bad("status", d.status)
-	case d.timescale > TimescaleRealtime:
+	case d.timescale > TimescaleMeanDrift:
 		return bad("timescale", d.timescale)
 	case !d.valid:
 		return nil // nothing else is used

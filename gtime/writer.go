@@ -38,6 +38,13 @@ type Update struct {
 	MaxSlewRate float64
 	// Timescale says what the global time counts.
 	Timescale Timescale
+	// Continuous: when the new bounds at Local exclude what readers of the
+	// previous page got there, widen the new W0 to include it instead of
+	// clamping Est into the new bounds, so Est never jumps: it continues
+	// from the previous value and slews to the new estimate at MaxSlewRate
+	// (the bounds stay those of the truth, only wider). False clamps: Est
+	// jumps to the nearest new bound.
+	Continuous bool
 }
 
 // Writer publishes to a page. There is one writer per page: NewWriter takes
@@ -143,6 +150,18 @@ func (w *Writer) Publish(u Update) error {
 		// est + corr = target, with no wrap (both sides are within
 		// maxHalfWidth of the same estimate or saturated).
 		mono := now.Est // slewC is 0 so far: this is the clamped estimate
+		if u.Continuous && target != prev {
+			// Widen by the excess (one ns more for the rounding of
+			// ceil(w)); |corr| then stays within W0 <= w(x) for every
+			// x >= Local, as it only decays.
+			gap := satSub(prev, mono)
+			hw := max(satSub(mono, now.Earliest), satSub(now.Latest, mono))
+			if gap < 0 {
+				gap = satSub(0, gap)
+			}
+			next.w0 = min(satAdd(next.w0, satAdd(satSub(gap, hw), 1)), maxHalfWidth)
+			target = prev
+		}
 		next.slewC = satSub(target, mono)
 	}
 	w.w.store(&next)
@@ -159,7 +178,7 @@ func (u *Update) check() error {
 	switch {
 	case u.Status > StatusNoDaemon:
 		return bad("Status", u.Status, "unknown status")
-	case u.Timescale > TimescaleRealtime:
+	case u.Timescale > TimescaleMeanDrift:
 		return bad("Timescale", u.Timescale, "unknown timescale")
 	case u.StaleAfter <= 0:
 		return bad("StaleAfter", u.StaleAfter, "must be > 0")

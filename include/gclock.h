@@ -46,7 +46,7 @@ extern "C" {
 
 #define GCLOCK_DEFAULT_PATH "/dev/shm/gclock"
 #define GCLOCK_MAGIC 0x314d48534b4c4347ULL /* "GCLKSHM1" little-endian */
-#define GCLOCK_VERSION 1u
+#define GCLOCK_VERSION 2u
 #define GCLOCK_PAGE_SIZE 4096u
 
 /* Statuses, as gtime.Status. */
@@ -60,7 +60,8 @@ enum gclock_status {
 /* Timescales, as gtime.Timescale. */
 enum gclock_timescale {
 	GCLOCK_TS_REFERENCE = 0, /* the reference node's CLOCK_MONOTONIC_RAW, ns */
-	GCLOCK_TS_REALTIME = 1   /* UTC ns since the Unix epoch */
+	GCLOCK_TS_REALTIME = 1,  /* UTC ns since the Unix epoch: the reference's CLOCK_REALTIME */
+	GCLOCK_TS_MEAN_DRIFT = 2 /* ns since the Unix epoch at the mean rate of all clocks */
 };
 
 struct gclock_time {
@@ -217,7 +218,7 @@ static inline int gclock__check(const uint64_t w[GCLOCK_W_END])
 	double skew = gclock__f(w[GCLOCK_W_SKEW]), skewerr = gclock__f(w[GCLOCK_W_SKEWERR]);
 	double wander = gclock__f(w[GCLOCK_W_WANDER]), maxdrift = gclock__f(w[GCLOCK_W_MAXDRIFT]);
 	double slewrate = gclock__f(w[GCLOCK_W_SLEWRATE]);
-	if (st > GCLOCK_NO_DAEMON || ts > GCLOCK_TS_REALTIME)
+	if (st > GCLOCK_NO_DAEMON || ts > GCLOCK_TS_MEAN_DRIFT)
 		return -EINVAL;
 	if (valid && (!gclock__finite(skew) || !gclock__finite(skewerr) || skewerr < 0 ||
 		      !gclock__finite(wander) || wander < 0 || w0 < 0 || staleafter <= 0 ||

@@ -108,7 +108,7 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 // formatGlobal prints a global time: seconds.nanoseconds on the reference
 // timescale, UTC on the real-time one.
 func formatGlobal(ns int64, ts gtime.Timescale) string {
-	if ts == gtime.TimescaleRealtime {
+	if ts.Epoch() {
 		return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000000000Z")
 	}
 	if ns == math.MinInt64 {
