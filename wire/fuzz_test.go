@@ -71,7 +71,7 @@ func FuzzRoundTrip(f *testing.F) {
 		p.Status.Local, p.Status.Time.Est = a, c
 		p.Page.Addr, p.Page.Data = uint64(a), data
 		p.AckOp = Op(round)
-		p.RealTime = RealTime{Rate: x, RateErr: float64(n), Mode: uint8(round), At: a, Offset: c, Slope: x, Err: c, SlopeErr: float64(seq)}
+		p.RealTime = RealTime{Rate: x, RateErr: float64(n), Mode: uint8(round), At: a, Offset: c, Slope: x, Err: c, SlopeErr: float64(seq), After: c, Prev: a}
 		b, err := p.MarshalBinary()
 		if err != nil {
 			return // invalid packets are refused by the encoder; fine

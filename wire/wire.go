@@ -250,21 +250,26 @@ type Page struct {
 // encoder and the decoder refuse the packet.
 type RealTime struct {
 	// Query: the sender's clock rate relative to the reference's (d local /
-	// d reference, about 1) and a bound on its error; Rate 0: no estimate yet.
+	// d reference, about 1) and a bound on its error; Rate 0: no estimate
+	// yet. After: the At of the newest mean-drift segment the sender knows
+	// (math.MinInt64: none), so that the reference answers with the next.
 	Rate, RateErr float64
+	After         int64
 
 	// Info: Mode (1 reference-realtime, 2 mean-drift, 0 nothing yet); At, a
 	// reference (global) time; Offset, the value at At (reference-realtime:
 	// CLOCK_REALTIME minus global time; mean-drift: the served time at At);
 	// Slope, its rate per ns of global time (reference-realtime: d offset /
 	// d global; mean-drift: d served / d global); Err and SlopeErr bound the
-	// errors of Offset at At and of Slope.
+	// errors of Offset at At and of Slope. Prev (mean-drift): the At of the
+	// segment this one follows, math.MinInt64 for the first.
 	Mode     uint8
 	At       int64
 	Offset   int64
 	Slope    float64
 	Err      int64
 	SlopeErr float64
+	Prev     int64
 }
 
 // Packet is one datagram: the header fields and the body of its op. Only the
@@ -296,8 +301,8 @@ const (
 	sampleLen       = 32
 	errReportLen    = engineCommonLen + 8
 	statusLen       = 5*8 + 1
-	rtQueryLen      = 2 * 8
-	rtInfoLen       = 1 + 5*8
+	rtQueryLen      = 3 * 8
+	rtInfoLen       = 1 + 6*8
 )
 
 // Size returns the encoded size of the packet, or an error when the packet
@@ -450,6 +455,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	case OpRealTimeQuery:
 		put64(math.Float64bits(p.RealTime.Rate))
 		put64(math.Float64bits(p.RealTime.RateErr))
+		put64(uint64(p.RealTime.After))
 	case OpRealTimeInfo:
 		rt := &p.RealTime
 		b[o] = rt.Mode
@@ -459,6 +465,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put64(math.Float64bits(rt.Slope))
 		put64(uint64(rt.Err))
 		put64(math.Float64bits(rt.SlopeErr))
+		put64(uint64(rt.Prev))
 	}
 	if o != n {
 		// Unreachable unless bodyLen and the encoder disagree.
@@ -635,6 +642,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		if kind == OpRealTimeQuery {
 			rt.Rate = r.f64("realtime-query.rate")
 			rt.RateErr = r.f64("realtime-query.rate_err")
+			rt.After = r.i64("realtime-query.after")
 		} else {
 			name = "realtime-info"
 			rt.Mode = r.u8("realtime-info.mode")
@@ -643,6 +651,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			rt.Slope = r.f64("realtime-info.slope")
 			rt.Err = r.i64("realtime-info.err")
 			rt.SlopeErr = r.f64("realtime-info.slope_err")
+			rt.Prev = r.i64("realtime-info.prev")
 		}
 		if r.err == nil {
 			if field, v := rt.invalid(kind); field != "" {

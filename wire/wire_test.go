@@ -34,8 +34,8 @@ func samplePackets() []Packet {
 		{Op: OpStatusReply, Sender: 1, Seq: 100, Status: Status{Local: 123456789, Time: engine.Time{Est: 5, Earliest: 4, Latest: 6, Mono: 5, Status: engine.StatusStale}}},
 		{Op: OpGetPage, Sender: 1, Seq: 5, Page: Page{Addr: 0xdeadbeef000}},
 		{Op: OpPageGrant | ReliableFlag, Sender: 2, Seq: 5, Page: Page{Addr: 0xdeadbeef000, Data: page}},
-		{Op: OpRealTimeQuery, Sender: 3, Seq: 6, RealTime: RealTime{Rate: 1.00004, RateErr: 2e-7}},
-		{Op: OpRealTimeInfo, Sender: 1, Seq: 6, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4}},
+		{Op: OpRealTimeQuery, Sender: 3, Seq: 6, RealTime: RealTime{Rate: 1.00004, RateErr: 2e-7, After: math.MinInt64}},
+		{Op: OpRealTimeInfo, Sender: 1, Seq: 6, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4, Prev: -7}},
 	}
 }
 
