@@ -173,9 +173,33 @@ const (
 	RealTimeMeanDrift = "mean-drift"         // drifts corrected by the mean of all drifts
 )
 
-// RealTimeConfig chooses what global time counts.
+// RealTimeConfig chooses what global time counts (see daemon/realtime.go).
 type RealTimeConfig struct {
 	Mode string `yaml:"mode"` // none | reference-realtime | mean-drift
+	// PollEvery is how often a node asks the reference for the real-time
+	// scale (and reports its rate), and how often the reference samples its
+	// CLOCK_REALTIME and recomputes the mean rate. Unused with mode none.
+	PollEvery Duration `yaml:"poll_every"`
+	// MaxSlewPPM bounds, in reference-realtime mode, how far the rate of
+	// the reference's CLOCK_REALTIME (against global time) may move from
+	// its rate measured over the last poll: 500 is the kernel's limit for
+	// NTP slewing (ntpd, chrony's default). A step, or a faster slew, is
+	// detected at the next sample and counted; served time slews through it.
+	MaxSlewPPM float64 `yaml:"max_slew_ppm"`
+}
+
+func (r *RealTimeConfig) validate(e *errs) {
+	switch r.Mode {
+	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
+	default:
+		e.add("real_time.mode", "unknown mode %q (none, reference-realtime, mean-drift)", r.Mode)
+	}
+	if r.PollEvery < Duration(10*time.Millisecond) || r.PollEvery > Duration(time.Hour) {
+		e.add("real_time.poll_every", "%v outside [10ms, 1h]", r.PollEvery)
+	}
+	if !(r.MaxSlewPPM >= 0 && r.MaxSlewPPM <= 100000) {
+		e.add("real_time.max_slew_ppm", "%v outside [0, 100000]", r.MaxSlewPPM)
+	}
 }
 
 // DefaultPort is the UDP port of the default config.
@@ -215,7 +239,7 @@ func DefaultConfig() Config {
 		Clock:      ClockConfig{Source: ClockRaw},
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
-		RealTime:   RealTimeConfig{Mode: RealTimeNone},
+		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500},
 	}
 }
 
@@ -264,11 +288,7 @@ func (c *Config) Validate() error {
 	} else if l != "" {
 		checkHostPort(&e, "metrics.listen", c.Metrics.Listen, true)
 	}
-	switch c.RealTime.Mode {
-	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
-	default:
-		e.add("real_time.mode", "unknown mode %q (none, reference-realtime, mean-drift)", c.RealTime.Mode)
-	}
+	c.RealTime.validate(&e)
 	if len(e) == 0 {
 		// Backstops: the engine's own rules and the graph's connectivity.
 		if err := c.EngineConfig(nil, nil).Validate(); err != nil {

@@ -76,6 +76,7 @@ type node struct {
 	ep     *transport.Endpoint
 	peers  map[engine.NodeID]netip.AddrPort
 	writer *gtime.Writer // nil: no page
+	rt     *realTime     // nil: real_time.mode none (realtime.go)
 
 	mu      sync.Mutex // guards eng, next and last
 	eng     *engine.Node
@@ -140,18 +141,15 @@ func (n *node) count(t engine.MsgType, dir int) {
 // publishes global time to the gtime page and serves metrics. It returns
 // nil after a clean shutdown (the page is marked closed).
 //
-// Not implemented yet (Run says so rather than pretending): real_time modes
-// other than none, and reference failover (reference.order beyond its
-// first entry is only validated).
+// Not implemented yet (Run says so rather than pretending): reference
+// failover (reference.order beyond its first entry is only validated).
+// The real-time modes are in realtime.go.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("daemon: %w", err)
-	}
-	if cfg.RealTime.Mode != RealTimeNone {
-		return fmt.Errorf("daemon: real_time.mode %q is not implemented yet (use none): %w", cfg.RealTime.Mode, ErrConfig)
 	}
 	ref := cfg.ReferenceID()
 	if len(cfg.Reference.Order) > 1 {
@@ -179,6 +177,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			return fmt.Errorf("daemon: peers: id %d: %w", p.ID, err)
 		}
 		n.peers[engine.NodeID(p.ID)] = ap
+	}
+	if cfg.RealTime.Mode != RealTimeNone {
+		if n.rt, err = newRealTime(n, engine.NodeID(ref)); err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
 	}
 	listen, err := resolve(cfg.ListenAddr())
 	if err != nil {
@@ -211,6 +214,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 	epDone := make(chan error, 1)
 	go func() { epDone <- n.ep.Run(ctx) }()
+	rtWait := n.startRealTime(ctx)
 	var srv *http.Server
 	if addr := cfg.Metrics.Listen; addr != "" {
 		h, err := MetricsHandler(n)
@@ -233,12 +237,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer srv.Close()
 	}
 	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
-		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps)
+		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps,
+		"real_time", cfg.RealTime.Mode)
 	err = n.loop(ctx)
 	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "stamps_raised", n.clamped.Load(),
 		"t1_kernel", n.stamps.t1Kernel.Load(), "t1_engine", n.stamps.t1Engine.Load(),
 		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
 	cancel()
+	rtWait()
 	eerr := <-epDone // no handler runs after this
 	n.sendMu.Lock()
 	n.stopping = true
@@ -450,6 +456,9 @@ func (n *node) step(m engine.Message, local int64) engine.Ready {
 // HandleRequest answers a probe with the engine's reply, its T3 taken as
 // late as possible (later is always safe, engine.Message).
 func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
+	if in.Packet.Op.Kind() == wire.OpRealTimeQuery {
+		return n.handleRealTimeQuery(in, reply)
+	}
 	if in.Packet.Op.Kind() != wire.OpProbe {
 		return fmt.Errorf("op %v is not a probe", in.Packet.Op)
 	}
@@ -577,7 +586,12 @@ func (n *node) publish() {
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
 		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
 	}
-	if m, ok := fitMapping(raw, d, ts); ok {
+	ok := true
+	if n.rt != nil {
+		u.Timescale, u.Continuous = n.rt.timescale(), true
+		ok = n.rt.apply(ts[:])
+	}
+	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
 		u.Mapping = m
 	} else {
 		u.Status = gtime.StatusUnsynced

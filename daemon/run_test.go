@@ -179,7 +179,6 @@ func TestRunRefuses(t *testing.T) {
 		want string
 	}{
 		{"invalid", func(c *Config) { c.Sync.Estimator = "kalman" }, "sync.estimator"},
-		{"real time", func(c *Config) { c.RealTime.Mode = RealTimeMeanDrift }, "not implemented"},
 		{"port in use", func(c *Config) { c.Node.Listen = busy.LocalAddr().String() }, "listen"},
 		{"page held", func(c *Config) { c.GlobalTime.ShmPath = heldPage(t) }, "another writer"},
 	}

@@ -1,0 +1,619 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
+)
+
+// rtCluster is testCluster for the real-time modes: short periods so that
+// the chain of mean-drift segments moves within seconds (lead = 2*1s +
+// 2*200ms).
+func rtCluster(t *testing.T, mode string) []Config {
+	cfgs := testCluster(t, 3)
+	for i := range cfgs {
+		c := &cfgs[i]
+		c.RealTime.Mode = mode
+		c.RealTime.PollEvery = Duration(200 * time.Millisecond)
+		c.Sync.StaleAfter = Duration(time.Second)
+		c.Sync.MaxGlobalPeriod = Duration(400 * time.Millisecond)
+	}
+	return cfgs
+}
+
+// startCluster runs the daemons and opens their pages; stop shuts them
+// down and checks Run's errors.
+func startCluster(t *testing.T, cfgs []Config) (readers []*gtime.Reader, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, len(cfgs))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	for _, c := range cfgs {
+		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		for range cfgs {
+			if err := <-errs; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+		for _, r := range readers {
+			r.Close()
+		}
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range cfgs {
+		for {
+			r, err := gtime.Open(c.GlobalTime.ShmPath)
+			if err == nil {
+				readers = append(readers, r)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d never created its page: %v", c.Node.ID, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return readers, stop
+}
+
+// monotone watches the page functions (Reader.At, not Now: a Reader holds
+// its own maximum and would hide a backward page) of synced pages.
+type monotone struct {
+	last  []int64
+	reads int
+	back  int   // backward steps beyond the tolerance
+	worst int64 // largest backward step seen, ns
+}
+
+// pageTol: across one Publish the page function may step back by less
+// than a ns per microsecond of the publication window (docs/gtime.md).
+const pageTol = 2
+
+func newMonotone(n int) *monotone {
+	m := &monotone{last: make([]int64, n)}
+	for i := range m.last {
+		m.last[i] = math.MinInt64
+	}
+	return m
+}
+
+func (m *monotone) check(t *testing.T, i int, r *gtime.Reader) gtime.Time {
+	tm, err := r.At(gtime.RawNow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Status != gtime.StatusSynced {
+		return tm
+	}
+	m.reads++
+	if d := m.last[i] - tm.Est; m.last[i] != math.MinInt64 && d > 0 {
+		m.worst = max(m.worst, d)
+		if d > pageTol {
+			m.back++
+			t.Errorf("node %d: page went back by %d ns", i+1, d)
+		}
+	}
+	m.last[i] = max(m.last[i], tm.Est)
+	return tm
+}
+
+// waitSynced waits until every page is synced, watching monotonicity.
+func waitSynced(t *testing.T, readers []*gtime.Reader, mono *monotone, maxWidth int64, deadline time.Time) {
+	t.Helper()
+	for i, r := range readers {
+		for {
+			tm := mono.check(t, i, r)
+			if tm.Status == gtime.StatusSynced && tm.Width() < maxWidth {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d not synced with a width under %d ns: %+v", i+1, maxWidth, tm)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func pctl(v []int64, p float64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// TestRealTimeReference: in reference-realtime mode every page serves the
+// reference's CLOCK_REALTIME. All daemons share this machine's clocks, so
+// the truth of a read is CLOCK_REALTIME itself, known within the window of
+// two time.Now calls around it (node 3 runs an emulated clock the daemon
+// must correct first). The pages must say "realtime", bound the truth,
+// and never go backwards while the model is refreshed every 200 ms.
+func TestRealTimeReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := rtCluster(t, RealTimeReference)
+	cfgs[2].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1}}
+	readers, stop := startCluster(t, cfgs)
+	mono := newMonotone(len(readers))
+	// Bounds: the sample's ~0.5 us plus max_slew_ppm (500) over the model's
+	// age (<= poll + the fit's 2 s horizon): a few ms at most.
+	waitSynced(t, readers, mono, int64(5*time.Millisecond), time.Now().Add(20*time.Second))
+	errsNs := make([][]int64, len(readers))
+	widths := make([][]int64, len(readers))
+	inside, total := 0, 0
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		for i, r := range readers {
+			before := time.Now().UnixNano()
+			tm, err := r.Now()
+			after := time.Now().UnixNano()
+			if err != nil {
+				t.Fatal(err)
+			}
+			total++
+			if tm.Latest < before || tm.Earliest > after {
+				t.Errorf("node %d: CLOCK_REALTIME [%d, %d] outside bounds [%d, %d] (status %v)", i+1, before, after, tm.Earliest, tm.Latest, tm.Status)
+			} else {
+				inside++
+			}
+			widths[i] = append(widths[i], tm.Width())
+			if after-before < 5000 {
+				e := tm.Est - (before + (after-before)/2)
+				errsNs[i] = append(errsNs[i], max(e, -e))
+			}
+			mono.check(t, i, r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i, r := range readers {
+		in, err := r.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Timescale != gtime.TimescaleRealtime {
+			t.Errorf("node %d serves timescale %v, want realtime", i+1, in.Timescale)
+		}
+		t.Logf("node %d (%s clock): |Est-CLOCK_REALTIME| median %d ns p99 %d ns max %d ns; width median %d ns; %d reads",
+			i+1, cfgs[i].Clock.Source, pctl(errsNs[i], 0.5), pctl(errsNs[i], 0.99), pctl(errsNs[i], 1), pctl(widths[i], 0.5), len(errsNs[i]))
+		// A served time off by more than the sync error (tens of us on
+		// loopback) would mean the offset is not applied or applied twice.
+		if p := pctl(errsNs[i], 0.5); p > int64(200*time.Microsecond) {
+			t.Errorf("node %d: median error %d ns", i+1, p)
+		}
+	}
+	t.Logf("truth inside bounds in %d of %d reads; page function: %d reads, worst backward step %d ns", inside, total, mono.reads, mono.worst)
+	stop()
+}
+
+// queryClient asks a reference for its real-time info, as a node would.
+func queryClient(t *testing.T, id uint32) func(ctx context.Context, to string, after int64) (wire.RealTime, error) {
+	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := transport.DefaultConfig()
+	cfg.ID, cfg.Conn = id, conn
+	ep, err := transport.New(cfg)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ep.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return func(ctx context.Context, to string, after int64) (wire.RealTime, error) {
+		addr, err := netip.ParseAddrPort(to)
+		if err != nil {
+			return wire.RealTime{}, err
+		}
+		rep, _, err := ep.Request(ctx, addr, &wire.Packet{Op: wire.OpRealTimeQuery, Sender: id, RealTime: wire.RealTime{After: after}})
+		if err != nil {
+			return wire.RealTime{}, err
+		}
+		return rep.RealTime, nil
+	}
+}
+
+// TestRealTimeMeanDrift: three clocks at 0, +80 and +70 ppm against
+// CLOCK_MONOTONIC_RAW (node 1, the reference, is the raw clock), so the
+// mean rate is 1+50e-6 and every page must run at it against the raw
+// clock, within the reference's bound on its mean plus the page's own
+// skew bound. The test can fail: it requires those bounds to be well under
+// the 50 ppm that separates the mean from the reference's rate. The pages
+// never go backwards while segments with new means take over.
+func TestRealTimeMeanDrift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for several seconds")
+	}
+	cfgs := rtCluster(t, RealTimeMeanDrift)
+	drifts := []float64{0, 80, 70}
+	for i, d := range drifts {
+		if d != 0 {
+			cfgs[i].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(time.Duration(i) * time.Millisecond), DriftPPM: d, Seed: int64(i)}}
+		}
+	}
+	trueMean := 1.0
+	for _, d := range drifts {
+		trueMean += d / 1e6 / float64(len(drifts))
+	}
+	readers, stop := startCluster(t, cfgs)
+	mono := newMonotone(len(readers))
+	query := queryClient(t, 99)
+	deadline := time.Now().Add(30 * time.Second)
+	waitSynced(t, readers, mono, int64(time.Millisecond), deadline)
+	// Wait for a segment in effect whose mean is bounded within 10 ppm, and
+	// for the pages to be republished with it.
+	var cur wire.RealTime
+	segments := map[int64]bool{}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		rt, err := query(ctx, cfgs[0].Peers[0].Address, math.MinInt64)
+		cancel()
+		if err == nil && rt.Mode == rtWireMeanDrift {
+			segments[rt.At] = true
+			// The reference's global time is its raw clock.
+			if rt.SlopeErr < 10e-6 && rt.At+int64(250*time.Millisecond) < gtime.RawNow() {
+				cur = rt
+				break
+			}
+		}
+		for i, r := range readers {
+			mono.check(t, i, r)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mean-drift segment with an error under 10 ppm in effect: last %+v, %v", rt, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("segment in effect: mean rate 1%+.3f ppm +- %.3f ppm (true 1%+.3f ppm), %d segments seen",
+		(cur.Slope-1)*1e6, cur.SlopeErr*1e6, (trueMean-1)*1e6, len(segments))
+	if d := math.Abs(cur.Slope - trueMean); d > cur.SlopeErr+1e-9 {
+		t.Errorf("reference's mean rate %.9f is %.3f ppm from the true mean %.9f, beyond its bound %.3f ppm",
+			cur.Slope, d*1e6, trueMean, cur.SlopeErr*1e6)
+	}
+	for i, r := range readers {
+		_, m, err := r.Mapping()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := r.Info()
+		if in.Timescale != gtime.TimescaleMeanDrift {
+			t.Errorf("node %d serves timescale %v, want mean-drift", i+1, in.Timescale)
+		}
+		tol := cur.SlopeErr + m.SkewErr + 1e-9
+		d := math.Abs(1 + m.Skew - trueMean)
+		t.Logf("node %d: page rate against the raw clock 1%+.3f ppm, page skew bound %.3f ppm, off the true mean by %.3f ppm (allowed %.3f)",
+			i+1, m.Skew*1e6, m.SkewErr*1e6, d*1e6, tol*1e6)
+		if m.SkewErr > 10e-6 {
+			t.Errorf("node %d: page skew bound %.3f ppm too wide to tell the mean from the reference's rate", i+1, m.SkewErr*1e6)
+		}
+		if d > tol {
+			t.Errorf("node %d: served rate 1%+.3f ppm, true mean 1%+.3f ppm, beyond %.3f ppm", i+1, m.Skew*1e6, (trueMean-1)*1e6, tol*1e6)
+		}
+	}
+	// The served time is the same function on every node: compare the pages
+	// at one raw instant (the truth of each node's bounds is the reference's
+	// chain; all their intervals must overlap).
+	x := gtime.RawNow()
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, r := range readers {
+		tm, err := r.At(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi = max(lo, tm.Earliest), min(hi, tm.Latest)
+	}
+	if lo > hi {
+		t.Errorf("the nodes' bounds at one instant do not overlap: [%d, %d]", lo, hi)
+	}
+	for range 20 {
+		for i, r := range readers {
+			mono.check(t, i, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("page function: %d synced reads, worst backward step %d ns", mono.reads, mono.worst)
+	stop()
+}
+
+// fakeRef is a reference's realTime on fake clocks: raw time advances by
+// hand and CLOCK_REALTIME is raw + off.
+type fakeRef struct {
+	raw int64
+	off int64
+}
+
+func newFakeRT(t *testing.T, mode string, f *fakeRef) *realTime {
+	return &realTime{
+		mode: mode, id: 1, ref: 1, isRef: true, poll: int64(time.Second), lead: int64(5 * time.Second),
+		maxSlew: 500e-6, drift: 200e-6, clocks: 3,
+		local:      func() int64 { return f.raw },
+		fromRaw:    func(r int64) int64 { return r },
+		rawNow:     func() int64 { return f.raw },
+		realOffset: func() (int64, int64) { return f.off, 20 },
+		logWarn:    func(string, ...any) {},
+		reports:    map[uint32]rateReport{}, horizon: math.MinInt64,
+	}
+}
+
+// publishRef publishes what the reference's daemon would: the engine's
+// identity at raw, mapped by rt, fitted and written with Continuous.
+func publishRef(t *testing.T, w *gtime.Writer, rt *realTime, raw int64) bool {
+	t.Helper()
+	d := int64(time.Second)
+	var ts [3]engine.Time
+	for i := range ts {
+		g := raw + int64(i)*d
+		ts[i] = engine.Time{Est: g, Earliest: g, Latest: g, Mono: g, Status: engine.StatusSynced}
+	}
+	if !rt.apply(ts[:]) {
+		return false
+	}
+	m, ok := fitMapping(raw, d, ts)
+	if !ok {
+		t.Fatal("fitMapping refused the mapped readings")
+	}
+	u := gtime.Update{Local: raw, Mapping: m, Status: gtime.StatusSynced, StaleAfter: time.Second,
+		MaxDrift: 100e-6, MaxSlewRate: 500e-6, Timescale: rt.timescale(), Continuous: true}
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// TestRealTimeStep drives the reference-realtime model with a
+// CLOCK_REALTIME that NTP slews at 30 ppm and then steps back by 20 ms and
+// forward by 5 ms: the model's bounds must hold the truth while it slews,
+// the steps must be detected, and the page must never go backwards (the
+// step is slewed through at MaxSlewRate, the bounds widening to hold both).
+func TestRealTimeStep(t *testing.T) {
+	f := &fakeRef{raw: 1000 * int64(time.Second), off: 1_700_000_000 * int64(time.Second)}
+	rt := newFakeRT(t, RealTimeReference, f)
+	w, err := gtime.NewWriter(filepath.Join(t.TempDir(), "page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, err := gtime.Open(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const slew = 30e-6
+	step := map[int]int64{40: -20 * int64(time.Millisecond), 70: 5 * int64(time.Millisecond)}
+	prev, prevX := int64(math.MinInt64), int64(0)
+	published, outside, blind := 0, 0, 0
+	stepped := false // a step not sampled yet: nothing can know it
+	tick := int64(100 * time.Millisecond)
+	for k := range 400 {
+		// The reference samples once a second; the page is republished
+		// every 100 ms.
+		if k%10 == 0 {
+			rt.sampleOffset()
+			stepped = false
+		}
+		if publishRef(t, w, rt, f.raw) {
+			published++
+		}
+		for x := f.raw; x < f.raw+tick; x += tick / 7 {
+			tm, err := r.At(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tm.Status != gtime.StatusSynced {
+				continue
+			}
+			if prev != math.MinInt64 && tm.Est < prev-pageTol {
+				t.Fatalf("tick %d: page went back by %d ns", k, prev-tm.Est)
+			}
+			// Nor forward faster than 1 + slew + MaxSlewRate (+ rounding).
+			if prev != math.MinInt64 && tm.Est-prev > int64(float64(x-prevX)*(1+slew+500e-6))+10 {
+				t.Fatalf("tick %d: page jumped forward by %d ns in %d ns", k, tm.Est-prev, x-prevX)
+			}
+			prev, prevX = max(prev, tm.Est), x
+			// The truth at x: CLOCK_REALTIME, slewing linearly inside the tick.
+			truth := x + f.off + int64(slew*float64(x-f.raw))
+			if truth < tm.Earliest || truth > tm.Latest {
+				if stepped {
+					blind++ // the documented limit: until the next sample
+					continue
+				}
+				outside++
+				if outside < 5 {
+					t.Errorf("tick %d: truth %d outside [%d, %d]", k, truth, tm.Earliest, tm.Latest)
+				}
+			}
+		}
+		f.off += int64(slew * float64(tick))
+		f.raw += tick
+		if s, ok := step[k]; ok {
+			f.off += s
+			stepped = true
+		}
+	}
+	if rt.jumps != 2 {
+		t.Errorf("%d jumps detected, want 2", rt.jumps)
+	}
+	if published < 390 {
+		t.Errorf("only %d of 400 publishes had a model", published)
+	}
+	// Long after the steps the served time has caught up with CLOCK_REALTIME.
+	tm, _ := r.At(f.raw)
+	truth := f.raw + f.off
+	if d := tm.Est - truth; d > 1000 || d < -1000 {
+		t.Errorf("after the slew, served time is %d ns from CLOCK_REALTIME", d)
+	}
+	t.Logf("%d publishes, 2 steps detected; truth outside the bounds in %d reads, all between a step and the next sample; served - truth at the end %d ns, width %d ns",
+		published, blind, tm.Est-truth, tm.Width())
+}
+
+// TestMeanDriftChain: the reference's segments are continuous, a node that
+// follows the chain computes the same served time as the reference, a late
+// reply changes nothing, and a node that missed segments widens its bounds
+// rather than serving a wrong time as exact.
+func TestMeanDriftChain(t *testing.T) {
+	f := &fakeRef{raw: 500 * int64(time.Second), off: 1_700_000_000 * int64(time.Second)}
+	ref := newFakeRT(t, RealTimeMeanDrift, f)
+	ref.updateMean() // the first segment: rate 1 (nobody reported)
+	if len(ref.segs) != 1 || ref.segs[0].A != f.raw+f.off || ref.segs[0].M != 1 {
+		t.Fatalf("first segment %+v", ref.segs)
+	}
+	// Reports: +60 and +90 ppm clocks with 1 ppm bounds.
+	var reply wire.Packet
+	for _, rep := range []struct {
+		id   uint32
+		rate float64
+	}{{2, 1 + 60e-6}, {3, 1 + 90e-6}} {
+		if err := ref.handleQuery(rep.id, wire.RealTime{Rate: rep.rate, RateErr: 1e-6, After: math.MinInt64}, &reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A report beyond 2*max_drift is refused.
+	ref.handleQuery(4, wire.RealTime{Rate: 1.01, RateErr: 1e-6}, &reply)
+	if _, ok := ref.reports[4]; ok {
+		t.Error("an implausible rate report was kept")
+	}
+	node := newFakeRT(t, RealTimeMeanDrift, f)
+	node.isRef = false
+	// A node that follows: ask every second, as the poller does.
+	asks := 0
+	ask := func(n *realTime) {
+		after := int64(math.MinInt64)
+		if len(n.segs) > 0 {
+			after = n.segs[len(n.segs)-1].At
+		}
+		var rep wire.Packet
+		asks++ // the rate wobbles a little, so that the mean changes
+		if err := ref.handleQuery(2, wire.RealTime{Rate: 1 + 60e-6 + float64(asks%2)*1e-9, RateErr: 1e-6, After: after}, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.accept(rep.RealTime, f.raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lateReply wire.RealTime
+	for k := range 30 {
+		f.raw += int64(time.Second)
+		ref.handleQuery(3, wire.RealTime{Rate: 1 + 90e-6, RateErr: 1e-6, After: math.MinInt64}, &reply)
+		ref.updateMean()
+		ask(node)
+		if k == 3 {
+			lateReply = ref.segs[0].wire()
+		}
+	}
+	if len(ref.segs) < 3 {
+		t.Fatalf("%d segments after 30 s", len(ref.segs))
+	}
+	if want := 1 + 50e-6; math.Abs(ref.mean-want) > 1e-9 {
+		t.Errorf("mean %.12f, want %.12f", ref.mean, want)
+	}
+	for i := 1; i < len(ref.segs); i++ {
+		p, s := ref.segs[i-1], ref.segs[i]
+		if v, _ := p.at(s.At); v != s.A || s.Prev != p.At {
+			t.Errorf("segment %d not continuous: previous gives %d at %d, segment starts at %d", i, v, s.At, s.A)
+		}
+	}
+	// The node and the reference agree to the ns, with no widening, over
+	// the node's horizon, including across segment boundaries.
+	for g := f.raw - 20*int64(time.Second); g < f.raw+ref.lead-int64(time.Second); g += int64(time.Second) / 3 {
+		rv, rext, rok := ref.meanAt(g)
+		nv, next, nok := node.meanAt(g)
+		if !rok || !nok || rv != nv || rext != 0 || next != 0 {
+			t.Fatalf("at %d: reference %d (+-%d, %v), node %d (+-%d, %v)", g, rv, rext, rok, nv, next, nok)
+		}
+	}
+	// Served time never decreases and never jumps at a boundary.
+	for _, s := range ref.segs[1:] {
+		a, _, _ := ref.meanAt(s.At - 1)
+		b, _, _ := ref.meanAt(s.At)
+		if b-a < 0 || b-a > 2 {
+			t.Errorf("at the segment starting %d: %d then %d", s.At, a, b)
+		}
+	}
+	// A late reply is ignored.
+	before := slices.Clone(node.segs)
+	if err := node.accept(lateReply, f.raw); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(before, node.segs) {
+		t.Error("a late reply changed the chain")
+	}
+	// Beyond its horizon the node widens by 4*max_drift per ns.
+	g := node.horizon + int64(time.Second)
+	if _, ext, _ := node.meanAt(g); ext != int64(math.Ceil(4*node.drift*1e9)) {
+		t.Errorf("1 s past the horizon: widening %d ns", ext)
+	}
+	// A node that missed segments (it knew only the first) starts a new
+	// chain from what it hears, with its past widened, not taken as exact.
+	late := newFakeRT(t, RealTimeMeanDrift, f)
+	late.isRef = false
+	if err := late.accept(ref.segs[0].wire(), f.raw); err != nil {
+		t.Fatal(err)
+	}
+	ask(late)
+	if late.first || len(late.segs) != 1 {
+		t.Fatalf("after a gap: first=%v segs=%d", late.first, len(late.segs))
+	}
+	s := late.segs[0]
+	if _, ext, _ := late.meanAt(s.At - int64(time.Second)); ext == 0 {
+		t.Error("before the first known segment of a broken chain, no widening")
+	}
+	// Bad replies are refused with a reason.
+	for _, bad := range []wire.RealTime{
+		{Mode: rtWireMeanDrift, Slope: 1.5},
+		{Mode: rtWireMeanDrift, Slope: 1, SlopeErr: 0.5},
+		{Mode: rtWireRealtime, Slope: 0},
+		{Mode: 7},
+	} {
+		if err := node.accept(bad, f.raw); err == nil {
+			t.Errorf("reply %+v accepted", bad)
+		}
+	}
+}
+
+func (s segment) wire() wire.RealTime {
+	return wire.RealTime{Mode: rtWireMeanDrift, At: s.At, Offset: s.A, Slope: s.M, SlopeErr: s.MErr, Prev: s.Prev}
+}
+
+// TestRealTimeConfig: the new fields are validated with their names.
+func TestRealTimeConfig(t *testing.T) {
+	for _, tt := range []struct {
+		f    func(*RealTimeConfig)
+		want string
+	}{
+		{func(r *RealTimeConfig) { r.PollEvery = 0 }, "real_time.poll_every"},
+		{func(r *RealTimeConfig) { r.MaxSlewPPM = -1 }, "real_time.max_slew_ppm"},
+		{func(r *RealTimeConfig) { r.MaxSlewPPM = math.NaN() }, "real_time.max_slew_ppm"},
+		{func(r *RealTimeConfig) { r.Mode = "gps" }, "real_time.mode"},
+	} {
+		c := DefaultConfig()
+		tt.f(&c.RealTime)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Validate = %v, want %q", err, tt.want)
+		}
+	}
+}
