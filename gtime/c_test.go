@@ -91,6 +91,15 @@ func TestCHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("slewed")
+	// The mean-drift timescale (page version 2), published continuous.
+	u.Local += int64(time.Millisecond)
+	u.Timescale, u.Continuous = TimescaleMeanDrift, true
+	u.Mapping.Y0 += 50000
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	check("mean-drift")
+	u.Timescale, u.Continuous = TimescaleRealtime, false
 
 	// The C reader's cached copy follows a page that changes under it.
 	x := RawNow() + sec
