@@ -220,6 +220,10 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 	for {
 		select {
 		case <-ctx.Done():
+			rt.mu.Lock()
+			n.log.Info("real time stopping", "mode", rt.mode, "reference", rt.isRef, "polls", rt.polls, "poll_failures", rt.pollFails,
+				"replies", rt.replies, "realtime_jumps", rt.jumps, "segments", len(rt.segs), "mean_rate", rt.mean, "mean_rate_err", rt.meanErr)
+			rt.mu.Unlock()
 			return
 		case <-t.C:
 		}

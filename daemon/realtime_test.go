@@ -164,7 +164,7 @@ func TestRealTimeReference(t *testing.T) {
 	errsNs := make([][]int64, len(readers))
 	widths := make([][]int64, len(readers))
 	inside, total := 0, 0
-	end := time.Now().Add(2 * time.Second)
+	end := time.Now().Add(*runFor)
 	for time.Now().Before(end) {
 		for i, r := range readers {
 			before := time.Now().UnixNano()
@@ -289,6 +289,19 @@ func TestRealTimeMeanDrift(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Then run on (-run-for) and take the segment in effect at the end.
+	for end := time.Now().Add(*runFor); time.Now().Before(end); {
+		for i, r := range readers {
+			mono.check(t, i, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if rt, err := query(ctx, cfgs[0].Peers[0].Address, math.MinInt64); err == nil && rt.Mode == rtWireMeanDrift {
+		segments[rt.At] = true
+		cur = rt
+	}
+	cancel()
 	t.Logf("segment in effect: mean rate 1%+.3f ppm +- %.3f ppm (true 1%+.3f ppm), %d segments seen",
 		(cur.Slope-1)*1e6, cur.SlopeErr*1e6, (trueMean-1)*1e6, len(segments))
 	if d := math.Abs(cur.Slope - trueMean); d > cur.SlopeErr+1e-9 {
