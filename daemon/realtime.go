@@ -438,6 +438,9 @@ func (rt *realTime) query(ctx context.Context, n *node) {
 // accept takes the reference's answer. gk is a lower bound of global time
 // when the reference answered (math.MinInt64: unknown).
 func (rt *realTime) accept(r wire.RealTime, gk int64) error {
+	if r.Mode != rtWireNone && (r.At <= -maxSpan || r.At >= maxSpan || r.Offset <= -maxSpan || r.Offset >= maxSpan) {
+		return fmt.Errorf("at %d, offset %d: beyond +-2^62 ns", r.At, r.Offset)
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	switch r.Mode {
@@ -598,7 +601,7 @@ func (rt *realTime) apply(ts []engine.Time) bool {
 			l, xl, ok2 = rt.meanAt(t.Earliest)
 			h, xh, ok3 = rt.meanAt(t.Latest)
 		}
-		if !ok1 || !ok2 || !ok3 {
+		if !ok1 || !ok2 || !ok3 || l-xl > h+xh {
 			return false
 		}
 		t.Earliest, t.Latest = l-xl, h+xh

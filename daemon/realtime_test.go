@@ -630,3 +630,41 @@ func TestRealTimeConfig(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRealTimeAccept feeds arbitrary replies to a node: accept refuses or
+// keeps them, and the served readings never panic and keep Earliest <= Est
+// <= Latest.
+func FuzzRealTimeAccept(f *testing.F) {
+	f.Add(uint8(2), int64(1e12), int64(1.7e18), 1.00005, 1e-7, int64(0), int64(math.MinInt64), int64(1e12))
+	f.Add(uint8(1), int64(1e12), int64(1.7e18), -2e-5, 5e-4, int64(300), int64(0), int64(2e12))
+	f.Add(uint8(2), int64(math.MaxInt64), int64(math.MinInt64), 1.0, 0.0, int64(0), int64(5), int64(-1))
+	f.Fuzz(func(t *testing.T, mode uint8, at, off int64, slope, slopeErr float64, e, prev, g int64) {
+		r := wire.RealTime{Mode: mode, At: at, Offset: off, Slope: slope, SlopeErr: slopeErr, Err: e, Prev: prev}
+		// What the wire decoder refuses never reaches accept.
+		fin := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+		if mode > 2 || !fin(slope) || e < 0 || !fin(slopeErr) || slopeErr < 0 {
+			return
+		}
+		for _, m := range []string{RealTimeReference, RealTimeMeanDrift} {
+			rt := newFakeRT(t, m, &fakeRef{})
+			rt.isRef = false
+			rt.accept(r, g)
+			r.At = satAdd(r.At, 1)
+			rt.accept(r, g) // a second one, after the first
+			ts := []engine.Time{{Est: g, Earliest: satAdd(g, -1000), Latest: satAdd(g, 1000), Status: engine.StatusSynced}}
+			if rt.apply(ts) && !(ts[0].Earliest <= ts[0].Est && ts[0].Est <= ts[0].Latest) {
+				t.Fatalf("%s: reading %+v out of order", m, ts[0])
+			}
+		}
+	})
+}
+
+func satAdd(a, b int64) int64 {
+	if s := a + b; (s > a) == (b > 0) {
+		return s
+	}
+	if b > 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
