@@ -167,6 +167,7 @@ type realTime struct {
 	meanErr float64
 	// counters (tests, logs)
 	jumps, polls, pollFails, replies uint64
+	failStreak                       int
 }
 
 func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
@@ -426,10 +427,20 @@ func (rt *realTime) query(ctx context.Context, n *node) {
 	if err != nil {
 		rt.mu.Lock()
 		rt.pollFails++
+		rt.failStreak++
+		streak := rt.failStreak
 		rt.mu.Unlock()
 		n.log.Debug("real-time query failed", "reference", rt.ref, "err", err)
+		if streak == 5 {
+			// Once per streak: the page's bounds are widening meanwhile.
+			n.log.Warn("the reference has not answered 5 real-time queries in a row (is its real_time.mode the same?)",
+				"reference", rt.ref, "mode", rt.mode, "err", err)
+		}
 		return
 	}
+	rt.mu.Lock()
+	rt.failStreak = 0
+	rt.mu.Unlock()
 	if err := rt.accept(reply.RealTime, gk); err != nil {
 		n.log.Warn("real-time reply refused", "reference", rt.ref, "err", err)
 	}
