@@ -182,9 +182,11 @@ type RealTimeConfig struct {
 	PollEvery Duration `yaml:"poll_every"`
 	// MaxSlewPPM bounds, in reference-realtime mode, how far the rate of
 	// the reference's CLOCK_REALTIME (against global time) may move from
-	// its rate measured over the last poll: 500 is the kernel's limit for
-	// NTP slewing (ntpd, chrony's default). A step, or a faster slew, is
-	// detected at the next sample and counted; served time slews through it.
+	// its rate measured over the last poll: 500 is the kernel PLL's and
+	// adjtime's limit (ntpd). chrony slews up to its maxslewrate, 83333 ppm
+	// by default: set chrony's maxslewrate 500 or raise this. A step, or a
+	// faster slew, is detected at the next sample and counted; served time
+	// slews through it.
 	MaxSlewPPM float64 `yaml:"max_slew_ppm"`
 }
 

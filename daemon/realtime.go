@@ -12,9 +12,10 @@ package daemon
 //     models it as a line from its last sample: the slope is measured
 //     between the last two samples (NTP's frequency correction), the error
 //     is the sample's half-width plus max_slew_ppm per ns of distance from
-//     the sample (NTP may change the slew rate at any time, the kernel caps
-//     it at 500 ppm). A sample outside the previous model's bounds (a step,
-//     or a faster slew) is counted and logged; the model restarts from it.
+//     the sample (NTP may change the slew rate at any time: the kernel PLL
+//     and adjtime cap it at 500 ppm, chrony at its maxslewrate). A sample
+//     outside the previous model's bounds (a step, or a faster slew) is
+//     counted and logged; the model restarts from it.
 //
 //   - mean-drift: served(g) runs at the mean rate of all the cluster's
 //     clocks. Nodes report their rate against the reference (d local / d g,
