@@ -27,6 +27,12 @@ const (
 	// more than DIFFERENCE_THRESH (Err = err/DIFFERENCE_THRESH). A flagged,
 	// acknowledged message on the wire.
 	MsgErrReport
+	// MsgPeriodChange: a source tells a child the new global period it
+	// runs rounds with for that child (Period, source's local ns; Seq counts
+	// the changes per (source, child), so a late or duplicated one is
+	// recognised). The child keeps it to know when the source has gone
+	// silent. A flagged, acknowledged message on the wire, like MsgErrReport.
+	MsgPeriodChange
 )
 
 // Message is what engines send each other. Drivers (simulator, UDP daemon)
@@ -64,6 +70,10 @@ type Message struct {
 
 	// ErrReport: err / DIFFERENCE_THRESH.
 	Err float64
+
+	// PeriodChange: the source's new global period for this child, ns of
+	// the source's local clock (> 0).
+	Period int64
 }
 
 // EventKind classifies what an engine reports for logs and plots.
@@ -78,6 +88,9 @@ const (
 	EvErrReport                             // a child's error report arrived / was sent (Value = err/DIFFERENCE_THRESH)
 	EvEstimatorRestart                      // the estimator's window restarted (inconsistent samples)
 	EvRoundRepeated                         // the round was repeated (NETWORK_LATENCY_ERROR_THRESH)
+	EvSourcePeriod                          // a source announced a new global period (Peer = source, Value = period ns)
+	EvSourceSilent                          // nothing from a source for SilentPeriods of its period + slack (Peer = source, Value = ns since last heard)
+	EvSourceAlive                           // a silent source was heard again (Peer = source, Value = ns it was silent)
 )
 
 // Event is something that happened inside the engine, stamped with the local
@@ -208,4 +221,11 @@ type Config struct {
 	// inside even on the reference, whose bounds are otherwise
 	// [local, local]. 0 means Granularity; a negative value adds nothing.
 	ReadUncertainty time.Duration
+	// SilentPeriods: a source is silent (EvSourceSilent, SourceSnapshot.Silent)
+	// when nothing came from it (probe, time diff, period change) for
+	// SilentPeriods times the global period it announced (MsgPeriodChange;
+	// InitialGlobalPeriod until it does), widened by MaxDrift, plus the
+	// slack of a round whose probes all time out, ProbeTimeout x
+	// (MaxProbeRetries+1). 0 means 3.
+	SilentPeriods float64
 }

@@ -47,6 +47,7 @@ func DefaultConfig() Config {
 		MaxConcurrentRounds: 1,
 		RetryRTTs:           4,
 		MaxProbeRetries:     8,
+		SilentPeriods:       3,
 	}
 }
 
@@ -126,6 +127,7 @@ func (c Config) Validate() error {
 		{"MaxDrift", c.MaxDrift, 0, 0.5, false},
 		{"MaxWander", c.MaxWander, 0, 1e-6, false},
 		{"RetryRTTs", c.RetryRTTs, 1, 1e6, false},
+		{"SilentPeriods", c.SilentPeriods, 0, 1e6, false},
 	}
 	for _, f := range floats {
 		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.loOpen && f.v == f.lo) {

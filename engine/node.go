@@ -94,6 +94,8 @@ type child struct {
 	pending  bool   // lastDone's verdict (report or success) not yet counted
 	reported bool   // an ErrReport for lastDone arrived
 
+	periodSeq uint32 // MsgPeriodChange messages sent to this child
+
 	stats ChildSnapshot
 }
 
@@ -110,6 +112,14 @@ type source struct {
 	lastAt   int64
 	prevAt   int64
 	minRTT   int64 // shortest exchange ever received from this source (0: none yet)
+
+	// Liveness: the source's announced global period (MsgPeriodChange),
+	// the last change seen, when anything last came from it, and whether
+	// it is silent (see Config.SilentPeriods).
+	period    int64
+	periodSeq uint32
+	heardAt   int64
+	silent    bool
 
 	stats SourceSnapshot
 }
@@ -159,7 +169,7 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 			return nil, fmt.Errorf("engine: node %d: estimator factory returned nil for source %d: %w", cfg.ID, id, ErrConfig)
 		}
 		n.sourceIndex[id] = int32(i)
-		n.sources = append(n.sources, &source{id: id, hull: h, sel: sel, stats: SourceSnapshot{Source: id}})
+		n.sources = append(n.sources, &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}})
 	}
 	return n, nil
 }
@@ -192,7 +202,13 @@ func (n *Node) Tick(local int64) {
 			c.due = now
 			heap.Push(&n.timers, c)
 		}
+		for _, s := range n.sources {
+			if s.heardAt == 0 {
+				s.heardAt = now // the silence clock starts with the node
+			}
+		}
 	}
+	n.checkSilence(now)
 	for n.timers.Len() > 0 && n.timers[0].due <= now {
 		c := heap.Pop(&n.timers).(*child)
 		switch c.state {
@@ -220,6 +236,7 @@ func (n *Node) slotFree() bool {
 func (n *Node) Step(m Message, recvLocal int64) {
 	now := n.advance(recvLocal, "step")
 	n.selfResync(now)
+	n.checkSilence(now)
 	if m.To != n.cfg.ID {
 		n.ignore(m, "addressed to another node")
 		return
@@ -230,6 +247,7 @@ func (n *Node) Step(m Message, recvLocal int64) {
 			n.ignore(m, "probe from a node that is not a source")
 			return
 		}
+		n.heard(n.sources[n.sourceIndex[m.From]], now)
 		// The reply is the acknowledgement; a duplicated probe gets a
 		// duplicated reply, which the source ignores by Seq.
 		n.send(Message{Type: MsgProbeReply, From: n.cfg.ID, To: m.From, Round: m.Round, Seq: m.Seq, T2: now, T3: now})
@@ -246,6 +264,7 @@ func (n *Node) Step(m Message, recvLocal int64) {
 			n.ignore(m, "time diff from a node that is not a source")
 			return
 		}
+		n.heard(n.sources[i], now)
 		n.timeDiff(n.sources[i], m, now)
 	case MsgErrReport:
 		i, ok := n.childIndex[m.From]
@@ -254,6 +273,14 @@ func (n *Node) Step(m Message, recvLocal int64) {
 			return
 		}
 		n.errReport(n.children[i], m, now)
+	case MsgPeriodChange:
+		i, ok := n.sourceIndex[m.From]
+		if !ok {
+			n.ignore(m, "period change from a node that is not a source")
+			return
+		}
+		n.heard(n.sources[i], now)
+		n.periodChange(n.sources[i], m, now)
 	default:
 		n.ignore(m, "unknown message type")
 	}
@@ -280,6 +307,7 @@ func (n *Node) Ready() Ready {
 	if n.timers.Len() > 0 {
 		next, have = n.timers[0].due, true
 	}
+
 	if have && next == 0 {
 		next = 1 // 0 means "no timer"; one nanosecond late is harmless
 	}
@@ -450,6 +478,7 @@ func (n *Node) success(c *child, now int64) {
 	if n.cfg.Adaptive && c.period < int64(n.cfg.MaxGlobalPeriod) {
 		c.period = min(2*c.period, int64(n.cfg.MaxGlobalPeriod))
 		n.event(now, EvPeriodChange, c.id, float64(c.period))
+		n.announcePeriod(c)
 	}
 }
 
@@ -479,6 +508,7 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 	if c.period > int64(n.cfg.MinGlobalPeriod) {
 		c.period = max(c.period/2, int64(n.cfg.MinGlobalPeriod))
 		n.event(now, EvPeriodChange, c.id, float64(c.period))
+		n.announcePeriod(c)
 		if c.state == idle && c.heapIdx >= 0 {
 			c.due = min(c.due, c.lastEnd+c.period)
 			heap.Fix(&n.timers, c.heapIdx)
@@ -486,7 +516,87 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 	}
 }
 
+// announcePeriod tells a child its new global period (MsgPeriodChange).
+func (n *Node) announcePeriod(c *child) {
+	c.periodSeq++
+	n.send(Message{Type: MsgPeriodChange, From: n.cfg.ID, To: c.id, Round: c.round, Seq: c.periodSeq, Period: c.period})
+}
+
 // ---- child side (Liao, Figure 1, "On other Nodes") ----
+
+// maxAnnouncedPeriod bounds an announced period so that the silence
+// deadline cannot overflow (about 3.6 years).
+const maxAnnouncedPeriod = int64(1) << 56
+
+// periodChange keeps the source's newest announced period.
+func (n *Node) periodChange(s *source, m Message, now int64) {
+	if m.Seq <= s.periodSeq {
+		s.stats.Ignored++
+		n.ignore(m, "late or duplicate period change")
+		return
+	}
+	if m.Period <= 0 || m.Period > maxAnnouncedPeriod {
+		s.stats.Ignored++
+		n.ignore(m, "period change with an invalid period")
+		return
+	}
+	s.period, s.periodSeq = m.Period, m.Seq
+	n.event(now, EvSourcePeriod, s.id, float64(m.Period))
+}
+
+// heard notes that something came from s at now: a silent source is alive
+// again.
+func (n *Node) heard(s *source, now int64) {
+	if s.silent {
+		s.silent = false
+		n.event(now, EvSourceAlive, s.id, float64(now-s.heardAt))
+		n.logger.Info("source heard again", "source", s.id, "silent_for", now-s.heardAt)
+	}
+	s.heardAt = now
+}
+
+// silentAt is the local time at which s becomes silent if nothing comes
+// from it: SilentPeriods announced periods (at up to MaxDrift faster on
+// this clock) plus a round's worth of probe retries.
+func (n *Node) silentAt(s *source) int64 {
+	k := n.cfg.SilentPeriods
+	if k == 0 {
+		k = 3
+	}
+	wait := math.Ceil(k*float64(s.period)*(1+n.cfg.MaxDrift)) +
+		float64(n.cfg.ProbeTimeout)*float64(n.cfg.MaxProbeRetries+1)
+	if wait >= float64(math.MaxInt64)/2 || (s.heardAt > 0 && int64(wait) > math.MaxInt64-s.heardAt) {
+		return math.MaxInt64
+	}
+	return s.heardAt + int64(wait)
+}
+
+// checkSilence marks the sources not heard from in time. Like the self
+// resync, it asks for no timer of its own: so that a simulator pays no
+// extra wake-up per node, silence is noticed at the next Tick or Step at
+// or after the deadline (a driver that must know sooner ticks the engine
+// at the pace it needs; the daemon ticks at least every second).
+func (n *Node) checkSilence(now int64) {
+	if !n.started {
+		return
+	}
+	for _, s := range n.sources {
+		if !s.silent && now >= n.silentAt(s) {
+			s.silent = true
+			s.stats.Silences++
+			n.event(now, EvSourceSilent, s.id, float64(now-s.heardAt))
+			n.logger.Info("source silent", "source", s.id, "last_heard", s.heardAt, "period", s.period)
+		}
+	}
+}
+
+// SourceSilent reports whether source id has been silent (see
+// Config.SilentPeriods) as of the last Tick; false for a node that is not
+// a source.
+func (n *Node) SourceSilent(id NodeID) bool {
+	i, ok := n.sourceIndex[id]
+	return ok && n.sources[i].silent
+}
 
 func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if s.haveRnd && m.Round <= s.round {

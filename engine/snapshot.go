@@ -26,6 +26,12 @@ type SourceSnapshot struct {
 	Restarts   uint64  // estimator windows restarted (inconsistent samples)
 	Rejected   uint64  // rounds an estimator refused
 	Ignored    uint64  // late or duplicate time diffs and corrupt samples
+
+	// Liveness (Config.SilentPeriods).
+	GlobalPeriod int64  // the global period the source announced (MsgPeriodChange), InitialGlobalPeriod before
+	LastHeard    int64  // local time anything last came from the source (the first Tick before)
+	Silent       bool   // nothing from the source for too long
+	Silences     uint64 // times the source went silent
 }
 
 // ChildSnapshot is the node's view of one child (Liao's per-node variables
@@ -63,6 +69,7 @@ func (n *Node) Snapshot() Snapshot {
 			ss.SkewErr = h.SkewErr
 		}
 		ss.BoundWidth = -1
+		ss.GlobalPeriod, ss.LastHeard, ss.Silent = src.period, src.heardAt, src.silent
 		if src.haveBest {
 			if _, lo, hi, ok := n.viaSource(src, src.lastAt); ok {
 				ss.BoundWidth = hi - lo

@@ -56,7 +56,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint8(OpTimeDiff|ReliableFlag), uint32(0), uint32(0), uint32(0), int64(0), int64(0), float64(0), uint16(1024), []byte{})
 	f.Fuzz(func(t *testing.T, op uint8, sender, seq, round uint32, a, c int64, x float64, n uint16, data []byte) {
 		p := Packet{Op: Op(op), Sender: sender, Seq: seq}
-		if p.Op.Kind() <= OpErrReport && p.Op.Kind() > 0 {
+		if p.Op.Kind() <= OpPeriodChange && p.Op.Kind() > 0 {
 			p.Msg.Type = engine.MsgType(p.Op.Kind())
 			p.Msg.From = engine.NodeID(sender)
 			p.Msg.Round = round

@@ -51,17 +51,18 @@ const ReliableFlag Op = 0x80
 // The op codes. The engine's messages keep the values of engine.MsgType so
 // that Op(m.Type) is the op of an engine message.
 const (
-	OpProbe            = Op(engine.MsgProbe)      // request: a source probes a child
-	OpProbeReply       = Op(engine.MsgProbeReply) // reply to OpProbe
-	OpTimeDiff         = Op(engine.MsgTimeDiff)   // one-way: the end of a round
-	OpErrReport        = Op(engine.MsgErrReport)  // one-way, flagged: a child's error report
-	OpAck           Op = 0x10                     // acknowledges a flagged message; body: the acknowledged op
-	OpStatusQuery   Op = 0x11                     // request: ask a daemon for its status; no body
-	OpStatusReply   Op = 0x12                     // reply to OpStatusQuery: a Status body
-	OpGetPage       Op = 0x13                     // request (Mocha GETP): a page address
-	OpPageGrant     Op = 0x14                     // reply to OpGetPage (Mocha GETPGRANT): address and data
-	OpRealTimeQuery Op = 0x15                     // request: a node's clock rate vs the reference; asks for the real-time scale (daemon real_time modes)
-	OpRealTimeInfo  Op = 0x16                     // reply to OpRealTimeQuery: the reference's real-time offset or mean-drift segment
+	OpProbe            = Op(engine.MsgProbe)        // request: a source probes a child
+	OpProbeReply       = Op(engine.MsgProbeReply)   // reply to OpProbe
+	OpTimeDiff         = Op(engine.MsgTimeDiff)     // one-way: the end of a round
+	OpErrReport        = Op(engine.MsgErrReport)    // one-way, flagged: a child's error report
+	OpPeriodChange     = Op(engine.MsgPeriodChange) // one-way, flagged: a source's new global period for a child
+	OpAck           Op = 0x10                       // acknowledges a flagged message; body: the acknowledged op
+	OpStatusQuery   Op = 0x11                       // request: ask a daemon for its status; no body
+	OpStatusReply   Op = 0x12                       // reply to OpStatusQuery: a Status body
+	OpGetPage       Op = 0x13                       // request (Mocha GETP): a page address
+	OpPageGrant     Op = 0x14                       // reply to OpGetPage (Mocha GETPGRANT): address and data
+	OpRealTimeQuery Op = 0x15                       // request: a node's clock rate vs the reference; asks for the real-time scale (daemon real_time modes)
+	OpRealTimeInfo  Op = 0x16                       // reply to OpRealTimeQuery: the reference's real-time offset or mean-drift segment
 )
 
 // Kind returns the op without the reliable flag.
@@ -97,7 +98,7 @@ func (o Op) Class() Class {
 		return ClassRequest
 	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo:
 		return ClassReply
-	case OpTimeDiff, OpErrReport:
+	case OpTimeDiff, OpErrReport, OpPeriodChange:
 		return ClassOneWay
 	case OpAck:
 		return ClassAck
@@ -132,6 +133,8 @@ func (o Op) String() string {
 		s = "timediff"
 	case OpErrReport:
 		s = "errreport"
+	case OpPeriodChange:
+		s = "periodchange"
 	case OpAck:
 		s = "ack"
 	case OpStatusQuery:
@@ -156,11 +159,14 @@ func (o Op) String() string {
 }
 
 // DefaultReliable reports whether an engine message type should travel with
-// the reliable flag when ACKs are omitted: only the error report, a one-way
-// message whose loss the engine would not notice (Mocha section 4: only
-// flagged messages are acknowledged). Probes are answered by their replies;
-// a lost TimeDiff only loses one round, which the next round replaces.
-func DefaultReliable(t engine.MsgType) bool { return t == engine.MsgErrReport }
+// the reliable flag when ACKs are omitted: the error report and the period
+// change, one-way messages whose loss the engine would not notice (Mocha
+// section 4: only flagged messages are acknowledged). Probes are answered
+// by their replies; a lost TimeDiff only loses one round, which the next
+// round replaces.
+func DefaultReliable(t engine.MsgType) bool {
+	return t == engine.MsgErrReport || t == engine.MsgPeriodChange
+}
 
 // Sentinel errors wrapped by DecodeError and EncodeError.
 var (
@@ -235,6 +241,9 @@ func ParseHeader(b []byte) (Header, error) {
 type Status struct {
 	Local int64 // responder's local clock at the read, ns
 	Time  engine.Time
+	// Reference is the node the responder currently takes as the
+	// reference (daemon reference failover).
+	Reference uint32
 }
 
 // Page is the body of OpGetPage (Addr only) and OpPageGrant (Addr and Data),
@@ -300,7 +309,8 @@ const (
 	timeDiffFixed   = engineCommonLen + 2 + mappingLen
 	sampleLen       = 32
 	errReportLen    = engineCommonLen + 8
-	statusLen       = 5*8 + 1
+	periodChangeLen = engineCommonLen + 8
+	statusLen       = 5*8 + 1 + 4
 	rtQueryLen      = 3 * 8
 	rtInfoLen       = 1 + 6*8
 )
@@ -325,6 +335,8 @@ func (p *Packet) bodyLen() (int, error) {
 		return timeDiffFixed + sampleLen*len(p.Msg.Samples), nil
 	case OpErrReport:
 		return errReportLen, nil
+	case OpPeriodChange:
+		return periodChangeLen, nil
 	case OpAck:
 		return 1, nil
 	case OpStatusQuery:
@@ -371,13 +383,16 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	if len(buf) < n {
 		return 0, fmt.Errorf("wire: encode %v: need %d bytes, have %d: %w", p.Op, n, len(buf), ErrBuffer)
 	}
-	if p.Op.Kind() <= OpErrReport {
+	if p.Op.Kind() <= OpPeriodChange {
 		if want := engine.MsgType(p.Op.Kind()); p.Msg.Type != want {
 			return 0, fmt.Errorf("wire: encode %v: Msg.Type %d does not match the op: %w", p.Op, p.Msg.Type, ErrValue)
 		}
 		if uint32(p.Msg.From) != p.Sender {
 			return 0, fmt.Errorf("wire: encode %v: Msg.From %d differs from Sender %d: %w", p.Op, p.Msg.From, p.Sender, ErrValue)
 		}
+	}
+	if p.Op.Kind() == OpPeriodChange && p.Msg.Period <= 0 {
+		return 0, fmt.Errorf("wire: encode %v: period %d, must be > 0: %w", p.Op, p.Msg.Period, ErrValue)
 	}
 	if p.Op.Kind() == OpStatusReply && p.Status.Time.Status > engine.StatusStale {
 		return 0, fmt.Errorf("wire: encode status-reply: status %d: %w", p.Status.Time.Status, ErrValue)
@@ -400,7 +415,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	put32 := func(v uint32) { be.PutUint32(b[o:], v); o += 4 }
 	m := &p.Msg
 	switch p.Op.Kind() {
-	case OpProbe, OpProbeReply, OpTimeDiff, OpErrReport:
+	case OpProbe, OpProbeReply, OpTimeDiff, OpErrReport, OpPeriodChange:
 		put32(uint32(m.To))
 		put32(m.Round)
 		put32(m.Seq)
@@ -432,6 +447,8 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		o++
 	case OpErrReport:
 		put64(math.Float64bits(m.Err))
+	case OpPeriodChange:
+		put64(uint64(m.Period))
 	case OpStatusReply:
 		s := &p.Status
 		put64(uint64(s.Local))
@@ -441,6 +458,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put64(uint64(s.Time.Mono))
 		b[o] = byte(s.Time.Status)
 		o++
+		put32(s.Reference)
 	case OpAck:
 		if p.AckOp.Class() == ClassUnknown || p.AckOp.Kind() == OpAck {
 			return 0, fmt.Errorf("wire: encode ack: acknowledged op 0x%02x: %w", uint8(p.AckOp), ErrValue)
@@ -550,7 +568,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 	p.AckOp = 0
 	r := reader{b: b, o: HeaderLen}
 	kind := h.Op.Kind()
-	if kind <= OpErrReport {
+	if kind <= OpPeriodChange {
 		m := &p.Msg
 		m.Type = engine.MsgType(kind)
 		m.From = engine.NodeID(h.Sender)
@@ -606,6 +624,12 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		}
 	case OpErrReport:
 		p.Msg.Err = r.f64("errreport.err")
+	case OpPeriodChange:
+		off := r.o
+		p.Msg.Period = r.i64("periodchange.period")
+		if r.err == nil && p.Msg.Period <= 0 {
+			r.err = &DecodeError{Field: "periodchange.period", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d, must be > 0", p.Msg.Period)}
+		}
 	case OpStatusReply:
 		s := &p.Status
 		s.Local = r.i64("status.local")
@@ -619,6 +643,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			r.err = &DecodeError{Field: "status.status", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d", v)}
 		}
 		s.Time.Status = engine.Status(v)
+		s.Reference = r.u32("status.reference")
 	case OpAck:
 		off := r.o
 		v := Op(r.u8("ack.op"))

@@ -31,11 +31,13 @@ func samplePackets() []Packet {
 		{Op: OpErrReport | ReliableFlag, Sender: 2, Seq: 44, Msg: engine.Message{Type: engine.MsgErrReport, From: 2, To: 0, Round: 3, Err: 2.75}},
 		{Op: OpAck, Sender: 0, Seq: 44, AckOp: OpErrReport | ReliableFlag},
 		{Op: OpStatusQuery, Sender: 9, Seq: 100},
-		{Op: OpStatusReply, Sender: 1, Seq: 100, Status: Status{Local: 123456789, Time: engine.Time{Est: 5, Earliest: 4, Latest: 6, Mono: 5, Status: engine.StatusStale}}},
+		{Op: OpStatusReply, Sender: 1, Seq: 100, Status: Status{Local: 123456789, Time: engine.Time{Est: 5, Earliest: 4, Latest: 6, Mono: 5, Status: engine.StatusStale}, Reference: 2}},
 		{Op: OpGetPage, Sender: 1, Seq: 5, Page: Page{Addr: 0xdeadbeef000}},
 		{Op: OpPageGrant | ReliableFlag, Sender: 2, Seq: 5, Page: Page{Addr: 0xdeadbeef000, Data: page}},
 		{Op: OpRealTimeQuery, Sender: 3, Seq: 6, RealTime: RealTime{Rate: 1.00004, RateErr: 2e-7, After: math.MinInt64}},
 		{Op: OpRealTimeInfo, Sender: 1, Seq: 6, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4, Prev: -7}},
+		{Op: OpPeriodChange | ReliableFlag, Sender: 0, Seq: 45, Msg: engine.Message{Type: engine.MsgPeriodChange, From: 0, To: 2, Round: 7, Seq: 3, Period: 16e9}},
+		{Op: OpAck, Sender: 2, Seq: 45, AckOp: OpPeriodChange | ReliableFlag},
 	}
 }
 
@@ -111,6 +113,7 @@ func TestOpClass(t *testing.T) {
 		{OpPageGrant | ReliableFlag, ClassReply, 0},
 		{OpTimeDiff, ClassOneWay, 0},
 		{OpErrReport, ClassOneWay, 0},
+		{OpPeriodChange | ReliableFlag, ClassOneWay, 0},
 		{OpAck, ClassAck, 0},
 		{0, ClassUnknown, 0},
 		{0x7f, ClassUnknown, 0},
@@ -124,8 +127,8 @@ func TestOpClass(t *testing.T) {
 			t.Errorf("%v.ReplyOp() = %v, %v; want %v", tt.op, r, ok, tt.reply)
 		}
 	}
-	if !DefaultReliable(engine.MsgErrReport) || DefaultReliable(engine.MsgProbe) || DefaultReliable(engine.MsgTimeDiff) {
-		t.Error("DefaultReliable: only error reports are flagged")
+	if !DefaultReliable(engine.MsgErrReport) || !DefaultReliable(engine.MsgPeriodChange) || DefaultReliable(engine.MsgProbe) || DefaultReliable(engine.MsgTimeDiff) {
+		t.Error("DefaultReliable: only error reports and period changes are flagged")
 	}
 	if OpProbe.WithReliable(true) != OpProbe|ReliableFlag || (OpProbe|ReliableFlag).WithReliable(false) != OpProbe {
 		t.Error("WithReliable")
@@ -144,7 +147,7 @@ func valid(t *testing.T, i int) []byte {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	const timediff, probe, status, grant = 2, 0, 7, 9
+	const timediff, probe, status, grant, periodChange = 2, 0, 7, 9, 12
 	tests := []struct {
 		name   string
 		in     func() []byte
@@ -181,7 +184,7 @@ func TestDecodeErrors(t *testing.T) {
 			return b
 		}, "timediff.count", 26, ErrTooLarge},
 		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 2; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
-		{"status value", func() []byte { b := valid(t, status); b[len(b)-1] = 9; return b }, "status.status", HeaderLen + 40, ErrValue},
+		{"status value", func() []byte { b := valid(t, status); b[HeaderLen+40] = 9; return b }, "status.status", HeaderLen + 40, ErrValue},
 		{"ack of unknown op", func() []byte { b := valid(t, 5); b[len(b)-1] = 0x7f; return b }, "ack.op", HeaderLen, ErrOp},
 		{"ack of an ack", func() []byte { b := valid(t, 5); b[len(b)-1] = byte(OpAck); return b }, "ack.op", HeaderLen, ErrOp},
 		{"grant without address", func() []byte {
@@ -194,6 +197,8 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint64(b[HeaderLen:], math.Float64bits(math.NaN()))
 			return b
 		}, "realtime-query.rate", HeaderLen, ErrValue},
+		{"period zero", func() []byte { b := valid(t, periodChange); clear(b[len(b)-8:]); return b }, "periodchange.period", HeaderLen + 12, ErrValue},
+		{"period negative", func() []byte { b := valid(t, periodChange); b[len(b)-8] = 0x80; return b }, "periodchange.period", HeaderLen + 12, ErrValue},
 		{"realtime mode", func() []byte { b := valid(t, 11); b[HeaderLen] = 3; return b }, "realtime-info.mode", HeaderLen, ErrValue},
 		{"realtime negative err", func() []byte {
 			b := valid(t, 11)
@@ -229,6 +234,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"page too large", Packet{Op: OpPageGrant, Page: Page{Data: make([]byte, MaxPageData+1)}}, ErrTooLarge},
 		{"ack of nothing", Packet{Op: OpAck}, ErrValue},
 		{"ack of an ack", Packet{Op: OpAck, AckOp: OpAck}, ErrValue},
+		{"period zero", Packet{Op: OpPeriodChange, Msg: engine.Message{Type: engine.MsgPeriodChange}}, ErrValue},
 		{"bad status", Packet{Op: OpStatusReply, Status: Status{Time: engine.Time{Status: 7}}}, ErrValue},
 		{"realtime rate infinite", Packet{Op: OpRealTimeQuery, RealTime: RealTime{Rate: math.Inf(1)}}, ErrValue},
 		{"realtime slope error negative", Packet{Op: OpRealTimeInfo, RealTime: RealTime{SlopeErr: -1}}, ErrValue},
