@@ -748,5 +748,6 @@ func (c *Config) EngineConfig(sources, children []engine.NodeID) engine.Config {
 		MaxWander: s.MaxWanderPPMPerS / 1e15, ContinuousDrift: s.ContinuousDrift, Granularity: s.Granularity.D(),
 		Window: s.Window, MaxConcurrentRounds: s.MaxConcurrentRounds,
 		RetryRTTs: s.RetryRTTs, MaxProbeRetries: s.MaxProbeRetries, DiscountDelay: s.DiscountDelay,
+		SilentPeriods: engine.DefaultConfig().SilentPeriods,
 	}
 }

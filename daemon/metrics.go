@@ -13,8 +13,11 @@ import (
 // time. Durations are int64 ns; the collector converts to base units.
 type Snapshot struct {
 	Node      uint32
-	Reference uint32
-	Status    string // gtime/engine status name: unsynced, synced, stale, no-daemon
+	Reference uint32 // the current reference (reference failover)
+	// ReferenceChanges counts the reference changes this node made
+	// (failover, or joining the current reference at start).
+	ReferenceChanges uint64
+	Status           string // gtime/engine status name: unsynced, synced, stale, no-daemon
 	// Offset is global time minus the local clock now (est(x) - x): large
 	// between hosts booted at different times, it is the mapping's offset.
 	Offset time.Duration
@@ -33,6 +36,9 @@ type SourceStats struct {
 	ID                uint32
 	Rounds            uint64 // global resyncs accepted
 	EstimatorRestarts uint64 // estimator windows restarted (inconsistent samples)
+	// Silent: nothing from the source for 3 of its announced global
+	// periods plus a round of probe retries (engine.SourceSnapshot.Silent).
+	Silent bool
 }
 
 // ChildStats describe the rounds this node drives with one child.
@@ -69,6 +75,7 @@ type Collector struct {
 	srcRounds, restarts                    *prometheus.Desc
 	rounds, repeated, retries, rtt, period *prometheus.Desc
 	msg                                    *prometheus.Desc
+	refChanges, silent                     *prometheus.Desc
 }
 
 // NewCollector returns a collector over src.
@@ -77,26 +84,28 @@ func NewCollector(src Snapshotter) *Collector {
 		return prometheus.NewDesc("gclock_"+name, help, append([]string{"node"}, labels...), nil)
 	}
 	return &Collector{
-		src:       src,
-		offset:    d("offset_seconds", "Global time minus the local clock (CLOCK_MONOTONIC_RAW), seconds."),
-		estErr:    d("estimated_error_seconds", "Half-width of the guaranteed bounds on global time, seconds."),
-		freq:      d("frequency_adjustment_ratio", "Estimated rate of global time per local second, minus 1."),
-		st:        d("status", "1 for the node's current status, 0 for the others.", "status", "reference"),
-		srcRounds: d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
-		restarts:  d("estimator_restarts_total", "Estimator windows restarted on inconsistent samples.", "source"),
-		rounds:    d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
-		repeated:  d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
-		retries:   d("probe_retries_total", "Probes retried after a timeout.", "child"),
-		rtt:       d("shortest_rtt_seconds", "Shortest exchange round trip seen with a child, seconds.", "child"),
-		period:    d("global_period_seconds", "Current global resync period of a child, seconds.", "child"),
-		msg:       d("sync_messages_total", "Sync messages by type and direction.", "type", "direction"),
+		src:        src,
+		offset:     d("offset_seconds", "Global time minus the local clock (CLOCK_MONOTONIC_RAW), seconds."),
+		estErr:     d("estimated_error_seconds", "Half-width of the guaranteed bounds on global time, seconds."),
+		freq:       d("frequency_adjustment_ratio", "Estimated rate of global time per local second, minus 1."),
+		st:         d("status", "1 for the node's current status, 0 for the others.", "status", "reference"),
+		srcRounds:  d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
+		restarts:   d("estimator_restarts_total", "Estimator windows restarted on inconsistent samples.", "source"),
+		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
+		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
+		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
+		rtt:        d("shortest_rtt_seconds", "Shortest exchange round trip seen with a child, seconds.", "child"),
+		period:     d("global_period_seconds", "Current global resync period of a child, seconds.", "child"),
+		msg:        d("sync_messages_total", "Sync messages by type and direction.", "type", "direction"),
+		refChanges: d("reference_changes_total", "Reference changes made by this node (failover, joining the current reference)."),
+		silent:     d("source_silent", "1 while a source has been silent for 3 of its global periods and a round of retries.", "source"),
 	}
 }
 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts,
-		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg} {
+		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent} {
 		ch <- d
 	}
 }
@@ -114,6 +123,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.offset, s.Offset.Seconds())
 	g(c.estErr, s.EstimatedError.Seconds())
 	g(c.freq, s.FrequencyAdjustment)
+	cnt(c.refChanges, s.ReferenceChanges)
 	ref := strconv.FormatUint(uint64(s.Reference), 10)
 	for _, name := range statuses {
 		v := 0.0
@@ -126,6 +136,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		id := strconv.FormatUint(uint64(src.ID), 10)
 		cnt(c.srcRounds, src.Rounds, id)
 		cnt(c.restarts, src.EstimatorRestarts, id)
+		silent := 0.0
+		if src.Silent {
+			silent = 1
+		}
+		g(c.silent, silent, id)
 	}
 	for _, ch := range s.Children {
 		id := strconv.FormatUint(uint64(ch.ID), 10)

@@ -78,8 +78,9 @@ type node struct {
 	writer *gtime.Writer // nil: no page
 	rt     *realTime     // nil: real_time.mode none (realtime.go)
 
-	mu      sync.Mutex // guards eng, next and last
-	eng     *engine.Node
+	mu      sync.Mutex  // guards eng, next and last
+	eng     *engineView // the engine, through reference changes (failover.go)
+	fo      *failover   // the reference order and its liveness (failover.go)
 	next    int64
 	last    int64         // latest local time given to the engine
 	clamped atomic.Uint64 // stamps raised to last (see lockedLocal)
@@ -91,7 +92,7 @@ type node struct {
 	stopping bool
 	wg       sync.WaitGroup
 
-	msgs [5][4]atomic.Uint64 // [engine.MsgType][direction]
+	msgs [6][4]atomic.Uint64 // [engine.MsgType][direction]
 
 	// Kernel transmit stamps of the replies this node sent, for the time
 	// diffs that bring the samples back (see HandleMessage).
@@ -128,7 +129,7 @@ const (
 
 var dirNames = [nDirs]string{"sent", "received", "failed"}
 
-var msgNames = [5]string{"", "probe", "probe_reply", "time_diff", "err_report"}
+var msgNames = [6]string{"", "probe", "probe_reply", "time_diff", "err_report", "period_change"}
 
 func (n *node) count(t engine.MsgType, dir int) {
 	if int(t) < len(n.msgs) {
@@ -140,10 +141,7 @@ func (n *node) count(t engine.MsgType, dir int) {
 // engine.Node with kernel-stamped messages through a transport.Endpoint,
 // publishes global time to the gtime page and serves metrics. It returns
 // nil after a clean shutdown (the page is marked closed).
-//
-// Not implemented yet (Run says so rather than pretending): reference
-// failover (reference.order beyond its first entry is only validated).
-// The real-time modes are in realtime.go.
+// Reference failover is in failover.go, the real-time modes in realtime.go.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -152,9 +150,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	ref := cfg.ReferenceID()
-	if len(cfg.Reference.Order) > 1 {
-		logger.Warn("reference failover is not implemented yet: the first of reference.order stays the reference", "reference", ref)
-	}
 	src, children, err := cfg.Roles(ref)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -168,7 +163,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	n := &node{cfg: cfg, log: logger, clk: clk, eng: eng, wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, log: logger, clk: clk, eng: &engineView{cur: eng}, fo: newFailover(cfg), wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}, replyT3: map[replyKey]int64{}, txStamps: map[int64]txStamp{}}
 	for _, p := range cfg.Peers {
@@ -214,6 +209,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 	epDone := make(chan error, 1)
 	go func() { epDone <- n.ep.Run(ctx) }()
+	n.discoverReference(ctx)
+	foWait := n.startFailover(ctx)
 	rtWait := n.startRealTime(ctx)
 	var srv *http.Server
 	if addr := cfg.Metrics.Listen; addr != "" {
@@ -245,6 +242,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
 	cancel()
 	rtWait()
+	foWait()
 	eerr := <-epDone // no handler runs after this
 	n.sendMu.Lock()
 	n.stopping = true
@@ -343,6 +341,8 @@ func (n *node) dispatch(r engine.Ready) {
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpTimeDiff, m) })
 		case engine.MsgErrReport:
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpErrReport|wire.ReliableFlag, m) })
+		case engine.MsgPeriodChange:
+			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpPeriodChange|wire.ReliableFlag, m) })
 		default:
 			// Probe replies travel as transport replies (HandleRequest).
 			n.log.Debug("engine message not sent outside a request", "type", m.Type, "to", m.To)
@@ -441,6 +441,7 @@ func (n *node) lockedLocal(local int64) int64 {
 
 // step feeds a message to the engine and sends what it produced.
 func (n *node) step(m engine.Message, local int64) engine.Ready {
+	n.heardFrom(m.From, local)
 	n.mu.Lock()
 	n.eng.Step(m, n.lockedLocal(local))
 	r := n.eng.Ready()
@@ -458,6 +459,10 @@ func (n *node) step(m engine.Message, local int64) engine.Ready {
 func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	if in.Packet.Op.Kind() == wire.OpRealTimeQuery {
 		return n.handleRealTimeQuery(in, reply)
+	}
+	if in.Packet.Op.Kind() == wire.OpStatusQuery {
+		n.statusReply(reply)
+		return nil
 	}
 	if in.Packet.Op.Kind() != wire.OpProbe {
 		return fmt.Errorf("op %v is not a probe", in.Packet.Op)
@@ -634,14 +639,15 @@ func (n *node) Snapshot() Snapshot {
 	t := n.eng.Estimate(now)
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
-	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.cfg.ReferenceID(), Status: gtime.Status(t.Status).String()}
+	s := Snapshot{Node: n.cfg.Node.ID, Reference: uint32(n.reference()), ReferenceChanges: n.fo.changes.Load(),
+		Status: gtime.Status(t.Status).String()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
 		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
 	}
 	for _, src := range es.Sources {
-		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts})
+		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, Silent: src.Silent})
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),

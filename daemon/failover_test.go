@@ -1,0 +1,307 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
+)
+
+// noHandler answers nothing: the test's endpoint only sends requests.
+type noHandler struct{}
+
+func (noHandler) HandleRequest(*transport.Incoming, *wire.Packet) error {
+	return errors.New("test endpoint answers nothing")
+}
+func (noHandler) HandleMessage(*transport.Incoming) {}
+
+// statusClient is an endpoint that asks daemons for their status.
+func statusClient(t *testing.T, ctx context.Context) *transport.Endpoint {
+	t.Helper()
+	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := transport.DefaultConfig()
+	c.ID, c.Conn, c.Handler = 99, conn, noHandler{}
+	ep, err := transport.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ep.Run(ctx)
+	return ep
+}
+
+// pageRead is one read of a page with the truth window around it.
+type pageRead struct {
+	before, after int64
+	tm            gtime.Time
+}
+
+// TestRunFailover stops the reference of a three-node star (order 1, 2, 3)
+// and checks that node 2 takes over, that node 3 follows it, that global
+// time on both pages never goes backwards, jumps at the handover by no
+// more than the bound widths, and continues the old reference's time scale
+// (node 1's CLOCK_MONOTONIC_RAW, the truth, although node 2's clock is
+// emulated 3 ms ahead and 40 ppm fast); then restarts node 1 and checks
+// that it joins node 2 as a follower instead of serving as a second
+// reference.
+func TestRunFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := testCluster(t, 3)
+	for i := range cfgs {
+		cfgs[i].Reference.Order = []uint32{1, 2, 3}
+		cfgs[i].Reference.FailoverAfter = Duration(400 * time.Millisecond)
+		cfgs[i].Sync.ProbeTimeout = Duration(20 * time.Millisecond)
+	}
+	cfgs[1].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 2}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	errs := make(chan error, 4)
+	ctx1, stop1 := context.WithCancel(ctx)
+	start := func(ctx context.Context, c Config) {
+		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
+	}
+	start(ctx1, cfgs[0])
+	start(ctx, cfgs[1])
+	start(ctx, cfgs[2])
+	client := statusClient(t, ctx)
+	addr := func(i int) netip.AddrPort { return netip.MustParseAddrPort(cfgs[i].Peers[i].Address) }
+	refOf := func(i int) (uint32, error) {
+		st, err := queryStatus(ctx, client, 99, addr(i), 200*time.Millisecond)
+		return st.Reference, err
+	}
+
+	deadline := time.Now().Add(10 * time.Second)
+	open := func(i int) *gtime.Reader {
+		for {
+			r, err := gtime.Open(cfgs[i].GlobalTime.ShmPath)
+			if err == nil {
+				t.Cleanup(func() { r.Close() })
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d never created its page: %v", i+1, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	readers := []*gtime.Reader{open(0), open(1), open(2)}
+	waitSynced := func(i int) {
+		for {
+			tm, err := readers[i].Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tm.Status == gtime.StatusSynced && tm.Width() < int64(time.Millisecond) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d not synced with a width under 1 ms: %+v", i+1, tm)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitSynced(1)
+	waitSynced(2)
+
+	// Read nodes 2 and 3 every few ms from before the stop until the end.
+	var mu sync.Mutex
+	reads := map[int][]pageRead{}
+	readCtx, stopReads := context.WithCancel(ctx)
+	var readers23 sync.WaitGroup
+	readers23.Go(func() {
+		for readCtx.Err() == nil {
+			for _, i := range []int{1, 2} {
+				before := gtime.RawNow()
+				tm, err := readers[i].Now()
+				after := gtime.RawNow()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				reads[i] = append(reads[i], pageRead{before, after, tm})
+				mu.Unlock()
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	})
+
+	time.Sleep(300 * time.Millisecond)
+	stop1()
+	if err := <-errs; err != nil {
+		t.Fatalf("node 1: Run: %v", err)
+	}
+	stopped := gtime.RawNow()
+	// Node 2 takes over, node 3 follows it.
+	for {
+		r2, err2 := refOf(1)
+		r3, err3 := refOf(2)
+		if err2 == nil && err3 == nil && r2 == 2 && r3 == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no handover: node 2 reference %d (%v), node 3 reference %d (%v)", r2, err2, r3, err3)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	handover := gtime.RawNow()
+	t.Logf("handover %.0f ms after the stop (failover_after 400 ms)", float64(handover-stopped)/1e6)
+	waitSynced(2)
+	time.Sleep(time.Second)
+
+	// The old reference comes back: it must follow node 2.
+	ctx1b, stop1b := context.WithCancel(ctx)
+	defer stop1b()
+	start(ctx1b, cfgs[0])
+	for {
+		r1, err := refOf(0)
+		if err == nil && r1 == 2 {
+			break
+		}
+		if err == nil && r1 == 1 {
+			tm, _ := readers[0].Now()
+			if tm.Status == gtime.StatusSynced {
+				t.Fatalf("restarted node 1 serves as a reference while node 2 is one")
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted node 1 did not join node 2: reference %d, %v", r1, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitSynced(0)
+	for i := range 3 {
+		if r, err := refOf(i); err != nil || r != 2 {
+			t.Errorf("node %d: reference %d (%v) after node 1's return, want 2", i+1, r, err)
+		}
+	}
+	// Node 1 reads global time through node 2: still its own old scale.
+	var worst1 int64
+	for range 20 {
+		before := gtime.RawNow()
+		tm, err := readers[0].Now()
+		after := gtime.RawNow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst1 = max(worst1, absDiff64(tm.Est, before+(after-before)/2)-(after-before)/2)
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopReads()
+	readers23.Wait()
+
+	// Checks over every read of nodes 2 and 3.
+	const maxErr = 20_000 // ns: |Est - truth| allowed after the handover
+	for _, i := range []int{1, 2} {
+		rs := reads[i]
+		var worst, maxJump, jumpWidth int64
+		backwards := 0
+		for k, r := range rs {
+			if r.tm.Status == gtime.StatusUnsynced {
+				t.Errorf("node %d: unsynced read at %d ms after the stop", i+1, (r.before-stopped)/1e6)
+				continue
+			}
+			mid := r.before + (r.after-r.before)/2
+			worst = max(worst, absDiff64(r.tm.Est, mid)-(r.after-r.before)/2)
+			if k == 0 {
+				continue
+			}
+			p := rs[k-1]
+			if r.tm.Est < p.tm.Est {
+				backwards++
+			}
+			// Change of Est beyond the elapsed truth, against the widths.
+			d, lo, hi := r.tm.Est-p.tm.Est, r.before-p.after, r.after-p.before
+			j := max(0, lo-d, d-hi)
+			if j > maxJump {
+				maxJump, jumpWidth = j, max(r.tm.Width(), p.tm.Width())
+			}
+			if j > max(r.tm.Width(), p.tm.Width())+1000 {
+				t.Errorf("node %d: Est jumped by %d ns at %d ms after the stop, more than the bound width %d",
+					i+1, j, (r.before-stopped)/1e6, max(r.tm.Width(), p.tm.Width()))
+			}
+		}
+		if backwards > 0 {
+			t.Errorf("node %d: Est went backwards %d times", i+1, backwards)
+		}
+		if worst > maxErr {
+			t.Errorf("node %d: |Est - old reference's time| up to %d ns, want <= %d", i+1, worst, maxErr)
+		}
+		t.Logf("node %d: %d reads across the handover; max |Est-truth| %d ns; largest step beyond elapsed time %d ns (width then %d ns)",
+			i+1, len(rs), worst, maxJump, jumpWidth)
+	}
+	if worst1 > maxErr {
+		t.Errorf("returned node 1: |Est - its old time scale| %d ns, want <= %d", worst1, maxErr)
+	}
+	t.Logf("returned node 1 follows node 2; max |Est-truth| %d ns", worst1)
+	cancel()
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+func absDiff64(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// The engine view's frozen map: continuous, increasing, and its inverse
+// rounds up so that a timer set through it is never early.
+func TestEngineViewFrozenMap(t *testing.T) {
+	tests := []struct {
+		name string
+		x0   int64
+		y0   int64
+		skew float64
+	}{
+		{"identity line", 1e18, 1e18, 0},
+		{"ahead and fast", 1.7e18, 1.7e18 + 3e6, 40e-6},
+		{"behind and slow", 5e9, -2e9, -100e-6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &engineView{frozen: true}
+			v.fm.X0, v.fm.Y0, v.fm.Skew, v.fm.Valid = tt.x0, tt.y0, tt.skew, true
+			if got := v.in(tt.x0); got != tt.y0 {
+				t.Fatalf("in(X0) = %d, want %d", got, tt.y0)
+			}
+			prev := v.in(tt.x0 - 1e9)
+			step := int64(1)
+			for dx := int64(-1e9) + 1; dx < 1e12; dx += step {
+				step = step*3/2 + 1
+				x := tt.x0 + dx
+				y := v.in(x)
+				if y <= prev {
+					t.Fatalf("in not increasing at dx %d", dx)
+				}
+				prev = y
+				if back := v.out(y); back < x || back > x+2 {
+					t.Fatalf("out(in(%d)) = %d", x, back)
+				}
+				if v.in(v.out(y)) < y {
+					t.Fatalf("a timer at out(%d) would fire early", y)
+				}
+			}
+			if v.in(0) != 0 || v.out(0) != 0 {
+				t.Fatal("0 (no stamp, no timer) must stay 0")
+			}
+		})
+	}
+}
