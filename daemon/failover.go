@@ -292,12 +292,49 @@ func (n *node) failOver(ctx context.Context) {
 	n.fo.heard.Store(n.clk.now())
 }
 
+// rolesFor is this node's roles when order[j] is the reference. The nodes
+// before it in the order are presumed gone: the topology is built over
+// the others (so that no live node hangs below a dead one), and the gone
+// ones are attached directly to the reference as leaves, where a returning
+// one finds a source. If the topology cannot be built without them (an
+// explicit graph they disconnect), the full topology is used.
+func (n *node) rolesFor(j int) (sources, children []engine.NodeID, err error) {
+	ref := n.fo.order[j]
+	gone := n.fo.order[:j]
+	if len(gone) == 0 {
+		return n.cfg.Roles(uint32(ref))
+	}
+	c := n.cfg
+	c.Peers = slices.DeleteFunc(slices.Clone(c.Peers), func(p Peer) bool { return slices.Contains(gone, engine.NodeID(p.ID)) })
+	c.Topology.Edges = slices.DeleteFunc(slices.Clone(c.Topology.Edges), func(e [2]uint32) bool {
+		return slices.Contains(gone, engine.NodeID(e[0])) || slices.Contains(gone, engine.NodeID(e[1]))
+	})
+	self := c.Node.ID
+	c.Node.ID = uint32(ref) // a gone node computes the same graph as the others
+	if _, _, err := c.Roles(uint32(ref)); err != nil {
+		n.log.Warn("topology without the nodes before the reference failed: using the full topology", "err", err)
+		return n.cfg.Roles(uint32(ref))
+	}
+	if slices.Contains(gone, n.fo.self) {
+		return []engine.NodeID{ref}, nil, nil
+	}
+	c.Node.ID = self
+	sources, children, err = c.Roles(uint32(ref))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref == n.fo.self {
+		children = append(children, gone...)
+	}
+	return sources, children, nil
+}
+
 // rebuild makes order[j] the reference: a new engine for the new roles.
 // takeOver (order[j] is this node): the engine's clock becomes the frozen
 // line of global time as this node estimates it now.
 func (n *node) rebuild(j int, takeOver bool) {
 	ref := n.fo.order[j]
-	src, children, err := n.cfg.Roles(uint32(ref))
+	src, children, err := n.rolesFor(j)
 	if err != nil {
 		n.log.Error("cannot change reference", "reference", ref, "err", err)
 		return

@@ -3,13 +3,16 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
@@ -301,6 +304,53 @@ func TestEngineViewFrozenMap(t *testing.T) {
 			}
 			if v.in(0) != 0 || v.out(0) != 0 {
 				t.Fatal("0 (no stamp, no timer) must stay 0")
+			}
+		})
+	}
+}
+
+// After a failover the nodes before the reference in the order are taken
+// out of the topology (nobody hangs below a dead node) and hang from the
+// reference as leaves; an explicit graph they disconnect falls back to the
+// full topology.
+func TestRolesForFailover(t *testing.T) {
+	type roles struct{ src, ch []engine.NodeID }
+	ids := func(v ...engine.NodeID) []engine.NodeID { return v }
+	tests := []struct {
+		name string
+		topo TopologyConfig
+		j    int
+		want map[uint32]roles
+	}{
+		{"chain, first reference", TopologyConfig{Kind: TopoTree, Fanout: 1}, 0, map[uint32]roles{
+			1: {nil, ids(2)}, 2: {ids(1), ids(3)}, 3: {ids(2), ids(4)}, 4: {ids(3), nil}}},
+		{"chain, second reference", TopologyConfig{Kind: TopoTree, Fanout: 1}, 1, map[uint32]roles{
+			1: {ids(2), nil}, 2: {nil, ids(3, 1)}, 3: {ids(2), ids(4)}, 4: {ids(3), nil}}},
+		{"chain, third reference", TopologyConfig{Kind: TopoTree, Fanout: 1}, 2, map[uint32]roles{
+			1: {ids(3), nil}, 2: {ids(3), nil}, 3: {nil, ids(4, 1, 2)}, 4: {ids(3), nil}}},
+		{"explicit graph disconnected without node 1: full topology", TopologyConfig{Kind: TopoExplicit,
+			Edges: [][2]uint32{{1, 2}, {1, 3}, {2, 4}}}, 1, map[uint32]roles{
+			1: {ids(2), ids(3)}, 2: {nil, ids(1, 4)}, 3: {ids(1), nil}, 4: {ids(2), nil}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for id, want := range tt.want {
+				c := DefaultConfig()
+				c.Peers = nil
+				for i := range uint32(4) {
+					c.Peers = append(c.Peers, Peer{ID: i + 1, Address: fmt.Sprintf("127.0.0.1:%d", 4000+i)})
+				}
+				c.Node.ID = id
+				c.Reference.Order = []uint32{1, 2, 3, 4}
+				c.Topology = tt.topo
+				n := &node{cfg: c, fo: newFailover(c), log: slog.New(slog.DiscardHandler)}
+				src, ch, err := n.rolesFor(tt.j)
+				if err != nil {
+					t.Fatalf("node %d: %v", id, err)
+				}
+				if !slices.Equal(src, want.src) || !slices.Equal(ch, want.ch) {
+					t.Errorf("node %d: sources %v children %v, want %v %v", id, src, ch, want.src, want.ch)
+				}
 			}
 		})
 	}
