@@ -344,6 +344,10 @@ func (n *node) rebuild(j int, takeOver bool) {
 		n.log.Error("cannot change reference", "reference", ref, "err", err)
 		return
 	}
+	if n.rt != nil {
+		n.log.Warn("real_time does not follow reference changes yet: it still asks the first reference of the order",
+			"reference", ref, "mode", n.cfg.RealTime.Mode)
+	}
 	now := n.clk.now()
 	n.mu.Lock()
 	x := n.lockedLocal(now)

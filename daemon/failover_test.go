@@ -57,12 +57,23 @@ type pageRead struct {
 // emulated 3 ms ahead and 40 ppm fast); then restarts node 1 and checks
 // that it joins node 2 as a follower instead of serving as a second
 // reference.
+//
+// In the chain (tree of fanout 1: 1 -> 2 -> 3) node 3 never hears from the
+// reference directly: it must keep it alive with status queries, not fail
+// over while it answers, and notice when it stops.
 func TestRunFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons for a few seconds")
 	}
+	for _, topo := range []TopologyConfig{{Kind: TopoStar}, {Kind: TopoTree, Fanout: 1}} {
+		t.Run(topo.Kind, func(t *testing.T) { runFailover(t, topo) })
+	}
+}
+
+func runFailover(t *testing.T, topo TopologyConfig) {
 	cfgs := testCluster(t, 3)
 	for i := range cfgs {
+		cfgs[i].Topology = topo
 		cfgs[i].Reference.Order = []uint32{1, 2, 3}
 		cfgs[i].Reference.FailoverAfter = Duration(400 * time.Millisecond)
 		cfgs[i].Sync.ProbeTimeout = Duration(20 * time.Millisecond)
@@ -143,6 +154,11 @@ func TestRunFailover(t *testing.T) {
 	})
 
 	time.Sleep(300 * time.Millisecond)
+	for i := range 3 {
+		if r, err := refOf(i); err != nil || r != 1 {
+			t.Fatalf("node %d: reference %d (%v) before the stop, want 1", i+1, r, err)
+		}
+	}
 	stop1()
 	if err := <-errs; err != nil {
 		t.Fatalf("node 1: Run: %v", err)
