@@ -556,14 +556,22 @@ func (n *Node) heard(s *source, now int64) {
 }
 
 // silentAt is the local time at which s becomes silent if nothing comes
-// from it: SilentPeriods announced periods (at up to MaxDrift faster on
-// this clock) plus a round's worth of probe retries.
+// from it: SilentPeriods announced periods (or the last interval between
+// rounds, if longer; at up to MaxDrift faster on this clock) plus a
+// round's worth of probe retries.
 func (n *Node) silentAt(s *source) int64 {
 	k := n.cfg.SilentPeriods
 	if k == 0 {
 		k = 3
 	}
-	wait := math.Ceil(k*float64(s.period)*(1+n.cfg.MaxDrift)) +
+	p := s.period
+	if s.stats.Rounds >= 2 && s.lastAt-s.prevAt > p {
+		// The last rounds came further apart than announced: a lost
+		// announcement of a longer period, or a source busy with other
+		// children. Wait by what was seen.
+		p = s.lastAt - s.prevAt
+	}
+	wait := math.Ceil(k*float64(p)*(1+n.cfg.MaxDrift)) +
 		float64(n.cfg.ProbeTimeout)*float64(n.cfg.MaxProbeRetries+1)
 	if wait >= float64(math.MaxInt64)/2 || (s.heardAt > 0 && int64(wait) > math.MaxInt64-s.heardAt) {
 		return math.MaxInt64

@@ -95,6 +95,13 @@ func TestSourceSilence(t *testing.T) {
 			{deadline(2e9, initial), nil, true, EvSourceSilent},
 			{5e9, probe, false, EvSourceAlive},
 		}, initial},
+		{"rounds further apart than announced widen the deadline", []step{
+			{0, nil, false, 0},
+			{1e9, ptr(childRound(1, 1e9-100_000, 0, 10_000)), false, 0},
+			{2e9, ptr(childRound(2, 2e9-100_000, 0, 10_000)), false, 0},
+			{deadline(2e9, 1e9) - 1, nil, false, 0},
+			{deadline(2e9, 1e9), nil, true, EvSourceSilent},
+		}, initial},
 		{"a stranger does not count", []step{
 			{0, nil, false, 0},
 			{1e9, stranger, false, 0},
@@ -183,3 +190,5 @@ func TestPeriodChangeReachesChildren(t *testing.T) {
 		t.Error("no period change sent")
 	}
 }
+
+func ptr(m Message) *Message { return &m }
