@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -106,6 +107,9 @@ type failover struct {
 	heard    atomic.Int64 // local time the current reference was last heard
 	changes  atomic.Uint64
 	querying atomic.Bool
+	// discovering: the node does not know the reference yet and answers
+	// no status query (it would name the default reference).
+	discovering atomic.Bool
 }
 
 func newFailover(cfg Config) *failover {
@@ -132,12 +136,16 @@ func (n *node) heardFrom(from engine.NodeID, local int64) {
 }
 
 // statusReply answers a status query: global time now and the reference.
-func (n *node) statusReply(reply *wire.Packet) {
+func (n *node) statusReply(reply *wire.Packet) error {
+	if n.fo.discovering.Load() {
+		return errors.New("status query while looking for the current reference")
+	}
 	now := n.clk.now()
 	n.mu.Lock()
 	t := n.eng.Estimate(now)
 	n.mu.Unlock()
 	reply.Status = wire.Status{Local: now, Time: t, Reference: uint32(n.reference())}
+	return nil
 }
 
 // queryStatus asks a peer for its status.
@@ -167,6 +175,8 @@ func (n *node) discoverReference(ctx context.Context) {
 	if len(n.fo.order) < 2 {
 		return
 	}
+	n.fo.discovering.Store(true)
+	defer n.fo.discovering.Store(false)
 	var mu sync.Mutex
 	best := 0
 	var wg sync.WaitGroup

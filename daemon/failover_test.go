@@ -81,7 +81,7 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 	cfgs[1].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 2}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: failoverLogLevel}))
 	errs := make(chan error, 4)
 	ctx1, stop1 := context.WithCancel(ctx)
 	start := func(ctx context.Context, c Config) {
@@ -191,10 +191,8 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 			break
 		}
 		if err == nil && r1 == 1 {
-			tm, _ := readers[0].Now()
-			if tm.Status == gtime.StatusSynced {
-				t.Fatalf("restarted node 1 serves as a reference while node 2 is one")
-			}
+			// It answers only once it has looked for the reference.
+			t.Fatalf("restarted node 1 serves as a reference while node 2 is one")
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("restarted node 1 did not join node 2: reference %d, %v", r1, err)
@@ -207,34 +205,51 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 			t.Errorf("node %d: reference %d (%v) after node 1's return, want 2", i+1, r, err)
 		}
 	}
-	// Node 1 reads global time through node 2: still its own old scale.
-	var worst1 int64
+	// At the end every node, node 1 included (through node 2), reads the
+	// old time scale.
+	var worstEnd [3]int64
 	for range 20 {
-		before := gtime.RawNow()
-		tm, err := readers[0].Now()
-		after := gtime.RawNow()
-		if err != nil {
-			t.Fatal(err)
+		for i, r := range readers {
+			before := gtime.RawNow()
+			tm, err := r.Now()
+			after := gtime.RawNow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			worstEnd[i] = max(worstEnd[i], absDiff64(tm.Est, before+(after-before)/2)-(after-before)/2)
 		}
-		worst1 = max(worst1, absDiff64(tm.Est, before+(after-before)/2)-(after-before)/2)
 		time.Sleep(10 * time.Millisecond)
 	}
 	stopReads()
 	readers23.Wait()
 
 	// Checks over every read of nodes 2 and 3.
-	const maxErr = 20_000 // ns: |Est - truth| allowed after the handover
+	// The truth is the old reference's time scale (the raw clock). After
+	// the handover global time is node 2's frozen line, which differs from
+	// it by node 2's bound width at the takeover and the frozen skew's
+	// error since: tol covers that (a few us on loopback). The estimates
+	// are close to the truth at the end, once the new roles have had rounds.
+	const tol = 10_000    // ns beyond the bounds allowed for the change of scale
+	const maxErr = 20_000 // ns: |Est - truth| allowed at the end
+	settled := handover + int64(500*time.Millisecond)
 	for _, i := range []int{1, 2} {
 		rs := reads[i]
-		var worst, maxJump, jumpWidth int64
-		backwards := 0
+		var worst, worstSettled, maxJump, jumpWidth int64
+		backwards, outside := 0, 0
 		for k, r := range rs {
 			if r.tm.Status == gtime.StatusUnsynced {
 				t.Errorf("node %d: unsynced read at %d ms after the stop", i+1, (r.before-stopped)/1e6)
 				continue
 			}
+			if r.tm.Latest+tol < r.before || r.tm.Earliest-tol > r.after {
+				outside++
+			}
 			mid := r.before + (r.after-r.before)/2
-			worst = max(worst, absDiff64(r.tm.Est, mid)-(r.after-r.before)/2)
+			e := absDiff64(r.tm.Est, mid) - (r.after-r.before)/2
+			worst = max(worst, e)
+			if r.before > settled {
+				worstSettled = max(worstSettled, e)
+			}
 			if k == 0 {
 				continue
 			}
@@ -256,16 +271,18 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 		if backwards > 0 {
 			t.Errorf("node %d: Est went backwards %d times", i+1, backwards)
 		}
-		if worst > maxErr {
-			t.Errorf("node %d: |Est - old reference's time| up to %d ns, want <= %d", i+1, worst, maxErr)
+		if outside > 0 {
+			t.Errorf("node %d: the old time scale is more than %d ns outside the bounds in %d of %d reads", i+1, tol, outside, len(rs))
 		}
-		t.Logf("node %d: %d reads across the handover; max |Est-truth| %d ns; largest step beyond elapsed time %d ns (width then %d ns)",
-			i+1, len(rs), worst, maxJump, jumpWidth)
+		t.Logf("node %d: %d reads across the handover; max |Est-truth| %d ns (%d ns from 500 ms after the handover); largest step beyond elapsed time %d ns (width then %d ns)",
+			i+1, len(rs), worst, worstSettled, maxJump, jumpWidth)
 	}
-	if worst1 > maxErr {
-		t.Errorf("returned node 1: |Est - its old time scale| %d ns, want <= %d", worst1, maxErr)
+	for i, w := range worstEnd {
+		if w > maxErr {
+			t.Errorf("node %d at the end: |Est - old time scale| %d ns, want <= %d", i+1, w, maxErr)
+		}
 	}
-	t.Logf("returned node 1 follows node 2; max |Est-truth| %d ns", worst1)
+	t.Logf("at the end (node 1 back, following node 2): max |Est-truth| %d / %d / %d ns", worstEnd[0], worstEnd[1], worstEnd[2])
 	cancel()
 	for range 3 {
 		if err := <-errs; err != nil {
@@ -371,3 +388,5 @@ func TestRolesForFailover(t *testing.T) {
 		})
 	}
 }
+
+var failoverLogLevel = slog.LevelError

@@ -461,8 +461,7 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 		return n.handleRealTimeQuery(in, reply)
 	}
 	if in.Packet.Op.Kind() == wire.OpStatusQuery {
-		n.statusReply(reply)
-		return nil
+		return n.statusReply(reply)
 	}
 	if in.Packet.Op.Kind() != wire.OpProbe {
 		return fmt.Errorf("op %v is not a probe", in.Packet.Op)
