@@ -36,11 +36,25 @@ import (
 // runs on a frozen mapping of the local clock (frozen); after a change of
 // reference, reads come from the previous engine (prev) until the new one
 // is synced. Guarded by node.mu.
+//
+// A new engine numbers its rounds and period changes from 1 again, and a
+// child ignores a round or change numbered below one it has seen. So each
+// view shifts the numbers it sends by the largest its predecessor sent
+// (roundBase, seqBase) and shifts them back in the answers (probe replies
+// and error reports carry the round).
 type engineView struct {
 	cur    *engine.Node
 	prev   *engineView
 	frozen bool
 	fm     estimate.Mapping // local -> engine clock when frozen
+
+	roundBase, seqBase uint32 // added to outgoing Round / period-change Seq
+	maxRound, maxSeq   uint32 // largest sent (after the shift)
+}
+
+// successor is a view after v: its numbers continue v's.
+func (v *engineView) successor(eng *engine.Node) *engineView {
+	return &engineView{cur: eng, roundBase: v.maxRound, seqBase: v.maxSeq, maxRound: v.maxRound, maxSeq: v.maxSeq}
 }
 
 // in maps a daemon local time onto the engine's clock.
@@ -68,6 +82,9 @@ func (v *engineView) Tick(local int64) {
 
 func (v *engineView) Step(m engine.Message, local int64) {
 	m.T1, m.T4 = v.in(m.T1), v.in(m.T4) // kernel stamps through the same map
+	if m.Type == engine.MsgProbeReply || m.Type == engine.MsgErrReport {
+		m.Round -= v.roundBase
+	}
 	v.cur.Step(m, v.in(local))
 	v.dropPrev(local)
 }
@@ -82,6 +99,18 @@ func (v *engineView) dropPrev(local int64) {
 func (v *engineView) Ready() engine.Ready {
 	r := v.cur.Ready()
 	r.NextTick = v.out(r.NextTick)
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		switch m.Type {
+		case engine.MsgProbe, engine.MsgTimeDiff, engine.MsgPeriodChange:
+			m.Round += v.roundBase
+			v.maxRound = max(v.maxRound, m.Round)
+		}
+		if m.Type == engine.MsgPeriodChange {
+			m.Seq += v.seqBase
+			v.maxSeq = max(v.maxSeq, m.Seq)
+		}
+	}
 	return r
 }
 
@@ -361,7 +390,7 @@ func (n *node) rebuild(j int, takeOver bool) {
 	now := n.clk.now()
 	n.mu.Lock()
 	x := n.lockedLocal(now)
-	v := &engineView{cur: eng}
+	v := n.eng.successor(eng)
 	if takeOver {
 		const d = int64(time.Second)
 		t0, t1 := n.eng.Estimate(x), n.eng.Estimate(x+d)
