@@ -127,8 +127,10 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	t0 := time.Now()
 	waitSynced(1)
 	waitSynced(2)
+	t.Logf("synced %v after start", time.Since(t0).Round(time.Millisecond))
 
 	// Read nodes 2 and 3 every few ms from before the stop until the end.
 	var mu sync.Mutex

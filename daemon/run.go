@@ -278,11 +278,13 @@ func (n *node) loop(ctx context.Context) error {
 	pub := time.NewTicker(every)
 	defer pub.Stop()
 	n.publish()
+	var lastTick time.Time // zero: the engine has not been ticked yet
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
+			lastTick = time.Now()
 			now := n.clk.now()
 			n.mu.Lock()
 			n.eng.Tick(n.lockedLocal(now))
@@ -307,7 +309,10 @@ func (n *node) loop(ctx context.Context) error {
 			default:
 			}
 		}
-		wait := time.Second // no timer wanted: still look again every second
+		// No timer wanted: still tick a second after the last tick (not
+		// after the last message: a node that hears often must still be
+		// ticked, and its first tick must not wait for a quiet second).
+		wait := max(0, time.Second-time.Since(lastTick))
 		if next != 0 {
 			wait = time.Duration(max(0, next-n.clk.now()))
 			wait = min(wait, time.Second)
