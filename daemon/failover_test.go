@@ -392,3 +392,40 @@ func TestRolesForFailover(t *testing.T) {
 }
 
 var failoverLogLevel = slog.LevelError
+
+// A successor view continues its predecessor's round numbers: outgoing
+// rounds are shifted up, the rounds echoed in replies shifted back, so the
+// engine accepts them and the child never sees a lower round.
+func TestEngineViewContinuesRounds(t *testing.T) {
+	c := DefaultConfig()
+	c.Node.ID = 1
+	eng, err := engine.New(c.EngineConfig(nil, []engine.NodeID{2}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := &engineView{maxRound: 41, maxSeq: 7}
+	v := prev.successor(eng)
+	now := int64(1e12)
+	v.Tick(now)
+	var rounds []uint32
+	for range 10 {
+		r := v.Ready()
+		if len(r.Messages) == 0 {
+			t.Fatal("no message")
+		}
+		m := r.Messages[0]
+		rounds = append(rounds, m.Round)
+		if m.Type == engine.MsgTimeDiff {
+			break
+		}
+		if m.Type != engine.MsgProbe {
+			t.Fatalf("unexpected %+v", m)
+		}
+		now += 20_000
+		v.Step(engine.Message{Type: engine.MsgProbeReply, From: 2, To: 1, Round: m.Round, Seq: m.Seq, T2: now - 10_000, T3: now - 10_000}, now)
+	}
+	// Three probes and the time diff, all numbered after the predecessor's 41.
+	if len(rounds) != 4 || rounds[0] != 42 || rounds[3] != 42 || v.maxRound != 42 {
+		t.Fatalf("rounds %v (max %d), want [42 42 42 42]: the replies must be matched after the shift back", rounds, v.maxRound)
+	}
+}
