@@ -70,3 +70,23 @@ func TestBenchTransportFlags(t *testing.T) {
 		t.Errorf("-h: %v, usage %q", err, errb.String())
 	}
 }
+
+func TestLabBenchTransportFlags(t *testing.T) {
+	// Bad flags are refused before any lab is built (no root needed).
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-loss", "1,x"}, `"x" is not a percentage`},
+		{[]string{"-loss", "100"}, `"100" is not a percentage`},
+		{[]string{"-loss", "-1"}, `"-1" is not a percentage`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-nope"}, "flag provided but not defined"},
+	} {
+		var out, errb bytes.Buffer
+		err := runLabBenchTransport(tt.args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want one containing %q", tt.args, err, tt.want)
+		}
+	}
+}

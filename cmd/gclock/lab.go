@@ -142,6 +142,8 @@ func runLab(args []string) error {
 			return runLabValidate(args[1:])
 		case "up":
 			return runLabUp(args[1:])
+		case "bench-transport":
+			return runLabBenchTransport(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -152,7 +154,7 @@ func runLab(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (subcommands: validate, up, down)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q (subcommands: validate, up, down, bench-transport)", fs.Arg(0))
 	}
 	cfg, err := f.config()
 	if err != nil {
