@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/gclock/gclock/transport"
@@ -96,6 +97,14 @@ type TransportBenchConfig struct {
 	Endpoint transport.Config
 	Seed     uint64
 	Logger   *slog.Logger
+	// FragTime, when > 0, sets net.ipv4.ipfrag_time (whole seconds, at
+	// least 1) in both hosts: how long the kernel keeps an incomplete IP
+	// datagram. An 8 KB page is 6 fragments; with the kernel's 30 s every
+	// reply that lost a fragment holds reassembly memory for 30 s, and at
+	// a few percent loss ipfrag_high_thresh (4 MB) fills within a second
+	// or two, after which the kernel drops every fragment: both modes then
+	// crawl at tens of requests per second, whatever the protocol does.
+	FragTime time.Duration
 }
 
 // TransportBenchRow is one mode at one loss rate.
@@ -138,6 +147,12 @@ func BenchTransport(ctx context.Context, cfg TransportBenchConfig) ([]TransportB
 		l, err := Up(ctx, lcfg)
 		if err != nil {
 			return rows, fmt.Errorf("lab: bench transport at loss %g: %w", loss, err)
+		}
+		if cfg.FragTime > 0 {
+			if err := l.setFragTime(ctx, cfg.FragTime); err != nil {
+				l.Down()
+				return rows, err
+			}
 		}
 		var pair [2]TransportBenchRow
 		for j, every := range []bool{true, false} {
@@ -199,4 +214,15 @@ func (l *Lab) benchPages(ctx context.Context, cfg TransportBenchConfig, ackEvery
 	row.ElapsedS, row.ReqPerSec = res.Elapsed.Seconds(), res.ReqPerSec
 	row.P50us, row.P99us, row.MaxUs = float64(res.P50)/1e3, float64(res.P99)/1e3, float64(res.Max)/1e3
 	return row, nil
+}
+
+// setFragTime sets net.ipv4.ipfrag_time in both hosts of the lab.
+func (l *Lab) setFragTime(ctx context.Context, d time.Duration) error {
+	secs := max(int64(d/time.Second), 1)
+	for h := range 2 {
+		if err := ipCmd(ctx, "netns", "exec", HostNS(h), "sysctl", "-qw", "net.ipv4.ipfrag_time="+strconv.FormatInt(secs, 10)); err != nil {
+			return fmt.Errorf("lab: ipfrag_time in %s: %w", HostNS(h), err)
+		}
+	}
+	return nil
 }

@@ -330,6 +330,7 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 		initialRTO  = fs.Duration("initial-rto", 50*time.Millisecond, "timeout before the round trip is measured (Mocha: 50ms)")
 		minRTO      = fs.Duration("min-rto", 2*time.Millisecond, "floor of the measured timeout")
 		maxRTO      = fs.Duration("max-rto", time.Second, "ceiling of the timeout")
+		fragTime    = fs.Duration("frag-time", time.Second, "net.ipv4.ipfrag_time in the hosts (whole seconds; 0 keeps the kernel's 30s, whose reassembly memory fills at a few percent loss)")
 		jsonOut     = fs.Bool("json", false, "print JSON instead of a table")
 		verbose     = fs.Bool("v", false, "debug logs on stderr")
 	)
@@ -338,6 +339,9 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	if *fragTime < 0 || *fragTime > time.Hour {
+		return fmt.Errorf("-frag-time %v: want 0..1h", *fragTime)
 	}
 	rates, err := parseLossList(*losses)
 	if err != nil {
@@ -357,7 +361,7 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 		rates[i] /= 100
 	}
 	cfg := lab.TransportBenchConfig{
-		Losses: rates, Delay: *delay, Warmup: *warmup, Endpoint: ep, Seed: *seed, Logger: log,
+		Losses: rates, Delay: *delay, Warmup: *warmup, Endpoint: ep, Seed: *seed, Logger: log, FragTime: *fragTime,
 		Client: transport.PageClientConfig{Requests: *requests, Concurrency: *concurrency, PageSize: *pageSize},
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -373,7 +377,7 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 	}{
 		Command: "gclock lab bench-transport " + strings.Join(args, " "),
 		Config: map[string]any{"requests": *requests, "concurrency": *concurrency, "page_bytes": *pageSize, "delay": delay.String(),
-			"warmup": *warmup, "initial_rto": initialRTO.String(), "min_rto": minRTO.String(), "max_rto": maxRTO.String(), "seed": *seed},
+			"warmup": *warmup, "initial_rto": initialRTO.String(), "min_rto": minRTO.String(), "max_rto": maxRTO.String(), "seed": *seed, "frag_time": fragTime.String()},
 		Rows: rows,
 	}
 	if *jsonOut {

@@ -81,6 +81,7 @@ func TestLabBenchTransportFlags(t *testing.T) {
 		{[]string{"-loss", "100"}, `"100" is not a percentage`},
 		{[]string{"-loss", "-1"}, `"-1" is not a percentage`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-frag-time", "-1s"}, "-frag-time -1s"},
 		{[]string{"-nope"}, "flag provided but not defined"},
 	} {
 		var out, errb bytes.Buffer
