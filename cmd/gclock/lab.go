@@ -29,6 +29,7 @@ const labUsage = `usage:
   gclock lab validate [flags]   build a lab, measure what its switch delivers, clean up
   gclock lab up [flags]         build the lab and keep it until interrupted (for manual work)
   gclock lab down               remove every gclab-* namespace and the processes inside them
+  gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
 
 The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
 gclab-sw running gclock's userspace switch. Runs as root. Link syntax:
