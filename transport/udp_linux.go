@@ -3,12 +3,12 @@
 package transport
 
 import (
-	"slices"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -60,11 +60,6 @@ func RealtimeOffset() (offset, halfWidth int64) {
 // -109..+191 ns for the narrowest of five. Fifteen clock reads cost about
 // 3 us per packet.
 const realtimeSandwiches = 5
-
-// GoodHalfWidth is the sandwich half-width RealtimeOffset accepts at once:
-// two clock_gettime system calls take about 100-200 ns each on this class
-// of machine, so a wider sandwich was most likely preempted.
-const GoodHalfWidth = 400
 
 // UDPOptions configures ListenUDP.
 type UDPOptions struct {
