@@ -98,35 +98,10 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 	}
 
 	deadline := time.Now().Add(10 * time.Second)
-	open := func(i int) *gtime.Reader {
-		for {
-			r, err := gtime.Open(cfgs[i].GlobalTime.ShmPath)
-			if err == nil {
-				t.Cleanup(func() { r.Close() })
-				return r
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d never created its page: %v", i+1, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	open := func(i int) *gtime.Reader { return openPage(t, cfgs[i].GlobalTime.ShmPath, i+1, deadline) }
 	readers := []*gtime.Reader{open(0), open(1), open(2)}
-	waitSynced := func(i int) {
-		for {
-			tm, err := readers[i].Now()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tm.Status == gtime.StatusSynced && tm.Width() < int64(time.Millisecond) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d not synced with a width under 1 ms: %+v", i+1, tm)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitSynced := func(i int) { waitPageSynced(t, readers[i], i+1, deadline) }
+
 	t0 := time.Now()
 	waitSynced(1)
 	waitSynced(2)

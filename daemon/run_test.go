@@ -83,36 +83,13 @@ func TestRunLoopback(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	var readers []*gtime.Reader
-	for _, c := range cfgs {
-		for {
-			r, err := gtime.Open(c.GlobalTime.ShmPath)
-			if err == nil {
-				readers = append(readers, r)
-				defer r.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d never created its page: %v", c.Node.ID, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	for i, c := range cfgs {
+		readers = append(readers, openPage(t, c.GlobalTime.ShmPath, i+1, deadline))
 	}
 	// Wait for every page to be synced, then check the truth is inside the
 	// bounds over a second of reads.
 	for i, r := range readers {
-		for {
-			tm, err := r.Now()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tm.Status == gtime.StatusSynced && tm.Width() < int64(time.Millisecond) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d not synced with a width under 1 ms: %+v", i+1, tm)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitPageSynced(t, r, i+1, deadline)
 	}
 	errsNs := make([][]int64, len(readers))
 	widths := make([][]int64, len(readers))
@@ -218,5 +195,39 @@ func TestSectionValidate(t *testing.T) {
 	c.Clock.Source = "sundial"
 	if err := c.Clock.Validate(); err == nil || !strings.Contains(err.Error(), "clock.source") {
 		t.Errorf("clock.Validate = %v", err)
+	}
+}
+
+// openPage opens a daemon's page, waiting for the daemon to create it.
+func openPage(t *testing.T, path string, node int, deadline time.Time) *gtime.Reader {
+	t.Helper()
+	for {
+		r, err := gtime.Open(path)
+		if err == nil {
+			t.Cleanup(func() { r.Close() })
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d never created its page: %v", node, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPageSynced waits until the page is synced with bounds under 1 ms wide.
+func waitPageSynced(t *testing.T, r *gtime.Reader, node int, deadline time.Time) {
+	t.Helper()
+	for {
+		tm, err := r.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tm.Status == gtime.StatusSynced && tm.Width() < int64(time.Millisecond) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d not synced with a width under 1 ms: %+v", node, tm)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

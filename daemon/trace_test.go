@@ -65,32 +65,8 @@ func TestTraceLiveDaemon(t *testing.T) {
 		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	var page *gtime.Reader
-	for page == nil {
-		r, err := gtime.Open(cfgs[2].GlobalTime.ShmPath)
-		if err == nil {
-			page = r
-			defer r.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 3 never created its page: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for {
-		tm, err := page.Now()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tm.Status == gtime.StatusSynced && tm.Width() < int64(time.Millisecond) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node 3 not synced: %+v", tm)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	page := openPage(t, cfgs[2].GlobalTime.ShmPath, 3, deadline)
+	waitPageSynced(t, page, 3, deadline)
 
 	// The process's clock is node 3's host clock, rebuilt from the same
 	// parameters (the daemon's origin is fixed by origin_raw).
