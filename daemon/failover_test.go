@@ -182,6 +182,12 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 			t.Errorf("node %d: reference %d (%v) after node 1's return, want 2", i+1, r, err)
 		}
 	}
+	// The pages say so too (gclock now prints it).
+	for i := 1; i < 3; i++ {
+		if in, err := readers[i].Info(); err != nil || in.Node != uint32(i+1) || in.Reference != 2 {
+			t.Errorf("node %d's page: node %d reference %d (%v), want %d and 2", i+1, in.Node, in.Reference, err, i+1)
+		}
+	}
 	// At the end every node, node 1 included (through node 2), reads the
 	// old time scale.
 	var worstEnd [3]int64

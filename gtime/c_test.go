@@ -61,6 +61,13 @@ func TestCHeader(t *testing.T) {
 				t.Errorf("%s: C and Go differ at x=%d:\n C: %q\nGo: %q", name, x, lines[min(i, len(lines)-1)], want)
 			}
 		}
+		in, err := r.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("nodes %d %d\n", in.Node, in.Reference); !strings.Contains(string(out), want) {
+			t.Errorf("%s: no %q line in\n%s", name, want, out)
+		}
 		if !strings.Contains(string(out), "monotone 200000") {
 			t.Errorf("%s: no monotone line in\n%s", name, out)
 		}
@@ -75,6 +82,7 @@ func TestCHeader(t *testing.T) {
 	u.Mapping.Skew = -12.345678e-6
 	u.Mapping.Wander = 1e-20
 	u.StaleAfter = 10 * time.Second
+	u.Node, u.Reference = 3, 1<<31+5 // the full uint32 range survives
 	if err := w.Publish(u); err != nil {
 		t.Fatal(err)
 	}

@@ -571,3 +571,30 @@ func TestContinuousWidens(t *testing.T) {
 		}
 	}
 }
+
+// The daemon's node id and its current reference go through the page as
+// published, the full uint32 range included, and change with a publish.
+func TestInfoNodes(t *testing.T) {
+	w, r, _ := newPair(t)
+	in, err := r.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Node != 0 || in.Reference != 0 {
+		t.Fatalf("fresh page: node %d reference %d, want 0 0 (unknown)", in.Node, in.Reference)
+	}
+	u := baseUpdate(RawNow())
+	for _, c := range []struct{ node, ref uint32 }{{2, 1}, {2, 3}, {1<<32 - 1, 1<<32 - 2}} {
+		u.Local++
+		u.Node, u.Reference = c.node, c.ref
+		if err := w.Publish(u); err != nil {
+			t.Fatal(err)
+		}
+		if in, err = r.Info(); err != nil {
+			t.Fatal(err)
+		}
+		if in.Node != c.node || in.Reference != c.ref {
+			t.Errorf("published node %d reference %d, read %d %d", c.node, c.ref, in.Node, in.Reference)
+		}
+	}
+}

@@ -41,7 +41,8 @@ const (
 	offSlewC      = 112 // int64 ns correction at SlewX, decays to 0
 	offSlewRate   = 120 // float64 bits: decay rate of the correction
 	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17
-	layoutEnd     = 136
+	offNodes      = 136 // uint64: node id | reference id<<32 (0: unknown; pages of older daemons)
+	layoutEnd     = 144
 
 	flagValid  = 1 << 16
 	flagClosed = 1 << 17
@@ -156,6 +157,7 @@ type pageData struct {
 	status                Status
 	timescale             Timescale
 	valid, closed         bool
+	node, reference       uint32 // the publishing daemon's node id and its current reference (0: unknown)
 }
 
 // words is the page seen as 64-bit atomic words.
@@ -224,6 +226,7 @@ func (w words) loadSeq() (pageData, uint64, error) {
 		d.slewC = w.i(offSlewC)
 		d.slewRate = w.f(offSlewRate)
 		flags := w.u(offFlags).Load()
+		nodes := w.u(offNodes).Load()
 		if seq.Load() != s1 {
 			continue
 		}
@@ -234,6 +237,7 @@ func (w words) loadSeq() (pageData, uint64, error) {
 		d.timescale = Timescale(flags >> 8 & 0xff)
 		d.valid = flags&flagValid != 0
 		d.closed = flags&flagClosed != 0
+		d.node, d.reference = uint32(nodes), uint32(nodes>>32)
 		return d, s1, d.check()
 	}
 }
@@ -264,6 +268,7 @@ func (w words) store(d *pageData) {
 		flags |= flagClosed
 	}
 	w.u(offFlags).Store(flags)
+	w.u(offNodes).Store(uint64(d.node) | uint64(d.reference)<<32)
 	w.u(offMagic).Store(Magic)
 	w.u(offVersion).Store(uint64(Version) | PageSize<<32)
 	seq.Add(1) // even: consistent again

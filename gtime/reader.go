@@ -142,6 +142,10 @@ type Info struct {
 	MaxDrift    float64
 	Timescale   Timescale
 	Valid       bool
+	// Node is the publishing daemon's node id, Reference the node whose
+	// clock global time is at the last publish (it changes on failover);
+	// 0 when the daemon did not say (older daemons).
+	Node, Reference uint32
 }
 
 // Info reads the page's metadata and checks whether the writer's process
@@ -158,6 +162,7 @@ func (r *Reader) Info() (Info, error) {
 		Path: r.path, WriterPID: int(d.pid), Updated: d.updated,
 		Age: time.Duration(satSub(r.now(), d.updated)), StaleAfter: time.Duration(d.staleAfter),
 		MaxDrift: d.maxDrift, Timescale: d.timescale, Valid: d.valid,
+		Node: d.node, Reference: d.reference,
 	}
 	if d.pid > 0 && d.pid <= math.MaxInt32 {
 		err := unix.Kill(int(d.pid), 0)

@@ -45,6 +45,9 @@ type Update struct {
 	// (the bounds stay those of the truth, only wider). False clamps: Est
 	// jumps to the nearest new bound.
 	Continuous bool
+	// Node is the publishing daemon's node id and Reference the node whose
+	// clock global time currently is (it changes on failover); 0: unknown.
+	Node, Reference uint32
 }
 
 // Writer publishes to a page. There is one writer per page: NewWriter takes
@@ -142,6 +145,7 @@ func (w *Writer) Publish(u Update) error {
 		updated: u.Local, staleAfter: int64(u.StaleAfter), maxDrift: u.MaxDrift,
 		slewX: u.Local, slewRate: u.MaxSlewRate,
 		status: u.Status, timescale: u.Timescale, valid: m.Valid,
+		node: u.Node, reference: u.Reference,
 	}
 	if next.valid && w.isSet && w.cur.timescale == next.timescale {
 		prev := eval(&w.cur, u.Local).Est

@@ -79,7 +79,8 @@ enum {
 	GCLOCK_W_SKEWERR = 8, GCLOCK_W_WANDER = 9, GCLOCK_W_UPDATED = 10,
 	GCLOCK_W_STALEAFTER = 11, GCLOCK_W_MAXDRIFT = 12, GCLOCK_W_SLEWX = 13,
 	GCLOCK_W_SLEWC = 14, GCLOCK_W_SLEWRATE = 15, GCLOCK_W_FLAGS = 16,
-	GCLOCK_W_END = 17
+	GCLOCK_W_NODES = 17, /* node id | current reference id << 32; 0: unknown */
+	GCLOCK_W_END = 18
 };
 
 struct gclock_reader {
@@ -372,6 +373,20 @@ static inline int gclock_open(struct gclock_reader *r, const char *path)
 }
 
 /* gclock_close unmaps the page. */
+/* gclock_reference stores the publishing daemon's node id and the node whose
+ * clock global time currently is (it changes on failover) in *node and
+ * *reference; 0 means the daemon did not say. Returns 0 or -errno. */
+static inline int gclock_reference(const struct gclock_reader *r, uint32_t *node, uint32_t *reference)
+{
+	uint64_t w[GCLOCK_W_END];
+	int err = gclock_snapshot(r, w);
+	if (err)
+		return err;
+	*node = (uint32_t)w[GCLOCK_W_NODES];
+	*reference = (uint32_t)(w[GCLOCK_W_NODES] >> 32);
+	return 0;
+}
+
 static inline void gclock_close(struct gclock_reader *r)
 {
 	if (r->page)

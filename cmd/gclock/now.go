@@ -41,6 +41,10 @@ type nowReport struct {
 	DaemonPID   int    `json:"daemon_pid"`
 	DaemonAlive bool   `json:"daemon_alive"`
 	AgeNs       int64  `json:"age_ns"`
+	// Node is the daemon's node id, Reference the node whose clock global
+	// time is (0: the daemon did not say).
+	Node      uint32 `json:"node"`
+	Reference uint32 `json:"reference"`
 }
 
 func runNow(args []string, stdout, stderr io.Writer) error {
@@ -74,6 +78,7 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 	rep := nowReport{
 		Page: *page, EstNs: t.Est, Status: t.Status.String(), Timescale: in.Timescale.String(),
 		DaemonPID: in.WriterPID, DaemonAlive: in.WriterAlive, AgeNs: int64(in.Age),
+		Node: in.Node, Reference: in.Reference,
 	}
 	bounded := t.Earliest != math.MinInt64 && t.Latest != math.MaxInt64
 	if bounded {
@@ -102,6 +107,9 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "status       %s (daemon %s; page updated %v ago, stale after %v)\n",
 		t.Status, daemon, in.Age.Round(time.Microsecond), in.StaleAfter)
+	if in.Reference != 0 {
+		fmt.Fprintf(stdout, "reference    node %d (this daemon: node %d)\n", in.Reference, in.Node)
+	}
 	return nil
 }
 

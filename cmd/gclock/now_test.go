@@ -42,13 +42,15 @@ func TestNow(t *testing.T) {
 		Local:   local,
 		Mapping: estimate.Mapping{X0: local, Y0: local + int64(time.Hour), W0: 1500, SkewErr: 1e-7, Valid: true},
 		Status:  gtime.StatusSynced, StaleAfter: time.Minute, MaxDrift: 1e-4, MaxSlewRate: 5e-4,
+		Node: 3, Reference: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep = runJSON()
 	if rep.Status != "synced" || rep.EarliestNs == nil || *rep.EarliestNs > rep.EstNs || *rep.LatestNs < rep.EstNs ||
-		*rep.WidthNs < 3000 || *rep.WidthNs > 3000+2*int64(time.Millisecond) || rep.Timescale != "reference" {
+		*rep.WidthNs < 3000 || *rep.WidthNs > 3000+2*int64(time.Millisecond) || rep.Timescale != "reference" ||
+		rep.Node != 3 || rep.Reference != 2 {
 		t.Errorf("synced page: %+v", rep)
 	}
 	if d := rep.EstNs - local - int64(time.Hour); d < 0 || d > int64(time.Minute) {
@@ -58,7 +60,7 @@ func TestNow(t *testing.T) {
 	if err := runNow([]string{"-page", path}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"global time", "earliest", "latest", "width", "status       synced"} {
+	for _, want := range []string{"global time", "earliest", "latest", "width", "status       synced", "reference    node 2 (this daemon: node 3)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())
 		}

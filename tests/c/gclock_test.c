@@ -85,6 +85,13 @@ int main(int argc, char **argv)
 		       (long long)t.earliest, (long long)t.latest, gclock_status_name(t.status), t.timescale);
 	}
 
+	uint32_t node, reference;
+	if ((err = gclock_reference(&r, &node, &reference)) != 0) {
+		fprintf(stderr, "gclock_reference: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("nodes %u %u\n", node, reference);
+
 	enum { N = 200000 };
 	int64_t prev = INT64_MIN;
 	for (int i = 0; i < N; i++) {
