@@ -35,6 +35,17 @@ type Config struct {
 	GlobalTime GlobalTimeConfig `yaml:"global_time"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	RealTime   RealTimeConfig   `yaml:"real_time"`
+	Log        LogConfig        `yaml:"log"`
+}
+
+// LogConfig asks for record files beside the daemon's log, like chrony's
+// `log measurements`.
+type LogConfig struct {
+	// Measurements is a CSV file (created, or truncated) that gets one line
+	// per exchange this node receives from its sources: the source, the
+	// four stamps on the two local clocks (ns) and the round trip. Empty:
+	// none.
+	Measurements string `yaml:"measurements,omitempty"`
 }
 
 // NodeConfig names this node.
@@ -291,6 +302,9 @@ func (c *Config) Validate() error {
 		checkHostPort(&e, "metrics.listen", c.Metrics.Listen, true)
 	}
 	c.RealTime.validate(&e)
+	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
+		e.add("log.measurements", "%q: want an absolute path", m)
+	}
 	if len(e) == 0 {
 		// Backstops: the engine's own rules and the graph's connectivity.
 		if err := c.EngineConfig(nil, nil).Validate(); err != nil {

@@ -92,6 +92,7 @@ func TestParseErrors(t *testing.T) {
 		{"publish too slow", "global_time:\n  publish_every: 5m\n", []string{"global_time.publish_every", "stale_after"}},
 		{"metrics", "metrics:\n  listen: 9090\n", []string{"line 2", "metrics.listen"}},
 		{"real time", "real_time:\n  mode: gps\n", []string{"line 2", "real_time.mode"}},
+		{"measurements relative", "log:\n  measurements: m.csv\n", []string{"line 2", "log.measurements"}},
 		{"nan ppm", "sync:\n  max_drift_ppm: .nan\n", []string{"line 2", "sync.max_drift_ppm"}},
 		{"several at once", "sync:\n  estimator: x\n  pings_per_round: 0\n", []string{"sync.estimator", "sync.pings_per_round"}},
 	}

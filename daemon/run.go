@@ -72,6 +72,7 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 type node struct {
 	cfg    Config
 	log    *slog.Logger
+	meas   *measurementsLog // nil: no log.measurements
 	clk    localClock
 	ep     *transport.Endpoint
 	peers  map[engine.NodeID]netip.AddrPort
@@ -195,6 +196,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
+	}
+	if p := cfg.Log.Measurements; p != "" {
+		if n.meas, err = newMeasurementsLog(p); err != nil {
+			conn.Close()
+			return fmt.Errorf("daemon: log.measurements: %w", err)
+		}
+		defer n.meas.Close()
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
 		if n.writer, err = gtime.NewWriter(p); err != nil {
@@ -567,6 +575,9 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 	if m.Type == engine.MsgTimeDiff && n.cfg.Transport.KernelTimestamps {
 		n.kernelSends(m.Samples, now)
 	}
+	if m.Type == engine.MsgTimeDiff && n.meas != nil {
+		n.meas.write(m.From, m.Samples)
+	}
 	r := n.step(m, now)
 	n.log.Debug("message", "type", m.Type, "from", m.From, "to", m.To, "samples", len(m.Samples), "events", len(r.Events))
 	n.dispatch(r)
@@ -594,6 +605,7 @@ func (n *node) publish() {
 	u := gtime.Update{
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
 		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
+		Node: n.cfg.Node.ID, Reference: uint32(n.reference()),
 	}
 	ok := true
 	if n.rt != nil {

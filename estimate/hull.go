@@ -46,6 +46,12 @@ type HullConfig struct {
 	// instead of the middle of the bounds at the newest sample. The bounds
 	// it reports still contain every feasible line.
 	Center bool
+	// CenterPoints and CenterBand (ns) choose the exchanges the centre line
+	// is fitted to: on each side, those within CenterBand of the line's
+	// margin, or more to hold the CenterPoints fastest. 0: the defaults
+	// (15 and 500 ns; see centerPoints).
+	CenterPoints int
+	CenterBand   int64
 }
 
 // DefaultHullConfig is a 256-sample window without shift or wander.
@@ -64,6 +70,12 @@ func (c HullConfig) Validate() error {
 	}
 	if c.MaxSpan < 0 {
 		return fmt.Errorf("estimate: HullConfig.MaxSpan = %d: must be >= 0 (0: no limit)", c.MaxSpan)
+	}
+	if c.CenterPoints < 0 || c.CenterPoints == 1 || c.CenterPoints == 2 || c.CenterPoints > c.Window {
+		return fmt.Errorf("estimate: HullConfig.CenterPoints = %d: must be 0 (default) or in [3, Window]", c.CenterPoints)
+	}
+	if c.CenterBand < 0 {
+		return fmt.Errorf("estimate: HullConfig.CenterBand = %d: must be >= 0 (0: default)", c.CenterBand)
 	}
 	return nil
 }
@@ -845,7 +857,14 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	for _, p := range h.low.pts {
 		rl = append(rl, (c+s*float64(p.x))-float64(-p.d)-margin)
 	}
-	if len(ru) < centerPoints || len(rl) < centerPoints {
+	pts, bw := centerPoints, float64(centerBand)
+	if h.cfg.CenterPoints > 0 {
+		pts = h.cfg.CenterPoints
+	}
+	if h.cfg.CenterBand > 0 {
+		bw = float64(h.cfg.CenterBand)
+	}
+	if len(ru) < pts || len(rl) < pts {
 		return 0, 0, false
 	}
 	// Each side's band: centerBand, or wider to hold its centerPoints
@@ -853,7 +872,7 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	band := func(r []float64) float64 {
 		q := slices.Clone(r)
 		slices.Sort(q)
-		return max(centerBand, q[centerPoints-1])
+		return max(bw, q[pts-1])
 	}
 	bu, bl := band(ru), band(rl)
 	var xs, ds, sg []float64

@@ -455,6 +455,9 @@ func TestHullConfigValidate(t *testing.T) {
 		{"MaxWander", HullConfig{Window: 8, MaxWander: math.NaN()}},
 		{"MaxWander", HullConfig{Window: 8, MaxWander: -1}},
 		{"MaxSpan", HullConfig{Window: 8, MaxSpan: -1}},
+		{"CenterPoints", HullConfig{Window: 8, CenterPoints: 2}},
+		{"CenterPoints", HullConfig{Window: 8, CenterPoints: 9}},
+		{"CenterBand", HullConfig{Window: 8, CenterBand: -1}},
 	}
 	for _, tc := range tests {
 		if _, err := NewHull(tc.c); err == nil || !contains(err.Error(), "HullConfig."+tc.field) {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/gclock/gclock/lab"
+)
+
+// labReplayRow is one file's (or all files') replay figures, |error| in ns.
+type labReplayRow struct {
+	File        string  `json:"file"`
+	Exchanges   int     `json:"exchanges"`
+	Rounds      int     `json:"rounds"`
+	Restarts    int     `json:"restarts"`
+	Evaluations int     `json:"evaluations"`
+	P50Ns       int64   `json:"error_p50_ns"`
+	P90Ns       int64   `json:"error_p90_ns"`
+	P99Ns       int64   `json:"error_p99_ns"`
+	BiasNs      float64 `json:"error_bias_ns"`
+}
+
+// runLabReplay is `gclock lab replay`: the centre-line estimator replayed
+// on the exchanges a raw-clock lab run logged (--clocks raw --measurements).
+func runLabReplay(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gclock lab replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: gclock lab replay [flags] measurements-h1.csv ...
+
+Replays exchanges logged by daemons (log.measurements; gclock lab --clocks raw
+--measurements writes /run/gclab/gclock/measurements-h<i>.csv) through the
+centre-line estimator, one file (one source) at a time, and prints its error
+against the truth of a raw run: both clocks are the kernel's, offset 0.
+Use it to try estimator settings on the same exchanges.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	rc := lab.DefaultReplayConfig()
+	points := fs.Int("center-points", 0, "exchanges per side the centre line is fitted to (0: the default, 15)")
+	band := fs.Duration("center-band", 0, "or all within this of the line's margin (0: the default, 500ns)")
+	window := fs.Int("window", rc.Hull.Window, "exchanges the hull keeps")
+	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return fmt.Errorf("lab replay: no measurements file")
+	}
+	rc.Hull.Window, rc.Hull.CenterPoints, rc.Hull.CenterBand, rc.Warmup = *window, *points, int64(*band), int64(*warmup)
+	var rows []labReplayRow
+	var all []int64
+	total := labReplayRow{File: "all"}
+	for _, path := range fs.Args() {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("lab replay: %w", err)
+		}
+		ms, err := lab.ReadMeasurements(f, path)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("lab replay: %w", err)
+		}
+		res, err := lab.Replay(ms, rc)
+		if err != nil {
+			return fmt.Errorf("lab replay: %s: %w", path, err)
+		}
+		row := replayRow(path, res.Errors)
+		row.Exchanges, row.Rounds, row.Restarts = res.Exchanges, res.Rounds, res.Restarts
+		rows = append(rows, row)
+		all = append(all, res.Errors...)
+		total.Exchanges += res.Exchanges
+		total.Rounds += res.Rounds
+		total.Restarts += res.Restarts
+	}
+	t := replayRow("all", all)
+	t.Exchanges, t.Rounds, t.Restarts = total.Exchanges, total.Rounds, total.Restarts
+	rows = append(rows, t)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	fmt.Fprintf(stdout, "%-40s %9s %6s %8s %6s %9s %9s %9s %9s\n", "file", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%-40s %9d %6d %8d %6d %9.3f %9.3f %9.3f %9.3f\n", r.File, r.Exchanges, r.Rounds, r.Restarts, r.Evaluations,
+			float64(r.P50Ns)/1e3, float64(r.P90Ns)/1e3, float64(r.P99Ns)/1e3, r.BiasNs/1e3)
+	}
+	return nil
+}
+
+func replayRow(name string, errs []int64) labReplayRow {
+	r := labReplayRow{File: name, Evaluations: len(errs)}
+	if len(errs) == 0 {
+		return r
+	}
+	abs := make([]int64, len(errs))
+	var sum float64
+	for i, e := range errs {
+		abs[i] = max(e, -e)
+		sum += float64(e)
+	}
+	slices.Sort(abs)
+	q := func(p float64) int64 { return abs[min(len(abs)-1, int(p*float64(len(abs))))] }
+	r.P50Ns, r.P90Ns, r.P99Ns, r.BiasNs = q(0.5), q(0.9), q(0.99), sum/float64(len(errs))
+	return r
+}

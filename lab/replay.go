@@ -1,0 +1,159 @@
+package lab
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gclock/gclock/estimate"
+)
+
+// Measurement is one line of a daemon's log.measurements file: an exchange
+// with a source, its four stamps on the two local clocks (ns).
+type Measurement struct {
+	Source int
+	estimate.Sample
+}
+
+// measurementsHeader is the first line daemon log.measurements files carry.
+const measurementsHeader = "source,src_send_ns,loc_recv_ns,loc_send_ns,src_recv_ns,rtt_ns"
+
+// ReadMeasurements parses a log.measurements CSV. name is used in errors
+// (which give the line and the column). A file that ends in the middle of
+// a line (a daemon killed while writing) is an error naming that line.
+func ReadMeasurements(r io.Reader, name string) ([]Measurement, error) {
+	br := bufio.NewReader(r)
+	var out []Measurement
+	cols := strings.Split(measurementsHeader, ",")
+	for line := 1; ; line++ {
+		s, err := br.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return out, fmt.Errorf("%s: line %d: %w", name, line, err)
+		}
+		if s == "" && errors.Is(err, io.EOF) {
+			if line == 1 {
+				return nil, fmt.Errorf("%s: empty file (want the header %q)", name, measurementsHeader)
+			}
+			return out, nil
+		}
+		if !strings.HasSuffix(s, "\n") {
+			return out, fmt.Errorf("%s: line %d: truncated (no end of line): %q", name, line, clip(s))
+		}
+		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
+		if line == 1 {
+			if s != measurementsHeader {
+				return nil, fmt.Errorf("%s: line 1: header %q, want %q", name, clip(s), measurementsHeader)
+			}
+			continue
+		}
+		f := strings.Split(s, ",")
+		if len(f) != len(cols) {
+			return out, fmt.Errorf("%s: line %d: %d fields, want %d (%s)", name, line, len(f), len(cols), measurementsHeader)
+		}
+		var v [6]int64
+		for i := range f {
+			if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+				return out, fmt.Errorf("%s: line %d: column %s: %q is not an integer", name, line, cols[i], clip(f[i]))
+			}
+		}
+		if v[0] < 0 || v[0] > math.MaxUint32 {
+			return out, fmt.Errorf("%s: line %d: column source: %d is not a node id", name, line, v[0])
+		}
+		m := Measurement{Source: int(v[0]), Sample: estimate.Sample{SrcSend: v[1], LocRecv: v[2], LocSend: v[3], SrcRecv: v[4]}}
+		if rtt := m.RTT(); rtt != v[5] {
+			return out, fmt.Errorf("%s: line %d: column rtt_ns: %d, but the stamps give %d", name, line, v[5], rtt)
+		}
+		out = append(out, m)
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+// ReplayConfig says how to replay measurements through the centre-line
+// estimator.
+type ReplayConfig struct {
+	Hull      estimate.HullConfig // Center is set by Replay
+	RoundGap  int64               // a pause longer than this (ns, local clock) starts a new round
+	Warmup    int64               // ns after the first exchange left out of the figures
+	EvalEvery int64               // ns between evaluations after each round, until the next
+}
+
+// DefaultReplayConfig is the lab daemons' estimator: a 2048-exchange
+// window, rounds split at 300 ms pauses, 10 s of warm-up, an evaluation
+// every 10 ms.
+func DefaultReplayConfig() ReplayConfig {
+	return ReplayConfig{Hull: estimate.HullConfig{Window: 2048}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6}
+}
+
+// ReplayResult is the error of the replayed estimate, where the truth is
+// that both clocks are the same (a `gclock lab --clocks raw` run, whose
+// daemons run on the one kernel clock: true offset 0, true skew 0).
+type ReplayResult struct {
+	Exchanges, Rounds, Evaluations int
+	Restarts, Rejected             int // rounds that restarted the window / that it refused
+	// Errors (estimate - truth, ns) at every evaluation.
+	Errors []int64
+}
+
+// Replay feeds the measurements of one source, round by round, to a hull
+// with the centre line and evaluates the estimate every EvalEvery from the
+// end of each round to the start of the next (for 1 s after the last).
+func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
+	var res ReplayResult
+	if len(ms) == 0 {
+		return res, errors.New("replay: no measurements")
+	}
+	if rc.EvalEvery <= 0 || rc.RoundGap <= 0 || rc.Warmup < 0 {
+		return res, fmt.Errorf("replay: eval every %d, round gap %d, warm-up %d: want positive (warm-up >= 0)", rc.EvalEvery, rc.RoundGap, rc.Warmup)
+	}
+	hc := rc.Hull
+	hc.Center = true
+	h, err := estimate.NewHull(hc)
+	if err != nil {
+		return res, fmt.Errorf("replay: %w", err)
+	}
+	var rounds [][]estimate.Sample
+	for i, m := range ms {
+		if m.Source != ms[0].Source {
+			return res, fmt.Errorf("replay: exchange %d is from source %d, the first from %d: replay one source at a time", i, m.Source, ms[0].Source)
+		}
+		if i == 0 || m.LocRecv-ms[i-1].LocRecv > rc.RoundGap {
+			rounds = append(rounds, nil)
+		}
+		rounds[len(rounds)-1] = append(rounds[len(rounds)-1], m.Sample)
+	}
+	t0 := rounds[0][0].LocRecv
+	for i, rd := range rounds {
+		if err := h.AddRound(rd); err != nil {
+			if !errors.Is(err, estimate.ErrInconsistent) {
+				res.Rejected++ // a round the hull refuses, as the engine would
+				continue
+			}
+			res.Restarts++ // the window restarted from this round
+		}
+		end := rd[len(rd)-1].LocRecv
+		next := end + 1e9
+		if i+1 < len(rounds) {
+			next = rounds[i+1][0].LocRecv
+		}
+		for x := end; x < next; x += rc.EvalEvery {
+			if x-t0 < rc.Warmup {
+				continue
+			}
+			if y, _, ok := h.Center(x); ok {
+				res.Errors = append(res.Errors, y-x)
+			}
+		}
+	}
+	res.Exchanges, res.Rounds, res.Evaluations = len(ms), len(rounds), len(res.Errors)
+	return res, nil
+}
