@@ -43,8 +43,12 @@
 // (Link.Forward for a lower-numbered to a higher-numbered host, Reverse
 // the other way), with one seeded generator per direction. One locked OS
 // thread receives, queues on a timer heap, sleeps in a raw ppoll with 1 ns
-// timer slack until SpinWindow before the next release, spins through the
-// rest, and sends. With Realtime that thread runs SCHED_FIFO 50 and the
+// timer slack until SpinWindow before the next release, polls the ports
+// until 10 us before it, then reads only the clock (vDSO) until the release
+// and sends; all its system calls are raw, so the Go scheduler never takes
+// its P. After an idle spell (WarmAfter) it first writes the frame to a
+// warm-up veth pair whose peer drops it, so that the real release runs
+// through warm caches. With Realtime that thread runs SCHED_FIFO 50 and the
 // process's other threads SCHED_FIFO 1 (processes started with Exec run
 // SCHED_OTHER): a CPU-bound load then delays neither the thread nor the Go
 // runtime's hand-offs to it. StartSwitch raises GOMAXPROCS to at least 4,
@@ -67,10 +71,12 @@
 // warm-up are condensed by Summarize into the fields `gclock sim --json`
 // uses.
 //
-// # Where the gclock daemons plug in
+// # The gclock daemons
 //
 // Lab.Exec starts any command in a host namespace and tracks it until
-// Down. The CLI marks the place (a TODO in cmd/gclock/lab.go) where one
-// `gclock daemon` per host, each with an emulated clock, and the evaluator
-// against the shared kernel clock go once the daemon exists.
+// Down. RunGclock starts one `gclock daemon` per host, each with an
+// emulated clock only the evaluator knows, and evaluates every host's
+// shared-memory page against the truth on the shared kernel clock;
+// GclockConfig.Measurements has the daemons log every exchange
+// (log.measurements) for analysis after the run.
 package lab

@@ -49,6 +49,9 @@ type GclockConfig struct {
 	Base *daemon.Config
 	// Trace keeps every evaluation in GclockResult.Series, for plots.
 	Trace bool
+	// Measurements has every daemon log the exchanges it receives
+	// (log.measurements) to measurements-h<i>.csv in the logs directory.
+	Measurements bool
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
@@ -230,6 +233,9 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		}
 		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
 		c.Metrics.Listen = "unix:" + filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))
+		if gc.Measurements {
+			c.Log.Measurements = filepath.Join(dir, fmt.Sprintf("measurements-h%d.csv", i))
+		}
 		b, err := yaml.Marshal(&c)
 		if err != nil {
 			return GclockResult{}, fmt.Errorf("lab: gclock: host %d config: %w", i, err)

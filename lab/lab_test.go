@@ -70,7 +70,7 @@ func TestLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Hosts: 3, Link: link, Seed: 5, Realtime: true, RunDir: t.TempDir()}
+	cfg := Config{Hosts: 3, Link: link, Seed: 5, Realtime: true, WarmAfter: DefaultWarmAfter, RunDir: t.TempDir()}
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)
@@ -115,6 +115,12 @@ func TestLab(t *testing.T) {
 		if math.Abs(r.DupRate-0.1) > tol {
 			t.Errorf("h%d>h%d: dup %.3f, want 0.1 +- %.3f", r.From, r.To, r.DupRate, tol)
 		}
+	}
+	// Probes 1 ms apart each way leave the switch idle for longer than
+	// WarmAfter, so it made warm-up writes; none reached a host (the dup
+	// rates above would show it).
+	if l.Switch().WarmUps() == 0 {
+		t.Errorf("no warm-up write with WarmAfter %v and frames 1 ms apart", cfg.WarmAfter)
 	}
 	// The switch counted the same directions.
 	for _, s := range l.Switch().Stats() {

@@ -30,6 +30,7 @@ const labUsage = `usage:
   gclock lab up [flags]         build the lab and keep it until interrupted (for manual work)
   gclock lab down               remove every gclab-* namespace and the processes inside them
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
+  gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
 
 The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
 gclab-sw running gclock's userspace switch. Runs as root. Link syntax:
@@ -49,18 +50,24 @@ type labFlags struct {
 	realtime bool
 	spin     time.Duration
 	busy     time.Duration
+	warm     time.Duration
 	probes   int
 	verbose  bool
 	ptpSync  int
 	// gclock run
-	load       int
-	clocks     string
-	maxDrift   float64
-	plot       string
-	daemonCfg  string
-	noValidate bool
-	evalEvery  time.Duration
-	series     string
+	load         int
+	clocks       string
+	maxDrift     float64
+	plot         string
+	daemonCfg    string
+	noValidate   bool
+	evalEvery    time.Duration
+	series       string
+	measurements bool
+	// validate
+	pair     string
+	stagger  bool
+	interval time.Duration
 }
 
 func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
@@ -74,7 +81,8 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
 	fs.DurationVar(&f.spin, "spin", lab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
 	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
-	fs.IntVar(&f.probes, "probes", 2000, "validation probes per direction (one every 2ms)")
+	fs.DurationVar(&f.warm, "warm-after", lab.DefaultWarmAfter, "the switch makes a warm-up write before a release after this long without one (0: never)")
+	fs.IntVar(&f.probes, "probes", 2000, "validation probes per direction (one every -interval)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
 	fs.IntVar(&f.load, "load", 2, "CPU-bound processes (busy loops) run beside the daemons during the measurement")
@@ -85,6 +93,25 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.BoolVar(&f.noValidate, "no-validate", false, "skip the switch validation before the run")
 	fs.DurationVar(&f.evalEvery, "eval-every", 10*time.Millisecond, "evaluate every host's page this often")
 	fs.StringVar(&f.series, "series", "", "write every evaluation (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
+	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in /run/gclab/gclock")
+	fs.StringVar(&f.pair, "pair", "0,1", "validation: the two hosts A,B probed both ways")
+	fs.DurationVar(&f.interval, "interval", 2*time.Millisecond, "validation: time between the probes of one direction")
+	fs.BoolVar(&f.stagger, "stagger", true, "validation: B's probes half an interval after A's (false: both directions at once)")
+}
+
+// validateConfig is the validation the flags ask for.
+func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
+	vc := lab.DefaultValidateConfig()
+	vc.Probes = f.probes
+	vc.Stagger = f.stagger
+	vc.Interval = f.interval
+	if _, err := fmt.Sscanf(f.pair, "%d,%d", &vc.A, &vc.B); err != nil {
+		return vc, fmt.Errorf("--pair %q: want two host numbers A,B: %w", f.pair, err)
+	}
+	if vc.A == vc.B || vc.A < 0 || vc.B < 0 || vc.A >= f.hosts || vc.B >= f.hosts {
+		return vc, fmt.Errorf("--pair %q: want two different hosts in 0..%d", f.pair, f.hosts-1)
+	}
+	return vc, nil
 }
 
 func (f *labFlags) config() (lab.Config, error) {
@@ -102,6 +129,7 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.Realtime = f.realtime
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
+	cfg.WarmAfter = f.warm
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
@@ -118,8 +146,11 @@ type labReport struct {
 	WarmupNs   int64           `json:"warmup_ns"`
 	Realtime   bool            `json:"switch_realtime"`
 	Validation []lab.DirResult `json:"validation"`
-	Load       int             `json:"load"`
-	Clocks     string          `json:"clocks"`
+	// Switch is what the switch did to every direction during the run
+	// (frames, drops, its release lateness and write cost).
+	Switch []lab.DirStats `json:"switch,omitempty"`
+	Load   int            `json:"load"`
+	Clocks string         `json:"clocks"`
 	// Summary and Nodes are gclock's, under `gclock sim --json`'s names.
 	Summary lab.GclockSummary      `json:"summary"`
 	Nodes   []lab.GclockSummary    `json:"nodes"`
@@ -145,6 +176,8 @@ func runLab(args []string) error {
 			return runLabUp(args[1:])
 		case "bench-transport":
 			return runLabBenchTransport(args[1:], os.Stdout, os.Stderr)
+		case "replay":
+			return runLabReplay(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -180,6 +213,7 @@ func runLab(args []string) error {
 	gc := lab.DefaultGclockConfig()
 	gc.Duration, gc.Warmup, gc.Seed, gc.MaxDriftPPM, gc.EvalEvery = f.duration, f.warmup, f.seed, f.maxDrift, f.evalEvery
 	gc.Trace = f.plot != "" || f.series != ""
+	gc.Measurements = f.measurements
 	switch f.clocks {
 	case "emulated":
 	case "raw":
@@ -216,8 +250,10 @@ func runLab(args []string) error {
 
 	rep := labReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
 		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: f.load, Clocks: f.clocks}
-	vc := lab.DefaultValidateConfig()
-	vc.Probes = f.probes
+	vc, err := f.validateConfig()
+	if err != nil {
+		return err
+	}
 	if !f.noValidate {
 		if rep.Validation, err = l.Validate(ctx, vc); err != nil {
 			return err
@@ -243,8 +279,14 @@ func runLab(args []string) error {
 			results, perr = l.RunPeers(ctx, peers, pc)
 		}
 	}()
+	if sw := l.Switch(); sw != nil {
+		sw.ResetStats()
+	}
 	gres, gerr := l.RunGclock(ctx, gc)
 	<-done
+	if sw := l.Switch(); sw != nil {
+		rep.Switch = sw.Stats()
+	}
 	if gerr != nil {
 		return gerr
 	}
@@ -358,8 +400,10 @@ func runLabValidate(args []string) error {
 		return err
 	}
 	defer l.Down()
-	vc := lab.DefaultValidateConfig()
-	vc.Probes = f.probes
+	vc, err := f.validateConfig()
+	if err != nil {
+		return err
+	}
 	rs, err := l.Validate(ctx, vc)
 	if err != nil {
 		return err
