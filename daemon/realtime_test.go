@@ -317,7 +317,14 @@ func TestRealTimeMeanDrift(t *testing.T) {
 		if in.Timescale != gtime.TimescaleMeanDrift {
 			t.Errorf("node %d serves timescale %v, want mean-drift", i+1, in.Timescale)
 		}
-		tol := cur.SlopeErr + m.SkewErr + 1e-9
+		// The page's SkewErr bounds how fast its time bounds widen, not
+		// the error of the node's own rate estimate against the
+		// reference (a few seconds of loopback exchanges beside the other
+		// test packages: up to 0.45 ppm seen), hence syncRateTol. The
+		// check still tells the mean (50 ppm away here) from the
+		// reference's rate.
+		const syncRateTol = 1e-6
+		tol := cur.SlopeErr + m.SkewErr + syncRateTol
 		d := math.Abs(1 + m.Skew - trueMean)
 		t.Logf("node %d: page rate against the raw clock 1%+.3f ppm, page skew bound %.3f ppm, off the true mean by %.3f ppm (allowed %.3f)",
 			i+1, m.Skew*1e6, m.SkewErr*1e6, d*1e6, tol*1e6)
