@@ -116,6 +116,18 @@ func TestLab(t *testing.T) {
 			t.Errorf("h%d>h%d: dup %.3f, want 0.1 +- %.3f", r.From, r.To, r.DupRate, tol)
 		}
 	}
+	// Ping-pong: h2 answers every probe of h0 once (duplicates are not
+	// answered again), and the answers cross the slower direction.
+	pp := ValidateConfig{A: 0, B: 2, Probes: 300, Interval: time.Millisecond, Port: 47004, PingPong: true}
+	prs, err := l.Validate(context.Background(), pp)
+	if err != nil {
+		t.Fatalf("Validate ping-pong: %v", err)
+	}
+	if probes, answers := prs[0], prs[1]; answers.Sent < probes.Received*95/100 || answers.Sent > probes.Received {
+		t.Errorf("ping-pong: %d probes arrived, %d answers sent with a stamp", probes.Received, answers.Sent)
+	} else if answers.MinNs < 400e3 || answers.MinNs > 500e3 || probes.MinNs < 200e3 {
+		t.Errorf("ping-pong: fastest probe %d ns (want >= 200 us), answer %d ns (want 400-500 us)", probes.MinNs, answers.MinNs)
+	}
 	// Probes 1 ms apart each way leave the switch idle for longer than
 	// WarmAfter, so it made warm-up writes; none reached a host (the dup
 	// rates above would show it).

@@ -590,10 +590,12 @@ func (s *Switch) loop(started chan<- error) {
 		// Warm-up: after an idle spell, write the next frame to the
 		// warm-up port once, inside the spin window, so that its own
 		// release runs through warm caches.
-		if s.warmFD >= 0 && len(s.q) > 0 && wait <= spin && wait > minWarmLead && s.q[0].seq != warmed && now-s.lastWrite > warmAfter {
+		warmDue := s.warmFD >= 0 && len(s.q) > 0 && s.q[0].seq != warmed && now-s.lastWrite > warmAfter
+		if warmDue && wait <= spin && wait > minWarmLead {
 			h := s.q[0]
 			warmed = h.seq
 			_ = rawWrite(s.warmFD, (*h.buf)[:h.n])
+			s.lastWrite = nowRealtime()
 			s.warmups.Add(1)
 			continue
 		}
@@ -620,7 +622,11 @@ func (s *Switch) loop(started chan<- error) {
 		if hot := now-active < busy; hot && budget > 0 {
 			// Busy-poll: at most until the next release or the end of the
 			// window, then look at the queue again.
-			deadline := now + min(wait-fineSpin, busy-(now-active), budget)
+			until := wait - fineSpin
+			if warmDue && wait > spin {
+				until = wait - spin // back for the warm-up at the spin window
+			}
+			deadline := now + min(until, busy-(now-active), budget)
 			t := now
 			for t < deadline {
 				if s.readable(pfds) {

@@ -22,6 +22,10 @@ type ValidateConfig struct {
 	// Stagger starts B's probes half an interval after A's, so that the two
 	// directions' frames never meet in the switch (false: both at once).
 	Stagger bool
+	// PingPong: only A sends probes; B answers each one at once, as a sync
+	// daemon does, and the B>A direction is measured on the answers. The
+	// two directions then differ by role (prober, responder) as well.
+	PingPong bool
 }
 
 // DefaultValidateConfig probes h0<->h1 with 2000 probes each way, one every
@@ -106,14 +110,32 @@ func (l *Lab) Validate(ctx context.Context, vc ValidateConfig) ([]DirResult, err
 	stop := make(chan struct{})
 	var rw sync.WaitGroup
 	rw.Add(2)
-	go func() { defer rw.Done(); ab.receive(sb, stop) }()
-	go func() { defer rw.Done(); ba.receive(sa, stop) }()
+	var echo func(seq uint64)
+	if vc.PingPong {
+		// B answers probe seq with echo seq; its k-th answer has OPT_ID
+		// warmB+k, so ba maps ids to sequence numbers.
+		dst := &unix.SockaddrInet4{Port: vc.Port, Addr: HostAddr(vc.A).As4()}
+		payload := make([]byte, 16)
+		copy(payload[8:], "gclabech")
+		echo = func(seq uint64) {
+			binary.BigEndian.PutUint64(payload, seq)
+			if unix.Sendto(sb, payload, 0, dst) == nil {
+				ba.idSeq = append(ba.idSeq, int(seq))
+			}
+			ba.collectTx(sb, false)
+		}
+	}
+	go func() { defer rw.Done(); ab.receive(sb, "gclabprb", echo, stop) }()
+	go func() { defer rw.Done(); ba.receive(sa, map[bool]string{true: "gclabech", false: "gclabprb"}[vc.PingPong], nil, stop) }()
 	var sw sync.WaitGroup
 	errs := make([]error, 2)
 	sw.Add(2)
 	go func() { defer sw.Done(); errs[0] = ab.send(ctx, sa, HostAddr(vc.B).As4(), vc) }()
 	go func() {
 		defer sw.Done()
+		if vc.PingPong {
+			return
+		}
 		if vc.Stagger {
 			time.Sleep(vc.Interval / 2)
 		}
@@ -123,6 +145,9 @@ func (l *Lab) Validate(ctx context.Context, vc ValidateConfig) ([]DirResult, err
 	time.Sleep(300 * time.Millisecond) // the slowest probe's delay, with a wide margin
 	close(stop)
 	rw.Wait()
+	if vc.PingPong {
+		ba.collectTx(sb, true)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("lab: validate: %w", err)
 	}
@@ -136,6 +161,7 @@ func (l *Lab) Validate(ctx context.Context, vc ValidateConfig) ([]DirResult, err
 
 type probeDir struct {
 	idBase          uint32  // OPT_ID of probe 0: the sends before it were warm-ups
+	idSeq           []int   // ping-pong answers: the k-th send's sequence number (nil: k itself)
 	tx              []int64 // by seq, 0 = no stamp
 	mu              sync.Mutex
 	rx              []int64 // first arrival, by seq
@@ -268,8 +294,18 @@ func (d *probeDir) collectTx(fd int, once bool) int {
 			return got
 		}
 		id, ts, ok := parseTxStamp(oob[:oobn])
-		if ok && id >= d.idBase && int(id-d.idBase) < len(d.tx) {
-			d.tx[id-d.idBase] = ts
+		if !ok || id < d.idBase {
+			continue
+		}
+		k := int(id - d.idBase)
+		if d.idSeq != nil {
+			if k >= len(d.idSeq) {
+				continue
+			}
+			k = d.idSeq[k]
+		}
+		if k < len(d.tx) {
+			d.tx[k] = ts
 			got++
 		}
 	}
@@ -302,7 +338,9 @@ func parseTxStamp(oob []byte) (id uint32, ts int64, ok bool) {
 	return id, ts, haveID && haveTS
 }
 
-func (d *probeDir) receive(fd int, stop <-chan struct{}) {
+// receive records the arrivals of datagrams tagged tag; echo, if not nil,
+// is called with each new sequence number at once (ping-pong answers).
+func (d *probeDir) receive(fd int, tag string, echo func(seq uint64), stop <-chan struct{}) {
 	buf := make([]byte, 2048)
 	oob := make([]byte, 256)
 	for {
@@ -315,7 +353,7 @@ func (d *probeDir) receive(fd int, stop <-chan struct{}) {
 		if err != nil {
 			continue
 		}
-		if n != 16 || string(buf[8:16]) != "gclabprb" {
+		if n != 16 || string(buf[8:16]) != tag {
 			continue
 		}
 		rx := rxTimestamp(oob[:oobn])
@@ -324,7 +362,13 @@ func (d *probeDir) receive(fd int, stop <-chan struct{}) {
 			continue
 		}
 		d.mu.Lock()
-		if d.rx[seq] != 0 {
+		first := d.rx[seq] == 0
+		d.mu.Unlock()
+		if first && echo != nil {
+			echo(seq)
+		}
+		d.mu.Lock()
+		if !first {
 			d.dups++
 		} else {
 			d.rx[seq] = rx

@@ -68,6 +68,7 @@ type labFlags struct {
 	pair     string
 	stagger  bool
 	interval time.Duration
+	pingpong bool
 }
 
 func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
@@ -96,6 +97,7 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in /run/gclab/gclock")
 	fs.StringVar(&f.pair, "pair", "0,1", "validation: the two hosts A,B probed both ways")
 	fs.DurationVar(&f.interval, "interval", 2*time.Millisecond, "validation: time between the probes of one direction")
+	fs.BoolVar(&f.pingpong, "pingpong", false, "validation: only A probes and B answers each probe at once (the daemons' pattern); B>A is measured on the answers")
 	fs.BoolVar(&f.stagger, "stagger", true, "validation: B's probes half an interval after A's (false: both directions at once)")
 }
 
@@ -105,6 +107,7 @@ func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
 	vc.Probes = f.probes
 	vc.Stagger = f.stagger
 	vc.Interval = f.interval
+	vc.PingPong = f.pingpong
 	if _, err := fmt.Sscanf(f.pair, "%d,%d", &vc.A, &vc.B); err != nil {
 		return vc, fmt.Errorf("--pair %q: want two host numbers A,B: %w", f.pair, err)
 	}
