@@ -126,7 +126,10 @@ func (l *Lab) Validate(ctx context.Context, vc ValidateConfig) ([]DirResult, err
 		}
 	}
 	go func() { defer rw.Done(); ab.receive(sb, "gclabprb", echo, stop) }()
-	go func() { defer rw.Done(); ba.receive(sa, map[bool]string{true: "gclabech", false: "gclabprb"}[vc.PingPong], nil, stop) }()
+	go func() {
+		defer rw.Done()
+		ba.receive(sa, map[bool]string{true: "gclabech", false: "gclabprb"}[vc.PingPong], nil, stop)
+	}()
 	var sw sync.WaitGroup
 	errs := make([]error, 2)
 	sw.Add(2)
