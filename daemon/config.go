@@ -459,9 +459,8 @@ func (s *SyncConfig) validate(e *errs) {
 	}
 	if s.MinGlobalPeriod > s.MaxGlobalPeriod {
 		e.add("sync.min_global_period", "%v above max_global_period %v", s.MinGlobalPeriod, s.MaxGlobalPeriod)
-	} else if s.InitialGlobalPeriod < s.MinGlobalPeriod || s.InitialGlobalPeriod > s.MaxGlobalPeriod {
-		e.add("sync.initial_global_period", "%v outside [min_global_period %v, max_global_period %v]",
-			s.InitialGlobalPeriod, s.MinGlobalPeriod, s.MaxGlobalPeriod)
+	} else if s.InitialGlobalPeriod > s.MaxGlobalPeriod {
+		e.add("sync.initial_global_period", "%v above max_global_period %v", s.InitialGlobalPeriod, s.MaxGlobalPeriod)
 	}
 	if s.MinSelfPeriod > s.MaxSelfPeriod {
 		e.add("sync.min_self_period", "%v above max_self_period %v", s.MinSelfPeriod, s.MaxSelfPeriod)

@@ -162,18 +162,24 @@ type Config struct {
 	DifferenceThresh          time.Duration // a child reports when |Tdiff - projection| exceeds this
 	ErrorThresh               float64       // accumulated err/DIFFERENCE_THRESH that halves the period
 	SuccessThresh             int           // quiet rounds that double the period
-	MinGlobalPeriod           time.Duration
-	MaxGlobalPeriod           time.Duration
-	InitialGlobalPeriod       time.Duration
-	MinSelfPeriod             time.Duration
-	MaxSelfPeriod             time.Duration
-	LargeDrift                float64       // |skew| above which the self period shrinks (e.g. 20e-6)
-	ProbeTimeout              time.Duration // retry a probe whose reply has not come (floor; grows with measured RTT)
-	StaleAfter                time.Duration // no round for this long: StatusStale
-	MaxSlewRate               float64       // Mono's correction rate limit (e.g. 500e-6)
-	MaxDrift                  float64       // worst-case |skew| assumed before any estimate (e.g. 100e-6)
-	MaxWander                 float64       // worst-case |d skew/dt| per ns assumed by the bounds
-	Granularity               time.Duration // clock read granularity assumed by the hull shift (nu)
+	MinGlobalPeriod           time.Duration // halvings (error reports) never bring the period below this
+	MaxGlobalPeriod           time.Duration // doublings (quiet rounds) never take it above this
+	// InitialGlobalPeriod is each child's period before any change. It may
+	// be below MinGlobalPeriod: the node then converges at that rate, the
+	// period doubles past MinGlobalPeriod after quiet rounds, and from
+	// then on never returns below it, which caps the steady traffic at one
+	// round per MinGlobalPeriod however noisy the rounds (a period below
+	// MinGlobalPeriod is never halved).
+	InitialGlobalPeriod time.Duration
+	MinSelfPeriod       time.Duration
+	MaxSelfPeriod       time.Duration
+	LargeDrift          float64       // |skew| above which the self period shrinks (e.g. 20e-6)
+	ProbeTimeout        time.Duration // retry a probe whose reply has not come (floor; grows with measured RTT)
+	StaleAfter          time.Duration // no round for this long: StatusStale
+	MaxSlewRate         float64       // Mono's correction rate limit (e.g. 500e-6)
+	MaxDrift            float64       // worst-case |skew| assumed before any estimate (e.g. 100e-6)
+	MaxWander           float64       // worst-case |d skew/dt| per ns assumed by the bounds
+	Granularity         time.Duration // clock read granularity assumed by the hull shift (nu)
 
 	// Fields below were added by the engine owner (not in the first contract).
 

@@ -109,8 +109,8 @@ func (c Config) Validate() error {
 	if c.MinGlobalPeriod > c.MaxGlobalPeriod {
 		return bad("MinGlobalPeriod", "%v above MaxGlobalPeriod %v", c.MinGlobalPeriod, c.MaxGlobalPeriod)
 	}
-	if c.InitialGlobalPeriod < c.MinGlobalPeriod || c.InitialGlobalPeriod > c.MaxGlobalPeriod {
-		return bad("InitialGlobalPeriod", "%v outside [%v, %v]", c.InitialGlobalPeriod, c.MinGlobalPeriod, c.MaxGlobalPeriod)
+	if c.InitialGlobalPeriod > c.MaxGlobalPeriod {
+		return bad("InitialGlobalPeriod", "%v above MaxGlobalPeriod %v", c.InitialGlobalPeriod, c.MaxGlobalPeriod)
 	}
 	if c.MinSelfPeriod > c.MaxSelfPeriod {
 		return bad("MinSelfPeriod", "%v above MaxSelfPeriod %v", c.MinSelfPeriod, c.MaxSelfPeriod)

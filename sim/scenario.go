@@ -357,8 +357,8 @@ func (s *Scenario) Validate() error {
 	if e.MinGlobalPeriod <= 0 || e.MaxGlobalPeriod < e.MinGlobalPeriod {
 		bad("engine.min_global_period", "need 0 < min (%v) <= max_global_period (%v)", e.MinGlobalPeriod, e.MaxGlobalPeriod)
 	}
-	if e.InitialGlobalPeriod < e.MinGlobalPeriod || e.InitialGlobalPeriod > e.MaxGlobalPeriod {
-		bad("engine.initial_global_period", "%v outside [min, max] global period", e.InitialGlobalPeriod)
+	if e.InitialGlobalPeriod > e.MaxGlobalPeriod {
+		bad("engine.initial_global_period", "%v above max_global_period", e.InitialGlobalPeriod)
 	}
 	if e.MinSelfPeriod <= 0 || e.MaxSelfPeriod < e.MinSelfPeriod {
 		bad("engine.min_self_period", "need 0 < min (%v) <= max_self_period (%v)", e.MinSelfPeriod, e.MaxSelfPeriod)

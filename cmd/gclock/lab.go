@@ -30,6 +30,7 @@ const labUsage = `usage:
   gclock lab up [flags]         build the lab and keep it until interrupted (for manual work)
   gclock lab down               remove every gclab-* namespace and the processes inside them
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
+  gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against the issue's targets
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
 
 The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
@@ -181,6 +182,8 @@ func runLab(args []string) error {
 			return runLabBenchTransport(args[1:], os.Stdout, os.Stderr)
 		case "replay":
 			return runLabReplay(args[1:], os.Stdout, os.Stderr)
+		case "bench":
+			return runLabBench(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -191,27 +194,83 @@ func runLab(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (subcommands: validate, up, down, bench-transport)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q (subcommands: validate, up, down, bench, bench-transport, replay)", fs.Arg(0))
 	}
-	cfg, err := f.config()
+	peers, err := f.peers()
 	if err != nil {
 		return err
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m, err := labMeasure(ctx, &f, peers)
+	if err != nil {
+		return err
+	}
+	rep, gres, results, vc, pc := m.rep, m.gres, m.peers, m.vc, m.pc
+	if f.json {
+		return labWriteJSON(os.Stdout, rep)
+	}
+	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v, %d busy loops beside the daemons\n",
+		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
+	if len(rep.Validation) > 0 {
+		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
+		lab.PrintValidation(os.Stdout, rep.Validation)
+	}
+	fmt.Printf("\ngclock (%s clocks; host 0 is the reference), %v run, first %v excluded; daemon logs in %s\n",
+		f.clocks, f.duration, f.warmup, gres.Logs)
+	labPrintGclock(os.Stdout, gres)
+	if len(results) > 0 {
+		fmt.Printf("\npeers on h%d->h%d (real clocks, true offset 0), same run (|error|, us):\n", pc.Server, pc.Client)
+		labPrintPeers(os.Stdout, results)
+		s := gres.Summary
+		for _, r := range results {
+			if r.Summary.ErrorP50Ns > 0 && s.ErrorP50Ns > 0 {
+				fmt.Printf("  gclock vs %s: median %.1fx lower, p99 %.1fx lower\n", r.Peer,
+					float64(r.Summary.ErrorP50Ns)/float64(s.ErrorP50Ns), float64(r.Summary.ErrorP99Ns)/float64(max(1, s.ErrorP99Ns)))
+			}
+		}
+	}
+	return nil
+}
+
+// peers is --compare as a list, checked.
+func (f *labFlags) peers() ([]string, error) {
 	var peers []string
 	for _, p := range strings.Split(f.compare, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			peers = append(peers, p)
+		if p = strings.TrimSpace(p); p == "" {
+			continue
 		}
+		if p != lab.PeerChrony && p != lab.PeerPTP4L {
+			return nil, fmt.Errorf("--compare %q: unknown peer (want chrony, ptp4l or both)", p)
+		}
+		peers = append(peers, p)
+	}
+	return peers, nil
+}
+
+// labMeasurement is one lab run: gclock and its peers on one lab.
+type labMeasurement struct {
+	rep   labReport
+	gres  lab.GclockResult
+	peers []lab.PeerResult
+	cfg   lab.Config
+	vc    lab.ValidateConfig
+	pc    lab.PeerConfig
+}
+
+// labMeasure builds a lab from the flags (f.seed seeds its links and
+// clocks), validates its switch, runs gclock's daemons (and the peers) with
+// f.load busy loops beside them, evaluates them and removes the lab.
+func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasurement, error) {
+	var m labMeasurement
+	cfg, err := f.config()
+	if err != nil {
+		return m, err
 	}
 	pc := lab.DefaultPeerConfig()
 	pc.Duration, pc.Warmup, pc.PTPLogSyncInterval = f.duration, f.warmup, f.ptpSync
 	if err := pc.Validate(cfg.Hosts); err != nil {
-		return err
-	}
-	for _, p := range peers {
-		if p != lab.PeerChrony && p != lab.PeerPTP4L {
-			return fmt.Errorf("--compare %q: unknown peer (want chrony, ptp4l or both)", p)
-		}
+		return m, err
 	}
 	gc := lab.DefaultGclockConfig()
 	gc.Duration, gc.Warmup, gc.Seed, gc.MaxDriftPPM, gc.EvalEvery = f.duration, f.warmup, f.seed, f.maxDrift, f.evalEvery
@@ -222,32 +281,30 @@ func runLab(args []string) error {
 	case "raw":
 		gc.Emulate = false
 	default:
-		return fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
+		return m, fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
 	}
 	if f.load < 0 || f.load > 64 {
-		return fmt.Errorf("--load %d: want 0..64", f.load)
+		return m, fmt.Errorf("--load %d: want 0..64", f.load)
 	}
 	if f.daemonCfg != "" {
 		dc, err := daemon.Load(f.daemonCfg)
 		if err != nil {
-			return fmt.Errorf("--daemon-config: %w", err)
+			return m, fmt.Errorf("--daemon-config: %w", err)
 		}
 		gc.Base = &dc
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("cannot find the gclock binary to run the daemons: %w", err)
+		return m, fmt.Errorf("cannot find the gclock binary to run the daemons: %w", err)
 	}
 	gc.Command = []string{exe, "daemon"}
 	if err := gc.Validate(); err != nil {
-		return err
+		return m, err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	l, err := lab.Up(ctx, cfg)
 	if err != nil {
-		return err
+		return m, err
 	}
 	defer l.Down()
 
@@ -255,17 +312,17 @@ func runLab(args []string) error {
 		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: f.load, Clocks: f.clocks}
 	vc, err := f.validateConfig()
 	if err != nil {
-		return err
+		return m, err
 	}
 	if !f.noValidate {
 		if rep.Validation, err = l.Validate(ctx, vc); err != nil {
-			return err
+			return m, err
 		}
 	}
 	if f.load > 0 {
 		stopLoad, err := l.StartLoad(f.load)
 		if err != nil {
-			return err
+			return m, err
 		}
 		defer stopLoad()
 	}
@@ -291,10 +348,10 @@ func runLab(args []string) error {
 		rep.Switch = sw.Stats()
 	}
 	if gerr != nil {
-		return gerr
+		return m, gerr
 	}
 	if perr != nil {
-		return perr
+		return m, perr
 	}
 	rep.Summary, rep.Nodes, rep.Truth = gres.Summary, gres.Nodes, gres.Clocks
 	if len(results) > 0 {
@@ -307,38 +364,16 @@ func runLab(args []string) error {
 	}
 	if f.series != "" {
 		if err := labSeries(gres, f.series); err != nil {
-			return err
+			return m, err
 		}
 	}
 	if f.plot != "" {
 		if err := labPlot(gres, f.plot); err != nil {
-			return err
+			return m, err
 		}
 	}
-	if f.json {
-		return labWriteJSON(os.Stdout, rep)
-	}
-	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v, %d busy loops beside the daemons\n",
-		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
-	if len(rep.Validation) > 0 {
-		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
-		lab.PrintValidation(os.Stdout, rep.Validation)
-	}
-	fmt.Printf("\ngclock (%s clocks; host 0 is the reference), %v run, first %v excluded; daemon logs in %s\n",
-		f.clocks, f.duration, f.warmup, gres.Logs)
-	labPrintGclock(os.Stdout, gres)
-	if len(results) > 0 {
-		fmt.Printf("\npeers on h%d->h%d (real clocks, true offset 0), same run (|error|, us):\n", pc.Server, pc.Client)
-		labPrintPeers(os.Stdout, results)
-		s := gres.Summary
-		for _, r := range results {
-			if r.Summary.ErrorP50Ns > 0 && s.ErrorP50Ns > 0 {
-				fmt.Printf("  gclock vs %s: median %.1fx lower, p99 %.1fx lower\n", r.Peer,
-					float64(r.Summary.ErrorP50Ns)/float64(s.ErrorP50Ns), float64(r.Summary.ErrorP99Ns)/float64(max(1, s.ErrorP99Ns)))
-			}
-		}
-	}
-	return nil
+	m.rep, m.gres, m.peers, m.cfg, m.vc, m.pc = rep, gres, results, cfg, vc, pc
+	return m, nil
 }
 
 func labPrintGclock(w io.Writer, r lab.GclockResult) {

@@ -1,0 +1,65 @@
+package lab
+
+import (
+	"fmt"
+	"math"
+)
+
+// Targets are the figures a default lab run is held to (the daemon issue's
+// "how good it must be"): gclock's accuracy after the warm-up, its traffic,
+// and its accuracy beside chrony's and ptp4l's in the same run.
+type Targets struct {
+	MedianNs float64 // gclock's median |error| at most this
+	P99Ns    float64 // gclock's p99 |error| at most this
+	Coverage float64 // share of evaluations with the truth inside [earliest, latest], at least
+	// Resynchronisations (Liao's global resyncs, each a round of probe/reply
+	// exchanges) per synchronised host per second, at most, while converging
+	// and after.
+	ConvergenceRoundsPerS float64
+	RoundsPerS            float64
+	// ChronyRatio: chrony's median |error| over gclock's, at least.
+	ChronyRatio float64
+}
+
+// DefaultTargets: median 0.3 us, p99 2 us, every evaluation inside the
+// bounds, at most 1 resync a second while converging and 0.2 after, a
+// median 10 times below chrony's; and (always checked when the peers ran)
+// a p99 below every peer's.
+func DefaultTargets() Targets {
+	return Targets{MedianNs: 300, P99Ns: 2000, Coverage: 1, ConvergenceRoundsPerS: 1, RoundsPerS: 0.2, ChronyRatio: 10}
+}
+
+// TargetCheck is one target against one run.
+type TargetCheck struct {
+	Name string `json:"name"` // what is checked, with the target
+	Got  string `json:"got"`  // the run's figure
+	Met  bool   `json:"met"`
+}
+
+// Check holds a run's gclock summary and its peers' (keyed by peer name;
+// missing peers are not checked) to t, in a fixed order.
+func (t Targets) Check(g GclockSummary, peers map[string]Summary) []TargetCheck {
+	us := func(ns float64) string { return fmt.Sprintf("%.3f us", ns/1e3) }
+	out := []TargetCheck{
+		{fmt.Sprintf("median |error| <= %s", us(t.MedianNs)), us(float64(g.ErrorP50Ns)), g.Evaluations > 0 && float64(g.ErrorP50Ns) <= t.MedianNs},
+		{fmt.Sprintf("p99 |error| <= %s", us(t.P99Ns)), us(float64(g.ErrorP99Ns)), g.Evaluations > 0 && float64(g.ErrorP99Ns) <= t.P99Ns},
+		{fmt.Sprintf("truth inside the bounds >= %.4g", t.Coverage), fmt.Sprintf("%.4f", g.BoundCoverage), g.Evaluations > 0 && g.BoundCoverage >= t.Coverage},
+		{fmt.Sprintf("resyncs/s while converging <= %g", t.ConvergenceRoundsPerS), fmt.Sprintf("%.3f", g.ConvergenceRoundsPerNodePerS), g.ConvergenceRoundsPerNodePerS <= t.ConvergenceRoundsPerS},
+		{fmt.Sprintf("resyncs/s after <= %g", t.RoundsPerS), fmt.Sprintf("%.3f", g.RoundsPerNodePerS), g.RoundsPerNodePerS <= t.RoundsPerS},
+	}
+	if c, ok := peers[PeerChrony]; ok {
+		r := math.Inf(1)
+		if g.ErrorP50Ns > 0 {
+			r = float64(c.ErrorP50Ns) / float64(g.ErrorP50Ns)
+		}
+		out = append(out, TargetCheck{fmt.Sprintf("chrony median / gclock median >= %g", t.ChronyRatio), fmt.Sprintf("%.1fx", r),
+			c.Evaluations > 0 && g.Evaluations > 0 && r >= t.ChronyRatio})
+	}
+	for _, p := range []string{PeerChrony, PeerPTP4L} {
+		if s, ok := peers[p]; ok {
+			out = append(out, TargetCheck{"p99 below " + p + "'s", fmt.Sprintf("%.2f vs %.2f us", float64(g.ErrorP99Ns)/1e3, float64(s.ErrorP99Ns)/1e3),
+				s.Evaluations > 0 && g.Evaluations > 0 && g.ErrorP99Ns < s.ErrorP99Ns})
+		}
+	}
+	return out
+}

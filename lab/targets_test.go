@@ -1,0 +1,85 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/daemon"
+)
+
+func TestTargetsCheck(t *testing.T) {
+	good := GclockSummary{Summary: Summary{Evaluations: 100, ErrorP50Ns: 150, ErrorP99Ns: 900}, BoundCoverage: 1,
+		ConvergenceRoundsPerNodePerS: 0.8, RoundsPerNodePerS: 0.15}
+	chrony := Summary{Evaluations: 10, ErrorP50Ns: 2000, ErrorP99Ns: 7000}
+	ptp := Summary{Evaluations: 10, ErrorP50Ns: 15000, ErrorP99Ns: 160000}
+	mod := func(f func(*GclockSummary)) GclockSummary { g := good; f(&g); return g }
+	tests := []struct {
+		name    string
+		g       GclockSummary
+		peers   map[string]Summary
+		checks  int
+		failing []string // names (prefixes) of the checks that fail
+	}{
+		{"all met", good, map[string]Summary{PeerChrony: chrony, PeerPTP4L: ptp}, 8, nil},
+		{"no peers", good, nil, 5, nil},
+		{"median", mod(func(g *GclockSummary) { g.ErrorP50Ns = 301 }), nil, 5, []string{"median"}},
+		{"median at the target", mod(func(g *GclockSummary) { g.ErrorP50Ns = 300 }), nil, 5, nil},
+		{"p99", mod(func(g *GclockSummary) { g.ErrorP99Ns = 2001 }), nil, 5, []string{"p99 |error|"}},
+		{"coverage", mod(func(g *GclockSummary) { g.BoundCoverage = 0.9999 }), nil, 5, []string{"truth inside"}},
+		{"converging traffic", mod(func(g *GclockSummary) { g.ConvergenceRoundsPerNodePerS = 1.01 }), nil, 5, []string{"resyncs/s while"}},
+		{"traffic after", mod(func(g *GclockSummary) { g.RoundsPerNodePerS = 0.21 }), nil, 5, []string{"resyncs/s after"}},
+		{"ratio", mod(func(g *GclockSummary) { g.ErrorP50Ns = 250 }), map[string]Summary{PeerChrony: chrony}, 7, []string{"chrony median"}},
+		{"p99 above ptp4l's", mod(func(g *GclockSummary) { g.ErrorP99Ns = 1999 }), map[string]Summary{PeerPTP4L: {Evaluations: 5, ErrorP99Ns: 1500}}, 6, []string{"p99 below ptp4l"}},
+		{"peer without samples", good, map[string]Summary{PeerChrony: {}}, 7, []string{"chrony median", "p99 below chrony"}},
+		{"no evaluations", GclockSummary{}, nil, 5, []string{"median", "p99 |error|", "truth inside"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := DefaultTargets().Check(tc.g, tc.peers)
+			if len(cs) != tc.checks {
+				t.Fatalf("%d checks, want %d: %+v", len(cs), tc.checks, cs)
+			}
+			var failed []string
+			for _, c := range cs {
+				if !c.Met {
+					failed = append(failed, c.Name)
+				}
+			}
+			if len(failed) != len(tc.failing) {
+				t.Fatalf("failed %q, want %q", failed, tc.failing)
+			}
+			for i := range failed {
+				if !strings.HasPrefix(failed[i], tc.failing[i]) {
+					t.Errorf("failed %q, want %q", failed, tc.failing)
+				}
+			}
+		})
+	}
+}
+
+// The frugal configuration keeps the budget in single probe/reply
+// exchanges by construction: one exchange per resync, never repeated, at
+// most one resync a second and, once the period has grown, one per 6 s.
+func TestFrugalConfig(t *testing.T) {
+	c, err := daemon.Load("testdata/frugal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sync
+	if s.PingsPerRound != 1 {
+		t.Errorf("pings_per_round %d, want 1", s.PingsPerRound)
+	}
+	if s.NetworkLatencyErrorThresh < daemon.Duration(time.Second) {
+		t.Errorf("network_latency_error_thresh %v: rounds may be repeated (a second exchange)", s.NetworkLatencyErrorThresh)
+	}
+	if s.MinGlobalPeriod < daemon.Duration(time.Second) || s.InitialGlobalPeriod < daemon.Duration(time.Second) {
+		t.Errorf("periods %v/%v: more than one resync a second", s.MinGlobalPeriod, s.InitialGlobalPeriod)
+	}
+	if s.MaxGlobalPeriod < daemon.Duration(5*time.Second) {
+		t.Errorf("max_global_period %v: more than 0.2 resyncs a second once converged", s.MaxGlobalPeriod)
+	}
+	if s.Estimator != "center" {
+		t.Errorf("estimator %q, want center (the lab's)", s.Estimator)
+	}
+}
