@@ -834,9 +834,16 @@ func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
 // exponential timestamp noise: 3 points 84/853 and 438/1755, 8 points
 // 110/737 and 582/1652, 15 points 167/641 and 459/1771, 30 points 193/719
 // and 332/1228 (go run ./cmd/gclock sim on that scenario, docs/lab.md).
+//
+// With few exchanges the default takes fewer: the fastest 1/centerShare of
+// each side's exchanges, at most centerPoints, and none below 3 (under 75
+// exchanges the max-margin line stands alone), so that a short window is
+// not averaged with exchanges far above the floor (15 of 25 would reach
+// their median; see docs/lab.md, the frugal configuration).
 const (
 	centerBand   = 500 // ns
 	centerPoints = 15
+	centerShare  = 25
 )
 
 // refineCenter averages the exchanges near the centre line instead of
@@ -846,8 +853,8 @@ const (
 // line and one common margin (UP = line + m, LOW = line - m). The extreme
 // points' own noise (a timestamp a few hundred ns early) then counts once
 // among many instead of deciding the line. It returns the line at relative
-// x = 0 (d units) and its skew; ok is false with fewer than three points on
-// either side or a singular fit.
+// x = 0 (d units) and its skew; ok is false with fewer than three points to
+// average on either side (see centerShare) or a singular fit.
 func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	// Distance of every point beyond the centre line's margin, per side.
 	var ru, rl []float64
@@ -857,9 +864,12 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	for _, p := range h.low.pts {
 		rl = append(rl, (c+s*float64(p.x))-float64(-p.d)-margin)
 	}
-	pts, bw := centerPoints, float64(centerBand)
+	pts, bw := min(centerPoints, min(len(ru), len(rl))/centerShare), float64(centerBand)
 	if h.cfg.CenterPoints > 0 {
 		pts = h.cfg.CenterPoints
+	}
+	if pts < 3 {
+		return 0, 0, false // too few exchanges to average: the extremes decide
 	}
 	if h.cfg.CenterBand > 0 {
 		bw = float64(h.cfg.CenterBand)

@@ -149,14 +149,14 @@ flags (and every flag of gclock lab):
 			return err
 		}
 	} else {
-		writeLabBench(stdout, rep, &f)
+		writeLabBench(stdout, rep)
 	}
 	if *out != "" {
 		file, err := os.Create(*out)
 		if err != nil {
 			return fmt.Errorf("bench: -o: %w", err)
 		}
-		writeLabBench(file, rep, &f)
+		writeLabBench(file, rep)
 		if err := file.Close(); err != nil {
 			return fmt.Errorf("bench: -o %s: %w", *out, err)
 		}
@@ -185,7 +185,7 @@ func tally(runs []labBenchRun) []labTally {
 }
 
 // writeLabBench writes the report as Markdown.
-func writeLabBench(w io.Writer, r labBenchReport, f *labFlags) {
+func writeLabBench(w io.Writer, r labBenchReport) {
 	fmt.Fprintf(w, "# gclock lab bench\n\n`%s`, %s, on %s.\n\n", r.Command, r.Date, r.Machine)
 	if len(r.Runs) > 0 {
 		p := r.Runs[0].Report
@@ -226,7 +226,7 @@ func writeLabBench(w io.Writer, r labBenchReport, f *labFlags) {
 	}
 	fmt.Fprintln(w, "\n| target | runs that met it |\n|---|---|")
 	for _, t := range r.Tally {
-		fmt.Fprintf(w, "| %s | %d of %d |\n", t.Name, t.Met, t.Runs)
+		fmt.Fprintf(w, "| %s | %d of %d |\n", strings.ReplaceAll(t.Name, "|", "\\|"), t.Met, t.Runs)
 	}
 	if len(medians) > 0 {
 		sort.Slice(medians, func(i, j int) bool { return medians[i] < medians[j] })

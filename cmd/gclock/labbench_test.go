@@ -51,12 +51,12 @@ func TestLabBenchReport(t *testing.T) {
 	r := labBenchReport{Command: "gclock lab bench --seeds 1-2", Machine: "test", Runs: []labBenchRun{run(1, 150), run(2, 400)}, Complete: true}
 	r.Tally = tally(r.Runs)
 	var b bytes.Buffer
-	writeLabBench(&b, r, &labFlags{})
+	writeLabBench(&b, r)
 	out := b.String()
 	for _, want := range []string{
 		"| 1 | 0.150 / 0.900 / 1.000 | 100.0% | 0.90 (27.0) | 0.150 (4.50) | 2.00 / 7.00 | - | 13.3x | 7 of 7 |",
 		"| 2 | 0.400 / 0.900 / 1.000 | 100.0% | 0.90 (27.0) | 0.150 (4.50) | 2.00 / 7.00 | - | 5.0x | 5 of 7 |",
-		"| median |error| <= 0.300 us | 1 of 2 |",
+		"| median \\|error\\| <= 0.300 us | 1 of 2 |",
 		"| chrony median / gclock median >= 10 | 1 of 2 |",
 		"| p99 below chrony's | 2 of 2 |",
 		"0.150 us (lowest) to 0.400 us (highest)",
