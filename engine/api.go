@@ -165,11 +165,12 @@ type Config struct {
 	MinGlobalPeriod           time.Duration // halvings (error reports) never bring the period below this
 	MaxGlobalPeriod           time.Duration // doublings (quiet rounds) never take it above this
 	// InitialGlobalPeriod is each child's period before any change. It may
-	// be below MinGlobalPeriod: the node then converges at that rate, the
-	// period doubles past MinGlobalPeriod after quiet rounds, and from
-	// then on never returns below it, which caps the steady traffic at one
-	// round per MinGlobalPeriod however noisy the rounds (a period below
-	// MinGlobalPeriod is never halved).
+	// be below MinGlobalPeriod: the node then converges on a ramp, the
+	// period doubling every SuccessThresh rounds, quiet or not, and never
+	// halved, until it reaches MinGlobalPeriod; from then on Liao's rules
+	// apply and halvings stop at MinGlobalPeriod. The traffic is then
+	// bounded by construction: one round per InitialGlobalPeriod at most
+	// while converging, one per MinGlobalPeriod after.
 	InitialGlobalPeriod time.Duration
 	MinSelfPeriod       time.Duration
 	MaxSelfPeriod       time.Duration

@@ -33,10 +33,10 @@
 //     round that drew no report by the time the next one starts is a
 //     success; SUCCESS_THRESH successes in a row double the period (not
 //     above MaxGlobalPeriod). Without Adaptive the period never changes.
-//     InitialGlobalPeriod may be below MinGlobalPeriod: the node converges
-//     at that rate and, once quiet rounds have doubled the period past
-//     MinGlobalPeriod, halvings stop there (a traffic ceiling for the
-//     steady state).
+//     InitialGlobalPeriod may be below MinGlobalPeriod: a convergence
+//     ramp, the period doubling every SUCCESS_THRESH rounds, quiet or not,
+//     until it reaches MinGlobalPeriod, below which halvings never take it
+//     again (a traffic ceiling for the steady state).
 //   - As a child, a MsgTimeDiff feeds the round to a Hull (guaranteed bounds)
 //     and to the selected estimator (the point estimate). The best
 //     exchange's offset is compared with the offset the node projected

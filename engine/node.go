@@ -320,8 +320,10 @@ func (n *Node) Ready() Ready {
 func (n *Node) startRound(c *child, now int64) {
 	if c.pending {
 		// The previous round ended without an error report: a success.
+		// Below MinGlobalPeriod (an initial period below it) the period is
+		// a convergence ramp: every round counts, quiet or not.
 		c.pending = false
-		if !c.reported {
+		if !c.reported || c.period < int64(n.cfg.MinGlobalPeriod) {
 			n.success(c, now)
 		}
 	}
@@ -494,7 +496,9 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 		return
 	}
 	c.reported = true
-	c.successes = 0 // a report breaks the run of quiet rounds
+	if c.period >= int64(n.cfg.MinGlobalPeriod) {
+		c.successes = 0 // a report breaks the run of quiet rounds (not the ramp below the minimum)
+	}
 	c.stats.Reports++
 	n.event(now, EvErrReport, c.id, m.Err)
 	if !n.cfg.Adaptive {

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// An initial period below MinGlobalPeriod: the node converges at it, quiet
-// rounds double it past MinGlobalPeriod, and error reports then never bring
-// it below MinGlobalPeriod again (while still below, it is never halved).
-// Driven through Tick and Step; the period is read from the next round's
-// start.
+// An initial period below MinGlobalPeriod is a convergence ramp: the
+// period doubles every SuccessThresh rounds whether the rounds drew error
+// reports or not, is never halved on the way, and once at or past
+// MinGlobalPeriod follows Liao's rules with halvings floored there. Driven
+// through Tick and Step.
 func TestInitialPeriodBelowMin(t *testing.T) {
 	c := testConfig(0, nil, []NodeID{1})
 	c.InitialGlobalPeriod = 100e6
@@ -24,24 +24,26 @@ func TestInitialPeriodBelowMin(t *testing.T) {
 	n.Tick(0)
 	rd := n.Ready()
 	now := int64(0)
-	// report[i]: whether round i draws an error report. The period in
-	// force after round i (the gap from its end to the next round):
-	// 100 ms with a report (not halved below the minimum), then quiet
-	// rounds double it at the start of the round after: 200, 400, 800,
-	// 1600 ms; then reports halve it to 800 and 500 ms, never below.
+	// The period in force once round i is answered (and reported): a
+	// report halves at once, and round i's verdict counts when round i+1
+	// starts. On the ramp reports neither halve the period nor stop the
+	// doubling (100, 200, 400, 800 ms); past the minimum a quiet round
+	// doubles it (1600 ms, halved at once by that round's report to 800),
+	// reports halve it to 500 ms and never below, and quiet rounds double
+	// it again.
 	steps := []struct {
 		report bool
 		want   time.Duration
 	}{
 		{true, 100 * time.Millisecond},
-		{false, 100 * time.Millisecond}, // verdict counted when the next round starts
-		{false, 200 * time.Millisecond},
-		{false, 400 * time.Millisecond},
+		{true, 200 * time.Millisecond},
+		{true, 400 * time.Millisecond},
 		{false, 800 * time.Millisecond},
-		{false, 1600 * time.Millisecond},
 		{true, 800 * time.Millisecond},
 		{true, 500 * time.Millisecond},
 		{true, 500 * time.Millisecond},
+		{false, 500 * time.Millisecond},
+		{false, 1000 * time.Millisecond},
 	}
 	for i, st := range steps {
 		var td Message
