@@ -105,3 +105,40 @@ func TestHullCenterBeatsMidpointOnPareto(t *testing.T) {
 		t.Errorf("centre line %.0f ns not better than the middle of the bounds %.0f ns", sc/seeds, sm/seeds)
 	}
 }
+
+// With few exchanges the default centre fit does not average the fastest 15
+// each way, which would reach far above the floor: under 75 exchanges a
+// side the max-margin line stands alone. Here 25 exchanges, 4 each way at
+// the floor and the others with an asymmetric excess (20-40 us one way,
+// 2-4 us the other): the default stays within 100 ns of the truth, the 15
+// fastest (CenterPoints: 15) are microseconds off.
+func TestHullCenterFewExchanges(t *testing.T) {
+	w := world{t0: 1e15, off: 3e9, ppb: 20000}
+	build := func(cfg HullConfig) *Hull {
+		h := mustHull(t, cfg)
+		r := rand.New(rand.NewPCG(7, 7))
+		for i := range 25 {
+			tt := w.t0 + int64(i)*1e9
+			ef, eb := int64(20000+r.IntN(20000)), int64(2000+r.IntN(2000))
+			if i%8 == 0 {
+				ef, eb = int64(r.IntN(10)), int64(r.IntN(10)) // at the floor
+			}
+			d1, d2, hold := 50000+ef, 50000+eb, int64(1500)
+			s := Sample{SrcSend: w.y(tt), LocRecv: tt + d1, LocSend: tt + d1 + hold, SrcRecv: w.y(tt + d1 + hold + d2)}
+			if err := h.AddRound([]Sample{s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h
+	}
+	x := w.t0 + 25e9
+	ce, _ := centerErr(t, build(HullConfig{Window: 256, Center: true}), w, x)
+	if ce > 100 {
+		t.Errorf("default centre line %.0f ns from the truth with 25 exchanges, want <= 100", ce)
+	}
+	fe, _ := centerErr(t, build(HullConfig{Window: 256, Center: true, CenterPoints: 15}), w, x)
+	if fe < 1000 {
+		t.Errorf("the 15 fastest each way are only %.0f ns off: the case does not show the difference", fe)
+	}
+	t.Logf("default %.0f ns, 15 fastest each way %.0f ns", ce, fe)
+}

@@ -95,16 +95,18 @@ func LabDaemonConfig() daemon.Config {
 	s.Window = 2048
 	s.ContinuousDrift = true
 	// Resyncs (rounds): one a second while converging, the period doubling
-	// after every two quiet rounds, and from 5 s on neither doubled nor
-	// halved: 0.2 resyncs a second once the drift is learned, the most
-	// the daemon issue allows, since accuracy here is bought with
-	// exchanges. 60 exchanges per round: a pareto link rarely gives a
+	// every two rounds (a ramp: the initial period is below the minimum),
+	// then fixed at 5.5 s: under 0.2 resyncs a second once the drift is
+	// learned, the daemon issue's budget, with a margin for the ramp's
+	// last 4-s period, which straddles the end of a 10-s warm-up (at 5 s,
+	// 11 resyncs could fall in the 50 s after it). Accuracy here is bought
+	// with exchanges, so the budget is spent. 60 exchanges per round: a pareto link rarely gives a
 	// fast one (about 5% of one-way delays fall within 1 us of the
 	// floor), and the centre line rests on the fastest each way.
 	s.PingsPerRound = 60
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
-	s.MinGlobalPeriod = daemon.Duration(5 * time.Second)
-	s.MaxGlobalPeriod = daemon.Duration(5 * time.Second)
+	s.MinGlobalPeriod = daemon.Duration(5500 * time.Millisecond)
+	s.MaxGlobalPeriod = daemon.Duration(5500 * time.Millisecond)
 	s.SuccessThresh = 2
 	// Error reports only for what queueing cannot explain.
 	s.DiscountDelay = true
