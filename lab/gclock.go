@@ -94,20 +94,20 @@ func LabDaemonConfig() daemon.Config {
 	s.Estimator = "center"
 	s.Window = 2048
 	s.ContinuousDrift = true
-	// Resyncs (rounds): one a second while converging, the period doubling
-	// every two rounds (a ramp: the initial period is below the minimum),
-	// then fixed at 5.5 s: under 0.2 resyncs a second once the drift is
-	// learned, the daemon issue's budget, with a margin for the ramp's
-	// last 4-s period, which straddles the end of a 10-s warm-up (at 5 s,
-	// 11 resyncs could fall in the 50 s after it). Accuracy here is bought
-	// with exchanges, so the budget is spent. 60 exchanges per round: a pareto link rarely gives a
+	// Resyncs (rounds): a ramp from one a second, the period doubling
+	// every three rounds (1, 1, 1, 2, 2, 2, 4, 4, 4 s: the initial period
+	// is below the minimum), then fixed at 5.5 s: 7 resyncs in a 10-s
+	// warm-up and at most 0.2 a second after, the daemon issue's budget
+	// (5.5 s, not 5: the ramp's 4-s periods straddle the warm-up's end,
+	// and at 5 s a fast run could fit 11 resyncs in the 50 s after it).
+	// Accuracy here is bought with exchanges, so the budget is spent. 60 exchanges per round: a pareto link rarely gives a
 	// fast one (about 5% of one-way delays fall within 1 us of the
 	// floor), and the centre line rests on the fastest each way.
 	s.PingsPerRound = 60
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
 	s.MinGlobalPeriod = daemon.Duration(5500 * time.Millisecond)
 	s.MaxGlobalPeriod = daemon.Duration(5500 * time.Millisecond)
-	s.SuccessThresh = 2
+	s.SuccessThresh = 3
 	// Error reports only for what queueing cannot explain.
 	s.DiscountDelay = true
 	return c
