@@ -320,10 +320,9 @@ func (n *Node) Ready() Ready {
 func (n *Node) startRound(c *child, now int64) {
 	if c.pending {
 		// The previous round ended without an error report: a success.
-		// Below MinGlobalPeriod (an initial period below it) the period is
-		// a convergence ramp: every round counts, quiet or not.
+		// On the convergence ramp every round counts, quiet or not.
 		c.pending = false
-		if !c.reported || c.period < int64(n.cfg.MinGlobalPeriod) {
+		if !c.reported || n.ramping(c) {
 			n.success(c, now)
 		}
 	}
@@ -470,6 +469,11 @@ func bestRTT(ss []estimate.Sample) int64 {
 	return best
 }
 
+// ramping reports whether c's period is still on the convergence ramp: below
+// MinGlobalPeriod, where only an InitialGlobalPeriod below it can put it
+// (halvings stop at MinGlobalPeriod).
+func (n *Node) ramping(c *child) bool { return c.period < int64(n.cfg.MinGlobalPeriod) }
+
 // success counts a quiet round; SUCCESS_THRESH of them double the period.
 func (n *Node) success(c *child, now int64) {
 	c.successes++
@@ -496,8 +500,8 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 		return
 	}
 	c.reported = true
-	if c.period >= int64(n.cfg.MinGlobalPeriod) {
-		c.successes = 0 // a report breaks the run of quiet rounds (not the ramp below the minimum)
+	if !n.ramping(c) {
+		c.successes = 0 // a report breaks the run of quiet rounds (not the ramp)
 	}
 	c.stats.Reports++
 	n.event(now, EvErrReport, c.id, m.Err)

@@ -100,9 +100,10 @@ func LabDaemonConfig() daemon.Config {
 	// warm-up and at most 0.2 a second after, the daemon issue's budget
 	// (5.5 s, not 5: the ramp's 4-s periods straddle the warm-up's end,
 	// and at 5 s a fast run could fit 11 resyncs in the 50 s after it).
-	// Accuracy here is bought with exchanges, so the budget is spent. 60 exchanges per round: a pareto link rarely gives a
-	// fast one (about 5% of one-way delays fall within 1 us of the
-	// floor), and the centre line rests on the fastest each way.
+	// Accuracy here is bought with exchanges, so the budget is spent.
+	// 60 exchanges per round: a pareto link rarely gives a fast one (about
+	// 5% of one-way delays fall within 1 us of the floor), and the centre
+	// line rests on the fastest each way.
 	s.PingsPerRound = 60
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
 	s.MinGlobalPeriod = daemon.Duration(5500 * time.Millisecond)

@@ -253,7 +253,6 @@ type labMeasurement struct {
 	rep   labReport
 	gres  lab.GclockResult
 	peers []lab.PeerResult
-	cfg   lab.Config
 	vc    lab.ValidateConfig
 	pc    lab.PeerConfig
 }
@@ -372,7 +371,7 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 			return m, err
 		}
 	}
-	m.rep, m.gres, m.peers, m.cfg, m.vc, m.pc = rep, gres, results, cfg, vc, pc
+	m.rep, m.gres, m.peers, m.vc, m.pc = rep, gres, results, vc, pc
 	return m, nil
 }
 
