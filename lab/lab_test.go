@@ -214,3 +214,44 @@ func TestCleanupStale(t *testing.T) {
 		}
 	}
 }
+
+// TestUpWaitsForLock checks that a second Up waits for the first lab's Down
+// (the lock) instead of removing its namespaces, and gives up with ctx.
+func TestUpWaitsForLock(t *testing.T) {
+	needLab(t)
+	cfg := Config{Hosts: 2, Link: Link{Direct: true}, RunDir: t.TempDir()}
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	before := namespaces(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if l2, err := Up(ctx, cfg); err == nil {
+		l2.Down()
+		t.Fatal("a second Up while the first lab is up succeeded; want it to wait")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Up: %v, want a wait ending in context.DeadlineExceeded", err)
+	}
+	if after := namespaces(t); len(after) != len(before) {
+		t.Fatalf("namespaces %v after the second Up, want %v untouched", after, before)
+	}
+	released := make(chan error, 1)
+	go func() {
+		l3, err := Up(context.Background(), cfg)
+		if err == nil {
+			l3.Down()
+		}
+		released <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	l.Down()
+	select {
+	case err := <-released:
+		if err != nil {
+			t.Fatalf("Up after Down: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Up still waiting 30 s after the first lab's Down")
+	}
+}

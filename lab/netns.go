@@ -144,6 +144,39 @@ type Lab struct {
 	mu    sync.Mutex
 	procs []*Proc
 	down  bool
+
+	lock *os.File // LockPath, flocked from Up to Down
+}
+
+// LockPath is the file whose exclusive flock a Lab holds from Up to Down.
+// The namespaces and addresses are fixed (Prefix, HostAddr), so two labs
+// cannot coexist: a second Up (another test package under `go test ./...`,
+// a second `gclock lab` run) waits here for the first Down instead of
+// removing the first lab's namespaces under it.
+const LockPath = "/run/gclab.lock"
+
+// acquireLock takes LockPath's exclusive flock, waiting until ctx ends.
+func acquireLock(ctx context.Context) (*os.File, error) {
+	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			f.Close()
+			return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s): %w", LockPath, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // Check reports why this process cannot run a lab: ErrNotRoot or ErrNoNetns
@@ -186,10 +219,15 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := Cleanup(log); err != nil {
+	lock, err := acquireLock(ctx)
+	if err != nil {
 		return nil, err
 	}
-	l := &Lab{cfg: cfg, log: log}
+	if err := Cleanup(log); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	l := &Lab{cfg: cfg, log: log, lock: lock}
 	if err := l.build(ctx); err != nil {
 		l.Down()
 		return nil, err
@@ -323,7 +361,11 @@ func (l *Lab) Down() error {
 	if l.sw != nil {
 		l.sw.Close()
 	}
-	return Cleanup(l.log)
+	err := Cleanup(l.log)
+	if l.lock != nil {
+		l.lock.Close() // releases the flock
+	}
+	return err
 }
 
 // Cleanup removes every namespace named Prefix* and kills the processes
