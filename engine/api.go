@@ -118,6 +118,12 @@ const (
 	StatusUnsynced Status = iota // no estimate yet: bounds are unbounded
 	StatusSynced                 // estimate from a recent round
 	StatusStale                  // no round for longer than the staleness limit: bounds keep widening
+	_                            // 3 is gtime.StatusNoDaemon, a page-only status
+	// StatusDegraded: the data contradicted the clock model (an exchange
+	// outside the bounds, an empty hull, a skew beyond MaxDrift): the bounds
+	// are widened to what is still certain and the node is re-acquiring.
+	// Only StatusSynced promises that the truth is inside the bounds.
+	StatusDegraded
 )
 
 // String names the status.
@@ -127,6 +133,8 @@ func (s Status) String() string {
 		return "synced"
 	case StatusStale:
 		return "stale"
+	case StatusDegraded:
+		return "degraded"
 	default:
 		return "unsynced"
 	}
