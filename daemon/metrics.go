@@ -1,9 +1,14 @@
 package daemon
 
 import (
+	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/gclock/gclock/engine"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,9 +31,12 @@ type Snapshot struct {
 	// FrequencyAdjustment is the estimated rate of global time per local
 	// ns, minus 1 (the mapping's skew).
 	FrequencyAdjustment float64
-	Sources             []SourceStats
-	Children            []ChildStats
-	Messages            []MessageCount
+	// SelfPeriod is the node's self-resync period (Liao: how often the
+	// measured drift is applied between rounds).
+	SelfPeriod time.Duration
+	Sources    []SourceStats
+	Children   []ChildStats
+	Messages   []MessageCount
 }
 
 // SourceStats describe the rounds this node received from one source.
@@ -39,6 +47,38 @@ type SourceStats struct {
 	// Silent: nothing from the source for 3 of its announced global
 	// periods plus a round of probe retries (engine.SourceSnapshot.Silent).
 	Silent bool
+
+	// What chronyc sourcestats shows, and chronyc tracking for the
+	// selected source.
+
+	// Selected: global time follows this source now (the narrowest
+	// bounds; engine.Tracking.Selected). At most one source is selected.
+	Selected bool
+	// Samples is the number of exchanges in the estimator window (NP).
+	Samples int
+	// Frequency is the estimated rate of the source's clock per local
+	// second, minus 1 (the selected estimator's skew; sourcestats
+	// Frequency, tracking Residual freq); Skew bounds its error (the
+	// Hull's skew bound; sourcestats Freq Skew). Frequency is exported
+	// once a round came, Skew once the Hull has a bound (> 0).
+	Frequency, Skew float64
+	// GlobalPeriod is the global resync period the source announced: how
+	// often its rounds come (tracking Update interval).
+	GlobalPeriod time.Duration
+	// LastRoundAge is the time since the last accepted round; negative
+	// before the first (tracking Ref time, as an age).
+	LastRoundAge time.Duration
+	// LastOffset is the last round's difference between the measured
+	// offset and the one projected with the drift (Liao's Tdiff minus its
+	// projection; tracking Last offset); RMSOffset the root mean square of
+	// the last rmsRounds such differences (tracking RMS offset). Rounds
+	// counts them; both are meaningful only when it is > 0.
+	LastOffset, RMSOffset time.Duration
+	Differences           int
+	// ShortestRTT is the shortest round trip of the rounds' best
+	// exchanges, SmoothedRTT their moving average (1/8 per round, as TCP's
+	// SRTT); negative before the first round.
+	ShortestRTT, SmoothedRTT time.Duration
 }
 
 // ChildStats describe the rounds this node drives with one child.
@@ -64,8 +104,42 @@ type Snapshotter interface {
 	Snapshot() Snapshot
 }
 
-// statuses are the values of the gclock_status metric's label.
-var statuses = []string{"unsynced", "synced", "stale", "no-daemon"}
+// statuses are the values of the gclock_status metric's label (a status
+// outside the list is exported too, as 1).
+var statuses = []string{"unsynced", "synced", "stale", "degraded", "no-daemon"}
+
+// BuildInfo names the running binary (gclock_build_info).
+type BuildInfo struct {
+	Version   string // the main module's version, "(devel)" for a plain go build
+	Revision  string // the VCS revision, with "-dirty" for a modified tree; "unknown" without VCS data
+	GoVersion string
+}
+
+// currentBuild returns the binary's build info (a variable for the golden test).
+var currentBuild = sync.OnceValue(func() BuildInfo {
+	b := BuildInfo{Version: "unknown", Revision: "unknown", GoVersion: "unknown"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	b.GoVersion = bi.GoVersion
+	if bi.Main.Version != "" {
+		b.Version = bi.Main.Version
+	}
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty && b.Revision != "unknown" {
+		b.Revision += "-dirty"
+	}
+	return b
+})
 
 // Collector builds the metrics from a Snapshot at every scrape (as
 // node_exporter's timex collector does), in base units.
@@ -76,6 +150,13 @@ type Collector struct {
 	rounds, repeated, retries, rtt, period *prometheus.Desc
 	msg                                    *prometheus.Desc
 	refChanges, silent                     *prometheus.Desc
+	build                                  BuildInfo
+
+	// chronyc tracking (the selected source) and sourcestats (each source).
+	buildInfo, refID, selfPeriod                        *prometheus.Desc
+	age, lastOff, rmsOff, resid, skew, interval         *prometheus.Desc
+	srcSel, srcSamples, srcFreq, srcSkew, srcPeriod     *prometheus.Desc
+	srcAge, srcLastOff, srcRMS, srcShortRTT, srcSmooRTT *prometheus.Desc
 }
 
 // NewCollector returns a collector over src.
@@ -99,13 +180,37 @@ func NewCollector(src Snapshotter) *Collector {
 		msg:        d("sync_messages_total", "Sync messages by type and direction.", "type", "direction"),
 		refChanges: d("reference_changes_total", "Reference changes made by this node (failover, joining the current reference)."),
 		silent:     d("source_silent", "1 while a source has been silent for 3 of its global periods and a round of retries.", "source"),
+		build:      currentBuild(),
+
+		buildInfo:   prometheus.NewDesc("gclock_build_info", "1, labelled with the daemon's module version, VCS revision and Go version.", []string{"version", "revision", "goversion"}, nil),
+		refID:       d("reference_id", "Id of the cluster's current reference node (chronyc tracking Reference ID)."),
+		selfPeriod:  d("self_period_seconds", "Self-resync period: how often the measured drift is applied between rounds, seconds."),
+		age:         d("last_update_age_seconds", "Time since the last accepted round from the selected source, seconds (chronyc tracking Ref time)."),
+		lastOff:     d("last_offset_seconds", "Measured minus projected offset in the selected source's last round, seconds (chronyc tracking Last offset)."),
+		rmsOff:      d("rms_offset_seconds", "Root mean square of the selected source's recent round differences, seconds (chronyc tracking RMS offset)."),
+		resid:       d("residual_frequency_ratio", "Selected source's clock rate per local second, minus 1, as its estimator has it (chronyc tracking Residual freq)."),
+		skew:        d("skew_ratio", "Bound on the error of the residual frequency (chronyc tracking Skew)."),
+		interval:    d("update_interval_seconds", "Global resync period the selected source announced, seconds (chronyc tracking Update interval)."),
+		srcSel:      d("source_selected", "1 for the source global time follows now (the narrowest bounds), 0 for the others.", "source"),
+		srcSamples:  d("source_samples", "Exchanges in a source's estimator window (chronyc sourcestats NP).", "source"),
+		srcFreq:     d("source_frequency_ratio", "A source's clock rate per local second, minus 1 (chronyc sourcestats Frequency).", "source"),
+		srcSkew:     d("source_skew_ratio", "Bound on the error of a source's frequency (chronyc sourcestats Freq Skew).", "source"),
+		srcPeriod:   d("source_period_seconds", "Global resync period a source announced, seconds.", "source"),
+		srcAge:      d("source_last_round_age_seconds", "Time since the last accepted round from a source, seconds.", "source"),
+		srcLastOff:  d("source_last_offset_seconds", "Measured minus projected offset in a source's last round, seconds.", "source"),
+		srcRMS:      d("source_rms_offset_seconds", "Root mean square of a source's recent round differences, seconds (chronyc sourcestats Std Dev).", "source"),
+		srcShortRTT: d("source_shortest_rtt_seconds", "Shortest round trip of a source's rounds' best exchanges, seconds.", "source"),
+		srcSmooRTT:  d("source_smoothed_rtt_seconds", "Moving average (1/8 per round) of the round trip of a source's rounds' best exchanges, seconds.", "source"),
 	}
 }
 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts,
-		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent} {
+		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent,
+		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
+		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
+		c.srcShortRTT, c.srcSmooRTT} {
 		ch <- d
 	}
 }
@@ -124,23 +229,67 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.estErr, s.EstimatedError.Seconds())
 	g(c.freq, s.FrequencyAdjustment)
 	cnt(c.refChanges, s.ReferenceChanges)
+	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.build.Version, c.build.Revision, c.build.GoVersion)
+	g(c.refID, float64(s.Reference))
+	g(c.selfPeriod, s.SelfPeriod.Seconds())
 	ref := strconv.FormatUint(uint64(s.Reference), 10)
+	known := false
 	for _, name := range statuses {
 		v := 0.0
 		if name == s.Status {
-			v = 1
+			v, known = 1, true
 		}
 		g(c.st, v, name, ref)
+	}
+	if !known && s.Status != "" {
+		g(c.st, 1, s.Status, ref)
 	}
 	for _, src := range s.Sources {
 		id := strconv.FormatUint(uint64(src.ID), 10)
 		cnt(c.srcRounds, src.Rounds, id)
 		cnt(c.restarts, src.EstimatorRestarts, id)
-		silent := 0.0
-		if src.Silent {
-			silent = 1
+		g(c.silent, b2f(src.Silent), id)
+		g(c.srcSel, b2f(src.Selected), id)
+		g(c.srcSamples, float64(src.Samples), id)
+		if src.Rounds > 0 {
+			g(c.srcFreq, src.Frequency, id)
 		}
-		g(c.silent, silent, id)
+		if src.Skew > 0 {
+			g(c.srcSkew, src.Skew, id)
+		}
+		g(c.srcPeriod, src.GlobalPeriod.Seconds(), id)
+		if src.LastRoundAge >= 0 {
+			g(c.srcAge, src.LastRoundAge.Seconds(), id)
+		}
+		if src.Differences > 0 {
+			g(c.srcLastOff, src.LastOffset.Seconds(), id)
+			g(c.srcRMS, src.RMSOffset.Seconds(), id)
+		}
+		if src.ShortestRTT >= 0 {
+			g(c.srcShortRTT, src.ShortestRTT.Seconds(), id)
+		}
+		if src.SmoothedRTT >= 0 {
+			g(c.srcSmooRTT, src.SmoothedRTT.Seconds(), id)
+		}
+		if !src.Selected {
+			continue
+		}
+		// chronyc tracking: the same figures for the selected source,
+		// without a source label.
+		if src.Rounds > 0 {
+			g(c.resid, src.Frequency)
+		}
+		if src.Skew > 0 {
+			g(c.skew, src.Skew)
+		}
+		g(c.interval, src.GlobalPeriod.Seconds())
+		if src.LastRoundAge >= 0 {
+			g(c.age, src.LastRoundAge.Seconds())
+		}
+		if src.Differences > 0 {
+			g(c.lastOff, src.LastOffset.Seconds())
+			g(c.rmsOff, src.RMSOffset.Seconds())
+		}
 	}
 	for _, ch := range s.Children {
 		id := strconv.FormatUint(uint64(ch.ID), 10)
@@ -157,12 +306,139 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // MetricsHandler serves src's metrics from a private registry (no Go
-// runtime or process metrics unless the caller adds them).
-func MetricsHandler(src Snapshotter) (http.Handler, error) {
+// runtime or process metrics unless the caller adds them), with the extra
+// collectors given (other metric families, built elsewhere).
+func MetricsHandler(src Snapshotter, extra ...prometheus.Collector) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(NewCollector(src)); err != nil {
 		return nil, err
 	}
+	for _, c := range extra {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}), nil
+}
+
+// rmsRounds is how many recent round differences gclock_rms_offset_seconds
+// averages: about chrony's default of up to 64 samples per source, and at
+// the longest global periods still only tens of minutes of history.
+const rmsRounds = 64
+
+// srttGain is the weight of a new round's round trip in the smoothed RTT
+// (TCP's SRTT, RFC 6298's alpha).
+const srttGain = 1.0 / 8
+
+// roundTracker keeps per source what the engine does not: the recent round
+// differences (EvGlobalResync's value) and a smoothed round trip. The
+// daemon feeds it the events of every Step; it has its own lock, so that
+// the metrics never wait for it long.
+type roundTracker struct {
+	mu  sync.Mutex
+	src map[engine.NodeID]*roundHistory
+}
+
+type roundHistory struct {
+	diffs [rmsRounds]float64 // ring of round differences, ns
+	n     int                // differences held (<= rmsRounds)
+	next  int                // where the next one goes
+	srtt  float64            // ns; valid when haveRTT
+	// haveRTT: srtt holds at least one round trip.
+	haveRTT bool
+}
+
+// rttSource gives the best exchange's round trip of the last round from a
+// source (engine.Node.LastRTT).
+type rttSource interface {
+	LastRTT(engine.NodeID) (int64, bool)
+}
+
+// note records the rounds among evs; eng is the engine that produced them,
+// asked for the rounds' round trips (call with the engine's lock held).
+func (t *roundTracker) note(eng rttSource, evs []engine.Event) {
+	for _, ev := range evs {
+		if ev.Kind != engine.EvGlobalResync {
+			continue
+		}
+		t.mu.Lock()
+		if t.src == nil {
+			t.src = map[engine.NodeID]*roundHistory{}
+		}
+		h := t.src[ev.Peer]
+		if h == nil {
+			h = &roundHistory{}
+			t.src[ev.Peer] = h
+		}
+		h.diffs[h.next] = ev.Value
+		h.next = (h.next + 1) % rmsRounds
+		h.n = min(h.n+1, rmsRounds)
+		if rtt, ok := eng.LastRTT(ev.Peer); ok {
+			if !h.haveRTT {
+				h.srtt, h.haveRTT = float64(rtt), true
+			} else {
+				h.srtt += srttGain * (float64(rtt) - h.srtt)
+			}
+		}
+		t.mu.Unlock()
+	}
+}
+
+// fill sets the round differences and the smoothed round trip of ss.
+func (t *roundTracker) fill(ss *SourceStats) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ss.SmoothedRTT = -1
+	h := t.src[engine.NodeID(ss.ID)]
+	if h == nil {
+		return
+	}
+	if h.haveRTT {
+		ss.SmoothedRTT = time.Duration(math.Round(h.srtt))
+	}
+	if h.n == 0 {
+		return
+	}
+	sum := 0.0
+	for _, d := range h.diffs[:h.n] {
+		sum += d * d
+	}
+	ss.Differences = h.n
+	ss.RMSOffset = time.Duration(math.Round(math.Sqrt(sum / float64(h.n))))
+	ss.LastOffset = time.Duration(math.Round(h.diffs[(h.next+rmsRounds-1)%rmsRounds]))
+}
+
+// trackingStats fills what chronyc tracking and sourcestats show into
+// s.Sources (built from es.Sources, in the same order): es and tr are the
+// engine's snapshot and tracking at engine time x.
+func trackingStats(s *Snapshot, es engine.Snapshot, tr engine.Tracking, x int64, rt *roundTracker) {
+	s.SelfPeriod = time.Duration(es.SelfPeriod)
+	for i := range s.Sources {
+		ss := &s.Sources[i]
+		ss.LastRoundAge, ss.ShortestRTT = -1, -1
+		if i < len(es.Sources) {
+			e := es.Sources[i]
+			ss.Frequency, ss.Skew = e.Skew, e.SkewErr
+			ss.GlobalPeriod = time.Duration(e.GlobalPeriod)
+			if e.Rounds > 0 {
+				ss.LastRoundAge = time.Duration(max(0, x-e.LastRound))
+			}
+		}
+		for _, t := range tr.Sources {
+			if uint32(t.Source) == ss.ID {
+				ss.Samples = t.Samples
+				ss.ShortestRTT = time.Duration(t.ShortestRTT)
+			}
+		}
+		ss.Selected = tr.HasSelected && uint32(tr.Selected) == ss.ID
+		rt.fill(ss)
+	}
 }

@@ -1,12 +1,21 @@
 package daemon
 
 import (
+	"context"
 	"flag"
 	"io"
+	"math"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/engine"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -15,15 +24,22 @@ type fixedSnapshot Snapshot
 
 func (f fixedSnapshot) Snapshot() Snapshot { return Snapshot(f) }
 
-// TestMetricsGolden scrapes the handler end to end and diffs the exposition
-// against testdata/metrics.golden (go test ./daemon -run Golden -update).
-func TestMetricsGolden(t *testing.T) {
-	snap := fixedSnapshot{
+// goldenSnapshot is the fixed state the golden file shows: node 2 follows
+// source 1 (selected) and source 3 (no round yet), and drives children 4
+// and 5.
+func goldenSnapshot() fixedSnapshot {
+	return fixedSnapshot{
 		Node: 2, Reference: 1, Status: "synced",
 		Offset:              -1234*time.Second - 567890123,
 		EstimatedError:      1500 * time.Nanosecond,
 		FrequencyAdjustment: 12.5e-6,
-		Sources:             []SourceStats{{ID: 1, Rounds: 42, EstimatorRestarts: 1}},
+		SelfPeriod:          500 * time.Millisecond,
+		Sources: []SourceStats{
+			{ID: 1, Rounds: 42, EstimatorRestarts: 1, Selected: true, Samples: 24, Frequency: 12.25e-6, Skew: 0.03e-6,
+				GlobalPeriod: 8 * time.Second, LastRoundAge: 2500 * time.Millisecond, LastOffset: -180 * time.Nanosecond,
+				RMSOffset: 250 * time.Nanosecond, Differences: 41, ShortestRTT: 46 * time.Microsecond, SmoothedRTT: 52 * time.Microsecond},
+			{ID: 3, Silent: true, GlobalPeriod: time.Second, LastRoundAge: -1, ShortestRTT: -1, SmoothedRTT: -1},
+		},
 		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, ProbeRetries: 2, ShortestRTT: 48 * time.Microsecond},
 			{ID: 5, GlobalPeriod: 2 * time.Second, ShortestRTT: -1}},
 		Messages: []MessageCount{
@@ -32,7 +48,22 @@ func TestMetricsGolden(t *testing.T) {
 			{Type: "err_report", Direction: "retransmitted", Count: 1},
 		},
 	}
-	h, err := MetricsHandler(snap)
+}
+
+// fixedBuild pins gclock_build_info for the golden file.
+func fixedBuild(t *testing.T) {
+	old := currentBuild
+	currentBuild = func() BuildInfo { return BuildInfo{Version: "v0.0.0-test", Revision: "0123abc", GoVersion: "go1.26"} }
+	t.Cleanup(func() { currentBuild = old })
+}
+
+// TestMetricsGolden scrapes the handler end to end and diffs the exposition
+// (names, types, help, labels and values) against testdata/metrics.golden,
+// as node_exporter's end-to-end test does (go test ./daemon -run
+// MetricsGolden -update rewrites it).
+func TestMetricsGolden(t *testing.T) {
+	fixedBuild(t)
+	h, err := MetricsHandler(goldenSnapshot())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,4 +101,139 @@ func TestMetricsDuplicateSeries(t *testing.T) {
 	if rec.Code != 500 {
 		t.Errorf("duplicate series: status %d, want 500; body:\n%s", rec.Code, rec.Body)
 	}
+}
+
+// The tracker's RMS is over the last rmsRounds differences, the last offset
+// is the newest, and the smoothed RTT moves 1/8 of the way per round.
+func TestMetricsRoundTracker(t *testing.T) {
+	var rt roundTracker
+	rtts := fakeRTT{1: 1000}
+	ev := func(v float64) []engine.Event {
+		return []engine.Event{{Kind: engine.EvSourcePeriod, Peer: 1, Value: 9}, {Kind: engine.EvGlobalResync, Peer: 1, Value: v}}
+	}
+	// 10 old rounds of 1000 ns pushed out by rmsRounds rounds of +-30 ns.
+	for range 10 {
+		rt.note(rtts, ev(1000))
+	}
+	for i := range rmsRounds {
+		if i == 0 {
+			rtts[1] = 1800
+		}
+		v := 30.0
+		if i%2 == 1 {
+			v = -30
+		}
+		rt.note(rtts, ev(v))
+	}
+	ss := SourceStats{ID: 1}
+	rt.fill(&ss)
+	if ss.Differences != rmsRounds || ss.RMSOffset != 30 || ss.LastOffset != -30 {
+		t.Errorf("differences %d, rms %v, last %v; want %d, 30ns, -30ns", ss.Differences, ss.RMSOffset, ss.LastOffset, rmsRounds)
+	}
+	// SRTT: 1000 for 10 rounds, then rmsRounds rounds of 1800.
+	want := 1800 - 800*math.Pow(1-srttGain, rmsRounds)
+	if d := math.Abs(float64(ss.SmoothedRTT) - want); d > 1 {
+		t.Errorf("smoothed RTT %v, want %.0f ns", ss.SmoothedRTT, want)
+	}
+	none := SourceStats{ID: 7}
+	rt.fill(&none)
+	if none.Differences != 0 || none.SmoothedRTT != -1 {
+		t.Errorf("unknown source: %+v, want no differences and SmoothedRTT -1", none)
+	}
+}
+
+type fakeRTT map[engine.NodeID]int64
+
+func (f fakeRTT) LastRTT(id engine.NodeID) (int64, bool) { v, ok := f[id]; return v, ok }
+
+// TestMetricsLive scrapes a follower of a two-daemon loopback cluster: the
+// chronyc tracking figures are there and plausible.
+func TestMetricsLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two daemons for about a second")
+	}
+	cfgs := testCluster(t, 2)
+	sock := filepath.Join(t.TempDir(), "metrics.sock")
+	cfgs[1].Metrics.Listen = "unix:" + sock
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, len(cfgs))
+	for _, c := range cfgs {
+		go func() { errs <- Run(ctx, c, nil) }()
+	}
+	defer func() {
+		cancel()
+		for range cfgs {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}, Timeout: 2 * time.Second}
+	want := []string{
+		`gclock_status{node="2",reference="1",status="synced"} 1`,
+		`gclock_source_selected{node="2",source="1"} 1`,
+		`gclock_reference_id{node="2"} 1`,
+	}
+	var body string
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		body = ""
+		if resp, err := client.Get("http://gclock/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+		}
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				missing = w
+			}
+		}
+		// Three rounds: the RMS has differences, the SRTT round trips.
+		if missing == "" && metricValue(body, "gclock_source_rounds_total") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 2's metrics lack %q or 3 rounds after 15 s:\n%s", missing, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		name   string
+		lo, hi float64
+	}{
+		{"gclock_last_update_age_seconds", 0, 5},
+		{"gclock_rms_offset_seconds", 0, 1e-3},
+		{"gclock_update_interval_seconds", 0.01, 10},
+		{"gclock_residual_frequency_ratio", -1e-3, 1e-3},
+		{"gclock_skew_ratio", 0, 1e-3},
+		{"gclock_source_samples", 1, 1e6},
+		{"gclock_source_shortest_rtt_seconds", 1e-7, 0.1},
+		{"gclock_source_smoothed_rtt_seconds", 1e-7, 0.1},
+		{"gclock_self_period_seconds", 1e-3, 100},
+	} {
+		v := metricValue(body, c.name)
+		if math.IsNaN(v) || v < c.lo || v > c.hi {
+			t.Errorf("%s = %v, want in [%g, %g]", c.name, v, c.lo, c.hi)
+		}
+	}
+	if s, sm := metricValue(body, "gclock_source_shortest_rtt_seconds"), metricValue(body, "gclock_source_smoothed_rtt_seconds"); sm < s {
+		t.Errorf("smoothed RTT %v below the shortest %v", sm, s)
+	}
+}
+
+// metricValue is the value of the first series of name in an exposition,
+// NaN if there is none.
+func metricValue(body, name string) float64 {
+	for line := range strings.SplitSeq(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " ")) {
+			f := strings.Fields(rest)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				return v
+			}
+		}
+	}
+	return math.NaN()
 }

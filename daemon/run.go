@@ -95,6 +95,8 @@ type node struct {
 
 	msgs [6][4]atomic.Uint64 // [engine.MsgType][direction]
 
+	rounds roundTracker // round differences and smoothed RTTs for the metrics (metrics.go)
+
 	// Kernel transmit stamps of the replies this node sent, for the time
 	// diffs that bring the samples back (see HandleMessage).
 	txMu     sync.Mutex
@@ -458,6 +460,7 @@ func (n *node) step(m engine.Message, local int64) engine.Ready {
 	n.mu.Lock()
 	n.eng.Step(m, n.lockedLocal(local))
 	r := n.eng.Ready()
+	n.rounds.note(n.eng.cur, r.Events)
 	n.next = r.NextTick
 	n.mu.Unlock()
 	select {
@@ -652,11 +655,13 @@ func (n *node) Snapshot() Snapshot {
 	now := n.clk.now()
 	n.mu.Lock()
 	es := n.eng.Snapshot()
+	x := n.eng.in(now)
+	tr := n.eng.cur.Tracking(x)
 	t := n.eng.Estimate(now)
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: uint32(n.reference()), ReferenceChanges: n.fo.changes.Load(),
-		Status: gtime.Status(t.Status).String()}
+		Status: t.Status.String()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
@@ -669,6 +674,7 @@ func (n *node) Snapshot() Snapshot {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),
 			Rounds: c.Rounds, RoundsRepeated: c.Repeats, ProbeRetries: c.Retries, ShortestRTT: time.Duration(c.ShortestRTT)})
 	}
+	trackingStats(&s, es, tr, x, &n.rounds)
 	for t := 1; t < len(n.msgs); t++ {
 		for dir := range nDirs {
 			if v := n.msgs[t][dir].Load(); v > 0 {
