@@ -72,8 +72,14 @@ type EmuParams struct {
 	// frequency per WanderStep, in ppm (0: no wander).
 	WanderPPM float64
 	// WanderStep is the truth interval between frequency changes; at least
-	// MinWanderStep when WanderPPM > 0.
+	// MinWanderStep when WanderPPM or SinePPM > 0.
 	WanderStep int64
+	// SinePPM and SinePeriod (ns) add a sinusoidal frequency change, as a
+	// room's temperature cycle drives a crystal: SinePPM*sin(2*pi*(t -
+	// Origin)/SinePeriod + phase), the phase drawn from Seed, sampled at
+	// every WanderStep boundary. 0: none.
+	SinePPM    float64
+	SinePeriod int64
 	// Granularity: every Read is a multiple of it (0 or 1: none).
 	Granularity int64
 	// JitterNs is the read jitter: uniform in [-JitterNs, +JitterNs].
@@ -113,8 +119,14 @@ func (p EmuParams) Validate() error {
 	if math.IsNaN(p.WanderPPM) || math.IsInf(p.WanderPPM, 0) || p.WanderPPM < 0 || p.WanderPPM > MaxDriftPPM {
 		return fmt.Errorf("clock: EmuParams.WanderPPM = %v: must be in [0, %g]", p.WanderPPM, float64(MaxDriftPPM))
 	}
-	if p.WanderStep < 0 || (p.WanderPPM > 0 && p.WanderStep < MinWanderStep) {
-		return fmt.Errorf("clock: EmuParams.WanderStep = %d: must be >= %d ns (1 ms) when WanderPPM > 0, and never negative", p.WanderStep, MinWanderStep)
+	if p.WanderStep < 0 || (p.wanders() && p.WanderStep < MinWanderStep) {
+		return fmt.Errorf("clock: EmuParams.WanderStep = %d: must be >= %d ns (1 ms) when WanderPPM or SinePPM > 0, and never negative", p.WanderStep, MinWanderStep)
+	}
+	if math.IsNaN(p.SinePPM) || math.IsInf(p.SinePPM, 0) || p.SinePPM < 0 || p.SinePPM > MaxDriftPPM {
+		return fmt.Errorf("clock: EmuParams.SinePPM = %v: must be in [0, %g]", p.SinePPM, float64(MaxDriftPPM))
+	}
+	if p.SinePPM > 0 && p.SinePeriod < 2*p.WanderStep {
+		return fmt.Errorf("clock: EmuParams.SinePeriod = %d: must be at least two WanderSteps (%d ns) when SinePPM > 0", p.SinePeriod, 2*p.WanderStep)
 	}
 	if p.Granularity < 0 || p.Granularity > MaxTime {
 		return fmt.Errorf("clock: EmuParams.Granularity = %d: must be in [0, MaxTime]", p.Granularity)
@@ -123,6 +135,18 @@ func (p EmuParams) Validate() error {
 		return fmt.Errorf("clock: EmuParams.JitterNs = %d: must be in [0, MaxTime/2]", p.JitterNs)
 	}
 	return nil
+}
+
+// wanders reports whether the frequency changes every WanderStep.
+func (p *EmuParams) wanders() bool { return p.WanderPPM > 0 || p.SinePPM > 0 }
+
+// sineUnits is the sinusoidal frequency term at truth t, in 1e-18 units.
+func (g *gen) sineUnits(p *EmuParams, t int64) int64 {
+	if p.SinePPM <= 0 {
+		return 0
+	}
+	ph := 2*math.Pi*float64((t-p.Origin)%p.SinePeriod)/float64(p.SinePeriod) + g.sinePhase
+	return int64(math.Round(p.SinePPM * math.Sin(ph) * ppmUnits))
 }
 
 // segment is a stretch of truth time at constant rate: from truth t0 the
@@ -171,7 +195,12 @@ func NewEmulated(p EmuParams) (*Emulated, error) {
 	g.nextWander = math.MaxInt64
 	g.baseK = toUnits(p.DriftPPM)
 	g.pcg = *rand.NewPCG(uint64(p.Seed), 0x9e3779b97f4a7c15)
-	if p.WanderPPM > 0 {
+	if p.SinePPM > 0 {
+		// From its own stream, so that adding a sine leaves the wander's
+		// draws as they were.
+		g.sinePhase = 2 * math.Pi * float64(rand.NewPCG(uint64(p.Seed), 0x5151e).Uint64()>>11) / (1 << 53)
+	}
+	if p.wanders() {
 		g.nextWander = addSat(p.Origin, p.WanderStep)
 		if g.nextWander > MaxTime {
 			g.nextWander = math.MaxInt64
@@ -181,7 +210,7 @@ func NewEmulated(p EmuParams) (*Emulated, error) {
 		g.baseK = toUnits(p.Steps[g.stepIdx].DriftPPM)
 		g.stepIdx++
 	}
-	g.cur = segment{t0: p.Origin, l0: p.Origin + p.Offset, k: g.baseK}
+	g.cur = segment{t0: p.Origin, l0: p.Origin + p.Offset, k: max(-maxSkewUnits, min(maxSkewUnits, g.baseK+g.sineUnits(&p, p.Origin)))}
 	e.ring = append(e.ring, g.cur)
 	return e, nil
 }
@@ -229,6 +258,7 @@ type gen struct {
 	stepIdx    int
 	baseK      int64
 	wanderK    int64
+	sinePhase  float64
 	pcg        rand.PCG // the wander's random stream
 }
 
@@ -256,7 +286,9 @@ func (g *gen) advance(p *EmuParams) {
 	q, r := mulAddFloorDiv(dt, cur.k, cur.lf)
 	next := segment{t0: b, l0: addSat(addSat(cur.l0, dt), q), lf: r}
 	if b == g.nextWander {
-		g.wanderK += int64(math.Round(g.norm() * p.WanderPPM * ppmUnits))
+		if p.WanderPPM > 0 {
+			g.wanderK += int64(math.Round(g.norm() * p.WanderPPM * ppmUnits))
+		}
 		g.wanderK = max(-2*maxSkewUnits, min(2*maxSkewUnits, g.wanderK))
 		g.nextWander = addSat(b, p.WanderStep)
 		if g.nextWander > MaxTime {
@@ -267,7 +299,7 @@ func (g *gen) advance(p *EmuParams) {
 		g.baseK = toUnits(p.Steps[g.stepIdx].DriftPPM)
 		g.stepIdx++
 	}
-	next.k = max(-maxSkewUnits, min(maxSkewUnits, g.baseK+g.wanderK))
+	next.k = max(-maxSkewUnits, min(maxSkewUnits, g.baseK+g.wanderK+g.sineUnits(p, b)))
 	g.cur = next
 }
 

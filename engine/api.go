@@ -67,6 +67,10 @@ type Message struct {
 	// TimeDiff: the source's mapping from its own local clock to global time
 	// (identity with zero width on the reference), for composition down a tree.
 	Mapping estimate.Mapping
+	// TimeDiff: the source's own global time was not synced when it sent
+	// this (acquiring, degraded or unsynced): the child may use the mapping
+	// but must not promise time composed through it.
+	Unsure bool
 
 	// ErrReport: err / DIFFERENCE_THRESH.
 	Err float64
@@ -91,6 +95,8 @@ const (
 	EvSourcePeriod                          // a source announced a new global period (Peer = source, Value = period ns)
 	EvSourceSilent                          // nothing from a source for SilentPeriods of its period + slack (Peer = source, Value = ns since last heard)
 	EvSourceAlive                           // a silent source was heard again (Peer = source, Value = ns it was silent)
+	EvContradiction                         // a round contradicted the clock model (Peer = source, Value = ContraOutside, ContraHull or ContraDrift)
+	EvTrustChange                           // a source's trust changed (Peer = source, Value = 1 synced, 2 degraded)
 )
 
 // Event is something that happened inside the engine, stamped with the local
@@ -243,4 +249,17 @@ type Config struct {
 	// slack of a round whose probes all time out, ProbeTimeout x
 	// (MaxProbeRetries+1). 0 means 3.
 	SilentPeriods float64
+	// MaxFreqStep is the largest jump of a node's frequency against its
+	// source (|Δskew|, dimensionless: 1e-6 is 1 ppm) the bounds allow at
+	// any instant, on top of MaxWander's smooth change: between exchanges
+	// the bounds widen by MaxFreqStep per ns elapsed (plus MaxWander's
+	// quadratic term), so a frequency step up to it stays inside them.
+	// With MaxWander this is the clock model's stated limit on frequency
+	// change; a round that contradicts it (or MaxDrift) makes the node
+	// StatusDegraded until AcquireRounds rounds agree again.
+	MaxFreqStep float64
+	// AcquireRounds is how many rounds in a row a source's data must agree
+	// with the clock model before reads through it say StatusSynced (after
+	// the start and after every contradiction). 0 means 3.
+	AcquireRounds int
 }

@@ -126,6 +126,7 @@ func (c Config) Validate() error {
 		{"MaxSlewRate", c.MaxSlewRate, 0, 0.5, true},
 		{"MaxDrift", c.MaxDrift, 0, 0.5, false},
 		{"MaxWander", c.MaxWander, 0, 1e-6, false},
+		{"MaxFreqStep", c.MaxFreqStep, 0, 1e-3, false},
 		{"RetryRTTs", c.RetryRTTs, 1, 1e6, false},
 		{"SilentPeriods", c.SilentPeriods, 0, 1e6, false},
 	}
@@ -146,6 +147,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrentRounds < 0 {
 		return bad("MaxConcurrentRounds", "%d, must be >= 0 (0: no limit)", c.MaxConcurrentRounds)
+	}
+	if c.AcquireRounds < 0 || c.AcquireRounds > 1000 {
+		return bad("AcquireRounds", "%d outside [0, 1000] (0: 3)", c.AcquireRounds)
 	}
 	if c.MaxProbeRetries < 0 || c.MaxProbeRetries > 1000 {
 		return bad("MaxProbeRetries", "%d outside [0, 1000]", c.MaxProbeRetries)

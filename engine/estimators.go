@@ -23,6 +23,7 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		Window:    cfg.Window,
 		Shift:     int64(cfg.Granularity - cfg.HullMinDelay),
 		MaxWander: cfg.MaxWander,
+		MaxStep:   cfg.MaxFreqStep,
 		MaxSpan:   max(int64(cfg.HullMaxSpan), 0),
 	}
 	spanLimited := cfg.HullMaxSpan > 0 || (cfg.HullMaxSpan == 0 && cfg.MaxWander > 0)

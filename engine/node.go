@@ -121,6 +121,13 @@ type source struct {
 	heardAt   int64
 	silent    bool
 
+	// Trust (trust.go): what reads through this source may promise, the
+	// rounds in a row without a contradiction, and whether the source said
+	// its own mapping was not synced (Message.Unsure).
+	trust    trust
+	good     int
+	upUnsure bool
+
 	stats SourceSnapshot
 }
 
@@ -234,6 +241,9 @@ func (n *Node) slotFree() bool {
 // Messages for another node, from a node that is neither a source nor a
 // child, late or duplicated ones are ignored (and counted in Snapshot).
 func (n *Node) Step(m Message, recvLocal int64) {
+	if !n.admit(m, recvLocal) { // validate_msg.go
+		return
+	}
 	now := n.advance(recvLocal, "step")
 	n.selfResync(now)
 	n.checkSilence(now)
@@ -434,6 +444,7 @@ func (n *Node) finishRound(c *child, now int64) {
 		Round:   c.round,
 		Samples: append([]estimate.Sample(nil), c.samples...),
 		Mapping: n.globalMapping(now, c.period),
+		Unsure:  n.unsure(now),
 	})
 	c.stats.Rounds++
 	n.endRound(c, now, true)
@@ -624,6 +635,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if m.Mapping.Valid {
 		s.g = m.Mapping
 	}
+	s.upUnsure = m.Unsure
 	samples := make([]estimate.Sample, 0, len(m.Samples))
 	for _, x := range m.Samples {
 		if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
@@ -650,11 +662,16 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	// global period cannot remove).
 	bx, _ := best.Mid()
 	projected, haveProj := n.sourceOffset(s, bx)
+	contra := 0
+	if n.outsideClaim(s, samples) {
+		contra = ContraOutside
+	}
 	n.setHullSpan(s, best, now)
-	n.feed(s, s.hull, samples, now)
+	hullErr := n.feed(s, s.hull, samples, now)
 	if s.sel != s.hull {
 		n.feed(s, s.sel, samples, now)
 	}
+	n.judge(s, samples, contra, hullErr, now)
 	s.best, s.haveBest = best, true
 	s.prevAt, s.lastAt = s.lastAt, now
 	s.stats.Rounds++
@@ -697,7 +714,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 }
 
-func (n *Node) feed(s *source, e estimate.Estimator, samples []estimate.Sample, now int64) {
+func (n *Node) feed(s *source, e estimate.Estimator, samples []estimate.Sample, now int64) error {
 	err := e.AddRound(samples)
 	switch {
 	case err == nil:
@@ -709,6 +726,7 @@ func (n *Node) feed(s *source, e estimate.Estimator, samples []estimate.Sample, 
 		s.stats.Rejected++
 		n.logger.Warn("estimator rejected a round", "source", s.id, "err", err)
 	}
+	return err
 }
 
 // selfResync reports Liao's "apply drift rate to Tdiff every
@@ -780,6 +798,15 @@ type bounder interface {
 // intersection of the Hull's guaranteed bounds and the last exchange's own
 // bound, and the point estimate clamped into them.
 func (n *Node) localBounds(s *source, x int64) (est, lo, hi int64, ok bool) {
+	est, lo, hi, ok, _ = n.localBoundsChecked(s, x)
+	return est, lo, hi, ok
+}
+
+// localBoundsChecked is localBounds, also saying whether the Hull's bounds
+// and the last exchange's agreed (consistent): when they do not, some
+// assumption of the clock model is wrong and the union is returned.
+func (n *Node) localBoundsChecked(s *source, x int64) (est, lo, hi int64, ok, consistent bool) {
+	consistent = true
 	lo, hi = math.MinInt64, math.MaxInt64
 	have := false
 	if b, isB := s.hull.(bounder); isB {
@@ -798,6 +825,7 @@ func (n *Node) localBounds(s *source, x int64) (est, lo, hi int64, ok bool) {
 				// Hull's model) is wrong. Claim only the union.
 				n.logger.Debug("hull and exchange bounds disagree", "source", s.id, "local", x)
 				l, h = min(lo, flo), max(hi, fhi)
+				consistent = false
 			}
 			lo, hi = l, h
 		} else {
@@ -806,23 +834,30 @@ func (n *Node) localBounds(s *source, x int64) (est, lo, hi int64, ok bool) {
 		have = true
 	}
 	if !have {
-		return 0, 0, 0, false
+		return 0, 0, 0, false, false
 	}
 	m, _ := n.lineMapping(s)
 	est, _, _ = m.At(x)
-	return clamp(est, lo, hi), lo, hi, true
+	return clamp(est, lo, hi), lo, hi, true, consistent
 }
 
 // viaSource is global time at x through source s: estimate and bounds.
 func (n *Node) viaSource(s *source, x int64) (est, lo, hi int64, ok bool) {
+	est, lo, hi, ok, _ = n.viaSourceChecked(s, x)
+	return est, lo, hi, ok
+}
+
+// viaSourceChecked is viaSource with localBoundsChecked's consistency.
+func (n *Node) viaSourceChecked(s *source, x int64) (est, lo, hi int64, ok, consistent bool) {
 	if !s.g.Valid {
-		return 0, 0, 0, false
+		return 0, 0, 0, false, false
 	}
-	le, llo, lhi, ok := n.localBounds(s, x)
+	le, llo, lhi, ok, consistent := n.localBoundsChecked(s, x)
 	if !ok {
-		return 0, 0, 0, false
+		return 0, 0, 0, false, false
 	}
-	return MapInterval(s.g, le, llo, lhi)
+	est, lo, hi, ok = MapInterval(s.g, le, llo, lhi)
+	return est, lo, hi, ok, consistent
 }
 
 // bestSource returns the source giving the narrowest global bounds at x.
@@ -932,23 +967,7 @@ func (n *Node) read(x int64) (Time, float64) {
 		t = Time{Est: x, Earliest: x, Latest: x, Status: StatusSynced}
 	default:
 		t = Time{Est: x, Earliest: math.MinInt64, Latest: math.MaxInt64, Status: StatusUnsynced}
-		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-		var newest int64
-		have := false
-		for _, s := range n.sources {
-			_, l, h, ok := n.viaSource(s, x)
-			if !ok {
-				continue
-			}
-			if !have || s.lastAt > newest {
-				newest = s.lastAt
-			}
-			nl, nh, ok := Intersect(lo, hi, l, h)
-			if !ok {
-				nl, nh = min(lo, l), max(hi, h)
-			}
-			lo, hi, have = nl, nh, true
-		}
+		lo, hi, newest, st, have := n.sourceBounds(x)
 		if have {
 			e, sk, _ := n.line(x)
 			if g := n.selfGrid(x); g != x {
@@ -957,13 +976,14 @@ func (n *Node) read(x int64) (Time, float64) {
 				}
 			}
 			skew = sk
-			t = Time{Est: clamp(e, lo, hi), Earliest: lo, Latest: hi, Status: StatusSynced}
-			if x-newest > int64(n.cfg.StaleAfter) {
+			t = Time{Est: clamp(e, lo, hi), Earliest: lo, Latest: hi, Status: st}
+			if st == StatusSynced && x-newest > int64(n.cfg.StaleAfter) {
 				t.Status = StatusStale
 			}
+			t.Earliest, t.Latest = n.widenRead(t.Earliest, t.Latest)
 		}
 	}
-	if t.Status != StatusUnsynced {
+	if n.IsReference() {
 		t.Earliest, t.Latest = n.widenRead(t.Earliest, t.Latest)
 	}
 	t.Mono = n.mono(x, t, skew)

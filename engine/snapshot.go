@@ -26,6 +26,10 @@ type SourceSnapshot struct {
 	Restarts   uint64  // estimator windows restarted (inconsistent samples)
 	Rejected   uint64  // rounds an estimator refused
 	Ignored    uint64  // late or duplicate time diffs and corrupt samples
+	// Contradictions counts rounds the clock model could not explain
+	// (EvContradiction); Trust is "acquiring", "synced" or "degraded".
+	Contradictions uint64
+	Trust          string
 
 	// Liveness (Config.SilentPeriods).
 	GlobalPeriod int64  // the global period the source announced (MsgPeriodChange), InitialGlobalPeriod before
@@ -70,6 +74,7 @@ func (n *Node) Snapshot() Snapshot {
 		}
 		ss.BoundWidth = -1
 		ss.GlobalPeriod, ss.LastHeard, ss.Silent = src.period, src.heardAt, src.silent
+		ss.Trust = src.trust.String()
 		if src.haveBest {
 			if _, lo, hi, ok := n.viaSource(src, src.lastAt); ok {
 				ss.BoundWidth = hi - lo

@@ -34,6 +34,15 @@ type HullConfig struct {
 	// extent) so that the tangent of the true, curving, offset at the newest
 	// sample stays feasible; it becomes Mapping.Wander.
 	MaxWander float64
+	// MaxStep is the largest jump of the skew (|Δskew|, dimensionless:
+	// 1e-6 is 1 ppm) the bounds allow at any instant: a frequency step of
+	// the oscillator (a load or temperature change, a slewing source) that
+	// MaxWander's smooth change does not cover. With it the true offset
+	// stays within MaxStep*|x-x'| + MaxWander*(x-x')^2/2 of its tangent at
+	// any x', so the point sets are widened by MaxStep*span on top of the
+	// wander term and Bounds by MaxStep*|x-newest|; Mapping's SkewErr
+	// carries it. 0: the skew changes only by MaxWander.
+	MaxStep float64
 	// MaxSpan, ns, if positive, drops the samples older than the newest
 	// minus MaxSpan, so that the wander widening stays below
 	// MaxWander*MaxSpan^2/2 however long the window runs: with wander, a
@@ -67,6 +76,9 @@ func (c HullConfig) Validate() error {
 	}
 	if math.IsNaN(c.MaxWander) || math.IsInf(c.MaxWander, 0) || c.MaxWander < 0 || c.MaxWander > 1e-6 {
 		return fmt.Errorf("estimate: HullConfig.MaxWander = %v: must be in [0, 1e-6] per ns", c.MaxWander)
+	}
+	if math.IsNaN(c.MaxStep) || math.IsInf(c.MaxStep, 0) || c.MaxStep < 0 || c.MaxStep > 1e-3 {
+		return fmt.Errorf("estimate: HullConfig.MaxStep = %v: must be in [0, 1e-3]", c.MaxStep)
 	}
 	if c.MaxSpan < 0 {
 		return fmt.Errorf("estimate: HullConfig.MaxSpan = %d: must be >= 0 (0: no limit)", c.MaxSpan)
@@ -495,18 +507,24 @@ func (h *Hull) restart(round []Sample, cause error) error {
 	return fmt.Errorf("%w (its last sample alone is inconsistent: window empty)", cause)
 }
 
-// sigma is the total shift: Shift plus the wander widening over the span.
+// sigma is the total shift: Shift plus the step and wander widening over
+// the span.
 func (h *Hull) sigma() int64 {
-	s := h.cfg.Shift
-	if h.cfg.MaxWander > 0 {
-		span := float64(h.newest - h.minX)
-		w := math.Ceil(h.cfg.MaxWander * span * span / 2)
-		if w > maxRel {
-			w = maxRel
-		}
-		s += int64(w)
+	return h.cfg.Shift + h.drift(h.newest-h.minX)
+}
+
+// drift is how far the true offset may leave its tangent dx ns away:
+// MaxStep*|dx| + MaxWander*dx^2/2, rounded up, at most maxRel.
+func (h *Hull) drift(dx int64) int64 {
+	if h.cfg.MaxWander <= 0 && h.cfg.MaxStep <= 0 {
+		return 0
 	}
-	return s
+	f := math.Abs(float64(dx))
+	w := math.Ceil(h.cfg.MaxStep*f + h.cfg.MaxWander*f*f/2)
+	if w > maxRel {
+		return maxRel
+	}
+	return int64(w)
 }
 
 // skewRange returns the feasible [s-, s+] of d = y - x slopes (the skews)
@@ -648,7 +666,7 @@ func (h *Hull) relBounds(x int64) (lo, hi int64, ok bool) {
 
 // Bounds returns the exact guaranteed interval of the source time at local
 // time x (Jezequel's [a- + b- x, a+ + b+ x] made exact: the extremes of
-// a+b*x over the feasible polygon), widened by MaxWander*(x-newest)^2/2;
+// a+b*x over the feasible polygon), widened by MaxStep*|x-newest| + MaxWander*(x-newest)^2/2;
 // ok is false while the bounds are unbounded, the window is empty or x is
 // more than 2^52 ns from the window.
 func (h *Hull) Bounds(x int64) (lo, hi int64, ok bool) {
@@ -663,11 +681,7 @@ func (h *Hull) Bounds(x int64) (lo, hi int64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	w := int64(0)
-	if h.cfg.MaxWander > 0 {
-		dx := float64(rx - h.newest)
-		w = int64(math.Ceil(h.cfg.MaxWander * dx * dx / 2))
-	}
+	w := h.drift(rx - h.newest)
 	base, ok1 := addChecked(x, h.c)
 	lo, ok2 := addChecked(base, dlo-w)
 	hi, ok3 := addChecked(base, dhi+w)
@@ -711,14 +725,14 @@ func (h *Hull) Mapping() Mapping {
 			cy = max(lo, min(hi, cy))
 			cs = max(fl, min(fh, cs))
 			skewErr = max(fh-cs, cs-fl)
-			skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh))
+			skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh)) + h.cfg.MaxStep
 			return Mapping{X0: x0, Y0: cy, Skew: cs, W0: max(hi-cy, cy-lo) + 1,
 				SkewErr: skewErr, Wander: h.cfg.MaxWander, Valid: true}
 		}
 	}
 	// Cover float64 rounding of the slopes so the linear bound stays outside
 	// the exact one.
-	skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh))
+	skewErr = skewErr*(1+1e-9) + 1e-15*(1+math.Abs(fl)+math.Abs(fh)) + h.cfg.MaxStep
 	return Mapping{
 		X0:      x0,
 		Y0:      mid,

@@ -49,12 +49,12 @@ func WriteTable(w io.Writer, res *Result) error {
 	fmt.Fprintf(w, "%d events in %v (%.3g events/s), %d messages; statistics after %v of warm-up\n\n",
 		res.Events, res.Wall.Round(time.Millisecond), rate, res.Messages, time.Duration(sc.Eval.Warmup))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "node\terr mean\terr std\tp50\tp99\tmax\tcoverage\twidth mean\tmono mean\tunsynced\tmsgs/s\t")
+	fmt.Fprintln(tw, "node\terr mean\terr std\tp50\tp99\tmax\tcoverage (synced)\t(all)\twidth mean\tmono mean\tsynced\tstale\tdegraded\tunsynced\tmsgs/s\t")
 	row := func(name string, s Summary) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%s\t%.3f\t%.2f\t\n", name,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\t\n", name,
 			FormatNs(s.ErrorMeanNs), FormatNs(s.ErrorStdNs), FormatNs(float64(s.ErrorP50Ns)), FormatNs(float64(s.ErrorP99Ns)),
-			FormatNs(float64(s.ErrorMaxNs)), s.BoundCoverage, FormatNs(s.BoundWidthMeanNs), FormatNs(s.MonoErrorMeanNs),
-			s.UnsyncedShare, s.MessagesPerNodePerS)
+			FormatNs(float64(s.ErrorMaxNs)), s.BoundCoverage, s.BoundCoverageAll, FormatNs(s.BoundWidthMeanNs), FormatNs(s.MonoErrorMeanNs),
+			s.StatusShare["synced"], s.StatusShare["stale"], s.StatusShare["degraded"], s.StatusShare["unsynced"], s.MessagesPerNodePerS)
 	}
 	row("all", res.Summary)
 	nodes := res.Nodes

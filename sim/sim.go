@@ -486,11 +486,20 @@ func (r *runner) evaluate() {
 		if !counted {
 			continue
 		}
+		if int(tm.Status) < len(n.stats.ByStatus) {
+			n.stats.ByStatus[tm.Status]++
+		}
 		if tm.Status == engine.StatusUnsynced {
 			n.stats.Unsynced++
 			continue
 		}
 		covered := tm.Earliest <= truth && truth <= tm.Latest
+		if tm.Status == engine.StatusSynced {
+			n.stats.SyncedN++
+			if covered {
+				n.stats.SyncedCovered++
+			}
+		}
 		width := uint64(tm.Latest) - uint64(tm.Earliest)
 		if tm.Latest < tm.Earliest {
 			width = 0

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"math/bits"
+
+	"github.com/gclock/gclock/engine"
 )
 
 // Histogram counts non-negative int64 values in log-linear buckets, like
@@ -116,8 +118,14 @@ func (h *Histogram) Merge(o *Histogram) {
 // |error|, a histogram of |error| for the quantiles, bound coverage and
 // width, and the same for Mono.
 type ErrStats struct {
-	N        uint64 // synced evaluations counted
-	Unsynced uint64 // evaluations where the node had no estimate yet
+	N        uint64 // evaluations with an estimate (synced, stale or degraded)
+	Unsynced uint64 // evaluations where the node had no vouched estimate yet
+	// ByStatus counts every evaluation by the status the read claimed
+	// (index engine.Status: unsynced, synced, stale, -, degraded).
+	ByStatus [5]uint64
+	// SyncedN and SyncedCovered count the reads that claimed synced and
+	// those whose bounds held the truth: a synced read is a promise.
+	SyncedN, SyncedCovered uint64
 	mean, m2 float64
 	sumAbs   float64
 	MaxAbs   int64
@@ -183,6 +191,11 @@ func (s *ErrStats) merge(o *ErrStats) {
 		s.N = n
 	}
 	s.Unsynced += o.Unsynced
+	for i := range s.ByStatus {
+		s.ByStatus[i] += o.ByStatus[i]
+	}
+	s.SyncedN += o.SyncedN
+	s.SyncedCovered += o.SyncedCovered
 	s.sumAbs += o.sumAbs
 	s.MaxAbs = max(s.MaxAbs, o.MaxAbs)
 	s.Hist.Merge(o.Hist)
@@ -206,7 +219,13 @@ type Summary struct {
 	ErrorP50Ns          int64   `json:"error_p50_ns"`
 	ErrorP99Ns          int64   `json:"error_p99_ns"`
 	ErrorMaxNs          int64   `json:"error_max_ns"`
-	BoundCoverage       float64 `json:"bound_coverage"`
+	// BoundCoverage is the share of reads claiming synced whose bounds
+	// held the truth (1 when none claimed synced); BoundCoverageAll the
+	// share over every read with an estimate, degraded and stale included.
+	BoundCoverage    float64 `json:"bound_coverage"`
+	BoundCoverageAll float64 `json:"bound_coverage_all"`
+	// StatusShare is the share of evaluations in each status.
+	StatusShare         map[string]float64 `json:"status_share"`
 	BoundWidthMeanNs    float64 `json:"bound_width_mean_ns"`
 	MonoErrorMeanNs     float64 `json:"mono_error_mean_ns"`
 	MonoErrorMaxNs      int64   `json:"mono_error_max_ns"`
@@ -220,6 +239,23 @@ func (s *ErrStats) summary(id int, msgs uint64, nodes int, seconds float64) Summ
 	if tot := s.N + s.Unsynced; tot > 0 {
 		out.UnsyncedShare = float64(s.Unsynced) / float64(tot)
 	}
+	out.BoundCoverage = 1
+	if s.SyncedN > 0 {
+		out.BoundCoverage = float64(s.SyncedCovered) / float64(s.SyncedN)
+	}
+	var all uint64
+	for _, c := range s.ByStatus {
+		all += c
+	}
+	if all > 0 {
+		out.StatusShare = map[string]float64{}
+		for i, c := range s.ByStatus {
+			if i == 3 {
+				continue
+			}
+			out.StatusShare[engine.Status(i).String()] = float64(c) / float64(all)
+		}
+	}
 	if s.N > 0 {
 		n := float64(s.N)
 		out.ErrorMeanNs = s.sumAbs / n
@@ -229,7 +265,7 @@ func (s *ErrStats) summary(id int, msgs uint64, nodes int, seconds float64) Summ
 		}
 		out.ErrorP50Ns = s.Hist.Quantile(0.5)
 		out.ErrorP99Ns = s.Hist.Quantile(0.99)
-		out.BoundCoverage = float64(s.Covered) / n
+		out.BoundCoverageAll = float64(s.Covered) / n
 		out.BoundWidthMeanNs = s.sumWidth / n
 		out.MonoErrorMeanNs = s.monoSum / n
 	}
