@@ -11,8 +11,10 @@ import (
 )
 
 // Version is the format version written into every header. A decoder
-// rejects any other version instead of guessing at its layout.
-const Version = 1
+// rejects any other version instead of guessing at its layout. Version 2
+// pads requests to the size of their replies (no amplification) and
+// checks the mapping's floats (docs/daemon.md, "Security").
+const Version = 2
 
 // Magic is the first two bytes of every packet ("GC"): it rejects stray
 // datagrams (a port scan, another protocol on the same port) cheaply.
@@ -313,6 +315,13 @@ const (
 	statusLen       = 5*8 + 1 + 4
 	rtQueryLen      = 3 * 8
 	rtInfoLen       = 1 + 6*8
+
+	// Requests are padded with zeros to the size of their replies, so
+	// that no reply is larger than the request it answers: a forged
+	// source address gets no amplification.
+	probePad   = probeReplyLen - engineCommonLen
+	statusPad  = statusLen
+	rtQueryPad = rtInfoLen - rtQueryLen
 )
 
 // Size returns the encoded size of the packet, or an error when the packet
@@ -325,7 +334,7 @@ func (p *Packet) Size() (int, error) {
 func (p *Packet) bodyLen() (int, error) {
 	switch p.Op.Kind() {
 	case OpProbe:
-		return engineCommonLen, nil
+		return engineCommonLen + probePad, nil
 	case OpProbeReply:
 		return probeReplyLen, nil
 	case OpTimeDiff:
@@ -340,7 +349,7 @@ func (p *Packet) bodyLen() (int, error) {
 	case OpAck:
 		return 1, nil
 	case OpStatusQuery:
-		return 0, nil
+		return statusPad, nil
 	case OpStatusReply:
 		return statusLen, nil
 	case OpGetPage:
@@ -351,7 +360,7 @@ func (p *Packet) bodyLen() (int, error) {
 		}
 		return PageHeaderLen + len(p.Page.Data), nil
 	case OpRealTimeQuery:
-		return rtQueryLen, nil
+		return rtQueryLen + rtQueryPad, nil
 	case OpRealTimeInfo:
 		return rtInfoLen, nil
 	}
@@ -402,6 +411,9 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 			return 0, fmt.Errorf("wire: encode %v: %s = %v: %w", p.Op, field, v, ErrValue)
 		}
 	}
+	if field, v := invalidMsg(p.Op.Kind(), &p.Msg); field != "" {
+		return 0, fmt.Errorf("wire: encode %v: %s = %v: %w", p.Op, field, v, ErrValue)
+	}
 	b := buf[:n]
 	be := binary.BigEndian
 	be.PutUint16(b[0:], Magic)
@@ -420,7 +432,12 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put32(m.Round)
 		put32(m.Seq)
 	}
+	pad := func(k int) { clear(b[o : o+k]); o += k }
 	switch p.Op.Kind() {
+	case OpProbe:
+		pad(probePad)
+	case OpStatusQuery:
+		pad(statusPad)
 	case OpProbeReply:
 		put64(uint64(m.T2))
 		put64(uint64(m.T3))
@@ -443,6 +460,9 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		b[o] = 0
 		if mp.Valid {
 			b[o] = 1
+		}
+		if m.Unsure {
+			b[o] |= 2 // the source's own time is not synced (engine.Message.Unsure)
 		}
 		o++
 	case OpErrReport:
@@ -474,6 +494,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put64(math.Float64bits(p.RealTime.Rate))
 		put64(math.Float64bits(p.RealTime.RateErr))
 		put64(uint64(p.RealTime.After))
+		pad(rtQueryPad)
 	case OpRealTimeInfo:
 		rt := &p.RealTime
 		b[o] = rt.Mode
@@ -541,6 +562,21 @@ func (r *reader) u16(field string) uint16 {
 	return v
 }
 
+// zeros reads n bytes of padding, which must be zero (the encoding stays
+// canonical and the padding carries nothing).
+func (r *reader) zeros(field string, n int) {
+	if !r.need(field, n) {
+		return
+	}
+	for i, c := range r.b[r.o : r.o+n] {
+		if c != 0 {
+			r.err = &DecodeError{Field: field, Offset: r.o + i, Err: ErrValue, Detail: fmt.Sprintf("padding byte 0x%02x, want 0", c)}
+			return
+		}
+	}
+	r.o += n
+}
+
 func (r *reader) u8(field string) uint8 {
 	if !r.need(field, 1) {
 		return 0
@@ -577,6 +613,10 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		m.Seq = r.u32("msg.seq")
 	}
 	switch kind {
+	case OpProbe:
+		r.zeros("probe.pad", probePad)
+	case OpStatusQuery:
+		r.zeros("status-query.pad", statusPad)
 	case OpProbeReply:
 		p.Msg.T2 = r.i64("probereply.t2")
 		p.Msg.T3 = r.i64("probereply.t3")
@@ -617,10 +657,11 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		off = r.o
 		switch v := r.u8("timediff.mapping.valid"); {
 		case r.err != nil:
-		case v > 1:
-			r.err = &DecodeError{Field: "timediff.mapping.valid", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d, want 0 or 1", v)}
+		case v > 3:
+			r.err = &DecodeError{Field: "timediff.mapping.valid", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d, want bit 0 (valid) and bit 1 (source unsure) only", v)}
 		default:
-			mp.Valid = v == 1
+			mp.Valid = v&1 == 1
+			m.Unsure = v&2 != 0
 		}
 	case OpErrReport:
 		p.Msg.Err = r.f64("errreport.err")
@@ -668,6 +709,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			rt.Rate = r.f64("realtime-query.rate")
 			rt.RateErr = r.f64("realtime-query.rate_err")
 			rt.After = r.i64("realtime-query.after")
+			r.zeros("realtime-query.pad", rtQueryPad)
 		} else {
 			name = "realtime-info"
 			rt.Mode = r.u8("realtime-info.mode")
@@ -682,6 +724,11 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			if field, v := rt.invalid(kind); field != "" {
 				r.err = &DecodeError{Field: name + "." + field, Offset: off, Err: ErrValue, Detail: fmt.Sprint(v)}
 			}
+		}
+	}
+	if r.err == nil && kind <= OpPeriodChange {
+		if field, v := invalidMsg(kind, &p.Msg); field != "" {
+			r.err = &DecodeError{Field: field, Offset: HeaderLen, Err: ErrValue, Detail: fmt.Sprint(v)}
 		}
 	}
 	if r.err != nil {

@@ -23,9 +23,9 @@ func samplePackets() []Packet {
 	return []Packet{
 		{Op: OpProbe, Sender: 0, Seq: 1, Msg: engine.Message{Type: engine.MsgProbe, From: 0, To: 3, Round: 9, Seq: 27}},
 		{Op: OpProbeReply, Sender: 3, Seq: 1, Msg: engine.Message{Type: engine.MsgProbeReply, From: 3, To: 0, Round: 9, Seq: 27,
-			T2: math.MaxInt64 - 5, T3: -1}},
+			T2: MaxTime - 5 - 60e9, T3: MaxTime - 5}},
 		{Op: OpTimeDiff, Sender: 0, Seq: math.MaxUint32, Msg: engine.Message{Type: engine.MsgTimeDiff, From: 0, To: 2, Round: 1, Seq: 2,
-			Samples: []estimate.Sample{{SrcSend: 1, LocRecv: 2, LocSend: 3, SrcRecv: 4}, {SrcSend: math.MinInt64, LocRecv: math.MaxInt64, LocSend: 0, SrcRecv: -7}},
+			Samples: []estimate.Sample{{SrcSend: 1, LocRecv: 2, LocSend: 3, SrcRecv: 4}, {SrcSend: -MaxTime + 1, LocRecv: MaxTime - 9, LocSend: MaxTime - 1, SrcRecv: -MaxTime + 60e9}},
 			Mapping: estimate.Mapping{X0: 1e18, Y0: -1e18, Skew: 12.5e-6, W0: 800, SkewErr: 1e-7, Wander: 1e-20, Valid: true}}},
 		{Op: OpTimeDiff, Sender: 5, Seq: 0, Msg: engine.Message{Type: engine.MsgTimeDiff, From: 5, To: 6}},
 		{Op: OpErrReport | ReliableFlag, Sender: 2, Seq: 44, Msg: engine.Message{Type: engine.MsgErrReport, From: 2, To: 0, Round: 3, Err: 2.75}},
@@ -85,7 +85,7 @@ func TestHeaderLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{'G', 'C', 1, 0x93, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1}
+	want := []byte{'G', 'C', 2, 0x93, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("bytes\n got % x\nwant % x", b, want)
 	}
@@ -158,7 +158,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", func() []byte { return nil }, "header", 0, ErrShort},
 		{"short header", func() []byte { return valid(t, probe)[:13] }, "header", 0, ErrShort},
 		{"magic", func() []byte { b := valid(t, probe); b[0] = 'X'; return b }, "header.magic", 0, ErrMagic},
-		{"version", func() []byte { b := valid(t, probe); b[2] = 2; return b }, "header.version", 2, ErrVersion},
+		{"version", func() []byte { b := valid(t, probe); b[2] = 1; return b }, "header.version", 2, ErrVersion},
 		{"op zero", func() []byte { b := valid(t, probe); b[3] = 0; return b }, "header.op", 3, ErrOp},
 		{"op unknown flagged", func() []byte { b := valid(t, probe); b[3] = 0xff; return b }, "header.op", 3, ErrOp},
 		{"length larger", func() []byte { b := valid(t, probe); b[13]++; return b }, "header.length", 12, ErrLength},
@@ -172,7 +172,50 @@ func TestDecodeErrors(t *testing.T) {
 			b := append(valid(t, probe), 0, 0)
 			binary.BigEndian.PutUint16(b[12:], uint16(len(b)-HeaderLen))
 			return b
-		}, "body", 26, ErrLength},
+		}, "body", HeaderLen + probeReplyLen, ErrLength},
+		{"probe padding", func() []byte { b := valid(t, probe); b[len(b)-3] = 1; return b }, "probe.pad", HeaderLen + probeReplyLen - 3, ErrValue},
+		{"status query padding", func() []byte { b := valid(t, 6); b[HeaderLen] = 0xff; return b }, "status-query.pad", HeaderLen, ErrValue},
+		{"realtime query padding", func() []byte { b := valid(t, 10); b[len(b)-1] = 1; return b }, "realtime-query.pad", HeaderLen + rtInfoLen - 1, ErrValue},
+		{"mapping skew NaN", func() []byte {
+			b := valid(t, timediff)
+			binary.BigEndian.PutUint64(b[len(b)-33:], math.Float64bits(math.NaN()))
+			return b
+		}, "timediff.mapping.skew", HeaderLen, ErrValue},
+		{"mapping skew 1e300", func() []byte {
+			b := valid(t, timediff)
+			binary.BigEndian.PutUint64(b[len(b)-33:], math.Float64bits(1e300))
+			return b
+		}, "timediff.mapping.skew", HeaderLen, ErrValue},
+		{"mapping skew 2e-3", func() []byte {
+			b := valid(t, timediff)
+			binary.BigEndian.PutUint64(b[len(b)-33:], math.Float64bits(-2e-3))
+			return b
+		}, "timediff.mapping.skew", HeaderLen, ErrValue},
+		{"mapping width negative", func() []byte {
+			b := valid(t, timediff)
+			binary.BigEndian.PutUint64(b[len(b)-25:], uint64(1<<63))
+			return b
+		}, "timediff.mapping.w0", HeaderLen, ErrValue},
+		{"mapping wander infinite", func() []byte {
+			b := valid(t, timediff)
+			binary.BigEndian.PutUint64(b[len(b)-9:], math.Float64bits(math.Inf(1)))
+			return b
+		}, "timediff.mapping.wander", HeaderLen, ErrValue},
+		{"sample out of order", func() []byte {
+			b := valid(t, timediff)
+			binary.BigEndian.PutUint64(b[HeaderLen+14+16:], uint64(1)) // first sample's LocSend below its LocRecv
+			return b
+		}, "timediff.sample", HeaderLen, ErrValue},
+		{"error report NaN", func() []byte {
+			b := valid(t, 4)
+			binary.BigEndian.PutUint64(b[len(b)-8:], math.Float64bits(math.NaN()))
+			return b
+		}, "errreport.err", HeaderLen, ErrValue},
+		{"reply T3 before T2", func() []byte {
+			b := valid(t, 1)
+			binary.BigEndian.PutUint64(b[len(b)-8:], 0)
+			return b
+		}, "probereply.t3", HeaderLen, ErrValue},
 		{"sample count beyond data", func() []byte {
 			b := valid(t, timediff)
 			binary.BigEndian.PutUint16(b[HeaderLen+12:], 3)
