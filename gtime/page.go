@@ -40,20 +40,26 @@ const (
 	offSlewX      = 104 // int64 local anchor of the slew
 	offSlewC      = 112 // int64 ns correction at SlewX, decays to 0
 	offSlewRate   = 120 // float64 bits: decay rate of the correction
-	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17
+	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17 | replaced<<18
 	offNodes      = 136 // uint64: node id | reference id<<32 (0: unknown; pages of older daemons)
 	layoutEnd     = 144
 
 	flagValid  = 1 << 16
 	flagClosed = 1 << 17
+	// flagReplaced: a restarted writer put a new page at the path and
+	// closed this one; readers reopen the path. Readers that predate the
+	// flag ignore it and see the page closed.
+	flagReplaced = 1 << 18
 )
 
 // maxHalfWidth caps a bound's half-width, as estimate.Mapping.At does, so
 // that est +- width never overflows in later arithmetic.
 const maxHalfWidth = math.MaxInt64 / 4
 
-// Status says how much a reading can be trusted. Its first three values are
-// engine.Status's (convert with gtime.Status(s)).
+// Status says how much a reading can be trusted. Its values are
+// engine.Status's (convert with gtime.Status(s)) plus the page-only
+// StatusNoDaemon. Only StatusSynced promises that the truth is inside
+// [Earliest, Latest].
 type Status uint8
 
 // Statuses.
@@ -62,6 +68,12 @@ const (
 	StatusSynced                 // the daemon vouched for the mapping recently
 	StatusStale                  // no update for longer than the page's limit: bounds widen at the worst-case drift
 	StatusNoDaemon               // the writer closed the page (or its pid is gone): bounds widen as for stale
+	// StatusDegraded: the data contradicted the daemon's clock model (an
+	// exchange outside the bounds, an empty hull, a residual beyond the
+	// model). The bounds are what the engine still holds certain (it
+	// widened them), but the reading is not synced until re-acquisition
+	// ends. engine.StatusDegraded has the same value.
+	StatusDegraded
 )
 
 // String names the status.
@@ -75,6 +87,8 @@ func (s Status) String() string {
 		return "stale"
 	case StatusNoDaemon:
 		return "no-daemon"
+	case StatusDegraded:
+		return "degraded"
 	default:
 		return fmt.Sprintf("status(%d)", uint8(s))
 	}
@@ -143,6 +157,13 @@ var (
 	ErrUpdate = errors.New("invalid update")
 	// ErrClosed: the reader or writer was closed.
 	ErrClosed = errors.New("page is closed")
+	// ErrTruncated: the page file shrank under a mapping of it (a memory
+	// fault on the mapped page, caught instead of dying of SIGBUS).
+	ErrTruncated = errors.New("page file shrank under its mapping")
+	// ErrUnsafe: the page, its directory or the lock file could be written
+	// by someone other than the daemon's user (owner, mode, symlink, hard
+	// link): refused, so that no local user can forge global time.
+	ErrUnsafe = errors.New("refused: not safe")
 )
 
 // pageData is one consistent copy of the page's payload.
@@ -157,6 +178,7 @@ type pageData struct {
 	status                Status
 	timescale             Timescale
 	valid, closed         bool
+	replaced              bool   // a new page replaced this one at the path (readers reopen)
 	node, reference       uint32 // the publishing daemon's node id and its current reference (0: unknown)
 }
 
@@ -237,6 +259,7 @@ func (w words) loadSeq() (pageData, uint64, error) {
 		d.timescale = Timescale(flags >> 8 & 0xff)
 		d.valid = flags&flagValid != 0
 		d.closed = flags&flagClosed != 0
+		d.replaced = flags&flagReplaced != 0
 		d.node, d.reference = uint32(nodes), uint32(nodes>>32)
 		return d, s1, d.check()
 	}
@@ -267,6 +290,9 @@ func (w words) store(d *pageData) {
 	if d.closed {
 		flags |= flagClosed
 	}
+	if d.replaced {
+		flags |= flagReplaced
+	}
 	w.u(offFlags).Store(flags)
 	w.u(offNodes).Store(uint64(d.node) | uint64(d.reference)<<32)
 	w.u(offMagic).Store(Magic)
@@ -281,7 +307,7 @@ func (d *pageData) check() error {
 		return fmt.Errorf("field %s = %v: %w", name, v, ErrCorrupt)
 	}
 	switch {
-	case d.status > StatusNoDaemon:
+	case d.status > StatusDegraded:
 		return bad("status", d.status)
 	case d.timescale > TimescaleMeanDrift:
 		return bad("timescale", d.timescale)

@@ -1,10 +1,11 @@
 package gtime
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -50,72 +51,134 @@ type Update struct {
 	Node, Reference uint32
 }
 
-// Writer publishes to a page. There is one writer per page: NewWriter takes
-// an exclusive file lock, released by Close or by the writer's death.
+// Writer publishes to a page. There is one writer per page: NewWriter
+// takes an exclusive flock on the page's lock file (the page path +
+// ".lock", mode 0600), released by Close or by the writer's death. Readers
+// cannot open that file, so no reader can block a restart.
 type Writer struct {
 	mu    sync.Mutex
 	path  string
-	f     *os.File
+	dir   string
+	name  string
+	opts  WriterOptions
+	dirf  *os.File // the page's directory, for *at calls
+	lock  *os.File // holds the flock
 	mem   []byte
 	w     words
 	cur   pageData
 	isSet bool // cur holds a published valid mapping
 }
 
-// NewWriter opens or creates the page at path (mode 0644), locks it and
-// maps it. An existing valid page keeps its last mapping, so readers keep
-// bounded (stale, widening) readings across a daemon restart until the
-// first Publish; anything else at path of the right size is reinitialised.
-func NewWriter(path string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
+// WriterOptions tunes NewWriterWith.
+type WriterOptions struct {
+	// Group, when > 0, is the gid the page belongs to, with mode 0640:
+	// only root, the daemon's user and that group's members can read
+	// global time. 0 (the default) gives mode 0644: every user can.
+	Group int
+}
+
+// NewWriter is NewWriterWith(path, WriterOptions{}): a page of mode 0644.
+func NewWriter(path string) (*Writer, error) { return NewWriterWith(path, WriterOptions{}) }
+
+// NewWriterWith creates the page at path and maps it. The directory must
+// be owned by root or the caller's uid and, if writable by group or
+// others, sticky (as /dev/shm is). The page is written under a temporary
+// name created with O_EXCL|O_NOFOLLOW and renamed into place, so nobody
+// can plant or pre-open it. An existing page is replaced only if it is the
+// caller's own (a regular file owned by its uid, one link, not writable by
+// group or others); anything else is refused with ErrUnsafe, naming the
+// owner and the mode. If the old page held a valid mapping, the new page
+// starts from it, so readers keep bounded (stale, widening) readings across
+// a daemon restart until the first Publish; the old page is marked closed
+// and replaced, and readers that still map it reopen the path.
+func NewWriterWith(path string, opts WriterOptions) (*Writer, error) {
+	if opts.Group < 0 {
+		return nil, fmt.Errorf("gtime: writer: %s: group %d: %w", path, opts.Group, ErrUpdate)
+	}
+	dir, name := filepath.Split(filepath.Clean(path))
+	dir = filepath.Clean(dir)
+	fail := func(err error) (*Writer, error) {
 		return nil, fmt.Errorf("gtime: writer: %w", err)
 	}
-	fail := func(what string, err error) (*Writer, error) {
-		f.Close()
-		return nil, fmt.Errorf("gtime: writer: %s: %s: %w", path, what, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return fail("another writer (daemon) holds the page lock", err)
-		}
-		return fail("lock", err)
-	}
-	st, err := f.Stat()
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fail("stat", err)
+		return fail(fmt.Errorf("directory %s of page %s: %w", dir, name, err))
 	}
-	if !st.Mode().IsRegular() {
-		return fail("not a regular file", ErrNotPage)
+	dirf := os.NewFile(uintptr(dfd), dir)
+	if err := checkDir(dfd, dir); err != nil {
+		dirf.Close()
+		return fail(err)
 	}
-	if st.Size() != PageSize {
-		if err := f.Truncate(PageSize); err != nil {
-			return fail("resize", err)
-		}
-	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	lock, err := openLock(dfd, dir, name+".lock")
 	if err != nil {
-		return fail("mmap", err)
+		dirf.Close()
+		return fail(fmt.Errorf("%s: %w", path, err))
 	}
-	w := &Writer{path: path, f: f, mem: mem, w: newWords(mem)}
-	seq := w.w.u(offSeq)
-	torn := seq.Load()&1 != 0
-	if torn {
-		// A writer died mid-update: its payload may be torn, so it is not
-		// kept. Make the counter even again before store, which adds two,
-		// so readers see a new, consistent version.
-		seq.Add(1)
+	w := &Writer{path: path, dir: dir, name: name, opts: opts, dirf: dirf, lock: lock}
+	old, err := openOld(dfd, path, name)
+	if err != nil {
+		w.release()
+		return fail(err)
 	}
-	old, err := w.w.load()
-	if err == nil && old.valid && !torn {
-		w.cur, w.isSet = old, true
+	if old != nil && old.valid {
+		w.cur, w.isSet = old.d, true
 	} else {
 		w.cur = pageData{status: StatusUnsynced}
 	}
 	w.cur.pid = int64(os.Getpid())
-	w.cur.closed = false
-	w.w.store(&w.cur)
+	w.cur.closed, w.cur.replaced = false, false
+	if err := w.replace(); err != nil {
+		if old != nil && old.mem != nil {
+			unix.Munmap(old.mem)
+		}
+		w.release()
+		return fail(err)
+	}
+	old.markReplaced()
 	return w, nil
+}
+
+// replace puts a new page holding w.cur at the path (temporary file,
+// rename) and maps it in place of the current mapping, if any.
+func (w *Writer) replace() error {
+	mem, err := createPage(int(w.dirf.Fd()), w.dir, w.name, w.opts, &w.cur)
+	if err != nil {
+		return err
+	}
+	if w.mem != nil {
+		unix.Munmap(w.mem)
+	}
+	w.mem, w.w = mem, newWords(mem)
+	return nil
+}
+
+// store writes d to the page. A memory fault (someone with the daemon's
+// uid truncated the page file) is caught: the writer then puts a fresh
+// page at the path, stores d there, and returns an error wrapping
+// ErrTruncated that says so (readers fault too, and reopen the path).
+func (w *Writer) store(d *pageData) error {
+	err := func() (err error) {
+		defer guard(&err, debug.SetPanicOnFault(true))
+		w.w.store(d)
+		return nil
+	}()
+	if err == nil {
+		return nil
+	}
+	saved := w.cur
+	w.cur = *d
+	rerr := w.replace()
+	w.cur = saved
+	if rerr != nil {
+		return fmt.Errorf("%s: %w; and could not replace it: %v", w.path, err, rerr)
+	}
+	return fmt.Errorf("%s: %w; the update went to a new page at the same path", w.path, err)
+}
+
+// release drops the lock and the directory.
+func (w *Writer) release() {
+	w.lock.Close()
+	w.dirf.Close()
 }
 
 // Path is the page's file name.
@@ -168,9 +231,12 @@ func (w *Writer) Publish(u Update) error {
 		}
 		next.slewC = satSub(target, mono)
 	}
-	w.w.store(&next)
+	err := w.store(&next)
 	w.cur = next
 	w.isSet = next.valid
+	if err != nil {
+		return fmt.Errorf("gtime: publish: %w", err)
+	}
 	return nil
 }
 
@@ -180,7 +246,7 @@ func (u *Update) check() error {
 		return fmt.Errorf("update field %s = %v: %s: %w", field, v, why, ErrUpdate)
 	}
 	switch {
-	case u.Status > StatusNoDaemon:
+	case u.Status > StatusDegraded:
 		return bad("Status", u.Status, "unknown status")
 	case u.Timescale > TimescaleMeanDrift:
 		return bad("Timescale", u.Timescale, "unknown timescale")
@@ -206,8 +272,8 @@ func (u *Update) check() error {
 
 // Close marks the page closed (readers report StatusNoDaemon, bounds keep
 // widening from the last update), unmaps it and releases the lock. The
-// file stays, so that readers holding it keep working and a restarted
-// daemon resumes it.
+// files stay, so that readers holding the page keep working and a
+// restarted daemon resumes from its mapping.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -216,10 +282,17 @@ func (w *Writer) Close() error {
 	}
 	w.cur.closed = true
 	w.cur.pid = 0
-	w.w.store(&w.cur)
+	func() (err error) { // a page that shrank is simply left
+		defer guard(&err, debug.SetPanicOnFault(true))
+		w.w.store(&w.cur)
+		return nil
+	}()
 	err := unix.Munmap(w.mem)
 	w.mem = nil
-	if cerr := w.f.Close(); err == nil {
+	if cerr := w.lock.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := w.dirf.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {

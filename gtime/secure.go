@@ -1,0 +1,309 @@
+package gtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
+)
+
+// The page's security model (docs/gtime.md has the long form):
+//
+//   - Only the daemon's user writes the page. The writer creates it under a
+//     temporary name with O_EXCL|O_NOFOLLOW in a directory that only the
+//     daemon's user or root can replace files in, sets its mode explicitly
+//     (0644, or 0640 and a group), and renames it into place. An existing
+//     page is replaced only if it is the daemon's own (owner, mode not
+//     group/world writable, one link, no symlink); anything else is refused.
+//   - One writer per page: an exclusive flock on a separate lock file
+//     (page path + ".lock", mode 0600, the daemon's own), never on the
+//     page, so no reader can take a lock that blocks a restart.
+//   - Readers open with O_NOFOLLOW and map only a regular file of the page
+//     size owned by root, by themselves or by an owner they were told to
+//     trust, not writable by group or others, with one link.
+//   - A page that shrinks under a mapping raises SIGBUS on access; Go
+//     readers and the writer turn it into ErrTruncated with
+//     debug.SetPanicOnFault around every access to the mapping.
+
+// guard, deferred as `defer guard(&err, debug.SetPanicOnFault(true))`,
+// turns a memory fault on a mapped page (SIGBUS after the file shrank)
+// into ErrTruncated instead of killing the process, and restores the
+// goroutine's previous fault mode. Any other panic goes on.
+func guard(err *error, old bool) {
+	debug.SetPanicOnFault(old)
+	if p := recover(); p != nil {
+		f, ok := p.(interface{ Addr() uintptr })
+		if !ok {
+			panic(p)
+		}
+		*err = fmt.Errorf("memory fault at %#x: %w", f.Addr(), ErrTruncated)
+	}
+}
+
+// pageMode is the permission of a page the writer creates.
+func (o WriterOptions) pageMode() uint32 {
+	if o.Group > 0 {
+		return 0o640
+	}
+	return 0o644
+}
+
+// checkDir refuses a page directory in which someone other than the
+// daemon's user or root could replace or remove the page: it must be owned
+// by one of them and, if writable by group or others, have the sticky bit
+// (as /dev/shm and /tmp do: then only a file's owner can rename over it).
+func checkDir(fd int, dir string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("directory %s: %w", dir, err)
+	}
+	euid := uint32(os.Geteuid())
+	if st.Uid != 0 && st.Uid != euid {
+		return fmt.Errorf("directory %s is owned by uid %d, not by root or the daemon's uid %d (hint: publish in a directory the daemon owns, e.g. /run/gclock): %w",
+			dir, st.Uid, euid, ErrUnsafe)
+	}
+	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("directory %s has mode %#o: writable by group or others without the sticky bit, anyone could replace the page: %w",
+			dir, st.Mode&0o7777, ErrUnsafe)
+	}
+	return nil
+}
+
+// checkOwnFile says whether an existing file (lstat'ed) is the daemon's
+// own: a regular file, not a symlink, owned by the daemon's uid, one link,
+// not writable by group or others and without set-id bits. Only such a
+// file is reused (the lock) or replaced (a stale page).
+func checkOwnFile(st *unix.Stat_t, path string) error {
+	euid := uint32(os.Geteuid())
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("%s is a symbolic link: refused (remove it): %w", path, ErrUnsafe)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("%s is not a regular file (mode %#o): refused (remove it): %w", path, st.Mode, ErrUnsafe)
+	case st.Uid != euid:
+		return fmt.Errorf("%s is owned by uid %d, not the daemon's uid %d: refused, another user may have planted it (remove it): %w",
+			path, st.Uid, euid, ErrUnsafe)
+	case st.Nlink != 1:
+		return fmt.Errorf("%s has %d hard links: refused, it may be linked from elsewhere (remove it): %w", path, st.Nlink, ErrUnsafe)
+	case st.Mode&0o7022 != 0:
+		return fmt.Errorf("%s has mode %#o: writable by group or others (or set-id), anyone may have written it: refused (remove it): %w",
+			path, st.Mode&0o7777, ErrUnsafe)
+	}
+	return nil
+}
+
+// checkReadable is what a reader requires of a page it maps: a regular
+// file, owned by root, by the reader itself or by the trusted owner, not
+// writable by group or others, one link, the page size.
+func checkReadable(st *unix.Stat_t, path string, owner int) error {
+	euid := uint32(os.Geteuid())
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("%s is not a regular file (mode %#o): %w", path, st.Mode, ErrNotPage)
+	case st.Uid != 0 && st.Uid != euid && (owner <= 0 || st.Uid != uint32(owner)):
+		trusted := fmt.Sprintf("root or you (uid %d)", euid)
+		if owner > 0 {
+			trusted = fmt.Sprintf("root, you (uid %d) or uid %d", euid, owner)
+		}
+		return fmt.Errorf("%s is owned by uid %d, not %s: refused, any user can create a file there (hint: trust the daemon's user with gtime.OpenOptions.Owner or gclock now -owner): %w",
+			path, st.Uid, trusted, ErrUnsafe)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s has mode %#o: writable by group or others, anyone may have written it: refused: %w", path, st.Mode&0o7777, ErrUnsafe)
+	case st.Nlink != 1:
+		return fmt.Errorf("%s has %d hard links: refused: %w", path, st.Nlink, ErrUnsafe)
+	case st.Size != PageSize:
+		return fmt.Errorf("%s: size %d, want %d: %w", path, st.Size, PageSize, ErrNotPage)
+	}
+	return nil
+}
+
+// openLock opens (creating it 0600 if needed) the writer's lock file in
+// the page's directory and takes an exclusive, non-blocking flock on it.
+// Readers never open it (they cannot: mode 0600, the daemon's own).
+func openLock(dirfd int, dir, name string) (*os.File, error) {
+	path := dir + "/" + name
+	fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("lock file %s is a symbolic link: refused (remove it): %w", path, ErrUnsafe)
+		}
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if err := checkOwnFile(&st, "lock file "+path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Mode&0o077 != 0 {
+		if err := unix.Fchmod(fd, 0o600); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock file %s: chmod 0600: %w", path, err)
+		}
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another writer (daemon) holds the lock %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// oldPage is what the writer learns from the page it replaces.
+type oldPage struct {
+	d     pageData
+	valid bool   // d is a consistent, checked page worth keeping
+	mem   []byte // its mapping (read-write), to mark it replaced; nil if none
+}
+
+// openOld examines an existing page at dir/name: nil if there is none, an
+// error if it is not the daemon's own, else its content and a read-write
+// mapping (when it has the page size) so that the writer can mark it
+// replaced once the new page is in place.
+func openOld(dirfd int, path, name string) (*oldPage, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkOwnFile(&st, path); err != nil {
+		return nil, err
+	}
+	old := &oldPage{}
+	if st.Size != PageSize {
+		return old, nil // the daemon's own, but no page: replaced without a look
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var st2 unix.Stat_t
+	if err := unix.Fstat(fd, &st2); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st2.Dev != st.Dev || st2.Ino != st.Ino {
+		return nil, fmt.Errorf("%s changed while being checked: refused: %w", path, ErrUnsafe)
+	}
+	if err := checkOwnFile(&st2, path); err != nil {
+		return nil, err
+	}
+	mem, err := unix.Mmap(fd, 0, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	old.mem = mem
+	w := newWords(mem)
+	err = func() (err error) {
+		defer guard(&err, debug.SetPanicOnFault(true))
+		if w.u(offSeq).Load()&1 != 0 {
+			return nil // a writer died mid-update: the payload may be torn
+		}
+		d, err := w.load()
+		if err == nil && d.valid {
+			old.d, old.valid = d, true
+		}
+		return nil
+	}()
+	if err != nil { // it shrank since the fstat: only its owner could do that
+		unix.Munmap(mem)
+		old.mem = nil
+	}
+	return old, nil
+}
+
+// markReplaced closes an old page for the readers still mapping it: pid 0,
+// closed and replaced set (readers reopen the path), and valid cleared if
+// the payload may be torn. A fault (the file shrank) is ignored.
+func (o *oldPage) markReplaced() {
+	if o == nil || o.mem == nil {
+		return
+	}
+	func() (err error) {
+		defer guard(&err, debug.SetPanicOnFault(true))
+		w := newWords(o.mem)
+		if w.u(offMagic).Load() != Magic {
+			return nil
+		}
+		seq := w.u(offSeq)
+		torn := seq.Load()&1 != 0
+		if !torn {
+			seq.Add(1)
+		}
+		flags := w.u(offFlags).Load() | flagClosed | flagReplaced
+		if torn {
+			flags &^= flagValid
+		}
+		w.u(offPID).Store(0)
+		w.u(offFlags).Store(flags)
+		seq.Add(1)
+		return nil
+	}()
+	unix.Munmap(o.mem)
+	o.mem = nil
+}
+
+// createPage writes d to a new file dir/name+".new" (O_EXCL|O_NOFOLLOW,
+// mode set explicitly) and renames it over dir/name. It returns the new
+// page's read-write mapping.
+func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData) ([]byte, error) {
+	tmp := name + ".new"
+	tmpPath := dir + "/" + tmp
+	flags := unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	mode := opts.pageMode()
+	fd, err := unix.Openat(dirfd, tmp, flags, mode)
+	if errors.Is(err, unix.EEXIST) {
+		// Left by a writer that died between create and rename: remove it
+		// if it is the daemon's own (we hold the lock), else refuse.
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return nil, fmt.Errorf("%s: %w", tmpPath, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Geteuid()) {
+			return nil, fmt.Errorf("%s exists and is not the daemon's (uid %d, mode %#o): refused (remove it): %w", tmpPath, st.Uid, st.Mode, ErrUnsafe)
+		}
+		if err := unix.Unlinkat(dirfd, tmp, 0); err != nil {
+			return nil, fmt.Errorf("remove stale %s: %w", tmpPath, err)
+		}
+		fd, err = unix.Openat(dirfd, tmp, flags, mode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", tmpPath, err)
+	}
+	defer unix.Close(fd)
+	fail := func(what string, err error) ([]byte, error) {
+		unix.Unlinkat(dirfd, tmp, 0)
+		return nil, fmt.Errorf("%s %s: %w", what, tmpPath, err)
+	}
+	if opts.Group > 0 {
+		if err := unix.Fchown(fd, -1, opts.Group); err != nil {
+			return fail(fmt.Sprintf("chgrp %d", opts.Group), err)
+		}
+	}
+	if err := unix.Fchmod(fd, mode); err != nil { // the umask may have cleared bits
+		return fail(fmt.Sprintf("chmod %#o", mode), err)
+	}
+	if err := unix.Ftruncate(fd, PageSize); err != nil {
+		return fail("resize", err)
+	}
+	mem, err := unix.Mmap(fd, 0, PageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fail("mmap", err)
+	}
+	newWords(mem).store(d) // a file no one else has opened: it cannot shrink yet
+	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
+		unix.Munmap(mem)
+		return fail("rename to "+dir+"/"+name+" from", err)
+	}
+	return mem, nil
+}
