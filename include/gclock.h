@@ -372,7 +372,55 @@ static inline int gclock_open(struct gclock_reader *r, const char *path)
 	return 0;
 }
 
-/* gclock_close unmaps the page. */
+/* The daemon's local->global mapping as published (estimate.Mapping; local
+ * = CLOCK_MONOTONIC_RAW, ns) and the local time of the publish, `from`, at
+ * which it starts to hold: what gtime's Reader.Mapping returns. valid is 0
+ * while the daemon is unsynced or has closed the page; the stale-page
+ * widening that gclock_now applies is not part of it. seq is the page's
+ * sequence counter of the copy: equal seqs, equal mappings. */
+struct gclock_mapping {
+	int64_t from;     /* local time of the publish */
+	int64_t x0, y0;   /* anchor: global y0 at local x0 */
+	double skew;      /* dy/dx - 1 */
+	int64_t w0;       /* bound half-width at x0 */
+	double skew_err;  /* bound on |true skew - skew| */
+	double wander;    /* per ns, quadratic growth of the bound */
+	int valid;
+	uint64_t seq;
+};
+
+/* gclock_mapping reads the daemon's current mapping (as gtime's
+ * Reader.Mapping; trace recorders log it, see gct_poll_page in
+ * gclock_trace.h). Returns 0 or -errno. */
+static inline int gclock_mapping(const struct gclock_reader *r, struct gclock_mapping *m)
+{
+	uint64_t w[GCLOCK_W_END];
+	int err = gclock_snapshot(r, w);
+	if (err == 0)
+		err = gclock__check(w);
+	if (err != 0)
+		return err;
+	uint64_t flags = w[GCLOCK_W_FLAGS];
+	m->from = (int64_t)w[GCLOCK_W_UPDATED];
+	m->x0 = (int64_t)w[GCLOCK_W_X0];
+	m->y0 = (int64_t)w[GCLOCK_W_Y0];
+	m->skew = gclock__f(w[GCLOCK_W_SKEW]);
+	m->w0 = (int64_t)w[GCLOCK_W_W0];
+	m->skew_err = gclock__f(w[GCLOCK_W_SKEWERR]);
+	m->wander = gclock__f(w[GCLOCK_W_WANDER]);
+	m->valid = (flags & GCLOCK_FLAG_VALID) != 0 && (flags & GCLOCK_FLAG_CLOSED) == 0 &&
+		   (int)(flags & 0xff) != GCLOCK_UNSYNCED;
+	m->seq = w[GCLOCK_W_SEQ];
+	return 0;
+}
+
+/* gclock_seq returns the page's sequence counter: a cheap test (one atomic
+ * load) of whether the page changed since a gclock_mapping copy. */
+static inline uint64_t gclock_seq(const struct gclock_reader *r)
+{
+	return __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE);
+}
+
 /* gclock_reference stores the publishing daemon's node id and the node whose
  * clock global time currently is (it changes on failover) in *node and
  * *reference; 0 means the daemon did not say. Returns 0 or -errno. */
@@ -387,6 +435,7 @@ static inline int gclock_reference(const struct gclock_reader *r, uint32_t *node
 	return 0;
 }
 
+/* gclock_close unmaps the page. */
 static inline void gclock_close(struct gclock_reader *r)
 {
 	if (r->page)

@@ -16,7 +16,15 @@
  *     gct_send(w, 0, 4, msg_id, 64); // to process 4
  *     gct_leave(w, 0, 1);
  *     gct_session(w, GCT_SESSION_START, samples, n); // exchanges you made
+ *     gct_poll_page(w, &reader);     // the daemon's mapping, if it changed
  *     gct_close(w);                  // returns 0 or -1 (errno set)
+ *
+ * Daemon mappings (`gclock merge -method daemon`, the best correction):
+ * gct_poll_mapping records a local->global mapping when it is valid and
+ * differs from the last one recorded, as the Go recorder's PollMapping.
+ * Include gclock.h before this header to get gct_poll_page, which reads the
+ * mapping from the daemon's page (gclock_mapping) and polls it; call it
+ * whenever convenient (gclock_seq tells cheaply whether the page changed).
  *
  * Timestamps are CLOCK_MONOTONIC_RAW in int64 ns (gct_now). Events are
  * buffered and written as checksummed chunks of GCT_CHUNK_EVENTS; a crash
@@ -55,6 +63,18 @@ typedef struct {
     int64_t src_send, loc_recv, loc_send, src_recv;
 } gct_sample;
 
+/* A daemon's local->global mapping (format.DaemonMapping): global
+ * y0 + (x - x0) + skew*(x - x0) at local x, bound half-width
+ * w0 + skew_err*|x - x0| + wander*(x - x0)^2/2, holding from local time
+ * `from` on (until the next one's from). */
+typedef struct {
+    int64_t from, x0, y0;
+    double skew;
+    int64_t w0;
+    double skew_err, wander;
+    int valid;
+} gct_mapping;
+
 typedef struct gct_writer gct_writer;
 
 /* gct_now returns CLOCK_MONOTONIC_RAW in ns. */
@@ -75,10 +95,39 @@ int gct_recv(gct_writer *w, uint16_t track, uint32_t from, uint64_t msg, int64_t
 int gct_name(gct_writer *w, uint64_t id, const char *name);
 /* gct_session records a sync session with the reference process ref. */
 int gct_session(gct_writer *w, uint32_t ref, uint8_t kind, const gct_sample *s, uint32_t n);
+/* gct_mapping_record records one daemon mapping (a mappings chunk; buffered
+ * events are written first). Returns 0 or -1. */
+int gct_mapping_record(gct_writer *w, const gct_mapping *m);
+/* gct_poll_mapping records m if it is valid and differs from the last
+ * mapping recorded on w. Returns 1 (recorded), 0 (not), or -1 (error). */
+int gct_poll_mapping(gct_writer *w, const gct_mapping *m);
 /* gct_flush writes buffered events as a chunk and fflushes. */
 int gct_flush(gct_writer *w);
 /* gct_close flushes, closes and frees; 0 or -1. */
 int gct_close(gct_writer *w);
+
+#ifdef GCLOCK_H
+/* gct_poll_page reads the daemon's current mapping from its page and
+ * records it if it is valid and new (gct_poll_mapping): the C form of the Go
+ * recorder's PollMapping(gtime.Reader). Returns 1, 0, or a negative errno
+ * from the page (gclock_mapping), or -1 after a write error. */
+static inline int gct_poll_page(gct_writer *w, const struct gclock_reader *r)
+{
+    struct gclock_mapping g;
+    int err = gclock_mapping(r, &g);
+    if (err != 0) return err;
+    gct_mapping m;
+    m.from = g.from;
+    m.x0 = g.x0;
+    m.y0 = g.y0;
+    m.skew = g.skew;
+    m.w0 = g.w0;
+    m.skew_err = g.skew_err;
+    m.wander = g.wander;
+    m.valid = g.valid;
+    return gct_poll_mapping(w, &m);
+}
+#endif
 
 #ifdef __cplusplus
 }
@@ -99,6 +148,8 @@ struct gct_writer {
     int err;
     uint32_t n;
     int64_t last;
+    int have_map;       /* last_map holds the last mapping recorded */
+    gct_mapping last_map;
     uint8_t buf[24 + 32 * GCT_CHUNK_EVENTS];
 };
 
@@ -301,6 +352,66 @@ int gct_session(gct_writer *w, uint32_t ref, uint8_t kind, const gct_sample *s, 
     if (r == 0) w->sessions++;
     pthread_mutex_unlock(&w->mu);
     free(p);
+    return r;
+}
+
+static void gct__f64(uint8_t *b, double f) {
+    uint64_t u;
+    memcpy(&u, &f, sizeof u);
+    gct__u64(b, u);
+}
+
+static int gct__mapping_locked(gct_writer *w, const gct_mapping *m) {
+    uint8_t p[64];
+    gct__u64(p, (uint64_t)m->from);
+    gct__u64(p + 8, (uint64_t)m->x0);
+    gct__u64(p + 16, (uint64_t)m->y0);
+    gct__f64(p + 24, m->skew);
+    gct__u64(p + 32, (uint64_t)m->w0);
+    gct__f64(p + 40, m->skew_err);
+    gct__f64(p + 48, m->wander);
+    gct__u64(p + 56, m->valid ? 1 : 0);
+    int r = gct__flush_locked(w);
+    if (r == 0) r = gct__small(w, 4, p, 64, 1);
+    if (r == 0) {
+        w->last_map = *m;
+        w->have_map = 1;
+    }
+    return r;
+}
+
+static int gct__mapping_ok(const gct_mapping *m) {
+    /* The reader refuses non-finite coefficients and a skew <= -1. */
+    double f[3] = {m->skew, m->skew_err, m->wander};
+    for (int i = 0; i < 3; i++)
+        if (!(f[i] == f[i] && f[i] - f[i] == 0)) return 0;
+    return m->skew > -1;
+}
+
+int gct_mapping_record(gct_writer *w, const gct_mapping *m) {
+    if (!gct__mapping_ok(m)) {
+        errno = EINVAL;
+        return -1;
+    }
+    pthread_mutex_lock(&w->mu);
+    int r = gct__mapping_locked(w, m);
+    pthread_mutex_unlock(&w->mu);
+    return r;
+}
+
+int gct_poll_mapping(gct_writer *w, const gct_mapping *m) {
+    if (!m->valid) return 0;
+    if (!gct__mapping_ok(m)) {
+        errno = EINVAL;
+        return -1;
+    }
+    pthread_mutex_lock(&w->mu);
+    const gct_mapping *l = &w->last_map;
+    int r = 0;
+    if (!(w->have_map && l->from == m->from && l->x0 == m->x0 && l->y0 == m->y0 && l->skew == m->skew &&
+          l->w0 == m->w0 && l->skew_err == m->skew_err && l->wander == m->wander && l->valid == m->valid))
+        r = gct__mapping_locked(w, m) == 0 ? 1 : -1;
+    pthread_mutex_unlock(&w->mu);
     return r;
 }
 

@@ -1,0 +1,77 @@
+/*
+ * gclock_mpi.h: the C API of libgclockmpi, gclock's global MPI_Wtime.
+ *
+ * libgclockmpi.so (built from mpi/gclock_mpi.c, see docs/mpi.md) defines
+ * MPI_Wtime and MPI_Wtick over MPI's profiling interface (PMPI), so an
+ * unmodified MPI program reads the gclock daemon's global time: either
+ * preloaded (mpirun -x LD_PRELOAD=/path/libgclockmpi.so ./prog) or linked
+ * before the MPI library (mpicc prog.c -lgclockmpi). All ranks then share one
+ * timescale (MPI_WTIME_IS_GLOBAL in effect), whatever host they run on.
+ *
+ * MPI_Wtime() = (global time in ns - origin) / 1e9, where origin is
+ * GCLOCK_MPI_ORIGIN (integer seconds, the same on every rank; default 0).
+ * Global time is read from the page of the host's daemon (GCLOCK_PAGE, by
+ * default /dev/shm/gclock) with include/gclock.h: never backwards per thread.
+ *
+ * The mode is chosen once, at the first call that needs the clock, and kept
+ * for the whole run (MPI_Wtime never switches scale mid-run):
+ *   global: the page is readable and its status is synced, stale or
+ *           no-daemon (the last two: the bounds widen, the status says so);
+ *   local:  the page is missing, unreadable or unsynced: MPI_Wtime is
+ *           PMPI_Wtime (the MPI library's own local clock), said once on
+ *           stderr (GCLOCK_MPI_QUIET=1 silences it; GCLOCK_MPI_REQUIRE=1
+ *           makes it fatal instead: the process exits with status 1).
+ *
+ * With GCLOCK_MPI_TRACE=DIR the library also records every rank's sends,
+ * receives (MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv completed by MPI_Wait,
+ * MPI_Waitall or MPI_Test) and collectives (MPI_Barrier, MPI_Bcast,
+ * MPI_Reduce, MPI_Allreduce) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
+ * with the daemon's mappings read from the page whenever it changed, so that
+ * `gclock merge -method daemon DIR/*.gct` puts them on global time.
+ */
+#ifndef GCLOCK_MPI_H
+#define GCLOCK_MPI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Modes (gclock_mpi_mode). */
+enum gclock_mpi_mode {
+	GCLOCK_MPI_LOCAL = 0, /* fallback: MPI_Wtime is PMPI_Wtime */
+	GCLOCK_MPI_GLOBAL = 1 /* MPI_Wtime is global time from the page */
+};
+
+/* Returned instead of a page status in local mode. */
+#define GCLOCK_MPI_NO_GLOBAL (-1)
+
+/* gclock_mpi_wtime_bounds reads the clock once and stores the value
+ * MPI_Wtime would return in *wtime (any pointer may be NULL) and its
+ * guaranteed bounds in *earliest and *latest, in MPI_Wtime's seconds. It
+ * returns the page's status (enum gclock_status of gclock.h: 1 synced,
+ * 2 stale, 3 no-daemon) in global mode; in local mode GCLOCK_MPI_NO_GLOBAL,
+ * with the bounds -HUGE_VAL and +HUGE_VAL (nothing is known about other
+ * hosts); a negative errno when the page became unreadable (the value is
+ * then the last one returned). */
+int gclock_mpi_wtime_bounds(double *wtime, double *earliest, double *latest);
+
+/* gclock_mpi_now reads global time in ns (the origin not subtracted, the
+ * full precision of the page): est, earliest, latest, status, timescale as
+ * gclock_now. Returns 0, -ENODEV in local mode, or a negative errno. */
+struct gclock_time;
+int gclock_mpi_now(struct gclock_time *t);
+
+/* gclock_mpi_mode returns the mode (chosen on the first call if needed) and,
+ * if why is not NULL, a sentence saying why (static storage). */
+int gclock_mpi_mode(const char **why);
+
+/* gclock_mpi_origin_ns returns the origin subtracted from global time
+ * (GCLOCK_MPI_ORIGIN seconds, in ns). */
+int64_t gclock_mpi_origin_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GCLOCK_MPI_H */
