@@ -46,7 +46,17 @@ type LogConfig struct {
 	// four stamps on the two local clocks (ns) and the round trip. Empty:
 	// none.
 	Measurements string `yaml:"measurements,omitempty"`
+	// Format is the daemon's own log (stderr): "text" (slog's key=value
+	// lines, the default; empty means text) or "json" (one JSON object per
+	// line, for journald, Kubernetes and log collectors).
+	Format string `yaml:"format,omitempty"`
 }
+
+// Log formats.
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
 
 // NodeConfig names this node.
 type NodeConfig struct {
@@ -304,6 +314,9 @@ func (c *Config) Validate() error {
 	c.RealTime.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)
+	}
+	if f := c.Log.Format; f != "" && f != LogText && f != LogJSON {
+		e.add("log.format", "unknown format %q (text, json)", f)
 	}
 	if len(e) == 0 {
 		// Backstops: the engine's own rules and the graph's connectivity.

@@ -16,7 +16,19 @@ type Options struct {
 	// false the first event's time is used.
 	Origin    int64
 	OriginSet bool
+	// Metadata is written, in order, as string fields of the top-level
+	// "metadata" object after origin_ns (Perfetto keeps that object, as
+	// json_metadata.* rows of its metadata table; it drops "otherData").
+	Metadata []KV
 }
+
+// KV is one metadata field.
+type KV struct{ Key, Value string }
+
+// FlowCategory is the cat of every message slice and of its flow events.
+// Chrome's viewer (DevTools FlowsHandler) binds a flow event to the slice
+// with the same ts, pid, tid and cat, so both carry it.
+const FlowCategory = "msg"
 
 type nameKey struct {
 	proc uint32
@@ -41,7 +53,8 @@ type Writer struct {
 	procName map[uint32]string
 	procs    map[uint32]bool
 	tracks   map[trackKey]bool
-	sent     map[flowKey]struct{}
+	sent     map[flowKey]uint64 // messages in flight: their flow id
+	nextFlow uint64             // the last flow id handed out
 	first    bool
 	closed   bool
 	buf      []byte
@@ -56,7 +69,7 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 		w: bufio.NewWriterSize(w, 1<<16), opt: opt,
 		names: map[nameKey]string{}, procName: map[uint32]string{},
 		procs: map[uint32]bool{}, tracks: map[trackKey]bool{},
-		sent: map[flowKey]struct{}{}, first: true,
+		sent: map[flowKey]uint64{}, first: true,
 	}
 }
 
@@ -96,7 +109,7 @@ func AppendMicros(b []byte, ns int64) []byte {
 
 func (w *Writer) begin() {
 	if w.first {
-		w.buf = append(w.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
+		w.buf = append(w.buf, `{"traceEvents":[`...)
 		w.buf = append(w.buf, '\n')
 		w.first = false
 	} else {
@@ -143,14 +156,15 @@ func (w *Writer) meta(m *format.Merged) {
 	}
 }
 
-func (w *Writer) flowID(k flowKey) {
-	w.buf = append(w.buf, `,"cat":"msg","id":"`...)
-	w.buf = strconv.AppendUint(w.buf, uint64(k.from), 10)
-	w.buf = append(w.buf, '>')
-	w.buf = strconv.AppendUint(w.buf, uint64(k.to), 10)
-	w.buf = append(w.buf, ':')
-	w.buf = strconv.AppendUint(w.buf, k.id, 10)
-	w.buf = append(w.buf, '"')
+// flowID appends the cat and the numeric id of a flow event. Perfetto's
+// JSON importer takes a flow id as a JSON number or a string of hex digits
+// only (json_trace_parser_impl.cc, MaybeExtractFlowIdentifier) and keys v1
+// flows by (id, cat, name) without ever closing them (flow_tracker.cc), so
+// every message gets its own number, counted from 1; JavaScript viewers
+// read ids as doubles, which hold every integer up to 2^53 exactly.
+func (w *Writer) flowID(id uint64) {
+	w.buf = append(w.buf, `,"cat":"`+FlowCategory+`","id":`...)
+	w.buf = strconv.AppendUint(w.buf, id, 10)
 }
 
 func (w *Writer) local(raw int64) {
@@ -203,7 +217,7 @@ func (w *Writer) Write(m *format.Merged) error {
 		}
 		w.head("X", name, m.Proc, m.Track)
 		w.ts(m.Time)
-		w.buf = append(w.buf, `,"dur":0,"args":{`...)
+		w.buf = append(w.buf, `,"dur":0,"cat":"`+FlowCategory+`","args":{`...)
 		w.buf = append(w.buf, peer...)
 		w.buf = append(w.buf, ':')
 		w.buf = strconv.AppendUint(w.buf, uint64(m.Peer), 10)
@@ -214,17 +228,24 @@ func (w *Writer) Write(m *format.Merged) error {
 		w.buf = append(w.buf, ',')
 		w.local(m.Raw)
 		w.buf = append(w.buf, "}}"...)
+		// The flow event follows its slice at the same ts on the same
+		// track: Perfetto binds it to the topmost open slice of the track
+		// (the zero-length slice stays on the stack until the next slice
+		// begins), DevTools to the slice with equal ts, pid, tid and cat.
 		if send {
-			w.sent[k] = struct{}{}
+			w.nextFlow++
+			w.sent[k] = w.nextFlow
 			w.head("s", `"msg"`, m.Proc, m.Track)
 			w.ts(m.Time)
-			w.flowID(k)
+			w.flowID(w.nextFlow)
 			w.buf = append(w.buf, '}')
-		} else if _, ok := w.sent[k]; ok {
+		} else if id, ok := w.sent[k]; ok {
 			delete(w.sent, k)
 			w.head("f", `"msg"`, m.Proc, m.Track)
 			w.ts(m.Time)
-			w.flowID(k)
+			w.flowID(id)
+			// bp "e": bind to the enclosing slice (the recv slice), not to
+			// the next slice that begins on the track.
 			w.buf = append(w.buf, `,"bp":"e"}`...)
 		} else {
 			w.Unbound++
@@ -247,11 +268,24 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	if w.first {
-		w.buf = append(w.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
+		w.buf = append(w.buf, `{"traceEvents":[`...)
 	}
-	w.buf = append(w.buf, "\n],\"otherData\":{\"origin_ns\":\""...)
+	// Run metadata goes under "metadata": Perfetto's tokenizer skips
+	// unknown top-level keys such as "otherData" and imports "metadata"
+	// (google/perfetto#6653); the legacy viewer keeps every top-level key.
+	// There is no displayTimeUnit: the format says ts is in microseconds,
+	// and Perfetto's importer before late 2021 read "ns" there as the unit
+	// of ts (google/perfetto#106, #274).
+	w.buf = append(w.buf, "\n],\"metadata\":{\"origin_ns\":\""...)
 	w.buf = strconv.AppendInt(w.buf, w.opt.Origin, 10)
-	w.buf = append(w.buf, "\"}}\n"...)
+	w.buf = append(w.buf, '"')
+	for _, kv := range w.opt.Metadata {
+		w.buf = append(w.buf, ',')
+		w.buf = append(w.buf, quote(kv.Key)...)
+		w.buf = append(w.buf, ':')
+		w.buf = append(w.buf, quote(kv.Value)...)
+	}
+	w.buf = append(w.buf, "}}\n"...)
 	if w.err == nil {
 		_, w.err = w.w.Write(w.buf)
 	}

@@ -159,7 +159,10 @@ func TestAppendMicros(t *testing.T) {
 
 func TestValidateRejects(t *testing.T) {
 	m := func(s string) string { return `{"traceEvents":[` + s + `]}` }
-	x := `{"ph":"X","name":"send","pid":1,"tid":0,"ts":1.000,"dur":0}`
+	x := `{"ph":"X","name":"send","cat":"msg","pid":1,"tid":0,"ts":1.000,"dur":0}`
+	x2 := `{"ph":"X","name":"recv","cat":"msg","pid":2,"tid":0,"ts":2.000,"dur":0}`
+	s1 := `{"ph":"s","name":"msg","cat":"msg","id":1,"pid":1,"tid":0,"ts":1.000}`
+	f1 := `{"ph":"f","name":"msg","cat":"msg","id":1,"pid":2,"tid":0,"ts":2.000,"bp":"e"}`
 	tests := []struct {
 		name, doc, want string
 	}{
@@ -175,13 +178,37 @@ func TestValidateRejects(t *testing.T) {
 		{"B never closed", m(`{"ph":"B","name":"a","pid":1,"tid":0,"ts":1}`), "never closed"},
 		{"time backwards", m(`{"ph":"i","name":"a","pid":1,"tid":0,"ts":2},{"ph":"i","name":"a","pid":1,"tid":0,"ts":1}`), "before the track"},
 		{"negative dur", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":-1}`), "negative dur"},
-		{"flow unbound", m(`{"ph":"s","name":"m","cat":"msg","id":"1","pid":1,"tid":0,"ts":1}`), "not inside a slice"},
-		{"flow end without start", m(x + `,{"ph":"f","name":"m","cat":"msg","id":"1","pid":1,"tid":0,"ts":1,"bp":"e"}`), "without a start"},
-		{"flow never finished", m(x + `,{"ph":"s","name":"m","cat":"msg","id":"1","pid":1,"tid":0,"ts":1}`), "never finished"},
-		{"flow no id", m(x + `,{"ph":"s","name":"m","cat":"msg","pid":1,"tid":0,"ts":1}`), "without cat or id"},
 		{"counter text", m(`{"ph":"C","name":"c","pid":1,"tid":0,"ts":1,"args":{"v":"x"}}`), "not a number"},
 		{"instant scope", m(`{"ph":"i","name":"a","pid":1,"tid":0,"ts":1,"s":"q"}`), "scope"},
 		{"bad metadata", m(`{"ph":"M","name":"colour","pid":1,"tid":0,"args":{}}`), "unknown metadata"},
+		{"cat not string", m(`{"ph":"i","name":"a","cat":5,"pid":1,"tid":0,"ts":1}`), "not a string"},
+		// Top level.
+		{"otherData", `{"traceEvents":[],"otherData":{"origin_ns":"5"}}`, "otherData"},
+		{"displayTimeUnit", `{"displayTimeUnit":"ns","traceEvents":[]}`, "displayTimeUnit"},
+		{"metadata not object", `{"traceEvents":[],"metadata":[1]}`, "not an object"},
+		// Flows: binding.
+		{"flow unbound", m(s1), "no slice on the track"},
+		{"flow slice without cat", m(`{"ph":"X","name":"send","pid":1,"tid":0,"ts":1.000,"dur":0},` + s1), `cat ""`},
+		{"flow slice other cat", m(`{"ph":"X","name":"send","cat":"io","pid":1,"tid":0,"ts":1.000,"dur":0},` + s1), `cat "io"`},
+		{"flow slice other ts", m(`{"ph":"X","name":"send","cat":"msg","pid":1,"tid":0,"ts":0.999,"dur":1},` + s1), "has ts 999 ns"},
+		{"flow after another slice", m(x + `,{"ph":"i","name":"tick","pid":1,"tid":0,"ts":1.000},` + s1), "binds to no slice"},
+		{"flow end without bp", m(x + `,` + s1 + `,` + x2 + `,{"ph":"f","name":"msg","cat":"msg","id":1,"pid":2,"tid":0,"ts":2.000}`), "without \"bp\""},
+		{"flow bp next slice", m(x + `,` + s1 + `,` + x2 + `,{"ph":"f","name":"msg","cat":"msg","id":1,"pid":2,"tid":0,"ts":2.000,"bp":"n"}`), "flow bp"},
+		// Flows: ids.
+		{"flow no cat", m(x + `,{"ph":"s","name":"msg","id":1,"pid":1,"tid":0,"ts":1}`), "without a cat"},
+		{"flow no name", m(x + `,{"ph":"s","name":"","cat":"msg","id":1,"pid":1,"tid":0,"ts":1}`), "without a name"},
+		{"flow no id", m(x + `,{"ph":"s","name":"msg","cat":"msg","pid":1,"tid":0,"ts":1}`), "without an id"},
+		{"flow id2 only", m(x + `,{"ph":"s","name":"msg","cat":"msg","id2":{"local":"1"},"pid":1,"tid":0,"ts":1}`), "id2"},
+		{"flow id not hex", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":"5>6:1","pid":1,"tid":0,"ts":1}`), "flow_invalid_id"},
+		{"flow id negative", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":-1,"pid":1,"tid":0,"ts":1}`), "not an integer"},
+		{"flow id fraction", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":1.5,"pid":1,"tid":0,"ts":1}`), "not an integer"},
+		{"flow id above 2^53", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":9007199254740993,"pid":1,"tid":0,"ts":1}`), "not an integer"},
+		{"flow id hex above 2^53", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":"20000000000001","pid":1,"tid":0,"ts":1}`), "above 2^53"},
+		{"flow id bool", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":true,"pid":1,"tid":0,"ts":1}`), "neither"},
+		{"flow id reused", m(x + `,` + s1 + `,` + x2 + `,` + f1 + `,` + strings.ReplaceAll(x, "1.000", "3.000") + `,` + strings.ReplaceAll(s1, "1.000", "3.000")), "started again"},
+		{"flow id reused as hex", m(x + `,` + s1 + `,` + x2 + `,` + f1 + `,` + strings.ReplaceAll(x, "1.000", "3.000") + `,` + strings.ReplaceAll(strings.ReplaceAll(s1, "1.000", "3.000"), `"id":1`, `"id":"01"`)), "started again"},
+		{"flow end without start", m(x2 + `,` + f1), "without a start"},
+		{"flow never finished", m(x + `,` + s1), "never finished"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +217,44 @@ func TestValidateRejects(t *testing.T) {
 				t.Fatalf("got %v, want an ErrInvalid containing %q", err, tc.want)
 			}
 		})
+	}
+	// The same pieces, well formed, pass: the rules above reject what they
+	// name and nothing else.
+	rep, err := Validate(strings.NewReader(`{"traceEvents":[` + x + `,` + s1 + `,` + x2 + `,` + f1 + `],"metadata":{"origin_ns":"5"}}`))
+	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "5" {
+		t.Fatalf("well-formed flow: %v %+v", err, rep)
+	}
+}
+
+// legacyOutput is the shape of what this package wrote before issue 12
+// (string flow ids "from>to:msg", X slices without cat, displayTimeUnit,
+// otherData): Validate must reject it.
+const legacyOutput = `{"displayTimeUnit":"ns","traceEvents":[
+{"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"rank 0"}},
+{"ph":"X","name":"send","pid":0,"tid":0,"ts":0.000,"dur":0,"args":{"to":1,"msg":1,"bytes":8,"local_ns":5}},
+{"ph":"s","name":"msg","pid":0,"tid":0,"ts":0.000,"cat":"msg","id":"0>1:1"},
+{"ph":"X","name":"recv","pid":1,"tid":0,"ts":2.500,"dur":0,"args":{"from":0,"msg":1,"bytes":8,"local_ns":9}},
+{"ph":"f","name":"msg","pid":1,"tid":0,"ts":2.500,"cat":"msg","id":"0>1:1","bp":"e"}
+],"otherData":{"origin_ns":"1000"}}
+`
+
+func TestValidateRejectsLegacyOutput(t *testing.T) {
+	_, err := Validate(strings.NewReader(legacyOutput))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("legacy output accepted: %v", err)
+	}
+	// Each of its three faults is caught on its own.
+	noUnit := strings.Replace(legacyOutput, `"displayTimeUnit":"ns",`, "", 1)
+	noOther := strings.Replace(noUnit, `"otherData"`, `"metadata"`, 1)
+	for _, tc := range []struct{ doc, want string }{
+		{legacyOutput, "displayTimeUnit"},
+		{noUnit, "otherData"},
+		{noOther, "binds to no slice"},
+		{strings.ReplaceAll(noOther, `"dur":0,`, `"dur":0,"cat":"msg",`), "flow_invalid_id"},
+	} {
+		if _, err := Validate(strings.NewReader(tc.doc)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
 	}
 }
 

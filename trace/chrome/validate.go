@@ -1,6 +1,7 @@
 package chrome
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,15 @@ type Report struct {
 	ByPhase   map[string]int // events per phase
 	Processes int            // distinct pids
 	Flows     int            // bound flow pairs (s ... f)
-	TimesNs   []int64        // ts of every non-metadata event in ns, in file order
+	// FlowsSameTs counts flows whose start and end share a ts: Chrome's
+	// DevTools viewer keys a flow's slices by ts and draws no arrow for
+	// them (Perfetto does).
+	FlowsSameTs int
+	// FlowsSharedSlice counts flow events bound to a slice that an earlier
+	// flow event of the same track, ts and cat is bound to already.
+	FlowsSharedSlice int
+	TimesNs          []int64        // ts of every non-metadata event in ns, in file order
+	Metadata         map[string]any // the top-level "metadata" object
 }
 
 type slice struct {
@@ -23,24 +32,60 @@ type slice struct {
 	ts   int64
 }
 
+// lastSlice is the latest event of a track that begins a slice (B, X, or a
+// thread-scoped instant), the slice a flow event at its ts binds to.
+type lastSlice struct {
+	ts    int64
+	cat   string
+	index int
+	flows int // flow events bound to it so far
+}
+
 type trackID struct{ pid, tid int64 }
+
+// maxFlowID is the largest flow id every importer reads exactly:
+// JavaScript viewers hold numbers as doubles.
+const maxFlowID = 1 << 53
 
 // ErrInvalid is wrapped by every rule violation Validate reports.
 var ErrInvalid = errors.New("invalid trace-event JSON")
 
 // Validate checks a Chrome trace-event JSON document against the format's
-// rules as this package uses them: a traceEvents array; known phases; pid,
-// tid and name present; ts with at most three decimals (µs) on every
-// non-metadata event; dur >= 0 on X; scope on i; numeric args on C; B/E
-// properly nested per (pid, tid) with matching names and all closed at the
-// end; ts non-decreasing per (pid, tid); every flow with cat and id, every
-// "f" preceded by its "s", each flow event inside a slice of its track, and
-// every "s" finished. Errors name the event index.
+// rules as this package uses them and as the importers that draw it apply
+// them (Perfetto's json_trace_parser_impl.cc, flow_tracker.cc and
+// slice_tracker.cc; Chrome DevTools' FlowsHandler.ts; catapult's
+// trace_event_importer.html, the legacy chrome://tracing):
+//
+//   - a top-level object with a traceEvents array; run metadata under
+//     "metadata" (an object), not "otherData" (Perfetto skips it); no
+//     displayTimeUnit (Perfetto read it as the unit of ts until late 2021,
+//     catapult throws on values other than "ms" and "ns");
+//   - known phases; pid, tid and name present; ts with at most three
+//     decimals (µs) on every non-metadata event; dur >= 0 on X; scope on i;
+//     numeric args on C; cat, where present, a string;
+//   - B/E properly nested per (pid, tid) with matching names and all closed
+//     at the end; ts non-decreasing per (pid, tid);
+//   - every flow event (s, t, f) has a name, a non-empty cat and an id that
+//     Perfetto parses: a JSON integer in [0, 2^53] or a string of 1 to 16
+//     hex digits (anything else is flow_invalid_id there: no arrow); an id
+//     is started once in the whole file (Perfetto never closes a v1 flow,
+//     so a second start is flow_duplicate_id, and catapult keys flows by id
+//     alone); every t and f follows its s; every s is finished;
+//   - every flow event binds to a slice: the latest slice-beginning event
+//     of its track has the same ts and the same cat (DevTools binds a flow
+//     event to the event with equal ts, pid, tid and cat; Perfetto to the
+//     topmost open slice of the track, which that slice is); f carries
+//     "bp":"e" (without it Perfetto and catapult bind to the next slice).
+//
+// Errors name the event index.
 func Validate(r io.Reader) (*Report, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	var doc struct {
-		TraceEvents []map[string]any `json:"traceEvents"`
+		TraceEvents     []map[string]any `json:"traceEvents"`
+		OtherData       json.RawMessage  `json:"otherData"`
+		Metadata        json.RawMessage  `json:"metadata"`
+		DisplayTimeUnit json.RawMessage  `json:"displayTimeUnit"`
 	}
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("decode: %w: %w", ErrInvalid, err)
@@ -48,12 +93,25 @@ func Validate(r io.Reader) (*Report, error) {
 	if doc.TraceEvents == nil {
 		return nil, fmt.Errorf("no traceEvents array: %w", ErrInvalid)
 	}
+	if doc.OtherData != nil {
+		return nil, fmt.Errorf("top-level otherData: Perfetto's importer skips it, put run metadata under \"metadata\": %w", ErrInvalid)
+	}
+	if doc.DisplayTimeUnit != nil {
+		return nil, fmt.Errorf("top-level displayTimeUnit %s: Perfetto's importer read it as the unit of ts until late 2021 (google/perfetto#106), leave it out: %w", doc.DisplayTimeUnit, ErrInvalid)
+	}
 	rep := &Report{ByPhase: map[string]int{}}
+	if doc.Metadata != nil {
+		md := json.NewDecoder(bytes.NewReader(doc.Metadata))
+		md.UseNumber()
+		if err := md.Decode(&rep.Metadata); err != nil || rep.Metadata == nil {
+			return nil, fmt.Errorf("top-level metadata is not an object: %w", ErrInvalid)
+		}
+	}
 	stacks := map[trackID][]slice{}
 	lastTs := map[trackID]int64{}
-	lastX := map[trackID]slice{} // the last zero-or-more-length X slice, for binding
-	lastXEnd := map[trackID]int64{}
-	open := map[string]bool{}
+	last := map[trackID]*lastSlice{}
+	started := map[uint64]int{} // flow id -> index of its s
+	open := map[uint64]int64{}  // flow id -> ts of its s, while open
 	pids := map[int64]bool{}
 	for i, e := range doc.TraceEvents {
 		bad := func(format string, a ...any) error {
@@ -77,6 +135,10 @@ func Validate(r io.Reader) (*Report, error) {
 		name, hasName := e["name"].(string)
 		if ph != "E" && !hasName {
 			return nil, bad("no name")
+		}
+		cat, hasCat := e["cat"].(string)
+		if c, ok := e["cat"]; ok && !hasCat {
+			return nil, bad("cat %v is not a string", c)
 		}
 		if ph == "M" {
 			switch name {
@@ -104,6 +166,7 @@ func Validate(r io.Reader) (*Report, error) {
 		switch ph {
 		case "B":
 			stacks[k] = append(stacks[k], slice{name, ts})
+			last[k] = &lastSlice{ts: ts, cat: cat, index: i}
 		case "E":
 			st := stacks[k]
 			if len(st) == 0 {
@@ -122,12 +185,15 @@ func Validate(r io.Reader) (*Report, error) {
 			if d < 0 {
 				return nil, bad("negative dur")
 			}
-			lastX[k] = slice{name, ts}
-			lastXEnd[k] = ts + int64(d*1000)
+			last[k] = &lastSlice{ts: ts, cat: cat, index: i}
 		case "i", "I":
 			s, _ := e["s"].(string)
 			if s != "" && s != "g" && s != "p" && s != "t" {
 				return nil, bad("instant scope %q", s)
+			}
+			if s == "" || s == "t" {
+				// A thread instant is a zero-length slice of the track.
+				last[k] = &lastSlice{ts: ts, cat: cat, index: i}
 			}
 		case "C":
 			args, ok := e["args"].(map[string]any)
@@ -140,33 +206,51 @@ func Validate(r io.Reader) (*Report, error) {
 				}
 			}
 		case "s", "t", "f":
-			cat, _ := e["cat"].(string)
-			id, ok := e["id"]
-			if cat == "" || !ok {
-				return nil, bad("flow without cat or id")
+			if name == "" {
+				return nil, bad("flow without a name")
 			}
-			key := cat + "\x00" + name + "\x00" + fmt.Sprint(id)
-			// A flow event binds to the slice enclosing it on its track.
-			x, hasX := lastX[k]
-			bound := len(stacks[k]) > 0 || (hasX && x.ts <= ts && ts <= lastXEnd[k])
-			if !bound {
-				return nil, bad("flow %v not inside a slice of pid %d tid %d", id, pid, tid)
+			if cat == "" {
+				return nil, bad("flow without a cat")
+			}
+			id, err := flowID(e)
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			ls := last[k]
+			if ls == nil || ls.ts != ts || ls.cat != cat {
+				where := "no slice on the track"
+				if ls != nil {
+					where = fmt.Sprintf("the track's latest slice (event %d) has ts %d ns, cat %q", ls.index, ls.ts, ls.cat)
+				}
+				return nil, bad("flow %d at ts %d ns, cat %q binds to no slice: %s", id, ts, cat, where)
+			}
+			if ls.flows++; ls.flows > 1 {
+				rep.FlowsSharedSlice++
+			}
+			bp, hasBP := e["bp"]
+			if hasBP && bp != "e" {
+				return nil, bad("flow bp %v (only \"e\" binds to the enclosing slice)", bp)
 			}
 			switch ph {
 			case "s":
-				if open[key] {
-					return nil, bad("flow id %v started twice", id)
+				if j, dup := started[id]; dup {
+					return nil, bad("flow id %d started again (first by event %d): importers pair the second end with the first start", id, j)
 				}
-				open[key] = true
+				started[id] = i
+				open[id] = ts
 			case "t", "f":
-				if !open[key] {
-					return nil, bad("flow %v finished without a start", id)
+				sts, ok := open[id]
+				if !ok {
+					return nil, bad("flow %d finished without a start", id)
 				}
 				if ph == "f" {
-					delete(open, key)
+					if !hasBP {
+						return nil, bad("flow end %d without \"bp\":\"e\": it would bind to the next slice", id)
+					}
+					delete(open, id)
 					rep.Flows++
-					if bp, ok := e["bp"]; ok && bp != "e" {
-						return nil, bad("flow end bp %v", bp)
+					if sts == ts {
+						rep.FlowsSameTs++
 					}
 				}
 			}
@@ -184,6 +268,38 @@ func Validate(r io.Reader) (*Report, error) {
 	}
 	rep.Processes = len(pids)
 	return rep, nil
+}
+
+// flowID reads a flow event's id the way Perfetto's importer does
+// (MaybeExtractFlowIdentifier): a JSON number, or a string parsed as hex.
+// It accepts only what every importer reads alike: an integer in
+// [0, 2^53], as a number or as a string of hex digits.
+func flowID(e map[string]any) (uint64, error) {
+	v, ok := e["id"]
+	if !ok {
+		if _, ok := e["id2"]; ok {
+			return 0, errors.New("flow with id2 but no id: Perfetto's and catapult's importers read only id on s/t/f events")
+		}
+		return 0, errors.New("flow without an id")
+	}
+	switch id := v.(type) {
+	case json.Number:
+		n, err := strconv.ParseUint(string(id), 10, 64)
+		if err != nil || n > maxFlowID {
+			return 0, fmt.Errorf("flow id %s is not an integer in [0, 2^53]", id)
+		}
+		return n, nil
+	case string:
+		if len(id) == 0 || len(id) > 16 || strings.Trim(id, "0123456789abcdefABCDEF") != "" {
+			return 0, fmt.Errorf("flow id %q is neither a number nor hex digits: Perfetto's importer drops it (flow_invalid_id)", id)
+		}
+		n, _ := strconv.ParseUint(id, 16, 64)
+		if n > maxFlowID {
+			return 0, fmt.Errorf("flow id %q is above 2^53: JavaScript viewers round it", id)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("flow id %v is neither a number nor a string", v)
 }
 
 func intField(e map[string]any, f string) (int64, error) {
