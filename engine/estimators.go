@@ -35,7 +35,7 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		return nil, nil, fmt.Errorf("hull: %w", err)
 	}
 	if cfg.Estimator == "center" && spanLimited {
-		hc.MaxSpan, hc.Center = 0, true
+		hc.MaxSpan, hc.Center, hc.CenterAdapt = 0, true, true
 		c, err := estimate.NewHull(hc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("center hull: %w", err)

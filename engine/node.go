@@ -772,8 +772,17 @@ func (n *Node) lineMapping(s *source) (estimate.Mapping, bool) {
 	return estimate.Mapping{}, false
 }
 
+//
+// It widens at MaxDrift, or faster when the Hull's data allow a larger
+// skew: a clock drifting beyond the stated limit is caught (ContraDrift)
+// only once the Hull's whole skew range lies beyond it, and until then
+// the bound must not rest on the limit the data put in doubt.
 func (n *Node) fallback(s *source) estimate.Mapping {
-	return sampleMapping(s.best, n.cfg.MaxDrift, n.cfg.MaxWander, int64(n.cfg.Granularity), int64(n.cfg.HullMinDelay))
+	md := n.cfg.MaxDrift
+	if m := s.hull.Mapping(); m.Valid {
+		md = max(md, min(math.Abs(m.Skew)+m.SkewErr, 0.5))
+	}
+	return sampleMapping(s.best, md, n.cfg.MaxWander, int64(n.cfg.Granularity), int64(n.cfg.HullMinDelay))
 }
 
 // sourceOffset is the source-minus-local offset the node projects at x
@@ -930,7 +939,27 @@ func (n *Node) globalMapping(now, period int64) estimate.Mapping {
 		Wander:  b.Wander,
 		Valid:   true,
 	}
-	return Compose(s.g, inner, now)
+	return sendable(Compose(s.g, inner, now))
+}
+
+// sendable brings a mapping within what InvalidFields lets through: early
+// in a hull's life its skew range is wide and its middle can lie beyond
+// MaxMsgSkew. The skew is clamped into ±MaxMsgSkew and SkewErr widened by
+// the shift, so the bounds stay outside the old ones; a mapping whose
+// bounds are wider than any message may carry is sent as not valid (the
+// child keeps the last valid one).
+func sendable(m estimate.Mapping) estimate.Mapping {
+	if !m.Valid {
+		return m
+	}
+	if c := max(-MaxMsgSkew, min(MaxMsgSkew, m.Skew)); c != m.Skew {
+		m.SkewErr += math.Abs(m.Skew - c)
+		m.Skew = c
+	}
+	if f, _ := InvalidFields(&Message{Mapping: m}, MsgTimeDiff); f != "" {
+		return estimate.Mapping{}
+	}
+	return m
 }
 
 func sat(a, b int64) int64 {

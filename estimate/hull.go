@@ -61,6 +61,20 @@ type HullConfig struct {
 	// (15 and 500 ns; see centerPoints).
 	CenterPoints int
 	CenterBand   int64
+	// CenterAdapt lets a Center hull fit its line over a shorter span of
+	// its window when that predicts better (a changing frequency curves
+	// the exchanges away from any one line over a long span): besides the
+	// whole window, lines over its newest 1/2, 1/4 and 1/8 (in time) are
+	// kept as candidates; before every round each candidate predicts the
+	// offset of the round's fastest exchange, an average of each one's
+	// recent |prediction error| is kept, and Center uses the candidate
+	// whose average is smallest. Steady drift keeps the whole window (its
+	// line averages most exchanges); wander or a frequency step moves the
+	// choice to a shorter span within a few rounds. This is cross-
+	// validation on the next round, in the spirit of chrony's runs test
+	// (which shortens its regression when residuals show a trend). It
+	// changes only the estimate; the bounds use every sample.
+	CenterAdapt bool
 }
 
 // DefaultHullConfig is a 256-sample window without shift or wander.
@@ -303,6 +317,25 @@ type Hull struct {
 	cached           bool
 	cacheLo, cacheHi rat
 	cacheOK          bool
+
+	// cache of centerLine, valid until the point sets change (cached
+	// false clears it too).
+	centerCached     bool
+	centerC, centerS float64
+	centerOK         bool
+	wholeCached      bool
+	wholeC, wholeS   float64
+	wholeOK          bool
+
+	// HullConfig.CenterAdapt: each span candidate's average |error| and
+	// the one Center uses (0: the whole window).
+	// noRefine: a scoring copy (centerOver) takes the max-margin line
+	// alone, which is cheaper and ranks spans as well.
+	noRefine bool
+	spanErr  [spanCands]float64
+	spanSeen [spanCands]bool
+	spanSel  int
+	cands    []*Hull // candidate k+1's hull
 }
 
 // NewHull validates cfg and returns an empty Hull.
@@ -310,14 +343,29 @@ func NewHull(cfg HullConfig) (*Hull, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Hull{cfg: cfg}, nil
+	h := &Hull{cfg: cfg}
+	if cfg.Center && cfg.CenterAdapt {
+		// The span candidates: hulls over the newest 1/2, 1/4, 1/8 of the
+		// window, fed the same points and trimmed to their span as a queue
+		// (amortized O(1) a sample), so that judging them costs no rebuild.
+		cc := cfg
+		cc.CenterAdapt, cc.MaxSpan, cc.Window = false, 0, 1<<30
+		for range spanCands - 1 {
+			h.cands = append(h.cands, &Hull{cfg: cc})
+		}
+	}
+	return h, nil
 }
 
 // Reset forgets every sample.
 func (h *Hull) Reset() {
-	h.have, h.cached = false, false
+	h.have, h.cached, h.centerCached, h.wholeCached = false, false, false, false
 	h.up.reset()
 	h.low.reset()
+	for _, c := range h.cands {
+		c.Reset()
+	}
+	h.spanErr, h.spanSeen, h.spanSel = [spanCands]float64{}, [spanCands]bool{}, 0
 }
 
 // SetMaxSpan changes HullConfig.MaxSpan (ns, 0: no limit; negative values
@@ -375,6 +423,9 @@ func (h *Hull) AddRound(round []Sample) error {
 	if !ok {
 		return h.farRound(round)
 	}
+	if h.cfg.Center && h.cfg.CenterAdapt {
+		h.scoreSpans(ups, lows)
+	}
 	for i := range ups {
 		h.addPoints(ups[i], lows[i])
 	}
@@ -383,6 +434,86 @@ func (h *Hull) AddRound(round []Sample) error {
 		return h.restart(round, fmt.Errorf("estimate: Hull.AddRound: %w", ErrInconsistent))
 	}
 	return nil
+}
+
+// Span candidates of HullConfig.CenterAdapt: the whole window and its
+// newest 1/2, 1/4 and 1/8. spanMinPoints is the fewest samples per side a
+// candidate needs to be judged (fewer: it is skipped); spanDecay is the
+// weight of the newest round in each candidate's average error (about the
+// last 8 rounds count).
+const (
+	spanCands     = 4
+	spanMinPoints = 6
+	spanDecay     = 0.125
+	spanGain      = 0.7
+)
+
+// spanCut is the relative local time from which candidate k fits.
+func (h *Hull) spanCut(k int) int64 {
+	if k == 0 {
+		return math.MinInt64
+	}
+	return h.newest - (h.newest-h.minX)>>k
+}
+
+// scoreSpans updates every candidate's average |error| predicting the
+// fastest exchange of a new round (its UP and LOW points, relative), and
+// chooses the best candidate for Center.
+func (h *Hull) scoreSpans(ups, lows []pt) {
+	best := 0
+	for i := range ups {
+		if ups[i].d+lows[i].d < ups[best].d+lows[best].d { // LOW is negated: the gap is the round trip
+			best = i
+		}
+	}
+	u, l := ups[best], lows[best]
+	mx := float64(u.x+l.x) / 2
+	md := float64(u.d-l.d) / 2
+	for k := range spanCands {
+		c, sk, ok := h.centerOver(k, true)
+		if !ok {
+			h.spanErr[k] = math.Inf(1)
+			continue
+		}
+		e := math.Abs(c + sk*mx - md)
+		if math.IsInf(h.spanErr[k], 1) || !h.spanSeen[k] {
+			h.spanErr[k], h.spanSeen[k] = e, true
+		} else {
+			h.spanErr[k] += spanDecay * (e - h.spanErr[k])
+		}
+	}
+	// A shorter span must predict clearly better (spanGain) to be chosen:
+	// its line rests on fewer exchanges, so its noise is larger than its
+	// recent errors show.
+	sel := 0
+	for k := 1; k < spanCands; k++ {
+		if h.spanErr[k] < spanGain*h.spanErr[sel] {
+			sel = k
+		}
+	}
+	if sel != h.spanSel {
+		h.spanSel, h.centerCached = sel, false
+	}
+}
+
+// centerOver is candidate k's centre line (relative d at x = 0, skew):
+// the refined line, cached, or for scoring the max-margin line alone; ok
+// is false with fewer than spanMinPoints on either side.
+func (h *Hull) centerOver(k int, scoring bool) (c, skew float64, ok bool) {
+	src := h
+	if k > 0 {
+		src = h.cands[k-1]
+		if !src.have || len(src.up.pts) < spanMinPoints || len(src.low.pts) < spanMinPoints {
+			return 0, 0, false
+		}
+	}
+	if !scoring {
+		return src.wholeCenter()
+	}
+	src.noRefine = true
+	c, skew, ok = src.computeCenterLine()
+	src.noRefine = false
+	return c, skew, ok
 }
 
 // farRound handles a round outside the window's exact range: a round far
@@ -427,11 +558,17 @@ func (h *Hull) convert(round []Sample) (ups, lows []pt, ok bool) {
 }
 
 func (h *Hull) addPoints(u, l pt) {
-	h.cached = false
+	h.cached, h.centerCached, h.wholeCached = false, false, false
 	h.up.add(u)
 	h.low.add(l)
 	h.newest = max(h.newest, u.x, l.x)
 	h.minX = min(h.minX, u.x, l.x)
+	for _, c := range h.cands {
+		if !c.have {
+			c.x0, c.c, c.have, c.newest, c.minX = h.x0, h.c, true, u.x, u.x
+		}
+		c.addPoints(u, l)
+	}
 }
 
 // rebaseAfter is how far (ns) the oldest held sample may move past the
@@ -463,18 +600,35 @@ func (h *Hull) trim() {
 	}
 	h.up.merge()
 	h.low.merge()
-	h.cached = false
+	h.cached, h.centerCached, h.wholeCached = false, false, false
+	for k, c := range h.cands {
+		if !c.have {
+			continue
+		}
+		cut := h.spanCut(k + 1)
+		c.up.dropBefore(cut)
+		c.low.dropBefore(cut)
+		c.minX = min(c.up.pts[0].x, c.low.pts[0].x)
+		c.up.merge()
+		c.low.merge()
+		c.cached, c.centerCached, c.wholeCached = false, false, false
+	}
 }
 
 // rebase moves the origin by (dx, dd) in relative units.
 func (h *Hull) rebase(dx, dd int64) {
 	h.up.shift(dx, dd)
 	h.low.shift(dx, -dd) // LOW stores -d
-	h.cached = false
+	h.cached, h.centerCached, h.wholeCached = false, false, false
 	h.x0 += dx
 	h.c += dd
 	h.newest -= dx
 	h.minX -= dx
+	for _, c := range h.cands {
+		if c.have {
+			c.rebase(dx, dd)
+		}
+	}
 }
 
 // restart empties the window and refills it from round (or only its last
@@ -762,6 +916,49 @@ var _ Estimator = (*Hull)(nil)
 // Float64 on window-relative coordinates (below 2^46) is exact enough for
 // an estimate; the guaranteed bounds stay with Bounds.
 func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
+	c, best, ok := h.centerLine()
+	if !ok {
+		return 0, 0, false
+	}
+	rx, okx := subChecked(x, h.x0)
+	if !okx || rx < -maxQuery || rx > maxQuery {
+		return 0, 0, false
+	}
+	d := c + best*float64(rx)
+	base, ok1 := addChecked(x, h.c)
+	y, ok2 := addChecked(base, int64(math.Round(d)))
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	return y, best, true
+}
+
+// centerLine is the centre line in window-relative coordinates (d at
+// relative x = 0, and the skew), computed once per change of the point
+// sets: readers ask for it far more often than rounds arrive.
+func (h *Hull) centerLine() (c, skew float64, ok bool) {
+	if !h.centerCached {
+		h.centerC, h.centerS, h.centerOK = h.wholeCenter()
+		if h.cfg.CenterAdapt && h.spanSel > 0 {
+			if c, s, ok := h.centerOver(h.spanSel, false); ok {
+				h.centerC, h.centerS, h.centerOK = c, s, ok
+			}
+		}
+		h.centerCached = true
+	}
+	return h.centerC, h.centerS, h.centerOK
+}
+
+// wholeCenter is the centre line of the whole window, cached.
+func (h *Hull) wholeCenter() (c, skew float64, ok bool) {
+	if !h.wholeCached {
+		h.wholeC, h.wholeS, h.wholeOK = h.computeCenterLine()
+		h.wholeCached = true
+	}
+	return h.wholeC, h.wholeS, h.wholeOK
+}
+
+func (h *Hull) computeCenterLine() (c, skew float64, ok bool) {
 	if !h.have || len(h.up.hull) == 0 || len(h.low.hull) == 0 {
 		return 0, 0, false
 	}
@@ -822,21 +1019,14 @@ func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
 	if math.IsInf(bestG, -1) {
 		return 0, 0, false
 	}
-	rx, okx := subChecked(x, h.x0)
-	if !okx || rx < -maxQuery || rx > maxQuery {
-		return 0, 0, false
+	c = (minUp(best) + maxLow(best)) / 2
+	if h.noRefine {
+		return c, best, true
 	}
-	c := (minUp(best) + maxLow(best)) / 2
 	if a, sk, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
 		c, best = a, sk
 	}
-	d := c + best*float64(rx)
-	base, ok1 := addChecked(x, h.c)
-	y, ok2 := addChecked(base, int64(math.Round(d)))
-	if !ok1 || !ok2 {
-		return 0, 0, false
-	}
-	return y, best, true
+	return c, best, true
 }
 
 // centerBand and centerPoints choose the exchanges refineCenter averages:
@@ -894,9 +1084,7 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	// Each side's band: centerBand, or wider to hold its centerPoints
 	// fastest exchanges.
 	band := func(r []float64) float64 {
-		q := slices.Clone(r)
-		slices.Sort(q)
-		return max(bw, q[pts-1])
+		return max(bw, kthSmallest(r, pts))
 	}
 	bu, bl := band(ru), band(rl)
 	var xs, ds, sg []float64
@@ -934,6 +1122,25 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	}
 	skew = sol[1] / 1e9
 	return sol[0] - skew*xm, skew, true
+}
+
+// kthSmallest returns the k-th smallest value of r (1-based, k <= len(r))
+// without sorting r: a sorted buffer of the k smallest, O(len(r) k) for
+// the small k refineCenter uses.
+func kthSmallest(r []float64, k int) float64 {
+	buf := make([]float64, 0, k)
+	for _, v := range r {
+		if len(buf) == k && v >= buf[k-1] {
+			continue
+		}
+		i, _ := slices.BinarySearch(buf, v)
+		if len(buf) < k {
+			buf = append(buf, 0)
+		}
+		copy(buf[i+1:], buf[i:len(buf)-1])
+		buf[i] = v
+	}
+	return buf[k-1]
 }
 
 // solve3 solves A v = b by Cramer's rule; ok is false when A is singular.

@@ -36,8 +36,9 @@ func defaultNewClock(p ClockParams) (Clock, error) {
 		JitterNs:    p.Jitter,
 		Seed:        int64(p.Seed),
 	}
-	if p.WanderPPMPerSqrtS > 0 {
+	if p.WanderPPMPerSqrtS > 0 || p.SinePPM > 0 {
 		ep.WanderPPM, ep.WanderStep = p.WanderPPMPerSqrtS, wanderStep
+		ep.SinePPM, ep.SinePeriod = p.SinePPM, p.SinePeriod
 	}
 	drift := p.DriftPPM
 	for _, c := range ch {

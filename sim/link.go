@@ -15,12 +15,14 @@ type load struct {
 	tailScale  float64
 	schedScale float64
 	loss       float64
+	duplicate  float64
+	reorder    float64
 	phase      int
 }
 
 // loadAt returns the load at rel ns after the start of the run.
 func (s *Scenario) loadAt(rel int64) load {
-	l := load{tailScale: 1, schedScale: 1, loss: s.Links.Loss, phase: -1}
+	l := load{tailScale: 1, schedScale: 1, loss: s.Links.Loss, duplicate: s.Links.Duplicate, reorder: s.Links.Reorder, phase: -1}
 	for i := len(s.Phases) - 1; i >= 0; i-- {
 		p := &s.Phases[i]
 		if rel < int64(p.Start) {
@@ -30,6 +32,12 @@ func (s *Scenario) loadAt(rel int64) load {
 		l.tailScale, l.schedScale = p.TailScale, p.SchedScale
 		if p.Loss != nil {
 			l.loss = *p.Loss
+		}
+		if p.Duplicate != nil {
+			l.duplicate = *p.Duplicate
+		}
+		if p.Reorder != nil {
+			l.reorder = *p.Reorder
 		}
 		if p.BurstLength > 0 && (rel-int64(p.Start))%int64(p.BurstEvery) < int64(p.BurstLength) {
 			l.tailScale *= p.BurstScale
@@ -100,14 +108,14 @@ func (m *linkModel) transmit(rng *rand.Rand, from, to int, l load, buf []int64) 
 		return buf
 	}
 	copies := 1
-	if m.spec.Duplicate > 0 && rng.Float64() < m.spec.Duplicate {
+	if l.duplicate > 0 && rng.Float64() < l.duplicate {
 		copies = 2
 	}
 	base := m.minDelay(from, to)
 	mean := float64(m.spec.Tail.Mean) * l.tailScale
 	for range copies {
 		d := base + m.tail(rng, mean)
-		if m.spec.Reorder > 0 && rng.Float64() < m.spec.Reorder {
+		if l.reorder > 0 && rng.Float64() < l.reorder {
 			d += int64(m.spec.ReorderDelay)
 		}
 		buf = append(buf, min(d, maxDelay))

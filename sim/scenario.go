@@ -82,6 +82,13 @@ type EngineSpec struct {
 	// they are derived from the clock model (so the bounds hold).
 	MaxDriftPPM      float64 `yaml:"max_drift_ppm" json:"max_drift_ppm"`
 	MaxWanderPPMPerS float64 `yaml:"max_wander_ppm_per_s" json:"max_wander_ppm_per_s"`
+	// MaxFreqStepPPM is the largest instant jump of a clock's frequency
+	// the engine assumes (engine.Config.MaxFreqStep); by default the
+	// largest the clock model makes (drift steps, a random walk's jump, a
+	// sine's change per wander step), with margin. AcquireRounds is
+	// engine.Config.AcquireRounds (0: the engine's default).
+	MaxFreqStepPPM float64 `yaml:"max_freq_step_ppm" json:"max_freq_step_ppm"`
+	AcquireRounds  int     `yaml:"acquire_rounds" json:"acquire_rounds,omitempty"`
 	// Granularity assumed by the hull; 0 means the clock's granularity plus
 	// twice its jitter.
 	Granularity Duration `yaml:"granularity" json:"granularity"`
@@ -140,8 +147,13 @@ type ClockSpec struct {
 	MaxDriftPPM float64  `yaml:"max_drift_ppm" json:"max_drift_ppm"`
 	// WanderPPMPerSqrtS is the random walk of the frequency: its standard
 	// deviation after one second, in ppm.
-	WanderPPMPerSqrtS float64  `yaml:"wander_ppm_per_sqrt_s" json:"wander_ppm_per_sqrt_s"`
-	Granularity       Duration `yaml:"granularity" json:"granularity"`
+	WanderPPMPerSqrtS float64 `yaml:"wander_ppm_per_sqrt_s" json:"wander_ppm_per_sqrt_s"`
+	// SinePPM and SinePeriod add a sinusoidal frequency change, as a
+	// room's temperature cycle drives a crystal: amplitude in ppm, period
+	// (each node its own phase). 0: none.
+	SinePPM     float64  `yaml:"sine_ppm" json:"sine_ppm,omitempty"`
+	SinePeriod  Duration `yaml:"sine_period" json:"sine_period,omitempty"`
+	Granularity Duration `yaml:"granularity" json:"granularity"`
 	// Jitter is the maximum read jitter (uniform in [0, jitter]).
 	Jitter Duration `yaml:"jitter" json:"jitter"`
 	// SchedNoise is the mean (exponential) of the delay between an event and
@@ -202,6 +214,10 @@ type Phase struct {
 	// Loss, when set (>= 0), replaces the links' loss in this phase; 1 cuts
 	// every link (no more sync after an acquisition period).
 	Loss *float64 `yaml:"loss" json:"loss,omitempty"`
+	// Duplicate and Reorder, when set, replace the links' duplication and
+	// reordering probabilities in this phase.
+	Duplicate *float64 `yaml:"duplicate" json:"duplicate,omitempty"`
+	Reorder   *float64 `yaml:"reorder" json:"reorder,omitempty"`
 	// Bursts: every BurstEvery, for BurstLength, tails and noise are further
 	// multiplied by BurstScale.
 	BurstEvery  Duration `yaml:"burst_every" json:"burst_every,omitempty"`
@@ -372,6 +388,12 @@ func (s *Scenario) Validate() error {
 	if e.ProbeTimeout <= 0 {
 		bad("engine.probe_timeout", "must be positive")
 	}
+	if !finiteIn(e.MaxFreqStepPPM, 0, 1000) {
+		bad("engine.max_freq_step_ppm", "%v out of range [0, 1000] (0: from the clock model)", e.MaxFreqStepPPM)
+	}
+	if e.AcquireRounds < 0 || e.AcquireRounds > 1000 {
+		bad("engine.acquire_rounds", "%d out of range [0, 1000] (0: the engine's default)", e.AcquireRounds)
+	}
 	c := &s.Clocks
 	if c.MaxOffset < 0 || c.MaxOffset > Duration(24*time.Hour) {
 		bad("clocks.max_offset", "%v out of range [0, 24h]", c.MaxOffset)
@@ -381,6 +403,12 @@ func (s *Scenario) Validate() error {
 	}
 	if !finiteIn(c.WanderPPMPerSqrtS, 0, 100) {
 		bad("clocks.wander_ppm_per_sqrt_s", "%v out of range [0, 100]", c.WanderPPMPerSqrtS)
+	}
+	if !finiteIn(c.SinePPM, 0, 1000) {
+		bad("clocks.sine_ppm", "%v out of range [0, 1000]", c.SinePPM)
+	}
+	if c.SinePPM > 0 && (c.SinePeriod < Duration(2*time.Second) || c.SinePeriod > Duration(1000*time.Hour)) {
+		bad("clocks.sine_period", "%v out of range [2s, 1000h] (needed with sine_ppm)", c.SinePeriod)
 	}
 	if c.Granularity < 1 || c.Granularity > Duration(time.Second) {
 		bad("clocks.granularity", "%v out of range [1ns, 1s]", c.Granularity)
@@ -454,8 +482,13 @@ func (s *Scenario) Validate() error {
 		if !finiteIn(p.TailScale, 0, 1e6) || !finiteIn(p.SchedScale, 0, 1e6) || !finiteIn(p.BurstScale, 0, 1e6) {
 			bad(f, "scales must be in [0, 1e6]")
 		}
-		if p.Loss != nil && !finiteIn(*p.Loss, 0, 1) {
-			bad(f+".loss", "probability %v out of range [0, 1]", *p.Loss)
+		for _, pr := range []struct {
+			name string
+			v    *float64
+		}{{"loss", p.Loss}, {"duplicate", p.Duplicate}, {"reorder", p.Reorder}} {
+			if pr.v != nil && !finiteIn(*pr.v, 0, 1) {
+				bad(f+"."+pr.name, "probability %v out of range [0, 1]", *pr.v)
+			}
 		}
 		if p.BurstEvery < 0 || p.BurstLength < 0 || (p.BurstLength > 0 && p.BurstEvery <= 0) {
 			bad(f+".burst_every", "bursts need burst_every > 0 and burst_length >= 0")

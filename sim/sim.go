@@ -48,6 +48,8 @@ type ClockParams struct {
 	DriftPPM          float64 // frequency error at Origin
 	Steps             []DriftChange
 	WanderPPMPerSqrtS float64
+	SinePPM           float64
+	SinePeriod        int64
 	Granularity       int64
 	Jitter            int64
 	Seed              uint64
@@ -193,6 +195,8 @@ func (r *runner) setup() error {
 			Offset:            int64((2*crng.Float64() - 1) * float64(sc.Clocks.MaxOffset)),
 			DriftPPM:          (2*crng.Float64() - 1) * sc.Clocks.MaxDriftPPM,
 			WanderPPMPerSqrtS: sc.Clocks.WanderPPMPerSqrtS,
+			SinePPM:           sc.Clocks.SinePPM,
+			SinePeriod:        int64(sc.Clocks.SinePeriod),
 			Granularity:       int64(sc.Clocks.Granularity),
 			Jitter:            int64(sc.Clocks.Jitter),
 			Seed:              mix64(sc.Seed ^ uint64(i)*0x9e37 ^ 0xc0c0),
@@ -272,11 +276,28 @@ func (r *runner) engineConfig() engine.Config {
 		for _, s := range c.DriftSteps {
 			steps += math.Abs(s.DeltaPPM)
 		}
-		maxDrift = 2*c.MaxDriftPPM + steps + 1 // relative drift of two clocks, plus margin
+		maxDrift = 2*(c.MaxDriftPPM+c.SinePPM) + steps + 1 // relative drift of two clocks, plus margin
 	}
 	wander := e.MaxWanderPPMPerS
 	if wander == 0 {
 		wander = 10 * c.WanderPPMPerSqrtS
+		if c.SinePPM > 0 {
+			wander += 2 * c.SinePPM * 2 * math.Pi / (float64(c.SinePeriod) / 1e9)
+		}
+	}
+	freqStep := e.MaxFreqStepPPM
+	if freqStep == 0 {
+		// The largest jump of one clock's frequency the model makes, for
+		// both ends of a link: a drift step, a random walk's step (5
+		// sigma; wanderStep is 1 s) or a sine's change over one wander step.
+		for _, s := range c.DriftSteps {
+			freqStep = max(freqStep, math.Abs(s.DeltaPPM))
+		}
+		walk := 5 * c.WanderPPMPerSqrtS
+		if c.SinePPM > 0 {
+			walk += c.SinePPM * 2 * math.Pi * float64(wanderStep) / float64(c.SinePeriod)
+		}
+		freqStep = max(freqStep, 2*walk) * 1.1
 	}
 	gran := e.Granularity
 	if gran == 0 {
@@ -301,6 +322,8 @@ func (r *runner) engineConfig() engine.Config {
 	cfg.MaxSlewRate = e.MaxSlewPPM * 1e-6
 	cfg.MaxDrift = maxDrift * 1e-6
 	cfg.MaxWander = wander * 1e-6 / 1e9
+	cfg.MaxFreqStep = freqStep * 1e-6
+	cfg.AcquireRounds = e.AcquireRounds
 	cfg.Granularity = time.Duration(gran)
 	cfg.ContinuousDrift = e.ContinuousDrift
 	cfg.DiscountDelay = e.DiscountDelay

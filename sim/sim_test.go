@@ -87,7 +87,7 @@ func TestLinkModelStatistics(t *testing.T) {
 				Tail: TailSpec{Dist: tc.dist, Mean: 2000, Sigma: tc.sigma, Alpha: tc.alp}}
 			m := linkModel{spec: spec, seed: 42}
 			rng := rand.New(rand.NewPCG(1, 2))
-			ld := load{tailScale: 1, schedScale: 1, loss: spec.Loss}
+			ld := load{tailScale: 1, schedScale: 1, loss: spec.Loss, duplicate: spec.Duplicate, reorder: spec.Reorder}
 			var lost, dup, sent, reord int
 			var sum float64
 			base := m.minDelay(3, 4)

@@ -1,0 +1,97 @@
+package estimate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// steppedY is source time at local t: skew ppb0 until ts, then ppb1.
+func steppedY(t0, off, ts, ppb0, ppb1, t int64) int64 {
+	y := off + t + floorDiv((min(t, ts)-t0)*ppb0, 1e9)
+	if t > ts {
+		y += floorDiv((t-ts)*ppb1, 1e9)
+	}
+	return y
+}
+
+// centreAfterStep feeds rounds of 3 exchanges every 2 s (symmetric
+// exponential delays) from a source whose frequency steps by stepPPB
+// halfway, and returns the centre line's mean |error| over the last
+// rounds with and without CenterAdapt.
+func centreAfterStep(t *testing.T, seed uint64, stepPPB int64) (adapt, whole float64) {
+	r := rand.New(rand.NewPCG(seed, 77))
+	const t0, period, n = int64(1e15), int64(2e9), 200
+	off := r.Int64N(2e9) - 1e9
+	ppb0 := r.Int64N(60000) - 30000
+	ts := t0 + n/2*period
+	y := func(t int64) int64 { return steppedY(t0, off, ts, ppb0, ppb0+stepPPB, t) }
+	hs := []*Hull{
+		mustHull(t, HullConfig{Window: 512, Center: true, CenterAdapt: true, MaxStep: 2e-5}),
+		mustHull(t, HullConfig{Window: 512, Center: true, MaxStep: 2e-5}),
+	}
+	var sum [2]float64
+	var cnt int
+	for i := range n {
+		at := t0 + int64(i)*period
+		var rd []Sample
+		for range 3 {
+			d1 := 5000 + int64(r.ExpFloat64()*20000)
+			hold := 1000 + r.Int64N(2000)
+			d2 := 5000 + int64(r.ExpFloat64()*20000)
+			s := Sample{SrcSend: y(at), LocRecv: at + d1, LocSend: at + d1 + hold, SrcRecv: y(at + d1 + hold + d2)}
+			rd = append(rd, s)
+			at = s.LocSend + 200000
+		}
+		for _, h := range hs {
+			if err := h.AddRound(rd); err != nil {
+				t.Fatalf("seed %d round %d: %v", seed, i, err)
+			}
+		}
+		if i < n-40 {
+			continue
+		}
+		// Read one period ahead of the newest exchange, as a node does
+		// until the next round.
+		x := at + period
+		cnt++
+		for k, h := range hs {
+			c, _, ok := h.Center(x)
+			if !ok {
+				t.Fatalf("seed %d round %d: no centre line", seed, i)
+			}
+			sum[k] += math.Abs(float64(c - y(x)))
+		}
+	}
+	return sum[0] / float64(cnt), sum[1] / float64(cnt)
+}
+
+// CenterAdapt: after a frequency step the whole window's line is bent
+// away from the truth; the span chosen by prediction error follows the new
+// frequency. On a steady clock it keeps (about) the whole window's
+// accuracy.
+func TestHullCenterAdaptFollowsAFrequencyStep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stepPPB int64
+		// want: adapt error at most ratio times the whole window's
+		ratio float64
+	}{
+		{"step 5 ppm", 5000, 0.25},
+		{"steady", 0, 1.3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a, w float64
+			const seeds = 10
+			for seed := range uint64(seeds) {
+				ea, ew := centreAfterStep(t, seed, tc.stepPPB)
+				a += ea / seeds
+				w += ew / seeds
+			}
+			t.Logf("mean |error| one period ahead, last 40 rounds: adaptive span %.0f ns, whole window %.0f ns", a, w)
+			if a > tc.ratio*w {
+				t.Errorf("adaptive span %.0f ns, want at most %.2f x the whole window's %.0f ns", a, tc.ratio, w)
+			}
+		})
+	}
+}
