@@ -772,7 +772,6 @@ func (n *Node) lineMapping(s *source) (estimate.Mapping, bool) {
 	return estimate.Mapping{}, false
 }
 
-//
 // It widens at MaxDrift, or faster when the Hull's data allow a larger
 // skew: a clock drifting beyond the stated limit is caught (ContraDrift)
 // only once the Hull's whole skew range lies beyond it, and until then

@@ -126,14 +126,14 @@ type ErrStats struct {
 	// SyncedN and SyncedCovered count the reads that claimed synced and
 	// those whose bounds held the truth: a synced read is a promise.
 	SyncedN, SyncedCovered uint64
-	mean, m2 float64
-	sumAbs   float64
-	MaxAbs   int64
-	Hist     *Histogram
-	Covered  uint64
-	sumWidth float64
-	monoSum  float64
-	MonoMax  int64
+	mean, m2               float64
+	sumAbs                 float64
+	MaxAbs                 int64
+	Hist                   *Histogram
+	Covered                uint64
+	sumWidth               float64
+	monoSum                float64
+	MonoMax                int64
 }
 
 func newErrStats(subBits uint) *ErrStats { return &ErrStats{Hist: NewHistogram(subBits)} }
@@ -210,15 +210,15 @@ func (s *ErrStats) merge(o *ErrStats) {
 // the signed error. p50/p99 come from a log-linear histogram (see
 // Histogram) and are exact to the resolution stated by QuantileResolution.
 type Summary struct {
-	ID                  int     `json:"id"`
-	Evaluations         uint64  `json:"evaluations"`
-	UnsyncedShare       float64 `json:"unsynced_share"`
-	ErrorMeanNs         float64 `json:"error_mean_ns"`
-	ErrorBiasNs         float64 `json:"error_bias_ns"`
-	ErrorStdNs          float64 `json:"error_std_ns"`
-	ErrorP50Ns          int64   `json:"error_p50_ns"`
-	ErrorP99Ns          int64   `json:"error_p99_ns"`
-	ErrorMaxNs          int64   `json:"error_max_ns"`
+	ID            int     `json:"id"`
+	Evaluations   uint64  `json:"evaluations"`
+	UnsyncedShare float64 `json:"unsynced_share"`
+	ErrorMeanNs   float64 `json:"error_mean_ns"`
+	ErrorBiasNs   float64 `json:"error_bias_ns"`
+	ErrorStdNs    float64 `json:"error_std_ns"`
+	ErrorP50Ns    int64   `json:"error_p50_ns"`
+	ErrorP99Ns    int64   `json:"error_p99_ns"`
+	ErrorMaxNs    int64   `json:"error_max_ns"`
 	// BoundCoverage is the share of reads claiming synced whose bounds
 	// held the truth (1 when none claimed synced); BoundCoverageAll the
 	// share over every read with an estimate, degraded and stale included.
@@ -226,11 +226,11 @@ type Summary struct {
 	BoundCoverageAll float64 `json:"bound_coverage_all"`
 	// StatusShare is the share of evaluations in each status.
 	StatusShare         map[string]float64 `json:"status_share"`
-	BoundWidthMeanNs    float64 `json:"bound_width_mean_ns"`
-	MonoErrorMeanNs     float64 `json:"mono_error_mean_ns"`
-	MonoErrorMaxNs      int64   `json:"mono_error_max_ns"`
-	MessagesPerNodePerS float64 `json:"messages_per_node_per_s"`
-	QuantileResolution  float64 `json:"quantile_resolution"`
+	BoundWidthMeanNs    float64            `json:"bound_width_mean_ns"`
+	MonoErrorMeanNs     float64            `json:"mono_error_mean_ns"`
+	MonoErrorMaxNs      int64              `json:"mono_error_max_ns"`
+	MessagesPerNodePerS float64            `json:"messages_per_node_per_s"`
+	QuantileResolution  float64            `json:"quantile_resolution"`
 }
 
 func (s *ErrStats) summary(id int, msgs uint64, nodes int, seconds float64) Summary {
