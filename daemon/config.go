@@ -123,7 +123,20 @@ type SyncConfig struct {
 	MaxSlewPPM                float64  `yaml:"max_slew_ppm"`
 	MaxDriftPPM               float64  `yaml:"max_drift_ppm"`
 	MaxWanderPPMPerS          float64  `yaml:"max_wander_ppm_per_s"`
-	Granularity               Duration `yaml:"granularity"`
+	// MaxFreqStepPPM is the largest instant change of the frequency
+	// between this node and its source that the bounds allow for
+	// (engine.Config.MaxFreqStep); with max_wander_ppm_per_s it is the
+	// clock model's stated limit on frequency change (docs/daemon.md,
+	// "The clock model").
+	MaxFreqStepPPM float64 `yaml:"max_freq_step_ppm"`
+	// AcquireRounds is how many rounds in a row must agree with the clock
+	// model before reads say synced (engine.Config.AcquireRounds).
+	AcquireRounds int `yaml:"acquire_rounds"`
+	// HullMinDelay and HullMaxSpan are engine.Config's (Jezequel's mu, and
+	// the span of the hull's samples; 0: chosen from the model).
+	HullMinDelay Duration `yaml:"hull_min_delay,omitempty"`
+	HullMaxSpan  Duration `yaml:"hull_max_span,omitempty"`
+	Granularity  Duration `yaml:"granularity"`
 	Window                    int      `yaml:"window"`           // rounds each estimator keeps
 	ContinuousDrift           bool     `yaml:"continuous_drift"` // apply the drift continuously instead of per self period
 	MaxConcurrentRounds       int      `yaml:"max_concurrent_rounds"`
@@ -154,6 +167,10 @@ type EmulatedClockConfig struct {
 	DriftSteps  []DriftStep `yaml:"drift_steps,omitempty"`
 	WanderPPM   float64     `yaml:"wander_ppm"` // std dev of the random-walk frequency change per wander_step
 	WanderStep  Duration    `yaml:"wander_step"`
+	// SinePPM and SinePeriod add a sinusoidal frequency change (a room's
+	// temperature cycle), sampled every wander_step (clock.EmuParams).
+	SinePPM     float64     `yaml:"sine_ppm,omitempty"`
+	SinePeriod  Duration    `yaml:"sine_period,omitempty"`
 	Granularity Duration    `yaml:"granularity"`
 	ReadJitter  Duration    `yaml:"read_jitter"`
 	Seed        int64       `yaml:"seed"`
@@ -256,6 +273,7 @@ func DefaultConfig() Config {
 			LargeDriftPPM: e.LargeDrift * 1e6, ProbeTimeout: Duration(e.ProbeTimeout),
 			StaleAfter: Duration(e.StaleAfter), MaxSlewPPM: e.MaxSlewRate * 1e6,
 			MaxDriftPPM: e.MaxDrift * 1e6, MaxWanderPPMPerS: e.MaxWander * 1e15, ContinuousDrift: e.ContinuousDrift,
+			MaxFreqStepPPM: e.MaxFreqStep * 1e6, AcquireRounds: e.AcquireRounds,
 			Granularity: Duration(e.Granularity), Window: e.Window,
 			MaxConcurrentRounds: e.MaxConcurrentRounds, RetryRTTs: e.RetryRTTs, MaxProbeRetries: e.MaxProbeRetries,
 		},
@@ -488,6 +506,7 @@ func (s *SyncConfig) validate(e *errs) {
 		{"max_slew_ppm", s.MaxSlewPPM, 0, 5e5, true},
 		{"max_drift_ppm", s.MaxDriftPPM, 0, 5e5, false},
 		{"max_wander_ppm_per_s", s.MaxWanderPPMPerS, 0, 1e9, false},
+		{"max_freq_step_ppm", s.MaxFreqStepPPM, 0, 1000, false},
 		{"retry_rtts", s.RetryRTTs, 1, 1e6, false},
 	} {
 		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.openLo && f.v == f.lo) {
@@ -526,7 +545,7 @@ func (c *ClockConfig) validate(e *errs) {
 	m := c.Emulated
 	switch c.Source {
 	case ClockRaw:
-		if m.Offset != 0 || m.DriftPPM != 0 || len(m.DriftSteps) > 0 || m.WanderPPM != 0 || m.Granularity != 0 || m.ReadJitter != 0 {
+		if m.Offset != 0 || m.DriftPPM != 0 || len(m.DriftSteps) > 0 || m.WanderPPM != 0 || m.SinePPM != 0 || m.Granularity != 0 || m.ReadJitter != 0 {
 			e.add("clock.emulated", "set, but clock.source is %q (use emulated)", c.Source)
 		}
 		return
@@ -553,8 +572,14 @@ func (c *ClockConfig) validate(e *errs) {
 	if math.IsNaN(m.WanderPPM) || m.WanderPPM < 0 || m.WanderPPM > maxEmuPPM {
 		e.add("clock.emulated.wander_ppm", "%v: must be in [0, %g]", m.WanderPPM, float64(maxEmuPPM))
 	}
-	if m.WanderStep < 0 || (m.WanderPPM > 0 && m.WanderStep == 0) {
-		e.add("clock.emulated.wander_step", "%v: must be > 0 when wander_ppm > 0", m.WanderStep)
+	if m.WanderStep < 0 || ((m.WanderPPM > 0 || m.SinePPM > 0) && m.WanderStep == 0) {
+		e.add("clock.emulated.wander_step", "%v: must be > 0 when wander_ppm or sine_ppm > 0", m.WanderStep)
+	}
+	if math.IsNaN(m.SinePPM) || m.SinePPM < 0 || m.SinePPM > maxEmuPPM {
+		e.add("clock.emulated.sine_ppm", "%v: must be in [0, %g]", m.SinePPM, float64(maxEmuPPM))
+	}
+	if m.SinePPM > 0 && m.SinePeriod < 2*m.WanderStep {
+		e.add("clock.emulated.sine_period", "%v: must be at least two wander_steps when sine_ppm > 0", m.SinePeriod)
 	}
 	if m.Granularity < 0 {
 		e.add("clock.emulated.granularity", "%v, must be >= 0", m.Granularity)
@@ -772,6 +797,8 @@ func (c *Config) EngineConfig(sources, children []engine.NodeID) engine.Config {
 		LargeDrift: s.LargeDriftPPM / 1e6, ProbeTimeout: s.ProbeTimeout.D(), StaleAfter: s.StaleAfter.D(),
 		MaxSlewRate: s.MaxSlewPPM / 1e6, MaxDrift: s.MaxDriftPPM / 1e6,
 		MaxWander: s.MaxWanderPPMPerS / 1e15, ContinuousDrift: s.ContinuousDrift, Granularity: s.Granularity.D(),
+		MaxFreqStep: s.MaxFreqStepPPM / 1e6, AcquireRounds: s.AcquireRounds,
+		HullMinDelay: s.HullMinDelay.D(), HullMaxSpan: s.HullMaxSpan.D(),
 		Window: s.Window, MaxConcurrentRounds: s.MaxConcurrentRounds,
 		RetryRTTs: s.RetryRTTs, MaxProbeRetries: s.MaxProbeRetries, DiscountDelay: s.DiscountDelay,
 		SilentPeriods: engine.DefaultConfig().SilentPeriods,

@@ -42,7 +42,7 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 	}
 	p := clock.EmuParams{
 		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
-		WanderStep: int64(m.WanderStep), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
+		WanderStep: int64(m.WanderStep), SinePPM: m.SinePPM, SinePeriod: int64(m.SinePeriod), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
 	}
 	for _, s := range m.DriftSteps {
 		p.Steps = append(p.Steps, clock.DriftStep{At: origin + int64(s.After), DriftPPM: s.DriftPPM})

@@ -40,8 +40,16 @@ func DefaultConfig() Config {
 		MaxSlewRate: 500e-6,
 		// Two quartz of +-100 ppm differ by at most 200 ppm.
 		MaxDrift: 200e-6,
-		// 0.01 ppm per second of frequency change, per ns.
+		// The clock model of a commodity crystal (docs/daemon.md, "The
+		// clock model"): its frequency changes smoothly by at most 0.01 ppm
+		// per second (temperature: an AT-cut crystal moves up to about
+		// 0.5 ppm per degree away from its turnover point, and a room or a
+		// board warms by well under a degree a minute), per ns; and by at
+		// most 2 ppm at once (a sudden load change heating the board by a
+		// few degrees within seconds), so a step that size stays inside
+		// the bounds and a larger one is caught as a contradiction.
 		MaxWander:           1e-8 / 1e9,
+		MaxFreqStep:         2e-6,
 		Granularity:         1,
 		Window:              256,
 		MaxConcurrentRounds: 1,

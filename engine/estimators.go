@@ -26,7 +26,7 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		MaxStep:   cfg.MaxFreqStep,
 		MaxSpan:   max(int64(cfg.HullMaxSpan), 0),
 	}
-	spanLimited := cfg.HullMaxSpan > 0 || (cfg.HullMaxSpan == 0 && cfg.MaxWander > 0)
+	spanLimited := cfg.HullMaxSpan > 0 || (cfg.HullMaxSpan == 0 && (cfg.MaxWander > 0 || cfg.MaxFreqStep > 0))
 	if cfg.Estimator == "center" && !spanLimited {
 		hc.Center = true
 	}
@@ -74,37 +74,35 @@ const minSpanPeriods = 1.5
 // HullSpan is the span of samples HullMaxSpan = 0 keeps (ns; 0: no limit),
 // for exchanges whose point sets are delta apart vertically (half the best
 // round trip, less HullMinDelay, plus the granularity: ns), rounds every
-// period ns and a wander of maxWander per ns. Over a span T the Hull's sets
-// are widened by maxWander*T^2/2 and its skew is known within about
-// 2(delta + maxWander*T^2/2)/T, so its bound one period after the newest
-// sample is about (delta + maxWander*T^2/2)(1 + 2 period/T): the wander
-// term wants a short span, the skew a long one. The minimum solves
-// maxWander*T^3 + maxWander*period*T^2 = 2*delta*period; the span is at
-// least minSpanPeriods periods. Without wander (or a period) it is 0: the
-// whole Window is best.
-func HullSpan(delta, period int64, maxWander float64) int64 {
-	if maxWander <= 0 || period <= 0 || delta <= 0 {
+// period ns, a wander of maxWander per ns and frequency steps up to
+// maxStep. Over a span T the Hull's sets are widened by
+// maxStep*T + maxWander*T^2/2 and its skew is known within about
+// 2(delta + maxStep*T + maxWander*T^2/2)/T, so its bound one period after
+// the newest sample is about
+// (delta + maxStep*T + maxWander*T^2/2)(1 + 2 period/T) + maxStep*period:
+// the model's change wants a short span, the skew a long one. The span
+// minimising it is found on a grid of ratios 2^(1/8) apart (at most 1% off
+// the minimum's bound) from minSpanPeriods periods up; without wander or
+// steps (or a period) it is 0: the whole Window is best.
+func HullSpan(delta, period int64, maxWander, maxStep float64) int64 {
+	if (maxWander <= 0 && maxStep <= 0) || period <= 0 || delta <= 0 {
 		return 0
 	}
-	w, p, d := maxWander, float64(period), float64(delta)
-	f := func(t float64) float64 { return w*t*t*t + w*p*t*t - 2*d*p }
-	lo, hi := 1.0, 1.0
-	for f(hi) < 0 && hi < 1e18 {
-		hi *= 2
-	}
-	for range 64 { // f is increasing for t > 0: bisect
-		mid := (lo + hi) / 2
-		if f(mid) < 0 {
-			lo = mid
-		} else {
-			hi = mid
+	w, s, p, d := maxWander, maxStep, float64(period), float64(delta)
+	bound := func(t float64) float64 { return (d + s*t + w*t*t/2) * (1 + 2*p/t) }
+	best := minSpanPeriods * p
+	bb := bound(best)
+	for t := best; t < 1e15; t *= 1.0905 { // 2^(1/8)
+		if b := bound(t); b < bb {
+			best, bb = t, b
+		} else if b > 4*bb {
+			break // convex in t: past the minimum
 		}
 	}
-	t := math.Max(hi, minSpanPeriods*p)
-	if t >= math.MaxInt64/2 {
+	if best >= math.MaxInt64/2 {
 		return 0
 	}
-	return int64(math.Ceil(t))
+	return int64(math.Ceil(best))
 }
 
 // setHullSpan gives the source's Hull the span chosen for the round about
@@ -117,5 +115,5 @@ func (n *Node) setHullSpan(s *source, best estimate.Sample, now int64) {
 		return
 	}
 	delta := max(best.RTT()/2-int64(n.cfg.HullMinDelay), 0) + int64(n.cfg.Granularity)
-	sp.SetMaxSpan(HullSpan(max(delta, 1), now-s.lastAt, n.cfg.MaxWander))
+	sp.SetMaxSpan(HullSpan(max(delta, 1), now-s.lastAt, n.cfg.MaxWander, n.cfg.MaxFreqStep))
 }

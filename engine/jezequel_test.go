@@ -410,6 +410,10 @@ func TestJezequel43MinDelayTightensBounds(t *testing.T) {
 		cfgs := []Config{testConfig(0, nil, []NodeID{1}), testConfig(1, []NodeID{0}, nil)}
 		for i := range cfgs {
 			cfgs[i].HullMinDelay = time.Duration(mu)
+			// The world's clocks are linear: state it, as Jezequel does
+			// (the default model's 2 ppm steps would widen the bounds by
+			// more than mu tightens them).
+			cfgs[i].MaxFreqStep = 0
 		}
 		tn := newTestNet(t, 1, cfgs, [][2]float64{{0, 0}, {1e6, 30e-6}}, noisyLink(10_000, 0, 500, 0, 0), DefaultEstimators)
 		st := &boundStats{warmup: 2e9}
