@@ -134,14 +134,14 @@ type SyncConfig struct {
 	AcquireRounds int `yaml:"acquire_rounds"`
 	// HullMinDelay and HullMaxSpan are engine.Config's (Jezequel's mu, and
 	// the span of the hull's samples; 0: chosen from the model).
-	HullMinDelay Duration `yaml:"hull_min_delay,omitempty"`
-	HullMaxSpan  Duration `yaml:"hull_max_span,omitempty"`
-	Granularity  Duration `yaml:"granularity"`
-	Window                    int      `yaml:"window"`           // rounds each estimator keeps
-	ContinuousDrift           bool     `yaml:"continuous_drift"` // apply the drift continuously instead of per self period
-	MaxConcurrentRounds       int      `yaml:"max_concurrent_rounds"`
-	RetryRTTs                 float64  `yaml:"retry_rtts"`
-	MaxProbeRetries           int      `yaml:"max_probe_retries"`
+	HullMinDelay        Duration `yaml:"hull_min_delay,omitempty"`
+	HullMaxSpan         Duration `yaml:"hull_max_span,omitempty"`
+	Granularity         Duration `yaml:"granularity"`
+	Window              int      `yaml:"window"`           // rounds each estimator keeps
+	ContinuousDrift     bool     `yaml:"continuous_drift"` // apply the drift continuously instead of per self period
+	MaxConcurrentRounds int      `yaml:"max_concurrent_rounds"`
+	RetryRTTs           float64  `yaml:"retry_rtts"`
+	MaxProbeRetries     int      `yaml:"max_probe_retries"`
 	// DiscountDelay: an error report counts only the part of a projection
 	// error that the exchange's queueing cannot explain (engine.Config).
 	DiscountDelay bool `yaml:"discount_delay"`
@@ -162,18 +162,18 @@ type ClockConfig struct {
 // EmulatedClockConfig are the lab's clock errors (clock.EmuParams). Only an
 // evaluator may know them; the engine never sees them.
 type EmulatedClockConfig struct {
-	Offset      Duration    `yaml:"offset"`
-	DriftPPM    float64     `yaml:"drift_ppm"`
-	DriftSteps  []DriftStep `yaml:"drift_steps,omitempty"`
-	WanderPPM   float64     `yaml:"wander_ppm"` // std dev of the random-walk frequency change per wander_step
-	WanderStep  Duration    `yaml:"wander_step"`
+	Offset     Duration    `yaml:"offset"`
+	DriftPPM   float64     `yaml:"drift_ppm"`
+	DriftSteps []DriftStep `yaml:"drift_steps,omitempty"`
+	WanderPPM  float64     `yaml:"wander_ppm"` // std dev of the random-walk frequency change per wander_step
+	WanderStep Duration    `yaml:"wander_step"`
 	// SinePPM and SinePeriod add a sinusoidal frequency change (a room's
 	// temperature cycle), sampled every wander_step (clock.EmuParams).
-	SinePPM     float64     `yaml:"sine_ppm,omitempty"`
-	SinePeriod  Duration    `yaml:"sine_period,omitempty"`
-	Granularity Duration    `yaml:"granularity"`
-	ReadJitter  Duration    `yaml:"read_jitter"`
-	Seed        int64       `yaml:"seed"`
+	SinePPM     float64  `yaml:"sine_ppm,omitempty"`
+	SinePeriod  Duration `yaml:"sine_period,omitempty"`
+	Granularity Duration `yaml:"granularity"`
+	ReadJitter  Duration `yaml:"read_jitter"`
+	Seed        int64    `yaml:"seed"`
 	// OriginRaw is the CLOCK_MONOTONIC_RAW reading (ns) at which the
 	// emulated clock reads origin_raw + offset, so that an evaluator can
 	// rebuild the same clock; 0 means the moment the daemon starts.

@@ -335,7 +335,10 @@ func (n *node) loop(ctx context.Context) error {
 // blocks: every send runs in its own goroutine.
 func (n *node) dispatch(r engine.Ready) {
 	for _, ev := range r.Events {
-		if ev.Kind == engine.EvGlobalResync {
+		switch ev.Kind {
+		case engine.EvGlobalResync, engine.EvContradiction, engine.EvTrustChange:
+			// Publish at once: a contradiction must reach readers before
+			// they are promised time the data no longer support.
 			select {
 			case n.pub <- struct{}{}:
 			default:

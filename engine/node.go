@@ -127,6 +127,7 @@ type source struct {
 	trust    trust
 	good     int
 	upUnsure bool
+	warnedAt int64 // local time of the last contradiction warning
 
 	stats SourceSnapshot
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"math"
 
 	"github.com/gclock/gclock/estimate"
@@ -45,6 +47,23 @@ const (
 	// ContraDrift: the hull's skew range lies beyond ±MaxDrift.
 	ContraDrift = 3
 )
+
+// contraLogEvery is the shortest interval (local ns) between two warnings
+// of contradictions from one source.
+const contraLogEvery = int64(60e9)
+
+// contraName names a contradiction cause for logs and metrics.
+func contraName(c int) string {
+	switch c {
+	case ContraOutside:
+		return "exchange_outside_bounds"
+	case ContraHull:
+		return "hull_empty"
+	case ContraDrift:
+		return "drift_beyond_model"
+	}
+	return "unknown"
+}
 
 // acquireRounds is Config.AcquireRounds with its default.
 func (n *Node) acquireRounds() int {
@@ -98,8 +117,17 @@ func (n *Node) judge(s *source, samples []estimate.Sample, contradicted int, fee
 		s.stats.Contradictions++
 		n.event(now, EvContradiction, s.id, float64(contradicted))
 		if s.trust != trustDegraded {
-			n.logger.Warn("the data contradict the clock model: bounds widened, re-acquiring",
-				"source", s.id, "cause", contradicted, "was", s.trust)
+			// Warn once a minute per source at most: a clock that keeps
+			// breaking the model (drifting beyond MaxDrift) cycles between
+			// acquiring and degraded, and the log must not repeat forever.
+			lvl := slog.LevelWarn
+			if s.warnedAt != 0 && now-s.warnedAt < contraLogEvery {
+				lvl = slog.LevelDebug
+			} else {
+				s.warnedAt = now
+			}
+			n.logger.Log(context.Background(), lvl, "the data contradict the clock model: bounds widened, re-acquiring",
+				"source", s.id, "cause", contraName(contradicted), "was", s.trust.String(), "contradictions", s.stats.Contradictions)
 			n.event(now, EvTrustChange, s.id, float64(trustDegraded))
 		}
 		s.trust, s.good = trustDegraded, 0
@@ -115,7 +143,11 @@ func (n *Node) judge(s *source, samples []estimate.Sample, contradicted int, fee
 	}
 	s.good++
 	if s.trust != trustSynced && s.good >= n.acquireRounds() && s.hull.Mapping().Valid {
-		n.logger.Info("source trusted", "source", s.id, "after_rounds", s.good, "was", s.trust)
+		lvl := slog.LevelInfo
+		if s.warnedAt != 0 && now-s.warnedAt < contraLogEvery {
+			lvl = slog.LevelDebug
+		}
+		n.logger.Log(context.Background(), lvl, "source trusted", "source", s.id, "after_rounds", s.good, "was", s.trust.String())
 		s.trust = trustSynced
 		n.event(now, EvTrustChange, s.id, float64(trustSynced))
 	}

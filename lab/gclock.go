@@ -42,6 +42,10 @@ type GclockConfig struct {
 	MaxDriftPPM float64       // each host's drift is uniform in [-MaxDriftPPM, MaxDriftPPM]
 	MaxOffset   time.Duration // each host's initial offset is uniform in [-MaxOffset, MaxOffset]
 	Seed        uint64        // of the clocks' parameters
+	// Wander is how every emulated clock's frequency moves besides its
+	// drift: a random walk, a temperature cycle and steps
+	// (DefaultWander: a commodity crystal).
+	Wander Wander
 
 	// Base is the daemon configuration the per-host ones are made from
 	// (peers, node id, clock, page and metrics are set by the lab); nil
@@ -55,10 +59,79 @@ type GclockConfig struct {
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
-// emulated clocks with drifts up to +-30 ppm and offsets up to +-5 ms.
+// emulated clocks with drifts up to +-30 ppm, offsets up to +-5 ms and a
+// commodity crystal's wander (DefaultWander).
 func DefaultGclockConfig() GclockConfig {
 	return GclockConfig{Duration: 60 * time.Second, Warmup: 10 * time.Second, EvalEvery: 10 * time.Millisecond,
-		Emulate: true, MaxDriftPPM: 30, MaxOffset: 5 * time.Millisecond, Seed: 1}
+		Emulate: true, MaxDriftPPM: 30, MaxOffset: 5 * time.Millisecond, Seed: 1, Wander: DefaultWander()}
+}
+
+// Wander is the frequency change of the lab's emulated clocks.
+type Wander struct {
+	// RandomWalkPPM is the standard deviation of the frequency's random
+	// walk per second (ppm per sqrt(s)), in steps of one second.
+	RandomWalkPPM float64 `json:"random_walk_ppm_per_sqrt_s"`
+	// SinePPM and SinePeriod: a temperature cycle, each host with its own
+	// phase.
+	SinePPM    float64       `json:"sine_ppm"`
+	SinePeriod time.Duration `json:"sine_period"`
+	// Steps change every host's drift but the reference's by DeltaPPM at
+	// After (from the daemons' start).
+	Steps []WanderStep `json:"steps,omitempty"`
+}
+
+// WanderStep is one frequency step of Wander.
+type WanderStep struct {
+	After    time.Duration `json:"after"`
+	DeltaPPM float64       `json:"delta_ppm"`
+}
+
+// DefaultWander is a commodity crystal oscillator in a machine room
+// (docs/lab.md, "Wandering clocks"): a random walk of 0.005 ppm per
+// sqrt(s), whose Allan deviation sqrt(tau/3) * 0.005 ppm is 0.1 ppm at
+// tau = 1000 s, the floor Mills reports for ordinary computer clocks
+// (Computer Network Time Synchronization, ch. 12: 1e-7 near 1000-2000 s);
+// and a temperature cycle of +-0.5 ppm every 15 minutes (an air
+// conditioner's cycle of about a degree, on an AT-cut crystal's slope of
+// up to 0.5 ppm per degree away from its turnover point).
+func DefaultWander() Wander {
+	return Wander{RandomWalkPPM: 0.005, SinePPM: 0.5, SinePeriod: 15 * time.Minute}
+}
+
+// String is the wander in the lab's flag syntax.
+func (w Wander) String() string {
+	s := fmt.Sprintf("random walk %g ppm/sqrt(s), sine %g ppm every %v", w.RandomWalkPPM, w.SinePPM, w.SinePeriod)
+	for _, st := range w.Steps {
+		s += fmt.Sprintf(", step %+g ppm at %v", st.DeltaPPM, st.After)
+	}
+	return s
+}
+
+// emulated returns host i's emulated clock configuration under w.
+func (w Wander) emulated(c daemon.EmulatedClockConfig, reference bool) daemon.EmulatedClockConfig {
+	if w.RandomWalkPPM > 0 || w.SinePPM > 0 {
+		c.WanderPPM, c.WanderStep = w.RandomWalkPPM, daemon.Duration(time.Second)
+		c.SinePPM, c.SinePeriod = w.SinePPM, daemon.Duration(w.SinePeriod)
+	}
+	if !reference {
+		drift := c.DriftPPM
+		for _, st := range w.Steps {
+			drift += st.DeltaPPM
+			c.DriftSteps = append(c.DriftSteps, daemon.DriftStep{After: daemon.Duration(st.After), DriftPPM: drift})
+		}
+	}
+	return c
+}
+
+// emuParams is the evaluator's copy of what daemon/run.go builds from c.
+func emuParams(c daemon.EmulatedClockConfig) clock.EmuParams {
+	p := clock.EmuParams{Origin: c.OriginRaw, Offset: int64(c.Offset), DriftPPM: c.DriftPPM,
+		WanderPPM: c.WanderPPM, WanderStep: int64(c.WanderStep), SinePPM: c.SinePPM, SinePeriod: int64(c.SinePeriod),
+		Granularity: int64(c.Granularity), JitterNs: int64(c.ReadJitter), Seed: c.Seed}
+	for _, s := range c.DriftSteps {
+		p.Steps = append(p.Steps, clock.DriftStep{At: c.OriginRaw + int64(s.After), DriftPPM: s.DriftPPM})
+	}
+	return p
 }
 
 // Validate reports the first invalid field.
@@ -76,6 +149,19 @@ func (gc GclockConfig) Validate() error {
 		return fmt.Errorf("gclock: max drift %v ppm: want 0..500", gc.MaxDriftPPM)
 	case gc.MaxOffset < 0 || gc.MaxOffset > time.Hour:
 		return fmt.Errorf("gclock: max offset %v: want 0..1h", gc.MaxOffset)
+	case !(gc.Wander.RandomWalkPPM >= 0 && gc.Wander.RandomWalkPPM <= 10):
+		return fmt.Errorf("gclock: wander: random walk %v ppm/sqrt(s): want 0..10", gc.Wander.RandomWalkPPM)
+	case !(gc.Wander.SinePPM >= 0 && gc.Wander.SinePPM <= 100):
+		return fmt.Errorf("gclock: wander: sine %v ppm: want 0..100", gc.Wander.SinePPM)
+	case gc.Wander.SinePPM > 0 && gc.Wander.SinePeriod < 2*time.Second:
+		return fmt.Errorf("gclock: wander: sine period %v: want at least 2s", gc.Wander.SinePeriod)
+	}
+	prev := time.Duration(-1)
+	for i, st := range gc.Wander.Steps {
+		if st.After <= prev || !(math.Abs(st.DeltaPPM) <= 500) {
+			return fmt.Errorf("gclock: wander: step %d (%+g ppm at %v): want |delta| <= 500 ppm at increasing times >= 0", i, st.DeltaPPM, st.After)
+		}
+		prev = st.After
 	}
 	return nil
 }
@@ -129,9 +215,18 @@ type ClockTruth struct {
 type GclockSummary struct {
 	ID int `json:"id"`
 	Summary
-	UnsyncedShare    float64 `json:"unsynced_share"`      // evaluations without an estimate (after warm-up)
-	BoundCoverage    float64 `json:"bound_coverage"`      // share of evaluations with the truth in [earliest, latest]
+	UnsyncedShare float64 `json:"unsynced_share"` // evaluations without an estimate (after warm-up)
+	// BoundCoverage is the share of the reads claiming synced whose
+	// [earliest, latest] held the truth (1 when none did): a synced read
+	// is a promise. BoundCoverageAll is over every read after warm-up.
+	BoundCoverage    float64 `json:"bound_coverage"`
+	BoundCoverageAll float64 `json:"bound_coverage_all"`
 	BoundWidthMeanNs float64 `json:"bound_width_mean_ns"` // mean latest - earliest
+	// StatusShare is the share of reads after warm-up in each status;
+	// LongestNotSyncedS the longest stretch of reads after warm-up that
+	// did not say synced (s): how long a host took to re-acquire.
+	StatusShare       map[string]float64 `json:"status_share"`
+	LongestNotSyncedS float64            `json:"longest_not_synced_s"`
 	// Traffic after the warm-up (per host for the overall summary: divided
 	// by the hosts that synchronise, all but the reference).
 	MessagesPerNodePerS  float64 `json:"messages_per_node_per_s"`  // engine messages sent
@@ -214,14 +309,13 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	for i := range n {
 		h := &hostClock{truth: ClockTruth{Host: i, Reference: i == 0}}
 		if gc.Emulate {
-			h.conf = daemon.EmulatedClockConfig{
+			h.conf = gc.Wander.emulated(daemon.EmulatedClockConfig{
 				Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(gc.MaxOffset))),
 				DriftPPM:  math.Round((2*rng.Float64()-1)*gc.MaxDriftPPM*1000) / 1000,
 				Seed:      int64(gc.Seed)*1000 + int64(i),
 				OriginRaw: origin,
-			}
-			emu, err := clock.NewEmulated(clock.EmuParams{Origin: origin, Offset: int64(h.conf.Offset),
-				DriftPPM: h.conf.DriftPPM, Seed: h.conf.Seed})
+			}, i == 0)
+			emu, err := clock.NewEmulated(emuParams(h.conf))
 			if err != nil {
 				return GclockResult{}, fmt.Errorf("lab: gclock: host %d clock: %w", i, err)
 			}
@@ -424,27 +518,56 @@ type evaluator struct {
 	width  []float64
 	widthN []int
 	series []SeriesPoint
+	// Reads claiming synced and those of them holding the truth; reads
+	// per status; the current and longest stretch not synced (ns).
+	syncedN, syncedIn []int
+	byStatus          []map[string]int
+	notSyncedFrom     []int64
+	longestNotSynced  []int64
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {
-	return &evaluator{gc: gc, errs: make([][]int64, n), in: make([]int, n), total: make([]int, n),
-		unsync: make([]int, n), width: make([]float64, n), widthN: make([]int, n)}
+	e := &evaluator{gc: gc, errs: make([][]int64, n), in: make([]int, n), total: make([]int, n),
+		unsync: make([]int, n), width: make([]float64, n), widthN: make([]int, n),
+		syncedN: make([]int, n), syncedIn: make([]int, n), byStatus: make([]map[string]int, n),
+		notSyncedFrom: make([]int64, n), longestNotSynced: make([]int64, n)}
+	for i := range e.byStatus {
+		e.byStatus[i] = map[string]int{}
+		e.notSyncedFrom[i] = -1
+	}
+	return e
 }
 
 func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64) {
-	synced := t.Status == gtime.StatusSynced || t.Status == gtime.StatusStale
+	// An estimate exists while synced, stale (widening) or degraded; only
+	// synced promises the truth is inside.
+	estimated := t.Status == gtime.StatusSynced || t.Status == gtime.StatusStale || t.Status == gtime.StatusDegraded
 	if e.gc.Trace {
 		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satDiff(t.Est, truth),
-			LoNs: satDiff(t.Earliest, truth), HiNs: satDiff(t.Latest, truth), Synced: synced})
+			LoNs: satDiff(t.Earliest, truth), HiNs: satDiff(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
 	}
 	if !counted {
 		return
 	}
 	e.total[host]++
-	if t.Earliest <= truth && truth <= t.Latest {
+	e.byStatus[host][t.Status.String()]++
+	covered := t.Earliest <= truth && truth <= t.Latest
+	if covered {
 		e.in[host]++
 	}
-	if !synced {
+	if t.Status == gtime.StatusSynced {
+		e.syncedN[host]++
+		if covered {
+			e.syncedIn[host]++
+		}
+		e.notSyncedFrom[host] = -1
+	} else {
+		if e.notSyncedFrom[host] < 0 {
+			e.notSyncedFrom[host] = at
+		}
+		e.longestNotSynced[host] = max(e.longestNotSynced[host], at-e.notSyncedFrom[host]+int64(e.gc.EvalEvery))
+	}
+	if !estimated {
 		e.unsync[host]++
 		return
 	}
@@ -453,6 +576,15 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 		e.width[host] += float64(w)
 		e.widthN[host]++
 	}
+}
+
+// shares divides every count by total.
+func shares(counts map[string]int, total int) map[string]float64 {
+	out := make(map[string]float64, len(counts))
+	for k, v := range counts {
+		out[k] = float64(v) / float64(total)
+	}
+	return out
 }
 
 func satDiff(a, b int64) int64 {
@@ -472,15 +604,22 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 	res.Series = e.series
 	all := GclockSummary{ID: -1}
 	var allErrs []int64
-	var in, total, unsync, wN int
+	var in, total, unsync, wN, sN, sIn int
+	var longest int64
+	statusAll := map[string]int{}
 	var wSum float64
 	var conv, steady traffic
 	haveTraffic := true
 	for i := range n {
-		s := GclockSummary{ID: i, Summary: Summarize(e.errs[i])}
+		s := GclockSummary{ID: i, Summary: Summarize(e.errs[i]), BoundCoverage: 1,
+			LongestNotSyncedS: float64(e.longestNotSynced[i]) / 1e9}
 		if e.total[i] > 0 {
-			s.BoundCoverage = float64(e.in[i]) / float64(e.total[i])
+			s.BoundCoverageAll = float64(e.in[i]) / float64(e.total[i])
 			s.UnsyncedShare = float64(e.unsync[i]) / float64(e.total[i])
+			s.StatusShare = shares(e.byStatus[i], e.total[i])
+		}
+		if e.syncedN[i] > 0 {
+			s.BoundCoverage = float64(e.syncedIn[i]) / float64(e.syncedN[i])
 		}
 		if e.widthN[i] > 0 {
 			s.BoundWidthMeanNs = e.width[i] / float64(e.widthN[i])
@@ -509,12 +648,22 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		}
 		allErrs = append(allErrs, e.errs[i]...)
 		in, total, unsync = in+e.in[i], total+e.total[i], unsync+e.unsync[i]
+		sN, sIn = sN+e.syncedN[i], sIn+e.syncedIn[i]
+		longest = max(longest, e.longestNotSynced[i])
+		for k, v := range e.byStatus[i] {
+			statusAll[k] += v
+		}
 		wSum, wN = wSum+e.width[i], wN+e.widthN[i]
 	}
 	all.Summary = Summarize(allErrs)
+	all.BoundCoverage, all.LongestNotSyncedS = 1, float64(longest)/1e9
+	if sN > 0 {
+		all.BoundCoverage = float64(sIn) / float64(sN)
+	}
 	if total > 0 {
-		all.BoundCoverage = float64(in) / float64(total)
+		all.BoundCoverageAll = float64(in) / float64(total)
 		all.UnsyncedShare = float64(unsync) / float64(total)
+		all.StatusShare = shares(statusAll, total)
 	}
 	if wN > 0 {
 		all.BoundWidthMeanNs = wSum / float64(wN)

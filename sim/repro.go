@@ -28,6 +28,7 @@ var reports = map[string]report{
 	"liao-fig3":          {"Liao Fig. 3: drift 1/2^18 added to every node but node 1", writeLiaoFig3},
 	"jezequel-fps-t40":   {"Jezequel sec. 6: FPS-T40 drift bound and linear growth after 300 s", writeJezequel},
 	"intel-drift-change": {"Intel: start/end linear correction vs spline through sessions", writeIntel},
+	"trust":              {"Synced is a promise: coverage of synced reads on clocks that step, wander and break their stated model", writeTrust},
 }
 
 // ReportNames lists the paper reproductions Report knows.

@@ -6,42 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 )
-
-// trustCase is a clock or link condition users meet, written as a scenario
-// the engine has never seen: its stated clock model (engine.max_*) comes
-// from the scenario's clocks unless the case states a wrong one.
-type trustCase struct {
-	name string
-	yaml string
-	// beyond: the clocks break the stated model for good; the engine must
-	// notice (reads degraded) rather than stay synced.
-	beyond bool
-}
-
-const trustBase = `
-nodes: 5
-duration: 150s
-topology: {kind: star}
-clocks: {max_offset: 5ms, max_drift_ppm: 30, wander_ppm_per_sqrt_s: 0.001, granularity: 1ns, jitter: 20ns, sched_noise: 500ns}
-links: {min_delay: 20us, asymmetry: 1us, tail: {dist: exponential, mean: 5us}, loss: 0.01, duplicate: 0.01, reorder: 0.01, reorder_delay: 200us}
-eval: {interval: 50ms, warmup: 20s}
-`
-
-var trustCases = []trustCase{
-	{name: "step-2^-18", yaml: "clocks: {drift_steps: [{at: 75s, delta_ppm: 3.814697265625, except: [0]}]}"},
-	{name: "step-2ppm", yaml: "clocks: {drift_steps: [{at: 75s, delta_ppm: 2, except: [0]}]}"},
-	{name: "step-10ppm", yaml: "clocks: {drift_steps: [{at: 75s, delta_ppm: -10, except: [0]}]}"},
-	{name: "step-100ppm", yaml: "clocks: {drift_steps: [{at: 75s, delta_ppm: 100, except: [0]}]}"},
-	{name: "random-walk", yaml: "clocks: {wander_ppm_per_sqrt_s: 0.2}"},
-	{name: "sine", yaml: "clocks: {sine_ppm: 3, sine_period: 60s}"},
-	{name: "loaded-reorder", yaml: `phases:
-  - {name: idle, start: 0s}
-  - {name: loaded, start: 60s, tail_scale: 20, sched_scale: 10, duplicate: 0.2, reorder: 0.2}`},
-	{name: "drift-beyond-max", yaml: "clocks: {max_drift_ppm: 400}\nengine: {max_drift_ppm: 101}", beyond: true},
-}
 
 // trustSeeds is how many seeds each case runs: 5 by default (the issue's
 // floor), GCLOCK_TRUST_SEEDS to run more.
@@ -59,24 +24,6 @@ func trustSeeds(t *testing.T) int {
 	return 5
 }
 
-// mergeYAML parses the base, then the case, then the estimator settings:
-// later documents override fields of earlier ones.
-func trustScenario(c trustCase, est string, adaptive bool, seed int) (Scenario, error) {
-	sc, err := Parse([]byte(trustBase), "trust-base")
-	if err != nil {
-		return sc, err
-	}
-	if err := sc.overlay([]byte(c.yaml), c.name); err != nil {
-		return sc, err
-	}
-	extra := fmt.Sprintf("seed: %d\nengine: {estimator: %s, adaptive: %v}", seed, est, adaptive)
-	if err := sc.overlay([]byte(extra), "estimator"); err != nil {
-		return sc, err
-	}
-	sc.Name = c.name
-	return sc, sc.Validate()
-}
-
 // TestSyncedIsAPromise: on clocks that step, wander and break their stated
 // model, and on links that duplicate and reorder, every read that claims
 // synced holds the truth inside its bounds, for every estimator, adaptive
@@ -86,7 +33,7 @@ func trustScenario(c trustCase, est string, adaptive bool, seed int) (Scenario, 
 func TestSyncedIsAPromise(t *testing.T) {
 	seeds := trustSeeds(t)
 	for _, c := range trustCases {
-		for _, est := range []string{"minrtt", "regression", "hull", "center"} {
+		for _, est := range trustEstimators {
 			for _, adaptive := range []bool{false, true} {
 				name := fmt.Sprintf("%s/%s/adaptive=%v", c.name, est, adaptive)
 				t.Run(name, func(t *testing.T) {
@@ -122,22 +69,6 @@ func TestSyncedIsAPromise(t *testing.T) {
 			}
 		}
 	}
-}
-
-// overlay applies a YAML fragment over s (fields it names replace s's).
-func (s *Scenario) overlay(data []byte, name string) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if err := decodeNode(root, "", s); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
 }
 
 // BenchmarkWanderEstimator runs the random-walk case (0.2 ppm/sqrt(s),

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,9 @@ type labFlags struct {
 	load         int
 	clocks       string
 	maxDrift     float64
+	wander       float64
+	sine         string
+	steps        string
 	plot         string
 	daemonCfg    string
 	noValidate   bool
@@ -90,6 +94,10 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.IntVar(&f.load, "load", 2, "CPU-bound processes (busy loops) run beside the daemons during the measurement")
 	fs.StringVar(&f.clocks, "clocks", "emulated", "gclock daemons' clocks: emulated (offsets, drifts) or raw (true offset 0, as the peers run)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
+	dw := lab.DefaultWander()
+	fs.Float64Var(&f.wander, "wander", dw.RandomWalkPPM, "emulated clocks: random walk of the frequency, ppm per sqrt(s) (default: a commodity crystal)")
+	fs.StringVar(&f.sine, "sine", fmt.Sprintf("%g:%v", dw.SinePPM, dw.SinePeriod), "emulated clocks: temperature cycle PPM:PERIOD (0:0 for none)")
+	fs.StringVar(&f.steps, "step", "", "emulated clocks: frequency steps of every host but the reference, AFTER:DELTA_PPM[,AFTER:DELTA_PPM...] (e.g. 30s:2)")
 	fs.StringVar(&f.plot, "plot", "", "draw gclock's error and bounds per host over time into FILE.png or FILE.svg")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
 	fs.BoolVar(&f.noValidate, "no-validate", false, "skip the switch validation before the run")
@@ -100,6 +108,42 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.DurationVar(&f.interval, "interval", 2*time.Millisecond, "validation: time between the probes of one direction")
 	fs.BoolVar(&f.pingpong, "pingpong", false, "validation: only A probes and B answers each probe at once (the daemons' pattern); B>A is measured on the answers")
 	fs.BoolVar(&f.stagger, "stagger", true, "validation: B's probes half an interval after A's (false: both directions at once)")
+}
+
+// wanderModel is the emulated clocks' wander the flags ask for.
+func (f *labFlags) wanderModel() (lab.Wander, error) {
+	w := lab.Wander{RandomWalkPPM: f.wander}
+	if f.sine != "" && f.sine != "0" && f.sine != "0:0" {
+		ppm, per, ok := strings.Cut(f.sine, ":")
+		var err error
+		if ok {
+			w.SinePeriod, err = time.ParseDuration(per)
+		}
+		if err == nil && ok {
+			w.SinePPM, err = strconv.ParseFloat(ppm, 64)
+		}
+		if !ok || err != nil {
+			return w, fmt.Errorf("--sine %q: want PPM:PERIOD, e.g. 0.5:15m", f.sine)
+		}
+	}
+	if f.steps != "" {
+		for _, st := range strings.Split(f.steps, ",") {
+			after, delta, ok := strings.Cut(st, ":")
+			var s lab.WanderStep
+			var err error
+			if ok {
+				s.After, err = time.ParseDuration(after)
+			}
+			if err == nil && ok {
+				s.DeltaPPM, err = strconv.ParseFloat(delta, 64)
+			}
+			if !ok || err != nil {
+				return w, fmt.Errorf("--step %q: want AFTER:DELTA_PPM, e.g. 30s:2", st)
+			}
+			w.Steps = append(w.Steps, s)
+		}
+	}
+	return w, nil
 }
 
 // validateConfig is the validation the flags ask for.
@@ -155,6 +199,8 @@ type labReport struct {
 	Switch []lab.DirStats `json:"switch,omitempty"`
 	Load   int            `json:"load"`
 	Clocks string         `json:"clocks"`
+	// Wander is the emulated clocks' frequency change (emulated only).
+	Wander *lab.Wander `json:"wander,omitempty"`
 	// Summary and Nodes are gclock's, under `gclock sim --json`'s names.
 	Summary lab.GclockSummary      `json:"summary"`
 	Nodes   []lab.GclockSummary    `json:"nodes"`
@@ -218,6 +264,9 @@ func runLab(args []string) error {
 	}
 	fmt.Printf("\ngclock (%s clocks; host 0 is the reference), %v run, first %v excluded; daemon logs in %s\n",
 		f.clocks, f.duration, f.warmup, gres.Logs)
+	if rep.Wander != nil {
+		fmt.Printf("emulated clocks wander: %v\n", rep.Wander)
+	}
 	labPrintGclock(os.Stdout, gres)
 	if len(results) > 0 {
 		fmt.Printf("\npeers on h%d->h%d (real clocks, true offset 0), same run (|error|, us):\n", pc.Server, pc.Client)
@@ -273,6 +322,9 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	}
 	gc := lab.DefaultGclockConfig()
 	gc.Duration, gc.Warmup, gc.Seed, gc.MaxDriftPPM, gc.EvalEvery = f.duration, f.warmup, f.seed, f.maxDrift, f.evalEvery
+	if gc.Wander, err = f.wanderModel(); err != nil {
+		return m, err
+	}
 	gc.Trace = f.plot != "" || f.series != ""
 	gc.Measurements = f.measurements
 	switch f.clocks {
@@ -309,6 +361,9 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 
 	rep := labReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
 		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: f.load, Clocks: f.clocks}
+	if gc.Emulate {
+		rep.Wander = &gc.Wander
+	}
 	vc, err := f.validateConfig()
 	if err != nil {
 		return m, err
@@ -377,11 +432,12 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 
 func labPrintGclock(w io.Writer, r lab.GclockResult) {
 	us := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
-	fmt.Fprintf(w, "%-5s %-34s %7s %9s %9s %9s %9s %9s %9s %9s\n", "host", "clock (evaluator only)", "evals",
-		"p50 us", "p95 us", "p99 us", "max us", "coverage", "width us", "exch/s")
+	fmt.Fprintf(w, "%-5s %-34s %7s %9s %9s %9s %9s %9s %8s %9s %9s %9s\n", "host", "clock (evaluator only)", "evals",
+		"p50 us", "p95 us", "p99 us", "max us", "coverage", "synced", "gap s", "width us", "exch/s")
 	row := func(name, clk string, s lab.GclockSummary) {
-		fmt.Fprintf(w, "%-5s %-34s %7d %9s %9s %9s %9s %9.4f %9.3f %9.3f\n", name, clk, s.Evaluations, us(s.ErrorP50Ns),
-			us(s.ErrorP95Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), s.BoundCoverage, s.BoundWidthMeanNs/1e3, s.ExchangesPerNodePerS)
+		fmt.Fprintf(w, "%-5s %-34s %7d %9s %9s %9s %9s %9.4f %8.4f %9.1f %9.3f %9.3f\n", name, clk, s.Evaluations, us(s.ErrorP50Ns),
+			us(s.ErrorP95Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), s.BoundCoverage, s.StatusShare["synced"], s.LongestNotSyncedS,
+			s.BoundWidthMeanNs/1e3, s.ExchangesPerNodePerS)
 	}
 	for i, s := range r.Nodes {
 		clk := ""
@@ -395,6 +451,7 @@ func labPrintGclock(w io.Writer, r lab.GclockResult) {
 		row(name, clk, s)
 	}
 	row("all", "(hosts 1.., the reference excluded)", r.Summary)
+	fmt.Fprintf(w, "coverage: of the reads that said synced; synced: share of reads that did; gap: the longest stretch not synced after the warm-up\n")
 	s := r.Summary
 	fmt.Fprintf(w, "traffic per synchronised host: convergence %.2f exchanges/s (%.2f rounds/s), after %.2f exchanges/s (%.3f rounds/s); %.2f engine messages/node/s\n",
 		s.ConvergenceExchangesPerNodePerS, s.ConvergenceRoundsPerNodePerS, s.ExchangesPerNodePerS, s.RoundsPerNodePerS, s.MessagesPerNodePerS)

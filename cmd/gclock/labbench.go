@@ -191,6 +191,9 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 		p := r.Runs[0].Report
 		fmt.Fprintf(w, "%d hosts (h0 the reference, a star), link %s each way, %v per run with the first %v left out, %d busy loops beside the daemons, gclock on %s clocks; the peers on h0->h1 on the real clock (true offset 0). |error| in us over the hosts other than the reference.\n\n",
 			p.Hosts, p.Link, time.Duration(p.DurationNs), time.Duration(p.WarmupNs), p.Load, p.Clocks)
+		if p.Wander != nil {
+			fmt.Fprintf(w, "Emulated clocks' wander: %v.\n\n", p.Wander)
+		}
 	}
 	if !r.Complete {
 		fmt.Fprintf(w, "Interrupted: %d runs finished.\n\n", len(r.Runs))
