@@ -369,6 +369,23 @@ func (e *Emulated) Ideal(t int64) int64 {
 	return eval(s, t)
 }
 
+// Peek is Ideal without committing anything: a time after the newest
+// segment is evaluated on a copy of the generator, so that looking minutes
+// ahead (a daemon extrapolating its bounds) does not push the present out
+// of the look-back window. Same value as Ideal (the generator is
+// deterministic); it costs one step per WanderStep ahead.
+func (e *Emulated) Peek(t int64) int64 {
+	t = e.clampTruth(t)
+	if t < e.boundary() {
+		return e.Ideal(t)
+	}
+	g := e.gen
+	for t >= g.boundary(&e.p) {
+		g.advance(&e.p)
+	}
+	return eval(g.cur, t)
+}
+
 // Skew returns the clock's rate error at truth t (local ns per truth ns,
 // minus 1). For evaluators only.
 func (e *Emulated) Skew(t int64) float64 {

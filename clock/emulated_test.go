@@ -395,3 +395,29 @@ func TestTruthAtFarAheadKeepsLookBack(t *testing.T) {
 		t.Errorf("Ideal(TruthAt-1) = %d >= deadline %d", got, deadline)
 	}
 }
+
+// Peek minutes ahead (a daemon fitting its page over StaleAfter) must
+// not push the present out of the look-back window: with a wander step of
+// 1 s, 240 segments ahead and back to now give the same readings as a
+// clock that never looked ahead.
+func TestEmulatedFarAheadKeepsLookBack(t *testing.T) {
+	p := EmuParams{Origin: 1e12, Offset: 5e6, DriftPPM: 12, WanderPPM: 0.005, WanderStep: 1e9, SinePPM: 0.5, SinePeriod: 900e9, Seed: 7}
+	a, err := NewEmulated(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewEmulated(p)
+	for now := int64(1e12); now < 1e12+300e9; now += 250e6 {
+		ahead := a.Peek(now + 240e9)
+		if got, want := a.Ideal(now), b.Ideal(now); got != want {
+			t.Fatalf("at %d: %d after a look ahead, %d without", now, got, want)
+		}
+		c, _ := NewEmulated(p)
+		if got, want := ahead, c.Ideal(now+240e9); got != want {
+			t.Fatalf("ahead of %d: %d, want %d", now, got, want)
+		}
+	}
+	if err := a.Err(); err != nil {
+		t.Fatalf("clock recorded %v", err)
+	}
+}

@@ -59,10 +59,12 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 			defer mu.Unlock()
 			return emu.Read(r)
 		},
+		// Peek: publish looks StaleAfter and twice that ahead, which
+		// must not push the present out of the clock's look-back.
 		fromRaw: func(r int64) int64 {
 			mu.Lock()
 			defer mu.Unlock()
-			return emu.Ideal(r)
+			return emu.Peek(r)
 		},
 	}, nil
 }
