@@ -185,6 +185,8 @@ func TestValidateRejects(t *testing.T) {
 		// Top level.
 		{"otherData", `{"traceEvents":[],"otherData":{"origin_ns":"5"}}`, "otherData"},
 		{"displayTimeUnit", `{"displayTimeUnit":"ns","traceEvents":[]}`, "displayTimeUnit"},
+		{"unknown top-level key", `{"traceEvents":[],"stackFrames":{}}`, `top-level key "stackFrames"`},
+		{"traceEvents not array", `{"traceEvents":{}}`, "decode traceEvents"},
 		{"metadata not object", `{"traceEvents":[],"metadata":[1]}`, "not an object"},
 		// Flows: binding.
 		{"flow unbound", m(s1), "no slice on the track"},
@@ -243,18 +245,25 @@ func TestValidateRejectsLegacyOutput(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("legacy output accepted: %v", err)
 	}
-	// Each of its three faults is caught on its own.
-	noUnit := strings.Replace(legacyOutput, `"displayTimeUnit":"ns",`, "", 1)
-	noOther := strings.Replace(noUnit, `"otherData"`, `"metadata"`, 1)
+	// Each of its four faults is caught on its own, in the order Validate
+	// checks them, and with all four mended the same events pass.
+	noOther := strings.Replace(legacyOutput, `"otherData"`, `"metadata"`, 1)
+	noUnit := strings.Replace(noOther, `"displayTimeUnit":"ns",`, "", 1)
+	numericID := strings.ReplaceAll(noUnit, `"0>1:1"`, `1`)
+	withCat := strings.ReplaceAll(numericID, `"dur":0,`, `"dur":0,"cat":"msg",`)
 	for _, tc := range []struct{ doc, want string }{
-		{legacyOutput, "displayTimeUnit"},
-		{noUnit, "otherData"},
-		{noOther, "binds to no slice"},
-		{strings.ReplaceAll(noOther, `"dur":0,`, `"dur":0,"cat":"msg",`), "flow_invalid_id"},
+		{legacyOutput, "otherData"},
+		{noOther, "displayTimeUnit"},
+		{noUnit, "flow_invalid_id"},
+		{numericID, "binds to no slice"},
 	} {
 		if _, err := Validate(strings.NewReader(tc.doc)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
+	}
+	rep, err := Validate(strings.NewReader(withCat))
+	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "1000" {
+		t.Fatalf("mended legacy output: %v %+v", err, rep)
 	}
 }
 

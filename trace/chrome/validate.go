@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,6 +60,7 @@ var ErrInvalid = errors.New("invalid trace-event JSON")
 //
 //   - a top-level object with a traceEvents array; run metadata under
 //     "metadata" (an object), not "otherData" (Perfetto skips it); no
+//     other top-level key (older Perfetto tokenizers stop reading there); no
 //     displayTimeUnit (Perfetto read it as the unit of ts until late 2021,
 //     catapult throws on values other than "ms" and "ns");
 //   - known phases; pid, tid and name present; ts with at most three
@@ -81,23 +84,36 @@ var ErrInvalid = errors.New("invalid trace-event JSON")
 func Validate(r io.Reader) (*Report, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
-	var doc struct {
-		TraceEvents     []map[string]any `json:"traceEvents"`
-		OtherData       json.RawMessage  `json:"otherData"`
-		Metadata        json.RawMessage  `json:"metadata"`
-		DisplayTimeUnit json.RawMessage  `json:"displayTimeUnit"`
-	}
-	if err := dec.Decode(&doc); err != nil {
+	var top map[string]json.RawMessage
+	if err := dec.Decode(&top); err != nil {
 		return nil, fmt.Errorf("decode: %w: %w", ErrInvalid, err)
+	}
+	var doc struct {
+		TraceEvents []map[string]any
+		Metadata    json.RawMessage
+	}
+	if _, ok := top["otherData"]; ok {
+		return nil, fmt.Errorf("top-level otherData: Perfetto's importer skips it, put run metadata under \"metadata\": %w", ErrInvalid)
+	}
+	if v, ok := top["displayTimeUnit"]; ok {
+		return nil, fmt.Errorf("top-level displayTimeUnit %s: Perfetto's importer read it as the unit of ts until late 2021 (google/perfetto#106), leave it out: %w", v, ErrInvalid)
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		switch k {
+		case "traceEvents":
+			d := json.NewDecoder(bytes.NewReader(top[k]))
+			d.UseNumber()
+			if err := d.Decode(&doc.TraceEvents); err != nil {
+				return nil, fmt.Errorf("decode traceEvents: %w: %w", ErrInvalid, err)
+			}
+		case "metadata":
+			doc.Metadata = top[k]
+		default:
+			return nil, fmt.Errorf("top-level key %q: Perfetto's JSON tokenizer stops reading a file at a key it does not know (json_trace_tokenizer.cc), so nothing after it would be drawn: %w", k, ErrInvalid)
+		}
 	}
 	if doc.TraceEvents == nil {
 		return nil, fmt.Errorf("no traceEvents array: %w", ErrInvalid)
-	}
-	if doc.OtherData != nil {
-		return nil, fmt.Errorf("top-level otherData: Perfetto's importer skips it, put run metadata under \"metadata\": %w", ErrInvalid)
-	}
-	if doc.DisplayTimeUnit != nil {
-		return nil, fmt.Errorf("top-level displayTimeUnit %s: Perfetto's importer read it as the unit of ts until late 2021 (google/perfetto#106), leave it out: %w", doc.DisplayTimeUnit, ErrInvalid)
 	}
 	rep := &Report{ByPhase: map[string]int{}}
 	if doc.Metadata != nil {
