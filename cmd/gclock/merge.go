@@ -13,6 +13,7 @@ import (
 
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
+	"github.com/gclock/gclock/trace/format"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
 )
@@ -163,6 +164,9 @@ func printReport(out io.Writer, rep *timeline.Report) {
 				seen[s] = true
 				fmt.Fprintf(out, "PROBLEM (skipped, -keep-going): %s\n", s)
 			}
+		}
+		if l := rep.Merge[i].Lost; l != (format.Loss{}) {
+			fmt.Fprintf(out, "LOST (-keep-going): %s: %d events in %d chunks, %d bytes skipped\n", f.Name, l.Events, l.Chunks, l.Bytes)
 		}
 	}
 	rate := float64(rep.Events) / rep.MergeTime.Seconds() / 1e6

@@ -126,6 +126,9 @@ func infoOne(path string, keep bool, out io.Writer) error {
 	for _, p := range s.Problems {
 		fmt.Fprintf(out, "  PROBLEM: %v\n", p)
 	}
+	if l := s.Lost; l != (format.Loss{}) {
+		fmt.Fprintf(out, "  LOST: %d events in %d chunks, %d bytes skipped\n", l.Events, l.Chunks, l.Bytes)
+	}
 	return nil
 }
 

@@ -65,7 +65,7 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 	if err := mergeCmd(append([]string{"-keep-going", "-clc", "-chrome", js, "-o", filepath.Join(dir, "m.gcm")}, in...), &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"PROBLEM", "after correction", "controlled logical clock", "daemon"} {
+	for _, want := range []string{"PROBLEM", "LOST (-keep-going): " + cut + ": ", "after correction", "controlled logical clock", "daemon"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("merge report lacks %q:\n%s", want, out.String())
 		}
