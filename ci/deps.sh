@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages gclock's tests use: a C compiler (C headers are tested),
-# iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers).
+# iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers),
+# protoc (decodes the Perfetto export independently of gclock's decoder).
 # Idempotent: installs only what is missing; never fails the build for an optional peer.
 set -u
 need=()
@@ -8,6 +9,7 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler) # trace/perfetto: protoc --decode cross-check
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # Never let a package start a service: a stock chronyd would steer this machine's clock.

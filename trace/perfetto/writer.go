@@ -37,6 +37,12 @@ type trackKey struct {
 	track uint16
 }
 
+type iidKey struct {
+	proc uint32
+	id   uint64
+	kind format.Kind
+}
+
 type flowKey struct {
 	from, to uint32
 	id       uint64
@@ -44,23 +50,24 @@ type flowKey struct {
 
 // Writer writes a Perfetto protobuf trace.
 type Writer struct {
-	w        *bufio.Writer
-	opt      Options
-	names    map[nameKey]string
-	procName map[uint32]string
-	procs    map[uint32]uint64   // process -> track uuid
-	tracks   map[trackKey]uint64 // recorder track -> track uuid
-	counters map[nameKey]uint64  // counter -> track uuid
-	nextUUID uint64
-	evNames  map[string]uint64 // interned event names
-	annNames map[string]uint64 // interned annotation names
-	newEv    []string          // names to intern in the next event packet
-	newAnn   []string
-	sent     map[flowKey]uint64 // messages in flight: their flow id
-	nextFlow uint64
-	started  bool
-	closed   bool
-	err      error
+	w                 *bufio.Writer
+	opt               Options
+	names             map[nameKey]string
+	procName          map[uint32]string
+	procs             map[uint32]uint64   // process -> track uuid
+	tracks            map[trackKey]uint64 // recorder track -> track uuid
+	counters          map[nameKey]uint64  // counter -> track uuid
+	nextUUID          uint64
+	evNames           map[string]uint64 // interned event names
+	iidOf             map[iidKey]uint64 // the iid of a process's name id, once looked up
+	annNames          map[string]uint64 // interned annotation names
+	newEv             []string          // names to intern in the next event packet
+	newAnn            []string
+	sent              map[flowKey]uint64 // messages in flight: their flow id
+	nextFlow          uint64
+	started           bool
+	closed            bool
+	err               error
 	out, pkt, ev, sub []byte
 	// Unbound counts receives whose send was not seen earlier: no arrow.
 	Unbound int64
@@ -72,7 +79,7 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 		w: bufio.NewWriterSize(w, 1<<16), opt: opt,
 		names: map[nameKey]string{}, procName: map[uint32]string{},
 		procs: map[uint32]uint64{}, tracks: map[trackKey]uint64{}, counters: map[nameKey]uint64{},
-		nextUUID: runTrackUUID + 1, evNames: map[string]uint64{}, annNames: map[string]uint64{},
+		nextUUID: runTrackUUID + 1, evNames: map[string]uint64{}, iidOf: map[iidKey]uint64{}, annNames: map[string]uint64{},
 		sent: map[flowKey]uint64{},
 	}
 }
@@ -314,7 +321,13 @@ func (w *Writer) Write(m *format.Merged) error {
 		}
 		w.ev = appendUint(w.ev, fEventType, typ)
 		w.ev = appendUint(w.ev, fEventTrackUUID, u)
-		w.ev = appendUint(w.ev, fEventNameIID, w.evName(w.name(m.Proc, m.ID, kind)))
+		k := iidKey{m.Proc, m.ID, m.Kind}
+		iid, ok := w.iidOf[k]
+		if !ok {
+			iid = w.evName(w.name(m.Proc, m.ID, kind))
+			w.iidOf[k] = iid
+		}
+		w.ev = appendUint(w.ev, fEventNameIID, iid)
 		w.annotation("local_ns", uint64(m.Raw), false)
 	case format.Leave:
 		w.ev = appendUint(w.ev, fEventType, TypeSliceEnd)

@@ -14,6 +14,7 @@ import (
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
 	"github.com/gclock/gclock/trace/merge"
+	"github.com/gclock/gclock/trace/perfetto"
 )
 
 // Input is one trace file, opened once per pass.
@@ -44,6 +45,7 @@ type Options struct {
 	Amortize   float64   // CLC backward amortization window, in jumps (0: off)
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
+	Perfetto   io.Writer // Perfetto protobuf trace output, or nil
 	// Truth, if set, holds per process the true global time of every event
 	// in file order; Run then reports the error of the corrected timestamps
 	// (the inputs must be intact: skipped chunks would misalign the truth).
@@ -168,6 +170,18 @@ func Run(in []Input, opt Options) (*Report, error) {
 			cw.SetProcess(f.Meta.Proc, name)
 		}
 	}
+	var pw *perfetto.Writer
+	if opt.Perfetto != nil {
+		pw = perfetto.NewWriter(opt.Perfetto, perfetto.Options{})
+		pw.SetNames(names)
+		for _, f := range rep.Files {
+			name := f.Meta.Name
+			if name == "" {
+				name = fmt.Sprintf("process %d", f.Meta.Proc)
+			}
+			pw.SetProcess(f.Meta.Proc, name)
+		}
+	}
 	var bw *format.Writer
 	if opt.Binary != nil {
 		bw = format.NewWriter(opt.Binary)
@@ -207,7 +221,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		}
 		if opt.CLC {
 			all = append(all, b...)
-		} else if err := emit(b, cw, bw); err != nil {
+		} else if err := emit(b, cw, pw, bw); err != nil {
 			return nil, err
 		}
 		if rerr == io.EOF {
@@ -245,7 +259,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 			rep.ErrorCLC = ev2.stats()
 		}
 		for i := 0; i < len(all); i += len(buf) {
-			if err := emit(all[i:min(i+len(buf), len(all))], cw, bw); err != nil {
+			if err := emit(all[i:min(i+len(buf), len(all))], cw, pw, bw); err != nil {
 				return nil, err
 			}
 		}
@@ -256,13 +270,26 @@ func Run(in []Input, opt Options) (*Report, error) {
 		}
 		rep.UnboundFlows = cw.Unbound
 	}
+	if pw != nil {
+		if err := pw.Close(); err != nil {
+			return nil, err
+		}
+		rep.UnboundFlows = pw.Unbound
+	}
 	return rep, nil
 }
 
-func emit(b []format.Merged, cw *chrome.Writer, bw *format.Writer) error {
+func emit(b []format.Merged, cw *chrome.Writer, pw *perfetto.Writer, bw *format.Writer) error {
 	if cw != nil {
 		for i := range b {
 			if err := cw.Write(&b[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if pw != nil {
+		for i := range b {
+			if err := pw.Write(&b[i]); err != nil {
 				return err
 			}
 		}
