@@ -158,9 +158,22 @@ func Run(in []Input, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Run metadata for the viewers: how each process was corrected.
+	var meta [][2]string
+	meta = append(meta, [2]string{"generator", "gclock merge"}, [2]string{"method", string(opt.Method)})
+	if opt.CLC {
+		meta = append(meta, [2]string{"clc", fmt.Sprintf("min latency %d ns, gamma %g, amortize %g", opt.MinLatency, opt.Gamma, opt.Amortize)})
+	}
+	for i, c := range choices {
+		meta = append(meta, [2]string{fmt.Sprintf("process %d", c.Proc), fmt.Sprintf("%s: %s (%s)", in[i].Name, c.Method, c.Reason)})
+	}
 	var cw *chrome.Writer
 	if opt.Chrome != nil {
-		cw = chrome.NewWriter(opt.Chrome, chrome.Options{})
+		var kv []chrome.KV
+		for _, m := range meta {
+			kv = append(kv, chrome.KV{Key: m[0], Value: m[1]})
+		}
+		cw = chrome.NewWriter(opt.Chrome, chrome.Options{Metadata: kv})
 		cw.SetNames(names)
 		for _, f := range rep.Files {
 			name := f.Meta.Name
@@ -172,7 +185,11 @@ func Run(in []Input, opt Options) (*Report, error) {
 	}
 	var pw *perfetto.Writer
 	if opt.Perfetto != nil {
-		pw = perfetto.NewWriter(opt.Perfetto, perfetto.Options{})
+		var kv []perfetto.KV
+		for _, m := range meta {
+			kv = append(kv, perfetto.KV{Key: m[0], Value: m[1]})
+		}
+		pw = perfetto.NewWriter(opt.Perfetto, perfetto.Options{Metadata: kv})
 		pw.SetNames(names)
 		for _, f := range rep.Files {
 			name := f.Meta.Name

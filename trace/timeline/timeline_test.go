@@ -156,9 +156,15 @@ func TestOutputs(t *testing.T) {
 	if cr.Processes != 5 || int64(cr.Flows) != causality.Totals(rep.Pairs).Messages || rep.UnboundFlows != 0 {
 		t.Errorf("chrome: %d processes, %d flows, %d unbound; %d messages", cr.Processes, cr.Flows, rep.UnboundFlows, causality.Totals(rep.Pairs).Messages)
 	}
+	if cr.Metadata["generator"] != "gclock merge" || cr.Metadata["process 1"] == nil {
+		t.Errorf("chrome metadata %v", cr.Metadata)
+	}
 	pt, err := perfetto.Decode(pft.Bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if a, _ := pt.Events[0].Arg("process 1"); a.String == "" {
+		t.Errorf("perfetto run metadata %+v", pt.Events[0].Annotations)
 	}
 	var flows, ends int64
 	for _, e := range pt.Events {
