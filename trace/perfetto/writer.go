@@ -162,6 +162,9 @@ func (w *Writer) start() {
 	w.ev = appendString(w.ev, fEventName, "gclock run")
 	kv := append([]KV{{"origin_ns", strconv.FormatInt(w.opt.Origin, 10)}}, w.opt.Metadata...)
 	for _, m := range kv {
+		if m.Key == "" {
+			m.Key = "(no key)" // an annotation needs a name
+		}
 		w.sub = appendString(w.sub, fAnnotationName, validUTF8(m.Key))
 		w.sub = appendString(w.sub, fAnnotationString, validUTF8(m.Value))
 		w.ev = protowire.AppendTag(w.ev, fEventDebugAnnotations, protowire.BytesType)
