@@ -126,3 +126,41 @@ func TestLossOfCutFile(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedHeadersBounded: a stretch of forged headers that agree with
+// themselves and claim 16 MiB each would make every candidate a read of the
+// rest of the file; the resync checks at most maxScanWork bytes, then skips
+// the rest of the file and says so.
+func TestForgedHeadersBounded(t *testing.T) {
+	data, _ := bigFile(t, 2, 100)
+	goodEvents := int64(200)
+	const forged = 400
+	h := make([]byte, 64)
+	copy(h, "CHNK")
+	h[4] = byte(KindEvents)
+	binary.LittleEndian.PutUint32(h[8:], MaxPayload)
+	binary.LittleEndian.PutUint32(h[12:], MaxPayload/EventSize)
+	regionAt := int64(len(data))
+	for range forged {
+		data = append(data, h...)
+	}
+	tail, _ := bigFile(t, 1, 100)
+	data = append(data, tail[len(FileMagic):]...) // a good chunk after the forgery
+	s, err := Summarize(bytes.NewReader(data), "forged.gct", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Events != goodEvents {
+		t.Errorf("%d events, want the %d before the forgery", s.Events, goodEvents)
+	}
+	if s.Lost.Bytes != int64(len(data))-regionAt {
+		t.Errorf("lost %d bytes, want the %d from the forgery on", s.Lost.Bytes, int64(len(data))-regionAt)
+	}
+	var gaveUp bool
+	for _, p := range s.Problems {
+		gaveUp = gaveUp || bytes.Contains([]byte(p.Error()), []byte("gave up the resync"))
+	}
+	if !gaveUp {
+		t.Errorf("no problem says the resync gave up: %v", s.Problems)
+	}
+}

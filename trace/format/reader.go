@@ -48,7 +48,17 @@ type Reader struct {
 	lastSeq  int64
 	skipFrom int64
 	heads    []seenHeader
+	// scanWork is the payload bytes of the candidate chunks Resync has
+	// checked, bounded by maxScanWork + 64 × the bytes read.
+	scanWork int64
 }
+
+// maxScanWork, plus 64 times the bytes read, bounds the payload bytes of the
+// candidate chunks Resync checks in a file. Real damage comes nowhere near
+// it (a false header with a consistent length and count is as rare as four
+// given bytes); a file of forged headers would otherwise cost time
+// quadratic in its size.
+const maxScanWork = 256 << 20
 
 // Loss is what a reader skipped to go on past corrupt or cut chunks
 // (Resync, or the end of a cut file).
@@ -365,6 +375,9 @@ func (r *Reader) chunk() (Chunk, error) {
 // Resync scans forward for the next chunk whose header and checksum are
 // good and returns it, or io.EOF when the rest of the file holds none. Use
 // it after a corrupt (not truncated) chunk to go on with what is readable.
+// If the candidate chunks it checks add up to more than maxScanWork plus 64
+// times the bytes read, it skips the rest of the file and says so in a
+// *CorruptError.
 func (r *Reader) Resync() (Chunk, error) {
 	if r.bad {
 		r.bad = false
@@ -388,6 +401,20 @@ func (r *Reader) Resync() (Chunk, error) {
 			d, _ := r.r.Discard(skip)
 			r.off += int64(d)
 			continue
+		}
+		if headerFault(peek) == "" {
+			r.scanWork += int64(binary.LittleEndian.Uint32(peek[8:]))
+			if r.scanWork > maxScanWork+64*r.off {
+				at := r.off
+				n, err := io.Copy(io.Discard, r.r)
+				r.off += n
+				r.sawHeader(at, peek)
+				r.settle(r.off, -1)
+				if err != nil {
+					return Chunk{}, fmt.Errorf("%s: offset %d: %w", r.name, r.off, err)
+				}
+				return Chunk{}, r.errf(at, ErrCorrupt, "gave up the resync after checking %d MiB of chunks whose headers look right but whose checksums fail: the rest of the file (%d bytes) is skipped", r.scanWork>>20, n)
+			}
 		}
 		c, err := r.chunk()
 		if err == nil {

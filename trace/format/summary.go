@@ -53,6 +53,9 @@ func Summarize(r io.Reader, name string, keepGoing bool) (*Summary, error) {
 				break
 			}
 			if c, err = rd.Resync(); err != nil {
+				if err != io.EOF {
+					s.Problems = append(s.Problems, err)
+				}
 				break
 			}
 		}

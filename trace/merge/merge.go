@@ -145,6 +145,9 @@ func (m *Merger) fill(s *source) (bool, error) {
 				return false, nil
 			}
 			if c, err = s.rd.Resync(); err != nil {
+				if err != io.EOF {
+					s.stats.Problems = append(s.stats.Problems, err)
+				}
 				s.done = true
 				return false, nil
 			}
