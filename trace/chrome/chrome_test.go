@@ -211,6 +211,17 @@ func TestValidateRejects(t *testing.T) {
 		{"flow id reused as hex", m(x + `,` + s1 + `,` + x2 + `,` + f1 + `,` + strings.ReplaceAll(x, "1.000", "3.000") + `,` + strings.ReplaceAll(strings.ReplaceAll(s1, "1.000", "3.000"), `"id":1`, `"id":"01"`)), "started again"},
 		{"flow end without start", m(x2 + `,` + f1), "without a start"},
 		{"flow never finished", m(x + `,` + s1), "never finished"},
+		// Flows v2.
+		{"v2 no direction", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7}`), "flow_without_direction"},
+		{"v2 direction without id", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"flow_out":true}`), "without bind_id"},
+		{"v2 id not hex", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":"7g","flow_out":true}`), "flow_invalid_id"},
+		{"flow id minus", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":"-1","pid":1,"tid":0,"ts":1}`), "strtoull"},
+		{"flow id blank", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":" 1","pid":1,"tid":0,"ts":1}`), "strtoull"},
+		{"v2 flow_out not bool", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_out":1}`), "booleans"},
+		{"v2 in without out", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_in":true}`), "without a start"},
+		{"v2 never in", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_out":true}`), "never flow in"},
+		{"v2 started twice", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_out":true},{"ph":"X","name":"a","pid":1,"tid":0,"ts":2,"dur":0,"bind_id":7,"flow_out":true}`), "started again"},
+		{"v2 on an instant", m(`{"ph":"i","name":"a","pid":1,"tid":0,"ts":1,"s":"t","bind_id":7,"flow_out":true}`), "B and X slices only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,6 +236,12 @@ func TestValidateRejects(t *testing.T) {
 	rep, err := Validate(strings.NewReader(`{"traceEvents":[` + x + `,` + s1 + `,` + x2 + `,` + f1 + `],"metadata":{"origin_ns":"5"}}`))
 	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "5" {
 		t.Fatalf("well-formed flow: %v %+v", err, rep)
+	}
+	rep, err = Validate(strings.NewReader(m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":"0x1f","flow_out":true},` +
+		`{"ph":"B","name":"b","pid":2,"tid":0,"ts":2,"bind_id":31,"flow_in":true,"flow_out":true},{"ph":"E","pid":2,"tid":0,"ts":3},` +
+		`{"ph":"X","name":"c","pid":3,"tid":0,"ts":4,"dur":1,"bind_id":31,"flow_in":true}`)))
+	if err != nil || rep.FlowsV2 != 1 || rep.Flows != 0 {
+		t.Fatalf("well-formed v2 flow: %v %+v", err, rep)
 	}
 }
 
