@@ -9,7 +9,6 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)
-command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler) # trace/perfetto: protoc --decode cross-check
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # Never let a package start a service: a stock chronyd would steer this machine's clock.
@@ -32,6 +31,13 @@ if ! { command -v mpicc && command -v mpirun; } >/dev/null 2>&1 && [ "$(id -u)" 
   apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1 ||
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install openmpi-bin libopenmpi-dev (the MPI tests will skip and say so)"
+fi
+# protoc: trace/perfetto's TestProtocDecodes decodes the Perfetto export with it (about 3 MB).
+if ! command -v protoc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install protobuf-compiler (the protoc cross-check will skip and say so)"
 fi
 # Chrome DevTools' trace engine (npm @paulirish/trace_engine, about 25 MB): trace/chrome's
 # TestDevToolsImportsEveryFlow imports the Chrome JSON with it and counts the arrows.
