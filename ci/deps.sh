@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages gclock's tests use: a C compiler (C headers are tested),
-# iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers).
+# iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers),
+# protoc (decodes the Perfetto export independently of gclock's decoder).
 # Idempotent: installs only what is missing; never fails the build for an optional peer.
 set -u
 need=()
@@ -30,5 +31,25 @@ if ! { command -v mpicc && command -v mpirun; } >/dev/null 2>&1 && [ "$(id -u)" 
   apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1 ||
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install openmpi-bin libopenmpi-dev (the MPI tests will skip and say so)"
+fi
+# protoc: trace/perfetto's TestProtocDecodes decodes the Perfetto export with it (about 3 MB).
+if ! command -v protoc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends protobuf-compiler >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install protobuf-compiler (the protoc cross-check will skip and say so)"
+fi
+# Chrome DevTools' trace engine (npm @paulirish/trace_engine, about 25 MB): trace/chrome's
+# TestDevToolsImportsEveryFlow imports the Chrome JSON with it and counts the arrows.
+# Keep the version in step with traceEngine in trace/chrome/devtools_test.go.
+if ! { command -v node && command -v npm; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install nodejs npm (the DevTools import check will skip and say so)"
+fi
+if command -v npm >/dev/null 2>&1 && [ ! -e /opt/gclock/trace-engine/node_modules/@paulirish/trace_engine/models/trace/trace.js ]; then
+  timeout 300 npm install --prefix /opt/gclock/trace-engine --no-audit --no-fund --loglevel=error @paulirish/trace_engine@0.0.65 >/dev/null 2>&1 ||
+    echo "ci/deps.sh: could not install @paulirish/trace_engine (the DevTools import check will try again, then skip and say so)"
 fi
 exit 0

@@ -126,6 +126,9 @@ func infoOne(path string, keep bool, out io.Writer) error {
 	for _, p := range s.Problems {
 		fmt.Fprintf(out, "  PROBLEM: %v\n", p)
 	}
+	if l := s.Lost; l != (format.Loss{}) {
+		fmt.Fprintf(out, "  LOST: %d events in %d chunks, %d bytes skipped\n", l.Events, l.Chunks, l.Bytes)
+	}
 	return nil
 }
 
@@ -155,6 +158,7 @@ func traceDemo(args []string, out io.Writer) error {
 	daemonErr := fs.Int64("daemon-err-ns", def.DaemonErrNs, "max |offset error| of the synthetic daemon's mappings")
 	seed := fs.Uint64("seed", def.Seed, "random seed")
 	chromeOut := fs.Bool("chrome", true, "also write DIR/merged.json (spline or auto method, with CLC)")
+	pftOut := fs.Bool("perfetto", false, "also write DIR/merged.pftrace (Perfetto protobuf, auto method, with CLC)")
 	verbose := fs.Bool("v", false, "log progress")
 	best := fs.Float64("best-rtt", 0, "merge keeping only this fraction of each session's lowest-RTT exchanges (0: all)")
 	plots := fs.String("plots", "", "write trace_error_cdf.png and trace_error_time.png into this directory")
@@ -255,20 +259,37 @@ func traceDemo(args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "wrote %v\n", files)
 	}
-	if *chromeOut {
-		jpath := filepath.Join(*dir, "merged.json")
-		f, err := os.Create(jpath)
+	if *chromeOut || *pftOut {
+		opt := timeline.Options{Method: correct.Auto, CLC: true, Log: log}
+		var written []string
+		var files []*os.File
+		for _, o := range []struct {
+			on   bool
+			name string
+			dst  *io.Writer
+		}{{*chromeOut, "merged.json", &opt.Chrome}, {*pftOut, "merged.pftrace", &opt.Perfetto}} {
+			if !o.on {
+				continue
+			}
+			p := filepath.Join(*dir, o.name)
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+			*o.dst = f
+			written = append(written, p)
+		}
+		_, err := timeline.Run(timeline.Files(paths), opt)
+		for _, f := range files {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
 		if err != nil {
 			return err
 		}
-		_, err = timeline.Run(timeline.Files(paths), timeline.Options{Method: correct.Auto, CLC: true, Chrome: f, Log: log})
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "wrote %s (open it in https://ui.perfetto.dev)\n", jpath)
+		fmt.Fprintf(out, "wrote %s (open in https://ui.perfetto.dev)\n", strings.Join(written, " and "))
 	}
 	return nil
 }

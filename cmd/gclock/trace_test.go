@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/trace/chrome"
+	"github.com/gclock/gclock/trace/perfetto"
 )
 
 func TestTraceDemoInfoMerge(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	if err := traceDemo([]string{"-dir", dir, "-n", "4", "-duration", "300ms", "-sessions", "3"}, &out); err != nil {
+	if err := traceDemo([]string{"-dir", dir, "-n", "4", "-duration", "300ms", "-sessions", "3", "-perfetto"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{"linear", "spline", "daemon"} {
@@ -29,6 +30,21 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 	f.Close()
 	if err != nil || rep.Processes != 4 || rep.Flows == 0 {
 		t.Fatalf("demo JSON: %v %+v", err, rep)
+	}
+	pb, err := os.ReadFile(filepath.Join(dir, "merged.pftrace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := perfetto.Decode(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends int
+	for _, e := range pt.Events {
+		ends += len(e.Terminating)
+	}
+	if ends != rep.Flows {
+		t.Errorf("demo: %d flows in the Perfetto trace, %d in the JSON", ends, rep.Flows)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "proc-*.gct"))
 	if len(files) != 4 {
@@ -65,7 +81,7 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 	if err := mergeCmd(append([]string{"-keep-going", "-clc", "-chrome", js, "-o", filepath.Join(dir, "m.gcm")}, in...), &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"PROBLEM", "after correction", "controlled logical clock", "daemon"} {
+	for _, want := range []string{"PROBLEM", "LOST (-keep-going): " + cut + ": ", "after correction", "controlled logical clock", "daemon"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("merge report lacks %q:\n%s", want, out.String())
 		}

@@ -185,6 +185,8 @@ func TestValidateRejects(t *testing.T) {
 		// Top level.
 		{"otherData", `{"traceEvents":[],"otherData":{"origin_ns":"5"}}`, "otherData"},
 		{"displayTimeUnit", `{"displayTimeUnit":"ns","traceEvents":[]}`, "displayTimeUnit"},
+		{"unknown top-level key", `{"traceEvents":[],"stackFrames":{}}`, `top-level key "stackFrames"`},
+		{"traceEvents not array", `{"traceEvents":{}}`, "decode traceEvents"},
 		{"metadata not object", `{"traceEvents":[],"metadata":[1]}`, "not an object"},
 		// Flows: binding.
 		{"flow unbound", m(s1), "no slice on the track"},
@@ -209,6 +211,17 @@ func TestValidateRejects(t *testing.T) {
 		{"flow id reused as hex", m(x + `,` + s1 + `,` + x2 + `,` + f1 + `,` + strings.ReplaceAll(x, "1.000", "3.000") + `,` + strings.ReplaceAll(strings.ReplaceAll(s1, "1.000", "3.000"), `"id":1`, `"id":"01"`)), "started again"},
 		{"flow end without start", m(x2 + `,` + f1), "without a start"},
 		{"flow never finished", m(x + `,` + s1), "never finished"},
+		// Flows v2.
+		{"v2 no direction", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7}`), "flow_without_direction"},
+		{"v2 direction without id", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"flow_out":true}`), "without bind_id"},
+		{"v2 id not hex", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":"7g","flow_out":true}`), "flow_invalid_id"},
+		{"flow id minus", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":"-1","pid":1,"tid":0,"ts":1}`), "strtoull"},
+		{"flow id blank", m(x + `,{"ph":"s","name":"msg","cat":"msg","id":" 1","pid":1,"tid":0,"ts":1}`), "strtoull"},
+		{"v2 flow_out not bool", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_out":1}`), "booleans"},
+		{"v2 in without out", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_in":true}`), "without a start"},
+		{"v2 never in", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_out":true}`), "never flow in"},
+		{"v2 started twice", m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":7,"flow_out":true},{"ph":"X","name":"a","pid":1,"tid":0,"ts":2,"dur":0,"bind_id":7,"flow_out":true}`), "started again"},
+		{"v2 on an instant", m(`{"ph":"i","name":"a","pid":1,"tid":0,"ts":1,"s":"t","bind_id":7,"flow_out":true}`), "B and X slices only"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,6 +236,12 @@ func TestValidateRejects(t *testing.T) {
 	rep, err := Validate(strings.NewReader(`{"traceEvents":[` + x + `,` + s1 + `,` + x2 + `,` + f1 + `],"metadata":{"origin_ns":"5"}}`))
 	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "5" {
 		t.Fatalf("well-formed flow: %v %+v", err, rep)
+	}
+	rep, err = Validate(strings.NewReader(m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":"0x1f","flow_out":true},` +
+		`{"ph":"B","name":"b","pid":2,"tid":0,"ts":2,"bind_id":31,"flow_in":true,"flow_out":true},{"ph":"E","pid":2,"tid":0,"ts":3},` +
+		`{"ph":"X","name":"c","pid":3,"tid":0,"ts":4,"dur":1,"bind_id":31,"flow_in":true}`)))
+	if err != nil || rep.FlowsV2 != 1 || rep.Flows != 0 {
+		t.Fatalf("well-formed v2 flow: %v %+v", err, rep)
 	}
 }
 
@@ -243,18 +262,25 @@ func TestValidateRejectsLegacyOutput(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("legacy output accepted: %v", err)
 	}
-	// Each of its three faults is caught on its own.
-	noUnit := strings.Replace(legacyOutput, `"displayTimeUnit":"ns",`, "", 1)
-	noOther := strings.Replace(noUnit, `"otherData"`, `"metadata"`, 1)
+	// Each of its four faults is caught on its own, in the order Validate
+	// checks them, and with all four mended the same events pass.
+	noOther := strings.Replace(legacyOutput, `"otherData"`, `"metadata"`, 1)
+	noUnit := strings.Replace(noOther, `"displayTimeUnit":"ns",`, "", 1)
+	numericID := strings.ReplaceAll(noUnit, `"0>1:1"`, `1`)
+	withCat := strings.ReplaceAll(numericID, `"dur":0,`, `"dur":0,"cat":"msg",`)
 	for _, tc := range []struct{ doc, want string }{
-		{legacyOutput, "displayTimeUnit"},
-		{noUnit, "otherData"},
-		{noOther, "binds to no slice"},
-		{strings.ReplaceAll(noOther, `"dur":0,`, `"dur":0,"cat":"msg",`), "flow_invalid_id"},
+		{legacyOutput, "otherData"},
+		{noOther, "displayTimeUnit"},
+		{noUnit, "flow_invalid_id"},
+		{numericID, "binds to no slice"},
 	} {
 		if _, err := Validate(strings.NewReader(tc.doc)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
+	}
+	rep, err := Validate(strings.NewReader(withCat))
+	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "1000" {
+		t.Fatalf("mended legacy output: %v %+v", err, rep)
 	}
 }
 

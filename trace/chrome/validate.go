@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,8 +25,11 @@ type Report struct {
 	// FlowsSharedSlice counts flow events bound to a slice that an earlier
 	// flow event of the same track, ts and cat is bound to already.
 	FlowsSharedSlice int
-	TimesNs          []int64        // ts of every non-metadata event in ns, in file order
-	Metadata         map[string]any // the top-level "metadata" object
+	// FlowsV2 counts flows given by bind_id/flow_out ... bind_id/flow_in on
+	// B and X events (Perfetto draws them; DevTools does not read them).
+	FlowsV2  int
+	TimesNs  []int64        // ts of every non-metadata event in ns, in file order
+	Metadata map[string]any // the top-level "metadata" object
 }
 
 type slice struct {
@@ -58,6 +63,7 @@ var ErrInvalid = errors.New("invalid trace-event JSON")
 //
 //   - a top-level object with a traceEvents array; run metadata under
 //     "metadata" (an object), not "otherData" (Perfetto skips it); no
+//     other top-level key (older Perfetto tokenizers stop reading there); no
 //     displayTimeUnit (Perfetto read it as the unit of ts until late 2021,
 //     catapult throws on values other than "ms" and "ns");
 //   - known phases; pid, tid and name present; ts with at most three
@@ -67,7 +73,8 @@ var ErrInvalid = errors.New("invalid trace-event JSON")
 //     at the end; ts non-decreasing per (pid, tid);
 //   - every flow event (s, t, f) has a name, a non-empty cat and an id that
 //     Perfetto parses: a JSON integer in [0, 2^53] or a string of 1 to 16
-//     hex digits (anything else is flow_invalid_id there: no arrow); an id
+//     hex digits with an optional 0x (anything else is flow_invalid_id
+//     there, or is read in a way other importers do not share); an id
 //     is started once in the whole file (Perfetto never closes a v1 flow,
 //     so a second start is flow_duplicate_id, and catapult keys flows by id
 //     alone); every t and f follows its s; every s is finished;
@@ -75,29 +82,45 @@ var ErrInvalid = errors.New("invalid trace-event JSON")
 //     of its track has the same ts and the same cat (DevTools binds a flow
 //     event to the event with equal ts, pid, tid and cat; Perfetto to the
 //     topmost open slice of the track, which that slice is); f carries
-//     "bp":"e" (without it Perfetto and catapult bind to the next slice).
+//     "bp":"e" (without it Perfetto and catapult bind to the next slice);
+//   - flow v2 on B and X events: bind_id parsed like a v1 id, flow_in and
+//     flow_out booleans, at least one true; flow_out alone starts (once per
+//     id), flow_in alone ends a started flow; every started flow ends.
 //
 // Errors name the event index.
 func Validate(r io.Reader) (*Report, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
-	var doc struct {
-		TraceEvents     []map[string]any `json:"traceEvents"`
-		OtherData       json.RawMessage  `json:"otherData"`
-		Metadata        json.RawMessage  `json:"metadata"`
-		DisplayTimeUnit json.RawMessage  `json:"displayTimeUnit"`
-	}
-	if err := dec.Decode(&doc); err != nil {
+	var top map[string]json.RawMessage
+	if err := dec.Decode(&top); err != nil {
 		return nil, fmt.Errorf("decode: %w: %w", ErrInvalid, err)
+	}
+	var doc struct {
+		TraceEvents []map[string]any
+		Metadata    json.RawMessage
+	}
+	if _, ok := top["otherData"]; ok {
+		return nil, fmt.Errorf("top-level otherData: Perfetto's importer skips it, put run metadata under \"metadata\": %w", ErrInvalid)
+	}
+	if v, ok := top["displayTimeUnit"]; ok {
+		return nil, fmt.Errorf("top-level displayTimeUnit %s: Perfetto's importer read it as the unit of ts until late 2021 (google/perfetto#106), leave it out: %w", v, ErrInvalid)
+	}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		switch k {
+		case "traceEvents":
+			d := json.NewDecoder(bytes.NewReader(top[k]))
+			d.UseNumber()
+			if err := d.Decode(&doc.TraceEvents); err != nil {
+				return nil, fmt.Errorf("decode traceEvents: %w: %w", ErrInvalid, err)
+			}
+		case "metadata":
+			doc.Metadata = top[k]
+		default:
+			return nil, fmt.Errorf("top-level key %q: Perfetto's JSON tokenizer stops reading a file at a key it does not know (json_trace_tokenizer.cc), so nothing after it would be drawn: %w", k, ErrInvalid)
+		}
 	}
 	if doc.TraceEvents == nil {
 		return nil, fmt.Errorf("no traceEvents array: %w", ErrInvalid)
-	}
-	if doc.OtherData != nil {
-		return nil, fmt.Errorf("top-level otherData: Perfetto's importer skips it, put run metadata under \"metadata\": %w", ErrInvalid)
-	}
-	if doc.DisplayTimeUnit != nil {
-		return nil, fmt.Errorf("top-level displayTimeUnit %s: Perfetto's importer read it as the unit of ts until late 2021 (google/perfetto#106), leave it out: %w", doc.DisplayTimeUnit, ErrInvalid)
 	}
 	rep := &Report{ByPhase: map[string]int{}}
 	if doc.Metadata != nil {
@@ -112,6 +135,8 @@ func Validate(r io.Reader) (*Report, error) {
 	last := map[trackID]*lastSlice{}
 	started := map[uint64]int{} // flow id -> index of its s
 	open := map[uint64]int64{}  // flow id -> ts of its s, while open
+	openV2 := map[uint64]int64{}
+	startedV2 := map[uint64]bool{}
 	pids := map[int64]bool{}
 	for i, e := range doc.TraceEvents {
 		bad := func(format string, a ...any) error {
@@ -156,6 +181,17 @@ func Validate(r io.Reader) (*Report, error) {
 			return nil, bad("%v", err)
 		}
 		rep.TimesNs = append(rep.TimesNs, ts)
+		if ph == "B" || ph == "X" {
+			ended, err := flowV2(e, ts, openV2, startedV2)
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			if ended {
+				rep.FlowsV2++
+			}
+		} else if _, ok := e["bind_id"]; ok {
+			return nil, bad("bind_id on a %q event: Perfetto reads it on B and X slices only", ph)
+		}
 		k := trackID{pid, tid}
 		if ph != "C" {
 			if prev, ok := lastTs[k]; ok && ts < prev {
@@ -266,6 +302,9 @@ func Validate(r io.Reader) (*Report, error) {
 	if len(open) > 0 {
 		return nil, fmt.Errorf("%d flows started and never finished: %w", len(open), ErrInvalid)
 	}
+	if len(openV2) > 0 {
+		return nil, fmt.Errorf("%d v2 flows (bind_id with flow_out) never flow in: %w", len(openV2), ErrInvalid)
+	}
 	rep.Processes = len(pids)
 	return rep, nil
 }
@@ -282,24 +321,83 @@ func flowID(e map[string]any) (uint64, error) {
 		}
 		return 0, errors.New("flow without an id")
 	}
+	return parseFlowID("flow id", v)
+}
+
+func parseFlowID(what string, v any) (uint64, error) {
 	switch id := v.(type) {
 	case json.Number:
 		n, err := strconv.ParseUint(string(id), 10, 64)
 		if err != nil || n > maxFlowID {
-			return 0, fmt.Errorf("flow id %s is not an integer in [0, 2^53]", id)
+			return 0, fmt.Errorf("%s %s is not an integer in [0, 2^53]", what, id)
 		}
 		return n, nil
 	case string:
-		if len(id) == 0 || len(id) > 16 || strings.Trim(id, "0123456789abcdefABCDEF") != "" {
-			return 0, fmt.Errorf("flow id %q is neither a number nor hex digits: Perfetto's importer drops it (flow_invalid_id)", id)
+		// Perfetto parses the string with strtoull(s, &end, 16) and keeps
+		// it if all of it was read: hex digits, with an optional 0x, and
+		// also leading blanks and a sign, which are refused here.
+		digits := id
+		if len(digits) > 2 && (digits[:2] == "0x" || digits[:2] == "0X") {
+			digits = digits[2:]
 		}
-		n, _ := strconv.ParseUint(id, 16, 64)
+		if len(digits) == 0 || len(digits) > 16 || strings.Trim(digits, "0123456789abcdefABCDEF") != "" {
+			if t := strings.TrimLeft(id, " \t\n\v\f\r+-"); t != id && t != "" && strings.Trim(t, "0123456789abcdefABCDEFxX") == "" {
+				return 0, fmt.Errorf("%s %q: Perfetto reads it as strtoull does (blanks skipped, a minus wraps), other importers by its text: write hex digits or a number", what, id)
+			}
+			return 0, fmt.Errorf("%s %q is neither a number nor hex digits: Perfetto's importer drops it (flow_invalid_id)", what, id)
+		}
+		n, _ := strconv.ParseUint(digits, 16, 64)
 		if n > maxFlowID {
-			return 0, fmt.Errorf("flow id %q is above 2^53: JavaScript viewers round it", id)
+			return 0, fmt.Errorf("%s %q is above 2^53: JavaScript viewers round it", what, id)
 		}
 		return n, nil
 	}
-	return 0, fmt.Errorf("flow id %v is neither a number nor a string", v)
+	return 0, fmt.Errorf("%s %v is neither a number nor a string", what, v)
+}
+
+// flowV2 checks the flow v2 fields of a B or X event (bind_id, flow_in,
+// flow_out) as Perfetto's importer reads them (MaybeAddFlow): bind_id
+// parsed like a v1 id; flow_out alone starts a flow, flow_in alone ends it
+// on this slice, both step it; neither is flow_without_direction. Chrome
+// DevTools does not read v2 flows. It returns whether a flow ended here.
+func flowV2(e map[string]any, ts int64, open map[uint64]int64, started map[uint64]bool) (bool, error) {
+	v, has := e["bind_id"]
+	in, hasIn := e["flow_in"]
+	out, hasOut := e["flow_out"]
+	if !has {
+		if hasIn || hasOut {
+			return false, errors.New("flow_in/flow_out without bind_id: Perfetto ignores them")
+		}
+		return false, nil
+	}
+	id, err := parseFlowID("bind_id", v)
+	if err != nil {
+		return false, err
+	}
+	fin, ok1 := in.(bool)
+	fout, ok2 := out.(bool)
+	if (hasIn && !ok1) || (hasOut && !ok2) {
+		return false, errors.New("flow_in and flow_out must be JSON booleans")
+	}
+	switch {
+	case fout && !fin:
+		if started[id] {
+			return false, fmt.Errorf("bind_id %d started again: Perfetto uses v2 ids as they are", id)
+		}
+		started[id] = true
+		open[id] = ts
+	case fin:
+		if _, ok := open[id]; !ok {
+			return false, fmt.Errorf("bind_id %d flows in without a start", id)
+		}
+		if !fout {
+			delete(open, id)
+			return true, nil
+		}
+	default:
+		return false, fmt.Errorf("bind_id %d with neither flow_in nor flow_out: Perfetto counts flow_without_direction", id)
+	}
+	return false, nil
 }
 
 func intField(e map[string]any, f string) (int64, error) {

@@ -273,6 +273,12 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), "fuzz")
 		last := int64(-1)
+		defer func() {
+			// The loss accounts for skipped bytes of this file only.
+			if l := r.Loss(); l.Bytes < 0 || l.Bytes > int64(len(data)) || l.Events < 0 || l.Chunks < 0 {
+				t.Fatalf("loss %+v of a %d-byte file", l, len(data))
+			}
+		}()
 		for {
 			c, err := r.Next()
 			if err == io.EOF {

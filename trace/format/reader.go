@@ -3,12 +3,14 @@ package format
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/gclock/gclock/estimate"
 )
@@ -39,11 +41,178 @@ type Reader struct {
 	buf  []byte
 	init bool
 	bad  bool // a corrupt chunk at off was not consumed
+	src  *pushback
+	// Loss accounting: the stretch of bad bytes being skipped starts at
+	// skipFrom (-1: none); heads are the chunk headers seen in it.
+	loss     Loss
+	lastSeq  int64
+	skipFrom int64
+	heads    []seenHeader
+	// scanWork is the payload bytes of the candidate chunks Resync has
+	// checked, bounded by maxScanWork + 64 × the bytes read.
+	scanWork int64
+}
+
+// maxScanWork, plus 64 times the bytes read, bounds the payload bytes of the
+// candidate chunks Resync checks in a file. Real damage comes nowhere near
+// it (a false header with a consistent length and count is as rare as four
+// given bytes); a file of forged headers would otherwise cost time
+// quadratic in its size.
+const maxScanWork = 256 << 20
+
+// Loss is what a reader skipped to go on past corrupt or cut chunks
+// (Resync, or the end of a cut file).
+type Loss struct {
+	// Chunks lost: the gaps in the sequence numbers of the good chunks on
+	// either side of each skipped stretch, plus the chunk headers found in
+	// a skipped stretch that runs to the end of the file.
+	Chunks int64
+	// Events in the events chunks whose headers lie in the skipped bytes:
+	// each header's count, but no more records than fit before the next
+	// header or good chunk (the whole count for a chunk cut by the end of
+	// the file). Exact when the damage is in a payload or in a length
+	// field; a header whose magic is destroyed is not found (Bytes/32
+	// bounds the loss).
+	Events int64
+	// Bytes skipped.
+	Bytes int64
+}
+
+// seenHeader is a chunk header met in a stretch of bad bytes.
+type seenHeader struct {
+	off       int64
+	kind      ChunkKind
+	count     uint32
+	plausible bool // its length agrees with its kind and count
+}
+
+// pushback is the reader's source: bytes given back after a large chunk
+// failed its checksum, then the file.
+type pushback struct {
+	buf []byte
+	r   io.Reader
+}
+
+func (p *pushback) Read(b []byte) (int, error) {
+	if len(p.buf) > 0 {
+		n := copy(b, p.buf)
+		p.buf = p.buf[n:]
+		return n, nil
+	}
+	return p.r.Read(b)
 }
 
 // NewReader returns a Reader; name is used in error messages (a file name).
 func NewReader(r io.Reader, name string) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, readBuf), name: name}
+	src := &pushback{r: r}
+	return &Reader{r: bufio.NewReaderSize(src, readBuf), src: src, name: name, lastSeq: -1, skipFrom: -1}
+}
+
+// Loss returns what the reader has skipped so far.
+func (r *Reader) Loss() Loss { return r.loss }
+
+// giveBack makes the bytes of a large chunk that failed, from its second
+// byte on, readable again, so that good chunks its corrupt length field
+// swallowed are found by Resync. The reader is left at start+1.
+func (r *Reader) giveBack(start int64, chunk []byte) {
+	buffered, _ := r.r.Peek(r.r.Buffered())
+	b := make([]byte, 0, len(chunk)-1+len(buffered)+len(r.src.buf))
+	b = append(b, chunk[1:]...)
+	b = append(b, buffered...)
+	b = append(b, r.src.buf...)
+	r.src.buf = b
+	r.r.Reset(r.src)
+	r.off = start + 1
+}
+
+// sawHeader notes a header with the chunk magic at a bad offset.
+func (r *Reader) sawHeader(start int64, h []byte) {
+	if r.skipFrom < 0 {
+		r.skipFrom = start
+	}
+	r.heads = append(r.heads, seenHeader{off: start, kind: ChunkKind(h[4]), count: binary.LittleEndian.Uint32(h[12:]), plausible: headerFault(h) == ""})
+}
+
+// settle closes the skipped stretch at end: the offset of the next good
+// chunk (seq its sequence number), or the end of the file (seq -1).
+func (r *Reader) settle(end, seq int64) {
+	if r.skipFrom < 0 {
+		if seq >= 0 {
+			r.lastSeq = seq
+		}
+		return
+	}
+	r.loss.Bytes += end - r.skipFrom
+	slices.SortFunc(r.heads, func(a, b seenHeader) int { return cmp.Compare(a.off, b.off) })
+	for i, h := range r.heads {
+		if h.kind < KindMeta || h.kind > KindMerged || (i > 0 && h.off == r.heads[i-1].off) {
+			continue
+		}
+		if seq < 0 {
+			r.loss.Chunks++
+		}
+		if h.kind != KindEvents {
+			continue
+		}
+		// The chunk's events run at most to the next header or the end.
+		boundary := end
+		if i+1 < len(r.heads) {
+			boundary = r.heads[i+1].off
+		}
+		n := int64(h.count)
+		if fit := max(0, (boundary-h.off-HeaderSize)/EventSize); n > fit && !(seq < 0 && h.plausible && i+1 == len(r.heads)) {
+			n = fit // a count destroyed with the header; a cut last chunk keeps its count
+		}
+		r.loss.Events += n
+	}
+	if seq >= 0 {
+		if seq > r.lastSeq+1 {
+			r.loss.Chunks += seq - r.lastSeq - 1
+		}
+		r.lastSeq = seq
+	}
+	r.skipFrom, r.heads = -1, r.heads[:0]
+}
+
+// headerFault says what makes a chunk header impossible, or "": a known
+// kind, zero reserved bytes, and a length that fits the kind and count
+// (fixed-size records; meta and names within their bounds). A corrupt
+// length or count is caught here, before any payload is read.
+func headerFault(h []byte) string {
+	kind := ChunkKind(h[4])
+	length := uint64(binary.LittleEndian.Uint32(h[8:]))
+	count := uint64(binary.LittleEndian.Uint32(h[12:]))
+	if kind < KindMeta || kind > KindMerged {
+		return fmt.Sprintf("unknown chunk kind %d", h[4])
+	}
+	if h[5] != 0 || h[6] != 0 || h[7] != 0 {
+		return "reserved header bytes not zero"
+	}
+	want := func(n uint64) string {
+		if length != n {
+			return fmt.Sprintf("%s chunk of %d records has length %d, want %d", kind, count, length, n)
+		}
+		return ""
+	}
+	switch kind {
+	case KindEvents:
+		return want(count * EventSize)
+	case KindMerged:
+		return want(count * MergedSize)
+	case KindMappings:
+		return want(count * MappingSize)
+	case KindSync:
+		return want(sessionHead + count*SampleSize)
+	case KindMeta:
+		if count != 1 || length < 16 || length > 16+2*0xffff {
+			return fmt.Sprintf("meta chunk with count %d and length %d", count, length)
+		}
+	case KindNames:
+		if length < 14*count || length > count*(14+0xffff) {
+			return fmt.Sprintf("names chunk of %d entries cannot have length %d", count, length)
+		}
+	}
+	return ""
 }
 
 // Offset is the byte offset of the next chunk.
@@ -113,12 +282,21 @@ func (r *Reader) chunk() (Chunk, error) {
 	copy(r.hdr[:], h)
 	if m := binary.LittleEndian.Uint32(h[0:]); m != chunkMagic {
 		r.bad = true
+		if r.skipFrom < 0 {
+			r.skipFrom = start
+		}
 		return Chunk{}, r.errf(start, ErrCorrupt, "bad chunk magic %#08x", m)
 	}
 	length := int(binary.LittleEndian.Uint32(h[8:]))
 	if length > MaxPayload {
 		r.bad = true
+		r.sawHeader(start, h)
 		return Chunk{}, r.errf(start, ErrCorrupt, "chunk length %d exceeds the %d limit", length, MaxPayload)
+	}
+	if f := headerFault(h); f != "" {
+		r.bad = true
+		r.sawHeader(start, h)
+		return Chunk{}, r.errf(start, ErrCorrupt, "%s", f)
 	}
 	total := HeaderSize + length
 	var payload []byte
@@ -126,6 +304,7 @@ func (r *Reader) chunk() (Chunk, error) {
 	if total <= r.r.Size() {
 		all, err := r.r.Peek(total)
 		if len(all) < total {
+			r.sawHeader(start, all)
 			if err == io.EOF && validChunkIn(all[1:]) {
 				// A good chunk follows: this length field is wrong, the
 				// file is not cut here.
@@ -135,6 +314,7 @@ func (r *Reader) chunk() (Chunk, error) {
 			if err == io.EOF {
 				d, _ := r.r.Discard(len(all))
 				r.off += int64(d)
+				r.settle(r.off, -1)
 				return Chunk{}, r.errf(start, ErrTruncated, "chunk payload cut after %d of %d bytes", len(all)-HeaderSize, length)
 			}
 			return Chunk{}, fmt.Errorf("%s: offset %d: read chunk payload: %w", r.name, start, err)
@@ -142,6 +322,7 @@ func (r *Reader) chunk() (Chunk, error) {
 		crc = crc32.Update(crc, castagnoli, all[HeaderSize:])
 		if want := binary.LittleEndian.Uint32(r.hdr[20:]); crc != want {
 			r.bad = true
+			r.sawHeader(start, all)
 			return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc, want)
 		}
 		// The payload stays in the bufio buffer: Discard of buffered bytes
@@ -151,8 +332,9 @@ func (r *Reader) chunk() (Chunk, error) {
 		d, _ := r.r.Discard(total)
 		r.off += int64(d)
 	} else {
-		// Larger than the read buffer: read it; if it is bad, the scan for
-		// the next chunk starts after it.
+		// Larger than the read buffer: read it; if it is bad, give its
+		// bytes back so that the scan for the next chunk starts at its
+		// second byte (its length field may be what is wrong).
 		if cap(r.buf) < length {
 			r.buf = make([]byte, length)
 		}
@@ -162,15 +344,21 @@ func (r *Reader) chunk() (Chunk, error) {
 		r.off += int64(d)
 		n, err := io.ReadFull(r.r, r.buf)
 		r.off += int64(n)
-		if err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return Chunk{}, r.errf(start, ErrTruncated, "chunk payload cut after %d of %d bytes", n, length)
-			}
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 			return Chunk{}, fmt.Errorf("%s: offset %d: read chunk payload: %w", r.name, start, err)
 		}
-		crc = crc32.Update(crc, castagnoli, r.buf)
-		if want := binary.LittleEndian.Uint32(r.hdr[20:]); crc != want {
-			return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc, want)
+		if err != nil || crc32.Update(crc, castagnoli, r.buf) != binary.LittleEndian.Uint32(r.hdr[20:]) {
+			r.sawHeader(start, r.hdr[:])
+			if err != nil && !validChunkIn(r.buf[:n]) {
+				r.settle(r.off, -1)
+				return Chunk{}, r.errf(start, ErrTruncated, "chunk payload cut after %d of %d bytes", n, length)
+			}
+			r.giveBack(start, append(r.hdr[:], r.buf[:n]...))
+			r.buf = nil
+			if err != nil {
+				return Chunk{}, r.errf(start, ErrCorrupt, "chunk length %d runs past the end of the file over a good chunk", length)
+			}
+			return Chunk{}, r.errf(start, ErrCorrupt, "checksum %#08x, header says %#08x", crc32.Update(crc, castagnoli, payload[:n]), binary.LittleEndian.Uint32(r.hdr[20:]))
 		}
 	}
 	c := Chunk{
@@ -180,15 +368,16 @@ func (r *Reader) chunk() (Chunk, error) {
 		Offset:  start,
 		Payload: payload,
 	}
-	if c.Kind < KindMeta || c.Kind > KindMerged {
-		return Chunk{}, r.errf(start, ErrCorrupt, "unknown chunk kind %d", r.hdr[4])
-	}
+	r.settle(start, int64(c.Seq))
 	return c, nil
 }
 
 // Resync scans forward for the next chunk whose header and checksum are
 // good and returns it, or io.EOF when the rest of the file holds none. Use
 // it after a corrupt (not truncated) chunk to go on with what is readable.
+// If the candidate chunks it checks add up to more than maxScanWork plus 64
+// times the bytes read, it skips the rest of the file and says so in a
+// *CorruptError.
 func (r *Reader) Resync() (Chunk, error) {
 	if r.bad {
 		r.bad = false
@@ -199,6 +388,9 @@ func (r *Reader) Resync() (Chunk, error) {
 	for {
 		peek, _ := r.r.Peek(HeaderSize)
 		if len(peek) < HeaderSize {
+			d, _ := r.r.Discard(len(peek))
+			r.off += int64(d)
+			r.settle(r.off, -1)
 			return Chunk{}, io.EOF
 		}
 		if i := bytes.Index(peek, magic); i != 0 {
@@ -209,6 +401,20 @@ func (r *Reader) Resync() (Chunk, error) {
 			d, _ := r.r.Discard(skip)
 			r.off += int64(d)
 			continue
+		}
+		if headerFault(peek) == "" {
+			r.scanWork += int64(binary.LittleEndian.Uint32(peek[8:]))
+			if r.scanWork > maxScanWork+64*r.off {
+				at := r.off
+				n, err := io.Copy(io.Discard, r.r)
+				r.off += n
+				r.sawHeader(at, peek)
+				r.settle(r.off, -1)
+				if err != nil {
+					return Chunk{}, fmt.Errorf("%s: offset %d: %w", r.name, r.off, err)
+				}
+				return Chunk{}, r.errf(at, ErrCorrupt, "gave up the resync after checking %d MiB of chunks whose headers look right but whose checksums fail: the rest of the file (%d bytes) is skipped", r.scanWork>>20, n)
+			}
 		}
 		c, err := r.chunk()
 		if err == nil {

@@ -24,6 +24,9 @@ type Summary struct {
 	// Problems lists the corrupt or truncated chunks skipped when
 	// summarising with keepGoing (each a *CorruptError).
 	Problems []error
+	// Lost is what keepGoing skipped: the reader's Loss, plus the chunks
+	// whose checksum was good but whose records did not decode.
+	Lost Loss
 }
 
 // Summarize reads a whole trace file. Without keepGoing the first corrupt
@@ -50,6 +53,9 @@ func Summarize(r io.Reader, name string, keepGoing bool) (*Summary, error) {
 				break
 			}
 			if c, err = rd.Resync(); err != nil {
+				if err != io.EOF {
+					s.Problems = append(s.Problems, err)
+				}
 				break
 			}
 		}
@@ -59,9 +65,17 @@ func Summarize(r io.Reader, name string, keepGoing bool) (*Summary, error) {
 				return s, err
 			}
 			s.Problems = append(s.Problems, err)
+			s.Lost.Chunks++
+			if c.Kind == KindEvents {
+				s.Lost.Events += int64(c.Count)
+			}
 		}
 	}
 	s.Size = rd.Offset()
+	l := rd.Loss()
+	s.Lost.Chunks += l.Chunks
+	s.Lost.Events += l.Events
+	s.Lost.Bytes += l.Bytes
 	if !s.HasMeta {
 		err := &CorruptError{File: name, Offset: 0, Reason: "no meta chunk", Err: ErrCorrupt}
 		if !keepGoing {

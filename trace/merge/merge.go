@@ -40,6 +40,10 @@ type Stats struct {
 	Events   int64
 	Clamped  int64   // events whose mapped time was raised to the previous one
 	Problems []error // corrupt/truncated chunks skipped (KeepGoing)
+	// Lost is what KeepGoing skipped (format.Loss), plus the events of
+	// chunks with a good checksum whose records did not decode or went
+	// back in time.
+	Lost format.Loss
 }
 
 type source struct {
@@ -52,6 +56,8 @@ type source struct {
 	prevLocal int64 // local time of the last event handed out
 	done      bool
 	stats     Stats
+	// decodeLoss counts the chunks with a good checksum that were dropped.
+	decodeLoss format.Loss
 }
 
 // Merger is a streaming k-way merge.
@@ -99,6 +105,8 @@ func (m *Merger) Stats() []Stats {
 	out := make([]Stats, len(m.src))
 	for i, s := range m.src {
 		out[i] = s.stats
+		l := s.rd.Loss()
+		out[i].Lost = format.Loss{Chunks: l.Chunks + s.decodeLoss.Chunks, Events: l.Events + s.decodeLoss.Events, Bytes: l.Bytes}
 	}
 	return out
 }
@@ -137,6 +145,9 @@ func (m *Merger) fill(s *source) (bool, error) {
 				return false, nil
 			}
 			if c, err = s.rd.Resync(); err != nil {
+				if err != io.EOF {
+					s.stats.Problems = append(s.stats.Problems, err)
+				}
 				s.done = true
 				return false, nil
 			}
@@ -152,6 +163,7 @@ func (m *Merger) fill(s *source) (bool, error) {
 				return false, err
 			}
 			s.stats.Problems = append(s.stats.Problems, err)
+			s.dropped(c)
 			continue
 		}
 		if len(ev) == 0 {
@@ -164,6 +176,7 @@ func (m *Merger) fill(s *source) (bool, error) {
 				return false, err
 			}
 			s.stats.Problems = append(s.stats.Problems, err)
+			s.dropped(c)
 			continue
 		}
 		return true, nil
@@ -171,6 +184,12 @@ func (m *Merger) fill(s *source) (bool, error) {
 }
 
 func (s *source) lastLocal() int64 { return s.prevLocal }
+
+// dropped counts an events chunk that was read but not merged.
+func (s *source) dropped(c format.Chunk) {
+	s.decodeLoss.Chunks++
+	s.decodeLoss.Events += int64(c.Count)
+}
 
 // Read fills buf with the next merged events in global time order (ties
 // broken by source index) and returns how many. It returns io.EOF, possibly

@@ -14,6 +14,7 @@ import (
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
 	"github.com/gclock/gclock/trace/merge"
+	"github.com/gclock/gclock/trace/perfetto"
 )
 
 // Input is one trace file, opened once per pass.
@@ -44,6 +45,7 @@ type Options struct {
 	Amortize   float64   // CLC backward amortization window, in jumps (0: off)
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
+	Perfetto   io.Writer // Perfetto protobuf trace output, or nil
 	// Truth, if set, holds per process the true global time of every event
 	// in file order; Run then reports the error of the corrected timestamps
 	// (the inputs must be intact: skipped chunks would misalign the truth).
@@ -156,9 +158,22 @@ func Run(in []Input, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Run metadata for the viewers: how each process was corrected.
+	var meta [][2]string
+	meta = append(meta, [2]string{"generator", "gclock merge"}, [2]string{"method", string(opt.Method)})
+	if opt.CLC {
+		meta = append(meta, [2]string{"clc", fmt.Sprintf("min latency %d ns, gamma %g, amortize %g", opt.MinLatency, opt.Gamma, opt.Amortize)})
+	}
+	for i, c := range choices {
+		meta = append(meta, [2]string{fmt.Sprintf("process %d", c.Proc), fmt.Sprintf("%s: %s (%s)", in[i].Name, c.Method, c.Reason)})
+	}
 	var cw *chrome.Writer
 	if opt.Chrome != nil {
-		cw = chrome.NewWriter(opt.Chrome, chrome.Options{})
+		var kv []chrome.KV
+		for _, m := range meta {
+			kv = append(kv, chrome.KV{Key: m[0], Value: m[1]})
+		}
+		cw = chrome.NewWriter(opt.Chrome, chrome.Options{Metadata: kv})
 		cw.SetNames(names)
 		for _, f := range rep.Files {
 			name := f.Meta.Name
@@ -166,6 +181,22 @@ func Run(in []Input, opt Options) (*Report, error) {
 				name = fmt.Sprintf("process %d", f.Meta.Proc)
 			}
 			cw.SetProcess(f.Meta.Proc, name)
+		}
+	}
+	var pw *perfetto.Writer
+	if opt.Perfetto != nil {
+		var kv []perfetto.KV
+		for _, m := range meta {
+			kv = append(kv, perfetto.KV{Key: m[0], Value: m[1]})
+		}
+		pw = perfetto.NewWriter(opt.Perfetto, perfetto.Options{Metadata: kv})
+		pw.SetNames(names)
+		for _, f := range rep.Files {
+			name := f.Meta.Name
+			if name == "" {
+				name = fmt.Sprintf("process %d", f.Meta.Proc)
+			}
+			pw.SetProcess(f.Meta.Proc, name)
 		}
 	}
 	var bw *format.Writer
@@ -207,7 +238,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		}
 		if opt.CLC {
 			all = append(all, b...)
-		} else if err := emit(b, cw, bw); err != nil {
+		} else if err := emit(b, cw, pw, bw); err != nil {
 			return nil, err
 		}
 		if rerr == io.EOF {
@@ -245,7 +276,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 			rep.ErrorCLC = ev2.stats()
 		}
 		for i := 0; i < len(all); i += len(buf) {
-			if err := emit(all[i:min(i+len(buf), len(all))], cw, bw); err != nil {
+			if err := emit(all[i:min(i+len(buf), len(all))], cw, pw, bw); err != nil {
 				return nil, err
 			}
 		}
@@ -256,13 +287,26 @@ func Run(in []Input, opt Options) (*Report, error) {
 		}
 		rep.UnboundFlows = cw.Unbound
 	}
+	if pw != nil {
+		if err := pw.Close(); err != nil {
+			return nil, err
+		}
+		rep.UnboundFlows = pw.Unbound
+	}
 	return rep, nil
 }
 
-func emit(b []format.Merged, cw *chrome.Writer, bw *format.Writer) error {
+func emit(b []format.Merged, cw *chrome.Writer, pw *perfetto.Writer, bw *format.Writer) error {
 	if cw != nil {
 		for i := range b {
 			if err := cw.Write(&b[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if pw != nil {
+		for i := range b {
+			if err := pw.Write(&b[i]); err != nil {
 				return err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/gclock/gclock/trace/chrome"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/perfetto"
 	"github.com/gclock/gclock/trace/tracegen"
 )
 
@@ -143,8 +144,8 @@ func TestCLCRepairs(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	files, _ := demo(t, smallConfig())
-	var js, bin bytes.Buffer
-	rep, err := Run(inputs(files), Options{Chrome: &js, Binary: &bin})
+	var js, bin, pft bytes.Buffer
+	rep, err := Run(inputs(files), Options{Chrome: &js, Binary: &bin, Perfetto: &pft})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +155,27 @@ func TestOutputs(t *testing.T) {
 	}
 	if cr.Processes != 5 || int64(cr.Flows) != causality.Totals(rep.Pairs).Messages || rep.UnboundFlows != 0 {
 		t.Errorf("chrome: %d processes, %d flows, %d unbound; %d messages", cr.Processes, cr.Flows, rep.UnboundFlows, causality.Totals(rep.Pairs).Messages)
+	}
+	if cr.Metadata["generator"] != "gclock merge" || cr.Metadata["process 1"] == nil {
+		t.Errorf("chrome metadata %v", cr.Metadata)
+	}
+	pt, err := perfetto.Decode(pft.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := pt.Events[0].Arg("process 1"); a.String == "" {
+		t.Errorf("perfetto run metadata %+v", pt.Events[0].Annotations)
+	}
+	var flows, ends int64
+	for _, e := range pt.Events {
+		flows += int64(len(e.Flows))
+		ends += int64(len(e.Terminating))
+	}
+	if int64(len(pt.Events)) != rep.Events+1 || ends != causality.Totals(rep.Pairs).Messages || flows < ends {
+		t.Errorf("perfetto: %d events for %d, %d flows started, %d ended; %d messages", len(pt.Events), rep.Events, flows, ends, causality.Totals(rep.Pairs).Messages)
+	}
+	if pft.Len()*3 > js.Len() {
+		t.Errorf("perfetto trace of %d bytes, JSON %d: want less than a third", pft.Len(), js.Len())
 	}
 	s, err := format.Summarize(bytes.NewReader(bin.Bytes()), "merged", false)
 	if err != nil {
