@@ -52,4 +52,3 @@ var msgFieldNames = map[string]string{
 	"err":             "errreport.err",
 	"period":          "periodchange.period",
 }
-

@@ -226,7 +226,7 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint16(b[HeaderLen+12:], 0xffff)
 			return b
 		}, "timediff.count", 26, ErrTooLarge},
-		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 2; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
+		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 4; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
 		{"status value", func() []byte { b := valid(t, status); b[HeaderLen+40] = 9; return b }, "status.status", HeaderLen + 40, ErrValue},
 		{"ack of unknown op", func() []byte { b := valid(t, 5); b[len(b)-1] = 0x7f; return b }, "ack.op", HeaderLen, ErrOp},
 		{"ack of an ack", func() []byte { b := valid(t, 5); b[len(b)-1] = byte(OpAck); return b }, "ack.op", HeaderLen, ErrOp},
