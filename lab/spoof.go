@@ -411,7 +411,9 @@ func capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Cap
 	var fd int
 	err := InNetns(HostNS(host), func() error {
 		var err error
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_IP)))
+		// ETH_P_ALL: the kernel shows a tap the host's outgoing frames
+		// only on an all-protocols socket.
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 		return err
 	})
 	if err != nil {

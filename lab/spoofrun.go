@@ -264,7 +264,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			spoofer.Stop(3 * time.Second)
 		}
 	}()
-	killed := false
+	killed, takenOver := false, false
 	var killedAt time.Time
 	res.FailoverMs = -1
 	tick := time.NewTicker(sc.EvalEvery)
@@ -342,10 +342,26 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			}
 		}
 		r := gtime.RawNow()
+		// Global time is host 0's clock until host 1 takes over; from
+		// then on it is what host 1 serves (its frozen estimate of the old
+		// scale, docs/daemon.md "Reference failover"), and host 1, the
+		// reference, is no longer evaluated.
 		truth := clocks[0].at(r)
+		if killed && !takenOver {
+			if in, err := readers[1].Info(); err == nil && in.Reference == 2 {
+				takenOver = true
+			}
+		}
+		if takenOver {
+			t1, err := readers[1].At(r)
+			if err != nil {
+				return res, fmt.Errorf("lab: spoof: host 1: %w", err)
+			}
+			truth = t1.Est
+		}
 		for i, rd := range readers {
-			if procs[i] == nil {
-				continue // stopped: its page says so
+			if procs[i] == nil || (takenOver && i == 1) {
+				continue // stopped, or the reference
 			}
 			t, err := rd.At(r)
 			if err != nil {
