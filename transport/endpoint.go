@@ -494,7 +494,8 @@ func (e *Endpoint) serveRequest(ctx context.Context, in *Incoming) {
 	rop, _ := p.Op.ReplyOp()
 	reply := wire.Packet{Op: rop.WithReliable(e.cfg.AckEvery), Sender: e.cfg.ID, Seq: p.Seq}
 	if err := e.cfg.Handler.HandleRequest(in, &reply); err != nil {
-		e.log.Warn("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
+		// Debug, not warn: a peer's forged address must not fill the log.
+		e.log.Debug("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
 		return
 	}
 	reply.Op = rop.WithReliable(e.cfg.AckEvery)
