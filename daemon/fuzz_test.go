@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
@@ -232,4 +234,51 @@ func FuzzDaemonPackets(f *testing.F) {
 			n.rt.mu.Unlock()
 		}
 	})
+}
+
+// TestEngineRejectionsCounted: what the engine refuses is dropped by
+// reason, not counted as received, and logged nowhere above debug.
+func TestEngineRejectionsCounted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := newFuzzConn()
+	n := bareNode(t, ctx, fuzzCluster(2), conn, nil)
+	from := n.peers[1]
+	seq := uint32(0)
+	send := func(p wire.Packet, patch func([]byte)) {
+		t.Helper()
+		seq++
+		p.Seq = seq // distinct, or the transport takes a repeat for a duplicate
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if patch != nil {
+			patch(b)
+		}
+		conn.deliver(t, fuzzDatagram{b: b, from: from})
+	}
+	now := n.clk.now()
+	td := func(round uint32, samples int) wire.Packet {
+		m := engine.Message{Type: engine.MsgTimeDiff, From: 1, To: 2, Round: round}
+		for i := range samples {
+			x := now - int64(time.Millisecond) + int64(i)*1000
+			m.Samples = append(m.Samples, estimate.Sample{SrcSend: x - 500, LocRecv: x, LocSend: x + 100, SrcRecv: x + 700})
+		}
+		return wire.Packet{Op: wire.OpTimeDiff, Sender: 1, Msg: m}
+	}
+	send(td(5, 0), nil)    // a round without exchanges: rejected_sample
+	send(td(5, 3), nil)    // accepted
+	send(td(9000, 3), nil) // 8995 rounds on: stale_round
+	er := wire.Packet{Op: wire.OpErrReport, Sender: 1, Msg: engine.Message{Type: engine.MsgErrReport, From: 1, To: 2, Err: 1}}
+	send(er, func(b []byte) { binary.BigEndian.PutUint64(b[len(b)-8:], math.Float64bits(math.NaN())) }) // malformed
+	d := n.SecuritySnapshot().Drops
+	for reason, want := range map[string]uint64{"rejected_sample": 1, "stale_round": 1, "malformed": 1} {
+		if d[reason] != want {
+			t.Errorf("%s: %d, want %d (%v)", reason, d[reason], want, d)
+		}
+	}
+	if got := n.msgs[engine.MsgTimeDiff][dirReceived].Load(); got != 1 {
+		t.Errorf("time diffs counted received: %d, want the accepted one only", got)
+	}
 }

@@ -401,7 +401,6 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 		n.log.Debug("probe failed", "to", m.To, "seq", m.Seq, "err", err)
 		return
 	}
-	n.count(engine.MsgProbeReply, dirReceived)
 	rm := reply.Msg
 	rm.Type, rm.From = engine.MsgProbeReply, engine.NodeID(reply.Sender)
 	// The exchange's source-side times: the reply's kernel receive stamp
@@ -472,6 +471,7 @@ func (n *node) step(m engine.Message, local int64) engine.Ready {
 		n.mu.Unlock()
 		return engine.Ready{}
 	}
+	n.count(m.Type, dirReceived) // admitted: a rejected message is counted as dropped only
 	n.heardFrom(m.From, local)
 	n.eng.Step(m, n.lockedLocal(local))
 	r := n.eng.Ready()
@@ -500,7 +500,6 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	m := in.Packet.Msg
 	m.Type, m.From = engine.MsgProbe, engine.NodeID(in.Packet.Sender)
 	m.Samples = nil
-	n.count(m.Type, dirReceived)
 	r := n.step(m, n.clk.now())
 	t2 := n.recvLocal(in.RecvUser, in.RecvKernel)
 	var out []engine.Message
@@ -588,7 +587,6 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 	m := in.Packet.Msg
 	m.From = engine.NodeID(in.Packet.Sender)
 	m.Samples = slices.Clone(m.Samples) // the packet is reused by the receive loop
-	n.count(m.Type, dirReceived)
 	now := n.clk.now()
 	if m.Type == engine.MsgTimeDiff && n.cfg.Transport.KernelTimestamps {
 		n.kernelSends(m.Samples, now)
