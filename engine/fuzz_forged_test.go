@@ -178,8 +178,8 @@ func FuzzEngineForgedMessages(f *testing.F) {
 	// The cases: a time diff with round 2^31 and a mapping 1000 s
 	// off; NaN and 1e300 mapping floats; probes under the source's id.
 	far := wire.Packet{Op: wire.OpTimeDiff, Sender: 0, Seq: 1, Msg: engine.Message{Type: engine.MsgTimeDiff, To: 1, Round: 1 << 31,
-		Samples:  []estimate.Sample{{SrcSend: 2e9, LocRecv: 2e9 + 1e12, LocSend: 2e9 + 1e12 + 1e3, SrcRecv: 2e9 + 5e4}},
-		Mapping:  estimate.Mapping{X0: 2e9, Y0: 2e9 + 1e12, Skew: 1e-6, W0: 700e3, SkewErr: 1e-9, Valid: true}}}
+		Samples: []estimate.Sample{{SrcSend: 2e9, LocRecv: 2e9 + 1e12, LocSend: 2e9 + 1e12 + 1e3, SrcRecv: 2e9 + 5e4}},
+		Mapping: estimate.Mapping{X0: 2e9, Y0: 2e9 + 1e12, Skew: 1e-6, W0: 700e3, SkewErr: 1e-9, Valid: true}}}
 	b, err := far.MarshalBinary()
 	if err != nil {
 		f.Fatal(err)
