@@ -36,6 +36,7 @@ type Config struct {
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
+	Auth       AuthConfig       `yaml:"auth,omitempty"` // cluster key (auth.go)
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
@@ -330,6 +331,7 @@ func (c *Config) Validate() error {
 		checkHostPort(&e, "metrics.listen", c.Metrics.Listen, true)
 	}
 	c.RealTime.validate(&e)
+	c.Auth.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)
 	}

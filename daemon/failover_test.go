@@ -26,15 +26,16 @@ func (noHandler) HandleRequest(*transport.Incoming, *wire.Packet) error {
 }
 func (noHandler) HandleMessage(*transport.Incoming) {}
 
-// statusClient is an endpoint that asks daemons for their status.
-func statusClient(t *testing.T, ctx context.Context) *transport.Endpoint {
+// statusClient is an endpoint that asks daemons for their status: not a
+// peer, so it must hold the cluster key kr (daemon/security.go).
+func statusClient(t *testing.T, ctx context.Context, kr *wire.Keyring) *transport.Endpoint {
 	t.Helper()
 	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := transport.DefaultConfig()
-	c.ID, c.Conn, c.Handler = 99, conn, noHandler{}
+	c.ID, c.Conn, c.Handler, c.Keyring = 99, conn, noHandler{}, kr
 	ep, err := transport.New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 		cfgs[i].Sync.ProbeTimeout = Duration(20 * time.Millisecond)
 	}
 	cfgs[1].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 2}}
+	kr := clusterKey(t, cfgs) // failover with authenticated traffic
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: failoverLogLevel}))
@@ -90,7 +92,7 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 	start(ctx1, cfgs[0])
 	start(ctx, cfgs[1])
 	start(ctx, cfgs[2])
-	client := statusClient(t, ctx)
+	client := statusClient(t, ctx, kr)
 	addr := func(i int) netip.AddrPort { return netip.MustParseAddrPort(cfgs[i].Peers[i].Address) }
 	refOf := func(i int) (uint32, error) {
 		st, err := queryStatus(ctx, client, 99, addr(i), 200*time.Millisecond)

@@ -50,6 +50,15 @@ func goldenSnapshot() fixedSnapshot {
 	}
 }
 
+// goldenSecurity: a node under a spoofer's attack (bad tags and replays),
+// with a few engine rejections, that went unsynced -> synced -> degraded
+// -> synced.
+func goldenSecurity() SecuritySnapshot {
+	return SecuritySnapshot{Node: 2,
+		Drops:         map[string]uint64{"bad_tag": 120000, "replay": 3400, "stale_round": 2, "rejected_sample": 1},
+		StatusChanges: map[string]uint64{"unsynced": 1, "synced": 2, "degraded": 1}}
+}
+
 // fixedBuild pins gclock_build_info for the golden file.
 func fixedBuild(t *testing.T) {
 	old := currentBuild
@@ -63,7 +72,7 @@ func fixedBuild(t *testing.T) {
 // MetricsGolden -update rewrites it).
 func TestMetricsGolden(t *testing.T) {
 	fixedBuild(t)
-	h, err := MetricsHandler(goldenSnapshot())
+	h, err := MetricsHandler(goldenSnapshot(), NewSecurityCollector(goldenSecurity))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -628,5 +628,12 @@ func (n *node) handleRealTimeQuery(in *transport.Incoming, reply *wire.Packet) e
 	if n.rt == nil {
 		return fmt.Errorf("real-time query from %d: real_time.mode is none here", in.Packet.Sender)
 	}
-	return n.rt.handleQuery(in.Packet.Sender, in.Packet.RealTime, reply)
+	q := in.Packet.RealTime
+	if !n.isPeer(in.Packet.Sender) {
+		q.Rate, q.RateErr = 0, 0 // an authenticated tool's query: answered, its rate not counted
+	}
+	if d := 2 * n.cfg.Sync.MaxDriftPPM / 1e6; q.Rate > 0 && (math.Abs(q.Rate-1) > d || q.RateErr > d) {
+		n.sec.drop(DropRejectedRate) // handleQuery refuses it too (and logs it)
+	}
+	return n.rt.handleQuery(in.Packet.Sender, q, reply)
 }

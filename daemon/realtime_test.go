@@ -209,13 +209,13 @@ func TestRealTimeReference(t *testing.T) {
 }
 
 // queryClient asks a reference for its real-time info, as a node would.
-func queryClient(t *testing.T, id uint32) func(ctx context.Context, to string, after int64) (wire.RealTime, error) {
+func queryClient(t *testing.T, id uint32, kr *wire.Keyring) func(ctx context.Context, to string, after int64) (wire.RealTime, error) {
 	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := transport.DefaultConfig()
-	cfg.ID, cfg.Conn = id, conn
+	cfg.ID, cfg.Conn, cfg.Keyring = id, conn, kr
 	ep, err := transport.New(cfg)
 	if err != nil {
 		conn.Close()
@@ -260,9 +260,10 @@ func TestRealTimeMeanDrift(t *testing.T) {
 	for _, d := range drifts {
 		trueMean += d / 1e6 / float64(len(drifts))
 	}
+	kr := clusterKey(t, cfgs) // the query client is no peer: it needs the key
 	readers, stop := startCluster(t, cfgs)
 	mono := newMonotone(len(readers))
-	query := queryClient(t, 99)
+	query := queryClient(t, 99, kr)
 	deadline := time.Now().Add(30 * time.Second)
 	waitSynced(t, readers, mono, int64(time.Millisecond), deadline)
 	// Wait for a segment in effect whose mean is bounded within 10 ppm, and

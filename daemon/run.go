@@ -98,6 +98,7 @@ type node struct {
 	msgs [6][4]atomic.Uint64 // [engine.MsgType][direction]
 
 	rounds roundTracker // round differences and smoothed RTTs for the metrics (metrics.go)
+	sec    security     // drops by reason, status changes (security.go)
 
 	// Kernel transmit stamps of the replies this node sent, for the time
 	// diffs that bring the samples back (see HandleMessage).
@@ -193,6 +194,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	tcfg := transport.DefaultConfig()
 	tcfg.ID, tcfg.Conn, tcfg.Handler, tcfg.Logger = cfg.Node.ID, conn, n, logger
+	// Only peers, from their addresses, and with the cluster key if there
+	// is one (security.go).
+	if tcfg.Keyring, err = cfg.Auth.Keyring(); err != nil {
+		conn.Close()
+		return fmt.Errorf("daemon: %w", err)
+	}
+	tcfg.Peers, tcfg.Anonymous = map[uint32]netip.AddrPort{}, anonymousOps
+	for id, a := range n.peers {
+		tcfg.Peers[uint32(id)] = a
+	}
 	// The endpoint stamps on CLOCK_MONOTONIC_RAW, like the kernel stamps
 	// it converts; recvLocal maps both onto an emulated clock if there is one.
 	tcfg.Clock = clock.Func(gtime.RawNow)
@@ -226,7 +237,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	rtWait := n.startRealTime(ctx)
 	var srv *http.Server
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n)
+		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot))
 		if err != nil {
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
@@ -247,9 +258,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
 		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps,
-		"real_time", cfg.RealTime.Mode)
+		"real_time", cfg.RealTime.Mode, "authenticated", tcfg.Keyring != nil)
 	err = n.loop(ctx)
-	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "stamps_raised", n.clamped.Load(),
+	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "dropped", fmt.Sprint(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
 		"t1_kernel", n.stamps.t1Kernel.Load(), "t1_engine", n.stamps.t1Engine.Load(),
 		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
 	cancel()
@@ -395,7 +406,6 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 		n.log.Debug("probe failed", "to", m.To, "seq", m.Seq, "err", err)
 		return
 	}
-	n.count(engine.MsgProbeReply, dirReceived)
 	rm := reply.Msg
 	rm.Type, rm.From = engine.MsgProbeReply, engine.NodeID(reply.Sender)
 	// The exchange's source-side times: the reply's kernel receive stamp
@@ -461,8 +471,13 @@ func (n *node) lockedLocal(local int64) int64 {
 
 // step feeds a message to the engine and sends what it produced.
 func (n *node) step(m engine.Message, local int64) engine.Ready {
-	n.heardFrom(m.From, local)
 	n.mu.Lock()
+	if !n.admitMsg(m, n.lockedLocal(local)) { // security.go: a refused message is no sign of life
+		n.mu.Unlock()
+		return engine.Ready{}
+	}
+	n.count(m.Type, dirReceived) // admitted: a rejected message is counted as dropped only
+	n.heardFrom(m.From, local)
 	n.eng.Step(m, n.lockedLocal(local))
 	r := n.eng.Ready()
 	n.rounds.note(n.eng.cur, r.Events)
@@ -490,7 +505,6 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	m := in.Packet.Msg
 	m.Type, m.From = engine.MsgProbe, engine.NodeID(in.Packet.Sender)
 	m.Samples = nil
-	n.count(m.Type, dirReceived)
 	r := n.step(m, n.clk.now())
 	t2 := n.recvLocal(in.RecvUser, in.RecvKernel)
 	var out []engine.Message
@@ -578,7 +592,6 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 	m := in.Packet.Msg
 	m.From = engine.NodeID(in.Packet.Sender)
 	m.Samples = slices.Clone(m.Samples) // the packet is reused by the receive loop
-	n.count(m.Type, dirReceived)
 	now := n.clk.now()
 	if m.Type == engine.MsgTimeDiff && n.cfg.Transport.KernelTimestamps {
 		n.kernelSends(m.Samples, now)
@@ -599,6 +612,7 @@ func (n *node) publishSpan() int64 { return max(int64(n.cfg.Sync.StaleAfter), in
 // publish writes the engine's current local->global mapping, re-expressed
 // on CLOCK_MONOTONIC_RAW, to the page.
 func (n *node) publish() {
+	n.noteStatus()
 	if n.writer == nil {
 		return
 	}

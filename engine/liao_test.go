@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -529,10 +530,18 @@ func TestErrReportWithInvalidValueIgnored(t *testing.T) {
 		n := newNode(t, c)
 		n.Tick(0)
 		td, _, end := answer(t, n, n.Ready(), 0, []int64{10_000})
-		n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: e}, end+1)
-		cs := n.Snapshot().Children[0]
-		if cs.Reports != 0 || cs.ErrSum != 0 || cs.Ignored != 1 {
-			t.Fatalf("err %v: snapshot %+v", e, cs)
+		m := Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: e}
+		var re *RejectError
+		if err := n.CheckMessage(m, end+1); !errors.As(err, &re) || re.Reason != RejectMalformed || re.Field != "err" {
+			t.Fatalf("err %v: CheckMessage = %v, want a %s rejection of err", e, err, RejectMalformed)
+		}
+		n.Step(m, end+1)
+		// Refused before it reaches the child's state: counted in the
+		// node's Ignored, not in the child's (late/duplicate) Ignored.
+		s := n.Snapshot()
+		cs := s.Children[0]
+		if cs.Reports != 0 || cs.ErrSum != 0 || cs.Ignored != 0 || s.Ignored != 1 {
+			t.Fatalf("err %v: snapshot %+v, child %+v", e, s, cs)
 		}
 	}
 }

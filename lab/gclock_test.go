@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) == "1" {
 		os.Exit(runTestDaemon(os.Args[1:]))
 	}
+	if os.Getenv(spoofEnv) == "1" { // spoof_test.go
+		os.Exit(runTestSpoofer(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -71,6 +71,20 @@ type Config struct {
 	// clock, so a restarted endpoint does not reuse its previous numbers
 	// within RecentTTL.
 	InitialSeq uint32
+
+	// Keyring, when set, seals every datagram written and drops every
+	// datagram read without the right tag or with a replayed sequence
+	// number, before it is decoded (auth.go).
+	Keyring *wire.Keyring
+	// Peers, when non-nil, binds sender ids to source addresses: a
+	// datagram whose header names a peer must come from that peer's
+	// address, and one from a sender outside Peers is dropped unless
+	// Anonymous allows it (auth.go).
+	Peers map[uint32]netip.AddrPort
+	// Anonymous lists the request kinds (wire.OpStatusQuery, say) that a
+	// sender outside Peers may send when it authenticates with the
+	// Keyring. Without a Keyring it is not used: only peers are heard.
+	Anonymous []wire.Op
 }
 
 // DefaultConfig returns the defaults: an initial timeout of 50 ms (Mocha's
@@ -167,17 +181,20 @@ func (t Timing) KernelRTT() (int64, bool) {
 
 // Stats counts what an endpoint did. All counts are datagrams.
 type Stats struct {
-	Sent         uint64 // datagrams written, every kind, retransmissions and ACKs included
-	SentBytes    uint64 // bytes written
-	SentAcks     uint64 // ACKs written
-	Retransmits  uint64 // repeated transmissions of a request or flagged message
-	Received     uint64 // datagrams read and decoded
-	DecodeErrors uint64 // datagrams that did not decode (dropped)
-	DupRequests  uint64 // repeated requests answered from the reply cache
-	DupMessages  uint64 // repeated one-way messages not delivered again
-	Stale        uint64 // replies and ACKs nobody waits for (late or duplicate)
-	Timeouts     uint64 // requests and flagged sends that gave up
-	Evicted      uint64 // remembered messages forgotten before RecentTTL (memory full)
+	Sent          uint64 // datagrams written, every kind, retransmissions and ACKs included
+	SentBytes     uint64 // bytes written
+	SentAcks      uint64 // ACKs written
+	Retransmits   uint64 // repeated transmissions of a request or flagged message
+	Received      uint64 // datagrams read, admitted and decoded
+	DecodeErrors  uint64 // datagrams that did not decode (dropped: DropMalformed)
+	BadTag        uint64 // datagrams without the right authentication tag (dropped: DropBadTag)
+	Replays       uint64 // authenticated datagrams with a sequence number seen before (dropped: DropReplay)
+	UnknownSender uint64 // datagrams from a sender that is not a peer, or not at its address (dropped: DropUnknownSender)
+	DupRequests   uint64 // repeated requests answered from the reply cache
+	DupMessages   uint64 // repeated one-way messages not delivered again
+	Stale         uint64 // replies and ACKs nobody waits for (late or duplicate)
+	Timeouts      uint64 // requests and flagged sends that gave up
+	Evicted       uint64 // remembered messages forgotten before RecentTTL (memory full)
 }
 
 type pendKey struct {
@@ -217,9 +234,12 @@ type Endpoint struct {
 	closed  bool
 
 	bufPool sync.Pool
+	gate    *gate
+	authSeq atomic.Uint64
 
 	sent, sentBytes, sentAcks, retrans, received, decodeErrs atomic.Uint64
 	dupReq, dupMsg, stale, timeouts                          atomic.Uint64
+	dropTag, dropReplay, dropSender                          atomic.Uint64
 }
 
 // New checks cfg (zero durations and sizes take DefaultConfig's values) and
@@ -272,6 +292,8 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	e.seq.Store(seq - 1)
 	e.bufPool.New = func() any { b := make([]byte, wire.MaxPacket); return &b }
+	e.gate = newGate(&e.cfg)
+	e.authSeq.Store(initialAuthSeq())
 	return e, nil
 }
 
@@ -285,6 +307,7 @@ func (e *Endpoint) Stats() Stats {
 		Retransmits: e.retrans.Load(), Received: e.received.Load(), DecodeErrors: e.decodeErrs.Load(),
 		DupRequests: e.dupReq.Load(), DupMessages: e.dupMsg.Load(), Stale: e.stale.Load(),
 		Timeouts: e.timeouts.Load(), Evicted: evicted,
+		BadTag: e.dropTag.Load(), Replays: e.dropReplay.Load(), UnknownSender: e.dropSender.Load(),
 	}
 }
 
@@ -331,13 +354,19 @@ func (e *Endpoint) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("transport: read: %w", err)
 		}
-		if err := pkt.UnmarshalBinary(buf[:n]); err != nil {
-			e.decodeErrs.Add(1)
+		raw, reason := e.gate.admit(buf[:n], from)
+		if reason != "" {
+			e.countDrop(reason)
+			e.log.Debug("transport: dropped datagram", "from", from, "reason", reason)
+			continue
+		}
+		if err := pkt.UnmarshalBinary(raw); err != nil {
+			e.countDrop(DropMalformed)
 			e.log.Debug("transport: dropped undecodable datagram", "from", from, "err", err)
 			continue
 		}
 		e.received.Add(1)
-		e.dispatch(ctx, &Incoming{From: from, Packet: &pkt, RecvUser: recvUser, RecvKernel: kernelRx}, buf[:n])
+		e.dispatch(ctx, &Incoming{From: from, Packet: &pkt, RecvUser: recvUser, RecvKernel: kernelRx}, raw)
 	}
 }
 
@@ -465,7 +494,8 @@ func (e *Endpoint) serveRequest(ctx context.Context, in *Incoming) {
 	rop, _ := p.Op.ReplyOp()
 	reply := wire.Packet{Op: rop.WithReliable(e.cfg.AckEvery), Sender: e.cfg.ID, Seq: p.Seq}
 	if err := e.cfg.Handler.HandleRequest(in, &reply); err != nil {
-		e.log.Warn("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
+		// Debug, not warn: a peer's forged address must not fill the log.
+		e.log.Debug("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
 		return
 	}
 	reply.Op = rop.WithReliable(e.cfg.AckEvery)
@@ -511,20 +541,24 @@ func (e *Endpoint) sendAck(to netip.AddrPort, p *wire.Packet) {
 	e.write(b[:n], to, nil)
 }
 
-// write sends one datagram and returns the kernel transmit stamp if any.
+// write seals and sends one datagram and returns the kernel transmit
+// stamp if any. Every call seals afresh: a retransmission or a repeated
+// reply gets a new authentication sequence number.
 func (e *Endpoint) write(b []byte, to netip.AddrPort, kernelTx *int64) {
-	e.sent.Add(1)
-	e.sentBytes.Add(uint64(len(b)))
-	var err error
-	if e.stamps != nil && kernelTx != nil {
-		*kernelTx, err = e.stamps.WriteToStamped(b, to)
-	} else {
-		err = e.conn.WriteTo(b, to)
-	}
-	if err != nil {
-		// A failed send is a lost datagram: the retransmission covers it.
-		e.log.Debug("transport: write failed", "to", to, "err", err)
-	}
+	e.seal(b, func(b []byte) {
+		e.sent.Add(1)
+		e.sentBytes.Add(uint64(len(b)))
+		var err error
+		if e.stamps != nil && kernelTx != nil {
+			*kernelTx, err = e.stamps.WriteToStamped(b, to)
+		} else {
+			err = e.conn.WriteTo(b, to)
+		}
+		if err != nil {
+			// A failed send is a lost datagram: the retransmission covers it.
+			e.log.Debug("transport: write failed", "to", to, "err", err)
+		}
+	})
 }
 
 func (e *Endpoint) register(k pendKey, reply, ack bool) (*pending, error) {

@@ -53,3 +53,12 @@ var msgFieldNames = map[string]string{
 	"period":          "periodchange.period",
 }
 
+// validStatus: a status an engine reports (3 is the page's no-daemon, never
+// an engine's).
+func validStatus(s engine.Status) bool {
+	switch s {
+	case engine.StatusUnsynced, engine.StatusSynced, engine.StatusStale, engine.StatusDegraded:
+		return true
+	}
+	return false
+}

@@ -403,7 +403,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	if p.Op.Kind() == OpPeriodChange && p.Msg.Period <= 0 {
 		return 0, fmt.Errorf("wire: encode %v: period %d, must be > 0: %w", p.Op, p.Msg.Period, ErrValue)
 	}
-	if p.Op.Kind() == OpStatusReply && p.Status.Time.Status > engine.StatusStale {
+	if p.Op.Kind() == OpStatusReply && !validStatus(p.Status.Time.Status) {
 		return 0, fmt.Errorf("wire: encode status-reply: status %d: %w", p.Status.Time.Status, ErrValue)
 	}
 	if k := p.Op.Kind(); k == OpRealTimeQuery || k == OpRealTimeInfo {
@@ -680,7 +680,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		s.Time.Mono = r.i64("status.mono")
 		off := r.o
 		v := r.u8("status.status")
-		if r.err == nil && engine.Status(v) > engine.StatusStale {
+		if r.err == nil && !validStatus(engine.Status(v)) {
 			r.err = &DecodeError{Field: "status.status", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d", v)}
 		}
 		s.Time.Status = engine.Status(v)

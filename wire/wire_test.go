@@ -226,8 +226,9 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint16(b[HeaderLen+12:], 0xffff)
 			return b
 		}, "timediff.count", 26, ErrTooLarge},
-		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 2; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
+		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 4; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
 		{"status value", func() []byte { b := valid(t, status); b[HeaderLen+40] = 9; return b }, "status.status", HeaderLen + 40, ErrValue},
+		{"status no-daemon", func() []byte { b := valid(t, status); b[HeaderLen+40] = 3; return b }, "status.status", HeaderLen + 40, ErrValue},
 		{"ack of unknown op", func() []byte { b := valid(t, 5); b[len(b)-1] = 0x7f; return b }, "ack.op", HeaderLen, ErrOp},
 		{"ack of an ack", func() []byte { b := valid(t, 5); b[len(b)-1] = byte(OpAck); return b }, "ack.op", HeaderLen, ErrOp},
 		{"grant without address", func() []byte {
@@ -376,5 +377,19 @@ func BenchmarkUnmarshalBinary(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestStatusDegradedRoundTrips: a degraded node still answers status
+// queries (failover asks them), so its status must encode.
+func TestStatusDegradedRoundTrips(t *testing.T) {
+	p := Packet{Op: OpStatusReply, Sender: 2, Seq: 9, Status: Status{Local: 5, Time: engine.Time{Est: 7, Earliest: 6, Latest: 8, Mono: 7, Status: engine.StatusDegraded}, Reference: 1}}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Packet
+	if err := q.UnmarshalBinary(b); err != nil || q.Status != p.Status {
+		t.Fatalf("decoded %+v, %v", q.Status, err)
 	}
 }

@@ -33,6 +33,7 @@ const labUsage = `usage:
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
   gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against the issue's targets
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
+  gclock lab spoof [flags]      daemons under a spoofer's forged and replayed datagrams, with and without a cluster key (docs/daemon.md)
 
 The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
 gclab-sw running gclock's userspace switch. Runs as root. Link syntax:
@@ -230,6 +231,10 @@ func runLab(args []string) error {
 			return runLabReplay(args[1:], os.Stdout, os.Stderr)
 		case "bench":
 			return runLabBench(args[1:], os.Stdout, os.Stderr)
+		case "spoof": // labspoof.go
+			return runLabSpoof(args[1:], os.Stdout, os.Stderr)
+		case "spoof-send":
+			return runLabSpoofSend(args[1:])
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)

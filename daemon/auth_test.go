@@ -1,0 +1,264 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
+)
+
+// clusterKey writes a key file (mode 0600) for cfgs, sets their auth
+// section and returns the keyring a tool holding the key would use.
+func clusterKey(t *testing.T, cfgs []Config) *wire.Keyring {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cluster.key")
+	line, err := NewKeyLine(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("# test key\n"+line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfgs {
+		cfgs[i].Auth = AuthConfig{KeyFile: path, KeyID: 7}
+	}
+	kr, err := cfgs[0].Auth.Keyring()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+func TestParseKeys(t *testing.T) {
+	hex32 := strings.Repeat("ab", 32)
+	tests := []struct {
+		name, in string
+		ids      []uint32
+		err      string
+	}{
+		{"hex", "1 " + hex32 + "\n", []uint32{1}, ""},
+		{"base64 and comments", "# rotation\n\n1 " + hex32 + "\n  2 base64:" + strings.Repeat("QUFB", 11) + "\n", []uint32{1, 2}, ""},
+		{"short", "1 abcd\n", nil, "line 1: key id 1: 2 bytes, need at least 32"},
+		{"not hex", "3 " + strings.Repeat("zz", 32), nil, "line 1: key id 3: secret is neither hex"},
+		{"bad id", "x " + hex32, nil, "line 1: key id \"x\" is not a number"},
+		{"three fields", "1 " + hex32 + " extra", nil, "line 1: want \"ID SECRET\""},
+		{"duplicate", "1 " + hex32 + "\n1 " + hex32, nil, "line 2: key id 1 given twice"},
+		{"empty", "# nothing\n", nil, "no key in the file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keys, err := ParseKeys(strings.NewReader(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) != len(tt.ids) {
+				t.Fatalf("keys %v", keys)
+			}
+			for i, k := range keys {
+				if k.ID != tt.ids[i] || len(k.Secret) < wire.MinKeyLen {
+					t.Fatalf("key %d: %d (%d bytes)", i, k.ID, len(k.Secret))
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseKeys(f *testing.F) {
+	f.Add("1 " + strings.Repeat("ab", 32))
+	f.Add("# c\n2 base64:" + strings.Repeat("QUFB", 11))
+	f.Fuzz(func(t *testing.T, s string) {
+		keys, err := ParseKeys(strings.NewReader(s))
+		if err == nil && len(keys) == 0 {
+			t.Fatal("no error and no key")
+		}
+		for _, k := range keys {
+			if len(k.Secret) < wire.MinKeyLen {
+				t.Fatalf("short key %d accepted", k.ID)
+			}
+		}
+	})
+}
+
+// TestKeyFileRefused: the daemon refuses a key file others can read, a
+// missing key id, and config mistakes, with the file and the reason.
+func TestKeyFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	line, _ := NewKeyLine(1)
+	write := func(name string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(line), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // WriteFile's mode passes through the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.key", 0o600)
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o660, 0o644} {
+		p := write(fmt.Sprintf("k%o.key", mode), mode)
+		a := AuthConfig{KeyFile: p, KeyID: 1}
+		if _, err := a.Keyring(); !errors.Is(err, ErrKeyFilePerm) || !strings.Contains(err.Error(), p) {
+			t.Errorf("mode %o: %v, want ErrKeyFilePerm naming the file", mode, err)
+		}
+	}
+	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1}).Keyring(); err != nil {
+		t.Errorf("mode 0600 refused: %v", err)
+	}
+	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1, Accept: []uint32{2}}).Keyring(); err == nil || !strings.Contains(err.Error(), "key id 2 is not in") {
+		t.Errorf("accept of a missing key: %v", err)
+	}
+	if _, err := (&AuthConfig{KeyFile: dir, KeyID: 1}).Keyring(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory as key file: %v", err)
+	}
+	for _, tt := range []struct {
+		yaml, field string
+	}{
+		{"auth: {key_file: rel.key, key_id: 1}", "auth.key_file"},
+		{"auth: {key_id: 1}", "auth.key_file"},
+		{"auth: {key_file: /k, key_id: 1, accept: [2, 2]}", "auth.accept[1]"},
+	} {
+		_, err := Parse([]byte(tt.yaml))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field || fe.Line != 1 {
+			t.Errorf("%s: %v, want a FieldError on %s line 1", tt.yaml, err, tt.field)
+		}
+	}
+}
+
+// TestRunAuthenticated runs a two-node cluster with a key and checks that
+// it syncs; that a status query without the key or with another key is
+// dropped as bad_tag, one with the key but a peer's id from another
+// address as unknown_sender (counted in gclock_packets_dropped_total),
+// while the key holder is answered, with no more bytes than it sent.
+func TestRunAuthenticated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := testCluster(t, 2)
+	kr := clusterKey(t, cfgs)
+	sock := filepath.Join(t.TempDir(), "metrics.sock")
+	cfgs[1].Metrics.Listen = "unix:" + sock
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	errs := make(chan error, len(cfgs))
+	for _, c := range cfgs {
+		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
+	}
+	r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, time.Now().Add(10*time.Second))
+	waitPageSynced(t, r, 2, time.Now().Add(20*time.Second))
+	scrape := metricsClient(sock)
+
+	addr := netip.MustParseAddrPort(cfgs[1].Peers[1].Address)
+	other, _ := wire.NewKeyring(7, []wire.Key{{ID: 7, Secret: make([]byte, 32)}})
+	cases := []struct {
+		name   string
+		id     uint32
+		kr     *wire.Keyring
+		answer bool
+		reason string
+	}{
+		{"no key", 99, nil, false, transport.DropBadTag},
+		{"another key", 99, other, false, transport.DropBadTag},
+		{"cluster key, a peer's id from another address", 1, kr, false, transport.DropUnknownSender},
+		{"cluster key", 99, kr, true, ""},
+	}
+	for _, tc := range cases {
+		before := scrape(t)
+		client := keyClient(t, ctx, tc.id, tc.kr)
+		_, err := queryStatus(ctx, client, tc.id, addr, 100*time.Millisecond)
+		if (err == nil) != tc.answer {
+			t.Errorf("%s: answered %v (%v)", tc.name, err == nil, err)
+		}
+		after := scrape(t)
+		if tc.reason != "" && after[tc.reason] <= before[tc.reason] {
+			t.Errorf("%s: %s not counted: %v -> %v", tc.name, tc.reason, before, after)
+		}
+		if cs := client.Stats(); tc.answer && cs.SentBytes/cs.Sent < uint64(wire.HeaderLen+wire.AuthLen+45) {
+			t.Errorf("%s: query of %d bytes: the reply (45-byte body) would amplify it", tc.name, cs.SentBytes/cs.Sent)
+		}
+	}
+	cancel()
+	for range cfgs {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// keyClient is statusClient with any sender id.
+func keyClient(t *testing.T, ctx context.Context, id uint32, kr *wire.Keyring) *transport.Endpoint {
+	t.Helper()
+	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := transport.DefaultConfig()
+	c.ID, c.Conn, c.Handler, c.Keyring = id, conn, noHandler{}, kr
+	ep, err := transport.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ep.Run(ctx)
+	return ep
+}
+
+// metricsClient scrapes gclock_packets_dropped_total by reason from a
+// daemon's metrics socket.
+func metricsClient(sock string) func(t *testing.T) map[string]float64 {
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}, Timeout: 2 * time.Second}
+	return func(t *testing.T) map[string]float64 {
+		t.Helper()
+		resp, err := client.Get("http://gclock/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		drops := map[string]float64{}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			rest, ok := strings.CutPrefix(line, "gclock_packets_dropped_total{")
+			if !ok {
+				continue
+			}
+			i := strings.Index(rest, `reason="`)
+			j := strings.Index(rest, "} ")
+			if i < 0 || j < 0 {
+				t.Fatalf("unexpected line %q", line)
+			}
+			reason := rest[i+len(`reason="`):]
+			reason = reason[:strings.IndexByte(reason, '"')]
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest[j+1:]), 64)
+			if err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			drops[reason] = v
+		}
+		if len(drops) != len(dropReasons) {
+			t.Fatalf("drop reasons %v, want all of %v", drops, dropReasons)
+		}
+		return drops
+	}
+}

@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// What the daemon drops, and why (docs/daemon.md, "Security"). The
+// transport drops datagrams without the right tag, replays, datagrams from
+// unknown senders or addresses and undecodable ones (transport.DropReasons);
+// the daemon then drops engine messages the engine would refuse
+// (engine.CheckMessage: values no engine produces, rounds outside the
+// window, impossible samples) and real-time rate reports outside what
+// sync.max_drift_ppm allows.
+
+// DropRejectedRate is the reason for a real-time rate report refused.
+const DropRejectedRate = "rejected_rate"
+
+// dropReasons is every reason of gclock_packets_dropped_total, in order.
+// engine.RejectMalformed equals transport.DropMalformed ("malformed"):
+// both are values no sender produces, one caught by the decoder and one by
+// the engine's checks.
+var dropReasons = []string{transport.DropBadTag, transport.DropReplay, transport.DropUnknownSender,
+	transport.DropMalformed, engine.RejectStaleRound, engine.RejectSample, DropRejectedRate}
+
+// security holds the daemon's own drop counters and the status history.
+type security struct {
+	rejected sync.Map // reason -> *atomic.Uint64 (engine rejections, rate reports)
+
+	mu      sync.Mutex
+	status  engine.Status
+	haveSt  bool
+	changes map[engine.Status]uint64 // changes into each status
+}
+
+func (s *security) drop(reason string) {
+	v, _ := s.rejected.LoadOrStore(reason, new(atomic.Uint64))
+	v.(*atomic.Uint64).Add(1)
+}
+
+func (s *security) dropped(reason string) uint64 {
+	if v, ok := s.rejected.Load(reason); ok {
+		return v.(*atomic.Uint64).Load()
+	}
+	return 0
+}
+
+// admitMsg reports whether the engine would act on m at engine-side local
+// time local; a refused message is counted by reason and logged at debug
+// level (never above: an attacker must not be able to fill the log).
+// Called with n.mu held.
+func (n *node) admitMsg(m engine.Message, local int64) bool {
+	v := n.eng
+	x := v.in(local)
+	m.T1, m.T4 = v.in(m.T1), v.in(m.T4)
+	if m.Type == engine.MsgProbeReply || m.Type == engine.MsgErrReport {
+		m.Round -= v.roundBase // as engineView.Step does
+	}
+	err := v.cur.CheckMessage(m, x)
+	if err == nil {
+		return true
+	}
+	var re *engine.RejectError
+	reason := engine.RejectMalformed
+	if errors.As(err, &re) {
+		reason = re.Reason
+	}
+	n.sec.drop(reason)
+	n.log.Debug("message dropped", "reason", reason, "type", m.Type, "from", m.From, "err", err)
+	return false
+}
+
+// noteStatus counts a change of the node's status (global time's, as
+// served) and logs it.
+func (n *node) noteStatus() {
+	now := n.clk.now()
+	n.mu.Lock()
+	st := n.eng.Estimate(now).Status
+	n.mu.Unlock()
+	s := &n.sec
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.haveSt && st == s.status {
+		return
+	}
+	if s.changes == nil {
+		s.changes = map[engine.Status]uint64{}
+	}
+	if s.haveSt {
+		n.log.Info("status changed", "from", s.status, "to", st)
+	}
+	s.status, s.haveSt = st, true
+	s.changes[st]++
+}
+
+// isPeer reports whether id is a configured peer.
+func (n *node) isPeer(id uint32) bool {
+	_, ok := n.peers[engine.NodeID(id)]
+	return ok
+}
+
+// SecuritySnapshot is what gclock_packets_dropped_total and
+// gclock_status_changes_total show.
+type SecuritySnapshot struct {
+	Node          uint32
+	Drops         map[string]uint64 // by reason
+	StatusChanges map[string]uint64 // changes into each status (status names)
+}
+
+// SecuritySnapshot takes the counters now.
+func (n *node) SecuritySnapshot() SecuritySnapshot {
+	s := SecuritySnapshot{Node: n.cfg.Node.ID, Drops: map[string]uint64{}, StatusChanges: map[string]uint64{}}
+	for r, v := range n.ep.Stats().Drops() {
+		s.Drops[r] += v
+	}
+	for _, r := range dropReasons {
+		s.Drops[r] += n.sec.dropped(r)
+	}
+	n.sec.mu.Lock()
+	for st, v := range n.sec.changes {
+		s.StatusChanges[st.String()] = v
+	}
+	n.sec.mu.Unlock()
+	return s
+}
+
+// SecurityCollector exports a SecuritySnapshot taken at every scrape.
+type SecurityCollector struct {
+	snap           func() SecuritySnapshot
+	dropped, stChg *prometheus.Desc
+}
+
+// NewSecurityCollector returns a collector over snap.
+func NewSecurityCollector(snap func() SecuritySnapshot) *SecurityCollector {
+	return &SecurityCollector{
+		snap: snap,
+		dropped: prometheus.NewDesc("gclock_packets_dropped_total",
+			"Datagrams and messages dropped, by reason: bad_tag, replay, unknown_sender, malformed, stale_round, rejected_sample, rejected_rate.",
+			[]string{"node", "reason"}, nil),
+		stChg: prometheus.NewDesc("gclock_status_changes_total",
+			"Changes of the node's status, by the status changed into (the first status counts as one).",
+			[]string{"node", "status"}, nil),
+	}
+}
+
+// Describe sends the descriptors.
+func (c *SecurityCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.dropped
+	ch <- c.stChg
+}
+
+// Collect sends every drop reason (zeros included, so that an alert can
+// use rate() from the start) and the status changes seen.
+func (c *SecurityCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.snap()
+	node := strconv.FormatUint(uint64(s.Node), 10)
+	for _, r := range dropReasons {
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Drops[r]), node, r)
+	}
+	for _, st := range statuses {
+		if v, ok := s.StatusChanges[st]; ok {
+			ch <- prometheus.MustNewConstMetric(c.stChg, prometheus.CounterValue, float64(v), node, st)
+		}
+	}
+}
+
+// anonymousOps are the requests a holder of the cluster key may send from
+// outside the peer list (a monitoring tool): read-only, answered with no
+// more bytes than asked (wire pads the requests). Real-time rate reports
+// from outside the peer list are not counted (handleRealTimeQuery).
+var anonymousOps = []wire.Op{wire.OpStatusQuery, wire.OpRealTimeQuery}

@@ -1,0 +1,161 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/wire"
+)
+
+// spoofEnv makes the test binary run the spoofer (SpoofSendFile) instead
+// of the tests, so RunSpoof needs no gclock binary.
+const spoofEnv = "GCLAB_TEST_SPOOFER"
+
+func runTestSpoofer(args []string) int {
+	if len(args) != 2 || args[0] != "-config" {
+		slog.Error("test spoofer: want -config FILE", "args", args)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := SpoofSendFile(ctx, args[1]); err != nil {
+		slog.Error("test spoofer", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// TestForger: every kind of forged datagram is made, claims a peer's id
+// and address (or the spoofer's own address with a made-up id), and
+// decodes as a real one would, except the bad floats, which the decoder
+// refuses; with a key id each carries a trailer the keyring refuses.
+func TestForger(t *testing.T) {
+	peers := map[uint32]string{1: "10.77.0.1:3190", 2: "10.77.0.2:3190", 3: "10.77.0.3:3190"}
+	// A captured time diff for the shifted copies and the replays.
+	td := wire.Packet{Op: wire.OpTimeDiff, Sender: 1, Seq: 5}
+	td.Msg.Type, td.Msg.From, td.Msg.To, td.Msg.Round = 3, 1, 2, 17
+	b, err := td.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, _ := wire.NewKeyring(1, []wire.Key{{ID: 1, Secret: bytes.Repeat([]byte{9}, 32)}})
+	for _, keyID := range []uint32{0, 1} {
+		payload := b
+		if keyID != 0 {
+			payload = kr.Seal(append([]byte(nil), b...), 1)
+		}
+		capd := []Captured{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: payload}}
+		var buf bytes.Buffer
+		if err := WriteCapture(&buf, capd); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadCapture(&buf)
+		if err != nil || len(back) != 1 || back[0].From != capd[0].From || !bytes.Equal(back[0].Payload, payload) {
+			t.Fatalf("capture round trip: %v %v", back, err)
+		}
+		f, err := newForger(SpoofSendConfig{Peers: peers, Own: "10.77.0.4:3190", KeyID: keyID, Seed: 3, MaxDrift: 1e-4}, back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for range 3000 {
+			from, to, pkt, kind := f.forge()
+			name := spoofKinds[kind]
+			seen[name]++
+			if from == to || !from.IsValid() || !to.IsValid() {
+				t.Fatalf("%s: from %v to %v", name, from, to)
+			}
+			if keyID != 0 {
+				if _, _, _, err := kr.Open(pkt); err == nil && name != "replay" {
+					t.Fatalf("%s: a forged trailer opened under the key", name)
+				}
+				if name == "replay" {
+					continue
+				}
+				pkt = pkt[:len(pkt)-wire.AuthLen]
+			}
+			var p wire.Packet
+			err := p.UnmarshalBinary(pkt)
+			if name == "timediff_bad_floats" {
+				if !errors.Is(err, wire.ErrValue) {
+					t.Fatalf("bad floats decoded: %v", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s does not decode: %v", name, err)
+			}
+			if own := from == netip.MustParseAddrPort("10.77.0.4:3190"); own != (p.Sender >= 1000) {
+				t.Fatalf("%s: sender %d from %v", name, p.Sender, from)
+			}
+		}
+		for _, k := range spoofKinds {
+			if seen[k] == 0 {
+				t.Errorf("key id %d: kind %s never forged (%v)", keyID, k, seen)
+			}
+		}
+	}
+}
+
+// TestSpoof is the lab scenario: three daemons with a cluster
+// key, a spoofer in a fourth namespace sending 10,000 forged datagrams a
+// second (forgeries, replays and shifted copies of traffic it tapped), and
+// the reference stopped mid-attack. Every evaluation must have the truth
+// inside the bounds, the daemons must stay synced and fail over, and the
+// drop counters must show the attack.
+func TestSpoof(t *testing.T) {
+	needLab(t)
+	if testing.Short() {
+		t.Skip("runs a 40-s lab")
+	}
+	cfg := DefaultConfig()
+	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	defer l.Down()
+	sc := DefaultSpoofConfig()
+	sc.Command, sc.Env = []string{os.Args[0]}, []string{daemonEnv + "=1"}
+	sc.SpoofCommand, sc.SpoofEnv = []string{os.Args[0]}, []string{spoofEnv + "=1"}
+	res, err := l.RunSpoof(context.Background(), sc)
+	if err != nil {
+		t.Fatalf("RunSpoof: %v", err)
+	}
+	t.Log(SpoofReport(res))
+	if res.Spoofer.Sent < uint64(sc.Rate)*uint64((sc.Duration-sc.Warmup)/time.Second)/4 {
+		t.Errorf("the spoofer sent %d datagrams, under a quarter of %d/s (late share %.2f)", res.Spoofer.Sent, sc.Rate, res.Spoofer.Late)
+	}
+	if res.Captured == 0 || res.Spoofer.ByKind["replay"] == 0 {
+		t.Errorf("no replays: %d captured, %v", res.Captured, res.Spoofer.ByKind)
+	}
+	if res.Spoofer.Answers != 0 {
+		t.Errorf("the daemons answered the spoofer %d times", res.Spoofer.Answers)
+	}
+	if res.FailoverMs < 0 {
+		t.Error("no failover after the reference stopped")
+	}
+	for _, nd := range res.Nodes {
+		if nd.Outside != 0 {
+			t.Errorf("host %d: truth outside the bounds in %d of %d evaluations", nd.Host, nd.Outside, nd.Evaluations)
+		}
+		if nd.Evaluations == 0 || float64(nd.Synced) < 0.8*float64(nd.Evaluations) {
+			t.Errorf("host %d: synced in %d of %d evaluations", nd.Host, nd.Synced, nd.Evaluations)
+		}
+		// Replays go to the tapped traffic's destinations: hosts 0 and 1
+		// (host 1's traffic in a star).
+		if nd.Drops["bad_tag"] == 0 || (nd.Host < 2 && nd.Drops["replay"] == 0) {
+			t.Errorf("host %d: the drop counters miss the attack: %v", nd.Host, nd.Drops)
+		}
+	}
+	fmt.Fprintln(os.Stderr, SpoofReport(res))
+}

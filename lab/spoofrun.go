@@ -1,0 +1,507 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gclock/gclock/clock"
+	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/gtime"
+)
+
+// SpoofConfig says how RunSpoof runs daemons under a spoofer's attack.
+type SpoofConfig struct {
+	// Command runs `gclock daemon` (RunSpoof appends "-config FILE");
+	// SpoofCommand runs the spoofer (`gclock lab spoof-send`; RunSpoof
+	// appends "-config FILE", a SpoofSendConfig in JSON). Env and
+	// SpoofEnv are added to their environments.
+	Command, SpoofCommand []string
+	Env, SpoofEnv         []string
+
+	// Daemons run on hosts 0..Daemons-1 (reference order 1, 2, ...); the
+	// spoofer on host Daemons. The lab needs Daemons+1 hosts.
+	Daemons int
+	// Key gives the cluster a key (a file of mode 0600); false runs it
+	// without one, to show what the spoofer then does.
+	Key bool
+	// Capture taps host 1's traffic for this long from the start and
+	// gives the spoofer the copies (replays and shifted time diffs); 0:
+	// none.
+	Capture time.Duration
+	Rate    int // forged datagrams per second
+
+	Duration  time.Duration // from the daemons' start to the end
+	Warmup    time.Duration // the attack starts here; evaluations before it are not counted
+	KillRefAt time.Duration // the reference's daemon is stopped here (0: never)
+	EvalEvery time.Duration
+
+	MaxDriftPPM float64
+	MaxOffset   time.Duration
+	Seed        uint64
+}
+
+// DefaultSpoofConfig: three daemons, a key, 5 s of capture, 10,000 forged
+// datagrams a second from 8 s to 40 s, the reference stopped at 24 s.
+func DefaultSpoofConfig() SpoofConfig {
+	return SpoofConfig{Daemons: 3, Key: true, Capture: 5 * time.Second, Rate: 10000,
+		Duration: 40 * time.Second, Warmup: 8 * time.Second, KillRefAt: 24 * time.Second, EvalEvery: 10 * time.Millisecond,
+		MaxDriftPPM: 30, MaxOffset: 5 * time.Millisecond, Seed: 1}
+}
+
+// SpoofNode is one daemon's figures after the warm-up.
+type SpoofNode struct {
+	Host          int               `json:"host"`
+	Evaluations   int               `json:"evaluations"`
+	Synced        int               `json:"synced"`         // evaluations with status synced
+	Outside       int               `json:"outside"`        // evaluations with the truth outside [earliest, latest]
+	MaxAbsErrNs   int64             `json:"max_abs_err_ns"` // synced evaluations
+	MaxWidthNs    int64             `json:"max_width_ns"`   // synced evaluations
+	Drops         map[string]uint64 `json:"drops"`          // gclock_packets_dropped_total at the end (or at the stop)
+	StatusChanges map[string]uint64 `json:"status_changes"`
+	Reference     uint32            `json:"reference"` // at the end
+}
+
+// SpoofResult is one RunSpoof.
+type SpoofResult struct {
+	Key      bool           `json:"key"`
+	Captured int            `json:"captured"`
+	Nodes    []SpoofNode    `json:"nodes"`
+	Spoofer  SpoofSendStats `json:"spoofer"`
+	// FailoverMs is the time from the reference's stop until every
+	// other daemon names host 1 (node 2) its reference; -1: not within
+	// the run.
+	FailoverMs float64      `json:"failover_ms"`
+	Clocks     []ClockTruth `json:"clocks"`
+	Logs       string       `json:"logs"`
+}
+
+// spoofDaemonConfig: the lab's daemon with rounds every second, 10
+// exchanges each, failover after 2 s.
+func spoofDaemonConfig() daemon.Config {
+	c := LabDaemonConfig()
+	c.Sync.PingsPerRound = 10
+	c.Sync.InitialGlobalPeriod = daemon.Duration(500 * time.Millisecond)
+	c.Sync.MinGlobalPeriod = daemon.Duration(time.Second)
+	c.Sync.MaxGlobalPeriod = daemon.Duration(time.Second)
+	c.Reference.FailoverAfter = daemon.Duration(2 * time.Second)
+	return c
+}
+
+// RunSpoof runs sc.Daemons daemons and the spoofer, stops the reference
+// at KillRefAt, evaluates every page against the truth every EvalEvery,
+// and returns the figures with each daemon's drop counters.
+func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error) {
+	var res SpoofResult
+	n := sc.Daemons
+	switch {
+	case len(sc.Command) == 0 || len(sc.SpoofCommand) == 0:
+		return res, errors.New("lab: spoof: the daemon and spoofer commands are required")
+	case n < 2:
+		return res, fmt.Errorf("lab: spoof: %d daemons, want at least 2", n)
+	case l.cfg.Hosts < n+1:
+		return res, fmt.Errorf("lab: spoof: %d hosts, want %d (the daemons and the spoofer)", l.cfg.Hosts, n+1)
+	case sc.Warmup <= sc.Capture || sc.Warmup >= sc.Duration:
+		return res, fmt.Errorf("lab: spoof: want capture %v < warmup %v < duration %v", sc.Capture, sc.Warmup, sc.Duration)
+	case sc.EvalEvery < time.Millisecond:
+		return res, fmt.Errorf("lab: spoof: eval interval %v below 1ms", sc.EvalEvery)
+	}
+	res.Key = sc.Key
+	dir := filepath.Join(l.cfg.RunDir, "spoof")
+	if err := os.RemoveAll(dir); err != nil {
+		return res, fmt.Errorf("lab: spoof: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, fmt.Errorf("lab: spoof: %w", err)
+	}
+	res.Logs = dir
+	base := spoofDaemonConfig()
+	if sc.Key {
+		line, err := daemon.NewKeyLine(1)
+		if err != nil {
+			return res, fmt.Errorf("lab: spoof: %w", err)
+		}
+		kf := filepath.Join(dir, "cluster.key")
+		if err := os.WriteFile(kf, []byte(line), 0o600); err != nil {
+			return res, fmt.Errorf("lab: spoof: %w", err)
+		}
+		base.Auth = daemon.AuthConfig{KeyFile: kf, KeyID: 1}
+	}
+	origin := gtime.RawNow()
+	rng := rand.New(rand.NewPCG(sc.Seed, 0x73706f6f66))
+	var peers []daemon.Peer
+	var order []uint32
+	peerAddrs := map[uint32]string{}
+	for i := range n {
+		a := net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(DaemonPort))
+		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: a})
+		order = append(order, uint32(i+1))
+		peerAddrs[uint32(i+1)] = a
+	}
+	clocks := make([]*hostClock, n)
+	for i := range n {
+		conf := daemon.EmulatedClockConfig{
+			Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(sc.MaxOffset))),
+			DriftPPM:  math.Round((2*rng.Float64()-1)*sc.MaxDriftPPM*1000) / 1000,
+			Seed:      int64(sc.Seed)*1000 + int64(i),
+			OriginRaw: origin,
+		}
+		emu, err := clock.NewEmulated(clock.EmuParams{Origin: origin, Offset: int64(conf.Offset), DriftPPM: conf.DriftPPM, Seed: conf.Seed})
+		if err != nil {
+			return res, fmt.Errorf("lab: spoof: host %d clock: %w", i, err)
+		}
+		clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true, OffsetNs: int64(conf.Offset), DriftPPM: conf.DriftPPM}, emu: emu, conf: conf}
+		res.Clocks = append(res.Clocks, clocks[i].truth)
+		c := base
+		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
+		c.Peers, c.Reference.Order = peers, order
+		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: conf}
+		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
+		c.Metrics.Listen = "unix:" + filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))
+		b, err := yaml.Marshal(&c)
+		if err != nil {
+			return res, fmt.Errorf("lab: spoof: host %d config: %w", i, err)
+		}
+		if _, err := daemon.Parse(b); err != nil {
+			return res, fmt.Errorf("lab: spoof: host %d config: %w", i, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)), b, 0o644); err != nil {
+			return res, fmt.Errorf("lab: spoof: %w", err)
+		}
+	}
+	start := time.Now()
+	procs := make([]*Proc, n)
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				p.Stop(3 * time.Second)
+			}
+		}
+	}()
+	for i := range n {
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
+		if err != nil {
+			return res, fmt.Errorf("lab: spoof: %w", err)
+		}
+		argv := append(append([]string(nil), sc.Command...), "-config", filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)))
+		procs[i], err = l.ExecEnv(i, argv, sc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		logf.Close()
+		if err != nil {
+			return res, fmt.Errorf("lab: spoof: %w", err)
+		}
+	}
+	// The tap on host 1 (node 2), from the start: the spoofer's copy of
+	// old valid traffic.
+	capDone := make(chan error, 1)
+	capFile := ""
+	if sc.Capture > 0 {
+		capFile = filepath.Join(dir, "capture.bin")
+		go func() {
+			cs, err := capture(ctx, 1, DaemonPort, sc.Capture)
+			if err == nil {
+				var fh *os.File
+				if fh, err = os.Create(capFile); err == nil {
+					err = errors.Join(WriteCapture(fh, cs), fh.Close())
+				}
+			}
+			capDone <- err
+		}()
+	} else {
+		capDone <- nil
+	}
+	readers := make([]*gtime.Reader, n)
+	defer func() {
+		for _, r := range readers {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}()
+	for i := range n {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := gtime.Open(filepath.Join(dir, fmt.Sprintf("page-h%d", i)))
+			if err == nil {
+				readers[i] = r
+				break
+			}
+			select {
+			case <-procs[i].Done():
+				return res, fmt.Errorf("lab: spoof: the daemon of host %d exited (%v); see %s", i, procs[i].Err(), dir)
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return res, fmt.Errorf("lab: spoof: host %d: no page after 10 s: %w", i, err)
+			}
+		}
+	}
+	nodes := make([]SpoofNode, n)
+	for i := range nodes {
+		nodes[i].Host = i
+	}
+	var spoofer *Proc
+	report := filepath.Join(dir, "spoofer.json")
+	defer func() {
+		if spoofer != nil {
+			spoofer.Stop(3 * time.Second)
+		}
+	}()
+	killed, takenOver := false, false
+	var killedAt time.Time
+	res.FailoverMs = -1
+	tick := time.NewTicker(sc.EvalEvery)
+	defer tick.Stop()
+	lastPoll := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-tick.C:
+		}
+		el := time.Since(start)
+		if el >= sc.Duration {
+			break
+		}
+		if spoofer == nil && el >= sc.Warmup {
+			if err := <-capDone; err != nil {
+				return res, fmt.Errorf("lab: spoof: %w", err)
+			}
+			if capFile != "" {
+				if fh, err := os.Open(capFile); err == nil {
+					cs, _ := ReadCapture(fh)
+					fh.Close()
+					res.Captured = len(cs)
+				}
+			}
+			var keyID uint32
+			if sc.Key {
+				keyID = 1
+			}
+			scfg := SpoofSendConfig{Peers: peerAddrs, Own: net.JoinHostPort(HostAddr(n).String(), strconv.Itoa(DaemonPort)),
+				KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: capFile, Seed: sc.Seed, Report: report,
+				MaxDrift: base.Sync.MaxDriftPPM / 1e6}
+			b, _ := json.Marshal(scfg)
+			cf := filepath.Join(dir, "spoofer-config.json")
+			if err := os.WriteFile(cf, b, 0o644); err != nil {
+				return res, fmt.Errorf("lab: spoof: %w", err)
+			}
+			logf, err := os.Create(filepath.Join(dir, "spoofer.log"))
+			if err != nil {
+				return res, fmt.Errorf("lab: spoof: %w", err)
+			}
+			spoofer, err = l.ExecEnv(n, append(append([]string(nil), sc.SpoofCommand...), "-config", cf), sc.SpoofEnv, ExecOptions{Stdout: logf, Stderr: logf})
+			logf.Close()
+			if err != nil {
+				return res, fmt.Errorf("lab: spoof: %w", err)
+			}
+		}
+		if !killed && sc.KillRefAt > 0 && el >= sc.KillRefAt {
+			nodes[0].scrape(filepath.Join(dir, "metrics-h0.sock"))
+			procs[0].Stop(3 * time.Second)
+			procs[0] = nil
+			killed, killedAt = true, time.Now()
+		}
+		if killed && res.FailoverMs < 0 && time.Since(lastPoll) >= 100*time.Millisecond {
+			lastPoll = time.Now()
+			all := true
+			for i := 1; i < n; i++ {
+				if f, err := scrapeFamilies(filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))); err != nil || gaugeValue(f, "gclock_reference_id") != 2 {
+					all = false
+				}
+			}
+			if all {
+				res.FailoverMs = float64(time.Since(killedAt).Microseconds()) / 1e3
+			}
+		}
+		for i, p := range procs {
+			if p == nil {
+				continue
+			}
+			select {
+			case <-p.Done():
+				return res, fmt.Errorf("lab: spoof: the daemon of host %d exited early (%v); see %s", i, p.Err(), dir)
+			default:
+			}
+		}
+		r := gtime.RawNow()
+		// Global time is host 0's clock until host 1 takes over; from
+		// then on it is what host 1 serves (its frozen estimate of the old
+		// scale, docs/daemon.md "Reference failover"), and host 1, the
+		// reference, is no longer evaluated.
+		truth := clocks[0].at(r)
+		if killed && !takenOver {
+			if in, err := readers[1].Info(); err == nil && in.Reference == 2 {
+				takenOver = true
+			}
+		}
+		if takenOver {
+			t1, err := readers[1].At(r)
+			if err != nil {
+				return res, fmt.Errorf("lab: spoof: host 1: %w", err)
+			}
+			truth = t1.Est
+		}
+		for i, rd := range readers {
+			if procs[i] == nil || (takenOver && i == 1) {
+				continue // stopped, or the reference
+			}
+			t, err := rd.At(r)
+			if err != nil {
+				return res, fmt.Errorf("lab: spoof: host %d: %w", i, err)
+			}
+			if el < sc.Warmup {
+				continue
+			}
+			nd := &nodes[i]
+			nd.Evaluations++
+			if truth < t.Earliest || truth > t.Latest {
+				nd.Outside++
+			}
+			if t.Status == gtime.StatusSynced {
+				nd.Synced++
+				nd.MaxAbsErrNs = max(nd.MaxAbsErrNs, absSat(satDiff(t.Est, truth)))
+				nd.MaxWidthNs = max(nd.MaxWidthNs, t.Width())
+			}
+		}
+	}
+	if spoofer != nil {
+		select {
+		case <-spoofer.Done():
+		case <-time.After(5 * time.Second):
+		}
+		if b, err := os.ReadFile(report); err == nil {
+			json.Unmarshal(b, &res.Spoofer)
+		}
+	}
+	for i := range n {
+		if procs[i] != nil {
+			nodes[i].scrape(filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i)))
+		}
+	}
+	res.Nodes = nodes
+	return res, nil
+}
+
+func absSat(v int64) int64 {
+	if v == math.MinInt64 {
+		return math.MaxInt64
+	}
+	return max(v, -v)
+}
+
+// scrape fills the node's counters from its metrics.
+func (nd *SpoofNode) scrape(sock string) {
+	f, err := scrapeFamilies(sock)
+	if err != nil {
+		return
+	}
+	nd.Drops = labelled(f, "gclock_packets_dropped_total", "reason")
+	nd.StatusChanges = labelled(f, "gclock_status_changes_total", "status")
+	nd.Reference = uint32(gaugeValue(f, "gclock_reference_id"))
+}
+
+// metricSample is one series of a scraped metric family.
+type metricSample struct {
+	labels map[string]string
+	value  float64 // the counter's or the gauge's
+}
+
+// scrapeFamilies reads a daemon's metrics over its Unix socket.
+func scrapeFamilies(sock string) (map[string][]metricSample, error) {
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := c.Get("http://gclock/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]metricSample{}
+	for name, fam := range fams {
+		for _, m := range fam.GetMetric() {
+			s := metricSample{labels: map[string]string{}, value: m.GetCounter().GetValue() + m.GetGauge().GetValue()}
+			for _, lp := range m.GetLabel() {
+				s.labels[lp.GetName()] = lp.GetValue()
+			}
+			out[name] = append(out[name], s)
+		}
+	}
+	return out, nil
+}
+
+func labelled(f map[string][]metricSample, name, label string) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, m := range f[name] {
+		out[m.labels[label]] = uint64(m.value)
+	}
+	return out
+}
+
+func gaugeValue(f map[string][]metricSample, name string) float64 {
+	if len(f[name]) == 0 {
+		return math.NaN()
+	}
+	return f[name][0].value
+}
+
+// SpoofReport is a Markdown report of one RunSpoof.
+func SpoofReport(r SpoofResult) string {
+	var b strings.Builder
+	key := "without a key"
+	if r.Key {
+		key = "with a cluster key"
+	}
+	s := r.Spoofer
+	fmt.Fprintf(&b, "Spoofer %s: %d datagrams sent (%d bytes; %.0f%% of send slots late), %d captured datagrams to replay; %d queries from its own address (%d bytes) got %d answers (%d bytes).\n",
+		key, s.Sent, s.SentBytes, 100*s.Late, r.Captured, s.OwnQueries, s.OwnQueryBytes, s.Answers, s.AnswerBytes)
+	if r.FailoverMs >= 0 {
+		fmt.Fprintf(&b, "Failover: every daemon followed node 2 %.0f ms after the reference stopped.\n", r.FailoverMs)
+	} else {
+		b.WriteString("Failover: not seen within the run.\n")
+	}
+	b.WriteString("\n| host | evaluations | synced | truth outside bounds | max abs error synced (ns) | max width synced (ns) | reference | status changes | dropped |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, n := range r.Nodes {
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", n.Host, n.Evaluations, n.Synced, n.Outside,
+			n.MaxAbsErrNs, n.MaxWidthNs, n.Reference, kv(n.StatusChanges), kv(n.Drops))
+	}
+	return b.String()
+}
+
+func kv(m map[string]uint64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

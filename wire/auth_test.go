@@ -1,0 +1,180 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/gclock/gclock/engine"
+)
+
+func key(id uint32, b byte) Key { return Key{ID: id, Secret: bytes.Repeat([]byte{b}, MinKeyLen)} }
+
+func sealedProbe(t testing.TB, r *Keyring, seq uint64) []byte {
+	p := Packet{Op: OpProbe, Sender: 3, Seq: 9, Msg: engine.Message{Type: engine.MsgProbe, From: 3, To: 4, Round: 2}}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Seal(b, seq)
+}
+
+func TestSealOpen(t *testing.T) {
+	r, err := NewKeyring(1, []Key{key(1, 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := sealedProbe(t, r, 1234)
+	pkt, id, seq, err := r.Open(b)
+	if err != nil || id != 1 || seq != 1234 || len(pkt) != len(b)-AuthLen {
+		t.Fatalf("Open = %d bytes, id %d, seq %d, %v", len(pkt), id, seq, err)
+	}
+	var p Packet
+	if err := p.UnmarshalBinary(pkt); err != nil || p.Msg.Round != 2 {
+		t.Fatalf("opened datagram: %+v, %v", p, err)
+	}
+	// Every bit of the datagram is covered: header, body, key id, sequence
+	// number and tag.
+	for i := range b {
+		for bit := range 8 {
+			c := bytes.Clone(b)
+			c[i] ^= 1 << bit
+			if _, _, _, err := r.Open(c); err == nil {
+				t.Fatalf("byte %d bit %d flipped: opened", i, bit)
+			}
+		}
+	}
+	// A truncated datagram, an appended byte.
+	if _, _, _, err := r.Open(b[:len(b)-1]); err == nil {
+		t.Fatal("truncated datagram opened")
+	}
+	if _, _, _, err := r.Open(append(bytes.Clone(b), 0)); err == nil {
+		t.Fatal("extended datagram opened")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	r, _ := NewKeyring(1, []Key{key(1, 7)})
+	other, _ := NewKeyring(1, []Key{key(1, 8)})
+	unknown, _ := NewKeyring(2, []Key{key(2, 7)})
+	tests := []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"short", make([]byte, HeaderLen+AuthLen-1), ErrShort},
+		{"unsealed", make([]byte, 60), ErrUnknownKey},
+		{"another secret", sealedProbe(t, other, 1), ErrBadTag},
+		{"unknown key id", sealedProbe(t, unknown, 1), ErrUnknownKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, _, err := r.Open(tt.in)
+			var ae *AuthError
+			if !errors.As(err, &ae) || !errors.Is(err, tt.want) {
+				t.Fatalf("Open = %v, want an *AuthError wrapping %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestKeyringRotation: during a rotation a node sends with the new key and
+// accepts both; one still on the old key is accepted by it.
+func TestKeyringRotation(t *testing.T) {
+	oldOnly, _ := NewKeyring(1, []Key{key(1, 1)})
+	both, err := NewKeyring(2, []Key{key(1, 1), key(2, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newOnly, _ := NewKeyring(2, []Key{key(2, 2)})
+	if _, id, _, err := both.Open(sealedProbe(t, oldOnly, 1)); err != nil || id != 1 {
+		t.Fatalf("old key refused during the rotation: %v", err)
+	}
+	if _, id, _, err := both.Open(sealedProbe(t, newOnly, 1)); err != nil || id != 2 {
+		t.Fatalf("new key refused: %v", err)
+	}
+	if _, _, _, err := oldOnly.Open(sealedProbe(t, both, 1)); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("a node without the new key opened it: %v", err)
+	}
+	for _, tt := range []struct {
+		send uint32
+		keys []Key
+	}{
+		{1, []Key{{ID: 1, Secret: make([]byte, MinKeyLen-1)}}},
+		{1, []Key{key(1, 1), key(1, 2)}},
+		{3, []Key{key(1, 1)}},
+	} {
+		if _, err := NewKeyring(tt.send, tt.keys); err == nil {
+			t.Errorf("NewKeyring(%d, %d keys) accepted", tt.send, len(tt.keys))
+		}
+	}
+}
+
+// TestReplayWindow follows RFC 4303 section 3.4.3: new numbers above the
+// top move it; numbers within the 64 below it are accepted once; older
+// ones are refused.
+func TestReplayWindow(t *testing.T) {
+	var w ReplayWindow
+	steps := []struct {
+		seq uint64
+		ok  bool
+	}{
+		{1000, true}, {1000, false}, {999, true}, {999, false}, {1001, true},
+		{1001 - 63, true}, {1001 - 64, false}, // the window holds top and the 63 below
+		{1100, true}, {1001, false}, {1100 - 63, true}, {1100 - 63, false},
+		{1 << 63, true}, {1100, false}, {1<<63 - 1, true},
+	}
+	for i, s := range steps {
+		ok := w.Check(s.seq)
+		if ok != s.ok {
+			t.Fatalf("step %d: Check(%d) = %v, want %v (top %d)", i, s.seq, ok, s.ok, w.Top())
+		}
+		if ok {
+			w.Accept(s.seq)
+		}
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	r, _ := NewKeyring(1, []Key{key(1, 7)})
+	f.Add(sealedProbe(f, r, 5))
+	f.Add([]byte("GC"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pkt, _, _, err := r.Open(b)
+		if err == nil && len(pkt) != len(b)-AuthLen {
+			t.Fatalf("opened %d bytes of %d", len(pkt), len(b))
+		}
+		// Sealing what opened gives the same bytes back (the tag is a
+		// function of the rest).
+		if err == nil {
+			_, _, seq, _ := r.Open(b)
+			if got := r.Seal(bytes.Clone(pkt), seq); !bytes.Equal(got, b) {
+				t.Fatal("reseal differs")
+			}
+		}
+	})
+}
+
+// BenchmarkOpen is the cost a receiver pays per datagram it checks, a
+// forged one included (docs/daemon.md, "Security").
+func BenchmarkOpen(b *testing.B) {
+	r, _ := NewKeyring(1, []Key{key(1, 7)})
+	d := sealedProbe(b, r, 5)
+	b.SetBytes(int64(len(d)))
+	for b.Loop() {
+		if _, _, _, err := r.Open(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSeal(b *testing.B) {
+	r, _ := NewKeyring(1, []Key{key(1, 7)})
+	p := Packet{Op: OpProbe, Sender: 3, Seq: 9, Msg: engine.Message{Type: engine.MsgProbe, From: 3, To: 4, Round: 2}}
+	buf := make([]byte, 0, MaxPacket)
+	n, _ := p.MarshalBinaryTo(buf[:MaxPacket])
+	b.SetBytes(int64(n + AuthLen))
+	for b.Loop() {
+		r.Seal(buf[:n], 5)
+	}
+}
