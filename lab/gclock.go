@@ -91,11 +91,12 @@ type WanderStep struct {
 // sqrt(s), whose Allan deviation sqrt(tau/3) * 0.005 ppm is 0.1 ppm at
 // tau = 1000 s, the floor Mills reports for ordinary computer clocks
 // (Computer Network Time Synchronization, ch. 12: 1e-7 near 1000-2000 s);
-// and a temperature cycle of +-0.5 ppm every 15 minutes (an air
+// and a temperature cycle of +-0.1 ppm every 15 minutes (an air
 // conditioner's cycle of about a degree, on an AT-cut crystal's slope of
-// up to 0.5 ppm per degree away from its turnover point).
+// about 0.1 ppm per degree near its turnover point at room temperature),
+// which keeps the frequency's excursion over 1000 s at Mills' 0.1 ppm.
 func DefaultWander() Wander {
-	return Wander{RandomWalkPPM: 0.005, SinePPM: 0.5, SinePeriod: 15 * time.Minute}
+	return Wander{RandomWalkPPM: 0.005, SinePPM: 0.1, SinePeriod: 15 * time.Minute}
 }
 
 // String is the wander in the lab's flag syntax.
