@@ -103,6 +103,8 @@ type node struct {
 	replyT3  map[replyKey]int64 // reply -> the T3 it carried, until ReplySent
 	txStamps map[int64]txStamp  // T3 carried -> kernel transmit time (local clock)
 	stamps   stampCounts
+
+	publishFailing atomic.Bool // the last Publish failed: log again only when that changes
 }
 
 // replyKey names a reply by the request it answers.
@@ -621,7 +623,13 @@ func (n *node) publish() {
 		u.Status = gtime.StatusUnsynced
 	}
 	if err := n.writer.Publish(u); err != nil {
-		n.log.Warn("cannot publish global time", "err", err)
+		if !n.publishFailing.Swap(true) {
+			n.log.Warn("cannot publish global time (logged again when it can)", "err", err)
+		} else {
+			n.log.Debug("cannot publish global time", "err", err)
+		}
+	} else if n.publishFailing.Swap(false) {
+		n.log.Info("publishing global time again")
 	}
 }
 
