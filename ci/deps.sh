@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages gclock's tests use: a C compiler (C headers are tested),
-# iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers).
+# iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers),
+# systemd (systemd-analyze for the unit file) and chromium (the status page in a browser).
 # Idempotent: installs only what is missing; never fails the build for an optional peer.
 set -u
 need=()
@@ -8,6 +9,10 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)
+# systemd-analyze verifies deploy/gclockd.service (deploy/deploy_test.go).
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+# Headless Chromium loads the daemon's status page (daemon/statuspage tests).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # Never let a package start a service: a stock chronyd would steer this machine's clock.

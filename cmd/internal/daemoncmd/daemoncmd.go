@@ -19,7 +19,7 @@ import (
 
 // Usage is the daemon's help text before its flags; %s is the command name
 // ("gclock daemon" or "gclockd").
-const Usage = `usage: %s [-config FILE] [overrides] [-print-config] [-log-format text|json] [-v]
+const Usage = `usage: %s [-config FILE] [-auto-id] [overrides] [-print-config] [-log-format text|json] [-v]
 
 Runs the gclock engine on this host: exchanges sync messages with its peers over
 UDP (kernel timestamps), publishes global time to the shared-memory page that
@@ -40,6 +40,7 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	printCfg := fs.Bool("print-config", false, "print the effective config as YAML and exit")
 	verbose := fs.Bool("v", false, "debug logging")
 	logFormat := fs.String("log-format", "", "log lines as `text` (key=value) or json (one object per line); overrides log.format")
+	autoID := fs.Bool("auto-id", false, "set node.id to the peer whose address is one of this host's (one config file for every host)")
 	over := daemon.AddFlags(fs)
 	fs.Usage = func() { fmt.Fprintf(stderr, Usage, name); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +61,20 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := over.Apply(&cfg); err != nil {
 		return err
+	}
+	if *autoID {
+		local, err := hostAddrs()
+		if err != nil {
+			return fmt.Errorf("-auto-id: %w", err)
+		}
+		id, err := AutoID(cfg.Peers, local, lookupHost)
+		if err != nil {
+			return fmt.Errorf("-auto-id: %w", err)
+		}
+		cfg.Node.ID = id
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("-auto-id: node %d: %w", id, err)
+		}
 	}
 	if *printCfg {
 		enc := yaml.NewEncoder(stdout)
