@@ -232,6 +232,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
+		mountStatus(ctx, mux, n) // the live status page (status.go)
 		network := "tcp"
 		if strings.HasPrefix(addr, "unix:") {
 			network, addr = "unix", strings.TrimPrefix(addr, "unix:")
@@ -673,6 +674,7 @@ func (n *node) Snapshot() Snapshot {
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
+		s.Width = time.Duration(t.Latest - t.Earliest)
 		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
 	}
 	for _, src := range es.Sources {
