@@ -105,7 +105,7 @@
     const ok = results.filter(r => !r.error);
     const failed = results.length - ok.length;
     document.getElementById("error").textContent = failed ? failed + " of " + results.length + " daemons did not answer" : "";
-    const when = ok.length ? new Date(Math.max(...ok.map(r => r.json.updated_unix_ms))).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : "never";
+    const when = ok.length ? new Date(Math.max(...ok.map(r => r.json.updated_unix_ms))).toISOString().replace("T", " ").replace("Z", " UTC") : "never";
     document.getElementById("summary").textContent = ok.length + " node" + (ok.length === 1 ? "" : "s") + ", last sample " + when;
     updates++;
     document.body.dataset.updates = String(updates);
