@@ -9,8 +9,6 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)
-# systemd-analyze verifies deploy/gclockd.service (deploy/deploy_test.go).
-command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # Never let a package start a service: a stock chronyd would steer this machine's clock.
@@ -33,6 +31,14 @@ if ! { command -v mpicc && command -v mpirun; } >/dev/null 2>&1 && [ "$(id -u)" 
   apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1 ||
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install openmpi-bin libopenmpi-dev (the MPI tests will skip and say so)"
+fi
+# systemd-analyze verifies deploy/gclockd.service (deploy/deploy_test.go); a block of
+# its own. policy-rc.d is not needed: the package starts no service in a container.
+if ! command -v systemd-analyze >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install systemd (deploy's unit-file test will skip and say so)"
 fi
 # Headless Chromium loads the daemon's status page (daemon/statuspage browser tests):
 # about 100 MB to download. A block of its own, as OpenMPI's.
