@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
-		mountStatus(ctx, mux, n) // the live status page (status.go)
+		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
 		network := "tcp"
 		if strings.HasPrefix(addr, "unix:") {
 			network, addr = "unix", strings.TrimPrefix(addr, "unix:")

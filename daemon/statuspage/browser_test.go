@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,17 +98,21 @@ func (p *pageLog) get() (urls, errors []string) {
 }
 
 // seriesPixels counts, in each chart's canvas, the pixels of the first
-// series' colour (#1f77b4): the line is drawn, not only the axes.
+// series' colour (#1f77b4) and of the second's (#d62728, key id+"2"): the
+// lines are drawn, not only the axes.
 const seriesPixels = `(() => {
   const out = {};
+  const near = (d, i, rgb) => Math.abs(d[i] - rgb[0]) < 40 && Math.abs(d[i + 1] - rgb[1]) < 40 && Math.abs(d[i + 2] - rgb[2]) < 40 && d[i + 3] > 100;
   for (const id of ["offset", "drift", "width", "periods"]) {
     const c = document.querySelector("#chart-" + id + " canvas");
-    if (!c) { out[id] = -1; continue; }
+    if (!c) { out[id] = -1; out[id + "2"] = -1; continue; }
     const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4)
-      if (Math.abs(d[i] - 31) < 40 && Math.abs(d[i + 1] - 119) < 40 && Math.abs(d[i + 2] - 180) < 40 && d[i + 3] > 100) n++;
-    out[id] = n;
+    let n = 0, n2 = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (near(d, i, [31, 119, 180])) n++;
+      if (near(d, i, [214, 39, 40])) n2++;
+    }
+    out[id] = n; out[id + "2"] = n2;
   }
   return out;
 })()`
@@ -118,11 +123,13 @@ type pageState struct {
 	Summary string         `json:"summary"`
 	Cells   []string       `json:"cells"`
 	Pixels  map[string]int `json:"pixels"`
+	Cluster string         `json:"cluster"` // the "all nodes" link
 }
 
 func readPage(ctx context.Context) (pageState, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[pageState](`({
 	  updates: Number(document.body.dataset.updates),
+	  cluster: (document.getElementById("cluster-link") || {}).href || "",
 	  summary: document.getElementById("summary").textContent,
 	  cells: Array.from(document.querySelectorAll("#values tbody td")).map(td => td.textContent),
 	  pixels: `+seriesPixels+`,
@@ -153,12 +160,19 @@ func waitFor(t *testing.T, ctx context.Context, d time.Duration, what string, ok
 // first series, and that the values update.
 func checkPage(t *testing.T, origin, url string, ready func(pageState) bool) {
 	ctx, pl := browser(t)
+	checkPageIn(t, ctx, pl, []string{origin}, url, 1, ready)
+}
+
+// checkPageIn is checkPage in a running browser, for pages that draw
+// series series per chart (1 or 2) and load from the origins.
+func checkPageIn(t *testing.T, ctx context.Context, pl *pageLog, origins []string, url string, series int, ready func(pageState) bool) {
+	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("loading %s: %v", url, err)
 	}
 	drawn := func(s pageState) bool {
 		for _, id := range []string{"offset", "drift", "width", "periods"} {
-			if s.Pixels[id] < 30 {
+			if s.Pixels[id] < 30 || (series > 1 && s.Pixels[id+"2"] < 30) {
 				return false
 			}
 		}
@@ -181,8 +195,8 @@ func checkPage(t *testing.T, origin, url string, ready func(pageState) bool) {
 		t.Errorf("page error: %s", e)
 	}
 	for _, u := range urls {
-		if !strings.HasPrefix(u, origin) {
-			t.Errorf("the page requested %s: not from the daemon (%s)", u, origin)
+		if !slices.ContainsFunc(origins, func(o string) bool { return strings.HasPrefix(u, o+"/") }) {
+			t.Errorf("the page requested %s: not from the daemons (%s)", u, origins)
 		}
 	}
 	t.Logf("first %+v\nlater %+v\n%d requests", first, second, len(urls))
@@ -197,27 +211,31 @@ func checkPage(t *testing.T, origin, url string, ready func(pageState) bool) {
 
 func readLog(pl *pageLog) ([]string, []string) { return pl.get() }
 
-// TestPageInBrowser: the page over a made-up node whose values change at
-// every sample, polled four times a second.
-func TestPageInBrowser(t *testing.T) {
+// madeUp is a node whose values change at every sample.
+func madeUp(node uint32) statuspage.Source {
 	var i int
 	var mu sync.Mutex
-	src := func() statuspage.Sample {
+	return func() statuspage.Sample {
 		mu.Lock()
 		defer mu.Unlock()
 		i++
-		x := float64(i)
-		p := 2.0
+		x := float64(i) + 2*float64(node) // each node its own curve
+		p := float64(node) // the source's period: doubles for 5 samples in 10
 		if i%10 >= 5 {
-			p = 4
+			p *= 2
 		}
-		return statuspage.Sample{Node: 2, Reference: 1, Status: "synced",
-			OffsetNs: 1_795_600_000_000_000_000 + int64(i)*1500 + int64(300*math.Sin(x)),
-			WidthNs:  4000 + int64(1000*math.Cos(x/3)), DriftPPM: 12.5 + math.Sin(x/5),
+		return statuspage.Sample{Node: node, Reference: 1, Status: "synced",
+			OffsetNs: 1_795_600_000_000_000_000 + int64(i)*int64(500*node) + int64(300*math.Sin(x)),
+			WidthNs:  int64(2000*node) + int64(1000*math.Cos(x/3)), DriftPPM: 5*float64(node) + math.Sin(x/5),
 			LastOffsetNs: int64(100 * math.Sin(x)), RMSOffsetNs: 80,
-			Periods: []statuspage.Period{{Name: "self", Seconds: 1}, {Name: "source 1", Seconds: p}}}
+			Periods: []statuspage.Period{{Name: "self", Seconds: 0.5 * float64(node)}, {Name: "source 1", Seconds: p}}}
 	}
-	h := statuspage.NewHistory(src, 150*time.Millisecond)
+}
+
+// TestPageInBrowser: the page over a made-up node whose values change at
+// every sample, polled four times a second.
+func TestPageInBrowser(t *testing.T) {
+	h := statuspage.NewHistory(madeUp(2), 150*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go h.Run(ctx)
@@ -225,6 +243,36 @@ func TestPageInBrowser(t *testing.T) {
 	defer srv.Close()
 	checkPage(t, srv.URL, srv.URL+"/status?every=250", func(s pageState) bool {
 		return len(s.Cells) > 1 && s.Cells[1] == "synced"
+	})
+}
+
+// TestClusterPageInBrowser: a daemon's page links to the view of its
+// cluster, which draws both nodes on each chart.
+func TestClusterPageInBrowser(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var srvs []*httptest.Server
+	var hs []*statuspage.History
+	for _, node := range []uint32{2, 3} {
+		h := statuspage.NewHistory(madeUp(node), 150*time.Millisecond)
+		go h.Run(ctx)
+		srv := httptest.NewServer(statuspage.Handler(h))
+		defer srv.Close()
+		srvs, hs = append(srvs, srv), append(hs, h)
+	}
+	peers := []statuspage.PeerPage{{Node: 2, URL: srvs[0].URL}, {Node: 3, URL: srvs[1].URL}}
+	for _, h := range hs {
+		h.SetPeers(peers)
+	}
+	bctx, pl := browser(t)
+	origins := []string{srvs[0].URL, srvs[1].URL}
+	if err := chromedp.Do(bctx, chromedp.Navigate(srvs[0].URL+"/status?every=250")); err != nil {
+		t.Fatal(err)
+	}
+	s := waitFor(t, bctx, 20*time.Second, "the link to all nodes", func(s pageState) bool { return s.Cluster != "" })
+	checkPageIn(t, bctx, pl, origins, s.Cluster+"&every=250", 2, func(s pageState) bool {
+		rows := strings.Join(s.Cells, "|")
+		return strings.HasPrefix(rows, "node 2|synced|") && strings.Contains(rows, "|node 3|synced|")
 	})
 }
 

@@ -53,10 +53,17 @@ type Source func() Sample
 // Capacity is how many samples a History keeps: ten minutes at one a second.
 const Capacity = 600
 
+// PeerPage is where another daemon of the cluster serves its page.
+type PeerPage struct {
+	Node uint32 `json:"node"`
+	URL  string `json:"url"` // http://host:port, without /status
+}
+
 // History keeps the last Capacity samples of a node.
 type History struct {
 	src   Source
 	every time.Duration
+	peers []PeerPage // the cluster's pages, for the page's "all nodes" link
 
 	mu      sync.Mutex
 	t       []int64 // unix ms
@@ -70,6 +77,14 @@ func NewHistory(src Source, interval time.Duration) *History {
 		interval = time.Second
 	}
 	return &History{src: src, every: interval}
+}
+
+// SetPeers sets the pages of the cluster's daemons (this one included),
+// for the page's link to a view of them all. Call it before serving.
+func (h *History) SetPeers(p []PeerPage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.peers = append([]PeerPage(nil), p...)
 }
 
 // Run samples until ctx ends.
@@ -124,6 +139,9 @@ type JSON struct {
 	Width        []*float64            `json:"width_us"`
 	Drift        []*float64            `json:"drift_ppm_history"`
 	PeriodHist   map[string][]*float64 `json:"periods_s_history"` // null where a period was not known
+	// Peers are the cluster's pages (assuming every daemon serves them on
+	// this one's port), for a view of all nodes.
+	Peers []PeerPage `json:"peer_pages"`
 }
 
 // Snapshot returns the history as served.
@@ -131,7 +149,8 @@ func (h *History) Snapshot() JSON {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	j := JSON{Periods: map[string]float64{}, PeriodHist: map[string][]*float64{},
-		T: append([]int64{}, h.t...), OffsetChange: []*float64{}, Width: []*float64{}, Drift: []*float64{}}
+		T: append([]int64{}, h.t...), OffsetChange: []*float64{}, Width: []*float64{}, Drift: []*float64{},
+		Peers: append([]PeerPage{}, h.peers...)}
 	if len(h.samples) == 0 {
 		j.Status = "starting"
 		return j

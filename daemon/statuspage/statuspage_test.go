@@ -79,6 +79,7 @@ func TestHistory(t *testing.T) {
 func TestHandler(t *testing.T) {
 	h := NewHistory(nil, 0)
 	h.Add(time.Now(), Sample{Node: 3, Reference: 1, Status: "synced", WidthNs: 42})
+	h.SetPeers([]PeerPage{{Node: 1, URL: "http://10.1.0.1:9190"}, {Node: 3, URL: "http://10.1.0.3:9190"}})
 	srv := httptest.NewServer(Handler(h))
 	defer srv.Close()
 	get := func(path string) (*http.Response, string) {
@@ -108,7 +109,7 @@ func TestHandler(t *testing.T) {
 	}
 	res, body = get("/status.json")
 	var j JSON
-	if err := json.Unmarshal([]byte(body), &j); err != nil || j.Node != 3 || j.WidthNs != 42 {
+	if err := json.Unmarshal([]byte(body), &j); err != nil || j.Node != 3 || j.WidthNs != 42 || len(j.Peers) != 2 || j.Peers[1].URL != "http://10.1.0.3:9190" {
 		t.Errorf("/status.json: %v %+v\n%s", err, j, body)
 	}
 	if res.Header.Get("Access-Control-Allow-Origin") != "*" {

@@ -88,6 +88,28 @@
     }
   }
 
+  // clusterLink offers, on one daemon's page, the view of every daemon of
+  // its cluster (status?nodes=...), or the way back from it.
+  function clusterLink(ok) {
+    const el = document.getElementById("cluster");
+    if (params.get("nodes")) {
+      if (!el.firstChild) {
+        const a = document.createElement("a");
+        a.href = "status";
+        a.textContent = "this daemon only";
+        el.appendChild(a);
+      }
+      return;
+    }
+    const peers = ok.length ? ok[0].json.peer_pages || [] : [];
+    if (peers.length < 2 || el.firstChild) return;
+    const a = document.createElement("a");
+    a.id = "cluster-link";
+    a.href = "status?nodes=" + peers.map(p => encodeURIComponent(p.url)).join(",");
+    a.textContent = "all " + peers.length + " nodes on one page";
+    el.appendChild(a);
+  }
+
   async function fetchOne(url) {
     try {
       const res = await fetch(url, { cache: "no-store" });
@@ -107,6 +129,7 @@
     document.getElementById("error").textContent = failed ? failed + " of " + results.length + " daemons did not answer" : "";
     const when = ok.length ? new Date(Math.max(...ok.map(r => r.json.updated_unix_ms))).toISOString().replace("T", " ").replace("Z", " UTC") : "never";
     document.getElementById("summary").textContent = ok.length + " node" + (ok.length === 1 ? "" : "s") + ", last sample " + when;
+    clusterLink(ok);
     updates++;
     document.body.dataset.updates = String(updates);
   }
