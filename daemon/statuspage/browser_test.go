@@ -220,7 +220,7 @@ func madeUp(node uint32) statuspage.Source {
 		defer mu.Unlock()
 		i++
 		x := float64(i) + 2*float64(node) // each node its own curve
-		p := float64(node) // the source's period: doubles for 5 samples in 10
+		p := float64(node)                // the source's period: doubles for 5 samples in 10
 		if i%10 >= 5 {
 			p *= 2
 		}
