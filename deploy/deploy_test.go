@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -42,6 +43,14 @@ func TestConfigExamples(t *testing.T) {
 	}
 	if lab.Clock.Source != daemon.ClockEmulated {
 		t.Errorf("lab-emulated.yaml: clock.source %q, want emulated (or rename the file)", lab.Clock.Source)
+	}
+	// The lab's tests use daemon/testdata/cluster.yaml: the same settings.
+	tests, err := daemon.Load("../daemon/testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lab, tests) {
+		t.Errorf("deploy/lab-emulated.yaml and daemon/testdata/cluster.yaml differ:\n%+v\n%+v", lab, tests)
 	}
 	head, _ := os.ReadFile("lab-emulated.yaml")
 	if !bytes.HasPrefix(head, []byte("# THE LAB'S CONFIG, NOT FOR PRODUCTION")) {
@@ -367,12 +376,63 @@ for p in "${pids[@]}"; do
 done
 exit $rc
 `)
+	t.Run("default", func(t *testing.T) {
+		gen, _ := runSlurm(t, bin, "")
+		c, err := daemon.Parse(gen)
+		if err != nil {
+			t.Fatalf("the generated config: %v\n%s", err, gen)
+		}
+		if c.Clock.Source != daemon.ClockRaw || c.RealTime.Mode != daemon.RealTimeReference || c.Sync.Estimator != "center" {
+			t.Errorf("generated config: clock %s, real_time %s, estimator %s; want raw, reference-realtime, center", c.Clock.Source, c.RealTime.Mode, c.Sync.Estimator)
+		}
+	})
+	// GCLOCK_CONFIG: the user's settings are kept, their node, peers,
+	// reference and topology replaced by the allocation's.
+	t.Run("GCLOCK_CONFIG", func(t *testing.T) {
+		user := filepath.Join(t.TempDir(), "user.yaml")
+		os.WriteFile(user, []byte(`node: {id: 7}
+peers:
+  - {id: 7, address: 203.0.113.7:3190}
+reference:
+  order: [7]
+topology: {kind: ring}
+sync:
+  estimator: hull
+  stale_after: 90s
+clock: {source: raw}
+real_time: {mode: reference-realtime}
+log: {format: json}
+`), 0o644)
+		gen, logs := runSlurm(t, bin, user)
+		c, err := daemon.Parse(gen)
+		if err != nil {
+			t.Fatalf("the generated config: %v\n%s", err, gen)
+		}
+		if c.Sync.Estimator != "hull" || c.Sync.StaleAfter != daemon.Duration(90*time.Second) || c.Log.Format != "json" ||
+			len(c.Peers) != 3 || c.Peers[0].ID != 1 || c.Topology.Kind != "tree" {
+			t.Errorf("generated config from GCLOCK_CONFIG:\n%s", gen)
+		}
+		for _, l := range logs {
+			if b, _ := os.ReadFile(l); !bytes.HasPrefix(b, []byte("{")) {
+				t.Errorf("%s: log.format json not applied: %s", l, lastLines(b, 2))
+			}
+		}
+	})
+}
+
+// runSlurm runs gclock-run.sh under the fake Slurm of bin, with the
+// daemon settings of userConfig ("": the script's), checks the three
+// pages from inside the job, and returns the generated config and the
+// daemons' log files.
+func runSlurm(t *testing.T, bin, userConfig string) ([]byte, []string) {
+	t.Helper()
 	l, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.LocalAddr().(*net.UDPAddr).Port
 	l.Close()
+	dir := t.TempDir()
 	out := filepath.Join(dir, "pages.json")
 	check := `for i in 0 1 2; do gclock now -json -page "${GCLOCK_PAGE//%n/$i}"; done > ` + out
 	cmd := exec.Command("bash", "slurm/gclock-run.sh", "bash", "-c", check)
@@ -380,6 +440,9 @@ exit $rc
 		"SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-3]", "FAKE_NODES=127.0.0.1 127.0.0.2 127.0.0.3",
 		"GCLOCK_PORT="+strconv.Itoa(port), "GCLOCK_PAGE="+filepath.Join(dir, "page-%j-%n"),
 		"GCLOCK_DIR="+filepath.Join(dir, "job"), "GCLOCK_WAIT=30")
+	if userConfig != "" {
+		cmd.Env = append(cmd.Env, "GCLOCK_CONFIG="+userConfig)
+	}
 	var stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	done := make(chan error, 1)
@@ -434,6 +497,11 @@ exit $rc
 	if t.Failed() {
 		t.Logf("gclock-run.sh:\n%s\n%s", stderr.String(), all.String())
 	}
+	gen, err := os.ReadFile(filepath.Join(dir, "job", "gclock.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen, logs
 }
 
 // TestSlurmRecipeOutsideSlurm: outside an allocation the script says so.
