@@ -65,6 +65,7 @@ cfg=$dir/gclock.yaml
 
 # One daemon per node (it runs until this script stops it). %n in the page
 # path becomes the node's index, here and in the command's environment.
+# shellcheck disable=SC2016 # expanded by the task's shell, on its node
 srun --nodes="$n" --ntasks="$n" --ntasks-per-node=1 --overlap --kill-on-bad-exit=0 \
   bash -c 'page=${1//%n/$SLURM_NODEID}; exec "$2" -config "$3" -id $((SLURM_NODEID + 1)) -shm "$page" \
     2> "$4/gclockd-node$((SLURM_NODEID + 1)).log"' _ "$page_pattern" "$GCLOCKD" "$cfg" "$dir" &
@@ -73,6 +74,7 @@ stop() { kill -TERM "$daemons" 2>/dev/null || true; wait "$daemons" 2>/dev/null 
 trap stop EXIT
 
 # Wait until every node's page says synced.
+# shellcheck disable=SC2016 # expanded by the task's shell, on its node
 if ! srun --nodes="$n" --ntasks="$n" --ntasks-per-node=1 --overlap \
   bash -c 'page=${1//%n/$SLURM_NODEID}; for _ in $(seq "$3"); do
       "$2" now -json -page "$page" 2>/dev/null | grep -q "\"status\": \"synced\"" && exit 0; sleep 1
