@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gclock/gclock/daemon"
 	"go.yaml.in/yaml/v3"
@@ -94,11 +95,13 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 
 // NewLogger returns the daemon's logger writing to w: format is
 // daemon.LogJSON for one JSON object per line, anything else (daemon.LogText
-// or empty) for slog's text lines.
+// or empty) for slog's text lines. A message repeated more than QuietBurst
+// times in QuietWindow is held back (quiet.go).
 func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if format == daemon.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(newQuietHandler(h, time.Now))
 }
