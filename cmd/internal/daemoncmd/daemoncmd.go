@@ -88,6 +88,7 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	logger := NewLogger(stderr, cfg.Log.Format, level)
+	warnTimescale(logger, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Run(ctx, cfg, logger)
@@ -104,4 +105,16 @@ func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 		h = slog.NewJSONHandler(w, opts)
 	}
 	return slog.New(newQuietHandler(h, time.Now))
+}
+
+// warnTimescale says at start when the config serves what a production
+// host should not: an emulated clock (the lab's made-up offset and drift),
+// or the reference's raw clock instead of UTC.
+func warnTimescale(l *slog.Logger, cfg daemon.Config) {
+	if cfg.Clock.Source == daemon.ClockEmulated {
+		l.Warn("clock.source is emulated: this daemon's clock has a made-up offset and drift (the lab's); use raw on real hosts (deploy/gclock.yaml)")
+	}
+	if cfg.RealTime.Mode == daemon.RealTimeNone {
+		l.Info("global time is the reference's CLOCK_MONOTONIC_RAW (real_time.mode none), not UTC; real_time.mode reference-realtime serves UTC")
+	}
 }

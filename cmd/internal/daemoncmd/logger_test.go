@@ -34,3 +34,27 @@ func TestNewLogger(t *testing.T) {
 		}
 	}
 }
+
+func TestWarnTimescale(t *testing.T) {
+	for _, tc := range []struct {
+		clock, mode string
+		want        []string
+	}{
+		{daemon.ClockRaw, daemon.RealTimeReference, nil},
+		{daemon.ClockRaw, daemon.RealTimeNone, []string{"level=INFO", "not UTC"}},
+		{daemon.ClockEmulated, daemon.RealTimeReference, []string{"level=WARN", "clock.source is emulated"}},
+	} {
+		var buf bytes.Buffer
+		c := daemon.DefaultConfig()
+		c.Clock.Source, c.RealTime.Mode = tc.clock, tc.mode
+		warnTimescale(slog.New(slog.NewTextHandler(&buf, nil)), c)
+		if tc.want == nil && buf.Len() > 0 {
+			t.Errorf("%s/%s: %q, want nothing", tc.clock, tc.mode, buf.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("%s/%s: %q lacks %q", tc.clock, tc.mode, buf.String(), w)
+			}
+		}
+	}
+}
