@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages gclock's tests use: a C compiler (C headers are tested),
 # iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers),
-# protoc (decodes the Perfetto export independently of gclock's decoder).
+# protoc (decodes the Perfetto export independently of gclock's decoder),
+# systemd (systemd-analyze for the unit file) and chromium (the status page in a browser).
 # Idempotent: installs only what is missing; never fails the build for an optional peer.
 set -u
 need=()
@@ -51,5 +52,21 @@ fi
 if command -v npm >/dev/null 2>&1 && [ ! -e /opt/gclock/trace-engine/node_modules/@paulirish/trace_engine/models/trace/trace.js ]; then
   timeout 300 npm install --prefix /opt/gclock/trace-engine --no-audit --no-fund --loglevel=error @paulirish/trace_engine@0.0.65 >/dev/null 2>&1 ||
     echo "ci/deps.sh: could not install @paulirish/trace_engine (the DevTools import check will try again, then skip and say so)"
+fi
+# systemd-analyze verifies deploy/gclockd.service (deploy/deploy_test.go); a block of
+# its own. policy-rc.d is not needed: the package starts no service in a container.
+if ! command -v systemd-analyze >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install systemd (deploy's unit-file test will skip and say so)"
+fi
+# Headless Chromium loads the daemon's status page (daemon/statuspage browser tests):
+# about 100 MB to download. A block of its own, as OpenMPI's.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install chromium (the status page's browser tests will skip and say so)"
 fi
 exit 0

@@ -2,8 +2,8 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/netip"
 	"slices"
@@ -139,6 +139,9 @@ type failover struct {
 	// discovering: the node does not know the reference yet and answers
 	// no status query (it would name the default reference).
 	discovering atomic.Bool
+	// stuck: the last failOver found nobody to follow: the next ones log
+	// at debug level until a failover succeeds or the reference is heard.
+	stuck atomic.Bool
 }
 
 func newFailover(cfg Config) *failover {
@@ -161,13 +164,16 @@ func (n *node) reference() engine.NodeID {
 func (n *node) heardFrom(from engine.NodeID, local int64) {
 	if from == n.reference() {
 		n.fo.heard.Store(local)
+		n.fo.stuck.Store(false)
 	}
 }
 
 // statusReply answers a status query: global time now and the reference.
 func (n *node) statusReply(reply *wire.Packet) error {
 	if n.fo.discovering.Load() {
-		return errors.New("status query while looking for the current reference")
+		// Every daemon of a cluster started together asks the others at
+		// once: expected, the asker retries (logged at debug level only).
+		return fmt.Errorf("status query while looking for the current reference: %w", transport.ErrNotReady)
 	}
 	now := n.clk.now()
 	n.mu.Lock()
@@ -310,6 +316,7 @@ func (n *node) failOver(ctx context.Context) {
 	for j := cur + 1; j < len(n.fo.order); j++ {
 		id := n.fo.order[j]
 		if id == n.fo.self {
+			n.fo.stuck.Store(false)
 			n.log.Warn("reference silent: taking over", "old", old, "silent_for", n.fo.after)
 			n.rebuild(j, true)
 			return
@@ -319,15 +326,17 @@ func (n *node) failOver(ctx context.Context) {
 			continue
 		}
 		if _, err := queryStatus(ctx, n.ep, n.cfg.Node.ID, addr, n.queryTimeout()); err != nil {
-			n.log.Info("next in reference.order does not answer", "node", id, "err", err)
+			n.logIf(!n.fo.stuck.Load(), slog.LevelInfo, "next in reference.order does not answer", "node", id, "err", err)
 			continue
 		}
+		n.fo.stuck.Store(false)
 		n.log.Warn("reference silent: following the next in order", "old", old, "reference", id)
 		n.rebuild(j, false)
 		return
 	}
 	// Nobody after the reference answers: keep waiting for it.
-	n.log.Warn("reference silent and no node after it in reference.order answers", "reference", old)
+	n.logIf(!n.fo.stuck.Load(), slog.LevelWarn, "reference silent and no node after it in reference.order answers (logged again when that changes)", "reference", old)
+	n.fo.stuck.Store(true)
 	n.fo.heard.Store(n.clk.now())
 }
 
@@ -424,4 +433,13 @@ func (n *node) rebuild(j int, takeOver bool) {
 	default:
 	}
 	n.dispatch(r)
+}
+
+// logIf logs at level if loud, at debug level otherwise: a condition that
+// persists is logged when it starts, not at every check.
+func (n *node) logIf(loud bool, level slog.Level, msg string, args ...any) {
+	if !loud {
+		level = slog.LevelDebug
+	}
+	n.log.Log(context.Background(), level, msg, args...)
 }

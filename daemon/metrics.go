@@ -28,6 +28,8 @@ type Snapshot struct {
 	Offset time.Duration
 	// EstimatedError is the half-width of the bounds now.
 	EstimatedError time.Duration
+	// Width is latest - earliest now (the status page's bound width).
+	Width time.Duration
 	// FrequencyAdjustment is the estimated rate of global time per local
 	// ns, minus 1 (the mapping's skew).
 	FrequencyAdjustment float64

@@ -169,6 +169,7 @@ type realTime struct {
 	// counters (tests, logs)
 	jumps, polls, pollFails, replies uint64
 	failStreak                       int
+	refusing                         bool // the last reply was refused
 }
 
 func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
@@ -442,8 +443,19 @@ func (rt *realTime) query(ctx context.Context, n *node) {
 	rt.mu.Lock()
 	rt.failStreak = 0
 	rt.mu.Unlock()
-	if err := rt.accept(reply.RealTime, gk); err != nil {
-		n.log.Warn("real-time reply refused", "reference", rt.ref, "err", err)
+	err = rt.accept(reply.RealTime, gk)
+	rt.mu.Lock()
+	first := err != nil && !rt.refusing
+	again := err == nil && rt.refusing
+	rt.refusing = err != nil
+	rt.mu.Unlock()
+	switch {
+	case first:
+		n.log.Warn("real-time reply refused (logged again when one is accepted)", "reference", rt.ref, "err", err)
+	case err != nil:
+		n.log.Debug("real-time reply refused", "reference", rt.ref, "err", err)
+	case again:
+		n.log.Info("real-time replies accepted again", "reference", rt.ref)
 	}
 }
 

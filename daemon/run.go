@@ -106,6 +106,8 @@ type node struct {
 	replyT3  map[replyKey]int64 // reply -> the T3 it carried, until ReplySent
 	txStamps map[int64]txStamp  // T3 carried -> kernel transmit time (local clock)
 	stamps   stampCounts
+
+	publishFailing atomic.Bool // the last Publish failed: log again only when that changes
 }
 
 // replyKey names a reply by the request it answers.
@@ -243,6 +245,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
+		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
 		network := "tcp"
 		if strings.HasPrefix(addr, "unix:") {
 			network, addr = "unix", strings.TrimPrefix(addr, "unix:")
@@ -640,7 +643,13 @@ func (n *node) publish() {
 		u.Status = gtime.StatusUnsynced
 	}
 	if err := n.writer.Publish(u); err != nil {
-		n.log.Warn("cannot publish global time", "err", err)
+		if !n.publishFailing.Swap(true) {
+			n.log.Warn("cannot publish global time (logged again when it can)", "err", err)
+		} else {
+			n.log.Debug("cannot publish global time", "err", err)
+		}
+	} else if n.publishFailing.Swap(false) {
+		n.log.Info("publishing global time again")
 	}
 }
 
@@ -684,6 +693,7 @@ func (n *node) Snapshot() Snapshot {
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
+		s.Width = time.Duration(t.Latest - t.Earliest)
 		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
 	}
 	for _, src := range es.Sources {

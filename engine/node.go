@@ -96,6 +96,11 @@ type child struct {
 
 	periodSeq uint32 // MsgPeriodChange messages sent to this child
 
+	// unanswered: the last round ended with its probe retries exhausted
+	// and no sample. Logged once when it starts and once when the child
+	// answers again, not at every round of a dead child.
+	unanswered bool
+
 	stats ChildSnapshot
 }
 
@@ -369,7 +374,16 @@ func (n *Node) probeTimeout(c *child, now int64) {
 	c.stats.Retries++
 	if c.retries > n.cfg.MaxProbeRetries {
 		c.stats.Abandoned++
-		n.logger.Info("probe retries exhausted; ending round", "child", c.id, "round", c.round, "samples", len(c.samples))
+		switch {
+		case len(c.samples) > 0:
+			n.logger.Debug("probe retries exhausted; ending the round with the samples it has", "child", c.id, "round", c.round, "samples", len(c.samples))
+		case !c.unanswered:
+			c.unanswered = true
+			n.logger.Warn("child not answering: its rounds end without samples until it answers (logged again only then)",
+				"child", c.id, "round", c.round, "retries", n.cfg.MaxProbeRetries)
+		default:
+			n.logger.Debug("child still not answering", "child", c.id, "round", c.round)
+		}
 		if len(c.samples) > 0 {
 			n.finishRound(c, now)
 		} else {
@@ -385,6 +399,10 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		c.stats.Ignored++
 		n.ignore(m, "late or duplicate reply")
 		return
+	}
+	if c.unanswered {
+		c.unanswered = false
+		n.logger.Info("child answering again", "child", c.id, "round", c.round)
 	}
 	s := estimate.Sample{SrcSend: c.probeSent, LocRecv: m.T2, LocSend: m.T3, SrcRecv: now}
 	if m.T4 != 0 && m.T4 >= c.probeSent && m.T4 <= now {

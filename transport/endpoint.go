@@ -140,11 +140,46 @@ type Handler interface {
 	// set; fill the body (and set reply.Msg.From/Type for engine replies).
 	// It is called once per distinct request: repeats within RecentTTL get
 	// the same reply bytes again. An error sends no reply (the requester
-	// retries) and is logged.
+	// retries) and is logged: at debug level if it wraps ErrNotReady,
+	// otherwise as a warning, at most one per op a minute.
 	HandleRequest(in *Incoming, reply *wire.Packet) error
 	// HandleMessage receives a one-way message, at most once per (sender,
 	// sequence number); a flagged message exactly once.
 	HandleMessage(in *Incoming)
+}
+
+// ErrNotReady marks a request the handler refuses for a moment, as expected
+// (a daemon still starting): the requester retries and the refusal is logged
+// at debug level only.
+var ErrNotReady = errors.New("not ready")
+
+// refusalLogEvery is the least time between two warnings about refused
+// requests of one op; the ones in between are counted and the count goes
+// with the next warning.
+const refusalLogEvery = time.Minute
+
+// refusals rate-limits the warnings about refused requests, per op.
+type refusals struct {
+	mu   sync.Mutex
+	last map[wire.Op]time.Time
+	held map[wire.Op]int
+}
+
+// warn reports whether a refusal of op at now is to be logged as a warning,
+// and how many were held back since the last one.
+func (r *refusals) warn(op wire.Op, now time.Time) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last, r.held = map[wire.Op]time.Time{}, map[wire.Op]int{}
+	}
+	if t, ok := r.last[op]; ok && now.Sub(t) < refusalLogEvery {
+		r.held[op]++
+		return false, 0
+	}
+	n := r.held[op]
+	r.last[op], r.held[op] = now, 0
+	return true, n
 }
 
 // ReplyObserver is an optional extension of Handler: after the reply to a
@@ -240,6 +275,8 @@ type Endpoint struct {
 	sent, sentBytes, sentAcks, retrans, received, decodeErrs atomic.Uint64
 	dupReq, dupMsg, stale, timeouts                          atomic.Uint64
 	dropTag, dropReplay, dropSender                          atomic.Uint64
+
+	refused refusals
 }
 
 // New checks cfg (zero durations and sizes take DefaultConfig's values) and
@@ -494,8 +531,16 @@ func (e *Endpoint) serveRequest(ctx context.Context, in *Incoming) {
 	rop, _ := p.Op.ReplyOp()
 	reply := wire.Packet{Op: rop.WithReliable(e.cfg.AckEvery), Sender: e.cfg.ID, Seq: p.Seq}
 	if err := e.cfg.Handler.HandleRequest(in, &reply); err != nil {
-		// Debug, not warn: a peer's forged address must not fill the log.
-		e.log.Debug("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
+		if errors.Is(err, ErrNotReady) {
+			e.log.Debug("transport: request refused for now", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
+			return
+		}
+		if ok, held := e.refused.warn(p.Op.Kind(), now); ok {
+			e.log.Warn("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err,
+				"refusals_not_logged", held)
+		} else {
+			e.log.Debug("transport: handler refused a request", "from", in.From, "op", p.Op, "seq", p.Seq, "err", err)
+		}
 		return
 	}
 	reply.Op = rop.WithReliable(e.cfg.AckEvery)

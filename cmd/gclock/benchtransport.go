@@ -29,7 +29,7 @@ func init() {
 
 const benchTransportUsage = `usage: gclock bench-transport [flags]
 
-Runs Mocha's page-transfer experiment (seed 004) on loopback: a page server
+Runs the Mocha paper's page-transfer experiment on loopback: a page server
 and a client on 127.0.0.1 (different ports) through a lossy relay, with ACK
 omission (the reply is the ACK) and with an ACK per message, at each loss
 rate; then compares round trips with user-space and kernel timestamps.
@@ -86,13 +86,13 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), benchTransportUsage); fs.PrintDefaults() }
 	var (
 		requests    = fs.Int("requests", 2000, "page requests per configuration")
-		concurrency = fs.Int("concurrency", 1, "requests in flight (1 = Mocha's blocking getpage)")
+		concurrency = fs.Int("concurrency", 1, "requests in flight (1: one at a time, as in the paper)")
 		pageSize    = fs.Int("page", transport.PageSize, "page size in bytes")
 		losses      = fs.String("loss", "0,1,3,5", "comma-separated loss rates in percent, per datagram and direction")
 		seed        = fs.Uint64("seed", 1, "seed of the relay's drops")
 		warmup      = fs.Int("warmup", 50, "unmeasured requests first, so the timeout is learned before timing")
 		dup         = fs.Float64("dup", 0, "duplication rate in percent, per datagram and direction")
-		initialRTO  = fs.Duration("initial-rto", 50*time.Millisecond, "timeout before the round trip is measured (Mocha: 50ms)")
+		initialRTO  = fs.Duration("initial-rto", 50*time.Millisecond, "timeout before the round trip is measured")
 		minRTO      = fs.Duration("min-rto", 2*time.Millisecond, "floor of the measured timeout")
 		maxRTO      = fs.Duration("max-rto", time.Second, "ceiling of the timeout")
 		probes      = fs.Int("rtt-probes", 2000, "probe exchanges for the user vs kernel timestamp comparison (0 skips it)")
@@ -304,7 +304,7 @@ func benchPeer(ctx context.Context, peer, listen string, client transport.PageCl
 
 const labBenchTransportUsage = `usage: gclock lab bench-transport [flags]
 
-Mocha's page-transfer experiment (seed 004) between two lab hosts: the page
+The Mocha paper's page-transfer experiment between two lab hosts: the page
 server in host 1's namespace, the client in host 0's, every datagram through
 the lab's switch, which drops each Ethernet frame with the -loss probability
 in each direction (an 8 KB page is 6 IP fragments: one lost fragment loses
@@ -321,13 +321,13 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labBenchTransportUsage); fs.PrintDefaults() }
 	var (
 		requests    = fs.Int("requests", 2000, "page requests per configuration")
-		concurrency = fs.Int("concurrency", 1, "requests in flight (1 = Mocha's blocking getpage)")
+		concurrency = fs.Int("concurrency", 1, "requests in flight (1: one at a time, as in the paper)")
 		pageSize    = fs.Int("page", transport.PageSize, "page size in bytes")
 		losses      = fs.String("loss", "0,1,3,5", "comma-separated loss rates in percent, per frame and direction")
 		delay       = fs.Duration("delay", 50*time.Microsecond, "one-way link delay")
 		seed        = fs.Uint64("seed", 1, "seed of the switch's drops")
 		warmup      = fs.Int("warmup", 50, "unmeasured requests first, so the timeout is learned before timing")
-		initialRTO  = fs.Duration("initial-rto", 50*time.Millisecond, "timeout before the round trip is measured (Mocha: 50ms)")
+		initialRTO  = fs.Duration("initial-rto", 50*time.Millisecond, "timeout before the round trip is measured")
 		minRTO      = fs.Duration("min-rto", 2*time.Millisecond, "floor of the measured timeout")
 		maxRTO      = fs.Duration("max-rto", time.Second, "ceiling of the timeout")
 		fragTime    = fs.Duration("frag-time", time.Second, "net.ipv4.ipfrag_time in the hosts (whole seconds; 0 keeps the kernel's 30s, whose reassembly memory fills at a few percent loss)")

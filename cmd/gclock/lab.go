@@ -31,7 +31,7 @@ const labUsage = `usage:
   gclock lab up [flags]         build the lab and keep it until interrupted (for manual work)
   gclock lab down               remove every gclab-* namespace and the processes inside them
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
-  gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against the issue's targets
+  gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against gclock's accuracy targets
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
   gclock lab spoof [flags]      daemons under a spoofer's forged and replayed datagrams, with and without a cluster key (docs/daemon.md)
 

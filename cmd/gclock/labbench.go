@@ -92,8 +92,8 @@ func runLabBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), `usage: gclock lab bench [flags]
 
 Runs the lab comparison (gclock lab --compare chrony,ptp4l) once per seed, each
-on a lab built anew, and writes a report: one row per run and, per target of
-the daemon issue, how many runs met it. --seeds 1-6 takes about 9 minutes.
+on a lab built anew, and writes a report: one row per run and, per accuracy
+target (docs/lab.md), how many runs met it. --seeds 1-6 takes about 9 minutes.
 
 flags (and every flag of gclock lab):
 `)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -50,7 +51,7 @@ type nowReport struct {
 func runNow(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("now", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	page := fs.String("page", gtime.DefaultPath, "path of the global-time page")
+	page := fs.String("page", "", "`path` of the global-time page (default: $GCLOCK_PAGE, else "+gtime.DefaultPath+")")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() { fmt.Fprint(stderr, nowUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -58,6 +59,11 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected argument %q (see gclock now -h)", fs.Arg(0))
+	}
+	if *page == "" {
+		// GCLOCK_PAGE, as the MPI library reads it (the Slurm recipe and
+		// the Kubernetes DaemonSet put the page elsewhere).
+		*page = cmp.Or(os.Getenv("GCLOCK_PAGE"), gtime.DefaultPath)
 	}
 	r, err := gtime.Open(*page)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,8 +46,9 @@ func TestSimJSONWithOverrides(t *testing.T) {
 				Adaptive  bool   `json:"adaptive"`
 			} `json:"engine"`
 		} `json:"scenario"`
-		Summary map[string]float64   `json:"summary"`
-		Nodes   []map[string]float64 `json:"nodes"`
+		// Numbers and, since status shares, one map (status -> share of reads).
+		Summary map[string]json.RawMessage   `json:"summary"`
+		Nodes   []map[string]json.RawMessage `json:"nodes"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
@@ -54,14 +56,33 @@ func TestSimJSONWithOverrides(t *testing.T) {
 	if res.Scenario.Nodes != 5 || len(res.Nodes) != 5 || res.Scenario.Engine.Estimator != "hull" || res.Scenario.Engine.Adaptive {
 		t.Errorf("overrides not applied: %+v, %d node rows", res.Scenario, len(res.Nodes))
 	}
+	num := map[string]float64{}
 	for _, k := range []string{"error_mean_ns", "error_std_ns", "error_p50_ns", "error_p99_ns", "error_max_ns",
 		"bound_coverage", "bound_width_mean_ns", "messages_per_node_per_s"} {
-		if _, ok := res.Summary[k]; !ok {
+		raw, ok := res.Summary[k]
+		if !ok {
 			t.Errorf("summary lacks %s", k)
+			continue
 		}
+		var v float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Errorf("summary %s = %s: not a number: %v", k, raw, err)
+		}
+		num[k] = v
 	}
-	if res.Summary["bound_coverage"] != 1 {
-		t.Errorf("coverage %v, want 1", res.Summary["bound_coverage"])
+	if num["bound_coverage"] != 1 {
+		t.Errorf("coverage %v, want 1", num["bound_coverage"])
+	}
+	var shares map[string]float64
+	if err := json.Unmarshal(res.Summary["status_share"], &shares); err != nil {
+		t.Fatalf("summary status_share = %s: %v", res.Summary["status_share"], err)
+	}
+	sum := 0.0
+	for _, v := range shares {
+		sum += v
+	}
+	if math.Abs(sum-1) > 1e-9 || shares["synced"] <= 0 {
+		t.Errorf("status shares %v: want a positive synced share and a sum of 1", shares)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gclock/gclock/daemon"
 	"go.yaml.in/yaml/v3"
@@ -19,7 +20,7 @@ import (
 
 // Usage is the daemon's help text before its flags; %s is the command name
 // ("gclock daemon" or "gclockd").
-const Usage = `usage: %s [-config FILE] [overrides] [-print-config] [-log-format text|json] [-v]
+const Usage = `usage: %s [-config FILE] [-auto-id] [overrides] [-print-config] [-log-format text|json] [-v]
 
 Runs the gclock engine on this host: exchanges sync messages with its peers over
 UDP (kernel timestamps), publishes global time to the shared-memory page that
@@ -40,6 +41,7 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	printCfg := fs.Bool("print-config", false, "print the effective config as YAML and exit")
 	verbose := fs.Bool("v", false, "debug logging")
 	logFormat := fs.String("log-format", "", "log lines as `text` (key=value) or json (one object per line); overrides log.format")
+	autoID := fs.Bool("auto-id", false, "set node.id to the peer whose address is one of this host's (one config file for every host)")
 	over := daemon.AddFlags(fs)
 	fs.Usage = func() { fmt.Fprintf(stderr, Usage, name); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -61,6 +63,20 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	if err := over.Apply(&cfg); err != nil {
 		return err
 	}
+	if *autoID {
+		local, err := hostAddrs()
+		if err != nil {
+			return fmt.Errorf("-auto-id: %w", err)
+		}
+		id, err := AutoID(cfg.Peers, local, lookupHost)
+		if err != nil {
+			return fmt.Errorf("-auto-id: %w", err)
+		}
+		cfg.Node.ID = id
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("-auto-id: node %d: %w", id, err)
+		}
+	}
 	if *printCfg {
 		enc := yaml.NewEncoder(stdout)
 		enc.SetIndent(2)
@@ -72,6 +88,7 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	logger := NewLogger(stderr, cfg.Log.Format, level)
+	warnTimescale(logger, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Run(ctx, cfg, logger)
@@ -79,11 +96,25 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 
 // NewLogger returns the daemon's logger writing to w: format is
 // daemon.LogJSON for one JSON object per line, anything else (daemon.LogText
-// or empty) for slog's text lines.
+// or empty) for slog's text lines. A message repeated more than QuietBurst
+// times in QuietWindow is held back (quiet.go).
 func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if format == daemon.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(newQuietHandler(h, time.Now))
+}
+
+// warnTimescale says at start when the config serves what a production
+// host should not: an emulated clock (the lab's made-up offset and drift),
+// or the reference's raw clock instead of UTC.
+func warnTimescale(l *slog.Logger, cfg daemon.Config) {
+	if cfg.Clock.Source == daemon.ClockEmulated {
+		l.Warn("clock.source is emulated: this daemon's clock has a made-up offset and drift (the lab's); use raw on real hosts (deploy/gclock.yaml)")
+	}
+	if cfg.RealTime.Mode == daemon.RealTimeNone {
+		l.Info("global time is the reference's CLOCK_MONOTONIC_RAW (real_time.mode none), not UTC; real_time.mode reference-realtime serves UTC")
+	}
 }

@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gclock/gclock/daemon/statuspage"
+)
+
+// mountStatus serves the live status page (/status, /status.json, package
+// statuspage) on the metrics server's mux, sampling the node every second
+// until ctx ends.
+func mountStatus(ctx context.Context, mux *http.ServeMux, src Snapshotter, cfg Config) {
+	h := statuspage.NewHistory(func() statuspage.Sample { return statusSample(src.Snapshot()) }, 0)
+	h.SetPeers(peerPages(cfg))
+	go h.Run(ctx)
+	sp := statuspage.Handler(h)
+	mux.Handle("/status", sp)
+	mux.Handle("/status/", sp)
+	mux.Handle("/status.json", sp)
+}
+
+// statusSample is what the status page shows of a Snapshot.
+func statusSample(s Snapshot) statuspage.Sample {
+	out := statuspage.Sample{Node: s.Node, Reference: s.Reference, Status: s.Status,
+		OffsetNs: int64(s.Offset), WidthNs: int64(s.Width), DriftPPM: s.FrequencyAdjustment * 1e6}
+	if s.SelfPeriod > 0 {
+		out.Periods = append(out.Periods, statuspage.Period{Name: "self", Seconds: s.SelfPeriod.Seconds()})
+	}
+	for _, src := range s.Sources {
+		if src.GlobalPeriod > 0 {
+			out.Periods = append(out.Periods, statuspage.Period{Name: fmt.Sprintf("source %d", src.ID), Seconds: src.GlobalPeriod.Seconds()})
+		}
+		if src.Selected && src.Differences > 0 {
+			out.LastOffsetNs, out.RMSOffsetNs = int64(src.LastOffset), int64(src.RMSOffset)
+		}
+	}
+	for _, c := range s.Children {
+		out.Periods = append(out.Periods, statuspage.Period{Name: fmt.Sprintf("child %d", c.ID), Seconds: c.GlobalPeriod.Seconds()})
+	}
+	return out
+}
+
+// peerPages are the status pages of the cluster's daemons, assuming each
+// serves them on this daemon's metrics port at its peer address's host
+// (one config file for the cluster). None when metrics are on a Unix
+// socket or have no port.
+func peerPages(cfg Config) []statuspage.PeerPage {
+	l := cfg.Metrics.Listen
+	if l == "" || strings.HasPrefix(l, "unix:") {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(l)
+	if err != nil || port == "" || port == "0" {
+		return nil
+	}
+	var out []statuspage.PeerPage
+	seen := map[string]bool{}
+	for _, p := range cfg.Peers {
+		host, _, err := net.SplitHostPort(p.Address)
+		if err != nil {
+			continue
+		}
+		u := "http://" + net.JoinHostPort(host, port)
+		if seen[u] {
+			// Daemons sharing a host (a test on loopback) cannot all serve
+			// on one port: no cluster view.
+			return nil
+		}
+		seen[u] = true
+		out = append(out, statuspage.PeerPage{Node: p.ID, URL: u})
+	}
+	return out
+}
