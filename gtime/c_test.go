@@ -55,7 +55,7 @@ func TestCHeader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ts, _ := r.w.load()
+			ts, _ := r.cur.Load().w.load()
 			want := fmt.Sprintf("at %d %d %d %d %s %d", x, tm.Est, tm.Earliest, tm.Latest, tm.Status, ts.timescale)
 			if i >= len(lines) || lines[i] != want {
 				t.Errorf("%s: C and Go differ at x=%d:\n C: %q\nGo: %q", name, x, lines[min(i, len(lines)-1)], want)
