@@ -54,7 +54,7 @@ type mapping struct {
 	mem      []byte
 	w        words
 	dev, ino uint64
-	followed atomic.Bool // a reopen was tried after this page read as replaced
+	stuck    atomic.Bool // a reopen after this page read as replaced failed
 }
 
 // snapshot is a checked copy of a page and the counter it belongs to.
@@ -160,9 +160,13 @@ func (r *Reader) snapshot(x int64) (*snapshot, error) {
 		case err != nil:
 		case c.d.replaced:
 			// The path holds the restarted daemon's page: follow it at
-			// once, then (if that failed) at most every checkEvery.
-			if (!m.followed.Swap(true) || r.due(x)) && r.reopen(m, true) == nil {
-				continue
+			// once (waiting for a goroutine doing so), then, if that
+			// failed, at most every checkEvery.
+			if !m.stuck.Load() || r.due(x) {
+				if r.reopen(m, true) == nil {
+					continue
+				}
+				m.stuck.Store(true)
 			}
 		case needsCheck(&c.d, x):
 			if r.due(x) && r.reopen(m, false) == nil {

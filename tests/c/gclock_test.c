@@ -10,6 +10,15 @@
  *                           reads with gclock_now for MS milliseconds while
  *                           the writer publishes, checks it never goes back,
  *                           prints "watch REFRESHES", then "at X ..." as above.
+ *   gclock_test PAGE -open OWNER
+ *                           opens with opts.owner = OWNER and prints
+ *                           "open 0" or "open -ERRNO".
+ *   gclock_test PAGE -loop MS CHECK
+ *                           opens with opts.check_size = CHECK, prints
+ *                           "ready", then reads with gclock_now for MS ms,
+ *                           printing "status NAME" or "err -ERRNO" whenever
+ *                           the outcome changes and "end ..." at the end;
+ *                           exits 1 if est went backwards.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -31,6 +40,57 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct gclock_reader r;
+	if (argc == 4 && strcmp(argv[2], "-open") == 0) {
+		struct gclock_options o = {0};
+		o.owner = atoi(argv[3]);
+		int err = gclock_open_opts(&r, argv[1], &o);
+		printf("open %d\n", err);
+		if (err == 0)
+			gclock_close(&r);
+		return 0;
+	}
+	if (argc == 5 && strcmp(argv[2], "-loop") == 0) {
+		struct gclock_options o = {0};
+		o.check_size = atoi(argv[4]);
+		int err = gclock_open_opts(&r, argv[1], &o);
+		if (err != 0) {
+			fprintf(stderr, "gclock_open_opts(%s): %s\n", argv[1], strerror(-err));
+			return 1;
+		}
+		printf("ready\n");
+		fflush(stdout);
+		int64_t end = gclock_raw_now() + strtoll(argv[3], 0, 10) * 1000000;
+		int64_t prev = INT64_MIN;
+		int last = 1000;
+		while (gclock_raw_now() < end) {
+			struct gclock_time t;
+			err = gclock_now(&r, &t);
+			int outcome = err != 0 ? err : t.status;
+			if (outcome != last) {
+				if (err != 0)
+					printf("err %d\n", err);
+				else
+					printf("status %s\n", gclock_status_name(t.status));
+				fflush(stdout);
+				last = outcome;
+			}
+			if (err == 0) {
+				if (t.est < prev) {
+					fprintf(stderr, "gclock_now went backwards: %lld after %lld\n", (long long)t.est, (long long)prev);
+					return 1;
+				}
+				prev = t.est;
+			}
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, 0);
+		}
+		if (last < 0)
+			printf("end err %d\n", last);
+		else
+			printf("end status %s\n", gclock_status_name(last));
+		gclock_close(&r);
+		return 0;
+	}
 	int err = gclock_open(&r, "/nonexistent/gclock-page");
 	if (err != -ENOENT) {
 		fprintf(stderr, "gclock_open(missing) = %d, want -ENOENT\n", err);
