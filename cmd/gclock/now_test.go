@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,6 +78,11 @@ func TestNow(t *testing.T) {
 	}
 	if err := runNow([]string{"-page", path, "-max-width", "1ms"}, &out, &out); err != nil {
 		t.Errorf("-max-width 1ms on a 3 us wide page: %v", err)
+	}
+	if _, err := user.Lookup("nobody"); err == nil {
+		if err := runNow([]string{"-page", path, "-owner", "nobody"}, &out, &out); err != nil {
+			t.Errorf("-owner nobody: %v", err)
+		}
 	}
 	// Degraded and stale pages are not synced.
 	for _, c := range []struct {
