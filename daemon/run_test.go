@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/gtime"
 )
 
@@ -277,5 +278,23 @@ func waitPageSynced(t *testing.T, r *gtime.Reader, node int, deadline time.Time)
 			t.Fatalf("node %d not synced with a width under 1 ms: %+v", node, tm)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStatusValues: the daemon publishes engine.Status on the page as
+// gtime.Status(s); the two must name the same states.
+func TestStatusValues(t *testing.T) {
+	for _, c := range []struct {
+		e engine.Status
+		g gtime.Status
+	}{
+		{engine.StatusUnsynced, gtime.StatusUnsynced},
+		{engine.StatusSynced, gtime.StatusSynced},
+		{engine.StatusStale, gtime.StatusStale},
+		{engine.StatusDegraded, gtime.StatusDegraded},
+	} {
+		if gtime.Status(c.e) != c.g || c.e.String() != c.g.String() {
+			t.Errorf("engine %v (%d) is gtime %v, want %v", c.e, c.e, gtime.Status(c.e), c.g)
+		}
 	}
 }

@@ -107,6 +107,15 @@ func TestCHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("mean-drift")
+	// Degraded: the data contradicted the daemon's clock model; C names it
+	// as Go does, and never as synced.
+	u.Local += int64(time.Millisecond)
+	u.Status = StatusDegraded
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	check("degraded")
+	u.Status = StatusSynced
 	u.Timescale, u.Continuous = TimescaleRealtime, false
 
 	// The C reader's cached copy follows a page that changes under it.
