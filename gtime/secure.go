@@ -176,6 +176,7 @@ type oldPage struct {
 	d     pageData
 	valid bool   // d is a consistent, checked page worth keeping
 	mem   []byte // its mapping (read-write), to mark it replaced; nil if none
+	seq   uint64 // its counter, rounded up to even: the new page continues from it
 }
 
 // openOld examines an existing page at dir/name: nil if there is none, an
@@ -220,6 +221,7 @@ func openOld(dirfd int, path, name string) (*oldPage, error) {
 	w := newWords(mem)
 	err = func() (err error) {
 		defer guard(&err, debug.SetPanicOnFault(true))
+		old.seq = (w.u(offSeq).Load() + 1) &^ 1
 		if w.u(offSeq).Load()&1 != 0 {
 			return nil // a writer died mid-update: the payload may be torn
 		}
@@ -268,9 +270,10 @@ func (o *oldPage) markReplaced() {
 }
 
 // createPage writes d to a new file dir/name+".new" (O_EXCL|O_NOFOLLOW,
-// mode set explicitly) and renames it over dir/name. It returns the new
-// page's read-write mapping.
-func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData) ([]byte, error) {
+// mode set explicitly) and renames it over dir/name. Its counter starts
+// from seq (even), so that the counter at the path never goes back. It
+// returns the new page's read-write mapping.
+func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData, seq uint64) ([]byte, error) {
 	tmp := name + ".new"
 	tmpPath := dir + "/" + tmp
 	flags := unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
@@ -314,7 +317,9 @@ func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData) ([
 	if err != nil {
 		return fail("mmap", err)
 	}
-	newWords(mem).store(d) // a file no one else has opened: it cannot shrink yet
+	nw := newWords(mem)
+	nw.u(offSeq).Store(seq &^ 1)
+	nw.store(d) // a file no one else has opened: it cannot shrink yet
 	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
 		unix.Munmap(mem)
 		return fail("rename to "+dir+"/"+name+" from", err)

@@ -564,13 +564,10 @@ func TestHelperOtherUser(t *testing.T) {
 }
 
 // cLoop starts the C reader's -loop mode and waits for it to be ready.
-func cLoop(t *testing.T, bin, path string, ms int, check bool) (*exec.Cmd, *strings.Builder) {
+// mode 0: gclock_now; 1: gclock_now with check_size; 2: gclock_mapping.
+func cLoop(t *testing.T, bin, path string, ms int, mode int) (*exec.Cmd, *strings.Builder) {
 	t.Helper()
-	c := "0"
-	if check {
-		c = "1"
-	}
-	cmd := exec.Command(bin, path, "-loop", fmt.Sprint(ms), c)
+	cmd := exec.Command(bin, path, "-loop", fmt.Sprint(ms), fmt.Sprint(mode))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -602,11 +599,32 @@ func TestCFollowsAndTruncate(t *testing.T) {
 	}
 	pause := func() { time.Sleep(300 * time.Millisecond) }
 
-	cmd, out := cLoop(t, bin, path, 2500, false)
+	// gclock_mapping (what gct_poll_page reads) follows a restart too, and
+	// the counter it returns never goes back.
+	cmd, out := cLoop(t, bin, path, 2500, 2)
 	pause()
 	must(t, w.Close())
 	pause()
 	w, err := NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause()
+	if err := w.Publish(baseUpdate(RawNow())); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("C mapping reader across a restart: %v\n%s", err, out)
+	}
+	if want := "mapping valid\nmapping invalid\nmapping valid\nend mapping valid\n"; out.String() != want {
+		t.Errorf("C mapping reader across a restart:\n%s\nwant\n%s", out, want)
+	}
+
+	cmd, out = cLoop(t, bin, path, 2500, 0)
+	pause()
+	must(t, w.Close())
+	pause()
+	w, err = NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +637,7 @@ func TestCFollowsAndTruncate(t *testing.T) {
 		t.Errorf("C reader across a restart:\n%s\nwant\n%s", out, want)
 	}
 
-	cmd, out = cLoop(t, bin, path, 2500, true)
+	cmd, out = cLoop(t, bin, path, 2500, 1)
 	pause()
 	must(t, os.Truncate(path, 0))
 	pause()
@@ -634,12 +652,58 @@ func TestCFollowsAndTruncate(t *testing.T) {
 		t.Errorf("C reader (check_size) across a truncation:\n%s\nwant\n%s", out, want)
 	}
 
-	cmd, out = cLoop(t, bin, path, 2500, false)
+	cmd, out = cLoop(t, bin, path, 2500, 0)
 	pause()
 	must(t, os.Truncate(path, 0))
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGBUS {
 		t.Errorf("C reader without check_size on a truncated page: %v (want death by SIGBUS, as documented)\n%s", err, out)
+	}
+}
+
+// TestSeqContinues: the page's counter at the path never goes back across
+// a restart or a crash, so "same counter, same page" holds for anyone
+// comparing counters (gclock_seq, gclock_mapping's seq).
+func TestSeqContinues(t *testing.T) {
+	w, _, path := newPair(t)
+	seqAt := func() uint64 {
+		t.Helper()
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		s, err := r.cur.Load().seq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for i := range 5 {
+		if err := w.Publish(baseUpdate(RawNow() + int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev := seqAt()
+	must(t, w.Close())
+	for _, crash := range []bool{false, true, false} {
+		w2, err := NewWriter(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := seqAt()
+		if s <= prev || s&1 != 0 {
+			t.Fatalf("after a restart the counter is %d, before %d: want even and larger", s, prev)
+		}
+		if err := w2.Publish(baseUpdate(RawNow())); err != nil {
+			t.Fatal(err)
+		}
+		prev = seqAt()
+		if crash {
+			w2.crash()
+		} else {
+			w2.Close()
+		}
 	}
 }

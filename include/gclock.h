@@ -41,11 +41,12 @@
  * check and the read still faults).
  *
  * A restarted daemon puts a new page at the path and marks the old one
- * replaced: gclock_now then maps the new page (gclock_refresh). It also
- * checks, at most every 100 ms while the page does not read synced, whether
- * the path names another file (page removed and created again). gclock_at,
- * gclock_mapping and gclock_reference read the page the reader holds:
- * programs that use only those call gclock_refresh now and then.
+ * replaced: gclock_now and gclock_mapping then map the new page
+ * (gclock_refresh). They also check, at most every 100 ms while the page
+ * does not read synced, whether the path names another file (page removed
+ * and created again). gclock_at and gclock_reference read the page the
+ * reader holds: programs that use only those call gclock_refresh now and
+ * then. The sequence counter continues across a restart (never goes back).
  */
 #ifndef GCLOCK_H
 #define GCLOCK_H
@@ -491,22 +492,17 @@ static inline int gclock__due(struct gclock_reader *r, int64_t x)
 	return 1;
 }
 
-/* gclock_now reads global time now; est never decreases on this reader.
- * While the sequence counter has not moved since the last read, the page is
- * unchanged and the reader's checked copy is used: one atomic load instead
- * of a seqlock copy. It follows a replaced page (see the top of the file). */
-static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
+/* gclock__current makes r->cache a checked copy of the page the reader's
+ * path holds at local time x: the cached copy while the counter has not
+ * moved (one atomic load), following a replaced page (see the top). With
+ * check_path, a page that does not read synced also makes it look at the
+ * path (at most every 100 ms). */
+static inline int gclock__current(struct gclock_reader *r, int64_t x, int check_path)
 {
-	int64_t x = gclock_raw_now();
 	for (int attempt = 0;; attempt++) {
 		int err = gclock__size_ok(r);
-		if (err == -EIO) {
-			/* The daemon replaces a page it finds truncated. */
-			if (attempt == 0 && gclock__due(r, x) && gclock_refresh(r) == 1)
-				continue;
-			r->cached = 0;
-			return err;
-		}
+		if (err == -EIO && attempt == 0 && gclock__due(r, x) && gclock_refresh(r) == 1)
+			continue; /* the daemon replaces a page it finds truncated */
 		if (err != 0) {
 			r->cached = 0;
 			return err;
@@ -517,34 +513,57 @@ static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
 			err = gclock__copy(r->page, w);
 			if (err == 0)
 				err = gclock__check(w);
-			if (err == 0) {
-				memcpy(r->cache, w, sizeof w);
-				r->cached = 1;
+			if (err != 0) {
+				r->cached = 0;
+				return err;
 			}
+			memcpy(r->cache, w, sizeof w);
+			r->cached = 1;
 		}
-		if (err != 0) {
-			r->cached = 0;
-			return err;
-		}
+		if (attempt > 0)
+			return 0;
 		uint64_t flags = r->cache[GCLOCK_W_FLAGS];
-		if (attempt == 0) {
-			if (flags & GCLOCK_FLAG_REPLACED) {
-				int first = !r->followed;
-				r->followed = 1;
-				if ((first || gclock__due(r, x)) && gclock_refresh(r) == 1)
-					continue;
-			} else if ((flags & (GCLOCK_FLAG_VALID | GCLOCK_FLAG_CLOSED)) != GCLOCK_FLAG_VALID ||
-				   (int)(flags & 0xff) != GCLOCK_SYNCED ||
-				   gclock__sat_sub(x, (int64_t)r->cache[GCLOCK_W_UPDATED]) >
-					   (int64_t)r->cache[GCLOCK_W_STALEAFTER]) {
-				/* Not synced: has the path another page? */
-				if (gclock__due(r, x) && gclock_refresh(r) == 1)
-					continue;
-			}
+		if (flags & GCLOCK_FLAG_REPLACED) {
+			int first = !r->followed;
+			r->followed = 1;
+			if ((first || gclock__due(r, x)) && gclock_refresh(r) == 1)
+				continue;
+		} else if (check_path &&
+			   ((flags & (GCLOCK_FLAG_VALID | GCLOCK_FLAG_CLOSED)) != GCLOCK_FLAG_VALID ||
+			   (int)(flags & 0xff) != GCLOCK_SYNCED ||
+			    gclock__sat_sub(x, (int64_t)r->cache[GCLOCK_W_UPDATED]) >
+				    (int64_t)r->cache[GCLOCK_W_STALEAFTER])) {
+			/* Not synced: does the path name another page? */
+			if (gclock__due(r, x) && gclock_refresh(r) == 1)
+				continue;
 		}
-		break;
+		return 0;
+	}
+}
+
+/* gclock_now reads global time now; est never decreases on this reader.
+ * While the sequence counter has not moved since the last read, the page is
+ * unchanged and the reader's checked copy is used: one atomic load instead
+ * of a seqlock copy. It follows a replaced page (see the top of the file). */
+static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
+{
+	int64_t x = gclock_raw_now();
+	/* Fast path: an unchanged, not replaced page and no size check. */
+	if (!(r->fd < 0 && r->cached &&
+	      __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE) == r->cache[GCLOCK_W_SEQ] &&
+	      !(r->cache[GCLOCK_W_FLAGS] & GCLOCK_FLAG_REPLACED))) {
+		int err = gclock__current(r, x, 0);
+		if (err != 0)
+			return err;
 	}
 	gclock__eval(r->cache, x, t);
+	if (t->status != GCLOCK_SYNCED && gclock__due(r, x) && gclock_refresh(r) == 1) {
+		/* Not synced, and the path names another page: read that. */
+		int err = gclock__current(r, x, 0);
+		if (err != 0)
+			return err;
+		gclock__eval(r->cache, x, t);
+	}
 	if (t->est < r->last)
 		t->est = r->last;
 	else
@@ -608,15 +627,14 @@ struct gclock_mapping {
 
 /* gclock_mapping reads the daemon's current mapping (as gtime's
  * Reader.Mapping; trace recorders log it, see gct_poll_page in
- * gclock_trace.h). Returns 0 or -errno. */
-static inline int gclock_mapping(const struct gclock_reader *r, struct gclock_mapping *m)
+ * gclock_trace.h), following a restarted daemon's page as gclock_now does.
+ * Returns 0 or -errno. */
+static inline int gclock_mapping(struct gclock_reader *r, struct gclock_mapping *m)
 {
-	uint64_t w[GCLOCK_W_END];
-	int err = gclock_snapshot(r, w);
-	if (err == 0)
-		err = gclock__check(w);
+	int err = gclock__current(r, gclock_raw_now(), 1);
 	if (err != 0)
 		return err;
+	const uint64_t *w = r->cache;
 	uint64_t flags = w[GCLOCK_W_FLAGS];
 	m->from = (int64_t)w[GCLOCK_W_UPDATED];
 	m->x0 = (int64_t)w[GCLOCK_W_X0];

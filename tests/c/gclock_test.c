@@ -18,13 +18,17 @@
  *                           "ready", then reads with gclock_now for MS ms,
  *                           printing "status NAME" or "err -ERRNO" whenever
  *                           the outcome changes and "end ..." at the end;
- *                           exits 1 if est went backwards.
+ *                           exits 1 if est went backwards. CHECK 2: reads
+ *                           with gclock_mapping instead, printing "mapping
+ *                           valid" or "mapping invalid"; exits 1 if the
+ *                           sequence counter went backwards.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "gclock.h"
+#include "gclock_trace.h" /* gct_poll_page compiles against this gclock.h */
 
 static int64_t ns_since(const struct timespec *a)
 {
@@ -51,7 +55,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5 && strcmp(argv[2], "-loop") == 0) {
 		struct gclock_options o = {0};
-		o.check_size = atoi(argv[4]);
+		int mode = atoi(argv[4]);
+		o.check_size = mode == 1;
 		int err = gclock_open_opts(&r, argv[1], &o);
 		if (err != 0) {
 			fprintf(stderr, "gclock_open_opts(%s): %s\n", argv[1], strerror(-err));
@@ -61,9 +66,34 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		int64_t end = gclock_raw_now() + strtoll(argv[3], 0, 10) * 1000000;
 		int64_t prev = INT64_MIN;
+		uint64_t prev_seq = 0;
 		int last = 1000;
 		while (gclock_raw_now() < end) {
 			struct gclock_time t;
+			if (mode == 2) {
+				struct gclock_mapping m;
+				err = gclock_mapping(&r, &m);
+				int outcome = err != 0 ? err : 100 + m.valid;
+				if (outcome != last) {
+					if (err != 0)
+						printf("err %d\n", err);
+					else
+						printf("mapping %s\n", m.valid ? "valid" : "invalid");
+					fflush(stdout);
+					last = outcome;
+				}
+				if (err == 0) {
+					if (m.seq < prev_seq) {
+						fprintf(stderr, "sequence counter went back: %llu after %llu\n",
+							(unsigned long long)m.seq, (unsigned long long)prev_seq);
+						return 1;
+					}
+					prev_seq = m.seq;
+				}
+				struct timespec ts = {0, 100000};
+				nanosleep(&ts, 0);
+				continue;
+			}
 			err = gclock_now(&r, &t);
 			int outcome = err != 0 ? err : t.status;
 			if (outcome != last) {
@@ -86,6 +116,8 @@ int main(int argc, char **argv)
 		}
 		if (last < 0)
 			printf("end err %d\n", last);
+		else if (last >= 100)
+			printf("end mapping %s\n", last == 101 ? "valid" : "invalid");
 		else
 			printf("end status %s\n", gclock_status_name(last));
 		gclock_close(&r);
