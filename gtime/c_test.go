@@ -123,6 +123,10 @@ func TestCHeader(t *testing.T) {
 	watch := exec.Command(bin, path, "-watch", "400", strconv.FormatInt(x, 10))
 	var wout strings.Builder
 	watch.Stdout, watch.Stderr = &wout, &wout
+	done, err := watch.StdinPipe() // closed after the last publish
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +140,7 @@ func TestCHeader(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	done.Close()
 	if err := watch.Wait(); err != nil {
 		t.Fatalf("watch: %v\n%s", err, wout.String())
 	}

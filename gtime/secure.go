@@ -119,18 +119,20 @@ func checkReadable(st *unix.Stat_t, path string, owner int) error {
 
 // trustedOwner says whether a reader trusts a page owned by uid: root, the
 // reader's own uid, the given owner (> 0), or the owner of the page's
-// directory if nobody else can create files there (not writable by group
-// or others), as for a daemon publishing in its own /run/gclock.
+// directory when nobody else can create files there: the directory is not
+// writable by group or others and sits in a root-owned directory that is
+// not either (a daemon's /run/gclock, as systemd's RuntimeDirectory makes).
 // include/gclock.h applies the same rule.
 func trustedOwner(uid uint32, path string, owner int) bool {
 	if uid == 0 || uid == uint32(os.Geteuid()) || (owner > 0 && uid == uint32(owner)) {
 		return true
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(filepath.Dir(path), &st); err != nil {
+	dir := filepath.Dir(path)
+	var st, pst unix.Stat_t
+	if unix.Stat(dir, &st) != nil || st.Uid != uid || st.Mode&0o022 != 0 {
 		return false
 	}
-	return st.Uid == uid && st.Mode&0o022 == 0
+	return unix.Stat(filepath.Dir(dir), &pst) == nil && pst.Uid == 0 && pst.Mode&0o022 == 0
 }
 
 // openLock opens (creating it 0600 if needed) the writer's lock file in

@@ -230,6 +230,14 @@ func TestReaderRefusesUnsafe(t *testing.T) {
 			write(t, filepath.Join(sub, "page"), page, 0o644, nobody)
 			return filepath.Join(sub, "page")
 		}, 0, "", 0},
+		{"in its owner's directory in a world-writable one", func(t *testing.T, dir string) string {
+			must(t, unix.Chmod(dir, 0o1777)) // as /tmp: anyone can make that directory
+			sub := filepath.Join(dir, "run")
+			must(t, os.Mkdir(sub, 0o755))
+			must(t, os.Chown(sub, nobody, nobody))
+			write(t, filepath.Join(sub, "page"), page, 0o644, nobody)
+			return filepath.Join(sub, "page")
+		}, 0, "owned by uid 65534", -int(unix.EPERM)},
 		{"in its owner's group-writable directory", func(t *testing.T, dir string) string {
 			sub := filepath.Join(dir, "run")
 			must(t, os.Mkdir(sub, 0o775))
@@ -563,11 +571,17 @@ func TestHelperOtherUser(t *testing.T) {
 	os.Exit(0)
 }
 
-// cLoop starts the C reader's -loop mode and waits for it to be ready.
-// mode 0: gclock_now; 1: gclock_now with check_size; 2: gclock_mapping.
-func cLoop(t *testing.T, bin, path string, ms int, mode int) (*exec.Cmd, *strings.Builder) {
+// cLoop starts the C reader's -loop mode (mode 0: gclock_now; 1: with
+// check_size; 2: gclock_mapping) and waits for it to be ready. The returned
+// wait closes its stdin (it then reads once more and ends) and returns its
+// exit error and output.
+func cLoop(t *testing.T, bin, path string, mode int) (wait func() (string, error)) {
 	t.Helper()
-	cmd := exec.Command(bin, path, "-loop", fmt.Sprint(ms), fmt.Sprint(mode))
+	cmd := exec.Command(bin, path, "-loop", "60000", fmt.Sprint(mode))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -577,12 +591,19 @@ func cLoop(t *testing.T, bin, path string, ms int, mode int) (*exec.Cmd, *string
 	must(t, cmd.Start())
 	br := bufio.NewReader(stdout)
 	if line, _ := br.ReadString('\n'); line != "ready\n" {
+		stdin.Close()
 		cmd.Wait()
 		t.Fatalf("C reader: %q %s", line, errb.String())
 	}
 	out := &strings.Builder{}
-	go io.Copy(out, br)
-	return cmd, out
+	copied := make(chan struct{})
+	go func() { io.Copy(out, br); close(copied) }()
+	return func() (string, error) {
+		stdin.Close()
+		<-copied
+		err := cmd.Wait()
+		return out.String() + errb.String(), err
+	}
 }
 
 // TestCFollowsAndTruncate: the C reader follows a restarted writer; with
@@ -597,11 +618,23 @@ func TestCFollowsAndTruncate(t *testing.T) {
 	if err := w.Publish(baseUpdate(RawNow())); err != nil {
 		t.Fatal(err)
 	}
+	// Long enough for the C reader to see each state, and for its path
+	// checks (at most every 100 ms) to follow a new page.
 	pause := func() { time.Sleep(300 * time.Millisecond) }
+	expect := func(what string, wait func() (string, error), want string) {
+		t.Helper()
+		out, err := wait()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		}
+		if out != want {
+			t.Errorf("%s:\n%s\nwant\n%s", what, out, want)
+		}
+	}
 
 	// gclock_mapping (what gct_poll_page reads) follows a restart too, and
 	// the counter it returns never goes back.
-	cmd, out := cLoop(t, bin, path, 2500, 2)
+	wait := cLoop(t, bin, path, 2)
 	pause()
 	must(t, w.Close())
 	pause()
@@ -609,18 +642,15 @@ func TestCFollowsAndTruncate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { w.Close() }()
 	pause()
 	if err := w.Publish(baseUpdate(RawNow())); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("C mapping reader across a restart: %v\n%s", err, out)
-	}
-	if want := "mapping valid\nmapping invalid\nmapping valid\nend mapping valid\n"; out.String() != want {
-		t.Errorf("C mapping reader across a restart:\n%s\nwant\n%s", out, want)
-	}
+	pause()
+	expect("C mapping reader across a restart", wait, "mapping valid\nmapping invalid\nmapping valid\nend mapping valid\n")
 
-	cmd, out = cLoop(t, bin, path, 2500, 0)
+	wait = cLoop(t, bin, path, 0)
 	pause()
 	must(t, w.Close())
 	pause()
@@ -628,34 +658,25 @@ func TestCFollowsAndTruncate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { w.Close() }()
 	pause()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("C reader across a restart: %v\n%s", err, out)
-	}
-	if want := "status synced\nstatus no-daemon\nstatus synced\nend status synced\n"; out.String() != want {
-		t.Errorf("C reader across a restart:\n%s\nwant\n%s", out, want)
-	}
+	expect("C reader across a restart", wait, "status synced\nstatus no-daemon\nstatus synced\nend status synced\n")
 
-	cmd, out = cLoop(t, bin, path, 2500, 1)
+	wait = cLoop(t, bin, path, 1)
 	pause()
 	must(t, os.Truncate(path, 0))
 	pause()
-	u := baseUpdate(RawNow())
-	if err := w.Publish(u); !errors.Is(err, ErrTruncated) {
+	if err := w.Publish(baseUpdate(RawNow())); !errors.Is(err, ErrTruncated) {
 		t.Fatalf("publish: %v, want ErrTruncated", err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("C reader (check_size) across a truncation: %v\n%s", err, out)
-	}
-	if want := fmt.Sprintf("status synced\nerr %d\nstatus synced\nend status synced\n", -int(unix.EIO)); out.String() != want {
-		t.Errorf("C reader (check_size) across a truncation:\n%s\nwant\n%s", out, want)
-	}
+	pause()
+	expect("C reader (check_size) across a truncation", wait,
+		fmt.Sprintf("status synced\nerr %d\nstatus synced\nend status synced\n", -int(unix.EIO)))
 
-	cmd, out = cLoop(t, bin, path, 2500, 0)
+	wait = cLoop(t, bin, path, 0)
 	pause()
 	must(t, os.Truncate(path, 0))
-	err = cmd.Wait()
+	pause()
+	out, err := wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGBUS {
 		t.Errorf("C reader without check_size on a truncated page: %v (want death by SIGBUS, as documented)\n%s", err, out)

@@ -32,8 +32,9 @@
  * Safety (as gtime.OpenWith; docs/gtime.md "Security"): gclock_open maps
  * only a regular file (opened O_NOFOLLOW) of the page size, with one link,
  * not writable by group or others, owned by root, by the caller's euid, by
- * opts->owner, or by the owner of the page's directory if nobody else can
- * write that directory. Anyone else could have planted or written it.
+ * opts->owner, or by the owner of the page's directory if that directory is
+ * not writable by group or others and sits in a root-owned directory that
+ * is not either (/run/gclock). Anyone else could have planted or written it.
  * So only root or the daemon's user can shrink a mapped page; a read of a
  * page that shrank faults with SIGBUS, unless the reader was opened with
  * check_size, which fstat()s the page before each read and returns -EIO
@@ -372,30 +373,42 @@ static inline int gclock_at(const struct gclock_reader *r, int64_t x, struct gcl
 	return gclock_eval(w, x, t);
 }
 
+/* gclock__dirname cuts buf (a path) to its directory, as Go's filepath.Dir
+ * does for clean paths: "a/b" -> "a", "/a" -> "/", "a" -> ".". */
+static inline void gclock__dirname(char *buf)
+{
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		n--;
+	while (n > 0 && buf[n - 1] != '/')
+		n--;
+	while (n > 1 && buf[n - 1] == '/')
+		n--;
+	if (n == 0)
+		buf[n++] = '.';
+	buf[n] = 0;
+}
+
 /* gclock__trusted says whether a page owned by uid may be read: root, the
- * caller's euid, owner (> 0), or the owner of the page's directory if
- * nobody else can write there (as gtime's trustedOwner). */
+ * caller's euid, owner (> 0), or the owner of the page's directory when
+ * nobody else can create files there: the directory is not writable by
+ * group or others and sits in a root-owned directory that is not either
+ * (a daemon's /run/gclock). As gtime's trustedOwner. */
 static inline int gclock__trusted(uid_t uid, const char *path, int owner)
 {
 	char dir[GCLOCK_PATH_MAX];
 	struct stat st;
 	if (uid == 0 || uid == geteuid() || (owner > 0 && uid == (uid_t)owner))
 		return 1;
-	size_t n = strlen(path);
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	while (n > 0 && path[n - 1] != '/')
-		n--;
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	if (n == 0) {
-		dir[0] = '.';
-		n = 1;
-	} else {
-		memcpy(dir, path, n);
-	}
-	dir[n] = 0;
-	return stat(dir, &st) == 0 && st.st_uid == uid && (st.st_mode & 022) == 0;
+	memcpy(dir, path, strlen(path) + 1);
+	gclock__dirname(dir);
+	if (stat(dir, &st) != 0 || st.st_uid != uid || (st.st_mode & 022) != 0)
+		return 0;
+	if (strcmp(dir, ".") == 0)
+		memcpy(dir, "..", 3);
+	else
+		gclock__dirname(dir);
+	return stat(dir, &st) == 0 && st.st_uid == 0 && (st.st_mode & 022) == 0;
 }
 
 /* gclock__map opens (O_NOFOLLOW: no symbolic link; O_NONBLOCK: no FIFO

@@ -9,21 +9,24 @@
  *   gclock_test PAGE -watch MS X
  *                           reads with gclock_now for MS milliseconds while
  *                           the writer publishes, checks it never goes back,
- *                           prints "watch REFRESHES", then "at X ..." as above.
+ *                           prints "watch REFRESHES", waits for EOF on stdin
+ *                           (the writer is done), then "at X ..." as above.
  *   gclock_test PAGE -open OWNER
  *                           opens with opts.owner = OWNER and prints
  *                           "open 0" or "open -ERRNO".
  *   gclock_test PAGE -loop MS CHECK
  *                           opens with opts.check_size = CHECK, prints
- *                           "ready", then reads with gclock_now for MS ms,
- *                           printing "status NAME" or "err -ERRNO" whenever
- *                           the outcome changes and "end ..." at the end;
+ *                           "ready", then reads with gclock_now until stdin
+ *                           is closed (at most MS ms), printing "status NAME"
+ *                           or "err -ERRNO" whenever the outcome changes and
+ *                           "end ..." after a last read;
  *                           exits 1 if est went backwards. CHECK 2: reads
  *                           with gclock_mapping instead, printing "mapping
  *                           valid" or "mapping invalid"; exits 1 if the
  *                           sequence counter went backwards.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -68,7 +71,10 @@ int main(int argc, char **argv)
 		int64_t prev = INT64_MIN;
 		uint64_t prev_seq = 0;
 		int last = 1000;
-		while (gclock_raw_now() < end) {
+		for (int final = 0; !final;) {
+			/* Stop after one more read once stdin is closed (or at MS). */
+			struct pollfd p = {0, POLLIN, 0};
+			final = poll(&p, 1, 0) > 0 || gclock_raw_now() >= end;
 			struct gclock_time t;
 			if (mode == 2) {
 				struct gclock_mapping m;
@@ -155,6 +161,11 @@ int main(int argc, char **argv)
 			}
 		}
 		printf("watch %ld\n", refreshes);
+		/* The final read comes after the writer's last publish: it
+		 * closes our stdin when done (a loaded host may make it slower
+		 * than MS). */
+		while (getchar() != EOF)
+			;
 		struct gclock_time t;
 		int64_t x = strtoll(argv[4], 0, 10);
 		if ((err = gclock_at(&r, x, &t)) != 0) {
