@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -198,6 +199,28 @@ type TransportConfig struct {
 type GlobalTimeConfig struct {
 	ShmPath      string   `yaml:"shm_path"`      // empty: no page
 	PublishEvery Duration `yaml:"publish_every"` // republish (heartbeat) at least this often; <= sync.stale_after/2
+	// Group (a name or a gid) owns the page, of mode 0640: only root, the
+	// daemon's user and the group's members read global time. Empty: mode
+	// 0644, every local user reads it.
+	Group string `yaml:"group"`
+}
+
+// PageGroup resolves global_time.group to a gid (0: none).
+func (g GlobalTimeConfig) PageGroup() (int, error) {
+	if g.Group == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(g.Group); err == nil {
+		if n <= 0 {
+			return 0, fmt.Errorf("gid %d: must be > 0 (root's group gives nothing: leave it empty)", n)
+		}
+		return n, nil
+	}
+	gr, err := user.LookupGroup(g.Group)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(gr.Gid)
 }
 
 // MetricsConfig is the Prometheus endpoint.
@@ -598,6 +621,9 @@ func (c *Config) validateGlobalTime(e *errs) {
 	g := c.GlobalTime
 	if g.ShmPath != "" && !filepath.IsAbs(g.ShmPath) {
 		e.add("global_time.shm_path", "%q must be an absolute path (or empty for no page)", g.ShmPath)
+	}
+	if _, err := g.PageGroup(); err != nil {
+		e.add("global_time.group", "%q: %v", g.Group, err)
 	}
 	if g.PublishEvery <= 0 {
 		e.add("global_time.publish_every", "%v, must be > 0", g.PublishEvery)

@@ -90,6 +90,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"clock.emulated.drift_steps[1].after"}},
 		{"shm relative", "global_time:\n  shm_path: gclock\n", []string{"line 2", "global_time.shm_path"}},
 		{"publish too slow", "global_time:\n  publish_every: 5m\n", []string{"global_time.publish_every", "stale_after"}},
+		{"page group unknown", "global_time:\n  group: no-such-group-gclock\n", []string{"line 2", "global_time.group", "no-such-group-gclock"}},
+		{"page group root", "global_time:\n  group: 0\n", []string{"line 2", "global_time.group", "must be > 0"}},
 		{"metrics", "metrics:\n  listen: 9090\n", []string{"line 2", "metrics.listen"}},
 		{"real time", "real_time:\n  mode: gps\n", []string{"line 2", "real_time.mode"}},
 		{"measurements relative", "log:\n  measurements: m.csv\n", []string{"line 2", "log.measurements"}},

@@ -222,7 +222,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer n.meas.Close()
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
-		if n.writer, err = gtime.NewWriter(p); err != nil {
+		gid, _ := cfg.GlobalTime.PageGroup() // checked by Validate
+		if n.writer, err = gtime.NewWriterWith(p, gtime.WriterOptions{Group: gid}); err != nil {
 			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		}

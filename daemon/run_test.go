@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/gtime"
 )
 
@@ -158,6 +160,7 @@ func TestRunRefuses(t *testing.T) {
 		{"invalid", func(c *Config) { c.Sync.Estimator = "kalman" }, "sync.estimator"},
 		{"port in use", func(c *Config) { c.Node.Listen = busy.LocalAddr().String() }, "listen"},
 		{"page held", func(c *Config) { c.GlobalTime.ShmPath = heldPage(t) }, "another writer"},
+		{"page planted 0666", func(c *Config) { c.GlobalTime.ShmPath = plantedPage(t) }, "mode 0666"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +184,52 @@ func heldPage(t *testing.T) string {
 	}
 	t.Cleanup(func() { w.Close() })
 	return path
+}
+
+// plantedPage is a page-sized file of mode 0666 at the page path, as a
+// local user could leave in /dev/shm: the daemon must refuse it.
+func plantedPage(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "planted")
+	if err := os.WriteFile(path, make([]byte, gtime.PageSize), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunPageGroup: global_time.group gives the page that group and mode
+// 0640; by default it is 0644.
+func TestRunPageGroup(t *testing.T) {
+	for _, group := range []string{"", "65534"} {
+		if group != "" && os.Geteuid() != 0 {
+			t.Log("not root: cannot give the page another group; only the default is tested")
+			continue
+		}
+		c := testCluster(t, 1)[0]
+		c.GlobalTime.Group = group
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, c, nil) }()
+		r := openPage(t, c.GlobalTime.ShmPath, 1, time.Now().Add(10*time.Second))
+		r.Close()
+		fi, err := os.Stat(c.GlobalTime.ShmPath)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		wantMode, wantGid := os.FileMode(0o644), uint32(os.Getegid())
+		if group != "" {
+			wantMode, wantGid = 0o640, 65534
+		}
+		if gid := fi.Sys().(*syscall.Stat_t).Gid; fi.Mode().Perm() != wantMode || gid != wantGid {
+			t.Errorf("group %q: page mode %v gid %d, want %v and %d", group, fi.Mode().Perm(), gid, wantMode, wantGid)
+		}
+	}
 }
 
 func TestSectionValidate(t *testing.T) {
@@ -229,5 +278,23 @@ func waitPageSynced(t *testing.T, r *gtime.Reader, node int, deadline time.Time)
 			t.Fatalf("node %d not synced with a width under 1 ms: %+v", node, tm)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStatusValues: the daemon publishes engine.Status on the page as
+// gtime.Status(s); the two must name the same states.
+func TestStatusValues(t *testing.T) {
+	for _, c := range []struct {
+		e engine.Status
+		g gtime.Status
+	}{
+		{engine.StatusUnsynced, gtime.StatusUnsynced},
+		{engine.StatusSynced, gtime.StatusSynced},
+		{engine.StatusStale, gtime.StatusStale},
+		{engine.StatusDegraded, gtime.StatusDegraded},
+	} {
+		if gtime.Status(c.e) != c.g || c.e.String() != c.g.String() {
+			t.Errorf("engine %v (%d) is gtime %v, want %v", c.e, c.e, gtime.Status(c.e), c.g)
+		}
 	}
 }

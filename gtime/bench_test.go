@@ -72,3 +72,36 @@ func BenchmarkReadVsClock(b *testing.B) {
 	b.ReportMetric(float64(tRead.Nanoseconds())/n, "read-ns/op")
 	b.ReportMetric(float64(tRead)/float64(tClock), "read/clock")
 }
+
+// BenchmarkReadNoClock is Now without the clock read (a fixed local time):
+// the page path alone, including the SIGBUS guard around the mapping.
+func BenchmarkReadNoClock(b *testing.B) {
+	r := benchReader(b)
+	x := RawNow()
+	r.now = func() int64 { return x }
+	for b.Loop() {
+		t, err := r.Now()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += t.Est
+	}
+}
+
+// BenchmarkSeqLoad is the counter load of Now's fast path, with and without
+// the guard that turns a fault of a shrunk page into ErrTruncated.
+func BenchmarkSeqLoad(b *testing.B) {
+	r := benchReader(b)
+	m := r.cur.Load()
+	b.Run("guarded", func(b *testing.B) {
+		for b.Loop() {
+			s, _ := m.seq()
+			sink += int64(s)
+		}
+	})
+	b.Run("bare", func(b *testing.B) {
+		for b.Loop() {
+			sink += int64(m.w.u(offSeq).Load())
+		}
+	})
+}

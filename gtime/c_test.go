@@ -55,7 +55,7 @@ func TestCHeader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ts, _ := r.w.load()
+			ts, _ := r.cur.Load().w.load()
 			want := fmt.Sprintf("at %d %d %d %d %s %d", x, tm.Est, tm.Earliest, tm.Latest, tm.Status, ts.timescale)
 			if i >= len(lines) || lines[i] != want {
 				t.Errorf("%s: C and Go differ at x=%d:\n C: %q\nGo: %q", name, x, lines[min(i, len(lines)-1)], want)
@@ -107,6 +107,15 @@ func TestCHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("mean-drift")
+	// Degraded: the data contradicted the daemon's clock model; C names it
+	// as Go does, and never as synced.
+	u.Local += int64(time.Millisecond)
+	u.Status = StatusDegraded
+	if err := w.Publish(u); err != nil {
+		t.Fatal(err)
+	}
+	check("degraded")
+	u.Status = StatusSynced
 	u.Timescale, u.Continuous = TimescaleRealtime, false
 
 	// The C reader's cached copy follows a page that changes under it.
@@ -114,6 +123,10 @@ func TestCHeader(t *testing.T) {
 	watch := exec.Command(bin, path, "-watch", "400", strconv.FormatInt(x, 10))
 	var wout strings.Builder
 	watch.Stdout, watch.Stderr = &wout, &wout
+	done, err := watch.StdinPipe() // closed after the last publish
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +140,7 @@ func TestCHeader(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	done.Close()
 	if err := watch.Wait(); err != nil {
 		t.Fatalf("watch: %v\n%s", err, wout.String())
 	}

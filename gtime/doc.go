@@ -63,8 +63,25 @@
 // StatusNoDaemon once the writer closed the page. A crashed daemon shows as
 // stale by age; Reader.Info also checks the writer's pid. In both cases the
 // bounds grow by MaxDrift per ns of age beyond StaleAfter on top of the
-// mapping's own growth. A restarted daemon reuses the page, so readers keep
-// their mapping across the restart.
+// mapping's own growth. StatusDegraded says the daemon's data contradicted
+// its clock model. Only StatusSynced promises the truth is in the bounds.
+//
+// A restarted daemon writes a new page file, starting from the old page's
+// mapping, renames it over the path and marks the old page replaced; a
+// Reader then maps the new one, so readers keep a bounded reading across
+// the restart.
+//
+// # Security
+//
+// A page is trusted only if nobody but its daemon can have written it:
+// NewWriter creates it with O_EXCL|O_NOFOLLOW (mode 0644, or 0640 and
+// WriterOptions.Group) in a directory only root or its user can replace
+// files in, refuses an existing page or lock file that is not its own
+// (ErrUnsafe), and locks a separate 0600 lock file, so no reader can hold a
+// lock that blocks a restart. Readers (OpenWith) refuse symbolic links and
+// pages writable by group or others, with several links, or owned by a uid
+// they do not trust. A page file that shrinks under a mapping gives
+// ErrTruncated instead of SIGBUS. docs/gtime.md has the details.
 //
 // # Cost
 //

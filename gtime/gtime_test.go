@@ -342,7 +342,7 @@ func TestConcurrentNoTornReads(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !done.Load() {
-				d, err := r.w.load()
+				d, err := r.cur.Load().w.load()
 				if err != nil {
 					t.Error(err)
 					return

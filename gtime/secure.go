@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"golang.org/x/sys/unix"
@@ -21,11 +22,13 @@ import (
 //     (page path + ".lock", mode 0600, the daemon's own), never on the
 //     page, so no reader can take a lock that blocks a restart.
 //   - Readers open with O_NOFOLLOW and map only a regular file of the page
-//     size owned by root, by themselves or by an owner they were told to
-//     trust, not writable by group or others, with one link.
+//     size owned by root, by themselves, by an owner they were told to
+//     trust or by the owner of a directory nobody else can write, not
+//     writable by group or others, with one link.
 //   - A page that shrinks under a mapping raises SIGBUS on access; Go
 //     readers and the writer turn it into ErrTruncated with
-//     debug.SetPanicOnFault around every access to the mapping.
+//     debug.SetPanicOnFault around every access to the mapping. The writer
+//     then puts a new page at the path, and readers follow it.
 
 // guard, deferred as `defer guard(&err, debug.SetPanicOnFault(true))`,
 // turns a memory fault on a mapped page (SIGBUS after the file shrank)
@@ -95,20 +98,15 @@ func checkOwnFile(st *unix.Stat_t, path string) error {
 }
 
 // checkReadable is what a reader requires of a page it maps: a regular
-// file, owned by root, by the reader itself or by the trusted owner, not
-// writable by group or others, one link, the page size.
+// file, owned by a trusted uid (trustedOwner), not writable by group or
+// others, one link, the page size.
 func checkReadable(st *unix.Stat_t, path string, owner int) error {
-	euid := uint32(os.Geteuid())
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return fmt.Errorf("%s is not a regular file (mode %#o): %w", path, st.Mode, ErrNotPage)
-	case st.Uid != 0 && st.Uid != euid && (owner <= 0 || st.Uid != uint32(owner)):
-		trusted := fmt.Sprintf("root or you (uid %d)", euid)
-		if owner > 0 {
-			trusted = fmt.Sprintf("root, you (uid %d) or uid %d", euid, owner)
-		}
-		return fmt.Errorf("%s is owned by uid %d, not %s: refused, any user can create a file there (hint: trust the daemon's user with gtime.OpenOptions.Owner or gclock now -owner): %w",
-			path, st.Uid, trusted, ErrUnsafe)
+	case !trustedOwner(st.Uid, path, owner):
+		return fmt.Errorf("%s is owned by uid %d, not by root, you (uid %d), the owner of a directory only its owner can write, or a uid you trust: refused, any user may have planted it (hint: trust the daemon's user with gtime.OpenOptions.Owner or gclock now -owner): %w",
+			path, st.Uid, os.Geteuid(), ErrUnsafe)
 	case st.Mode&0o022 != 0:
 		return fmt.Errorf("%s has mode %#o: writable by group or others, anyone may have written it: refused: %w", path, st.Mode&0o7777, ErrUnsafe)
 	case st.Nlink != 1:
@@ -117,6 +115,24 @@ func checkReadable(st *unix.Stat_t, path string, owner int) error {
 		return fmt.Errorf("%s: size %d, want %d: %w", path, st.Size, PageSize, ErrNotPage)
 	}
 	return nil
+}
+
+// trustedOwner says whether a reader trusts a page owned by uid: root, the
+// reader's own uid, the given owner (> 0), or the owner of the page's
+// directory when nobody else can create files there: the directory is not
+// writable by group or others and sits in a root-owned directory that is
+// not either (a daemon's /run/gclock, as systemd's RuntimeDirectory makes).
+// include/gclock.h applies the same rule.
+func trustedOwner(uid uint32, path string, owner int) bool {
+	if uid == 0 || uid == uint32(os.Geteuid()) || (owner > 0 && uid == uint32(owner)) {
+		return true
+	}
+	dir := filepath.Dir(path)
+	var st, pst unix.Stat_t
+	if unix.Stat(dir, &st) != nil || st.Uid != uid || st.Mode&0o022 != 0 {
+		return false
+	}
+	return unix.Stat(filepath.Dir(dir), &pst) == nil && pst.Uid == 0 && pst.Mode&0o022 == 0
 }
 
 // openLock opens (creating it 0600 if needed) the writer's lock file in
@@ -162,6 +178,7 @@ type oldPage struct {
 	d     pageData
 	valid bool   // d is a consistent, checked page worth keeping
 	mem   []byte // its mapping (read-write), to mark it replaced; nil if none
+	seq   uint64 // its counter, rounded up to even: the new page continues from it
 }
 
 // openOld examines an existing page at dir/name: nil if there is none, an
@@ -206,6 +223,7 @@ func openOld(dirfd int, path, name string) (*oldPage, error) {
 	w := newWords(mem)
 	err = func() (err error) {
 		defer guard(&err, debug.SetPanicOnFault(true))
+		old.seq = (w.u(offSeq).Load() + 1) &^ 1
 		if w.u(offSeq).Load()&1 != 0 {
 			return nil // a writer died mid-update: the payload may be torn
 		}
@@ -254,9 +272,10 @@ func (o *oldPage) markReplaced() {
 }
 
 // createPage writes d to a new file dir/name+".new" (O_EXCL|O_NOFOLLOW,
-// mode set explicitly) and renames it over dir/name. It returns the new
-// page's read-write mapping.
-func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData) ([]byte, error) {
+// mode set explicitly) and renames it over dir/name. Its counter starts
+// from seq (even), so that the counter at the path never goes back. It
+// returns the new page's read-write mapping.
+func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData, seq uint64) ([]byte, error) {
 	tmp := name + ".new"
 	tmpPath := dir + "/" + tmp
 	flags := unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
@@ -300,7 +319,9 @@ func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData) ([
 	if err != nil {
 		return fail("mmap", err)
 	}
-	newWords(mem).store(d) // a file no one else has opened: it cannot shrink yet
+	nw := newWords(mem)
+	nw.u(offSeq).Store(seq &^ 1)
+	nw.store(d) // a file no one else has opened: it cannot shrink yet
 	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
 		unix.Munmap(mem)
 		return fail("rename to "+dir+"/"+name+" from", err)

@@ -66,7 +66,8 @@ type Writer struct {
 	mem   []byte
 	w     words
 	cur   pageData
-	isSet bool // cur holds a published valid mapping
+	isSet bool   // cur holds a published valid mapping
+	seq   uint64 // the page's counter after the last store
 }
 
 // WriterOptions tunes NewWriterWith.
@@ -127,6 +128,9 @@ func NewWriterWith(path string, opts WriterOptions) (*Writer, error) {
 	}
 	w.cur.pid = int64(os.Getpid())
 	w.cur.closed, w.cur.replaced = false, false
+	if old != nil {
+		w.seq = old.seq
+	}
 	if err := w.replace(); err != nil {
 		if old != nil && old.mem != nil {
 			unix.Munmap(old.mem)
@@ -141,10 +145,11 @@ func NewWriterWith(path string, opts WriterOptions) (*Writer, error) {
 // replace puts a new page holding w.cur at the path (temporary file,
 // rename) and maps it in place of the current mapping, if any.
 func (w *Writer) replace() error {
-	mem, err := createPage(int(w.dirf.Fd()), w.dir, w.name, w.opts, &w.cur)
+	mem, err := createPage(int(w.dirf.Fd()), w.dir, w.name, w.opts, &w.cur, w.seq)
 	if err != nil {
 		return err
 	}
+	w.seq = w.seq&^1 + 2
 	if w.mem != nil {
 		unix.Munmap(w.mem)
 	}
@@ -163,6 +168,7 @@ func (w *Writer) store(d *pageData) error {
 		return nil
 	}()
 	if err == nil {
+		w.seq += 2
 		return nil
 	}
 	saved := w.cur

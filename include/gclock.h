@@ -21,10 +21,33 @@
  * with _POSIX_C_SOURCE=200809L (tested: gcc -std=c99 -pedantic, g++ -std=c++11).
  * No libm needed.
  * Errors are returned as negative errno values (-ENOENT: no page, is the
- * daemon running?; -EPROTO: not a gclock page of this version; -EBUSY: the
- * writer stayed mid-update; -EINVAL: a field holds an invalid value).
+ * daemon running?; -EPROTO: not a gclock page of this version; -EPERM: the
+ * page is refused as unsafe (see below); -ELOOP: the path is a symbolic
+ * link, refused; -EBUSY: the writer stayed mid-update; -EINVAL: a field
+ * holds an invalid value; -EIO: the page file shrank (check_size only);
+ * -ENAMETOOLONG: a path of GCLOCK_PATH_MAX bytes or more).
  * A reader is not thread-safe (the no-backwards clamp is per reader): use
  * one per thread.
+ *
+ * Safety (as gtime.OpenWith; docs/gtime.md "Security"): gclock_open maps
+ * only a regular file (opened O_NOFOLLOW) of the page size, with one link,
+ * not writable by group or others, owned by root, by the caller's euid, by
+ * opts->owner, or by the owner of the page's directory if that directory is
+ * not writable by group or others and sits in a root-owned directory that
+ * is not either (/run/gclock). Anyone else could have planted or written it.
+ * So only root or the daemon's user can shrink a mapped page; a read of a
+ * page that shrank faults with SIGBUS, unless the reader was opened with
+ * check_size, which fstat()s the page before each read and returns -EIO
+ * (one system call per read; a truncation in the nanoseconds between the
+ * check and the read still faults).
+ *
+ * A restarted daemon puts a new page at the path and marks the old one
+ * replaced: gclock_now and gclock_mapping then map the new page
+ * (gclock_refresh). They also check, at most every 100 ms while the page
+ * does not read synced, whether the path names another file (page removed
+ * and created again). gclock_at and gclock_reference read the page the
+ * reader holds: programs that use only those call gclock_refresh now and
+ * then. The sequence counter continues across a restart (never goes back).
  */
 #ifndef GCLOCK_H
 #define GCLOCK_H
@@ -48,13 +71,17 @@ extern "C" {
 #define GCLOCK_MAGIC 0x314d48534b4c4347ULL /* "GCLKSHM1" little-endian */
 #define GCLOCK_VERSION 2u
 #define GCLOCK_PAGE_SIZE 4096u
+/* A reader keeps a copy of its page's path, shorter than this. */
+#define GCLOCK_PATH_MAX 256
 
 /* Statuses, as gtime.Status. */
 enum gclock_status {
 	GCLOCK_UNSYNCED = 0,  /* no estimate yet: bounds unbounded */
 	GCLOCK_SYNCED = 1,    /* recently updated by the daemon */
 	GCLOCK_STALE = 2,     /* page older than its limit: bounds widen at the worst-case drift */
-	GCLOCK_NO_DAEMON = 3  /* the daemon closed the page: bounds widen as for stale */
+	GCLOCK_NO_DAEMON = 3, /* the daemon closed the page: bounds widen as for stale */
+	GCLOCK_DEGRADED = 4   /* the data contradicted the daemon's clock model: the
+	                         bounds are what it still holds certain, not synced */
 };
 
 /* Timescales, as gtime.Timescale. */
@@ -83,15 +110,30 @@ enum {
 	GCLOCK_W_END = 18
 };
 
+/* Options of gclock_open_opts; zero-initialize, then set what you need. */
+struct gclock_options {
+	int owner;      /* > 0: a uid trusted to own the page (the daemon's user) */
+	int check_size; /* fstat the page before each read: -EIO, not SIGBUS, if it shrank */
+};
+
 struct gclock_reader {
 	const volatile uint64_t *page; /* 64-bit words of the mapped page */
 	int64_t last;                  /* largest est returned */
 	uint64_t cache[GCLOCK_W_END];  /* last checked copy of the page */
 	int cached;                    /* cache holds a checked copy */
+	/* Following the path (gclock_refresh). */
+	int fd;                        /* the page's descriptor with check_size, else -1 */
+	int owner, check_size;         /* the options */
+	int followed;                  /* a refresh was tried after the page read as replaced */
+	uint64_t dev, ino;             /* the mapped file */
+	int64_t next_check;            /* local time before which the path is not checked again */
+	char path[GCLOCK_PATH_MAX];
 };
 
 #define GCLOCK_FLAG_VALID (1ULL << 16)
 #define GCLOCK_FLAG_CLOSED (1ULL << 17)
+#define GCLOCK_FLAG_REPLACED (1ULL << 18) /* a restarted daemon replaced this page */
+#define GCLOCK_CHECK_EVERY_NS 100000000LL
 #define GCLOCK_MAX_HALF_WIDTH (INT64_MAX / 4)
 /* Retry a copy that overlapped an update: spin, then yield, for at most
  * 100 ms (a writer that died mid-update must not hang its readers). */
@@ -105,6 +147,7 @@ static inline const char *gclock_status_name(int s)
 	case GCLOCK_SYNCED: return "synced";
 	case GCLOCK_STALE: return "stale";
 	case GCLOCK_NO_DAEMON: return "no-daemon";
+	case GCLOCK_DEGRADED: return "degraded";
 	default: return "unknown";
 	}
 }
@@ -181,8 +224,20 @@ static inline int64_t gclock__ceil_width(double w)
 
 static inline int gclock__finite(double f) { return f == f && f - f == 0; }
 
-/* gclock_snapshot copies the page's words under the seqlock into w[]. */
-static inline int gclock_snapshot(const struct gclock_reader *r, uint64_t w[GCLOCK_W_END])
+/* gclock__size_ok returns -EIO if the reader checks the page's size and
+ * the file shrank (reading it would fault). */
+static inline int gclock__size_ok(const struct gclock_reader *r)
+{
+	struct stat st;
+	if (r->fd < 0)
+		return 0;
+	if (fstat(r->fd, &st) != 0)
+		return -errno;
+	return st.st_size < (off_t)GCLOCK_PAGE_SIZE ? -EIO : 0;
+}
+
+/* gclock__copy copies the page's words under the seqlock into w[]. */
+static inline int gclock__copy(const volatile uint64_t *page, uint64_t w[GCLOCK_W_END])
 {
 	int64_t start = 0;
 	for (long i = 0;; i++) {
@@ -193,19 +248,28 @@ static inline int gclock_snapshot(const struct gclock_reader *r, uint64_t w[GCLO
 				return -EBUSY;
 			sched_yield();
 		}
-		uint64_t s1 = __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE);
+		uint64_t s1 = __atomic_load_n(&page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE);
 		if (s1 & 1)
 			continue;
 		for (int k = 0; k < GCLOCK_W_END; k++)
-			w[k] = __atomic_load_n(&r->page[k], __ATOMIC_RELAXED);
+			w[k] = __atomic_load_n(&page[k], __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_RELAXED) != s1)
+		if (__atomic_load_n(&page[GCLOCK_W_SEQ], __ATOMIC_RELAXED) != s1)
 			continue;
 		if (w[GCLOCK_W_MAGIC] != GCLOCK_MAGIC ||
 		    w[GCLOCK_W_VERSION] != (GCLOCK_VERSION | ((uint64_t)GCLOCK_PAGE_SIZE << 32)))
 			return -EPROTO;
 		return 0;
 	}
+}
+
+/* gclock_snapshot copies the reader's page's words under the seqlock into w[]. */
+static inline int gclock_snapshot(const struct gclock_reader *r, uint64_t w[GCLOCK_W_END])
+{
+	int err = gclock__size_ok(r);
+	if (err != 0)
+		return err;
+	return gclock__copy(r->page, w);
 }
 
 /* gclock__check rejects values no writer publishes (-EINVAL). */
@@ -219,7 +283,7 @@ static inline int gclock__check(const uint64_t w[GCLOCK_W_END])
 	double skew = gclock__f(w[GCLOCK_W_SKEW]), skewerr = gclock__f(w[GCLOCK_W_SKEWERR]);
 	double wander = gclock__f(w[GCLOCK_W_WANDER]), maxdrift = gclock__f(w[GCLOCK_W_MAXDRIFT]);
 	double slewrate = gclock__f(w[GCLOCK_W_SLEWRATE]);
-	if (st > GCLOCK_NO_DAEMON || ts > GCLOCK_TS_MEAN_DRIFT)
+	if (st > GCLOCK_DEGRADED || ts > GCLOCK_TS_MEAN_DRIFT)
 		return -EINVAL;
 	if (valid && (!gclock__finite(skew) || !gclock__finite(skewerr) || skewerr < 0 ||
 		      !gclock__finite(wander) || wander < 0 || w0 < 0 || staleafter <= 0 ||
@@ -309,27 +373,210 @@ static inline int gclock_at(const struct gclock_reader *r, int64_t x, struct gcl
 	return gclock_eval(w, x, t);
 }
 
-/* gclock_now reads global time now; est never decreases on this reader.
- * While the sequence counter has not moved since the last read, the page is
- * unchanged and the reader's checked copy is used: one atomic load instead
- * of a seqlock copy. */
-static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
+/* gclock__dirname cuts buf (a path) to its directory, as Go's filepath.Dir
+ * does for clean paths: "a/b" -> "a", "/a" -> "/", "a" -> ".". */
+static inline void gclock__dirname(char *buf)
 {
-	int64_t x = gclock_raw_now();
-	uint64_t seq = __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE);
-	if (!r->cached || seq != r->cache[GCLOCK_W_SEQ]) {
-		uint64_t w[GCLOCK_W_END];
-		int err = gclock_snapshot(r, w);
-		if (err == 0)
-			err = gclock__check(w);
+	size_t n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		n--;
+	while (n > 0 && buf[n - 1] != '/')
+		n--;
+	while (n > 1 && buf[n - 1] == '/')
+		n--;
+	if (n == 0)
+		buf[n++] = '.';
+	buf[n] = 0;
+}
+
+/* gclock__trusted says whether a page owned by uid may be read: root, the
+ * caller's euid, owner (> 0), or the owner of the page's directory when
+ * nobody else can create files there: the directory is not writable by
+ * group or others and sits in a root-owned directory that is not either
+ * (a daemon's /run/gclock). As gtime's trustedOwner. */
+static inline int gclock__trusted(uid_t uid, const char *path, int owner)
+{
+	char dir[GCLOCK_PATH_MAX];
+	struct stat st;
+	if (uid == 0 || uid == geteuid() || (owner > 0 && uid == (uid_t)owner))
+		return 1;
+	memcpy(dir, path, strlen(path) + 1);
+	gclock__dirname(dir);
+	if (stat(dir, &st) != 0 || st.st_uid != uid || (st.st_mode & 022) != 0)
+		return 0;
+	if (strcmp(dir, ".") == 0)
+		memcpy(dir, "..", 3);
+	else
+		gclock__dirname(dir);
+	return stat(dir, &st) == 0 && st.st_uid == 0 && (st.st_mode & 022) == 0;
+}
+
+/* gclock__map opens (O_NOFOLLOW: no symbolic link; O_NONBLOCK: no FIFO
+ * hang), checks and maps the page at path. On success *page is mapped and
+ * *fd is the open descriptor (the caller closes or keeps it). */
+static inline int gclock__map(const char *path, int owner, const volatile uint64_t **page, int *fd,
+			      uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+	uint64_t w[GCLOCK_W_END];
+	int f = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (f < 0)
+		return -errno;
+	if (fstat(f, &st) != 0) {
+		int e = -errno;
+		close(f);
+		return e;
+	}
+	int err = 0;
+	if (!S_ISREG(st.st_mode))
+		err = -EPROTO;
+	else if (!gclock__trusted(st.st_uid, path, owner) || (st.st_mode & 022) != 0 || st.st_nlink != 1)
+		err = -EPERM;
+	else if (st.st_size != (off_t)GCLOCK_PAGE_SIZE)
+		err = -EPROTO;
+	if (err != 0) {
+		close(f);
+		return err;
+	}
+	void *p = mmap(0, GCLOCK_PAGE_SIZE, PROT_READ, MAP_SHARED, f, 0);
+	if (p == MAP_FAILED) {
+		int e = -errno;
+		close(f);
+		return e;
+	}
+	if (gclock__copy((const volatile uint64_t *)p, w) == -EPROTO) {
+		munmap(p, GCLOCK_PAGE_SIZE);
+		close(f);
+		return -EPROTO;
+	}
+	*page = (const volatile uint64_t *)p;
+	*fd = f;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* gclock_refresh maps the page the reader's path names now if that is
+ * another file than the mapped one (a restarted daemon replaced the page,
+ * or it was removed and created again). Returns 1 if it did, 0 if the path
+ * names the mapped page, or -errno (the reader keeps its page). gclock_now
+ * calls it when needed. */
+static inline int gclock_refresh(struct gclock_reader *r)
+{
+	struct stat st;
+	const volatile uint64_t *page;
+	uint64_t dev, ino;
+	int fd;
+	if (stat(r->path, &st) != 0)
+		return -errno;
+	if ((uint64_t)st.st_dev == r->dev && (uint64_t)st.st_ino == r->ino)
+		return 0;
+	int err = gclock__map(r->path, r->owner, &page, &fd, &dev, &ino);
+	if (err != 0)
+		return err;
+	if (dev == r->dev && ino == r->ino) {
+		munmap((void *)page, GCLOCK_PAGE_SIZE);
+		close(fd);
+		return 0;
+	}
+	if (!r->check_size) {
+		close(fd);
+		fd = -1;
+	}
+	if (r->page)
+		munmap((void *)r->page, GCLOCK_PAGE_SIZE);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->page = page;
+	r->fd = fd;
+	r->dev = dev;
+	r->ino = ino;
+	r->cached = 0;
+	r->followed = 0;
+	return 1;
+}
+
+/* gclock__due says whether the path may be checked at local time x. */
+static inline int gclock__due(struct gclock_reader *r, int64_t x)
+{
+	if (x < r->next_check)
+		return 0;
+	r->next_check = gclock__sat_add(x, GCLOCK_CHECK_EVERY_NS);
+	return 1;
+}
+
+/* gclock__current makes r->cache a checked copy of the page the reader's
+ * path holds at local time x: the cached copy while the counter has not
+ * moved (one atomic load), following a replaced page (see the top). With
+ * check_path, a page that does not read synced also makes it look at the
+ * path (at most every 100 ms). */
+static inline int gclock__current(struct gclock_reader *r, int64_t x, int check_path)
+{
+	for (int attempt = 0;; attempt++) {
+		int err = gclock__size_ok(r);
+		if (err == -EIO && attempt == 0 && gclock__due(r, x) && gclock_refresh(r) == 1)
+			continue; /* the daemon replaces a page it finds truncated */
 		if (err != 0) {
 			r->cached = 0;
 			return err;
 		}
-		memcpy(r->cache, w, sizeof w);
-		r->cached = 1;
+		uint64_t seq = __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE);
+		if (!r->cached || seq != r->cache[GCLOCK_W_SEQ]) {
+			uint64_t w[GCLOCK_W_END];
+			err = gclock__copy(r->page, w);
+			if (err == 0)
+				err = gclock__check(w);
+			if (err != 0) {
+				r->cached = 0;
+				return err;
+			}
+			memcpy(r->cache, w, sizeof w);
+			r->cached = 1;
+		}
+		if (attempt > 0)
+			return 0;
+		uint64_t flags = r->cache[GCLOCK_W_FLAGS];
+		if (flags & GCLOCK_FLAG_REPLACED) {
+			int first = !r->followed;
+			r->followed = 1;
+			if ((first || gclock__due(r, x)) && gclock_refresh(r) == 1)
+				continue;
+		} else if (check_path &&
+			   ((flags & (GCLOCK_FLAG_VALID | GCLOCK_FLAG_CLOSED)) != GCLOCK_FLAG_VALID ||
+			   (int)(flags & 0xff) != GCLOCK_SYNCED ||
+			    gclock__sat_sub(x, (int64_t)r->cache[GCLOCK_W_UPDATED]) >
+				    (int64_t)r->cache[GCLOCK_W_STALEAFTER])) {
+			/* Not synced: does the path name another page? */
+			if (gclock__due(r, x) && gclock_refresh(r) == 1)
+				continue;
+		}
+		return 0;
+	}
+}
+
+/* gclock_now reads global time now; est never decreases on this reader.
+ * While the sequence counter has not moved since the last read, the page is
+ * unchanged and the reader's checked copy is used: one atomic load instead
+ * of a seqlock copy. It follows a replaced page (see the top of the file). */
+static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
+{
+	int64_t x = gclock_raw_now();
+	/* Fast path: an unchanged, not replaced page and no size check. */
+	if (!(r->fd < 0 && r->cached &&
+	      __atomic_load_n(&r->page[GCLOCK_W_SEQ], __ATOMIC_ACQUIRE) == r->cache[GCLOCK_W_SEQ] &&
+	      !(r->cache[GCLOCK_W_FLAGS] & GCLOCK_FLAG_REPLACED))) {
+		int err = gclock__current(r, x, 0);
+		if (err != 0)
+			return err;
 	}
 	gclock__eval(r->cache, x, t);
+	if (t->status != GCLOCK_SYNCED && gclock__due(r, x) && gclock_refresh(r) == 1) {
+		/* Not synced, and the path names another page: read that. */
+		int err = gclock__current(r, x, 0);
+		if (err != 0)
+			return err;
+		gclock__eval(r->cache, x, t);
+	}
 	if (t->est < r->last)
 		t->est = r->last;
 	else
@@ -337,39 +584,41 @@ static inline int gclock_now(struct gclock_reader *r, struct gclock_time *t)
 	return 0;
 }
 
-/* gclock_open maps the page at path (NULL: the default) read-only. */
-static inline int gclock_open(struct gclock_reader *r, const char *path)
+/* gclock_open_opts maps the page at path (NULL: the default) read-only,
+ * refusing an unsafe one (see the top of the file). opts may be NULL. */
+static inline int gclock_open_opts(struct gclock_reader *r, const char *path, const struct gclock_options *opts)
 {
-	struct stat st;
-	r->page = 0;
+	memset(r, 0, sizeof *r);
 	r->last = INT64_MIN;
-	r->cached = 0;
-	int fd = open(path ? path : GCLOCK_DEFAULT_PATH, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0) {
-		int e = -errno;
-		close(fd);
-		return e;
+	r->fd = -1;
+	if (!path)
+		path = GCLOCK_DEFAULT_PATH;
+	size_t n = strlen(path);
+	if (n >= GCLOCK_PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(r->path, path, n + 1);
+	if (opts) {
+		r->owner = opts->owner;
+		r->check_size = opts->check_size != 0;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_size != GCLOCK_PAGE_SIZE) {
-		close(fd);
-		return -EPROTO;
-	}
-	void *p = mmap(0, GCLOCK_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	int e = errno;
-	close(fd);
-	if (p == MAP_FAILED)
-		return -e;
-	r->page = (const volatile uint64_t *)p;
-	uint64_t w[GCLOCK_W_END];
-	int err = gclock_snapshot(r, w);
-	if (err == -EPROTO) {
-		munmap(p, GCLOCK_PAGE_SIZE);
+	int fd;
+	int err = gclock__map(r->path, r->owner, &r->page, &fd, &r->dev, &r->ino);
+	if (err != 0) {
 		r->page = 0;
 		return err;
 	}
+	if (r->check_size)
+		r->fd = fd;
+	else
+		close(fd);
 	return 0;
+}
+
+/* gclock_open maps the page at path (NULL: the default) read-only, with
+ * default options. */
+static inline int gclock_open(struct gclock_reader *r, const char *path)
+{
+	return gclock_open_opts(r, path, 0);
 }
 
 /* The daemon's local->global mapping as published (estimate.Mapping; local
@@ -391,15 +640,14 @@ struct gclock_mapping {
 
 /* gclock_mapping reads the daemon's current mapping (as gtime's
  * Reader.Mapping; trace recorders log it, see gct_poll_page in
- * gclock_trace.h). Returns 0 or -errno. */
-static inline int gclock_mapping(const struct gclock_reader *r, struct gclock_mapping *m)
+ * gclock_trace.h), following a restarted daemon's page as gclock_now does.
+ * Returns 0 or -errno. */
+static inline int gclock_mapping(struct gclock_reader *r, struct gclock_mapping *m)
 {
-	uint64_t w[GCLOCK_W_END];
-	int err = gclock_snapshot(r, w);
-	if (err == 0)
-		err = gclock__check(w);
+	int err = gclock__current(r, gclock_raw_now(), 1);
 	if (err != 0)
 		return err;
+	const uint64_t *w = r->cache;
 	uint64_t flags = w[GCLOCK_W_FLAGS];
 	m->from = (int64_t)w[GCLOCK_W_UPDATED];
 	m->x0 = (int64_t)w[GCLOCK_W_X0];
@@ -440,7 +688,10 @@ static inline void gclock_close(struct gclock_reader *r)
 {
 	if (r->page)
 		munmap((void *)r->page, GCLOCK_PAGE_SIZE);
+	if (r->fd >= 0)
+		close(r->fd);
 	r->page = 0;
+	r->fd = -1;
 }
 
 #ifdef __cplusplus

@@ -109,9 +109,10 @@ int gct_close(gct_writer *w);
 #ifdef GCLOCK_H
 /* gct_poll_page reads the daemon's current mapping from its page and
  * records it if it is valid and new (gct_poll_mapping): the C form of the Go
- * recorder's PollMapping(gtime.Reader). Returns 1, 0, or a negative errno
- * from the page (gclock_mapping), or -1 after a write error. */
-static inline int gct_poll_page(gct_writer *w, const struct gclock_reader *r)
+ * recorder's PollMapping(gtime.Reader). It follows a restarted daemon's
+ * page (gclock_mapping). Returns 1, 0, or a negative errno from the page
+ * (gclock_mapping), or -1 after a write error. */
+static inline int gct_poll_page(gct_writer *w, struct gclock_reader *r)
 {
     struct gclock_mapping g;
     int err = gclock_mapping(r, &g);

@@ -3,11 +3,15 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"math"
 	"os"
+	"os/user"
+	"strconv"
 	"time"
 
 	"github.com/gclock/gclock/gtime"
@@ -19,13 +23,26 @@ func init() {
 	})
 }
 
-const nowUsage = `usage: gclock now [-page PATH] [-json]
+const nowUsage = `usage: gclock now [-page PATH] [-owner USER] [-json] [-max-width D]
+       gclock now -check [-timeout D] [-interval D] [-max-width D] [...]
 
 Reads the global-time page the daemon publishes (a shared-memory file) and
 prints global time, its guaranteed bounds [earliest, latest], their width and
-the daemon's status. The status is one of synced, stale (no update for longer
-than the page's limit: the bounds keep widening at the worst-case drift),
-no-daemon (the daemon closed the page or its process is gone) and unsynced.
+the daemon's status. The status is one of synced, degraded (the data
+contradicted the daemon's clock model: the bounds are what it still holds
+certain, re-acquiring), stale (no update for longer than the page's limit: the
+bounds keep widening at the worst-case drift), no-daemon (the daemon closed
+the page or its process is gone) and unsynced. Only synced promises that the
+truth is inside the bounds.
+
+Exit status: 0 when the reading is synced (and, with -max-width, its bounds
+are at most that wide), 1 otherwise (the reading is still printed) or on an
+error. With -check, gclock now waits up to -timeout for such a reading,
+reading every -interval (the page may not exist yet while the daemon starts),
+like chronyc waitsync; it prints the last reading.
+
+The page is refused if someone other than root, you, the -owner user or the
+owner of a directory only its owner can write could have written it.
 
 flags:
 `
@@ -48,11 +65,34 @@ type nowReport struct {
 	Reference uint32 `json:"reference"`
 }
 
+// nowReading is one read of the page with what gclock now prints.
+type nowReading struct {
+	t  gtime.Time
+	in gtime.Info
+}
+
+// good says whether the reading is synced within maxWidth (0: any width);
+// if not, why.
+func (r nowReading) good(maxWidth time.Duration) (bool, string) {
+	if r.t.Status != gtime.StatusSynced {
+		return false, fmt.Sprintf("status %s, not synced", r.t.Status)
+	}
+	if maxWidth > 0 && r.t.Width() > int64(maxWidth) {
+		return false, fmt.Sprintf("width %v above -max-width %v", time.Duration(r.t.Width()), maxWidth)
+	}
+	return true, ""
+}
+
 func runNow(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("now", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	page := fs.String("page", "", "`path` of the global-time page (default: $GCLOCK_PAGE, else "+gtime.DefaultPath+")")
+	owner := fs.String("owner", "", "trust a page owned by this user (name or uid; the daemon's user)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	check := fs.Bool("check", false, "wait up to -timeout for a synced reading (exit 1 if none)")
+	timeout := fs.Duration("timeout", 30*time.Second, "with -check: how long to wait")
+	interval := fs.Duration("interval", 100*time.Millisecond, "with -check: time between reads")
+	maxWidth := fs.Duration("max-width", 0, "a reading wider than this (earliest to latest) is not good (0: any width)")
 	fs.Usage = func() { fmt.Fprint(stderr, nowUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,24 +105,121 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 		// the Kubernetes DaemonSet put the page elsewhere).
 		*page = cmp.Or(os.Getenv("GCLOCK_PAGE"), gtime.DefaultPath)
 	}
-	r, err := gtime.Open(*page)
-	if err != nil {
-		return fmt.Errorf("%w (hint: start gclock daemon, or pass -page)", err)
+	switch {
+	case *timeout <= 0:
+		return fmt.Errorf("-timeout %v: must be > 0", *timeout)
+	case *interval <= 0:
+		return fmt.Errorf("-interval %v: must be > 0", *interval)
+	case *maxWidth < 0:
+		return fmt.Errorf("-max-width %v: must be >= 0", *maxWidth)
 	}
-	defer r.Close()
+	var opts gtime.OpenOptions
+	if *owner != "" {
+		uid, err := lookupUID(*owner)
+		if err != nil {
+			return fmt.Errorf("-owner %q: %w", *owner, err)
+		}
+		opts.Owner = uid
+	}
+	show := func(rd nowReading) error { return printNow(stdout, *page, rd, *asJSON) }
+	if !*check {
+		r, err := gtime.OpenWith(*page, opts)
+		if err != nil {
+			return fmt.Errorf("%w (hint: start gclock daemon, or pass -page)", err)
+		}
+		defer r.Close()
+		rd, err := readNow(r)
+		if err != nil {
+			return err
+		}
+		if err := show(rd); err != nil {
+			return err
+		}
+		if ok, why := rd.good(*maxWidth); !ok {
+			return fmt.Errorf("%s (%s)", why, *page)
+		}
+		return nil
+	}
+	deadline := time.Now().Add(*timeout)
+	var r *gtime.Reader
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
+	var last *nowReading
+	var why string
+	for {
+		var err error
+		if r == nil {
+			r, err = gtime.OpenWith(*page, opts)
+			if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				return err // not a page, or refused: waiting will not help
+			}
+		}
+		if r != nil {
+			rd, err := readNow(r)
+			if err != nil {
+				why = err.Error() // e.g. a page being replaced: read again
+			} else {
+				last = &rd
+				var ok bool
+				if ok, why = rd.good(*maxWidth); ok {
+					return show(rd)
+				}
+			}
+		} else {
+			why = err.Error()
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if last != nil {
+				if err := show(*last); err != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("no good reading within -timeout %v: %s (%s)", *timeout, why, *page)
+		}
+		time.Sleep(min(*interval, left))
+	}
+}
+
+// readNow reads the page once; a synced, stale or degraded page whose
+// writer's process is gone says no-daemon.
+func readNow(r *gtime.Reader) (nowReading, error) {
 	t, err := r.Now()
 	if err != nil {
-		return err
+		return nowReading{}, err
 	}
 	in, err := r.Info()
 	if err != nil {
-		return err
+		return nowReading{}, err
 	}
-	if (t.Status == gtime.StatusSynced || t.Status == gtime.StatusStale) && !in.WriterAlive {
+	if t.Status != gtime.StatusUnsynced && t.Status != gtime.StatusNoDaemon && !in.WriterAlive {
 		t.Status = gtime.StatusNoDaemon // the writer died without closing the page
 	}
+	return nowReading{t, in}, nil
+}
+
+// lookupUID resolves a user name or numeric uid.
+func lookupUID(s string) (int, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("uid must be >= 0")
+		}
+		return n, nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(u.Uid)
+}
+
+func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
+	t, in := rd.t, rd.in
 	rep := nowReport{
-		Page: *page, EstNs: t.Est, Status: t.Status.String(), Timescale: in.Timescale.String(),
+		Page: page, EstNs: t.Est, Status: t.Status.String(), Timescale: in.Timescale.String(),
 		DaemonPID: in.WriterPID, DaemonAlive: in.WriterAlive, AgeNs: int64(in.Age),
 		Node: in.Node, Reference: in.Reference,
 	}
@@ -91,7 +228,7 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 		w := t.Width()
 		rep.EarliestNs, rep.LatestNs, rep.WidthNs = &t.Earliest, &t.Latest, &w
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)

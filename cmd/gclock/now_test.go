@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,15 +22,21 @@ func TestNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	runJSON := func() nowReport {
+	// runJSON runs gclock now -json; only a synced page succeeds (exit 0),
+	// any other prints the reading and fails naming the status.
+	runJSON := func(extra ...string) nowReport {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if err := runNow([]string{"-page", path, "-json"}, &out, &errb); err != nil {
-			t.Fatalf("gclock now: %v (%s)", err, errb.String())
-		}
+		err := runNow(append([]string{"-page", path, "-json"}, extra...), &out, &errb)
 		var rep nowReport
-		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-			t.Fatalf("bad JSON %q: %v", out.String(), err)
+		if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+			t.Fatalf("bad JSON %q: %v (%v %s)", out.String(), jerr, err, errb.String())
+		}
+		if synced := rep.Status == "synced"; synced != (err == nil) {
+			t.Fatalf("gclock now: status %s, err %v: want an error exactly when not synced", rep.Status, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "status "+rep.Status+", not synced") {
+			t.Fatalf("gclock now: err %v does not name the status %s", err, rep.Status)
 		}
 		return rep
 	}
@@ -65,6 +72,42 @@ func TestNow(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// -max-width: a synced reading wider than asked is not good.
+	if err := runNow([]string{"-page", path, "-max-width", "1us"}, &out, &out); err == nil || !strings.Contains(err.Error(), "above -max-width 1µs") {
+		t.Errorf("-max-width 1us on a 3 us wide page: err %v", err)
+	}
+	if err := runNow([]string{"-page", path, "-max-width", "1ms"}, &out, &out); err != nil {
+		t.Errorf("-max-width 1ms on a 3 us wide page: %v", err)
+	}
+	if _, err := user.Lookup("nobody"); err == nil {
+		if err := runNow([]string{"-page", path, "-owner", "nobody"}, &out, &out); err != nil {
+			t.Errorf("-owner nobody: %v", err)
+		}
+	}
+	// Degraded and stale pages are not synced.
+	for _, c := range []struct {
+		status     gtime.Status
+		staleAfter time.Duration
+		want       string
+	}{
+		{gtime.StatusDegraded, time.Minute, "degraded"},
+		{gtime.StatusSynced, time.Nanosecond, "stale"}, // older than its limit when read
+		{gtime.StatusStale, time.Minute, "stale"},
+		{gtime.StatusSynced, time.Minute, "synced"},
+	} {
+		local := gtime.RawNow()
+		err = w.Publish(gtime.Update{
+			Local:   local,
+			Mapping: estimate.Mapping{X0: local, Y0: local + int64(time.Hour), W0: 1500, SkewErr: 1e-7, Valid: true},
+			Status:  c.status, StaleAfter: c.staleAfter, MaxDrift: 1e-4, MaxSlewRate: 5e-4,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep = runJSON(); rep.Status != c.want {
+			t.Errorf("published %v: read %s, want %s", c.status, rep.Status, c.want)
+		}
+	}
 	w.Close()
 	if rep = runJSON(); rep.Status != "no-daemon" || rep.DaemonPID != 0 {
 		t.Errorf("closed page: %+v", rep)
@@ -73,7 +116,76 @@ func TestNow(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "missing") || !strings.Contains(err.Error(), "hint") {
 		t.Errorf("missing page: err = %v", err)
 	}
-	if err := runNow([]string{"extra"}, &out, &out); err == nil {
-		t.Error("stray argument accepted")
+	for _, args := range [][]string{{"extra"}, {"-timeout", "0"}, {"-interval", "-1s"}, {"-max-width", "-1ns"}, {"-owner", "no-such-user-gclock"}} {
+		if err := runNow(args, &out, &out); err == nil {
+			t.Errorf("gclock now %v accepted", args)
+		}
+	}
+}
+
+// TestNowCheck: -check waits for a page that does not exist yet to read
+// synced, and gives up after -timeout on one that never does.
+func TestNowCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "page")
+	var w *gtime.Writer
+	made := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		var err error
+		if w, err = gtime.NewWriter(path); err != nil {
+			made <- err
+			return
+		}
+		time.Sleep(300 * time.Millisecond) // unsynced meanwhile
+		local := gtime.RawNow()
+		made <- w.Publish(gtime.Update{
+			Local:   local,
+			Mapping: estimate.Mapping{X0: local, Y0: local, W0: 1500, Valid: true},
+			Status:  gtime.StatusSynced, StaleAfter: time.Minute, MaxDrift: 1e-4, MaxSlewRate: 5e-4,
+		})
+	}()
+	var out bytes.Buffer
+	start := time.Now()
+	err := runNow([]string{"-page", path, "-check", "-timeout", "20s", "-interval", "20ms", "-max-width", "1ms"}, &out, &out)
+	if err != nil {
+		t.Fatalf("-check: %v\n%s", err, out.String())
+	}
+	if perr := <-made; perr != nil {
+		t.Fatal(perr)
+	}
+	defer w.Close()
+	if d := time.Since(start); d < 600*time.Millisecond {
+		t.Errorf("-check returned after %v, before the page was synced", d)
+	}
+	if !strings.Contains(out.String(), "status       synced") {
+		t.Errorf("-check printed\n%s", out.String())
+	}
+	// Never good enough: fails after the timeout, printing the last reading.
+	out.Reset()
+	start = time.Now()
+	err = runNow([]string{"-page", path, "-check", "-timeout", "300ms", "-max-width", "1ns"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "no good reading within -timeout 300ms") || !strings.Contains(err.Error(), "above -max-width") {
+		t.Errorf("-check on a page never narrow enough: %v", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > 10*time.Second {
+		t.Errorf("-check -timeout 300ms took %v", d)
+	}
+	if !strings.Contains(out.String(), "width") {
+		t.Errorf("-check did not print the last reading:\n%s", out.String())
+	}
+	// A page refused as unsafe fails at once.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	b, _ := os.ReadFile(path)
+	must(os.WriteFile(bad, b, 0o666))
+	must(os.Chmod(bad, 0o666))
+	start = time.Now()
+	if err := runNow([]string{"-page", bad, "-check", "-timeout", "5s"}, &out, &out); err == nil || !strings.Contains(err.Error(), "refused") || time.Since(start) > 2*time.Second {
+		t.Errorf("-check on a 0666 page: %v after %v, want an immediate refusal", err, time.Since(start))
 	}
 }
