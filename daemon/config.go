@@ -36,6 +36,8 @@ type Config struct {
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
+	NTP        NTPConfig        `yaml:"ntp"`      // daemon/ntp.go
+	Refclock   RefclockConfig   `yaml:"refclock"` // daemon/ntp.go
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
@@ -263,6 +265,8 @@ func DefaultConfig() Config {
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
 		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500},
+		NTP:        NTPConfig{Stratum: 1},
+		Refclock:   RefclockConfig{Every: Duration(time.Second)},
 	}
 }
 
@@ -312,6 +316,7 @@ func (c *Config) Validate() error {
 		checkHostPort(&e, "metrics.listen", c.Metrics.Listen, true)
 	}
 	c.RealTime.validate(&e)
+	c.validateNTP(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)
 	}
