@@ -311,3 +311,69 @@ func ParseChronyMeasurements(log string) ([]ChronyMeasurement, error) {
 	}
 	return out, nil
 }
+
+// ChronyRefclock is a chronyd -x in one host that reads gclock's refclock
+// feed (`refclock SOCK`): it never touches the clock, and `chronyc
+// tracking` says how far it finds the system clock from gclock's time.
+type ChronyRefclock struct {
+	Host int
+	Dir  string // its private directory: config, log, sockets
+	Sock string // the refclock socket: the daemon's refclock.sock
+	Cmd  string // chronyc's socket (chronyc -h Cmd)
+	Proc *Proc
+}
+
+// StartChronyRefclock starts chronyd -x in host with
+// `refclock SOCK <dir>/refclock.sock refid GCLK poll 0`; Down stops it.
+func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
+	if _, err := exec.LookPath("chronyd"); err != nil {
+		return nil, fmt.Errorf("lab: chronyd not found (install chrony; ci/deps.sh does): %w", err)
+	}
+	dir, err := l.peerDir(fmt.Sprintf("chrony-refclock-h%d", host))
+	if err != nil {
+		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
+	}
+	c := &ChronyRefclock{Host: host, Dir: dir, Sock: filepath.Join(dir, "refclock.sock"), Cmd: filepath.Join(dir, "chronyd.sock")}
+	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n"+
+		"refclock SOCK %s refid GCLK poll 0 precision 1e-7\n", dir, c.Cmd, c.Sock)
+	cf := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "chronyd.log"))
+	if err != nil {
+		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
+	}
+	defer logf.Close()
+	// -x: never touch the clock; -d: foreground, log to stderr.
+	if c.Proc, err = l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, ExecOptions{Stdout: logf, Stderr: logf}); err != nil {
+		return nil, err
+	}
+	_ = os.MkdirAll("/var/run/chrony", 0o750) // chronyc's reply socket
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(c.Sock); err == nil {
+			return c, nil
+		}
+		select {
+		case <-c.Proc.Done():
+			return nil, fmt.Errorf("lab: chronyd in host %d exited: %v (log: %s)", host, c.Proc.Err(), dir)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("lab: chronyd in host %d made no refclock socket in 5 s (log: %s)", host, dir)
+		}
+	}
+}
+
+// Tracking reads `chronyc tracking`: the system clock minus gclock's time
+// as chronyd estimates it (ParseChronyTracking); ok false before chronyd
+// has used a sample.
+func (c *ChronyRefclock) Tracking(ctx context.Context) (offsetNs int64, ok bool, out string, err error) {
+	b, err := exec.CommandContext(ctx, "chronyc", "-h", c.Cmd, "tracking").CombinedOutput()
+	if err != nil {
+		return 0, false, string(b), fmt.Errorf("chronyc tracking (host %d): %s: %w", c.Host, strings.TrimSpace(string(b)), err)
+	}
+	offsetNs, ok, err = ParseChronyTracking(string(b))
+	return offsetNs, ok, string(b), err
+}

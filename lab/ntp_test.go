@@ -2,12 +2,16 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/transport"
@@ -138,4 +142,183 @@ func TestStockNTPClients(t *testing.T) {
 	if st := r.Stats(); st.Answered < 3 || st.Refused != 0 {
 		t.Errorf("responder stats %+v", st)
 	}
+}
+
+// TestLabNTP runs a gclock daemon per lab host serving UTC
+// (reference-realtime) over NTP on port 123, with emulated clocks (up to
+// +-5 ms, +-30 ppm) that only the evaluator knows, and:
+//
+//   - queries every host from the next one with ntpdig, ntpdate -q and
+//     chronyd -Q: the truth is the machine's CLOCK_REALTIME, which every
+//     namespace shares, so the offset a client reports is its error; it
+//     must be within the server's bound (its page's width, which covers
+//     the root dispersion it serves; for chronyd also the root dispersion
+//     it read) plus half the round trip the client measured;
+//   - runs chronyd -x with `refclock SOCK` on hosts 1 and 2, fed by their
+//     daemons: `chronyc tracking` must find the system clock within the
+//     host's bound width of gclock's time (again the truth is 0).
+//
+// The bounds are a few hundred us at most (the test checks it), far below
+// the clocks' emulated offsets, so a daemon serving its own clock would
+// fail.
+func TestLabNTP(t *testing.T) {
+	needLab(t)
+	for _, c := range NTPClients {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("%s not installed (ci/deps.sh installs ntpsec-ntpdig, ntpsec-ntpdate and chrony)", c)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	defer l.Down()
+	chronys := map[int]*ChronyRefclock{}
+	for _, h := range []int{1, 2} {
+		c, err := l.StartChronyRefclock(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chronys[h] = c
+	}
+	base := LabDaemonConfig()
+	base.RealTime = daemon.RealTimeConfig{Mode: daemon.RealTimeReference, PollEvery: daemon.Duration(200 * time.Millisecond), MaxSlewPPM: 500}
+	base.NTP.Listen = ":123"
+	gc := DefaultGclockConfig()
+	gc.Command = []string{os.Args[0]}
+	gc.Env = []string{daemonEnv + "=1"}
+	gc.Duration, gc.Warmup = 50*time.Second, 10*time.Second
+	gc.Base = &base
+	gc.Tweak = func(host int, c *daemon.Config) {
+		if ch, ok := chronys[host]; ok {
+			c.Refclock = daemon.RefclockConfig{Sock: ch.Sock, Every: daemon.Duration(250 * time.Millisecond)}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		res GclockResult
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		r, err := l.RunGclock(ctx, gc)
+		done <- result{r, err}
+	}()
+	// The pages, for the bounds.
+	readers := make([]*gtime.Reader, cfg.Hosts)
+	for i := range readers {
+		path := filepath.Join(cfg.RunDir, "gclock", fmt.Sprintf("page-h%d", i))
+		for {
+			r, err := gtime.Open(path)
+			if err == nil {
+				readers[i] = r
+				defer r.Close()
+				break
+			}
+			if time.Since(start) > 15*time.Second {
+				t.Fatalf("host %d: no page: %v", i, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	width := func(i int) int64 {
+		tm, err := readers[i].Now()
+		if err != nil {
+			t.Fatalf("host %d page: %v", i, err)
+		}
+		if tm.Status != gtime.StatusSynced {
+			return -1
+		}
+		return tm.Width()
+	}
+	time.Sleep(time.Until(start.Add(gc.Warmup)))
+
+	errs := map[string][]int64{}
+	var widths []int64
+	qdir := t.TempDir()
+	query := func(server int, client string) {
+		from := (server + 1) % cfg.Hosts
+		w0 := width(server)
+		qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
+		m, err := QueryNTP(qctx, l.HostRunner(from), client, HostAddr(server).String(), qdir)
+		qcancel()
+		w1 := width(server)
+		if err != nil {
+			t.Errorf("host %d -> %d: %v", from, server, err)
+			return
+		}
+		if w0 < 0 || w1 < 0 {
+			t.Errorf("host %d: page not synced around the query", server)
+			return
+		}
+		w := max(w0, w1)
+		widths = append(widths, w)
+		if w > int64(time.Millisecond) {
+			t.Errorf("host %d: bound width %d ns: too wide to tell a wrong time scale", server, w)
+		}
+		bound := m.Bound(w)
+		if client == ClientChronyd {
+			bound = min(bound, m.Bound(-1)) // both must hold: check the tighter
+		}
+		if m.OffsetNs > bound || -m.OffsetNs > bound {
+			t.Errorf("%s in host %d -> host %d: offset %d ns beyond the bound %d ns (width %d, delay %d, root dispersion %d)\n%s",
+				client, from, server, m.OffsetNs, bound, w, m.DelayNs, m.RootDispNs, m.Output)
+		}
+		errs[client] = append(errs[client], max(m.OffsetNs, -m.OffsetNs))
+	}
+	for round := range 4 {
+		for s := range cfg.Hosts {
+			for _, c := range NTPClients {
+				if c == ClientChronyd && round > 0 {
+					continue // 4-8 s each: once per server
+				}
+				query(s, c)
+			}
+		}
+	}
+	// chronyd fed by the refclock: its idea of the system clock's offset.
+	var chronyErrs []int64
+	for _, h := range []int{1, 2} {
+		off, ok, out, err := chronys[h].Tracking(ctx)
+		w := width(h)
+		if err != nil || !ok {
+			t.Errorf("host %d chronyd: no estimate from the refclock (%v):\n%s", h, err, out)
+			continue
+		}
+		if off > w+2000 || -off > w+2000 {
+			t.Errorf("host %d chronyd: system clock %d ns from gclock's time, beyond the bound width %d ns:\n%s", h, off, w, out)
+		}
+		chronyErrs = append(chronyErrs, max(off, -off))
+		t.Logf("host %d chronyd (refclock SOCK): system time %d ns of gclock time (truth 0), bound width %d ns", h, off, w)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("RunGclock: %v", r.err)
+	}
+	for _, n := range r.res.Nodes {
+		if n.BoundCoverage != 1 {
+			t.Errorf("host %d: CLOCK_REALTIME inside the page bounds in %.4f of evaluations, want all", n.ID, n.BoundCoverage)
+		}
+	}
+	for _, c := range r.res.Clocks {
+		t.Logf("host %d clock: %v", c.Host, c)
+	}
+	for _, c := range NTPClients {
+		t.Logf("%s: %d queries, |offset| median %d ns, max %d ns", c, len(errs[c]), pctlNs(errs[c], 0.5), pctlNs(errs[c], 1))
+	}
+	t.Logf("bound widths at the queries: median %d ns, max %d ns; page error median %d ns, p99 %d ns (truth CLOCK_REALTIME)",
+		pctlNs(widths, 0.5), pctlNs(widths, 1), r.res.Summary.ErrorP50Ns, r.res.Summary.ErrorP99Ns)
+}
+
+func pctlNs(v []int64, p float64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
