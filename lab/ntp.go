@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gclock/gclock/ntp"
 )
 
 // Stock NTP clients the lab queries gclock's NTP server with (Debian's
-// ntpsec-ntpdig, ntpsec-ntpdate and chrony). None of them touches the
+// ntpsec-ntpdig, ntpsec-ntpdate, a shell shim over ntpdig, and chrony). None of them touches the
 // clock as run here: ntpdig without -S/-s, ntpdate only with -q (which
 // runs ntpdig without them) and chronyd only with -Q.
 const (
@@ -33,13 +35,13 @@ type NTPMeasurement struct {
 	// OffsetNs is the server's time minus the client's clock, as the client
 	// reports it (microsecond resolution in all three).
 	OffsetNs int64
-	// DelayNs is the round trip the client measured (ntpdig: from its
-	// four timestamps; chronyd: the largest of its samples), or twice
-	// ntpdate's "+/-" (half the round trip plus the clocks' precision).
+	// DelayNs is the round trip the client measured plus the server's
+	// root delay (ntpdig, ntpdate: from the four timestamps and the reply;
+	// chronyd: the largest of its samples).
 	DelayNs int64
 	// RootDispNs is the server's root dispersion as the client read it
-	// (chronyd's measurements log: the largest of its samples); -1 when the
-	// client does not print it.
+	// (ntpdig's hex dump of the reply; chronyd's measurements log: the
+	// largest of its samples).
 	RootDispNs int64
 	Output     string
 }
@@ -97,9 +99,11 @@ func QueryNTP(ctx context.Context, run Runner, client, server, dir string) (NTPM
 	var argv []string
 	switch client {
 	case ClientNtpdig:
-		argv = []string{"ntpdig", "-d", "-t", "2", server}
+		argv = []string{"ntpdig", "-d", "-d", "-t", "2", server}
 	case ClientNtpdate:
-		argv = []string{"ntpdate", "-q", "-t", "2", server}
+		// -q: query only (the shim then runs ntpdig without -S/-s); -d -d
+		// passes through to ntpdig.
+		argv = []string{"ntpdate", "-q", "-d", "-d", "-t", "2", server}
 	case ClientChronyd:
 		logdir := filepath.Join(dir, "chronyd-q")
 		if err := os.RemoveAll(logdir); err != nil {
@@ -124,12 +128,27 @@ func QueryNTP(ctx context.Context, run Runner, client, server, dir string) (NTPM
 		return m, fmt.Errorf("lab: %s %s: %w: %s", client, server, err, strings.TrimSpace(string(out)))
 	}
 	switch client {
-	case ClientNtpdig:
-		m.OffsetNs, m.DelayNs, err = ParseNtpdigDebug(string(out))
-	case ClientNtpdate:
-		var pm int64
-		m.OffsetNs, pm, err = ParseNtpdigLine(string(out))
-		m.DelayNs = 2 * pm
+	case ClientNtpdig, ClientNtpdate:
+		var d NtpdigDebug
+		if d, err = ParseNtpdigDebug(string(out), time.Now().UnixNano()); err != nil {
+			break
+		}
+		m.OffsetNs, m.DelayNs = d.OffsetNs, d.DelayNs
+		if !d.HaveReply {
+			err = errors.New("no hex dump of the reply in its -d -d output")
+			break
+		}
+		if d.Reply.Leap == ntp.LeapUnsync || d.Reply.Stratum == 0 || d.Reply.Stratum >= ntp.MaxStratum {
+			err = fmt.Errorf("the server says it is unsynchronised (leap %d, stratum %d)", d.Reply.Leap, d.Reply.Stratum)
+			break
+		}
+		m.RootDispNs = ntp.ShortNs(d.Reply.RootDispersion) + 1 // ShortNs truncates
+		m.DelayNs += ntp.ShortNs(d.Reply.RootDelay) + 1
+		// The result line must agree (ntpdig's own arithmetic, at its us).
+		var lineOff int64
+		if lineOff, _, err = ParseNtpdigLine(string(out)); err == nil && (lineOff-m.OffsetNs > 1500 || m.OffsetNs-lineOff > 1500) {
+			err = fmt.Errorf("result line offset %d ns, timestamps give %d ns", lineOff, m.OffsetNs)
+		}
 	case ClientChronyd:
 		if m.OffsetNs, err = ParseChronydQ(string(out)); err != nil {
 			break
@@ -185,40 +204,84 @@ func parseSeconds(s string) (int64, error) {
 	return v, nil
 }
 
-// ParseNtpdigDebug reads the four timestamps `ntpdig -d` prints,
+// NtpdigDebug is what `ntpdig -d -d` prints about one exchange.
+type NtpdigDebug struct {
+	OffsetNs, DelayNs int64      // from the four timestamps, at NTP's resolution
+	Reply             ntp.Packet // the server's reply, from the hex dump
+	HaveReply         bool
+}
+
+// ParseNtpdigDebug reads the four timestamps `ntpdig -d` prints in hex,
 //
-//	org t1: 1795603966.869897 rec t2: 1795603966.873431
-//	xmt t3: 1795603966.873526 dst t4: 1795603966.870958
+//	org t1: eeb13c7e.deb19800 rec t2: eeb13c7e.df9930b5
+//	xmt t3: eeb13c7e.df9f63d1 dst t4: eeb13c7e.def72000
 //
-// and returns the offset ((t2-t1)+(t3-t4))/2 and the delay
-// (t4-t1)-(t3-t2), as RFC 5905 defines them (the figures ntpdig itself
-// reports, at its microsecond).
-func ParseNtpdigDebug(out string) (offsetNs, delayNs int64, err error) {
+// (the decimal lines after them are rounded to the microsecond), and with
+// -d -d the hex dumps of the request and the reply (16 bytes a line, the
+// reply's 48 bytes second). The offset ((t2-t1)+(t3-t4))/2 and delay
+// (t4-t1)-(t3-t2) are RFC 5905's, the figures ntpdig reports; the reply
+// gives the server's root dispersion, stratum and leap. pivot (ns since
+// the epoch, e.g. time.Now) picks the NTP era.
+func ParseNtpdigDebug(out string, pivot int64) (NtpdigDebug, error) {
+	var d NtpdigDebug
 	var t [5]int64
 	var have [5]bool
+	var dump []byte
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
+		if b, ok := hexDumpLine(f); ok {
+			dump = append(dump, b...)
+			continue
+		}
 		for i := 0; i+2 < len(f); i++ {
 			if len(f[i+1]) != 3 || f[i+1][0] != 't' || f[i+1][2] != ':' {
 				continue
 			}
 			k := int(f[i+1][1] - '0')
-			if k < 1 || k > 4 || !strings.Contains(f[i+2], ".") || strings.ContainsAny(f[i+2], "abcdef") {
-				continue // the same stamps in hex come first
+			hi, lo, ok := strings.Cut(f[i+2], ".")
+			if k < 1 || k > 4 || !ok || len(hi) != 8 || len(lo) != 8 {
+				continue // the decimal copies
 			}
-			v, err := parseSeconds(f[i+2])
+			v, err := strconv.ParseUint(hi+lo, 16, 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("ntpdig -d: t%d: %w", k, err)
+				return d, fmt.Errorf("ntpdig -d: t%d %q: not an NTP timestamp", k, f[i+2])
 			}
-			t[k], have[k] = v, true
+			t[k], have[k] = ntp.UnixNs(v, pivot), true
 		}
 	}
 	for k := 1; k <= 4; k++ {
 		if !have[k] {
-			return 0, 0, fmt.Errorf("ntpdig -d: no t%d in its output (no answer?)", k)
+			return d, fmt.Errorf("ntpdig -d: no t%d in its output (no answer?): %q", k, strings.TrimSpace(out))
 		}
 	}
-	return ((t[2] - t[1]) + (t[3] - t[4])) / 2, (t[4] - t[1]) - (t[3] - t[2]), nil
+	d.OffsetNs = ((t[2] - t[1]) + (t[3] - t[4])) / 2
+	d.DelayNs = (t[4] - t[1]) - (t[3] - t[2])
+	if len(dump) >= 2*ntp.HeaderLen {
+		if err := d.Reply.UnmarshalBinary(dump[ntp.HeaderLen : 2*ntp.HeaderLen]); err == nil {
+			d.HaveReply = d.Reply.Mode == ntp.ModeServer
+		}
+	}
+	return d, nil
+}
+
+// hexDumpLine reads one line of ntpdig's hex dump: 16 two-digit hex bytes
+// and their printable rendering.
+func hexDumpLine(f []string) ([]byte, bool) {
+	if len(f) < 17 {
+		return nil, false
+	}
+	b := make([]byte, 16)
+	for i := range 16 {
+		if len(f[i]) != 2 {
+			return nil, false
+		}
+		v, err := strconv.ParseUint(f[i], 16, 8)
+		if err != nil {
+			return nil, false
+		}
+		b[i] = byte(v)
+	}
+	return b, true
 }
 
 // ParseNtpdigLine reads ntpdig's (and ntpdate -q's) result line,
