@@ -2,10 +2,8 @@ package lab
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
