@@ -198,7 +198,7 @@ func TestLabNTP(t *testing.T) {
 	gc := DefaultGclockConfig()
 	gc.Command = []string{os.Args[0]}
 	gc.Env = []string{daemonEnv + "=1"}
-	gc.Duration, gc.Warmup = 90*time.Second, 10*time.Second
+	gc.Duration, gc.Warmup = 60*time.Second, 10*time.Second
 	gc.Base = &base
 	gc.Tweak = func(host int, c *daemon.Config) {
 		if ch, ok := chronys[host]; ok {
