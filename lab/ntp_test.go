@@ -219,7 +219,7 @@ func TestLabNTP(t *testing.T) {
 	}()
 	time.Sleep(gc.Warmup)
 
-	errs := map[string][]int64{}
+	errs, delays := map[string][]int64{}, map[string][]int64{}
 	disps := map[int][]int64{}
 	qdir := t.TempDir()
 	query := func(server int, client string) {
@@ -239,6 +239,7 @@ func TestLabNTP(t *testing.T) {
 				client, from, server, m.OffsetNs, b, m.DelayNs, m.RootDispNs, m.Output)
 		}
 		errs[client] = append(errs[client], max(m.OffsetNs, -m.OffsetNs))
+		delays[client] = append(delays[client], m.DelayNs)
 		disps[server] = append(disps[server], m.RootDispNs)
 	}
 	// Queries until 15 s before the daemons stop; chronyd -Q (4-8 s each)
@@ -282,7 +283,8 @@ func TestLabNTP(t *testing.T) {
 		t.Logf("host %d clock: %v", c.Host, c)
 	}
 	for _, c := range NTPClients {
-		t.Logf("%s: %d queries, |offset| median %d ns, max %d ns", c, len(errs[c]), pctlNs(errs[c], 0.5), pctlNs(errs[c], 1))
+		t.Logf("%s: %d queries, |offset| median %d ns, max %d ns; round trip median %d ns", c, len(errs[c]),
+			pctlNs(errs[c], 0.5), pctlNs(errs[c], 1), pctlNs(delays[c], 0.5))
 	}
 	for h := range cfg.Hosts {
 		t.Logf("host %d: root dispersion served median %d ns, max %d ns", h, pctlNs(disps[h], 0.5), pctlNs(disps[h], 1))
