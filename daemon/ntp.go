@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/ntp"
@@ -199,6 +201,7 @@ func clockPrecision() int8 {
 type extras struct {
 	ntpConn *transport.UDPConn
 	ntpSrv  *ntp.Responder
+	rc      *refclockStats // nil: no feed
 }
 
 // openExtras binds the NTP socket (so that a port in use fails the start).
@@ -214,7 +217,55 @@ func (n *node) openExtras() (*extras, error) {
 		}
 		x.ntpSrv = ntp.NewResponder(x.ntpConn, &ntpSource{n: n, precision: clockPrecision()}, gtime.RawNow, n.log)
 	}
+	if n.cfg.Refclock.Sock != "" {
+		x.rc = &refclockStats{}
+	}
 	return x, nil
+}
+
+var (
+	ntpRequestsDesc = prometheus.NewDesc("gclock_ntp_requests_total",
+		"NTP datagrams received, by result: answered, refused (not a client request), write_error.", []string{"result"}, nil)
+	ntpUnsyncedDesc = prometheus.NewDesc("gclock_ntp_unsynchronised_replies_total",
+		"NTP replies that said unsynchronised (leap 3, stratum 16): the engine was not synced.", nil, nil)
+	ntpKernelDesc = prometheus.NewDesc("gclock_ntp_kernel_stamps_total",
+		"NTP requests whose receive time was the kernel's stamp.", nil, nil)
+	refclockDesc = prometheus.NewDesc("gclock_refclock_samples_total",
+		"chrony SOCK refclock samples, by result: sent, failed (chronyd not reachable), unsynced (none sent: not synced), "+
+			"reference (none sent: this node serves its own CLOCK_REALTIME).", []string{"result"}, nil)
+)
+
+// Describe implements prometheus.Collector (the metrics of what is on).
+func (x *extras) Describe(ch chan<- *prometheus.Desc) {
+	if x.ntpSrv != nil {
+		ch <- ntpRequestsDesc
+		ch <- ntpUnsyncedDesc
+		ch <- ntpKernelDesc
+	}
+	if x.rc != nil {
+		ch <- refclockDesc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (x *extras) Collect(ch chan<- prometheus.Metric) {
+	c := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+	}
+	if x.ntpSrv != nil {
+		st := x.ntpSrv.Stats()
+		c(ntpRequestsDesc, st.Answered, "answered")
+		c(ntpRequestsDesc, st.Refused, "refused")
+		c(ntpRequestsDesc, st.WriteErrors, "write_error")
+		c(ntpUnsyncedDesc, st.Unsynced)
+		c(ntpKernelDesc, st.KernelStamps)
+	}
+	if x.rc != nil {
+		c(refclockDesc, x.rc.sent.Load(), "sent")
+		c(refclockDesc, x.rc.failed.Load(), "failed")
+		c(refclockDesc, x.rc.unsynced.Load(), "unsynced")
+		c(refclockDesc, x.rc.skippedRef.Load(), "reference")
+	}
 }
 
 // close releases what openExtras opened when the daemon does not start.
@@ -239,11 +290,11 @@ func (x *extras) start(ctx context.Context, n *node) (wait func()) {
 			n.log.Info("ntp server stopping", "stats", fmt.Sprintf("%+v", x.ntpSrv.Stats()))
 		}()
 	}
-	if n.cfg.Refclock.Sock != "" {
+	if x.rc != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.runRefclock(ctx)
+			n.runRefclock(ctx, x.rc)
 		}()
 	}
 	return wg.Wait
@@ -260,11 +311,10 @@ type refclockStats struct {
 // sandwiched reads). Nothing is sent while the engine is not synced (chronyd
 // then sees the refclock go silent and stops using it) nor while this node
 // is the reference serving its own CLOCK_REALTIME.
-func (n *node) runRefclock(ctx context.Context) {
+func (n *node) runRefclock(ctx context.Context, st *refclockStats) {
 	path := n.cfg.Refclock.Sock
 	s := refclock.NewSender(path)
 	defer s.Close()
-	var st refclockStats
 	t := time.NewTicker(n.cfg.Refclock.Every.D())
 	defer t.Stop()
 	n.log.Info("refclock feed started", "sock", path, "every", n.cfg.Refclock.Every)

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +113,7 @@ func TestRunNTP(t *testing.T) {
 			defer c.Close()
 			socks[i] = c
 			cfgs[i].Refclock = RefclockConfig{Sock: p, Every: Duration(100 * time.Millisecond)}
+			cfgs[i].Metrics.Listen = "unix:" + filepath.Join(dir, fmt.Sprintf("metrics%d.sock", i+1))
 		}
 	}
 	readers, stop := startCluster(t, cfgs)
@@ -190,5 +194,50 @@ func TestRunNTP(t *testing.T) {
 	if n, err := socks[0].Read(buf); err == nil {
 		t.Errorf("the reference sent a refclock sample (%d bytes): it would feed chronyd its own clock", n)
 	}
+	// The counters, as Prometheus sees them.
+	for _, i := range []int{0, 2} {
+		m := scrapeUnix(t, strings.TrimPrefix(cfgs[i].Metrics.Listen, "unix:"))
+		answered := m[`gclock_ntp_requests_total{result="answered"}`]
+		sent, ref := m[`gclock_refclock_samples_total{result="sent"}`], m[`gclock_refclock_samples_total{result="reference"}`]
+		if answered < float64(len(stats[i].errs)) || m[`gclock_ntp_requests_total{result="refused"}`] != 0 {
+			t.Errorf("node %d metrics: %v answered, want >= %d queries", i+1, answered, len(stats[i].errs))
+		}
+		if (i == 0 && (sent != 0 || ref == 0)) || (i == 2 && (sent < 10 || ref != 0)) {
+			t.Errorf("node %d metrics: refclock sent %v, skipped as reference %v", i+1, sent, ref)
+		}
+	}
 	stop()
+}
+
+// scrapeUnix reads a daemon's metrics over its Unix socket: sample name
+// with labels -> value.
+func scrapeUnix(t *testing.T, sock string) map[string]float64 {
+	t.Helper()
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := c.Get("http://gclock/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }

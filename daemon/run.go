@@ -230,7 +230,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	extWait := ext.start(ctx, n)
 	var srv *http.Server
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n)
+		h, err := MetricsHandler(n, ext)
 		if err != nil {
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
