@@ -171,6 +171,9 @@ func TestStockNTPClients(t *testing.T) {
 //     largest root dispersion the host served of gclock's time (again the
 //     truth is 0).
 func TestLabNTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a lab for a minute")
+	}
 	needLab(t)
 	for _, c := range NTPClients {
 		if _, err := exec.LookPath(c); err != nil {
