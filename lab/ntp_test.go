@@ -271,7 +271,7 @@ func TestLabNTP(t *testing.T) {
 			t.Errorf("host %d chronyd: system clock %d ns from gclock's time, beyond the largest root dispersion served %d ns:\n%s", h, off, b, out)
 		}
 		chronyErrs = append(chronyErrs, max(off, -off))
-		t.Logf("host %d chronyd -x (refclock SOCK): system time %+d ns of gclock time (truth 0); largest root dispersion served %d ns", h, -off, b-2000)
+		t.Logf("host %d chronyd -x (refclock SOCK): system clock minus gclock time %+d ns (truth 0); largest root dispersion served %d ns", h, off, b-2000)
 	}
 	r := <-done
 	if r.err != nil {
