@@ -10,6 +10,10 @@ command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)
+# Stock NTP clients that query gclock's NTP server (lab/ntp.go): ntpdig (sntp's successor) and
+# ntpdate (a shim over ntpdig); gclock runs them only without -S/-s (ntpdate only with -q).
+command -v ntpdig >/dev/null 2>&1 || need+=(ntpsec-ntpdig)
+command -v ntpdate >/dev/null 2>&1 || need+=(ntpsec-ntpdate)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # Never let a package start a service: a stock chronyd would steer this machine's clock.
@@ -24,6 +28,8 @@ if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   # A stock chronyd started anyway (no policy-rc.d honoured) would adjust the clock: stop it.
   pkill -x chronyd 2>/dev/null || true
 fi
+# ntpsec-ntpdate's ifupdown hook steps the clock when an interface comes up: keep it from running.
+[ -x /etc/network/if-up.d/ntpsec-ntpdate ] && [ "$(id -u)" = 0 ] && chmod -x /etc/network/if-up.d/ntpsec-ntpdate
 # OpenMPI (mpi/: the global MPI_Wtime library and its sample program run with 4 ranks):
 # about 24 MB to download, 96 MB installed (gfortran comes with libopenmpi-dev).
 # A block of its own, so that a failure here never holds back the packages above.

@@ -38,6 +38,8 @@ type Config struct {
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
 	Auth       AuthConfig       `yaml:"auth,omitempty"` // cluster key (auth.go)
+	NTP        NTPConfig        `yaml:"ntp"`      // daemon/ntp.go
+	Refclock   RefclockConfig   `yaml:"refclock"` // daemon/ntp.go
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
@@ -305,6 +307,8 @@ func DefaultConfig() Config {
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
 		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500},
+		NTP:        NTPConfig{Stratum: 1},
+		Refclock:   RefclockConfig{Every: Duration(time.Second)},
 	}
 }
 
@@ -355,6 +359,7 @@ func (c *Config) Validate() error {
 	}
 	c.RealTime.validate(&e)
 	c.Auth.validate(&e)
+	c.validateNTP(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)
 	}

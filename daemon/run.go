@@ -229,6 +229,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		defer n.writer.Close()
 	}
+	ext, err := n.openExtras() // ntp.go: the NTP socket, the refclock feed
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("daemon: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.ctx = ctx
@@ -238,9 +243,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	n.discoverReference(ctx)
 	foWait := n.startFailover(ctx)
 	rtWait := n.startRealTime(ctx)
+	extWait := ext.start(ctx, n)
 	var srv *http.Server
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot))
+		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext)
 		if err != nil {
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
@@ -269,6 +275,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
 	cancel()
 	rtWait()
+	extWait()
 	foWait()
 	eerr := <-epDone // no handler runs after this
 	n.sendMu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/transport"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -56,6 +57,9 @@ type GclockConfig struct {
 	// Measurements has every daemon log the exchanges it receives
 	// (log.measurements) to measurements-h<i>.csv in the logs directory.
 	Measurements bool
+	// Tweak, if set, edits each host's configuration last (per-host
+	// settings such as refclock.sock).
+	Tweak func(host int, c *daemon.Config)
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
@@ -294,6 +298,14 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	if gc.Base != nil {
 		base = *gc.Base
 	}
+	// The truth: the reference's clock, or in reference-realtime mode the
+	// machine's CLOCK_REALTIME (the reference serves it; every namespace
+	// reads the same one). The mean-drift scale is not evaluated here.
+	realtime := base.RealTime.Mode == daemon.RealTimeReference
+	if base.RealTime.Mode == daemon.RealTimeMeanDrift {
+		return GclockResult{}, fmt.Errorf("lab: gclock: real_time.mode %s: the lab does not evaluate it (none or %s)",
+			base.RealTime.Mode, daemon.RealTimeReference)
+	}
 	origin := gtime.RawNow()
 	rng := rand.New(rand.NewPCG(gc.Seed, 0x6c6162))
 	clocks := make([]*hostClock, n)
@@ -337,6 +349,9 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		c.Metrics.Listen = "unix:" + filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))
 		if gc.Measurements {
 			c.Log.Measurements = filepath.Join(dir, fmt.Sprintf("measurements-h%d.csv", i))
+		}
+		if gc.Tweak != nil {
+			gc.Tweak(i, &c)
 		}
 		b, err := yaml.Marshal(&c)
 		if err != nil {
@@ -420,6 +435,10 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			break
 		}
 		truth := clocks[0].at(r)
+		if realtime {
+			off, _ := transport.RealtimeOffset()
+			truth = r + off
+		}
 		for i, rd := range readers {
 			t, err := rd.At(r)
 			if err != nil {

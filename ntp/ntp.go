@@ -1,20 +1,3 @@
-// Package ntp is the NTPv4 (RFC 5905) packet format and a server's answer
-// to a client request, as a pure function: the daemon hands Respond the
-// request bytes, its readings of global time (UTC, with an error bound) at
-// the request's arrival and at the reply's departure, and what it says
-// about itself (synchronised or not, stratum, reference id, precision).
-// Respond reads no clock and opens no socket, so every field of the reply
-// is tested without a network (see ntp_test.go).
-//
-// Only client requests (mode 3, version 3 or 4, at least 48 bytes) are
-// answered, and the answer is the 48-byte header: never larger than the
-// request, so the server cannot amplify a spoofed request. Extension
-// fields and MACs in a request are ignored (the reply is unauthenticated).
-//
-// The error bound goes into root dispersion: a client's root distance
-// (root delay/2 + root dispersion + its own path's delay/2 and dispersion)
-// then bounds its offset error, as RFC 5905 intends. Root delay is 0: the
-// bound already covers every delay upstream of this server.
 package ntp
 
 import (
