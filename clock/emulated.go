@@ -386,6 +386,49 @@ func (e *Emulated) Peek(t int64) int64 {
 	return eval(g.cur, t)
 }
 
+// MaxDeviation returns how far Ideal strays, over truth [t0, t2], from the
+// line through (t0, Ideal(t0)) and (t1, Ideal(t1)), rounded up: the error
+// of treating this clock as linear over that span (a daemon whose local
+// clock is emulated on top of CLOCK_MONOTONIC_RAW publishes a linear
+// raw->global mapping and must widen it by this). Ideal is piecewise
+// linear, so the maximum is at t0, t2 or a segment boundary between them:
+// the result is exact. Nothing is committed (a copy of the generator walks
+// ahead); t0 < t1 <= t2.
+func (e *Emulated) MaxDeviation(t0, t1, t2 int64) int64 {
+	if !(t0 < t1 && t1 <= t2) {
+		return 0
+	}
+	y0, y1 := e.Peek(t0), e.Peek(t1)
+	slope := float64(y1-y0) / float64(t1-t0)
+	dev := func(t, y int64) float64 { return math.Abs(float64(y-y0) - slope*float64(t-t0)) }
+	worst := dev(t2, e.Peek(t2))
+	// Walk the boundaries from t0 on a copy of the generator (or the ring
+	// for the part already committed).
+	s, _ := e.find(t0)
+	g := e.gen
+	if s.t0 != g.cur.t0 {
+		// t0 is in a committed segment older than the newest: visit the
+		// ring's later boundaries first.
+		n := len(e.ring)
+		for i := n - 1; i >= 1; i-- {
+			seg := e.ring[(e.head-i+n)%n]
+			if seg.t0 > t0 && seg.t0 <= t2 {
+				worst = max(worst, dev(seg.t0, eval(seg, seg.t0)))
+			}
+		}
+		worst = max(worst, dev(g.cur.t0, eval(g.cur, g.cur.t0)))
+	}
+	for {
+		b := g.boundary(&e.p)
+		if b == math.MaxInt64 || b > t2 {
+			break
+		}
+		g.advance(&e.p)
+		worst = max(worst, dev(b, eval(g.cur, b)))
+	}
+	return int64(math.Ceil(worst)) + 1
+}
+
 // Skew returns the clock's rate error at truth t (local ns per truth ns,
 // minus 1). For evaluators only.
 func (e *Emulated) Skew(t int64) float64 {

@@ -421,3 +421,28 @@ func TestEmulatedFarAheadKeepsLookBack(t *testing.T) {
 		t.Fatalf("clock recorded %v", err)
 	}
 }
+
+// MaxDeviation is the largest distance of Ideal from the line through two
+// of its points: checked against a dense scan of a wandering clock.
+func TestEmulatedMaxDeviation(t *testing.T) {
+	p := EmuParams{Origin: 1e12, Offset: 5e6, DriftPPM: 12, WanderPPM: 0.05, WanderStep: 1e9, SinePPM: 1, SinePeriod: 120e9, Seed: 3,
+		Steps: []DriftStep{{At: 1e12 + 90e9, DriftPPM: 14}}}
+	e := mustEmu(t, p)
+	for _, start := range []int64{1e12, 1e12 + 37e9, 1e12 + 200e9} {
+		e.Ideal(start + 10e9) // the present a little after start: part of the span is committed
+		t0, t1, t2 := start, start+60e9, start+120e9
+		got := e.MaxDeviation(t0, t1, t2)
+		y0, y1 := e.Peek(t0), e.Peek(t1)
+		slope := float64(y1-y0) / float64(t1-t0)
+		var want float64
+		for x := t0; x <= t2; x += 1e8 {
+			want = math.Max(want, math.Abs(float64(e.Peek(x)-y0)-slope*float64(x-t0)))
+		}
+		if float64(got) < want || float64(got) > want+3 && float64(got) > want*1.0001+3 {
+			t.Errorf("start %d: MaxDeviation %d, dense scan %.0f", start, got, want)
+		}
+		if want < 1000 {
+			t.Errorf("start %d: deviation %.0f ns: the test clock should curve by microseconds", start, want)
+		}
+	}
+}

@@ -29,11 +29,16 @@ import (
 type localClock struct {
 	now     func() int64
 	fromRaw func(raw int64) int64
+	// curve is how far the local clock strays, over raw [r, r+2d], from
+	// the line through its readings at r and r+d: 0 for the raw clock; an
+	// emulated clock that wanders is not linear in raw, and the page's
+	// raw->global mapping is a line, so publish widens it by this.
+	curve func(r, d int64) int64
 }
 
 func newLocalClock(c ClockConfig) (localClock, error) {
 	if c.Source == ClockRaw {
-		return localClock{now: gtime.RawNow, fromRaw: func(r int64) int64 { return r }}, nil
+		return localClock{now: gtime.RawNow, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
 	}
 	m := c.Emulated
 	origin := m.OriginRaw
@@ -65,6 +70,11 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			return emu.Peek(r)
+		},
+		curve: func(r, d int64) int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return emu.MaxDeviation(r, r+d, r+2*d)
 		},
 	}, nil
 }
@@ -646,6 +656,9 @@ func (n *node) publish() {
 		ok = n.rt.apply(ts[:])
 	}
 	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
+		if c := n.clk.curve(raw, d); c > 0 {
+			m.W0 = min(m.W0+c, math.MaxInt64/4)
+		}
 		u.Mapping = m
 	} else {
 		u.Status = gtime.StatusUnsynced

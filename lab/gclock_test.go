@@ -151,8 +151,17 @@ func TestEvaluator(t *testing.T) {
 	if s.Evaluations != 3 || s.ErrorMaxNs != 300 || s.ErrorP50Ns != 100 {
 		t.Errorf("summary %+v: want 3 evaluations, max 300, p50 100", s)
 	}
-	if s.BoundCoverage != 0.75 || s.UnsyncedShare != 0.25 {
-		t.Errorf("coverage %v unsynced %v, want 0.75 and 0.25", s.BoundCoverage, s.UnsyncedShare)
+	// Coverage is of the synced reads (one of two held the truth); over
+	// every read, the stale and the unsynced ones held it too.
+	if s.BoundCoverage != 0.5 || s.BoundCoverageAll != 0.75 || s.UnsyncedShare != 0.25 {
+		t.Errorf("coverage %v (all %v) unsynced %v, want 0.5 (0.75) and 0.25", s.BoundCoverage, s.BoundCoverageAll, s.UnsyncedShare)
+	}
+	if sh := s.StatusShare; sh["synced"] != 0.5 || sh["stale"] != 0.25 || sh["unsynced"] != 0.25 {
+		t.Errorf("status shares %v, want synced 0.5, stale 0.25, unsynced 0.25", sh)
+	}
+	// Not synced from at = 3 to at = 4 (ns), plus the evaluation interval.
+	if want := float64(1+gc.EvalEvery.Nanoseconds()) / 1e9; s.LongestNotSyncedS != want {
+		t.Errorf("longest not synced %v s, want %v", s.LongestNotSyncedS, want)
 	}
 	if s.ExchangesPerNodePerS != 30.0/1/20 || s.ConvergenceExchangesPerNodePerS != 10.0/10 || s.RoundsPerNodePerS != 2.0/20 {
 		t.Errorf("rates %+v", s)
