@@ -38,8 +38,8 @@ type Config struct {
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
 	Auth       AuthConfig       `yaml:"auth,omitempty"` // cluster key (auth.go)
-	NTP        NTPConfig        `yaml:"ntp"`      // daemon/ntp.go
-	Refclock   RefclockConfig   `yaml:"refclock"` // daemon/ntp.go
+	NTP        NTPConfig        `yaml:"ntp"`            // daemon/ntp.go
+	Refclock   RefclockConfig   `yaml:"refclock"`       // daemon/ntp.go
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
