@@ -379,34 +379,10 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		}
 		procs = append(procs, p)
 	}
-	readers := make([]*gtime.Reader, n)
-	defer func() {
-		for _, r := range readers {
-			if r != nil {
-				r.Close()
-			}
-		}
-	}()
-	for i := range n {
-		path := filepath.Join(dir, fmt.Sprintf("page-h%d", i))
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			r, err := gtime.Open(path)
-			if err == nil {
-				readers[i] = r
-				break
-			}
-			select {
-			case <-procs[i].Done():
-				return GclockResult{}, fmt.Errorf("lab: gclock: the daemon of host %d exited (%v); see %s", i, procs[i].Err(), filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
-			case <-ctx.Done():
-				return GclockResult{}, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				return GclockResult{}, fmt.Errorf("lab: gclock: host %d: no page after 10 s: %w", i, err)
-			}
-		}
+	readers, err := openPages(ctx, "gclock", dir, procs)
+	defer closePages(readers)
+	if err != nil {
+		return GclockResult{}, err
 	}
 	ev := newEvaluator(n, gc)
 	var atWarmup []traffic
@@ -454,6 +430,45 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	}
 	res.Logs = dir
 	return res, nil
+}
+
+// openPages waits up to 10 s for each host's page (dir/page-h<i>, written
+// by procs[i]) and opens it; what names the caller in errors ("gclock",
+// "spoof"). The readers opened so far are returned with an error too:
+// closePages closes them.
+func openPages(ctx context.Context, what, dir string, procs []*Proc) ([]*gtime.Reader, error) {
+	readers := make([]*gtime.Reader, len(procs))
+	for i := range procs {
+		path := filepath.Join(dir, fmt.Sprintf("page-h%d", i))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := gtime.Open(path)
+			if err == nil {
+				readers[i] = r
+				break
+			}
+			select {
+			case <-procs[i].Done():
+				return readers, fmt.Errorf("lab: %s: the daemon of host %d exited (%v); see %s", what, i, procs[i].Err(), filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
+			case <-ctx.Done():
+				return readers, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return readers, fmt.Errorf("lab: %s: host %d: no page after 10 s: %w", what, i, err)
+			}
+		}
+	}
+	return readers, nil
+}
+
+// closePages closes every reader openPages opened.
+func closePages(readers []*gtime.Reader) {
+	for _, r := range readers {
+		if r != nil {
+			r.Close()
+		}
+	}
 }
 
 // traffic is what one daemon's metrics say it sent.

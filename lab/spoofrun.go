@@ -225,33 +225,10 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 	} else {
 		capDone <- nil
 	}
-	readers := make([]*gtime.Reader, n)
-	defer func() {
-		for _, r := range readers {
-			if r != nil {
-				r.Close()
-			}
-		}
-	}()
-	for i := range n {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			r, err := gtime.Open(filepath.Join(dir, fmt.Sprintf("page-h%d", i)))
-			if err == nil {
-				readers[i] = r
-				break
-			}
-			select {
-			case <-procs[i].Done():
-				return res, fmt.Errorf("lab: spoof: the daemon of host %d exited (%v); see %s", i, procs[i].Err(), dir)
-			case <-ctx.Done():
-				return res, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				return res, fmt.Errorf("lab: spoof: host %d: no page after 10 s: %w", i, err)
-			}
-		}
+	readers, err := openPages(ctx, "spoof", dir, procs)
+	defer closePages(readers)
+	if err != nil {
+		return res, err
 	}
 	nodes := make([]SpoofNode, n)
 	for i := range nodes {
