@@ -79,7 +79,9 @@ func WriteTable(w io.Writer, res *Result) error {
 		fmt.Fprintln(w, title)
 	}
 	fmt.Fprintf(w, "\nerror = Est - truth (reference's ideal clock); mean/p50/p99/max of |error|, std of error;\n"+
-		"p50/p99 within %.1f%%; coverage = share of reads with the truth inside [Earliest, Latest];\n"+
+		"p50/p99 within %.1f%%; coverage (synced) = share of the reads claiming synced with the truth inside\n"+
+		"[Earliest, Latest] (a synced read is a promise), (all) = the same over every read with an estimate;\n"+
+		"synced/stale/degraded/unsynced = share of reads in each status;\n"+
 		"\"all\" includes the reference, whose reads differ from its ideal clock by read jitter and granularity.\n",
 		100*res.Summary.QuantileResolution/2)
 	return nil
