@@ -27,7 +27,7 @@
  * MPI_Waitall or MPI_Test) and collectives (MPI_Barrier, MPI_Bcast,
  * MPI_Reduce, MPI_Allreduce) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
  * with the daemon's mappings read from the page whenever it changed, so that
- * `gclock merge -method daemon DIR/*.gct` puts them on global time.
+ * `gclock merge -method daemon` on the files of DIR puts them on global time.
  */
 #ifndef GCLOCK_MPI_H
 #define GCLOCK_MPI_H
