@@ -8,7 +8,8 @@
  *            clock. Each rank starts its clock when it leaves the barrier,
  *            and ranks leave it at different times.
  *   global:  rank 0 picks a start T0 a little ahead in global time
- *            (MPI_Bcast); every rank waits until MPI_Wtime() >= T0; op;
+ *            (MPI_Bcast, -lead-us); every rank sleeps until -spin-us before
+ *            T0, then spins until MPI_Wtime() >= T0; op;
  *            MPI_Barrier; t1 = MPI_Wtime(). All ranks start on one clock.
  *
  * Per repetition each rank's time d_i is compared with the mean over ranks:
@@ -21,7 +22,7 @@
  * MPI_Wtime must be gclock's (link with -lgclockmpi before -lmpi, or preload
  * libgclockmpi.so); PMPI_Wtime is the MPI library's own local clock.
  *
- * usage: collbench [-reps N] [-count N] [-lead-us N] [-truth] [-raw FILE]
+ * usage: collbench [-reps N] [-count N] [-lead-us N] [-spin-us N] [-truth] [-raw FILE]
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -76,7 +77,7 @@ static double quantile(double *v, int n, double q)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: collbench [-reps N] [-count N] [-lead-us N] [-truth] [-raw FILE]\n");
+	fprintf(stderr, "usage: collbench [-reps N] [-count N] [-lead-us N] [-spin-us N] [-truth] [-raw FILE]\n");
 	MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -100,7 +101,7 @@ int main(int argc, char **argv)
 	int rank, size;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	long reps = 200, count = 1, lead_us = 2000;
+	long reps = 200, count = 1, lead_us = 2000, spin_us = 200;
 	int truth = 0;
 	const char *rawpath = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -110,6 +111,8 @@ int main(int argc, char **argv)
 			count = arg_long(argc, argv, &i, 1, 1 << 24);
 		else if (!strcmp(argv[i], "-lead-us"))
 			lead_us = arg_long(argc, argv, &i, 1, 10000000);
+		else if (!strcmp(argv[i], "-spin-us"))
+			spin_us = arg_long(argc, argv, &i, 0, 10000000);
 		else if (!strcmp(argv[i], "-truth"))
 			truth = 1;
 		else if (!strcmp(argv[i], "-raw") && i + 1 < argc)
@@ -138,7 +141,7 @@ int main(int argc, char **argv)
 		if (!all_global)
 			printf("# global way skipped: MPI_Wtime is not global time on every rank\n");
 	}
-	double lead = lead_us / 1e6;
+	double lead = lead_us / 1e6, spin_s = spin_us / 1e6;
 	long extended = 0;
 	for (int warm = 0; warm < 10; warm++) { /* first-call costs out of the way */
 		run_op(REDUCE, in, out, (int)count);
@@ -164,6 +167,14 @@ int main(int argc, char **argv)
 				MPI_Bcast(&T0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 				gclock_mpi_wtime_bounds(&now, &lo, &hi);
 				s->late = now >= T0;
+				/* Sleep until shortly before T0, then spin: spinning ranks
+				 * would take the cores from ranks still on their way. */
+				if (T0 - now > spin_s) {
+					double z = T0 - now - spin_s;
+					struct timespec ts = {(time_t)z, (long)((z - (time_t)z) * 1e9)};
+					nanosleep(&ts, NULL);
+					gclock_mpi_wtime_bounds(&now, &lo, &hi);
+				}
 				while (now < T0)
 					gclock_mpi_wtime_bounds(&now, &lo, &hi);
 				s->raw = raw_s(raw0);

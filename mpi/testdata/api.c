@@ -21,7 +21,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines: mpirun interleaves the ranks' output */
 	int n = argc > 1 ? atoi(argv[1]) : 3;
 	const char *why;
-	printf("mode %d %d %s\n", rank, gclock_mpi_mode(&why), why);
+	int mode = gclock_mpi_mode(&why);
+	printf("mode %d %d %s\n", rank, mode, why);
 	printf("origin %d %lld\n", rank, (long long)gclock_mpi_origin_ns());
 	for (int i = 0; i < n; i++) {
 		double w, lo, hi;
