@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the system packages gclock's tests use: a C compiler (C headers are tested),
+# Installs the system packages gclock's tests use: a C compiler and make (C headers and mpi/ are tested),
 # iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers).
 # Idempotent: installs only what is missing; never fails the build for an optional peer.
 set -u
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || need+=(make) # mpi/Makefile (go test ./mpi builds through it)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)

@@ -130,10 +130,13 @@ func TestLab(t *testing.T) {
 	agent := filepath.Join(tmp, "netns-agent")
 	if err := os.WriteFile(agent, []byte(`#!/bin/sh
 # OpenMPI rsh agent: "netns-agent [options] HOST COMMAND..." runs COMMAND in
-# the lab namespace HOST, with GCLOCK_PAGE set to that host's page.
+# the lab namespace HOST, with GCLOCK_PAGE set to that host's page and a
+# temporary directory of its own (the hosts share one file system and one
+# host name: OpenMPI's session directories would collide).
 while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
 h=$1; shift
-exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} /bin/sh -c "$*"
+mkdir -p `+tmp+`/tmp-$h
+exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+`/tmp-$h /bin/sh -c "$*"
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +237,8 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} /bin/sh -c "$
 		len(abs), cfg.Hosts, abs[len(abs)/2], abs[len(abs)*99/100], abs[len(abs)-1], len(abs)-outside, len(abs))
 
 	// 2. collbench across hosts.
-	out = run(nil, filepath.Join(dir, "collbench"), "-reps", strconv.Itoa(*labReps), "-truth")
-	say("collbench -reps %d -truth across the lab:\n%s", *labReps, out)
+	out = run(nil, filepath.Join(dir, "collbench"), "-reps", strconv.Itoa(*labReps), "-truth", "-spin-us", "500")
+	say("collbench -reps %d -truth -spin-us 500 across the lab:\n%s", *labReps, out)
 
 	// 3. The ring's traces, merged with -method daemon, against the truth.
 	tdir := filepath.Join(tmp, "trace")

@@ -363,9 +363,11 @@ func rawEvents(t *testing.T, path string) []format.Event {
 			t.Fatal(err)
 		}
 		if c.Kind == format.KindEvents {
-			if evs, err = format.DecodeEvents(c, evs); err != nil {
+			ev, err := format.DecodeEvents(c, nil)
+			if err != nil {
 				t.Fatal(err)
 			}
+			evs = append(evs, ev...)
 		}
 	}
 }
