@@ -54,7 +54,9 @@ enum gclock_status {
 	GCLOCK_UNSYNCED = 0,  /* no estimate yet: bounds unbounded */
 	GCLOCK_SYNCED = 1,    /* recently updated by the daemon */
 	GCLOCK_STALE = 2,     /* page older than its limit: bounds widen at the worst-case drift */
-	GCLOCK_NO_DAEMON = 3  /* the daemon closed the page: bounds widen as for stale */
+	GCLOCK_NO_DAEMON = 3, /* the daemon closed the page: bounds widen as for stale */
+	GCLOCK_DEGRADED = 4   /* the data contradicted the daemon's clock model: the bounds are
+	                         what it still holds certain, not synced until it re-acquires */
 };
 
 /* Timescales, as gtime.Timescale. */
@@ -105,6 +107,7 @@ static inline const char *gclock_status_name(int s)
 	case GCLOCK_SYNCED: return "synced";
 	case GCLOCK_STALE: return "stale";
 	case GCLOCK_NO_DAEMON: return "no-daemon";
+	case GCLOCK_DEGRADED: return "degraded";
 	default: return "unknown";
 	}
 }
@@ -219,7 +222,7 @@ static inline int gclock__check(const uint64_t w[GCLOCK_W_END])
 	double skew = gclock__f(w[GCLOCK_W_SKEW]), skewerr = gclock__f(w[GCLOCK_W_SKEWERR]);
 	double wander = gclock__f(w[GCLOCK_W_WANDER]), maxdrift = gclock__f(w[GCLOCK_W_MAXDRIFT]);
 	double slewrate = gclock__f(w[GCLOCK_W_SLEWRATE]);
-	if (st > GCLOCK_NO_DAEMON || ts > GCLOCK_TS_MEAN_DRIFT)
+	if (st > GCLOCK_DEGRADED || ts > GCLOCK_TS_MEAN_DRIFT)
 		return -EINVAL;
 	if (valid && (!gclock__finite(skew) || !gclock__finite(skewerr) || skewerr < 0 ||
 		      !gclock__finite(wander) || wander < 0 || w0 < 0 || staleafter <= 0 ||

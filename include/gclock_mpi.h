@@ -1,7 +1,7 @@
 /*
  * gclock_mpi.h: the C API of libgclockmpi, gclock's global MPI_Wtime.
  *
- * libgclockmpi.so (built from mpi/gclock_mpi.c, see docs/mpi.md) defines
+ * libgclockmpi.so (built from mpi/src/gclock_mpi.c, see docs/mpi.md) defines
  * MPI_Wtime and MPI_Wtick over MPI's profiling interface (PMPI), so an
  * unmodified MPI program reads the gclock daemon's global time: either
  * preloaded (mpirun -x LD_PRELOAD=/path/libgclockmpi.so ./prog) or linked
@@ -15,8 +15,8 @@
  *
  * The mode is chosen once, at the first call that needs the clock, and kept
  * for the whole run (MPI_Wtime never switches scale mid-run):
- *   global: the page is readable and its status is synced, stale or
- *           no-daemon (the last two: the bounds widen, the status says so);
+ *   global: the page is readable and its status is synced, stale,
+ *           no-daemon or degraded (the bounds widen, the status says so);
  *   local:  the page is missing, unreadable or unsynced: MPI_Wtime is
  *           PMPI_Wtime (the MPI library's own local clock), said once on
  *           stderr (GCLOCK_MPI_QUIET=1 silences it; GCLOCK_MPI_REQUIRE=1
@@ -51,7 +51,7 @@ enum gclock_mpi_mode {
  * MPI_Wtime would return in *wtime (any pointer may be NULL) and its
  * guaranteed bounds in *earliest and *latest, in MPI_Wtime's seconds. It
  * returns the page's status (enum gclock_status of gclock.h: 1 synced,
- * 2 stale, 3 no-daemon) in global mode; in local mode GCLOCK_MPI_NO_GLOBAL,
+ * 2 stale, 3 no-daemon, 4 degraded) in global mode; in local mode GCLOCK_MPI_NO_GLOBAL,
  * with the bounds -HUGE_VAL and +HUGE_VAL (nothing is known about other
  * hosts); a negative errno when the page became unreadable (the value is
  * then the last one returned). */

@@ -233,16 +233,29 @@ func TestWtimeKnownMapping(t *testing.T) {
 func TestAPI(t *testing.T) {
 	dir := built(t)
 	_, page, m := knownPage(t, -3*sec, -12e-6)
+	// The same mapping on a page the daemon says is degraded.
+	degraded := filepath.Join(t.TempDir(), "degraded")
+	dw, err := gtime.NewWriter(degraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dw.Close()
+	if err := dw.Publish(gtime.Update{Local: m.X0, Mapping: m, Status: gtime.StatusDegraded, StaleAfter: time.Minute,
+		MaxDrift: 100e-6, MaxSlewRate: 500e-6}); err != nil {
+		t.Fatal(err)
+	}
 	api := filepath.Join(dir, "api")
 	tests := []struct {
 		name    string
 		env     map[string]string
 		fail    string // stderr must contain this and mpirun fail
 		mode    int
+		status  int    // of the readings in global mode (0: synced)
 		noticed string // stderr must contain this
 	}{
 		{name: "global", env: map[string]string{"GCLOCK_PAGE": page}, mode: 1},
 		{name: "global with origin", env: map[string]string{"GCLOCK_PAGE": page, "GCLOCK_MPI_ORIGIN": "7"}, mode: 1},
+		{name: "degraded", env: map[string]string{"GCLOCK_PAGE": degraded}, mode: 1, status: 4},
 		{name: "no page", env: map[string]string{"GCLOCK_PAGE": filepath.Join(t.TempDir(), "none")}, mode: 0,
 			noticed: "MPI_Wtime is local time: cannot read the gclock page"},
 		{name: "no page, quiet", env: map[string]string{"GCLOCK_PAGE": filepath.Join(t.TempDir(), "none"), "GCLOCK_MPI_QUIET": "1"}, mode: 0},
@@ -273,12 +286,12 @@ func TestAPI(t *testing.T) {
 				t.Errorf("unexpected notice:\n%s", errout)
 			}
 			originS, _ := strconv.ParseInt(tc.env["GCLOCK_MPI_ORIGIN"], 10, 64)
-			checkAPI(t, out, tc.mode, originS*sec, m)
+			checkAPI(t, out, tc.mode, max(tc.status, 1), originS*sec, m)
 		})
 	}
 }
 
-func checkAPI(t *testing.T, out string, mode int, origin int64, m estimate.Mapping) {
+func checkAPI(t *testing.T, out string, mode, status int, origin int64, m estimate.Mapping) {
 	t.Helper()
 	var nb, nn int
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -307,8 +320,8 @@ func checkAPI(t *testing.T, out string, mode int, origin int64, m estimate.Mappi
 			e0, lo0, _ := m.At(a)
 			e1, _, hi1 := m.At(b)
 			ns := func(s float64) int64 { return int64(math.Round(s*1e9)) + origin }
-			if st != 1 || ns(w) < e0-1 || ns(w) > e1+1 || ns(lo) < lo0-1 || ns(lo) > ns(w) || ns(hi) > hi1+1 || ns(hi) < ns(w) {
-				t.Errorf("%q: want status 1, wtime in [%d, %d], earliest >= %d, latest <= %d (ns, origin %d)", l, e0, e1, lo0, hi1, origin)
+			if st != status || ns(w) < e0-1 || ns(w) > e1+1 || ns(lo) < lo0-1 || ns(lo) > ns(w) || ns(hi) > hi1+1 || ns(hi) < ns(w) {
+				t.Errorf("%q: want status %d, wtime in [%d, %d], earliest >= %d, latest <= %d (ns, origin %d)", l, status, e0, e1, lo0, hi1, origin)
 			}
 		case len(f) == 9 && f[0] == "now":
 			nn++
@@ -325,8 +338,8 @@ func checkAPI(t *testing.T, out string, mode int, origin int64, m estimate.Mappi
 			}
 			e0, lo0, _ := m.At(a)
 			e1, _, hi1 := m.At(b)
-			if rc != 0 || st != 1 || est < e0 || est > e1 || lo < lo0 || lo > est || hi > hi1 || hi < est {
-				t.Errorf("%q: want rc 0, status 1, est in [%d, %d], bounds within [%d, %d]", l, e0, e1, lo0, hi1)
+			if rc != 0 || st != int64(status) || est < e0 || est > e1 || lo < lo0 || lo > est || hi > hi1 || hi < est {
+				t.Errorf("%q: want rc 0, status %d, est in [%d, %d], bounds within [%d, %d]", l, status, e0, e1, lo0, hi1)
 			}
 		}
 	}
@@ -690,23 +703,31 @@ func TestCollbench(t *testing.T) {
 		t.Fatalf("mpirun collbench: %v\n%s\n%s", err, out, errout)
 	}
 	t.Logf("collbench (under the test machine's load):\n%s", out)
-	rows := 0
+	rows, truthRows := 0, 0
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
-		if len(f) == 11 && strings.HasPrefix(f[0], "MPI_") {
+		if len(f) == 9 && strings.HasPrefix(f[0], "MPI_") {
 			rows++
-			for _, v := range f[2:6] {
+			for _, v := range f[2:7] {
 				if x, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(x) || x < 0 {
 					t.Errorf("row %q: %q is not a figure", l, v)
 				}
 			}
-			if f[1] == "global" && (f[9] == "-" || f[7] == "-") {
-				t.Errorf("global row without bounds or spread: %q", l)
+			if (f[1] == "global") == (f[7] == "-") {
+				t.Errorf("row %q: bounds only for the global way", l)
+			}
+		}
+		if len(f) == 8 && strings.HasPrefix(f[0], "MPI_") {
+			truthRows++
+			for _, v := range f[2:] {
+				if x, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(x) || x < 0 {
+					t.Errorf("truth row %q: %q is not a figure", l, v)
+				}
 			}
 		}
 	}
-	if rows != 4 {
-		t.Errorf("%d result rows, want 4 (2 ops x 2 ways):\n%s", rows, out)
+	if rows != 4 || truthRows != 4 {
+		t.Errorf("%d result rows and %d truth rows, want 4 each (2 ops x 2 ways):\n%s", rows, truthRows, out)
 	}
 	if got := strings.Count(out, "  rank "); got != 4*ranks {
 		t.Errorf("%d per-rank lines, want %d", got, 4*ranks)

@@ -46,6 +46,7 @@ static const char *op_name[NOP] = {"MPI_Reduce", "MPI_Allreduce"};
 struct sample {
 	double d;      /* measured time, s */
 	double raw;    /* CLOCK_MONOTONIC_RAW at the start, s (truth), relative to raw0 */
+	double raw_end; /* and at the stop */
 	double halfw;  /* global: half-width of the bounds at the start, s */
 	double late;   /* global: 1 if the rank reached T0 after T0 */
 };
@@ -157,6 +158,7 @@ int main(int argc, char **argv)
 			run_op(op, in, out, (int)count);
 			MPI_Barrier(MPI_COMM_WORLD);
 			s->d = PMPI_Wtime() - t0;
+			s->raw_end = raw_s(raw0);
 			/* global */
 			s = &mine[op * NMETHOD + GLOBAL];
 			memset(s, 0, sizeof *s);
@@ -182,6 +184,7 @@ int main(int argc, char **argv)
 				run_op(op, in, out, (int)count);
 				MPI_Barrier(MPI_COMM_WORLD);
 				s->d = MPI_Wtime() - T0;
+				s->raw_end = raw_s(raw0);
 			}
 		}
 		/* Outside the timed parts: collect, and lengthen the lead if a rank was late. */
@@ -200,21 +203,31 @@ int main(int argc, char **argv)
 		if (rawpath && !(rf = fopen(rawpath, "w")))
 			fprintf(stderr, "collbench: -raw %s: %s\n", rawpath, strerror(errno));
 		if (rf)
-			fprintf(rf, "rep,op,method,rank,time_s,deviation_pct,start_raw_s,halfwidth_s,late\n");
+			fprintf(rf, "rep,op,method,rank,time_s,deviation_pct,start_raw_s,stop_raw_s,halfwidth_s,late\n");
 		int nm = all_global ? NMETHOD : 1;
 		double *dev = malloc(sizeof *dev * (size_t)reps * (size_t)size);
 		double *spread = malloc(sizeof *spread * (size_t)reps);
+		double *terr = malloc(sizeof *terr * (size_t)reps * (size_t)size);
+		double *means = malloc(sizeof *means * (size_t)reps);
+		char truthtab[8192] = "";
+		size_t tlen = 0;
 		double *rankdev = calloc((size_t)size * 2, sizeof *rankdev);
-		printf("%-13s %-7s %9s %9s %9s %9s %9s %11s %11s %10s %5s\n", "op", "method", "mean_us", "dev_p50%",
-		       "dev_p95%", "dev_max%", "dev_max_us", "spread_p50", "spread_max", "halfw_max", "late");
+		printf("%-13s %-7s %9s %9s %9s %9s %10s %10s %5s\n", "op", "method", "time_us", "dev_p50%", "dev_p95%",
+		       "dev_max%", "dev_max_us", "halfw_max", "late");
 		for (int op = 0; op < NOP; op++)
 			for (int m = 0; m < nm; m++) {
 				long nd = 0, nlate = 0;
-				double sum = 0, maxus = 0, halfw = 0;
+				double maxus = 0, halfw = 0;
 				memset(rankdev, 0, sizeof *rankdev * (size_t)size * 2);
 				for (long r = 0; r < reps; r++) {
 					struct sample *row = all + (size_t)r * NOP * NMETHOD * (size_t)size;
-					double mean = 0, rmin = INFINITY, rmax = -INFINITY;
+					double mean = 0, rmin = INFINITY, rmax = -INFINITY, emax = -INFINITY;
+					for (int k = 0; k < size; k++) {
+						struct sample *s = &row[(size_t)k * NOP * NMETHOD + op * NMETHOD + m];
+						rmin = fmin(rmin, s->raw);
+						emax = fmax(emax, s->raw_end);
+					}
+					double span = emax - rmin; /* the true time from the first start to the last stop */
 					for (int k = 0; k < size; k++)
 						mean += row[(size_t)k * NOP * NMETHOD + op * NMETHOD + m].d / size;
 					for (int k = 0; k < size; k++) {
@@ -229,40 +242,55 @@ int main(int argc, char **argv)
 						if (s->halfw > halfw)
 							halfw = s->halfw;
 						nlate += s->late > 0;
-						rmin = fmin(rmin, s->raw);
 						rmax = fmax(rmax, s->raw);
+						terr[(size_t)r * (size_t)size + (size_t)k] = fabs(s->d - span) * 1e6;
 						if (rf)
-							fprintf(rf, "%ld,%s,%s,%d,%.9f,%.6f,%.9f,%.9f,%d\n", r, op_name[op], method_name[m], k,
-								s->d, pct, s->raw, s->halfw, s->late > 0);
+							fprintf(rf, "%ld,%s,%s,%d,%.9f,%.6f,%.9f,%.9f,%.9f,%d\n", r, op_name[op], method_name[m],
+								k, s->d, pct, s->raw, s->raw_end, s->halfw, s->late > 0);
 					}
-					sum += mean;
+					means[r] = mean;
 					spread[r] = (rmax - rmin) * 1e6;
+				}
+				if (truth) {
+					int nt = (int)reps * size;
+					double t50 = quantile(terr, nt, 0.5), t95 = quantile(terr, nt, 0.95), tmax = quantile(terr, nt, 1);
+					double s50 = quantile(spread, (int)reps, 0.5), s95 = quantile(spread, (int)reps, 0.95),
+					       smax = quantile(spread, (int)reps, 1);
+					int w = snprintf(truthtab + tlen, sizeof truthtab - tlen,
+							 "%-13s %-7s %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f\n", op_name[op], method_name[m],
+							 s50, s95, smax, t50, t95, tmax);
+					if (w > 0 && (size_t)w < sizeof truthtab - tlen)
+						tlen += (size_t)w;
 				}
 				double p50 = quantile(dev, (int)nd, 0.5), p95 = quantile(dev, (int)nd, 0.95),
 				       pmax = quantile(dev, (int)nd, 1);
-				char s50[32] = "-", smax[32] = "-";
-				if (truth) {
-					snprintf(s50, sizeof s50, "%.2fus", quantile(spread, (int)reps, 0.5));
-					snprintf(smax, sizeof smax, "%.2fus", quantile(spread, (int)reps, 1));
-				}
 				char hw[32] = "-";
 				if (m == GLOBAL)
 					snprintf(hw, sizeof hw, "%.3fus", halfw * 1e6);
-				printf("%-13s %-7s %9.2f %9.3f %9.3f %9.3f %9.2f %11s %11s %10s %5ld\n", op_name[op],
-				       method_name[m], sum / reps * 1e6, p50, p95, pmax, maxus, s50, smax, hw, nlate);
+				printf("%-13s %-7s %9.2f %9.3f %9.3f %9.3f %10.2f %10s %5ld\n", op_name[op], method_name[m],
+				       quantile(means, (int)reps, 0.5) * 1e6, p50, p95, pmax, maxus, hw, nlate);
 				for (int k = 0; k < size; k++)
 					printf("  rank %-4d %-13s %-7s mean_dev %+8.3f%%  max_abs_dev %7.3f%%\n", k, op_name[op],
 					       method_name[m], rankdev[2 * k], rankdev[2 * k + 1]);
 			}
+		if (truth)
+			printf("\nagainst the truth (CLOCK_MONOTONIC_RAW, one kernel), us:\n%-13s %-7s %11s %11s %11s %11s %11s %11s\n%s"
+			       "# start skew: max - min of the ranks' true start instants per repetition; span error: |a rank's time -"
+			       " the true time from the first rank's start to the last rank's stop|\n",
+			       "op", "method", "skew_p50", "skew_p95", "skew_max", "spanerr_p50", "spanerr_p95", "spanerr_max",
+			       truthtab);
 		if (extended)
 			printf("# the global start lead was doubled %ld times (ranks reached T0 late); final lead %.0f us\n",
 			       extended, lead * 1e6);
-		printf("# dev: |d_rank - mean over ranks| / mean per repetition; spread: true start skew across ranks "
-		       "(CLOCK_MONOTONIC_RAW, -truth); halfw: widest half-width of the global bounds at a start\n");
+		printf("# time: median over repetitions of the ranks' mean; dev: |d_rank - mean over ranks| / mean per "
+		       "repetition (seed 003's figures); halfw: widest "
+		       "half-width of the global bounds at a start; late: ranks that reached T0 after it\n");
 		if (rf)
 			fclose(rf);
 		free(dev);
 		free(spread);
+		free(terr);
+		free(means);
 		free(rankdev);
 	}
 	free(in);
