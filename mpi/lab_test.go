@@ -210,7 +210,7 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+
 		b, _ := strconv.ParseInt(f[7], 10, 64)
 		w, lo, hi := parseF(t, f[4])*1e9, parseF(t, f[5])*1e9, parseF(t, f[6])*1e9
 		ta, tb := float64(truth(a)), float64(truth(b))
-		if lo > tb+1 || hi < ta-1 {
+		if tol := float64(tolNs(w / 1e9)); lo > tb+tol || hi < ta-tol {
 			outside++
 		}
 		// Error: distance from the truth interval of the read.
