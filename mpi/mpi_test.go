@@ -747,3 +747,45 @@ func TestCollbench(t *testing.T) {
 		t.Errorf("raw CSV: %d lines, want %d", lines, 1+30*2*2*ranks)
 	}
 }
+
+// TestMappingRecords checks gclock_trace.h's mapping records directly (no
+// MPI): what gct_poll_mapping records and refuses, and that Go reads back
+// exactly the mappings written.
+func TestMappingRecords(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc) on PATH; run ci/deps.sh")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "mapping")
+	if out, err := exec.Command(cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2", "-pthread", "-I../include",
+		"-o", bin, filepath.Join("testdata", "mapping.c"), "-lm").CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	file := filepath.Join(dir, "m.gct")
+	out, err := exec.Command(bin, file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if want := "poll 1\npoll 0\npoll 0\npoll 1\nrecord -1 1\npoll -1 1\nrecord 0\nclose 0\n"; string(out) != want {
+		t.Errorf("results:\n%s\nwant:\n%s", out, want)
+	}
+	s := summary(t, file)
+	m := estimate.Mapping{X0: 1000, Y0: 5000000000, Skew: 12.5e-6, W0: 300, SkewErr: 1e-6, Wander: 1e-18, Valid: true}
+	m2 := m
+	m2.Skew = -7e-6
+	inv := m
+	inv.Valid = false
+	want := []format.DaemonMapping{{From: 1000, Mapping: m}, {From: 3000, Mapping: m2}, {From: 2000, Mapping: inv}}
+	if len(s.Mappings) != len(want) {
+		t.Fatalf("mappings %+v, want %+v", s.Mappings, want)
+	}
+	for i := range want {
+		if s.Mappings[i] != want[i] {
+			t.Errorf("mapping %d: %+v, want %+v", i, s.Mappings[i], want[i])
+		}
+	}
+	if s.Events != 2 || s.Meta.Proc != 5 || s.Meta.Host != 9 {
+		t.Errorf("events %d, meta %+v", s.Events, s.Meta)
+	}
+}
