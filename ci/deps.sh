@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the system packages gclock's tests use: a C compiler (C headers are tested),
+# Installs the system packages gclock's tests use: a C compiler and make (C headers and mpi/ are tested),
 # iproute2 (the lab's network namespaces), chrony and linuxptp (the lab's peers),
 # protoc (decodes the Perfetto export independently of gclock's decoder),
 # systemd (systemd-analyze for the unit file) and chromium (the status page in a browser).
@@ -7,6 +7,7 @@
 set -u
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || need+=(make) # mpi/Makefile (go test ./mpi builds through it)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || need+=(chrony)
 command -v ptp4l >/dev/null 2>&1 || need+=(linuxptp)

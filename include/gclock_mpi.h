@@ -1,7 +1,7 @@
 /*
  * gclock_mpi.h: the C API of libgclockmpi, gclock's global MPI_Wtime.
  *
- * libgclockmpi.so (built from mpi/gclock_mpi.c, see docs/mpi.md) defines
+ * libgclockmpi.so (built from mpi/src/gclock_mpi.c, see docs/mpi.md) defines
  * MPI_Wtime and MPI_Wtick over MPI's profiling interface (PMPI), so an
  * unmodified MPI program reads the gclock daemon's global time: either
  * preloaded (mpirun -x LD_PRELOAD=/path/libgclockmpi.so ./prog) or linked
@@ -15,19 +15,20 @@
  *
  * The mode is chosen once, at the first call that needs the clock, and kept
  * for the whole run (MPI_Wtime never switches scale mid-run):
- *   global: the page is readable and its status is synced, stale or
- *           no-daemon (the last two: the bounds widen, the status says so);
+ *   global: the page is readable and its status is synced, stale,
+ *           no-daemon or degraded (the bounds widen, the status says so);
  *   local:  the page is missing, unreadable or unsynced: MPI_Wtime is
  *           PMPI_Wtime (the MPI library's own local clock), said once on
  *           stderr (GCLOCK_MPI_QUIET=1 silences it; GCLOCK_MPI_REQUIRE=1
  *           makes it fatal instead: the process exits with status 1).
  *
- * With GCLOCK_MPI_TRACE=DIR the library also records every rank's sends,
- * receives (MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv completed by MPI_Wait,
- * MPI_Waitall or MPI_Test) and collectives (MPI_Barrier, MPI_Bcast,
- * MPI_Reduce, MPI_Allreduce) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
+ * With GCLOCK_MPI_TRACE=DIR the library also records every rank's sends
+ * (MPI_Send, MPI_Ssend, MPI_Isend, MPI_Sendrecv), receives (MPI_Recv,
+ * MPI_Sendrecv, MPI_Irecv completed by MPI_Wait*, MPI_Test*) and collectives
+ * (MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, with the dependencies
+ * they imply as messages) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
  * with the daemon's mappings read from the page whenever it changed, so that
- * `gclock merge -method daemon DIR/*.gct` puts them on global time.
+ * `gclock merge -method daemon` on the files of DIR puts them on global time.
  */
 #ifndef GCLOCK_MPI_H
 #define GCLOCK_MPI_H
@@ -51,7 +52,7 @@ enum gclock_mpi_mode {
  * MPI_Wtime would return in *wtime (any pointer may be NULL) and its
  * guaranteed bounds in *earliest and *latest, in MPI_Wtime's seconds. It
  * returns the page's status (enum gclock_status of gclock.h: 1 synced,
- * 2 stale, 3 no-daemon) in global mode; in local mode GCLOCK_MPI_NO_GLOBAL,
+ * 2 stale, 3 no-daemon, 4 degraded) in global mode; in local mode GCLOCK_MPI_NO_GLOBAL,
  * with the bounds -HUGE_VAL and +HUGE_VAL (nothing is known about other
  * hosts); a negative errno when the page became unreadable (the value is
  * then the last one returned). */

@@ -1,0 +1,23 @@
+// Package mpi holds libgclockmpi, gclock's global MPI_Wtime for unmodified
+// MPI programs, and its tests; the sources are C (built with mpicc, see
+// Makefile and docs/mpi.md):
+//
+//   - src/gclock_mpi.c: libgclockmpi.so. Defines MPI_Wtime and MPI_Wtick over
+//     MPI's profiling interface (PMPI), reading global time from the host's
+//     gclock page (include/gclock.h), with the C API of include/gclock_mpi.h
+//     (bounds, mode, origin). Preloaded (mpirun -x LD_PRELOAD=...) or linked
+//     before -lmpi. With GCLOCK_MPI_TRACE=DIR it records every rank's
+//     messages and collectives, and the daemon's mappings, in gclock's trace
+//     format (include/gclock_trace.h), so that `gclock merge -method daemon`
+//     corrects C/MPI traces as it does Go traces.
+//   - src/collbench.c: the sample program. Times MPI_Reduce and MPI_Allreduce on
+//     every rank after an MPI_Barrier on the local clock and from a common
+//     start in global time, and prints each rank's deviation from the
+//     ranks' mean, as seed 003 (Hayakawa et al.) did with a hardware counter.
+//   - testdata/ring.c: an ordinary MPI program (no gclock header) exercising
+//     every traced call; testdata/api.c prints the C API's answers.
+//
+// The tests build them with mpicc and run them with mpirun on 4 ranks of
+// this machine, against pages written by gtime.Writer with known mappings
+// and against real daemons.
+package mpi

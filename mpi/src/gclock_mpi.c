@@ -1,0 +1,928 @@
+/*
+ * gclock_mpi.c: libgclockmpi, gclock's global MPI_Wtime and MPI tracer.
+ *
+ * Defines MPI_Wtime and MPI_Wtick over MPI's profiling interface (PMPI), so
+ * that an unmodified MPI program reads the gclock daemon's global time, and,
+ * with GCLOCK_MPI_TRACE=DIR, records every rank's messages and collectives in
+ * gclock's trace format with the daemon's mappings. The C API and the
+ * environment variables are documented in include/gclock_mpi.h; the build,
+ * the message ids and the limits in docs/mpi.md.
+ *
+ * Build (mpi/Makefile):
+ *     mpicc -std=gnu11 -O2 -fPIC -shared -pthread -I../include \
+ *           -o libgclockmpi.so gclock_mpi.c
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gclock.h"
+#include "gclock_mpi.h"
+#define GCLOCK_TRACE_IMPLEMENTATION
+#include "gclock_trace.h"
+
+/* ---------------------------------------------------------------- clock */
+
+static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
+static int mode = GCLOCK_MPI_LOCAL;
+static char why[4096 + 512];
+static int64_t origin_ns;
+static char page_path[4096];
+
+static __thread struct gclock_reader tls_reader;
+static __thread int tls_state; /* 0: not opened, 1: open, -errno: failed */
+static __thread double tls_last_wtime = -HUGE_VAL;
+
+static int env_flag(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+static void say(const char *fmt, ...)
+{
+	if (env_flag("GCLOCK_MPI_QUIET"))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "libgclockmpi: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+static void choose_mode(void)
+{
+	const char *p = getenv("GCLOCK_PAGE");
+	snprintf(page_path, sizeof page_path, "%s", p && *p ? p : GCLOCK_DEFAULT_PATH);
+	const char *o = getenv("GCLOCK_MPI_ORIGIN");
+	if (o && *o) {
+		char *end;
+		errno = 0;
+		long long s = strtoll(o, &end, 10);
+		if (errno != 0 || *end != 0 || s < 0 || s > INT64_MAX / 1000000000LL) {
+			fprintf(stderr, "libgclockmpi: GCLOCK_MPI_ORIGIN=%s: want whole seconds in [0, %lld]\n", o,
+				(long long)(INT64_MAX / 1000000000LL));
+			exit(1);
+		}
+		origin_ns = (int64_t)s * 1000000000LL;
+	}
+	struct gclock_reader r;
+	struct gclock_time t;
+	int err = gclock_open(&r, page_path);
+	if (err == 0) {
+		err = gclock_now(&r, &t);
+		gclock_close(&r);
+	}
+	if (err != 0) {
+		snprintf(why, sizeof why, "local time: cannot read the gclock page %s: %s (is the daemon running? GCLOCK_PAGE names another page)",
+			 page_path, err == -EPROTO ? "not a gclock page of this version" : strerror(-err));
+	} else if (t.status == GCLOCK_UNSYNCED) {
+		snprintf(why, sizeof why, "local time: the gclock page %s is unsynced (the daemon has no estimate yet)", page_path);
+	} else {
+		mode = GCLOCK_MPI_GLOBAL;
+		snprintf(why, sizeof why, "global time from the gclock page %s (status %s at the first read)", page_path,
+			 gclock_status_name(t.status));
+		return;
+	}
+	if (env_flag("GCLOCK_MPI_REQUIRE")) {
+		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_REQUIRE is set and MPI_Wtime would be %s\n", why);
+		exit(1);
+	}
+	say("MPI_Wtime is %s", why);
+}
+
+int gclock_mpi_mode(const char **w)
+{
+	pthread_once(&mode_once, choose_mode);
+	if (w)
+		*w = why;
+	return mode;
+}
+
+int64_t gclock_mpi_origin_ns(void)
+{
+	pthread_once(&mode_once, choose_mode);
+	return origin_ns;
+}
+
+/* thread_reader opens this thread's reader on first use. */
+static struct gclock_reader *thread_reader(int *err)
+{
+	if (tls_state == 0) {
+		int e = gclock_open(&tls_reader, page_path);
+		tls_state = e == 0 ? 1 : (e < 0 ? e : -EIO);
+	}
+	*err = tls_state < 0 ? tls_state : 0;
+	return tls_state == 1 ? &tls_reader : NULL;
+}
+
+int gclock_mpi_now(struct gclock_time *t)
+{
+	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
+		return -ENODEV;
+	int err;
+	struct gclock_reader *r = thread_reader(&err);
+	if (!r)
+		return err;
+	return gclock_now(r, t);
+}
+
+static double to_wtime(int64_t ns)
+{
+	/* The difference in int64 first: exact for |ns - origin| < 2^53 ns (104 days). */
+	if (ns == INT64_MIN)
+		return -HUGE_VAL;
+	if (ns == INT64_MAX)
+		return HUGE_VAL;
+	int64_t d;
+	if (__builtin_sub_overflow(ns, origin_ns, &d))
+		return ns < 0 ? -HUGE_VAL : HUGE_VAL;
+	return (double)d / 1e9;
+}
+
+int gclock_mpi_wtime_bounds(double *wtime, double *earliest, double *latest)
+{
+	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL) {
+		double w = PMPI_Wtime();
+		if (wtime)
+			*wtime = w;
+		if (earliest)
+			*earliest = -HUGE_VAL;
+		if (latest)
+			*latest = HUGE_VAL;
+		return GCLOCK_MPI_NO_GLOBAL;
+	}
+	struct gclock_time t;
+	int err = gclock_mpi_now(&t);
+	if (err != 0) {
+		if (wtime)
+			*wtime = tls_last_wtime;
+		if (earliest)
+			*earliest = -HUGE_VAL;
+		if (latest)
+			*latest = HUGE_VAL;
+		return err;
+	}
+	double w = to_wtime(t.est);
+	/* est never decreases per reader; the double never decreases either. */
+	if (w < tls_last_wtime)
+		w = tls_last_wtime;
+	tls_last_wtime = w;
+	if (wtime)
+		*wtime = w;
+	if (earliest)
+		*earliest = to_wtime(t.earliest);
+	if (latest)
+		*latest = to_wtime(t.latest);
+	return t.status;
+}
+
+double MPI_Wtime(void)
+{
+	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
+		return PMPI_Wtime();
+	double w;
+	int st = gclock_mpi_wtime_bounds(&w, NULL, NULL);
+	if (st < 0 && st != GCLOCK_MPI_NO_GLOBAL) {
+		static int told;
+		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+			say("cannot read the gclock page %s any more: %s; MPI_Wtime holds its last value", page_path,
+			    strerror(-st));
+	}
+	return w;
+}
+
+double MPI_Wtick(void)
+{
+	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
+		return PMPI_Wtick();
+	return 1e-9;
+}
+
+/* MPI_WTIME_IS_GLOBAL reads true in global mode. */
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag)
+{
+	int rc = PMPI_Comm_get_attr(comm, keyval, value, flag);
+	if (rc == MPI_SUCCESS && keyval == MPI_WTIME_IS_GLOBAL && gclock_mpi_mode(NULL) == GCLOCK_MPI_GLOBAL) {
+		static int one = 1;
+		*(int **)value = &one;
+		*flag = 1;
+	}
+	return rc;
+}
+
+/* ---------------------------------------------------------------- trace */
+
+/* u64map: open addressing from a non-zero 64-bit key to a 64-bit value. */
+struct u64map {
+	uint64_t *keys, *vals; /* key 0: empty, key 1: deleted */
+	size_t cap, used, live;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int map_put(struct u64map *m, uint64_t k, uint64_t v);
+
+static int map_grow(struct u64map *m)
+{
+	struct u64map n = {0};
+	n.cap = m->cap ? m->cap * 2 : 64;
+	while (n.cap < 4 * (m->live + 1))
+		n.cap *= 2;
+	n.keys = calloc(n.cap, sizeof *n.keys);
+	n.vals = calloc(n.cap, sizeof *n.vals);
+	if (!n.keys || !n.vals) {
+		free(n.keys);
+		free(n.vals);
+		return -1;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i] > 1)
+			map_put(&n, m->keys[i], m->vals[i]);
+	free(m->keys);
+	free(m->vals);
+	*m = n;
+	return 0;
+}
+
+/* map_find returns the slot of k, or of where it would go. */
+static size_t map_find(const struct u64map *m, uint64_t k, int *found)
+{
+	size_t i = mix64(k) & (m->cap - 1), first_del = (size_t)-1;
+	for (;;) {
+		uint64_t s = m->keys[i];
+		if (s == k) {
+			*found = 1;
+			return i;
+		}
+		if (s == 0) {
+			*found = 0;
+			return first_del != (size_t)-1 ? first_del : i;
+		}
+		if (s == 1 && first_del == (size_t)-1)
+			first_del = i;
+		i = (i + 1) & (m->cap - 1);
+	}
+}
+
+static uint64_t *map_get(struct u64map *m, uint64_t k)
+{
+	if (m->cap == 0)
+		return NULL;
+	int found;
+	size_t i = map_find(m, k, &found);
+	return found ? &m->vals[i] : NULL;
+}
+
+static int map_put(struct u64map *m, uint64_t k, uint64_t v)
+{
+	if ((m->used + 1) * 2 > m->cap && map_grow(m) != 0)
+		return -1;
+	int found;
+	size_t i = map_find(m, k, &found);
+	if (!found) {
+		if (m->keys[i] == 0)
+			m->used++;
+		m->live++;
+		m->keys[i] = k;
+	}
+	m->vals[i] = v;
+	return 0;
+}
+
+static int map_del(struct u64map *m, uint64_t k, uint64_t *v)
+{
+	if (m->cap == 0)
+		return 0;
+	int found;
+	size_t i = map_find(m, k, &found);
+	if (!found)
+		return 0;
+	if (v)
+		*v = m->vals[i];
+	m->keys[i] = 1;
+	m->live--;
+	return 1;
+}
+
+/* A communicator as the tracer knows it: its key (the same on every member:
+ * a hash of its members' world ranks; 1 for MPI_COMM_WORLD), its members'
+ * world ranks and its collective counter. */
+struct comm_info {
+	MPI_Comm comm;
+	uint32_t key;
+	int size, rank;
+	int *world; /* world rank of each member; NULL: identity (MPI_COMM_WORLD) */
+	uint32_t coll_seq;
+	int intercomm;
+	int freed; /* MPI_Comm_free was called: kept for requests still pending */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	gct_writer *w;
+	struct gclock_reader page;
+	int have_page;
+	uint64_t page_seq;
+	uint64_t mappings; /* recorded */
+	int world_rank, world_size;
+	struct u64map seqs;   /* (dir, peer, comm key ^ tag) -> next message number */
+	struct u64map recvs;  /* pending MPI_Irecv request -> index in comms + 1 */
+	struct comm_info **comms; /* never moved nor freed: pending requests point to them */
+	size_t ncomms;
+	uint64_t reqs_dropped;
+} tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+enum { R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_NAMES };
+static const char *region_names[R_NAMES] = {"", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce"};
+
+#define COLL_BIT (1ULL << 63)
+
+static uint64_t req_key(MPI_Request r)
+{
+	uint64_t k = 0;
+	memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+	return k + 2; /* 0 and 1 are the map's empty and deleted slots */
+}
+
+/* poll_locked records the daemon's mapping if the page changed. */
+static int poll_locked(void)
+{
+	if (!tr.have_page)
+		return 0;
+	uint64_t s = gclock_seq(&tr.page);
+	if (s == tr.page_seq || (s & 1))
+		return 0;
+	int r = gct_poll_page(tr.w, &tr.page);
+	if (r >= 0)
+		tr.page_seq = s;
+	if (r == 1)
+		tr.mappings++;
+	return r;
+}
+
+static uint32_t fnv32(const void *p, size_t n, uint32_t h)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* comm_locked finds or adds comm; NULL for a communicator the tracer
+ * cannot follow (an intercommunicator, or out of memory). */
+static struct comm_info *comm_locked(MPI_Comm comm)
+{
+	for (size_t i = 0; i < tr.ncomms; i++)
+		if (!tr.comms[i]->freed && tr.comms[i]->comm == comm)
+			return tr.comms[i]->intercomm ? NULL : tr.comms[i];
+	struct comm_info c = {.comm = comm};
+	int inter = 0;
+	PMPI_Comm_test_inter(comm, &inter);
+	c.intercomm = inter;
+	if (!inter) {
+		PMPI_Comm_size(comm, &c.size);
+		PMPI_Comm_rank(comm, &c.rank);
+		if (comm == MPI_COMM_WORLD) {
+			c.key = 1;
+		} else {
+			MPI_Group g, wg;
+			int *in = malloc(sizeof(int) * (size_t)c.size);
+			c.world = malloc(sizeof(int) * (size_t)c.size);
+			if (!in || !c.world) {
+				free(in);
+				free(c.world);
+				return NULL;
+			}
+			for (int i = 0; i < c.size; i++)
+				in[i] = i;
+			PMPI_Comm_group(comm, &g);
+			PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+			PMPI_Group_translate_ranks(g, c.size, in, wg, c.world);
+			PMPI_Group_free(&g);
+			PMPI_Group_free(&wg);
+			free(in);
+			c.key = fnv32(c.world, sizeof(int) * (size_t)c.size, 2166136261u) | 2; /* never 1 */
+		}
+	}
+	struct comm_info **n = realloc(tr.comms, sizeof *n * (tr.ncomms + 1));
+	struct comm_info *p = malloc(sizeof *p);
+	if (n)
+		tr.comms = n;
+	if (!n || !p) {
+		free(p);
+		free(c.world);
+		return NULL;
+	}
+	*p = c;
+	tr.comms[tr.ncomms++] = p;
+	return inter ? NULL : p;
+}
+
+static int world_of(const struct comm_info *c, int r)
+{
+	return c->world ? c->world[r] : r;
+}
+
+/* msg_id numbers the messages of one direction, peer, communicator and tag:
+ * MPI delivers those in order (non-overtaking), so the n-th send from i to j
+ * is the n-th receive at j from i and both ends compute the same id. */
+static uint64_t msg_id_locked(int dir, int peer, uint32_t ckey, int tag)
+{
+	uint32_t tk = (uint32_t)mix64(((uint64_t)ckey << 32) | (uint32_t)tag) & 0x7fffffffu;
+	uint64_t key = ((uint64_t)dir << 62) | ((uint64_t)(uint32_t)peer << 31) | tk;
+	key += 2;
+	uint64_t *v = map_get(&tr.seqs, key);
+	uint64_t n = v ? *v : 0;
+	if (v)
+		*v = n + 1;
+	else
+		map_put(&tr.seqs, key, 1);
+	return ((uint64_t)tk << 32) | (uint32_t)n;
+}
+
+static int64_t type_bytes(int count, MPI_Datatype t)
+{
+	int sz = 0;
+	if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &sz) != MPI_SUCCESS)
+		return 0;
+	return (int64_t)count * sz;
+}
+
+static void trace_send(int dest, int tag, MPI_Comm comm, int count, MPI_Datatype t)
+{
+	if (!tr.w || dest == MPI_PROC_NULL || dest < 0)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	struct comm_info *c = comm_locked(comm);
+	if (c && dest < c->size) {
+		poll_locked();
+		int peer = world_of(c, dest);
+		uint64_t id = msg_id_locked(0, peer, c->key, tag);
+		gct_send(tr.w, 0, (uint32_t)peer, id, type_bytes(count, t));
+	}
+	pthread_mutex_unlock(&tr.mu);
+}
+
+static void trace_recv_locked(const MPI_Status *st, struct comm_info *c)
+{
+	if (!c || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_SOURCE < 0 || st->MPI_SOURCE >= c->size)
+		return;
+	int cancelled = 0;
+	PMPI_Test_cancelled(st, &cancelled);
+	if (cancelled)
+		return;
+	int n = 0;
+	if (PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED)
+		n = 0;
+	poll_locked();
+	int peer = world_of(c, st->MPI_SOURCE);
+	uint64_t id = msg_id_locked(1, peer, c->key, st->MPI_TAG);
+	gct_recv(tr.w, 0, (uint32_t)peer, id, n);
+}
+
+static void trace_recv(const MPI_Status *st, MPI_Comm comm)
+{
+	if (!tr.w)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	trace_recv_locked(st, comm_locked(comm));
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* Collectives. Every rank records its collective as a region and, for
+ * causality, the dependencies the operation implies: no rank leaves a
+ * barrier or an allreduce before every rank entered it, the root of a reduce
+ * not before every rank entered, a bcast's receiver not before the root
+ * entered. Each dependency is a message from the entry of one rank to the
+ * exit of another with id COLL_BIT | key << 32 | the communicator's
+ * collective number (every member calls the collectives of a communicator in
+ * the same order). Only offsets d < 16 or a power of two are recorded, so a
+ * call costs O(log size) events on large communicators. */
+static int dep_offset(int d) { return d > 0 && (d < 16 || (d & (d - 1)) == 0); }
+
+struct coll {
+	struct comm_info *c;
+	uint64_t id;
+	int region, root;
+};
+
+static uint64_t coll_id(const struct comm_info *c)
+{
+	return COLL_BIT | ((uint64_t)(c->key & 0x7fffffffu) << 32) | c->coll_seq;
+}
+
+static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
+{
+	k->c = NULL;
+	if (!tr.w)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	struct comm_info *c = comm_locked(comm);
+	if (c) {
+		poll_locked();
+		k->c = c;
+		k->id = coll_id(c);
+		c->coll_seq++;
+		k->region = region;
+		k->root = root;
+		gct_enter(tr.w, 0, (uint64_t)region);
+		int n = c->size, me = c->rank;
+		if (root < 0) { /* all to all */
+			for (int d = 1; d < n; d++)
+				if (dep_offset(d))
+					gct_send(tr.w, 0, (uint32_t)world_of(c, (me + d) % n), k->id, 0);
+		} else if (region == R_BCAST) {
+			if (me == root)
+				for (int d = 1; d < n; d++)
+					if (dep_offset(d))
+						gct_send(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+		} else if (me != root && root < n && dep_offset((me - root + n) % n)) {
+			gct_send(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
+		}
+	}
+	pthread_mutex_unlock(&tr.mu);
+}
+
+static void coll_leave(struct coll *k, int rc)
+{
+	if (!k->c)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	struct comm_info *c = k->c;
+	int n = c->size, me = c->rank, root = k->root;
+	if (rc == MPI_SUCCESS) {
+		if (root < 0) {
+			for (int d = 1; d < n; d++)
+				if (dep_offset(d))
+					gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
+		} else if (k->region == R_BCAST) {
+			if (me != root && root < n && dep_offset((me - root + n) % n))
+				gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
+		} else if (me == root) {
+			for (int d = 1; d < n; d++)
+				if (dep_offset(d))
+					gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+		}
+	}
+	gct_leave(tr.w, 0, (uint64_t)k->region);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+static void trace_open(void)
+{
+	const char *dir = getenv("GCLOCK_MPI_TRACE");
+	if (!dir || !*dir)
+		return;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
+	mkdir(dir, 0777); /* several ranks race: EEXIST is fine, fopen says the rest */
+	char path[4096], host[256] = "", name[320];
+	snprintf(path, sizeof path, "%s/rank-%05d.gct", dir, tr.world_rank);
+	gethostname(host, sizeof host - 1);
+	snprintf(name, sizeof name, "rank %d on %s", tr.world_rank, host);
+	tr.w = gct_open(path, (uint32_t)tr.world_rank, fnv32(host, strlen(host), 2166136261u), name, GCT_FLAG_SYNCED_HOST);
+	if (!tr.w) {
+		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_TRACE: cannot create %s: %s (rank %d not traced)\n", path,
+			strerror(errno), tr.world_rank);
+		return;
+	}
+	for (int i = 1; i < R_NAMES; i++)
+		gct_name(tr.w, (uint64_t)i, region_names[i]);
+	pthread_once(&mode_once, choose_mode);
+	int err = gclock_open(&tr.page, page_path);
+	int r = 0;
+	if (err == 0) {
+		tr.have_page = 1;
+		tr.page_seq = 1; /* odd: never a stable counter, so the first poll reads */
+		pthread_mutex_lock(&tr.mu);
+		r = poll_locked();
+		pthread_mutex_unlock(&tr.mu);
+	}
+	if (r != 1)
+		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping from %s yet (%s); one is recorded as soon as the page "
+		    "has one, and `gclock merge -method daemon` needs one",
+		    tr.world_rank, page_path, err ? strerror(-err) : r < 0 ? strerror(-r) : "page unsynced");
+}
+
+static void trace_close(void)
+{
+	if (!tr.w)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	poll_locked();
+	if (gct_close(tr.w) != 0)
+		fprintf(stderr, "libgclockmpi: rank %d: writing the trace failed: %s\n", tr.world_rank, strerror(errno));
+	tr.w = NULL;
+	if (tr.have_page)
+		gclock_close(&tr.page);
+	tr.have_page = 0;
+	if (tr.mappings == 0)
+		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping recorded in the whole run: merge this trace with "
+		    "another -method", tr.world_rank);
+	if (tr.recvs.live > 0 || tr.reqs_dropped > 0)
+		say("rank %d: %zu receive requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
+		    tr.world_rank, tr.recvs.live, (unsigned long long)tr.reqs_dropped);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* ------------------------------------------------------------ wrappers */
+
+int MPI_Init(int *argc, char ***argv)
+{
+	int rc = PMPI_Init(argc, argv);
+	if (rc == MPI_SUCCESS)
+		trace_open();
+	return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int rc = PMPI_Init_thread(argc, argv, required, provided);
+	if (rc == MPI_SUCCESS)
+		trace_open();
+	return rc;
+}
+
+int MPI_Finalize(void)
+{
+	trace_close();
+	return PMPI_Finalize();
+}
+
+int MPI_Comm_free(MPI_Comm *comm)
+{
+	MPI_Comm c = *comm;
+	int rc = PMPI_Comm_free(comm);
+	pthread_mutex_lock(&tr.mu);
+	for (size_t i = 0; i < tr.ncomms; i++)
+		if (!tr.comms[i]->freed && tr.comms[i]->comm == c)
+			tr.comms[i]->freed = 1;
+	pthread_mutex_unlock(&tr.mu);
+	return rc;
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+	trace_send(dest, tag, comm, count, t);
+	return PMPI_Send(buf, count, t, dest, tag, comm);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+	trace_send(dest, tag, comm, count, t);
+	return PMPI_Ssend(buf, count, t, dest, tag, comm);
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req)
+{
+	trace_send(dest, tag, comm, count, t);
+	return PMPI_Isend(buf, count, t, dest, tag, comm, req);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+	MPI_Status local;
+	MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+	int rc = PMPI_Recv(buf, count, t, source, tag, comm, st);
+	if (rc == MPI_SUCCESS)
+		trace_recv(st, comm);
+	return rc;
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf, int rcount,
+		 MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+	MPI_Status local;
+	MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+	trace_send(dest, stag, comm, scount, stype);
+	int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, st);
+	if (rc == MPI_SUCCESS)
+		trace_recv(st, comm);
+	return rc;
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Request *req)
+{
+	int rc = PMPI_Irecv(buf, count, t, source, tag, comm, req);
+	if (rc == MPI_SUCCESS && tr.w && source != MPI_PROC_NULL) {
+		pthread_mutex_lock(&tr.mu);
+		struct comm_info *c = comm_locked(comm);
+		if (!c || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)c) != 0)
+			tr.reqs_dropped++;
+		pthread_mutex_unlock(&tr.mu);
+	}
+	return rc;
+}
+
+/* completed records the receive of a pending MPI_Irecv request that
+ * completed with status st. */
+static void completed(MPI_Request was, const MPI_Status *st)
+{
+	pthread_mutex_lock(&tr.mu);
+	uint64_t c;
+	if (map_del(&tr.recvs, req_key(was), &c) && tr.w)
+		trace_recv_locked(st, (struct comm_info *)(uintptr_t)c);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* tracking says whether a receive request is pending (a racy read under
+ * MPI_THREAD_MULTIPLE is harmless: requests are added by the thread that
+ * later completes them, or the completion is seen on the next call). */
+static int tracking(void) { return __atomic_load_n(&tr.recvs.live, __ATOMIC_RELAXED) > 0; }
+
+int MPI_Wait(MPI_Request *req, MPI_Status *status)
+{
+	if (!tracking())
+		return PMPI_Wait(req, status);
+	MPI_Request was = *req;
+	MPI_Status local;
+	MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+	int rc = PMPI_Wait(req, st);
+	if (rc == MPI_SUCCESS)
+		completed(was, st);
+	return rc;
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+	if (!tracking())
+		return PMPI_Test(req, flag, status);
+	MPI_Request was = *req;
+	MPI_Status local;
+	MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+	int rc = PMPI_Test(req, flag, st);
+	if (rc == MPI_SUCCESS && *flag)
+		completed(was, st);
+	return rc;
+}
+
+/* many wraps the completion calls on arrays: it copies the requests, gives
+ * the call a status array if it had none, and records what completed. */
+static int many(int n, MPI_Request *reqs, MPI_Status *statuses, MPI_Request **was, MPI_Status **st)
+{
+	*was = malloc(sizeof **was * (size_t)(n > 0 ? n : 1));
+	*st = statuses;
+	if (!*was)
+		return -1;
+	memcpy(*was, reqs, sizeof **was * (size_t)n);
+	if (statuses == MPI_STATUSES_IGNORE) {
+		*st = malloc(sizeof **st * (size_t)(n > 0 ? n : 1));
+		if (!*st) {
+			free(*was);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void many_done(MPI_Status *statuses, MPI_Request *was, MPI_Status *st)
+{
+	free(was);
+	if (st != statuses)
+		free(st);
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
+{
+	MPI_Request *was;
+	MPI_Status *st;
+	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
+		return PMPI_Waitall(n, reqs, statuses);
+	int rc = PMPI_Waitall(n, reqs, st);
+	if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
+		for (int i = 0; i < n; i++)
+			if (rc == MPI_SUCCESS || st[i].MPI_ERROR == MPI_SUCCESS)
+				completed(was[i], &st[i]);
+	many_done(statuses, was, st);
+	return rc;
+}
+
+int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+	MPI_Request *was;
+	MPI_Status *st;
+	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
+		return PMPI_Testall(n, reqs, flag, statuses);
+	int rc = PMPI_Testall(n, reqs, flag, st);
+	if (rc == MPI_SUCCESS && *flag)
+		for (int i = 0; i < n; i++)
+			completed(was[i], &st[i]);
+	many_done(statuses, was, st);
+	return rc;
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+	MPI_Request *was;
+	MPI_Status *st;
+	if (!tracking() || many(n, reqs, MPI_STATUSES_IGNORE, &was, &st) != 0)
+		return PMPI_Waitany(n, reqs, index, status);
+	MPI_Status *one = status == MPI_STATUS_IGNORE ? &st[0] : status;
+	int rc = PMPI_Waitany(n, reqs, index, one);
+	if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
+		completed(was[*index], one);
+	many_done(MPI_STATUSES_IGNORE, was, st);
+	return rc;
+}
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+	MPI_Request *was;
+	MPI_Status *st;
+	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
+		return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+	int rc = PMPI_Waitsome(n, reqs, outcount, indices, st);
+	if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+		for (int i = 0; i < *outcount; i++)
+			if (rc == MPI_SUCCESS || st[i].MPI_ERROR == MPI_SUCCESS)
+				completed(was[indices[i]], &st[i]);
+	many_done(statuses, was, st);
+	return rc;
+}
+
+int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+	MPI_Request *was;
+	MPI_Status *st;
+	if (!tracking() || many(n, reqs, MPI_STATUSES_IGNORE, &was, &st) != 0)
+		return PMPI_Testany(n, reqs, index, flag, status);
+	MPI_Status *one = status == MPI_STATUS_IGNORE ? &st[0] : status;
+	int rc = PMPI_Testany(n, reqs, index, flag, one);
+	if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+		completed(was[*index], one);
+	many_done(MPI_STATUSES_IGNORE, was, st);
+	return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+{
+	MPI_Request *was;
+	MPI_Status *st;
+	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
+		return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+	int rc = PMPI_Testsome(n, reqs, outcount, indices, st);
+	if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+		for (int i = 0; i < *outcount; i++)
+			if (rc == MPI_SUCCESS || st[i].MPI_ERROR == MPI_SUCCESS)
+				completed(was[indices[i]], &st[i]);
+	many_done(statuses, was, st);
+	return rc;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_BARRIER, -1);
+	int rc = PMPI_Barrier(comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_BCAST, root);
+	int rc = PMPI_Bcast(buf, count, t, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_REDUCE, root);
+	int rc = PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLREDUCE, -1);
+	int rc = PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
+	coll_leave(&k, rc);
+	return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * ring: an ordinary MPI program (no gclock header) that the tests run under
+ * libgclockmpi: point-to-point messages of every traced kind, collectives on
+ * MPI_COMM_WORLD and on a split communicator, and MPI_Wtime read between two
+ * CLOCK_MONOTONIC_RAW stamps so that a test can check its value against the
+ * page's mapping.
+ *
+ * usage: ring ROUNDS PAUSE_MS
+ * prints per rank: "wtime RANK RAW_BEFORE WTIME RAW_AFTER" lines, then
+ * "attr RANK IS_GLOBAL FLAG" and "tick RANK WTICK".
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static long long raw(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void stamp(int rank)
+{
+	long long a = raw();
+	double w = MPI_Wtime();
+	long long b = raw();
+	printf("wtime %d %lld %.9f %lld\n", rank, a, w, b);
+}
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	int rank, size;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines: mpirun interleaves the ranks' output */
+	int rounds = argc > 1 ? atoi(argv[1]) : 10;
+	int pause_ms = argc > 2 ? atoi(argv[2]) : 0;
+	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+	MPI_Comm half;
+	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+	int hrank, hsize;
+	MPI_Comm_rank(half, &hrank);
+	MPI_Comm_size(half, &hsize);
+	stamp(rank);
+	for (int r = 0; r < rounds; r++) {
+		int v = rank * 1000 + r, got = 0, got2 = 0;
+		/* blocking ring, receiving from any source */
+		if (rank == 0) {
+			MPI_Send(&v, 1, MPI_INT, next, 1, MPI_COMM_WORLD);
+			MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		} else {
+			MPI_Recv(&got, 1, MPI_INT, prev, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Send(&v, 1, MPI_INT, next, 1, MPI_COMM_WORLD);
+		}
+		/* non-blocking both ways, two tags */
+		MPI_Request q[4];
+		int a[2];
+		MPI_Irecv(&a[0], 1, MPI_INT, prev, 2, MPI_COMM_WORLD, &q[0]);
+		MPI_Irecv(&a[1], 1, MPI_INT, next, 3, MPI_COMM_WORLD, &q[1]);
+		MPI_Isend(&v, 1, MPI_INT, next, 2, MPI_COMM_WORLD, &q[2]);
+		MPI_Isend(&v, 1, MPI_INT, prev, 3, MPI_COMM_WORLD, &q[3]);
+		if (r % 2 == 0) {
+			MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+		} else {
+			int idx;
+			MPI_Waitany(4, q, &idx, MPI_STATUS_IGNORE);
+			for (int i = 0; i < 4; i++)
+				MPI_Wait(&q[i], MPI_STATUS_IGNORE);
+		}
+		/* sendrecv, and an Irecv completed by MPI_Test */
+		MPI_Sendrecv(&v, 1, MPI_INT, next, 4, &got, 1, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Request t;
+		int flag = 0;
+		MPI_Irecv(&got2, 1, MPI_INT, prev, 5, MPI_COMM_WORLD, &t);
+		MPI_Send(&v, 1, MPI_INT, next, 5, MPI_COMM_WORLD);
+		while (!flag)
+			MPI_Test(&t, &flag, MPI_STATUS_IGNORE);
+		/* the same tag on the split communicator */
+		if (hsize > 1)
+			MPI_Sendrecv(&v, 1, MPI_INT, (hrank + 1) % hsize, 1, &got, 1, MPI_INT, (hrank + hsize - 1) % hsize, 1,
+				     half, MPI_STATUS_IGNORE);
+		/* collectives */
+		int sum = 0;
+		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Bcast(&v, 1, MPI_INT, r % size, MPI_COMM_WORLD);
+		MPI_Reduce(&v, &sum, 1, MPI_INT, MPI_SUM, (r + 1) % size, MPI_COMM_WORLD);
+		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_MAX, half);
+		if (pause_ms > 0) {
+			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		if (r % 8 == 0)
+			stamp(rank);
+	}
+	stamp(rank);
+	int *g, f;
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &g, &f);
+	printf("attr %d %d %d\n", rank, f ? *g : -1, f);
+	printf("tick %d %g\n", rank, MPI_Wtick());
+	MPI_Comm_free(&half);
+	MPI_Finalize();
+	return 0;
+}
