@@ -847,6 +847,17 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 	return rc;
 }
 
+/* completed_some records the requests a Waitsome/Testsome completed (their
+ * indices), skipping those whose status says they failed. */
+static void completed_some(int rc, int outcount, const int indices[], MPI_Request *was, MPI_Status *st)
+{
+	if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || outcount == MPI_UNDEFINED)
+		return;
+	for (int i = 0; i < outcount; i++)
+		if (rc == MPI_SUCCESS || st[i].MPI_ERROR == MPI_SUCCESS)
+			completed(was[indices[i]], &st[i]);
+}
+
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
 	MPI_Request *was;
@@ -854,10 +865,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
 		return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
 	int rc = PMPI_Waitsome(n, reqs, outcount, indices, st);
-	if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
-		for (int i = 0; i < *outcount; i++)
-			if (rc == MPI_SUCCESS || st[i].MPI_ERROR == MPI_SUCCESS)
-				completed(was[indices[i]], &st[i]);
+	completed_some(rc, *outcount, indices, was, st);
 	many_done(statuses, was, st);
 	return rc;
 }
@@ -883,10 +891,7 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
 		return PMPI_Testsome(n, reqs, outcount, indices, statuses);
 	int rc = PMPI_Testsome(n, reqs, outcount, indices, st);
-	if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
-		for (int i = 0; i < *outcount; i++)
-			if (rc == MPI_SUCCESS || st[i].MPI_ERROR == MPI_SUCCESS)
-				completed(was[indices[i]], &st[i]);
+	completed_some(rc, *outcount, indices, was, st);
 	many_done(statuses, was, st);
 	return rc;
 }
