@@ -1075,6 +1075,11 @@ func (n *Node) mono(x int64, t Time, skew float64) int64 {
 	v := n.monoValue
 	if dx := x - n.monoLocal; dx > 0 {
 		fdx := float64(dx)
+		// The line's skew is only an estimate: early in a hull's life its
+		// middle can be far beyond any crystal (0.3), and a monotonic
+		// reading that ran at that rate would be hundreds of ms ahead
+		// after a second, unable to come back. The model bounds it.
+		skew = max(-n.cfg.MaxDrift, min(n.cfg.MaxDrift, skew))
 		nat := n.monoValue + dx + int64(skew*fdx)
 		limit := int64(n.cfg.MaxSlewRate * fdx)
 		v = nat + clamp(t.Est-nat, -limit, limit)
