@@ -37,6 +37,7 @@ type Config struct {
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
 	Auth       AuthConfig       `yaml:"auth,omitempty"` // cluster key (auth.go)
+	State      StateConfig      `yaml:"state,omitempty"` // state file (state.go)
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
@@ -332,6 +333,7 @@ func (c *Config) Validate() error {
 	}
 	c.RealTime.validate(&e)
 	c.Auth.validate(&e)
+	c.State.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)
 	}
