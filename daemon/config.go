@@ -36,7 +36,7 @@ type Config struct {
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
-	Auth       AuthConfig       `yaml:"auth,omitempty"` // cluster key (auth.go)
+	Auth       AuthConfig       `yaml:"auth,omitempty"`  // cluster key (auth.go)
 	State      StateConfig      `yaml:"state,omitempty"` // state file (state.go)
 }
 
