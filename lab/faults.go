@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -218,4 +220,29 @@ func (fr *faultRunner) resume(procs []*Proc) {
 			_ = procs[h].Signal(unix.SIGCONT)
 		}
 	}
+}
+
+// ParseFault parses KIND:HOST:AT:FOR (kill:1:20s:3s, stop:2:40s:10s,
+// partition:3:15s:30s), the `gclock lab --fault` syntax.
+func ParseFault(s string) (Fault, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 4 {
+		return Fault{}, fmt.Errorf("fault %q: want KIND:HOST:AT:FOR (kill:1:20s:3s)", s)
+	}
+	f := Fault{Kind: parts[0]}
+	if f.Kind != FaultKill && f.Kind != FaultStop && f.Kind != FaultPartition {
+		return Fault{}, fmt.Errorf("fault %q: kind %q: want kill, stop or partition", s, f.Kind)
+	}
+	h, err := strconv.Atoi(parts[1])
+	if err != nil || h < 0 {
+		return Fault{}, fmt.Errorf("fault %q: host %q: want a host index", s, parts[1])
+	}
+	f.Host = h
+	if f.At, err = time.ParseDuration(parts[2]); err != nil || f.At <= 0 {
+		return Fault{}, fmt.Errorf("fault %q: at %q: want a positive duration (20s)", s, parts[2])
+	}
+	if f.For, err = time.ParseDuration(parts[3]); err != nil || f.For <= 0 {
+		return Fault{}, fmt.Errorf("fault %q: for %q: want a positive duration (3s)", s, parts[3])
+	}
+	return f, nil
 }
