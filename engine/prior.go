@@ -31,7 +31,10 @@ func (n *Node) Prior(now int64) (Prior, bool) {
 	if t := n.Estimate(now); t.Status != StatusSynced {
 		return Prior{}, false
 	}
-	m := n.globalMapping(now, int64(n.cfg.StaleAfter))
+	// The bound tightest a minute ahead: a restart takes seconds to
+	// minutes, and the last exchange's own bound (tightest now) grows
+	// at MaxDrift.
+	m := n.globalMapping(now, int64(priorHorizon))
 	if !m.Valid || m.W0 >= maxWidth {
 		return Prior{}, false
 	}
@@ -176,3 +179,6 @@ func satAdd64(a, b int64) int64 {
 	}
 	return a + b
 }
+
+// priorHorizon is how far ahead Prior chooses the tightest bound.
+const priorHorizon = 60e9

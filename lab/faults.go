@@ -89,9 +89,12 @@ type FaultResult struct {
 	// MaxErrNs is the largest |estimate - truth| of reads with bounds;
 	// MaxHalfWidthNs the largest half-width among them.
 	MaxErrNs, MaxHalfWidthNs int64
+	// MaxSyncedErrNs is the largest |estimate - truth| of synced reads.
+	MaxSyncedErrNs int64
 	// LostSynced: the host stopped saying synced in the window;
 	// BackToSyncedS is the time from the fault's end to its first synced
-	// read after it (-1: never in the window).
+	// read after the last read that was not (0: synced again by the end;
+	// -1: not synced again in the window).
 	LostSynced    bool    `json:"lost_synced"`
 	BackToSyncedS float64 `json:"back_to_synced_s"`
 }
@@ -103,6 +106,8 @@ func faultResults(series []SeriesPoint, faults []Fault, hosts int, runEnd time.D
 		to := min(runEnd, f.end()+FaultWindow)
 		for h := range hosts {
 			r := FaultResult{Fault: f, Host: h, BackToSyncedS: -1}
+			var lastNot time.Duration
+			backAt := time.Duration(-1)
 			for _, p := range series {
 				at := time.Duration(p.AtNs)
 				if p.Host != h || at < f.At || at >= to {
@@ -118,21 +123,27 @@ func faultResults(series []SeriesPoint, faults []Fault, hosts int, runEnd time.D
 					if inside {
 						r.SyncedInside++
 					}
-					if at >= f.end() && r.BackToSyncedS < 0 {
-						r.BackToSyncedS = (at - f.end()).Seconds()
+					if backAt < 0 {
+						backAt = at
 					}
 				} else {
-					r.LostSynced = true
+					r.LostSynced, lastNot, backAt = true, at, -1
 				}
 				if p.LoNs == math.MinInt64 || p.HiNs == math.MaxInt64 {
 					r.Unsynced++
 					continue
 				}
 				r.MaxErrNs = max(r.MaxErrNs, abs64(p.ErrNs))
+				if p.Synced {
+					r.MaxSyncedErrNs = max(r.MaxSyncedErrNs, abs64(p.ErrNs))
+				}
 				r.MaxHalfWidthNs = max(r.MaxHalfWidthNs, (p.HiNs-p.LoNs)/2)
 			}
-			if !r.LostSynced {
+			switch {
+			case !r.LostSynced:
 				r.BackToSyncedS = 0
+			case backAt >= 0 && backAt > lastNot:
+				r.BackToSyncedS = max(0, (backAt - f.end()).Seconds())
 			}
 			out = append(out, r)
 		}

@@ -79,7 +79,7 @@ func TestFaultResults(t *testing.T) {
 	}
 	r := rs[1]
 	if r.Reads != 5 || r.Inside != 4 || r.Synced != 2 || r.SyncedInside != 2 || r.Unsynced != 1 ||
-		r.MaxErrNs != 152 || r.MaxHalfWidthNs != 200 || !r.LostSynced || r.BackToSyncedS != 1 {
+		r.MaxErrNs != 152 || r.MaxSyncedErrNs != 0 || r.MaxHalfWidthNs != 200 || !r.LostSynced || r.BackToSyncedS != 1 {
 		t.Errorf("host 1: %+v", r)
 	}
 	if rs[0].Reads != 0 || rs[0].BackToSyncedS != 0 {

@@ -65,8 +65,8 @@ func TestRestarts(t *testing.T) {
 		}
 	}
 	for _, f := range res.Faults {
-		t.Logf("%v, host %d: %d reads (%d synced), truth inside %d (synced %d), max |err| %d ns, max half-width %d ns, lost synced %v, back to synced %.2f s after the end",
-			f.Fault, f.Host, f.Reads, f.Synced, f.Inside, f.SyncedInside, f.MaxErrNs, f.MaxHalfWidthNs, f.LostSynced, f.BackToSyncedS)
+		t.Logf("%v, host %d: %d reads (%d synced), truth inside %d (synced %d), max |err| %d ns (synced %d ns), max half-width %d ns, lost synced %v, back to synced %.2f s after the end",
+			f.Fault, f.Host, f.Reads, f.Synced, f.Inside, f.SyncedInside, f.MaxErrNs, f.MaxSyncedErrNs, f.MaxHalfWidthNs, f.LostSynced, f.BackToSyncedS)
 		if f.Host == 0 {
 			continue // see above
 		}
