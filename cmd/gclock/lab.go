@@ -474,10 +474,10 @@ func labPrintGclock(w io.Writer, r lab.GclockResult) {
 	fmt.Fprintf(w, "traffic per synchronised host: convergence %.2f exchanges/s (%.2f rounds/s), after %.2f exchanges/s (%.3f rounds/s); %.2f engine messages/node/s\n",
 		s.ConvergenceExchangesPerNodePerS, s.ConvergenceRoundsPerNodePerS, s.ExchangesPerNodePerS, s.RoundsPerNodePerS, s.MessagesPerNodePerS)
 	if len(r.Faults) > 0 {
-		fmt.Fprintf(w, "faults (from the start to %v after the end; back: from the end to the first synced read):\n", lab.FaultWindow)
-		fmt.Fprintf(w, "%-28s %-4s %6s %6s %8s %8s %10s %12s %8s\n", "fault", "host", "reads", "synced", "outside", "no bnds", "max err us", "max half us", "back s")
+		fmt.Fprintf(w, "faults (from the start to %v after the end; back: from the end to the first synced read after the last one that was not):\n", lab.FaultWindow)
+		fmt.Fprintf(w, "%-32s %-4s %6s %6s %8s %8s %10s %12s %8s\n", "fault", "host", "reads", "synced", "outside", "no bnds", "max err us", "max half us", "back s")
 		for _, fr := range r.Faults {
-			fmt.Fprintf(w, "%-28s %-4d %6d %6d %8d %8d %10s %12s %8.2f\n", fr.Fault.String(), fr.Host, fr.Reads, fr.Synced,
+			fmt.Fprintf(w, "%-32s %-4d %6d %6d %8d %8d %10s %12s %8.2f\n", fr.Fault.String(), fr.Host, fr.Reads, fr.Synced,
 				fr.Reads-fr.Inside, fr.Unsynced, us(fr.MaxErrNs), us(fr.MaxHalfWidthNs), fr.BackToSyncedS)
 		}
 	}
