@@ -2,9 +2,13 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +254,90 @@ func TestRunRestart(t *testing.T) {
 		t.Fatalf("after the restart: stale seen %v, synced again after %v", sawStale, syncedAfter)
 	}
 	t.Logf("synced again %v after the restart, bounded (stale) before", syncedAfter.Round(time.Millisecond))
+	cancel()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// scrapeSample scrapes one sample (name with its labels, as exposed) from a
+// daemon's metrics; -1 if absent.
+func scrapeSample(t *testing.T, addr, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", sample, v)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestRunRestartReference: the reference restarted from its state file
+// numbers its rounds after those it sent before, so its child takes them
+// at once (no stale_round drops), instead of ignoring them until the
+// reference has been silent for three of its periods.
+func TestRunRestartReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := testCluster(t, 2)
+	for i := range cfgs {
+		// Rounds every second: the renumbering allowance is then over 3 s.
+		cfgs[i].Sync.InitialGlobalPeriod = Duration(time.Second)
+		cfgs[i].Sync.MinGlobalPeriod = Duration(time.Second)
+		cfgs[i].Sync.MaxGlobalPeriod = Duration(time.Second)
+	}
+	c1 := &cfgs[0]
+	c1.State = StateConfig{File: filepath.Join(t.TempDir(), "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
+	ports := freePorts(t, 1)
+	cfgs[1].Metrics.Listen = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 3)
+	ctx1, cancel1 := context.WithCancel(ctx)
+	go func() { errs <- Run(ctx1, *c1, logger.With("node", 1)) }()
+	go func() { errs <- Run(ctx, cfgs[1], logger.With("node", 2)) }()
+	deadline := time.Now().Add(20 * time.Second)
+	r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
+	defer r.Close()
+	waitPageSynced(t, r, 2, deadline)
+	time.Sleep(2500 * time.Millisecond) // a few rounds, and saves
+	cancel1()
+	if err := <-errs; err != nil {
+		t.Fatalf("node 1: %v", err)
+	}
+	s, ok, err := ReadState(c1.State.File)
+	if err != nil || !ok || s.MaxRound == 0 || s.Prior != nil {
+		t.Fatalf("reference's state: %+v ok %v err %v; want rounds and no prior", s, ok, err)
+	}
+	addr := cfgs[1].Metrics.Listen
+	rounds := scrapeSample(t, addr, `gclock_source_rounds_total{node="2",source="1"}`)
+	go func() { errs <- Run(ctx, *c1, logger.With("node", 1, "run", 2)) }()
+	restart := time.Now()
+	for scrapeSample(t, addr, `gclock_source_rounds_total{node="2",source="1"}`) <= rounds {
+		if time.Since(restart) > 2500*time.Millisecond {
+			t.Fatalf("no round accepted from the restarted reference in %v (stale_round drops %v)", time.Since(restart),
+				scrapeSample(t, addr, `gclock_packets_dropped_total{node="2",reason="stale_round"}`))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("a round from the restarted reference accepted %v after its restart", time.Since(restart).Round(time.Millisecond))
+	if d := scrapeSample(t, addr, `gclock_packets_dropped_total{node="2",reason="stale_round"}`); d != 0 {
+		t.Errorf("%v stale_round drops, want 0", d)
+	}
 	cancel()
 	for range 2 {
 		if err := <-errs; err != nil {
