@@ -37,9 +37,10 @@ type Config struct {
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	RealTime   RealTimeConfig   `yaml:"real_time"`
 	Log        LogConfig        `yaml:"log"`
-	Auth       AuthConfig       `yaml:"auth,omitempty"` // cluster key (auth.go)
-	NTP        NTPConfig        `yaml:"ntp"`            // daemon/ntp.go
-	Refclock   RefclockConfig   `yaml:"refclock"`       // daemon/ntp.go
+	Auth       AuthConfig       `yaml:"auth,omitempty"`  // cluster key (auth.go)
+	NTP        NTPConfig        `yaml:"ntp"`             // daemon/ntp.go
+	Refclock   RefclockConfig   `yaml:"refclock"`        // daemon/ntp.go
+	State      StateConfig      `yaml:"state,omitempty"` // state file (state.go)
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
@@ -360,6 +361,7 @@ func (c *Config) Validate() error {
 	c.RealTime.validate(&e)
 	c.Auth.validate(&e)
 	c.validateNTP(&e)
+	c.State.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)
 	}

@@ -414,6 +414,9 @@ func (n *node) rebuild(j int, takeOver bool) {
 		}
 	} else {
 		v.prev = n.eng
+		if n.eng.cur.HasPrior() {
+			v.prev = nil // a restored prior (state.go) bounds the old reference's time, never synced since
+		}
 		for p := v.prev; p != nil; p = p.prev {
 			if p.prev != nil && p.prev.prev != nil {
 				p.prev.prev = nil // keep at most two generations

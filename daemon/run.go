@@ -90,6 +90,7 @@ type node struct {
 	peers  map[engine.NodeID]netip.AddrPort
 	writer *gtime.Writer // nil: no page
 	rt     *realTime     // nil: real_time.mode none (realtime.go)
+	state  *stateKeeper  // nil: no state.file (state.go)
 
 	mu      sync.Mutex  // guards eng, next and last
 	eng     *engineView // the engine, through reference changes (failover.go)
@@ -244,6 +245,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
+	restored, err := n.restoreState(clk.now()) // state.go
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if restored != nil {
+		n.applyState(restored, engine.NodeID(ref), eng)
+		n.publish() // bounded time at once, before the reference is looked up
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.ctx = ctx
@@ -280,6 +290,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps,
 		"real_time", cfg.RealTime.Mode, "authenticated", tcfg.Keyring != nil)
 	err = n.loop(ctx)
+	n.saveState()
 	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "dropped", fmt.Sprint(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
 		"t1_kernel", n.stamps.t1Kernel.Load(), "t1_engine", n.stamps.t1Engine.Load(),
 		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
@@ -321,6 +332,12 @@ func (n *node) loop(ctx context.Context) error {
 	every := n.cfg.GlobalTime.PublishEvery.D()
 	pub := time.NewTicker(every)
 	defer pub.Stop()
+	var save <-chan time.Time // state.go
+	if n.state != nil {
+		t := time.NewTicker(n.cfg.State.saveEvery())
+		defer t.Stop()
+		save = t.C
+	}
 	n.publish()
 	var lastTick time.Time // zero: the engine has not been ticked yet
 	for {
@@ -342,6 +359,9 @@ func (n *node) loop(ctx context.Context) error {
 			continue
 		case <-pub.C:
 			n.publish()
+			continue
+		case <-save:
+			n.saveState()
 			continue
 		}
 		n.mu.Lock()

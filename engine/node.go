@@ -57,6 +57,10 @@ type Node struct {
 
 	out     Ready
 	ignored uint64
+
+	// A restored prior (prior.go), used until a source is trusted.
+	prior     Prior
+	havePrior bool
 }
 
 type childState uint8
@@ -237,6 +241,7 @@ func (n *Node) Tick(local int64) {
 		}
 	}
 	n.selfResync(now)
+	n.settlePrior(now)
 }
 
 func (n *Node) slotFree() bool {
@@ -300,6 +305,7 @@ func (n *Node) Step(m Message, recvLocal int64) {
 	default:
 		n.ignore(m, "unknown message type")
 	}
+	n.settlePrior(now)
 }
 
 func (n *Node) ignore(m Message, why string) {
@@ -1027,8 +1033,11 @@ func (n *Node) read(x int64) (Time, float64) {
 			if st == StatusSynced && x-newest > int64(n.cfg.StaleAfter) {
 				t.Status = StatusStale
 			}
-			t.Earliest, t.Latest = n.widenRead(t.Earliest, t.Latest)
 		}
+		if t2, sk2, contra := n.withPrior(x, t, skew); !contra { // prior.go
+			t, skew = t2, sk2
+		}
+		t.Earliest, t.Latest = n.widenRead(t.Earliest, t.Latest) // saturates when unbounded
 	}
 	if n.IsReference() {
 		t.Earliest, t.Latest = n.widenRead(t.Earliest, t.Latest)

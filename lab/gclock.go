@@ -60,6 +60,12 @@ type GclockConfig struct {
 	// Tweak, if set, edits each host's configuration last (per-host
 	// settings such as refclock.sock).
 	Tweak func(host int, c *daemon.Config)
+	// StateFiles gives every daemon a state file (state.file,
+	// state-h<i>.json in the logs directory, saved every second).
+	StateFiles bool
+	// Faults are killed, paused and partitioned daemons during the run
+	// (faults.go); GclockResult.Faults condenses each.
+	Faults []Fault
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
@@ -161,6 +167,11 @@ func (gc GclockConfig) Validate() error {
 	case gc.Wander.SinePPM > 0 && gc.Wander.SinePeriod < 2*time.Second:
 		return fmt.Errorf("gclock: wander: sine period %v: want at least 2s", gc.Wander.SinePeriod)
 	}
+	for i, f := range gc.Faults {
+		if err := f.validate(i, 1<<16, gc.Duration); err != nil {
+			return err
+		}
+	}
 	prev := time.Duration(-1)
 	for i, st := range gc.Wander.Steps {
 		if st.After <= prev || !(math.Abs(st.DeltaPPM) <= 500) {
@@ -258,6 +269,7 @@ type GclockResult struct {
 	Nodes   []GclockSummary `json:"nodes"`
 	Clocks  []ClockTruth    `json:"clocks"`
 	Series  []SeriesPoint   `json:"-"`
+	Faults  []FaultResult   `json:"faults,omitempty"`
 	Logs    string          `json:"logs"` // directory of the daemons' configs and logs
 }
 
@@ -350,6 +362,9 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		if gc.Measurements {
 			c.Log.Measurements = filepath.Join(dir, fmt.Sprintf("measurements-h%d.csv", i))
 		}
+		if gc.StateFiles {
+			c.State = daemon.StateConfig{File: filepath.Join(dir, fmt.Sprintf("state-h%d.json", i)), SaveEvery: daemon.Duration(time.Second)}
+		}
 		if gc.Tweak != nil {
 			gc.Tweak(i, &c)
 		}
@@ -365,17 +380,32 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
 		}
 	}
-	start := gtime.RawNow()
-	for i := range n {
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
-		if err != nil {
-			return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
+	for i, f := range gc.Faults {
+		if err := f.validate(i, n, gc.Duration); err != nil {
+			return GclockResult{}, fmt.Errorf("lab: %w", err)
 		}
+		if f.Kind == FaultPartition && l.sw == nil {
+			return GclockResult{}, fmt.Errorf("lab: gclock: faults[%d]: a partition needs the switch (not a direct link)", i)
+		}
+	}
+	startDaemon := func(i int) (*Proc, error) {
+		logf, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("h%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("lab: gclock: %w", err)
+		}
+		defer logf.Close()
 		argv := append(append([]string(nil), gc.Command...), "-config", filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)))
 		p, err := l.ExecEnv(i, argv, gc.Env, ExecOptions{Stdout: logf, Stderr: logf})
-		logf.Close()
 		if err != nil {
-			return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
+			return nil, fmt.Errorf("lab: gclock: %w", err)
+		}
+		return p, nil
+	}
+	start := gtime.RawNow()
+	for i := range n {
+		p, err := startDaemon(i)
+		if err != nil {
+			return GclockResult{}, err
 		}
 		procs = append(procs, p)
 	}
@@ -385,6 +415,11 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		return GclockResult{}, err
 	}
 	ev := newEvaluator(n, gc)
+	if len(gc.Faults) > 0 {
+		ev.gc.Trace = true // faultResults reads the series
+	}
+	fs := newFaultRunner(l, gc.Faults, startDaemon)
+	defer fs.resume(procs)
 	var atWarmup []traffic
 	tick := time.NewTicker(gc.EvalEvery)
 	defer tick.Stop()
@@ -396,14 +431,21 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			return GclockResult{}, ctx.Err()
 		case <-tick.C:
 		}
+		r := gtime.RawNow()
+		if err := fs.step(time.Duration(r-start), procs); err != nil {
+			return GclockResult{}, err
+		}
 		for i, p := range procs {
+			if fs.down[i] {
+				continue // killed on purpose
+			}
 			select {
 			case <-p.Done():
 				return GclockResult{}, fmt.Errorf("lab: gclock: the daemon of host %d exited early (%v); see %s", i, p.Err(), filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
 			default:
 			}
 		}
-		r := gtime.RawNow()
+		r = gtime.RawNow()
 		if atWarmup == nil && r >= warm {
 			atWarmup = scrapeAll(dir, n)
 		}
@@ -420,6 +462,18 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			if err != nil {
 				return GclockResult{}, fmt.Errorf("lab: gclock: host %d: %w", i, err)
 			}
+			if t.Status == gtime.StatusNoDaemon {
+				// Closed or replaced by a restarted daemon: read the
+				// page now at the path, if any.
+				if nr, err := gtime.Open(filepath.Join(dir, fmt.Sprintf("page-h%d", i))); err == nil {
+					if t2, err := nr.At(r); err == nil {
+						rd.Close()
+						readers[i], t = nr, t2
+					} else {
+						nr.Close()
+					}
+				}
+			}
 			ev.add(i, r-start, r >= warm, t, truth)
 		}
 	}
@@ -429,6 +483,12 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		res.Clocks = append(res.Clocks, h.truth)
 	}
 	res.Logs = dir
+	if len(gc.Faults) > 0 {
+		res.Faults = faultResults(res.Series, gc.Faults, n, gc.Duration)
+		if !gc.Trace {
+			res.Series = nil
+		}
+	}
 	return res, nil
 }
 

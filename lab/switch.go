@@ -93,6 +93,10 @@ type Switch struct {
 
 	statMu sync.Mutex
 	stats  map[[2]int]*DirStats
+
+	// cutUntil[i]: frames from or to port i are dropped while their
+	// receive stamp (CLOCK_REALTIME) is before it (Partition, faults.go).
+	cutUntil []atomic.Int64
 }
 
 // minProcs is the GOMAXPROCS StartSwitch raises the process to: one P for
@@ -119,15 +123,17 @@ type swPort struct {
 
 // DirStats counts what the switch did to frames from one port to another.
 type DirStats struct {
-	In         int     `json:"in"`         // ingress port (host index)
-	Out        int     `json:"out"`        // egress port
-	Frames     int64   `json:"frames"`     // frames that arrived for this direction
-	Dropped    int64   `json:"dropped"`    // lost by the link model
-	Duplicated int64   `json:"duplicated"` // delivered twice
-	Reordered  int64   `json:"reordered"`  // released without delay (reorder)
-	SendErrors int64   `json:"send_errors"`
-	lateness   []int32 // release lateness samples, ns
-	writeCost  []int32 // write(2) durations, ns
+	In         int   `json:"in"`         // ingress port (host index)
+	Out        int   `json:"out"`        // egress port
+	Frames     int64 `json:"frames"`     // frames that arrived for this direction
+	Dropped    int64 `json:"dropped"`    // lost by the link model
+	Duplicated int64 `json:"duplicated"` // delivered twice
+	Reordered  int64 `json:"reordered"`  // released without delay (reorder)
+	// Partitioned counts the frames dropped by Partition (also in Dropped).
+	Partitioned int64   `json:"partitioned,omitempty"`
+	SendErrors  int64   `json:"send_errors"`
+	lateness    []int32 // release lateness samples, ns
+	writeCost   []int32 // write(2) durations, ns
 	// Filled by Stats: how late write(2) was called after the frame's
 	// release time, ns.
 	LatenessP50Ns   int64 `json:"lateness_p50_ns"`
@@ -196,6 +202,7 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		rngs:  map[[2]int]*rand.Rand{},
 		stats: map[[2]int]*DirStats{},
 	}
+	s.cutUntil = make([]atomic.Int64, len(cfg.Ports))
 	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
 	s.warmFD = -1
 	open := func() error {
@@ -415,9 +422,16 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 		d := [2]int{in, o}
 		m := s.cfg.Link.Model(in, o)
 		s.plan = m.Plan(s.rng(d), s.plan[:0])
+		cut := s.cut(in, o, rx)
+		if cut {
+			s.plan = s.plan[:0]
+		}
 		s.statMu.Lock()
 		st := s.dirStats(d)
 		st.Frames++
+		if cut {
+			st.Partitioned++
+		}
 		switch len(s.plan) {
 		case 0:
 			st.Dropped++

@@ -70,6 +70,8 @@ type labFlags struct {
 	evalEvery    time.Duration
 	series       string
 	measurements bool
+	state        bool
+	faults       []lab.Fault
 	// validate
 	pair     string
 	stagger  bool
@@ -105,6 +107,14 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.DurationVar(&f.evalEvery, "eval-every", 10*time.Millisecond, "evaluate every host's page this often")
 	fs.StringVar(&f.series, "series", "", "write every evaluation (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
 	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in /run/gclab/gclock")
+	fs.BoolVar(&f.state, "state", false, "every daemon keeps a state file (state-h<i>.json in /run/gclab/gclock; see docs/daemon.md)")
+	fs.Func("fault", "KIND:HOST:AT:FOR, repeatable: kill (SIGKILL, restart after FOR), stop (SIGSTOP, SIGCONT after FOR) or partition (the switch drops the host's frames for FOR), e.g. kill:1:20s:3s", func(v string) error {
+		ft, err := lab.ParseFault(v)
+		if err == nil {
+			f.faults = append(f.faults, ft)
+		}
+		return err
+	})
 	fs.StringVar(&f.pair, "pair", "0,1", "validation: the two hosts A,B probed both ways")
 	fs.DurationVar(&f.interval, "interval", 2*time.Millisecond, "validation: time between the probes of one direction")
 	fs.BoolVar(&f.pingpong, "pingpong", false, "validation: only A probes and B answers each probe at once (the daemons' pattern); B>A is measured on the answers")
@@ -208,6 +218,8 @@ type labReport struct {
 	Truth   []lab.ClockTruth       `json:"clocks_truth"`
 	Compare map[string]lab.Summary `json:"compare,omitempty"`
 	Notes   map[string][]string    `json:"notes,omitempty"`
+	// Faults: what happened around each --fault (per host).
+	Faults []lab.FaultResult `json:"faults,omitempty"`
 }
 
 func runLab(args []string) error {
@@ -332,6 +344,7 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	}
 	gc.Trace = f.plot != "" || f.series != ""
 	gc.Measurements = f.measurements
+	gc.StateFiles, gc.Faults = f.state, f.faults
 	switch f.clocks {
 	case "emulated":
 	case "raw":
@@ -412,7 +425,7 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if perr != nil {
 		return m, perr
 	}
-	rep.Summary, rep.Nodes, rep.Truth = gres.Summary, gres.Nodes, gres.Clocks
+	rep.Summary, rep.Nodes, rep.Truth, rep.Faults = gres.Summary, gres.Nodes, gres.Clocks, gres.Faults
 	if len(results) > 0 {
 		rep.Compare = map[string]lab.Summary{}
 		rep.Notes = map[string][]string{}
@@ -460,6 +473,14 @@ func labPrintGclock(w io.Writer, r lab.GclockResult) {
 	s := r.Summary
 	fmt.Fprintf(w, "traffic per synchronised host: convergence %.2f exchanges/s (%.2f rounds/s), after %.2f exchanges/s (%.3f rounds/s); %.2f engine messages/node/s\n",
 		s.ConvergenceExchangesPerNodePerS, s.ConvergenceRoundsPerNodePerS, s.ExchangesPerNodePerS, s.RoundsPerNodePerS, s.MessagesPerNodePerS)
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(w, "faults (from the start to %v after the end; back: from the end to the first synced read after the last one that was not):\n", lab.FaultWindow)
+		fmt.Fprintf(w, "%-32s %-4s %6s %6s %8s %8s %10s %12s %8s\n", "fault", "host", "reads", "synced", "outside", "no bnds", "max err us", "max half us", "back s")
+		for _, fr := range r.Faults {
+			fmt.Fprintf(w, "%-32s %-4d %6d %6d %8d %8d %10s %12s %8.2f\n", fr.Fault.String(), fr.Host, fr.Reads, fr.Synced,
+				fr.Reads-fr.Inside, fr.Unsynced, us(fr.MaxErrNs), us(fr.MaxHalfWidthNs), fr.BackToSyncedS)
+		}
+	}
 }
 
 func labPrintPeers(w io.Writer, rs []lab.PeerResult) {

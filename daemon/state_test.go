@@ -1,0 +1,347 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/gtime"
+)
+
+const testBoot = "0f4e5a3c-1b2d-4c6e-8f90-a1b2c3d4e5f6"
+
+func goodState() State {
+	return State{Version: StateVersion, Node: 2, BootID: testBoot, Clock: "raw", Saved: 5e12, Reference: 1,
+		MaxRound: 40, MaxSeq: 3, Prior: &StatePrior{X0: 4e12, Y0: 4.1e12, Skew: 2e-5, W0: 3000, SkewErr: 1e-8, Wander: 1e-21}}
+}
+
+func TestParseStateRoundTrip(t *testing.T) {
+	s := goodState()
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseState(b)
+	if err != nil {
+		t.Fatalf("ParseState(%s): %v", b, err)
+	}
+	if got.Saved != s.Saved || *got.Prior != *s.Prior || got.MaxRound != s.MaxRound || got.BootID != s.BootID {
+		t.Fatalf("round trip: %+v, want %+v", got, s)
+	}
+	s.Prior = nil
+	b, _ = s.Marshal()
+	if got, err := ParseState(b); err != nil || got.Prior != nil {
+		t.Fatalf("without a prior: %+v, %v", got, err)
+	}
+}
+
+func TestParseStateErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, field string
+		edit        func(*State)
+	}{
+		{"version", "version", func(s *State) { s.Version = 2 }},
+		{"node", "node", func(s *State) { s.Node = 0 }},
+		{"boot", "boot_id", func(s *State) { s.BootID = "not-a-boot-id" }},
+		{"clock", "clock", func(s *State) { s.Clock = "" }},
+		{"saved", "saved_local_ns", func(s *State) { s.Saved = -1 }},
+		{"reference", "reference", func(s *State) { s.Reference = 0 }},
+		{"prior after saved", "prior.x0", func(s *State) { s.Prior.X0 = s.Saved + 1 }},
+		{"prior skew", "prior: mapping.skew", func(s *State) { s.Prior.Skew = 0.5 }},
+		{"prior w0", "prior: mapping.w0", func(s *State) { s.Prior.W0 = -5 }},
+		{"prior wander", "prior: mapping.wander", func(s *State) { s.Prior.Wander = 1 }},
+	} {
+		s := goodState()
+		tc.edit(&s)
+		b, _ := s.Marshal()
+		_, err := ParseState(b)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.field) {
+			t.Errorf("%s: %v, want an error starting with %q", tc.name, err, tc.field)
+		}
+	}
+	for _, tc := range []struct{ name, data, want string }{
+		{"empty", "", "not a state file"},
+		{"garbage", "\x00\x01", "not a state file"},
+		{"unknown field", `{"version":1,"extra":2}`, "unknown field"},
+		{"wrong type", `{"version":"1"}`, "not a state file"},
+		{"trailing", `{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1} {}`, "trailing"},
+		{"huge", strings.Repeat(" ", maxStateBytes+1), "bytes"},
+		{"nan", `{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"prior":{"x0":1,"y0":1,"skew":1e400}}`, "not a state file"},
+	} {
+		_, err := ParseState([]byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseState(f *testing.F) {
+	b, _ := goodState().Marshal()
+	f.Add(b)
+	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"prior":{"x0":5,"y0":-3,"skew":0.001,"w0":0,"skew_err":1,"wander":1e-9}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseState(data)
+		if err != nil {
+			return
+		}
+		// What is accepted re-encodes to something accepted and equal.
+		b, err := s.Marshal()
+		if err != nil {
+			t.Fatalf("accepted state does not encode: %v", err)
+		}
+		s2, err := ParseState(b)
+		if err != nil {
+			t.Fatalf("re-encoded state refused: %v\n%s", err, b)
+		}
+		if s2.Saved != s.Saved || (s.Prior == nil) != (s2.Prior == nil) || (s.Prior != nil && *s.Prior != *s2.Prior) {
+			t.Fatalf("round trip changed the state: %+v -> %+v", s, s2)
+		}
+	})
+}
+
+func TestStateUsable(t *testing.T) {
+	s := goodState()
+	for _, tc := range []struct {
+		name, want  string
+		node        uint32
+		boot, clock string
+		now         int64
+	}{
+		{"usable", "", 2, testBoot, "raw", 6e12},
+		{"other node", "node 2, this is node 3", 3, testBoot, "raw", 6e12},
+		{"no boot id", "boot's id is unknown", 2, "", "raw", 6e12},
+		{"other boot", "another boot", 2, "11111111-2222-3333-4444-555555555555", "raw", 6e12},
+		{"emulated without origin", "origin_raw", 2, testBoot, "", 6e12},
+		{"other clock", "another clock", 2, testBoot, "emulated {}", 6e12},
+		{"future", "after now", 2, testBoot, "raw", 4e12},
+		{"too old", "max_age", 2, testBoot, "raw", 5e12 + int64(2*time.Hour)},
+	} {
+		got := s.usable(tc.node, tc.boot, tc.clock, tc.now, time.Hour)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestWriteState(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	s := goodState()
+	for i := range 3 {
+		s.MaxRound = uint32(i)
+		if err := WriteState(path, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	got, ok, err := ReadState(path)
+	if err != nil || !ok || got.MaxRound != 2 {
+		t.Fatalf("ReadState: %+v %v %v", got, ok, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("%d files in the directory, want only the state file (no temporary left)", len(ents))
+	}
+	if _, ok, err := ReadState(filepath.Join(dir, "missing")); ok || err != nil {
+		t.Errorf("missing file: ok %v err %v, want neither", ok, err)
+	}
+	if err := WriteState(filepath.Join(dir, "no", "dir", "state.json"), s); err == nil {
+		t.Error("write into a missing directory succeeded")
+	}
+	os.WriteFile(path, []byte(`{"version":9}`), 0o600)
+	if _, _, err := ReadState(path); err == nil || !strings.Contains(err.Error(), "version") || !strings.Contains(err.Error(), path) {
+		t.Errorf("bad file: %v, want an error naming the file and the field", err)
+	}
+}
+
+func TestStateConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	c.State = StateConfig{File: "rel/state.json", SaveEvery: Duration(time.Millisecond), MaxAge: Duration(-time.Second)}
+	err := c.Validate()
+	for _, f := range []string{"state.file", "state.save_every", "state.max_age"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("Validate: %v, want an error naming %s", err, f)
+		}
+	}
+	c.State = StateConfig{File: "/var/lib/gclock/state.json"}
+	if err := c.Validate(); err != nil {
+		t.Errorf("good state section: %v", err)
+	}
+}
+
+// TestRunRestart: node 2 of a loopback pair (emulated clock, 3 ms ahead,
+// +40 ppm) synchronises, is stopped for a second and restarted from its
+// state file: its first page says stale with the truth (the raw clock)
+// inside the bounds, it never says unsynced, and it is synced again.
+func TestRunRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := testCluster(t, 2)
+	c2 := &cfgs[1]
+	c2.Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1, OriginRaw: gtime.RawNow()}}
+	c2.State = StateConfig{File: filepath.Join(t.TempDir(), "gclock", "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 3)
+	go func() { errs <- Run(ctx, cfgs[0], logger.With("node", 1)) }()
+	ctx2, cancel2 := context.WithCancel(ctx)
+	go func() { errs <- Run(ctx2, *c2, logger.With("node", 2)) }()
+	deadline := time.Now().Add(20 * time.Second)
+	r := openPage(t, c2.GlobalTime.ShmPath, 2, deadline)
+	defer func() { r.Close() }()
+	waitPageSynced(t, r, 2, deadline)
+	time.Sleep(600 * time.Millisecond) // a save while synced
+	cancel2()
+	if err := <-errs; err != nil {
+		t.Fatalf("node 2: %v", err)
+	}
+	s, ok, err := ReadState(c2.State.File)
+	if err != nil || !ok || s.Prior == nil {
+		t.Fatalf("state after the stop: %+v ok %v err %v", s, ok, err)
+	}
+	time.Sleep(time.Second)
+	restartAt := time.Now()
+	go func() { errs <- Run(ctx, *c2, logger.With("node", 2, "run", 2)) }()
+	sawStale, syncedAfter := false, time.Duration(0)
+	for time.Since(restartAt) < 15*time.Second {
+		before := gtime.RawNow()
+		tm, err := r.Now()
+		after := gtime.RawNow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tm.Status == gtime.StatusNoDaemon { // the old page, replaced by the restarted daemon's
+			if nr, err := gtime.Open(c2.GlobalTime.ShmPath); err == nil {
+				r.Close()
+				r = nr
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if tm.Status == gtime.StatusUnsynced {
+			t.Fatalf("%v after the restart: unsynced", time.Since(restartAt))
+		}
+		if tm.Latest < before || tm.Earliest > after {
+			t.Fatalf("%v after the restart: truth outside [%+d, %+d] (%v)", time.Since(restartAt), tm.Earliest-before, tm.Latest-after, tm.Status)
+		}
+		if tm.Status == gtime.StatusStale {
+			sawStale = true
+		}
+		if tm.Status == gtime.StatusSynced && sawStale {
+			syncedAfter = time.Since(restartAt)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !sawStale || syncedAfter == 0 {
+		t.Fatalf("after the restart: stale seen %v, synced again after %v", sawStale, syncedAfter)
+	}
+	t.Logf("synced again %v after the restart, bounded (stale) before", syncedAfter.Round(time.Millisecond))
+	cancel()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// scrapeSample scrapes one sample (name with its labels, as exposed) from a
+// daemon's metrics; -1 if absent.
+func scrapeSample(t *testing.T, addr, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", sample, v)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestRunRestartReference: the reference restarted from its state file
+// numbers its rounds after those it sent before, so its child takes them
+// at once (no stale_round drops), instead of ignoring them until the
+// reference has been silent for three of its periods.
+func TestRunRestartReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	cfgs := testCluster(t, 2)
+	for i := range cfgs {
+		// Rounds every second: the renumbering allowance is then over 3 s.
+		cfgs[i].Sync.InitialGlobalPeriod = Duration(time.Second)
+		cfgs[i].Sync.MinGlobalPeriod = Duration(time.Second)
+		cfgs[i].Sync.MaxGlobalPeriod = Duration(time.Second)
+	}
+	c1 := &cfgs[0]
+	c1.State = StateConfig{File: filepath.Join(t.TempDir(), "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
+	ports := freePorts(t, 1)
+	cfgs[1].Metrics.Listen = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 3)
+	ctx1, cancel1 := context.WithCancel(ctx)
+	go func() { errs <- Run(ctx1, *c1, logger.With("node", 1)) }()
+	go func() { errs <- Run(ctx, cfgs[1], logger.With("node", 2)) }()
+	deadline := time.Now().Add(20 * time.Second)
+	r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
+	defer r.Close()
+	waitPageSynced(t, r, 2, deadline)
+	time.Sleep(2500 * time.Millisecond) // a few rounds, and saves
+	cancel1()
+	if err := <-errs; err != nil {
+		t.Fatalf("node 1: %v", err)
+	}
+	s, ok, err := ReadState(c1.State.File)
+	if err != nil || !ok || s.MaxRound == 0 || s.Prior != nil {
+		t.Fatalf("reference's state: %+v ok %v err %v; want rounds and no prior", s, ok, err)
+	}
+	addr := cfgs[1].Metrics.Listen
+	rounds := scrapeSample(t, addr, `gclock_source_rounds_total{node="2",source="1"}`)
+	go func() { errs <- Run(ctx, *c1, logger.With("node", 1, "run", 2)) }()
+	restart := time.Now()
+	for scrapeSample(t, addr, `gclock_source_rounds_total{node="2",source="1"}`) <= rounds {
+		if time.Since(restart) > 2500*time.Millisecond {
+			t.Fatalf("no round accepted from the restarted reference in %v (stale_round drops %v)", time.Since(restart),
+				scrapeSample(t, addr, `gclock_packets_dropped_total{node="2",reason="stale_round"}`))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("a round from the restarted reference accepted %v after its restart", time.Since(restart).Round(time.Millisecond))
+	if d := scrapeSample(t, addr, `gclock_packets_dropped_total{node="2",reason="stale_round"}`); d != 0 {
+		t.Errorf("%v stale_round drops, want 0", d)
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
