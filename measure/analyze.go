@@ -100,17 +100,17 @@ type LatencyMsg struct {
 
 // LatencyPoint condenses the messages of one direction and size.
 type LatencyPoint struct {
-	From     int         `json:"from"`
-	To       int         `json:"to"`
-	Size     int         `json:"size"`
-	N        int         `json:"n"`
-	P10Ns    float64     `json:"p10_ns"`
-	P50Ns    float64     `json:"p50_ns"`
-	P90Ns    float64     `json:"p90_ns"`
-	LoP50Ns  float64     `json:"lo_p50_ns"` // median lower bound
-	HiP50Ns  float64     `json:"hi_p50_ns"` // median upper bound
-	TrueP50  float64     `json:"true_p50_ns,omitempty"`
-	Err      *ErrSummary `json:"error,omitempty"`
+	From     int          `json:"from"`
+	To       int          `json:"to"`
+	Size     int          `json:"size"`
+	N        int          `json:"n"`
+	P10Ns    float64      `json:"p10_ns"`
+	P50Ns    float64      `json:"p50_ns"`
+	P90Ns    float64      `json:"p90_ns"`
+	LoP50Ns  float64      `json:"lo_p50_ns"` // median lower bound
+	HiP50Ns  float64      `json:"hi_p50_ns"` // median upper bound
+	TrueP50  float64      `json:"true_p50_ns,omitempty"`
+	Err      *ErrSummary  `json:"error,omitempty"`
 	Messages []LatencyMsg `json:"-"`
 }
 
@@ -125,12 +125,12 @@ type Result struct {
 	Unsynced   int            `json:"unsynced"`
 	// LateP50Ns, LateP99Ns: how late the nodes started after the scheduled
 	// instant, in their global time.
-	LateP50Ns float64          `json:"late_p50_ns"`
-	LateP99Ns float64          `json:"late_p99_ns"`
-	Methods   []MethodResult   `json:"methods"`
-	Latency   []LatencyPoint   `json:"latency,omitempty"`
-	LostMsgs  int              `json:"lost_messages,omitempty"`
-	HasTruth  bool             `json:"has_truth"`
+	LateP50Ns float64        `json:"late_p50_ns"`
+	LateP99Ns float64        `json:"late_p99_ns"`
+	Methods   []MethodResult `json:"methods"`
+	Latency   []LatencyPoint `json:"latency,omitempty"`
+	LostMsgs  int            `json:"lost_messages,omitempty"`
+	HasTruth  bool           `json:"has_truth"`
 }
 
 // Method returns the result of the named method (nil when absent).

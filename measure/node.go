@@ -149,8 +149,8 @@ func (c Config) Validate() error {
 // Clocks are what a node reads. Every stamp is one Raw reading seen
 // through Local and Global.
 type Clocks struct {
-	Raw    func() int64                     // nil: gtime.RawNow (CLOCK_MONOTONIC_RAW)
-	Local  func(raw int64) int64            // the node's own clock; nil: Raw itself
+	Raw    func() int64                        // nil: gtime.RawNow (CLOCK_MONOTONIC_RAW)
+	Local  func(raw int64) int64               // the node's own clock; nil: Raw itself
 	Global func(raw int64) (gtime.Time, error) // the daemon's global time, e.g. (*gtime.Reader).At
 }
 
