@@ -31,6 +31,7 @@ const labUsage = `usage:
   gclock lab down               remove every gclab-* namespace and the processes inside them
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
   gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against the issue's targets
+  gclock lab measure [latency|report] [flags]  distributed operations and one-way latency timed in global time, against the truth (docs/measure.md)
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
 
 The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
@@ -184,6 +185,8 @@ func runLab(args []string) error {
 			return runLabReplay(args[1:], os.Stdout, os.Stderr)
 		case "bench":
 			return runLabBench(args[1:], os.Stdout, os.Stderr)
+		case "measure":
+			return runLabMeasure(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
