@@ -219,4 +219,3 @@ func WriteStampFile(path string, stamps []Stamp) error {
 	}
 	return fo.Close()
 }
-
