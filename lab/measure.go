@@ -28,6 +28,7 @@ type MeasureConfig struct {
 	// Command runs `gclock measure` (the gclock binary and "measure");
 	// RunMeasure appends the node flags. Required.
 	Command []string
+	Env     []string // extra environment of the nodes
 	// Latency runs `gclock measure latency` between hosts 0 and 1 instead
 	// of an operation on every host.
 	Latency bool
@@ -81,12 +82,16 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		r   GclockResult
 		err error
 	}
+	gdir := filepath.Join(l.cfg.RunDir, "gclock")
+	// A previous run's pages and configs must not be taken for this run's.
+	if err := os.RemoveAll(gdir); err != nil {
+		return res, fmt.Errorf("lab: measure: %w", err)
+	}
 	gdone := make(chan gout, 1)
 	go func() {
 		r, err := l.RunGclock(ctx, gc)
 		gdone <- gout{r, err}
 	}()
-	gdir := filepath.Join(l.cfg.RunDir, "gclock")
 	// RunGclock recreates its directory, then writes the configs and starts
 	// the daemons: wait for every page.
 	deadline := time.Now().Add(15 * time.Second)
@@ -142,7 +147,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		if err != nil {
 			return res, fmt.Errorf("lab: measure: %w", err)
 		}
-		p, err := l.Exec(i, argv, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.ExecEnv(i, argv, mc.Env, ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
 			return res, fmt.Errorf("lab: measure: %w", err)
