@@ -347,7 +347,7 @@ func (n *node) waitUntil(ctx context.Context, target int64) error {
 func (n *node) loop(ctx context.Context, s0 int64) error {
 	for k := range n.cfg.Runs {
 		if n.cfg.Start != StartBarrier {
-			target := s0 + int64(k)*n.cfg.Period.Nanoseconds()
+			target := n.nextSlot(s0, k)
 			if err := n.waitUntil(ctx, target); err != nil {
 				return err
 			}
@@ -356,7 +356,7 @@ func (n *node) loop(ctx context.Context, s0 int64) error {
 			}
 		} else if k > 0 {
 			// Pace the barrier-only runs like the others.
-			if err := n.waitUntil(ctx, s0+int64(k)*n.cfg.Period.Nanoseconds()); err != nil {
+			if err := n.waitUntil(ctx, n.nextSlot(s0, k)); err != nil {
 				return err
 			}
 		}
@@ -373,6 +373,23 @@ func (n *node) loop(ctx context.Context, s0 int64) error {
 		}
 	}
 	return nil
+}
+
+// nextSlot is iteration k's scheduled start: s0 + k*Period, or, when the
+// node is already past it (the previous iteration overran its period),
+// the next instant of the grid s0 + m*Period at least a quarter period
+// ahead, so that one slow iteration does not make every later start late.
+// Nodes that fall behind alike pick the same slot; a node that picks
+// another is late for that iteration, which its stamps show.
+func (n *node) nextSlot(s0 int64, k int) int64 {
+	p := n.cfg.Period.Nanoseconds()
+	t := s0 + int64(k)*p
+	now := n.globalNow()
+	if now <= t-p/4 {
+		return t
+	}
+	m := (now + p/4 - s0 + p - 1) / p
+	return s0 + m*p
 }
 
 // execute stamps the start, runs the operation Repeat times and stamps the

@@ -51,6 +51,24 @@ func PlotDeviations(r *Result, file string) error {
 		p := plot.New()
 		lo, hi := slices.Min(devs), slices.Max(devs)
 		p.Title.Text = fmt.Sprintf("%s: within %+.3f%% .. %+.3f%%", title, lo, hi)
+		// A few outliers would squeeze the histogram into one bar: draw
+		// the values within 1.2 times the p99 of |deviation| and say how
+		// many are left out.
+		abs := make([]float64, len(devs))
+		for i, d := range devs {
+			abs[i] = math.Abs(d)
+		}
+		slices.Sort(abs)
+		if lim := 1.2 * quantile(abs, 0.99); lim > 0 && abs[len(abs)-1] > 1.5*lim {
+			kept := make([]float64, 0, len(devs))
+			for _, d := range devs {
+				if math.Abs(d) <= lim {
+					kept = append(kept, d)
+				}
+			}
+			p.Title.Text += fmt.Sprintf(" (%d beyond +-%.2f%% not drawn)", len(devs)-len(kept), lim)
+			devs = kept
+		}
 		p.X.Label.Text = "deviation from the mean of the execution (%)"
 		p.Y.Label.Text = "node times"
 		h, err := plotter.NewHist(plotter.Values(devs), 40)
