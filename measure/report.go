@@ -119,7 +119,8 @@ func writeMethods(b *strings.Builder, r *Result, targets *Targets) {
 	fmt.Fprintf(b, "Executions: %d scheduled, %d barrier-started on %d nodes (%d incomplete, %d with a global reading not synced).",
 		r.Executions[ModeScheduled.String()], r.Executions[ModeBarrier.String()], r.Nodes, r.Incomplete, r.Unsynced)
 	if r.Executions[ModeScheduled.String()] > 0 {
-		fmt.Fprintf(b, " Scheduled starts: the nodes started %s late (median; p99 %s) in their global time.", ns(r.LateP50Ns), ns(r.LateP99Ns))
+		fmt.Fprintf(b, " Scheduled starts: the nodes started %s late (median; p99 %s) in their global time; %d executions had a node more than %s late.",
+			ns(r.LateP50Ns), ns(r.LateP99Ns), r.LateExecs, ns(LateLimitNs))
 	}
 	b.WriteString("\n\n")
 	b.WriteString("Deviation of each node's time from the mean of its execution (the paper's figures 10-14):\n\n")
