@@ -166,3 +166,25 @@ func TestLoopbackLatency(t *testing.T) {
 		}
 	}
 }
+
+func TestNextSlot(t *testing.T) {
+	const p = int64(10 * time.Millisecond)
+	for _, tc := range []struct {
+		name   string
+		now    int64
+		k      int
+		expect int64
+	}{
+		{"ahead of slot 3", 25 * p / 10, 3, 3 * p},
+		{"just before slot 3, within a quarter", 3*p - p/8, 3, 4 * p},
+		{"far behind: slot 3 when at 7.5", 75 * p / 10, 3, 8 * p},
+		{"behind, next grid point too close", 79 * p / 10, 3, 9 * p},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &node{cfg: Config{Period: time.Duration(p)}, clk: Clocks{Raw: func() int64 { return tc.now }, Global: fakeGlobal(0, 0)}}
+			if got := n.nextSlot(0, tc.k); got != tc.expect {
+				t.Errorf("nextSlot(0, %d) at %d = %d, want %d", tc.k, tc.now, got, tc.expect)
+			}
+		})
+	}
+}
