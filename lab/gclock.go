@@ -52,6 +52,9 @@ type GclockConfig struct {
 	// Measurements has every daemon log the exchanges it receives
 	// (log.measurements) to measurements-h<i>.csv in the logs directory.
 	Measurements bool
+	// Until, when closed after the warm-up, ends the run early (as if
+	// Duration had passed); the traffic rates count the time actually run.
+	Until <-chan struct{}
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
@@ -324,6 +327,10 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		if r >= end {
 			break
 		}
+		if atWarmup != nil && isClosed(gc.Until) {
+			end = r
+			break
+		}
 		truth := clocks[0].at(r)
 		for i, rd := range readers {
 			t, err := rd.At(r)
@@ -334,12 +341,22 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		}
 	}
 	final := scrapeAll(dir, n)
-	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(gc.Duration-gc.Warmup)/1e9)
+	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(end-warm)/1e9)
 	for _, h := range clocks {
 		res.Clocks = append(res.Clocks, h.truth)
 	}
 	res.Logs = dir
 	return res, nil
+}
+
+// isClosed reports whether c is closed (false for nil).
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // traffic is what one daemon's metrics say it sent.

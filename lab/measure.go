@@ -34,8 +34,9 @@ type MeasureConfig struct {
 	Latency bool
 	// Args are more flags for every node (-op, -runs, -period, ...).
 	Args []string
-	// Expect is how long the nodes run once started; Margin is added for
-	// their setup and for safety (the daemons must outlive the nodes).
+	// Expect is how long the nodes should run once started; the daemons
+	// run until the nodes are done, at most 4*Expect + Margin after the
+	// warm-up.
 	Expect, Margin time.Duration
 }
 
@@ -75,7 +76,12 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	}
 	res.Dir = dir
 	gc := mc.Gclock
-	gc.Duration = gc.Warmup + mc.Expect + mc.Margin
+	// The daemons run until the nodes are done (Until), at most for four
+	// times the expected run and the margin: a loaded machine makes
+	// iterations overrun their period.
+	gc.Duration = gc.Warmup + 4*mc.Expect + mc.Margin
+	nodesDone := make(chan struct{})
+	gc.Until = nodesDone
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type gout struct {
@@ -171,6 +177,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 			return res, fmt.Errorf("lab: measure: host %d's node failed (%v): %s (log %s)", p.Host, err, strings.TrimSpace(string(tail)), log)
 		}
 	}
+	close(nodesDone)
 	g := <-gdone
 	if g.err != nil {
 		return res, fmt.Errorf("lab: measure: %w", g.err)
