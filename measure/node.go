@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	osexec "os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"golang.org/x/sys/unix"
 )
 
 // Operations a node can run.
@@ -193,6 +195,11 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 	go func() { defer wg.Done(); _ = ep.Run(epCtx) }()
 	defer func() { stop(); wg.Wait() }()
 
+	// The schedule's waits sleep in nanosleep on this thread with 1-ns
+	// timer slack (the default 50 us would make every start late).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	s0, err := n.setup(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("measure: rank %d: setup: %w", cfg.Rank, err)
@@ -321,8 +328,16 @@ func (n *node) setup(ctx context.Context) (int64, error) {
 	return v[0], nil
 }
 
-// waitUntil returns when global time reaches target: it sleeps while far
-// and spins on the page for the last 300 us.
+// spinWindow is how long before a scheduled instant waitUntil stops
+// sleeping and polls the page: a thread woken from nanosleep with 1-ns
+// timer slack is late by some 10-60 us on an idle core, and the polling
+// costs CPU that the other nodes on the same machine may need.
+const spinWindow = 80 * time.Microsecond
+
+// waitUntil returns when global time reaches target. It sleeps in
+// nanosleep (the Go runtime's timers wake up to a millisecond late), then
+// polls the page through the last spinWindow. The caller's goroutine is
+// locked to its thread, whose timer slack is 1 ns (see Run).
 func (n *node) waitUntil(ctx context.Context, target int64) error {
 	for {
 		g, err := n.clk.Global(n.clk.Raw())
@@ -333,12 +348,12 @@ func (n *node) waitUntil(ctx context.Context, target int64) error {
 		if d <= 0 {
 			return nil
 		}
-		if d > 300*time.Microsecond {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d - 250*time.Microsecond):
+		if d > spinWindow {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
+			ts := unix.NsecToTimespec(int64(min(d-spinWindow, 50*time.Millisecond)))
+			_ = unix.Nanosleep(&ts, nil) // EINTR: the loop sleeps again
 		}
 	}
 }

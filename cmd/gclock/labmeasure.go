@@ -320,7 +320,7 @@ func labMeasureReport(ctx context.Context, f *labMeasureFlags, stdout, stderr io
 		return err
 	}
 	b.WriteString("\n![deviations](deviations.png)\n\n![errors](errors.png)\n")
-	asymLink := fmt.Sprintf("%s,asym=%v", f.link, f.asym)
+	asymLink := fmt.Sprintf("%s,asym=%dus", f.link, f.asym.Microseconds())
 	for i, link := range []string{f.link, asymLink} {
 		r, err := labMeasureOnce(ctx, f, true, link, stderr)
 		if err != nil {
