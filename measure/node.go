@@ -329,10 +329,11 @@ func (n *node) setup(ctx context.Context) (int64, error) {
 }
 
 // spinWindow is how long before a scheduled instant waitUntil stops
-// sleeping and polls the page: a thread woken from nanosleep with 1-ns
-// timer slack is late by some 10-60 us on an idle core, and the polling
-// costs CPU that the other nodes on the same machine may need.
-const spinWindow = 80 * time.Microsecond
+// sleeping and polls the page. Short on purpose: the nodes of a lab share
+// few cores, and nodes that poll at the same instant take the CPU from each
+// other (measured with gclock lab measure on 2 cores: a 300-us window left
+// one node 322 us late at the median, the last to get the CPU).
+const spinWindow = 20 * time.Microsecond
 
 // waitUntil returns when global time reaches target. It sleeps in
 // nanosleep (the Go runtime's timers wake up to a millisecond late), then

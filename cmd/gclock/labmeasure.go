@@ -46,6 +46,7 @@ type labMeasureFlags struct {
 	maxDrift  float64
 	daemonCfg string
 	realtime  bool
+	busy      time.Duration
 	verbose   bool
 	// the operation
 	op     string
@@ -77,6 +78,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
 	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
+	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.StringVar(&f.op, "op", measure.OpAllreduce, "operation: barrier, reduce, allreduce, page")
 	fs.IntVar(&f.runs, "runs", 300, "iterations (each: a scheduled and a barrier-started execution)")
@@ -217,7 +219,7 @@ func labMeasureOnce(ctx context.Context, f *labMeasureFlags, latency bool, link 
 		return out, fmt.Errorf("--link: %w", err)
 	}
 	cfg := lab.DefaultConfig()
-	cfg.Hosts, cfg.Link, cfg.Seed, cfg.Realtime = f.hosts, lk, f.seed, f.realtime
+	cfg.Hosts, cfg.Link, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, lk, f.seed, f.realtime, f.busy
 	if latency || lk.Direct {
 		cfg.Hosts = 2
 	}
