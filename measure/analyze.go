@@ -104,12 +104,14 @@ type LatencyPoint struct {
 	To       int          `json:"to"`
 	Size     int          `json:"size"`
 	N        int          `json:"n"`
+	MinNs    float64      `json:"min_ns"`
 	P10Ns    float64      `json:"p10_ns"`
 	P50Ns    float64      `json:"p50_ns"`
 	P90Ns    float64      `json:"p90_ns"`
 	LoP50Ns  float64      `json:"lo_p50_ns"` // median lower bound
 	HiP50Ns  float64      `json:"hi_p50_ns"` // median upper bound
 	TrueP50  float64      `json:"true_p50_ns,omitempty"`
+	TrueMin  float64      `json:"true_min_ns,omitempty"`
 	Err      *ErrSummary  `json:"error,omitempty"`
 	Messages []LatencyMsg `json:"-"`
 }
@@ -502,10 +504,10 @@ func analyzeLatency(lat []Stamp, truth Truth) ([]LatencyPoint, int, error) {
 		for _, s := range [][]float64{est, lo, hi, tr} {
 			slices.Sort(s)
 		}
-		p.P10Ns, p.P50Ns, p.P90Ns = quantile(est, 0.1), quantile(est, 0.5), quantile(est, 0.9)
+		p.MinNs, p.P10Ns, p.P50Ns, p.P90Ns = est[0], quantile(est, 0.1), quantile(est, 0.5), quantile(est, 0.9)
 		p.LoP50Ns, p.HiP50Ns = quantile(lo, 0.5), quantile(hi, 0.5)
 		if len(tr) > 0 {
-			p.TrueP50 = quantile(tr, 0.5)
+			p.TrueP50, p.TrueMin = quantile(tr, 0.5), tr[0]
 			p.Err = condense(errs, signed, len(errs), in, width)
 		}
 		out = append(out, *p)

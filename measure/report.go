@@ -223,7 +223,7 @@ func writeLatency(b *strings.Builder, r *Result) {
 		return
 	}
 	c := r.LatencyCheck()
-	fmt.Fprintf(b, "\nAsymmetry (0->1 minus 1->0, half of it, medians over sizes): estimated %s, true %s. %s: %s.\n",
+	fmt.Fprintf(b, "\nAsymmetry (half the difference of the fastest message each way, 0->1 minus 1->0, median over sizes): estimated %s, true %s. %s: %s.\n",
 		ns(est), ns(tru), c.Name, c.Got)
 	b.WriteString("\nWhy the point estimate cannot see an asymmetry: global time comes from two-way exchanges, which measure only the sum of the two one-way delays. " +
 		"A link that is d slower one way than the other and a clock that is d/2 off produce exactly the same exchanges, so the synchronization puts the clock d/2 off " +
@@ -232,8 +232,10 @@ func writeLatency(b *strings.Builder, r *Result) {
 		"is the price of not knowing the split.\n")
 }
 
-// Asymmetry returns half the difference of the two directions' median
-// latencies (0->1 minus 1->0), estimated and true, as medians over sizes.
+// Asymmetry returns half the difference of the two directions' fastest
+// messages (0->1 minus 1->0), estimated and true, as medians over sizes.
+// The fastest message each way shows the link's floor, which jitter does
+// not blur as it blurs a median of a few tens of messages.
 func (r *Result) Asymmetry() (est, truth float64, ok bool) {
 	type pair struct{ f, rv *LatencyPoint }
 	bySize := map[int]*pair{}
@@ -253,8 +255,8 @@ func (r *Result) Asymmetry() (est, truth float64, ok bool) {
 	var es, ts []float64
 	for _, q := range bySize {
 		if q.f != nil && q.rv != nil {
-			es = append(es, (q.f.P50Ns-q.rv.P50Ns)/2)
-			ts = append(ts, (q.f.TrueP50-q.rv.TrueP50)/2)
+			es = append(es, (q.f.MinNs-q.rv.MinNs)/2)
+			ts = append(ts, (q.f.TrueMin-q.rv.TrueMin)/2)
 		}
 	}
 	if len(es) == 0 {
