@@ -131,7 +131,7 @@ func TestMeasureLatencyAsymmetric(t *testing.T) {
 		t.Errorf("%s: %s", c.Name, c.Got)
 	}
 	est, truth, ok := res.Asymmetry()
-	t.Logf("asymmetry (half the difference of the directions): estimated %.1f us, true %.1f us", est/1e3, truth/1e3)
+	t.Logf("asymmetry (half the difference of the fastest message each way): estimated %.1f us, true %.1f us", est/1e3, truth/1e3)
 	if !ok || math.Abs(truth) < 15e3 || math.Abs(est) > 10e3 {
 		t.Errorf("asymmetry: estimated %.1f us, true %.1f us; want the truth near 20 us and the estimate near 0", est/1e3, truth/1e3)
 	}
