@@ -121,7 +121,7 @@ func PlotErrors(r *Result, file string) error {
 	// Top right, moved left and down: the curves rise steeply at the left
 	// (global time) and reach 1 at the far right (barrier-aligned).
 	p.Legend.Top, p.Legend.Left = true, false
-	p.Legend.XOffs, p.Legend.YOffs = -1.2*vg.Inch, -0.4*vg.Inch
+	p.Legend.XOffs, p.Legend.YOffs = -2.1*vg.Inch, -1.1*vg.Inch
 	drawn := false
 	for _, m := range r.Methods {
 		var abs []float64
