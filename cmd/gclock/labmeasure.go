@@ -103,6 +103,7 @@ type labMeasureRun struct {
 	latency bool
 	res     *measure.Result
 	run     lab.MeasureResult
+	sw      []lab.DirStats // what the switch did during the run
 }
 
 func runLabMeasure(args []string, stdout, stderr io.Writer) error {
@@ -194,8 +195,21 @@ func labMeasureMarkdown(w io.Writer, f *labMeasureFlags, r labMeasureRun) error 
 		what = fmt.Sprintf("one-way messages between hosts 0 and 1, sizes %s, %d per size and direction, %v apart", f.sizes, f.lcount, f.lperiod)
 	}
 	fmt.Fprintf(w, "Lab: link %s, %s clocks (drifts up to +-%g ppm), %d busy loops, %v warm-up; %s.\n", r.link, f.clocks, f.maxDrift, f.load, f.warmup, what)
-	fmt.Fprintf(w, "The daemons over the same run (hosts 1.., |global time - truth|): median %s, p99 %s, truth inside the bounds %.2f%%.\n\n",
+	fmt.Fprintf(w, "The daemons over the same run (hosts 1.., |global time - truth|): median %s, p99 %s, truth inside the bounds %.2f%%.\n",
 		nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), 100*g.BoundCoverage)
+	if len(r.sw) == 0 {
+		fmt.Fprintln(w)
+	}
+	if len(r.sw) > 0 {
+		var frames, drops, errs int64
+		var late int64
+		for _, d := range r.sw {
+			frames, drops, errs = frames+d.Frames, drops+d.Dropped, errs+d.SendErrors
+			late = max(late, d.LatenessP99Ns)
+		}
+		fmt.Fprintf(w, "The switch over the run: %d frames, %d dropped by the link model, %d send errors, release lateness p99 %s (worst direction).\n\n",
+			frames, drops, errs, nsStr(float64(late)))
+	}
 	tg := measure.DefaultTargets()
 	var tp *measure.Targets
 	if !r.latency {
@@ -287,9 +301,15 @@ func labMeasureOnce(ctx context.Context, f *labMeasureFlags, latency bool, link 
 		}
 		defer stopLoad()
 	}
+	if sw := l.Switch(); sw != nil {
+		sw.ResetStats()
+	}
 	r, err := l.RunMeasure(ctx, mc)
 	if err != nil {
 		return out, err
+	}
+	if sw := l.Switch(); sw != nil {
+		out.sw = sw.Stats()
 	}
 	res, err := measure.Analyze(r.Stamps, r.Truth)
 	if err != nil {
