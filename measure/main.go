@@ -66,8 +66,8 @@ func ParseSizes(s string) ([]int, error) {
 	if lo, hi, ok := strings.Cut(s, "-"); ok {
 		a, err1 := strconv.Atoi(lo)
 		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil || a < 1 || b < a {
-			return nil, fmt.Errorf("-sizes %q: want LO-HI with 1 <= LO <= HI", s)
+		if err1 != nil || err2 != nil || a < 1 || b < a || b > 2*maxChunk {
+			return nil, fmt.Errorf("-sizes %q: want LO-HI with 1 <= LO <= HI <= %d", s, 2*maxChunk)
 		}
 		var out []int
 		for v := a; v <= b; v *= 2 {
@@ -78,8 +78,11 @@ func ParseSizes(s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil {
-			return nil, fmt.Errorf("-sizes %q: %q is not a number of bytes", s, p)
+		if err != nil || v < 1 || v > 2*maxChunk {
+			return nil, fmt.Errorf("-sizes %q: %q is not a number of bytes in 1..%d", s, p, 2*maxChunk)
+		}
+		if len(out) == 1024 {
+			return nil, fmt.Errorf("-sizes %q: more than 1024 sizes", s)
 		}
 		out = append(out, v)
 	}
