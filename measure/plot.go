@@ -121,7 +121,7 @@ func PlotErrors(r *Result, file string) error {
 	// Top right, moved left and down: the curves rise steeply at the left
 	// (global time) and reach 1 at the far right (barrier-aligned).
 	p.Legend.Top, p.Legend.Left = true, false
-	p.Legend.XOffs, p.Legend.YOffs = -2.1*vg.Inch, -1.1*vg.Inch
+	p.Legend.XOffs, p.Legend.YOffs = -2.3*vg.Inch, -1.2*vg.Inch
 	drawn := false
 	for _, m := range r.Methods {
 		var abs []float64
@@ -145,13 +145,22 @@ func PlotErrors(r *Result, file string) error {
 		}
 		l.Color, l.Width = colors[m.Name], vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(methodTitle[m.Name], l)
+		p.Legend.Add(shortTitle[m.Name], l)
 	}
 	if !drawn {
 		return fmt.Errorf("measure: plot %s: no errors (no truth)", file)
 	}
 	p.Add(plotter.NewGrid())
 	return saveGrid([][]*plot.Plot{{p}}, file, ext, 8*vg.Inch, 4.5*vg.Inch)
+}
+
+// shortTitle names the methods in the error figure's legend, which must
+// fit between the global-time curves and the barrier-aligned one.
+var shortTitle = map[string]string{
+	MethodBarrier:         "(a) barrier-aligned",
+	MethodGlobal:          "(b) global time",
+	MethodWindow:          "(c) ReproMPI window",
+	MethodGlobalAtBarrier: "(b') global, barrier-started",
 }
 
 // errPts are points with asymmetric vertical error bars.
