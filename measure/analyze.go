@@ -24,6 +24,10 @@ const (
 	// MethodGlobalAtBarrier: the barrier-started executions of (a) timed in
 	// global time as (b) does: the same executions, the other clock.
 	MethodGlobalAtBarrier = "global@barrier"
+	// MethodGlobalRetro: (b) with every stamp read again at the end of the
+	// measurement through the page of then (Stamp.Retro), a correction
+	// after the fact.
+	MethodGlobalRetro = "global-retro"
 )
 
 // Truth gives the true global time (the reference's ideal clock, ns) at a
@@ -214,7 +218,7 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 		return keys[i].exec < keys[j].exec
 	})
 	methods := map[string]*MethodResult{}
-	order := []string{MethodBarrier, MethodGlobal, MethodWindow, MethodGlobalAtBarrier}
+	order := []string{MethodBarrier, MethodGlobal, MethodWindow, MethodGlobalAtBarrier, MethodGlobalRetro}
 	for _, n := range order {
 		methods[n] = &MethodResult{Name: n}
 	}
@@ -256,6 +260,16 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 				}
 			}
 			addExec(methods[MethodBarrier], vals)
+		}
+		if k.mode == ModeScheduled {
+			if vals, ok := globalValues(ps, k.exec, func(s *Stamp) gtime.Time { return s.Retro }); ok {
+				if truth != nil {
+					for r := range vals {
+						vals[r].HasTruth, vals[r].TrueNs = true, trueOf(r)
+					}
+				}
+				addExec(methods[MethodGlobalRetro], vals)
+			}
 		}
 		synced := true
 		for _, p := range ps {
@@ -329,6 +343,25 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// globalValues is (b)'s arithmetic on the readings read gives; ok false
+// when one of them is not synced.
+func globalValues(ps []*pair, exec int, read func(*Stamp) gtime.Time) ([]Value, bool) {
+	var s0lo, s0hi, s0 int64 = math.MaxInt64, math.MaxInt64, math.MaxInt64
+	for _, p := range ps {
+		g, e := read(p.start), read(p.end)
+		if g.Status != gtime.StatusSynced || e.Status != gtime.StatusSynced || unbounded(g) || unbounded(e) {
+			return nil, false
+		}
+		s0, s0lo, s0hi = min(s0, g.Est), min(s0lo, g.Earliest), min(s0hi, g.Latest)
+	}
+	vals := make([]Value, len(ps))
+	for r, p := range ps {
+		e := read(p.end)
+		vals[r] = Value{Exec: exec, Rank: r, Ns: e.Est - s0, HasBounds: true, Lo: e.Earliest - s0hi, Hi: e.Latest - s0lo}
+	}
+	return vals, true
 }
 
 // addExec appends one execution's per-node values with their deviations.

@@ -124,7 +124,7 @@ func TestStampsRoundTrip(t *testing.T) {
 }
 
 func TestReadStampsErrors(t *testing.T) {
-	ok := "0,barrier,0,start,-1,0,1,2,3,2,4,synced,0"
+	ok := "0,barrier,0,start,-1,0,1,2,3,2,4,synced,0,5,4,6,synced"
 	for _, tc := range []struct{ name, in, want string }{
 		{"empty", "", "empty"},
 		{"header", "exec,mode\n", "line 1: header"},
@@ -136,6 +136,8 @@ func TestReadStampsErrors(t *testing.T) {
 		{"bounds", header + "\n" + strings.Replace(ok, ",3,2,4,", ",3,5,4,", 1) + "\n", "earliest_ns: 5 after latest_ns 4"},
 		{"status", header + "\n" + strings.Replace(ok, "synced", "fine", 1) + "\n", "line 2: status"},
 		{"peer", header + "\n" + strings.Replace(ok, "start,-1", "start,1", 1) + "\n", "line 2: peer"},
+		{"retro bounds", header + "\n" + strings.Replace(ok, ",5,4,6,", ",5,7,6,", 1) + "\n", "retro_earliest_ns: 7 after retro_latest_ns 6"},
+		{"retro status", header + "\n" + strings.TrimSuffix(ok, "synced") + "gone\n", "line 2: retro_status"},
 		{"long", header + "\n" + strings.Repeat("9", 5000) + "\n", "line 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,8 +150,8 @@ func TestReadStampsErrors(t *testing.T) {
 }
 
 func FuzzReadStamps(f *testing.F) {
-	f.Add(header + "\n0,barrier,0,start,-1,0,1,2,3,2,4,synced,0\n")
-	f.Add(header + "\n4,latency,1,rx,0,64,1,2,3,-9223372036854775808,9223372036854775807,unsynced,0\n")
+	f.Add(header + "\n0,barrier,0,start,-1,0,1,2,3,2,4,synced,0,3,2,4,synced\n")
+	f.Add(header + "\n4,latency,1,rx,0,64,1,2,3,-9223372036854775808,9223372036854775807,unsynced,0,0,0,0,unsynced\n")
 	f.Add("garbage")
 	f.Fuzz(func(t *testing.T, in string) {
 		ss, err := ReadStamps(strings.NewReader(in), "fuzz")

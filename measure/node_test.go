@@ -113,6 +113,10 @@ func TestLoopbackMethods(t *testing.T) {
 	if gb := res.Method(MethodGlobalAtBarrier); gb == nil || gb.Err.MaxAbsNs > 500+1 {
 		t.Errorf("global@barrier: %+v", gb)
 	}
+	// The stamps read again at the end (same constant errors here).
+	if gr := res.Method(MethodGlobalRetro); gr == nil || gr.N != 80 || gr.Err.MaxAbsNs > 500+1 || gr.Err.Coverage != 1 {
+		t.Errorf("global-retro: %+v", gr)
+	}
 }
 
 func TestLoopbackOps(t *testing.T) {

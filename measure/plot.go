@@ -22,6 +22,7 @@ var colors = map[string]color.Color{
 	MethodGlobal:          color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	MethodWindow:          color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	MethodGlobalAtBarrier: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	MethodGlobalRetro:     color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"true":                color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
 }
 
@@ -82,7 +83,7 @@ func PlotDeviations(r *Result, file string) error {
 	}
 	var truth []float64
 	for _, m := range r.Methods {
-		if m.Name == MethodWindow {
+		if m.Name == MethodWindow || m.Name == MethodGlobalRetro {
 			continue
 		}
 		devs := make([]float64, 0, len(m.Values))
@@ -161,6 +162,7 @@ var shortTitle = map[string]string{
 	MethodGlobal:          "(b) global time",
 	MethodWindow:          "(c) ReproMPI window",
 	MethodGlobalAtBarrier: "(b') global, barrier-started",
+	MethodGlobalRetro:     "(b*) global, read at the end",
 }
 
 // errPts are points with asymmetric vertical error bars.

@@ -92,6 +92,7 @@ var methodTitle = map[string]string{
 	MethodGlobal:          "(b) scheduled start, global stamps (PGCCS way)",
 	MethodWindow:          "(c) ReproMPI window (latest end - earliest start)",
 	MethodGlobalAtBarrier: "(b') the barrier-started executions in global time",
+	MethodGlobalRetro:     "(b*) (b) with the stamps read again at the end (after the fact)",
 }
 
 // paperPct are seed 003's deviations (MPI_Reduce, 16 nodes).

@@ -87,20 +87,27 @@ type Stamp struct {
 	// Target is the scheduled global instant of a ModeScheduled start (0
 	// otherwise): Global.Est - Target is how late the node started.
 	Target int64
+	// Retro is the node's global time at Raw as its daemon's page gives it
+	// at the end of the measurement: the mapping of then, fitted over the
+	// exchanges on both sides of the stamp (a correction after the fact, as
+	// a trace is corrected); Status unsynced when not read.
+	Retro gtime.Time
 }
 
 // header is the first line of a stamp file; the columns of every line.
-const header = "exec,mode,rank,event,peer,size,raw_ns,local_ns,global_ns,earliest_ns,latest_ns,status,target_ns"
+const header = "exec,mode,rank,event,peer,size,raw_ns,local_ns,global_ns,earliest_ns,latest_ns,status,target_ns," +
+	"retro_ns,retro_earliest_ns,retro_latest_ns,retro_status"
 
-const columns = 13
+const columns = 17
 
 // WriteStamps writes stamps as CSV with a header line.
 func WriteStamps(w io.Writer, ss []Stamp) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, header)
 	for _, s := range ss {
-		fmt.Fprintf(bw, "%d,%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%s,%d\n", s.Exec, s.Mode, s.Rank, s.Event, s.Peer, s.Size,
-			s.Raw, s.Local, s.Global.Est, s.Global.Earliest, s.Global.Latest, s.Global.Status, s.Target)
+		fmt.Fprintf(bw, "%d,%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s\n", s.Exec, s.Mode, s.Rank, s.Event, s.Peer, s.Size,
+			s.Raw, s.Local, s.Global.Est, s.Global.Earliest, s.Global.Latest, s.Global.Status, s.Target,
+			s.Retro.Est, s.Retro.Earliest, s.Retro.Latest, s.Retro.Status)
 	}
 	return bw.Flush()
 }
@@ -168,7 +175,8 @@ func ReadStamps(r io.Reader, name string) ([]Stamp, error) {
 			v   *int64
 			i   int
 		}{{"raw_ns", &s.Raw, 6}, {"local_ns", &s.Local, 7}, {"global_ns", &s.Global.Est, 8},
-			{"earliest_ns", &s.Global.Earliest, 9}, {"latest_ns", &s.Global.Latest, 10}, {"target_ns", &s.Target, 12}}
+			{"earliest_ns", &s.Global.Earliest, 9}, {"latest_ns", &s.Global.Latest, 10}, {"target_ns", &s.Target, 12},
+			{"retro_ns", &s.Retro.Est, 13}, {"retro_earliest_ns", &s.Retro.Earliest, 14}, {"retro_latest_ns", &s.Retro.Latest, 15}}
 		for _, c := range i64 {
 			if *c.v, err = strconv.ParseInt(f[c.i], 10, 64); err != nil {
 				return nil, bad(c.col, "%.40q: want an integer (ns)", f[c.i])
@@ -179,6 +187,12 @@ func ReadStamps(r io.Reader, name string) ([]Stamp, error) {
 		}
 		if s.Global.Status, err = parseStatus(f[11]); err != nil {
 			return nil, bad("status", "%v", err)
+		}
+		if s.Retro.Earliest > s.Retro.Latest {
+			return nil, bad("retro_earliest_ns", "%d after retro_latest_ns %d", s.Retro.Earliest, s.Retro.Latest)
+		}
+		if s.Retro.Status, err = parseStatus(f[16]); err != nil {
+			return nil, bad("retro_status", "%v", err)
 		}
 		if (s.Mode == ModeLatency) != (s.Event == EventTx || s.Event == EventRx) {
 			return nil, bad("event", "%s in a %s stamp", s.Event, s.Mode)

@@ -46,7 +46,7 @@ func TestMeasureReport(t *testing.T) {
 		t.Errorf("plot: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.csv")
-	os.WriteFile(bad, []byte("exec,mode,rank,event,peer,size,raw_ns,local_ns,global_ns,earliest_ns,latest_ns,status,target_ns\n1,2,3\n"), 0o644)
+	os.WriteFile(bad, []byte("exec,mode,rank,event,peer,size,raw_ns,local_ns,global_ns,earliest_ns,latest_ns,status,target_ns,retro_ns,retro_earliest_ns,retro_latest_ns,retro_status\n1,2,3\n"), 0o644)
 	err := runMeasureReport([]string{bad}, &out)
 	if err == nil || !strings.Contains(err.Error(), "bad.csv line 2") {
 		t.Errorf("bad file: %v, want an error naming bad.csv line 2", err)
