@@ -66,6 +66,9 @@ type GclockConfig struct {
 	// Faults are killed, paused and partitioned daemons during the run
 	// (faults.go); GclockResult.Faults condenses each.
 	Faults []Fault
+	// Until, when closed after the warm-up, ends the run early (as if
+	// Duration had passed); the traffic rates count the time actually run.
+	Until <-chan struct{}
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
@@ -452,6 +455,10 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		if r >= end {
 			break
 		}
+		if atWarmup != nil && isClosed(gc.Until) {
+			end = r
+			break
+		}
 		truth := clocks[0].at(r)
 		if realtime {
 			off, _ := transport.RealtimeOffset()
@@ -478,7 +485,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		}
 	}
 	final := scrapeAll(dir, n)
-	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(gc.Duration-gc.Warmup)/1e9)
+	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(end-warm)/1e9)
 	for _, h := range clocks {
 		res.Clocks = append(res.Clocks, h.truth)
 	}
@@ -528,6 +535,16 @@ func closePages(readers []*gtime.Reader) {
 		if r != nil {
 			r.Close()
 		}
+	}
+}
+
+// isClosed reports whether c is closed (false for nil).
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -65,6 +65,7 @@ const (
 	OpPageGrant     Op = 0x14                       // reply to OpGetPage (Mocha GETPGRANT): address and data
 	OpRealTimeQuery Op = 0x15                       // request: a node's clock rate vs the reference; asks for the real-time scale (daemon real_time modes)
 	OpRealTimeInfo  Op = 0x16                       // reply to OpRealTimeQuery: the reference's real-time offset or mean-drift segment
+	OpPut           Op = 0x17                       // one-way: application data in a Page body (Addr a tag, Data the payload); gclock measure's collectives
 )
 
 // Kind returns the op without the reliable flag.
@@ -100,7 +101,7 @@ func (o Op) Class() Class {
 		return ClassRequest
 	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo:
 		return ClassReply
-	case OpTimeDiff, OpErrReport, OpPeriodChange:
+	case OpTimeDiff, OpErrReport, OpPeriodChange, OpPut:
 		return ClassOneWay
 	case OpAck:
 		return ClassAck
@@ -151,6 +152,8 @@ func (o Op) String() string {
 		s = "realtime-query"
 	case OpRealTimeInfo:
 		s = "realtime-info"
+	case OpPut:
+		s = "put"
 	default:
 		s = fmt.Sprintf("op(0x%02x)", uint8(o.Kind()))
 	}
@@ -354,9 +357,9 @@ func (p *Packet) bodyLen() (int, error) {
 		return statusLen, nil
 	case OpGetPage:
 		return PageHeaderLen, nil
-	case OpPageGrant:
+	case OpPageGrant, OpPut:
 		if n := len(p.Page.Data); n > MaxPageData {
-			return 0, fmt.Errorf("wire: encode getpgrant: %d bytes of page data, at most %d: %w", n, MaxPageData, ErrTooLarge)
+			return 0, fmt.Errorf("wire: encode %v: %d bytes of page data, at most %d: %w", p.Op.Kind(), n, MaxPageData, ErrTooLarge)
 		}
 		return PageHeaderLen + len(p.Page.Data), nil
 	case OpRealTimeQuery:
@@ -487,7 +490,7 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		o++
 	case OpGetPage:
 		put64(p.Page.Addr)
-	case OpPageGrant:
+	case OpPageGrant, OpPut:
 		put64(p.Page.Addr)
 		o += copy(b[o:], p.Page.Data)
 	case OpRealTimeQuery:
@@ -694,8 +697,12 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		p.AckOp = v
 	case OpGetPage:
 		p.Page.Addr = r.u64("getp.addr")
-	case OpPageGrant:
-		p.Page.Addr = r.u64("getpgrant.addr")
+	case OpPageGrant, OpPut:
+		field := "getpgrant.addr"
+		if kind == OpPut {
+			field = "put.addr"
+		}
+		p.Page.Addr = r.u64(field)
 		if r.err == nil {
 			// The length check in ParseHeader bounds the copy by the datagram.
 			p.Page.Data = append(data, b[r.o:]...)

@@ -38,6 +38,8 @@ func samplePackets() []Packet {
 		{Op: OpRealTimeInfo, Sender: 1, Seq: 6, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4, Prev: -7}},
 		{Op: OpPeriodChange | ReliableFlag, Sender: 0, Seq: 45, Msg: engine.Message{Type: engine.MsgPeriodChange, From: 0, To: 2, Round: 7, Seq: 3, Period: 16e9}},
 		{Op: OpAck, Sender: 2, Seq: 45, AckOp: OpPeriodChange | ReliableFlag},
+		{Op: OpPut | ReliableFlag, Sender: 3, Seq: 8, Page: Page{Addr: 1<<32 | 7, Data: []byte{1, 2, 3}}},
+		{Op: OpPut, Sender: 3, Seq: 9, Page: Page{Addr: 2}},
 	}
 }
 
@@ -114,6 +116,7 @@ func TestOpClass(t *testing.T) {
 		{OpTimeDiff, ClassOneWay, 0},
 		{OpErrReport, ClassOneWay, 0},
 		{OpPeriodChange | ReliableFlag, ClassOneWay, 0},
+		{OpPut | ReliableFlag, ClassOneWay, 0},
 		{OpAck, ClassAck, 0},
 		{0, ClassUnknown, 0},
 		{0x7f, ClassUnknown, 0},

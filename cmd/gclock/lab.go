@@ -32,6 +32,7 @@ const labUsage = `usage:
   gclock lab down               remove every gclab-* namespace and the processes inside them
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
   gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against gclock's accuracy targets
+  gclock lab measure [latency|report] [flags]  distributed operations and one-way latency timed in global time, against the truth (docs/measure.md)
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
   gclock lab spoof [flags]      daemons under a spoofer's forged and replayed datagrams, with and without a cluster key (docs/daemon.md)
 
@@ -247,6 +248,8 @@ func runLab(args []string) error {
 			return runLabSpoof(args[1:], os.Stdout, os.Stderr)
 		case "spoof-send":
 			return runLabSpoofSend(args[1:])
+		case "measure": // labmeasure.go
+			return runLabMeasure(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)

@@ -1,0 +1,227 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gclock/gclock/clock"
+	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/measure"
+)
+
+// MeasurePort is the UDP port of `gclock measure` on the lab's hosts.
+const MeasurePort = 3200
+
+// MeasureConfig says how RunMeasure runs `gclock measure` on the hosts.
+type MeasureConfig struct {
+	// Gclock runs the daemons; RunMeasure sets its Duration to Warmup +
+	// Expect + Margin.
+	Gclock GclockConfig
+	// Command runs `gclock measure` (the gclock binary and "measure");
+	// RunMeasure appends the node flags. Required.
+	Command []string
+	Env     []string // extra environment of the nodes
+	// Latency runs `gclock measure latency` between hosts 0 and 1 instead
+	// of an operation on every host.
+	Latency bool
+	// Args are more flags for every node (-op, -runs, -period, ...).
+	Args []string
+	// Expect is how long the nodes should run once started; the daemons
+	// run until the nodes are done, at most 4*Expect + Margin after the
+	// warm-up.
+	Expect, Margin time.Duration
+}
+
+// MeasureResult is one RunMeasure.
+type MeasureResult struct {
+	Stamps []measure.Stamp // every node's
+	// Truth is the true global time at a CLOCK_MONOTONIC_RAW instant: the
+	// reference's (host 0's) emulated clock, which the evaluator rebuilds
+	// from its daemon's configuration. The nodes never see it.
+	Truth  measure.Truth
+	Gclock GclockResult // the daemons evaluated over the same run
+	Dir    string       // the nodes' stamp files and logs
+}
+
+// RunMeasure starts the daemons (RunGclock), waits for their warm-up, runs
+// one `gclock measure` process per host (each reading its own daemon's page
+// and its own emulated clock, talking UDP through the switch), waits for
+// them and the daemons, and returns every stamp with the truth.
+func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, error) {
+	var res MeasureResult
+	if len(mc.Command) == 0 {
+		return res, errors.New("lab: measure: command: empty (want the gclock binary and \"measure\")")
+	}
+	if mc.Expect <= 0 || mc.Margin < 0 {
+		return res, fmt.Errorf("lab: measure: expect %v, margin %v: want a positive expected run time", mc.Expect, mc.Margin)
+	}
+	hosts := l.cfg.Hosts
+	if mc.Latency {
+		hosts = 2
+	}
+	dir := filepath.Join(l.cfg.RunDir, "measure")
+	if err := os.RemoveAll(dir); err != nil {
+		return res, fmt.Errorf("lab: measure: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, fmt.Errorf("lab: measure: %w", err)
+	}
+	res.Dir = dir
+	gc := mc.Gclock
+	// The daemons run until the nodes are done (Until), at most for four
+	// times the expected run and the margin: a loaded machine makes
+	// iterations overrun their period.
+	gc.Duration = gc.Warmup + 4*mc.Expect + mc.Margin
+	nodesDone := make(chan struct{})
+	gc.Until = nodesDone
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type gout struct {
+		r   GclockResult
+		err error
+	}
+	gdir := filepath.Join(l.cfg.RunDir, "gclock")
+	// A previous run's pages and configs must not be taken for this run's.
+	if err := os.RemoveAll(gdir); err != nil {
+		return res, fmt.Errorf("lab: measure: %w", err)
+	}
+	gdone := make(chan gout, 1)
+	go func() {
+		r, err := l.RunGclock(ctx, gc)
+		gdone <- gout{r, err}
+	}()
+	// RunGclock recreates its directory, then writes the configs and starts
+	// the daemons: wait for every page.
+	deadline := time.Now().Add(15 * time.Second)
+	for h := 0; h < l.cfg.Hosts; {
+		if _, err := os.Stat(filepath.Join(gdir, fmt.Sprintf("page-h%d", h))); err == nil {
+			h++
+			continue
+		}
+		select {
+		case g := <-gdone:
+			return res, fmt.Errorf("lab: measure: the daemons stopped before their pages appeared: %v", g.err)
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("lab: measure: no page of host %d after 15 s (see %s)", h, gdir)
+		}
+	}
+	truth, err := referenceTruth(filepath.Join(gdir, "h0.yaml"))
+	if err != nil {
+		return res, err
+	}
+	res.Truth = truth
+	select {
+	case g := <-gdone:
+		return res, fmt.Errorf("lab: measure: the daemons stopped during the warm-up: %v", g.err)
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(gc.Warmup):
+	}
+	var peers []string
+	for i := range hosts {
+		peers = append(peers, net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(MeasurePort)))
+	}
+	var procs []*Proc
+	defer func() {
+		for _, p := range procs {
+			p.Stop(2 * time.Second)
+		}
+	}()
+	for i := range hosts {
+		argv := append([]string(nil), mc.Command...)
+		if mc.Latency {
+			argv = append(argv, "latency")
+		}
+		argv = append(argv, "-rank", strconv.Itoa(i), "-peers", strings.Join(peers, ","),
+			"-page", filepath.Join(gdir, fmt.Sprintf("page-h%d", i)),
+			"-clock-config", filepath.Join(gdir, fmt.Sprintf("h%d.yaml", i)),
+			"-o", filepath.Join(dir, fmt.Sprintf("stamps-r%d.csv", i)))
+		argv = append(argv, mc.Args...)
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-h%d.log", i)))
+		if err != nil {
+			return res, fmt.Errorf("lab: measure: %w", err)
+		}
+		p, err := l.ExecEnv(i, argv, mc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		logf.Close()
+		if err != nil {
+			return res, fmt.Errorf("lab: measure: %w", err)
+		}
+		procs = append(procs, p)
+	}
+	for _, p := range procs {
+		select {
+		case <-p.Done():
+		case g := <-gdone:
+			return res, fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): raise the expected run time", p.Host, g.err)
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		if err := p.Err(); err != nil {
+			log := filepath.Join(dir, fmt.Sprintf("node-h%d.log", p.Host))
+			tail, _ := os.ReadFile(log)
+			if len(tail) > 600 {
+				tail = tail[len(tail)-600:]
+			}
+			return res, fmt.Errorf("lab: measure: host %d's node failed (%v): %s (log %s)", p.Host, err, strings.TrimSpace(string(tail)), log)
+		}
+	}
+	close(nodesDone)
+	g := <-gdone
+	if g.err != nil {
+		return res, fmt.Errorf("lab: measure: %w", g.err)
+	}
+	res.Gclock = g.r
+	for i := range hosts {
+		path := filepath.Join(dir, fmt.Sprintf("stamps-r%d.csv", i))
+		f, err := os.Open(path)
+		if err != nil {
+			return res, fmt.Errorf("lab: measure: %w", err)
+		}
+		ss, err := measure.ReadStamps(f, path)
+		f.Close()
+		if err != nil {
+			return res, fmt.Errorf("lab: measure: %w", err)
+		}
+		res.Stamps = append(res.Stamps, ss...)
+	}
+	return res, nil
+}
+
+// referenceTruth rebuilds the reference's clock from its daemon's
+// configuration: global time is that clock, so its ideal reading at a raw
+// instant is the true global time. An evaluator's privilege.
+func referenceTruth(path string) (measure.Truth, error) {
+	c, err := daemon.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("lab: measure: reference clock: %w", err)
+	}
+	if c.Clock.Source != daemon.ClockEmulated {
+		return func(raw int64) int64 { return raw }, nil
+	}
+	m := c.Clock.Emulated
+	if len(m.DriftSteps) > 0 || m.WanderPPM > 0 {
+		return nil, errors.New("lab: measure: reference clock with drift steps or wander: not supported by the evaluator")
+	}
+	emu, err := clock.NewEmulated(clock.EmuParams{Origin: m.OriginRaw, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, Seed: m.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("lab: measure: reference clock: %w", err)
+	}
+	var mu sync.Mutex
+	return func(raw int64) int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return emu.Ideal(raw)
+	}, nil
+}

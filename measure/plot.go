@@ -1,0 +1,267 @@
+package measure
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	_ "gonum.org/v1/plot/vg/vgimg" // png
+	_ "gonum.org/v1/plot/vg/vgsvg" // svg
+)
+
+var colors = map[string]color.Color{
+	MethodBarrier:         color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	MethodGlobal:          color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	MethodWindow:          color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	MethodGlobalAtBarrier: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	MethodGlobalRetro:     color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	"true":                color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+}
+
+// format returns the image format of a file name (png or svg).
+func format(file string) (string, error) {
+	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(file), "."))
+	if ext != "png" && ext != "svg" {
+		return "", fmt.Errorf("measure: plot %s: want a .png or .svg file", file)
+	}
+	return ext, nil
+}
+
+// PlotDeviations draws the histograms of the deviations of each node's
+// time from the mean of its execution, one panel per method, as the
+// paper's figures 10-14 do; with a truth, a last panel shows the true
+// times' deviations over the scheduled executions.
+func PlotDeviations(r *Result, file string) error {
+	ext, err := format(file)
+	if err != nil {
+		return err
+	}
+	var rows [][]*plot.Plot
+	addPanel := func(title, key string, devs []float64) error {
+		if len(devs) == 0 {
+			return nil
+		}
+		p := plot.New()
+		lo, hi := slices.Min(devs), slices.Max(devs)
+		p.Title.Text = fmt.Sprintf("%s: within %+.3f%% .. %+.3f%%", title, lo, hi)
+		// A few outliers would squeeze the histogram into one bar: draw
+		// the values within 1.2 times the p99 of |deviation| and say how
+		// many are left out.
+		abs := make([]float64, len(devs))
+		for i, d := range devs {
+			abs[i] = math.Abs(d)
+		}
+		slices.Sort(abs)
+		if lim := 1.2 * quantile(abs, 0.99); lim > 0 && abs[len(abs)-1] > 1.5*lim {
+			kept := make([]float64, 0, len(devs))
+			for _, d := range devs {
+				if math.Abs(d) <= lim {
+					kept = append(kept, d)
+				}
+			}
+			p.Title.Text += fmt.Sprintf(" (%d beyond +-%.2f%% not drawn)", len(devs)-len(kept), lim)
+			devs = kept
+		}
+		p.X.Label.Text = "deviation from the mean of the execution (%)"
+		p.Y.Label.Text = "node times"
+		h, err := plotter.NewHist(plotter.Values(devs), 40)
+		if err != nil {
+			return err
+		}
+		h.FillColor, h.LineStyle.Width = colors[key], 0
+		p.Add(h, plotter.NewGrid())
+		rows = append(rows, []*plot.Plot{p})
+		return nil
+	}
+	var truth []float64
+	for _, m := range r.Methods {
+		if m.Name == MethodWindow || m.Name == MethodGlobalRetro {
+			continue
+		}
+		devs := make([]float64, 0, len(m.Values))
+		for _, v := range m.Values {
+			devs = append(devs, v.DevPct)
+			if m.Name == MethodGlobal && v.HasTruth {
+				truth = append(truth, v.TrueDevPct)
+			}
+		}
+		if err := addPanel(methodTitle[m.Name], m.Name, devs); err != nil {
+			return err
+		}
+	}
+	if err := addPanel("true times of the scheduled executions", "true", truth); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("measure: plot %s: no executions", file)
+	}
+	return saveGrid(rows, file, ext, 8*vg.Inch, vg.Length(len(rows))*2.6*vg.Inch)
+}
+
+// PlotErrors draws the distribution (CDF) of each method's |error| against
+// the truth, on a log scale.
+func PlotErrors(r *Result, file string) error {
+	ext, err := format(file)
+	if err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = "error of each method's time against the true time"
+	p.X.Label.Text = "|measured - true| (ns, log scale)"
+	p.Y.Label.Text = "fraction of values"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	// Top right, moved left and down: the curves rise steeply at the left
+	// (global time) and reach 1 at the far right (barrier-aligned).
+	p.Legend.Top, p.Legend.Left = true, false
+	p.Legend.XOffs, p.Legend.YOffs = -2.3*vg.Inch, -1.2*vg.Inch
+	drawn := false
+	for _, m := range r.Methods {
+		var abs []float64
+		for _, v := range m.Values {
+			if v.HasTruth {
+				abs = append(abs, math.Max(1, math.Abs(float64(v.Ns-v.TrueNs))))
+			}
+		}
+		if len(abs) == 0 {
+			continue
+		}
+		drawn = true
+		slices.Sort(abs)
+		pts := make(plotter.XYs, len(abs))
+		for i, a := range abs {
+			pts[i] = plotter.XY{X: a, Y: float64(i+1) / float64(len(abs))}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = colors[m.Name], vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(shortTitle[m.Name], l)
+	}
+	if !drawn {
+		return fmt.Errorf("measure: plot %s: no errors (no truth)", file)
+	}
+	p.Add(plotter.NewGrid())
+	return saveGrid([][]*plot.Plot{{p}}, file, ext, 8*vg.Inch, 4.5*vg.Inch)
+}
+
+// shortTitle names the methods in the error figure's legend, which must
+// fit between the global-time curves and the barrier-aligned one.
+var shortTitle = map[string]string{
+	MethodBarrier:         "(a) barrier-aligned",
+	MethodGlobal:          "(b) global time",
+	MethodWindow:          "(c) ReproMPI window",
+	MethodGlobalAtBarrier: "(b') global, barrier-started",
+	MethodGlobalRetro:     "(b*) global, read at the end",
+}
+
+// errPts are points with asymmetric vertical error bars.
+type errPts struct {
+	plotter.XYs
+	down, up []float64
+}
+
+func (e errPts) YError(i int) (float64, float64) { return e.down[i], e.up[i] }
+
+// PlotLatency draws the one-way latency per message size, each direction's
+// median estimate with its median bounds as error bars and, with a truth,
+// the true median dashed (the layout of Liao's figure 2).
+func PlotLatency(r *Result, file string) error {
+	ext, err := format(file)
+	if err != nil {
+		return err
+	}
+	if len(r.Latency) == 0 {
+		return fmt.Errorf("measure: plot %s: no latency messages", file)
+	}
+	p := plot.New()
+	p.Title.Text = "one-way latency from global timestamps"
+	p.X.Label.Text = "message size (bytes, log scale)"
+	p.Y.Label.Text = "latency (us)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	dirColor := []color.Color{colors[MethodGlobal], colors[MethodBarrier]}
+	for dir := range 2 {
+		var e errPts
+		var tr plotter.XYs
+		for _, pt := range r.Latency {
+			if pt.From != dir {
+				continue
+			}
+			// A little apart, so that the two directions' bars do not overlap.
+			x := float64(pt.Size) * (1 + 0.06*float64(2*dir-1))
+			y := pt.P50Ns / 1e3
+			e.XYs = append(e.XYs, plotter.XY{X: x, Y: y})
+			e.down = append(e.down, math.Max(0, y-pt.LoP50Ns/1e3))
+			e.up = append(e.up, math.Max(0, pt.HiP50Ns/1e3-y))
+			if pt.Err != nil {
+				tr = append(tr, plotter.XY{X: float64(pt.Size), Y: pt.TrueP50 / 1e3})
+			}
+		}
+		if len(e.XYs) == 0 {
+			continue
+		}
+		line, pts, err := plotter.NewLinePoints(e.XYs)
+		if err != nil {
+			return err
+		}
+		line.Color, pts.Color = dirColor[dir], dirColor[dir]
+		bars, err := plotter.NewYErrorBars(e)
+		if err != nil {
+			return err
+		}
+		bars.Color = dirColor[dir]
+		p.Add(line, pts, bars)
+		p.Legend.Add(fmt.Sprintf("%d->%d estimate (median) and bounds", dir, 1-dir), line, pts)
+		if len(tr) > 0 {
+			l, err := plotter.NewLine(tr)
+			if err != nil {
+				return err
+			}
+			l.Color, l.Dashes = dirColor[dir], []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(l)
+			p.Legend.Add(fmt.Sprintf("%d->%d true (median)", dir, 1-dir), l)
+		}
+	}
+	p.Add(plotter.NewGrid())
+	return saveGrid([][]*plot.Plot{{p}}, file, ext, 8*vg.Inch, 5*vg.Inch)
+}
+
+func saveGrid(rows [][]*plot.Plot, file, ext string, w, h vg.Length) error {
+	c, err := draw.NewFormattedCanvas(w, h, ext)
+	if err != nil {
+		return fmt.Errorf("measure: plot %s: %w", file, err)
+	}
+	dc := draw.New(c)
+	t := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
+		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 2 * vg.Millimeter}
+	canvases := plot.Align(rows, t, dc)
+	for i, row := range rows {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("measure: plot: %w", err)
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("measure: plot %s: %w", file, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("measure: plot %s: %w", file, err)
+	}
+	return nil
+}
