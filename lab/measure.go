@@ -210,11 +210,12 @@ func referenceTruth(path string) (measure.Truth, error) {
 	if c.Clock.Source != daemon.ClockEmulated {
 		return func(raw int64) int64 { return raw }, nil
 	}
-	m := c.Clock.Emulated
-	if len(m.DriftSteps) > 0 || m.WanderPPM > 0 {
-		return nil, errors.New("lab: measure: reference clock with drift steps or wander: not supported by the evaluator")
-	}
-	emu, err := clock.NewEmulated(clock.EmuParams{Origin: m.OriginRaw, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, Seed: m.Seed})
+	// The same clock the daemon built (emuParams: drift steps and wander
+	// included). Stamps are looked up in any order after the run, so a
+	// query older than the clock's look-back window is answered by a
+	// fresh copy walked forward from the origin.
+	p := emuParams(c.Clock.Emulated)
+	emu, err := clock.NewEmulated(p)
 	if err != nil {
 		return nil, fmt.Errorf("lab: measure: reference clock: %w", err)
 	}
@@ -222,6 +223,11 @@ func referenceTruth(path string) (measure.Truth, error) {
 	return func(raw int64) int64 {
 		mu.Lock()
 		defer mu.Unlock()
+		if raw < emu.Oldest() {
+			if fresh, err := clock.NewEmulated(p); err == nil {
+				emu = fresh
+			}
+		}
 		return emu.Ideal(raw)
 	}, nil
 }
