@@ -352,4 +352,3 @@ func TestRolesForFailover(t *testing.T) {
 }
 
 var failoverLogLevel = slog.LevelError
-
