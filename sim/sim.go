@@ -144,7 +144,7 @@ type runner struct {
 	rec    *Recording
 	plotIx map[int]int
 
-	sources, children [][]int       // roles under the first reference
+	sources, children [][]int        // roles under the first reference
 	fo                *failoverState // nil with Options.NewNode (sim/failover.go)
 }
 
