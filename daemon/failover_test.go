@@ -44,6 +44,21 @@ func statusClient(t *testing.T, ctx context.Context, kr *wire.Keyring) *transpor
 	return ep
 }
 
+// queryStatus asks a daemon for its status, as a Member's status query
+// does (failover.go).
+func queryStatus(ctx context.Context, ep *transport.Endpoint, self uint32, addr netip.AddrPort, timeout time.Duration) (wire.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reply, _, err := ep.Request(ctx, addr, &wire.Packet{Op: wire.OpStatusQuery, Sender: self})
+	if err != nil {
+		return wire.Status{}, err
+	}
+	if reply.Op.Kind() != wire.OpStatusReply {
+		return wire.Status{}, fmt.Errorf("status query answered with %v", reply.Op)
+	}
+	return reply.Status, nil
+}
+
 // pageRead is one read of a page with the truth window around it.
 type pageRead struct {
 	before, after int64
@@ -289,50 +304,6 @@ func absDiff64(a, b int64) int64 {
 	return b - a
 }
 
-// The engine view's frozen map: continuous, increasing, and its inverse
-// rounds up so that a timer set through it is never early.
-func TestEngineViewFrozenMap(t *testing.T) {
-	tests := []struct {
-		name string
-		x0   int64
-		y0   int64
-		skew float64
-	}{
-		{"identity line", 1e18, 1e18, 0},
-		{"ahead and fast", 1.7e18, 1.7e18 + 3e6, 40e-6},
-		{"behind and slow", 5e9, -2e9, -100e-6},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := &engineView{frozen: true}
-			v.fm.X0, v.fm.Y0, v.fm.Skew, v.fm.Valid = tt.x0, tt.y0, tt.skew, true
-			if got := v.in(tt.x0); got != tt.y0 {
-				t.Fatalf("in(X0) = %d, want %d", got, tt.y0)
-			}
-			prev := v.in(tt.x0 - 1e9)
-			step := int64(1)
-			for dx := int64(-1e9) + 1; dx < 1e12; dx += step {
-				step = step*3/2 + 1
-				x := tt.x0 + dx
-				y := v.in(x)
-				if y <= prev {
-					t.Fatalf("in not increasing at dx %d", dx)
-				}
-				prev = y
-				if back := v.out(y); back < x || back > x+2 {
-					t.Fatalf("out(in(%d)) = %d", x, back)
-				}
-				if v.in(v.out(y)) < y {
-					t.Fatalf("a timer at out(%d) would fire early", y)
-				}
-			}
-			if v.in(0) != 0 || v.out(0) != 0 {
-				t.Fatal("0 (no stamp, no timer) must stay 0")
-			}
-		})
-	}
-}
-
 // After a failover the nodes before the reference in the order are taken
 // out of the topology (nobody hangs below a dead node) and hang from the
 // reference as leaves; an explicit graph they disconnect falls back to the
@@ -367,8 +338,8 @@ func TestRolesForFailover(t *testing.T) {
 				c.Node.ID = id
 				c.Reference.Order = []uint32{1, 2, 3, 4}
 				c.Topology = tt.topo
-				n := &node{cfg: c, fo: newFailover(c), log: slog.New(slog.DiscardHandler)}
-				src, ch, err := n.rolesFor(tt.j)
+				order := c.referenceOrder()
+				src, ch, err := c.FailoverRoles(order[tt.j], order[:tt.j], slog.New(slog.DiscardHandler))
 				if err != nil {
 					t.Fatalf("node %d: %v", id, err)
 				}
@@ -381,40 +352,3 @@ func TestRolesForFailover(t *testing.T) {
 }
 
 var failoverLogLevel = slog.LevelError
-
-// A successor view continues its predecessor's round numbers: outgoing
-// rounds are shifted up, the rounds echoed in replies shifted back, so the
-// engine accepts them and the child never sees a lower round.
-func TestEngineViewContinuesRounds(t *testing.T) {
-	c := DefaultConfig()
-	c.Node.ID = 1
-	eng, err := engine.New(c.EngineConfig(nil, []engine.NodeID{2}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prev := &engineView{maxRound: 41, maxSeq: 7}
-	v := prev.successor(eng)
-	now := int64(1e12)
-	v.Tick(now)
-	var rounds []uint32
-	for range 10 {
-		r := v.Ready()
-		if len(r.Messages) == 0 {
-			t.Fatal("no message")
-		}
-		m := r.Messages[0]
-		rounds = append(rounds, m.Round)
-		if m.Type == engine.MsgTimeDiff {
-			break
-		}
-		if m.Type != engine.MsgProbe {
-			t.Fatalf("unexpected %+v", m)
-		}
-		now += 20_000
-		v.Step(engine.Message{Type: engine.MsgProbeReply, From: 2, To: 1, Round: m.Round, Seq: m.Seq, T2: now - 10_000, T3: now - 10_000}, now)
-	}
-	// Three probes and the time diff, all numbered after the predecessor's 41.
-	if len(rounds) != 4 || rounds[0] != 42 || rounds[3] != 42 || v.maxRound != 42 {
-		t.Fatalf("rounds %v (max %d), want [42 42 42 42]: the replies must be matched after the shift back", rounds, v.maxRound)
-	}
-}

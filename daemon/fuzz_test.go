@@ -89,13 +89,8 @@ func (c *fuzzConn) deliver(t *testing.T, d fuzzDatagram) {
 // page, metrics or the reference discovery; it stops with ctx.
 func bareNode(t *testing.T, ctx context.Context, cfg Config, conn transport.PacketConn, kr *wire.Keyring) *node {
 	t.Helper()
-	ref := cfg.ReferenceID()
-	src, children, err := cfg.Roles(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.DiscardHandler)
-	eng, err := engine.New(cfg.EngineConfig(src, children), log)
+	mem, err := cfg.newMember(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +98,7 @@ func bareNode(t *testing.T, ctx context.Context, cfg Config, conn transport.Pack
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{cfg: cfg, log: log, clk: clk, eng: &engineView{cur: eng}, fo: newFailover(cfg), wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, log: log, clk: clk, eng: mem, wake: make(chan struct{}, 1),
 		pub: make(chan struct{}, 1), peers: map[engine.NodeID]netip.AddrPort{}, replyT3: map[replyKey]int64{}, txStamps: map[int64]txStamp{}, ctx: ctx}
 	tc := transport.DefaultConfig()
 	tc.ID, tc.Conn, tc.Handler, tc.Logger, tc.Clock = cfg.Node.ID, conn, n, log, clock.Func(gtime.RawNow)
@@ -114,7 +109,7 @@ func bareNode(t *testing.T, ctx context.Context, cfg Config, conn transport.Pack
 		tc.Peers[p.ID] = ap
 	}
 	if cfg.RealTime.Mode != RealTimeNone {
-		if n.rt, err = newRealTime(n, engine.NodeID(ref)); err != nil {
+		if n.rt, err = newRealTime(n, engine.NodeID(cfg.ReferenceID())); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -153,9 +153,9 @@ func (s *ntpSource) Self() ntp.Server {
 		// address (clients use it to detect loops).
 		local := n.clk.fromRaw(raw)
 		n.mu.Lock()
-		x := n.eng.in(local)
-		tr := n.eng.cur.Tracking(x)
-		es := n.eng.Snapshot()
+		x := n.eng.In(local)
+		tr := n.eng.Node().Tracking(x)
+		es := n.eng.Node().Snapshot()
 		n.mu.Unlock()
 		src := ref
 		if tr.HasSelected {

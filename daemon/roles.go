@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"fmt"
+	"log/slog"
+	"slices"
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/topology"
@@ -96,4 +98,68 @@ func (c *Config) Roles(ref uint32) (sources, children []engine.NodeID, err error
 		return sources, children, nil
 	}
 	return nil, nil, fmt.Errorf("node.id %d is not among the peers: %w", c.Node.ID, ErrConfig)
+}
+
+// FailoverRoles is this node's roles when ref is the reference after a
+// failover (engine.MemberConfig.Roles). The nodes before it in the order
+// (gone) are presumed gone: the topology is built over the others (so
+// that no live node hangs below a dead one), and the gone ones are
+// attached directly to the reference as leaves, where a returning one
+// finds a source. If the topology cannot be built without them (an
+// explicit graph they disconnect), the full topology is used (logged).
+func (c *Config) FailoverRoles(ref engine.NodeID, gone []engine.NodeID, log *slog.Logger) (sources, children []engine.NodeID, err error) {
+	if len(gone) == 0 {
+		return c.Roles(uint32(ref))
+	}
+	r := *c
+	r.Peers = slices.DeleteFunc(slices.Clone(c.Peers), func(p Peer) bool { return slices.Contains(gone, engine.NodeID(p.ID)) })
+	r.Topology.Edges = slices.DeleteFunc(slices.Clone(c.Topology.Edges), func(e [2]uint32) bool {
+		return slices.Contains(gone, engine.NodeID(e[0])) || slices.Contains(gone, engine.NodeID(e[1]))
+	})
+	self := engine.NodeID(c.Node.ID)
+	r.Node.ID = uint32(ref) // a gone node computes the same graph as the others
+	if _, _, err := r.Roles(uint32(ref)); err != nil {
+		if log != nil {
+			log.Warn("topology without the nodes before the reference failed: using the full topology", "err", err)
+		}
+		return c.Roles(uint32(ref))
+	}
+	if slices.Contains(gone, self) {
+		return []engine.NodeID{ref}, nil, nil
+	}
+	r.Node.ID = uint32(self)
+	sources, children, err = r.Roles(uint32(ref))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref == self {
+		children = append(children, gone...)
+	}
+	return sources, children, nil
+}
+
+// referenceOrder is reference.order as node ids (the configured reference
+// alone when the order is empty).
+func (c *Config) referenceOrder() []engine.NodeID {
+	var order []engine.NodeID
+	for _, id := range c.Reference.Order {
+		order = append(order, engine.NodeID(id))
+	}
+	if len(order) == 0 {
+		order = []engine.NodeID{engine.NodeID(c.ReferenceID())}
+	}
+	return order
+}
+
+// newMember builds the node's engine.Member: the configured engine, the
+// reference order and the roles of each reference.
+func (c *Config) newMember(log *slog.Logger) (*engine.Member, error) {
+	return engine.NewMember(engine.MemberConfig{
+		Engine:        c.EngineConfig(nil, nil),
+		Order:         c.referenceOrder(),
+		FailoverAfter: c.Reference.FailoverAfter.D(),
+		Roles: func(ref engine.NodeID, gone []engine.NodeID) ([]engine.NodeID, []engine.NodeID, error) {
+			return c.FailoverRoles(ref, gone, log)
+		},
+	}, log)
 }

@@ -92,9 +92,10 @@ type node struct {
 	rt     *realTime     // nil: real_time.mode none (realtime.go)
 	state  *stateKeeper  // nil: no state.file (state.go)
 
-	mu      sync.Mutex  // guards eng, next and last
-	eng     *engineView // the engine, through reference changes (failover.go)
-	fo      *failover   // the reference order and its liveness (failover.go)
+	mu      sync.Mutex     // guards eng, next and last
+	eng     *engine.Member // the engine, through reference changes (engine/member.go)
+	ref     atomic.Uint32  // eng.Reference(), readable without mu
+	changes atomic.Uint64  // eng.Changes()
 	next    int64
 	last    int64         // latest local time given to the engine
 	clamped atomic.Uint64 // stamps raised to last (see lockedLocal)
@@ -173,8 +174,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	ecfg := cfg.EngineConfig(src, children)
-	eng, err := engine.New(ecfg, logger)
+	mem, err := cfg.newMember(logger)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	n := &node{cfg: cfg, log: logger, clk: clk, eng: &engineView{cur: eng}, fo: newFailover(cfg), wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}, replyT3: map[replyKey]int64{}, txStamps: map[int64]txStamp{}}
 	for _, p := range cfg.Peers {
@@ -192,6 +192,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		}
 		n.peers[engine.NodeID(p.ID)] = ap
 	}
+	n.noteMember()
 	if cfg.RealTime.Mode != RealTimeNone {
 		if n.rt, err = newRealTime(n, engine.NodeID(ref)); err != nil {
 			return fmt.Errorf("daemon: %w", err)
@@ -251,7 +252,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	if restored != nil {
-		n.applyState(restored, engine.NodeID(ref), eng)
+		n.applyState(restored, engine.NodeID(ref), mem.Node())
 		n.publish() // bounded time at once, before the reference is looked up
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -260,8 +261,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 	epDone := make(chan error, 1)
 	go func() { epDone <- n.ep.Run(ctx) }()
-	n.discoverReference(ctx)
-	foWait := n.startFailover(ctx)
 	rtWait := n.startRealTime(ctx)
 	extWait := ext.start(ctx, n)
 	var srv *http.Server
@@ -297,7 +296,6 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	cancel()
 	rtWait()
 	extWait()
-	foWait()
 	eerr := <-epDone // no handler runs after this
 	n.sendMu.Lock()
 	n.stopping = true
@@ -351,6 +349,7 @@ func (n *node) loop(ctx context.Context) error {
 			n.eng.Tick(n.lockedLocal(now))
 			r := n.eng.Ready()
 			n.next = r.NextTick
+			n.noteMember()
 			n.mu.Unlock()
 			n.dispatch(r)
 		case <-n.wake:
@@ -398,12 +397,20 @@ func (n *node) dispatch(r engine.Ready) {
 			default:
 			}
 		}
+		if ev.Kind == engine.EvReferenceChange && n.rt != nil {
+			n.log.Warn("real_time does not follow reference changes yet: it still asks the first reference of the order",
+				"reference", ev.Peer, "mode", n.cfg.RealTime.Mode)
+		}
 		n.log.Debug("engine event", "kind", ev.Kind, "peer", ev.Peer, "value", ev.Value)
 	}
 	for _, m := range r.Messages {
 		addr, ok := n.peers[m.To]
 		if !ok {
-			n.log.Warn("engine addressed an unknown node", "to", m.To, "type", m.Type)
+			level := slog.LevelWarn
+			if m.Type == engine.MsgStatusQuery {
+				level = slog.LevelDebug // an order naming a node without an address: it never answers
+			}
+			n.log.Log(context.Background(), level, "engine addressed an unknown node", "to", m.To, "type", m.Type)
 			continue
 		}
 		switch m.Type {
@@ -415,6 +422,8 @@ func (n *node) dispatch(r engine.Ready) {
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpErrReport|wire.ReliableFlag, m) })
 		case engine.MsgPeriodChange:
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpPeriodChange|wire.ReliableFlag, m) })
+		case engine.MsgStatusQuery:
+			n.goSend(func(ctx context.Context) { n.statusQuery(ctx, addr, m) })
 		default:
 			// Probe replies travel as transport replies (HandleRequest).
 			n.log.Debug("engine message not sent outside a request", "type", m.Type, "to", m.To)
@@ -518,11 +527,11 @@ func (n *node) step(m engine.Message, local int64) engine.Ready {
 		return engine.Ready{}
 	}
 	n.count(m.Type, dirReceived) // admitted: a rejected message is counted as dropped only
-	n.heardFrom(m.From, local)
 	n.eng.Step(m, n.lockedLocal(local))
 	r := n.eng.Ready()
-	n.rounds.note(n.eng.cur, r.Events)
+	n.rounds.note(n.eng.Node(), r.Events)
 	n.next = r.NextTick
+	n.noteMember()
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}: // re-arm the timer at the new NextTick
@@ -538,7 +547,7 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 		return n.handleRealTimeQuery(in, reply)
 	}
 	if in.Packet.Op.Kind() == wire.OpStatusQuery {
-		return n.statusReply(reply)
+		return n.statusReply(in, reply)
 	}
 	if in.Packet.Op.Kind() != wire.OpProbe {
 		return fmt.Errorf("op %v is not a probe", in.Packet.Op)
@@ -668,7 +677,7 @@ func (n *node) publish() {
 	u := gtime.Update{
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
 		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
-		Node: n.cfg.Node.ID, Reference: uint32(n.reference()),
+		Node: n.cfg.Node.ID, Reference: n.ref.Load(),
 	}
 	ok := true
 	if n.rt != nil {
@@ -723,13 +732,13 @@ func fitMapping(x0, d int64, ts [3]engine.Time) (estimate.Mapping, bool) {
 func (n *node) Snapshot() Snapshot {
 	now := n.clk.now()
 	n.mu.Lock()
-	es := n.eng.Snapshot()
-	x := n.eng.in(now)
-	tr := n.eng.cur.Tracking(x)
+	es := n.eng.Node().Snapshot()
+	x := n.eng.In(now)
+	tr := n.eng.Node().Tracking(x)
 	t := n.eng.Estimate(now)
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
-	s := Snapshot{Node: n.cfg.Node.ID, Reference: uint32(n.reference()), ReferenceChanges: n.fo.changes.Load(),
+	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
 		Status: t.Status.String()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)

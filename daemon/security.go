@@ -58,13 +58,7 @@ func (s *security) dropped(reason string) uint64 {
 // level (never above: an attacker must not be able to fill the log).
 // Called with n.mu held.
 func (n *node) admitMsg(m engine.Message, local int64) bool {
-	v := n.eng
-	x := v.in(local)
-	m.T1, m.T4 = v.in(m.T1), v.in(m.T4)
-	if m.Type == engine.MsgProbeReply || m.Type == engine.MsgErrReport {
-		m.Round -= v.roundBase // as engineView.Step does
-	}
-	err := v.cur.CheckMessage(m, x)
+	err := n.eng.CheckMessage(m, local)
 	if err == nil {
 		return true
 	}

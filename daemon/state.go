@@ -97,7 +97,7 @@ type State struct {
 	// only under the same reference.
 	Reference uint32 `json:"reference"`
 	// MaxRound and MaxSeq are the largest round and period-change numbers
-	// the node sent (engineView).
+	// the node sent (engine.Member.Numbers).
 	MaxRound uint32 `json:"max_round"`
 	MaxSeq   uint32 `json:"max_seq"`
 	// Prior is the last mapping while synced; absent if the node never was
@@ -358,12 +358,10 @@ func (n *node) restoreState(now int64) (*State, error) {
 // applyState seeds the view and, under the same reference, the engine
 // with a restored state. Called before the engine's first Tick.
 func (n *node) applyState(s *State, ref engine.NodeID, eng *engine.Node) {
-	v := n.eng
-	v.roundBase = s.MaxRound + roundMargin
-	v.seqBase = s.MaxSeq + roundMargin
-	v.maxRound, v.maxSeq = v.roundBase, v.seqBase
+	n.eng.SetNumbers(s.MaxRound+roundMargin, s.MaxSeq+roundMargin)
+	rounds, _ := n.eng.Numbers()
 	if s.Prior == nil || engine.NodeID(s.Reference) != ref || eng.IsReference() {
-		n.log.Info("state restored", "path", n.state.path, "rounds_from", v.roundBase, "prior", false,
+		n.log.Info("state restored", "path", n.state.path, "rounds_from", rounds, "prior", false,
 			"age", time.Duration(n.clk.now()-s.Saved).Round(time.Millisecond))
 		return
 	}
@@ -373,7 +371,7 @@ func (n *node) applyState(s *State, ref engine.NodeID, eng *engine.Node) {
 		return
 	}
 	n.state.prior, n.state.ref = &p, ref
-	n.log.Info("state restored", "path", n.state.path, "rounds_from", v.roundBase, "prior", true,
+	n.log.Info("state restored", "path", n.state.path, "rounds_from", rounds, "prior", true,
 		"prior_age", time.Duration(n.clk.now()-p.Saved).Round(time.Millisecond), "skew_ppm", p.Mapping.Skew*1e6)
 }
 
@@ -386,14 +384,14 @@ func (n *node) saveState() {
 	now := n.clk.now()
 	n.mu.Lock()
 	x := n.lockedLocal(now)
-	v := n.eng
-	if !v.frozen {
-		if p, ok := v.cur.Prior(x); ok {
+	if _, frozen := n.eng.Frozen(); !frozen {
+		if p, ok := n.eng.Node().Prior(x); ok {
 			k.prior, k.ref = &p, n.reference()
 		}
 	}
 	s := State{Version: StateVersion, Node: n.cfg.Node.ID, BootID: k.boot, Clock: k.clockID, Saved: x,
-		Reference: uint32(n.reference()), MaxRound: v.maxRound, MaxSeq: v.maxSeq}
+		Reference: uint32(n.reference())}
+	s.MaxRound, s.MaxSeq = n.eng.Numbers()
 	if k.prior != nil && k.ref == n.reference() {
 		s.Prior = statePrior(*k.prior)
 	}

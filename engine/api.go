@@ -33,6 +33,13 @@ const (
 	// recognised). The child keeps it to know when the source has gone
 	// silent. A flagged, acknowledged message on the wire, like MsgErrReport.
 	MsgPeriodChange
+	// MsgStatusQuery: a Member asks another who its reference is (Seq
+	// names the query). Sent at start (discovery), to a quiet reference
+	// and to the next of the order at a failover (member.go).
+	MsgStatusQuery
+	// MsgStatusReply: the answer to a status query (Seq echoed): the
+	// sender's current reference in Reference.
+	MsgStatusReply
 )
 
 // Message is what engines send each other. Drivers (simulator, UDP daemon)
@@ -78,6 +85,9 @@ type Message struct {
 	// PeriodChange: the source's new global period for this child, ns of
 	// the source's local clock (> 0).
 	Period int64
+
+	// StatusReply: the reference the sender follows.
+	Reference NodeID
 }
 
 // EventKind classifies what an engine reports for logs and plots.
@@ -97,6 +107,7 @@ const (
 	EvSourceAlive                           // a silent source was heard again (Peer = source, Value = ns it was silent)
 	EvContradiction                         // a round contradicted the clock model (Peer = source, Value = ContraOutside, ContraHull or ContraDrift)
 	EvTrustChange                           // a source's trust changed (Peer = source, Value = 1 synced, 2 degraded)
+	EvReferenceChange                       // a Member changed reference (Peer = the new reference, Value = 1 if this node took over)
 )
 
 // Event is something that happened inside the engine, stamped with the local

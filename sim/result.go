@@ -31,6 +31,9 @@ type Result struct {
 	Trace *Trace `json:"-"`
 	// Recording holds eval.record_node's samples and readings.
 	Recording *Recording `json:"-"`
+	// Failover is measured when the scenario has a failover order or
+	// faults (sim/failover.go).
+	Failover *FailoverStats `json:"failover,omitempty"`
 }
 
 func (r *runner) result(wall time.Duration) *Result {
@@ -50,6 +53,7 @@ func (r *runner) result(wall time.Duration) *Result {
 	res.Messages = msgs
 	res.Summary = all.summary(-1, msgs, len(r.nodes), secs)
 	res.Others = others.summary(-1, msgs, len(r.nodes), secs)
+	res.Failover = r.failoverResult()
 	return res
 }
 

@@ -49,6 +49,30 @@ type Scenario struct {
 	// Phases change the load over time; the first phase starts at 0.
 	Phases []Phase  `yaml:"phases" json:"phases,omitempty"`
 	Eval   EvalSpec `yaml:"eval" json:"eval"`
+	// Failover is the reference order and its silence limit
+	// (engine.MemberConfig); no order: the reference alone, no failover.
+	Failover FailoverSpec `yaml:"failover" json:"failover,omitempty"`
+	// Faults stop nodes and start them again (sim/failover.go).
+	Faults []Fault `yaml:"faults" json:"faults,omitempty"`
+}
+
+// FailoverSpec is the scenario's reference order (docs/daemon.md,
+// "Reference failover").
+type FailoverSpec struct {
+	// Order starts with the reference, then the nodes that take over in
+	// turn.
+	Order []int `yaml:"order" json:"order,omitempty"`
+	// After is how long the reference may be silent before the next of
+	// the order takes over (reference.failover_after).
+	After Duration `yaml:"after" json:"after,omitempty"`
+}
+
+// Fault stops a node at Down (from the run's start) and starts it again,
+// with a fresh engine and the same clock, at Up (0: never).
+type Fault struct {
+	Node int      `yaml:"node" json:"node"`
+	Down Duration `yaml:"down" json:"down"`
+	Up   Duration `yaml:"up" json:"up,omitempty"`
 }
 
 // TopologySpec names the graph the nodes form.
@@ -360,6 +384,32 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Topology.Kind == "mesh" && s.Nodes > 256 {
 		bad("nodes", "a full mesh of %d nodes is too large (max 256: node k follows every node below k)", s.Nodes)
+	}
+	if o := s.Failover.Order; len(o) > 0 {
+		seen := map[int]bool{}
+		for i, id := range o {
+			if id < 0 || id >= s.Nodes || seen[id] {
+				bad(fmt.Sprintf("failover.order[%d]", i), "%d is not a node (0..%d) or is named twice", id, s.Nodes-1)
+			}
+			seen[id] = true
+		}
+		if o[0] != s.Reference {
+			bad("failover.order[0]", "%d, must be the reference %d", o[0], s.Reference)
+		}
+		if len(o) > 1 && s.Failover.After <= 0 {
+			bad("failover.after", "must be positive with an order of %d nodes, got %v", len(o), s.Failover.After)
+		}
+	}
+	for i, f := range s.Faults {
+		if f.Node < 0 || f.Node >= s.Nodes {
+			bad(fmt.Sprintf("faults[%d].node", i), "%d is not a node (0..%d)", f.Node, s.Nodes-1)
+		}
+		if f.Down < 0 || f.Down >= s.Duration {
+			bad(fmt.Sprintf("faults[%d].down", i), "%v outside the run [0, %v)", f.Down, s.Duration)
+		}
+		if f.Up != 0 && f.Up <= f.Down {
+			bad(fmt.Sprintf("faults[%d].up", i), "%v, must be after down (%v) or 0 (never)", f.Up, f.Down)
+		}
 	}
 	e := &s.Engine
 	switch e.Estimator {

@@ -83,6 +83,8 @@ const (
 	evTick uint8 = iota + 1
 	evDeliver
 	evEval
+	evDown // a fault stops node
+	evUp   // a fault starts node again
 )
 
 type event struct {
@@ -120,6 +122,8 @@ type nodeState struct {
 	pastTicks int
 	sent      uint64
 	stats     *ErrStats
+	mem       *engine.Member // eng as a Member (nil with Options.NewNode)
+	down      bool           // stopped by a fault
 }
 
 // runner is one simulation in progress.
@@ -139,6 +143,9 @@ type runner struct {
 	trace  *Trace
 	rec    *Recording
 	plotIx map[int]int
+
+	sources, children [][]int        // roles under the first reference
+	fo                *failoverState // nil with Options.NewNode (sim/failover.go)
 }
 
 // maxPastTicks bounds how often in a row an engine may ask for a timer at or
@@ -157,6 +164,10 @@ func Run(ctx context.Context, sc Scenario, opt Options) (*Result, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
+	members := opt.NewNode == nil
+	if !members && (len(sc.Failover.Order) > 1 || len(sc.Faults) > 0) {
+		return nil, fmt.Errorf("scenario %s: failover and faults need the default engine (engine.Member), not Options.NewNode", sc.Name)
+	}
 	if opt.NewNode == nil {
 		opt.NewNode = defaultNewNode
 	}
@@ -166,6 +177,14 @@ func Run(ctx context.Context, sc Scenario, opt Options) (*Result, error) {
 	r := &runner{sc: sc, opt: opt, log: opt.Logger, ref: sc.Reference,
 		rng:   rand.New(rand.NewPCG(sc.Seed, mix64(sc.Seed^0x51ab))),
 		links: linkModel{spec: sc.Links, seed: mix64(sc.Seed ^ 0x11ce)}}
+	if members {
+		r.fo = &failoverState{scales: map[engine.NodeID]scale{}, lastEst: make([]int64, sc.Nodes), lastT: make([]int64, sc.Nodes),
+			haveLast: make([]bool, sc.Nodes), done: make([]bool, len(sc.Faults))}
+		r.fo.stats.BackInSync = make([]Duration, len(sc.Faults))
+		for k := range r.fo.stats.BackInSync {
+			r.fo.stats.BackInSync[k] = -1
+		}
+	}
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
@@ -187,6 +206,7 @@ func (r *runner) setup() error {
 	if err != nil {
 		return fmt.Errorf("topology %s: %w", sc.Topology.Kind, err)
 	}
+	r.sources, r.children = sources, children
 	crng := rand.New(rand.NewPCG(mix64(sc.Seed^0xc10c), sc.Seed))
 	r.nodes = make([]nodeState, sc.Nodes)
 	ecfg := r.engineConfig()
@@ -214,11 +234,20 @@ func (r *runner) setup() error {
 		cfg.ID = engine.NodeID(i)
 		cfg.Sources = toIDs(sources[i])
 		cfg.Children = toIDs(children[i])
+		r.nodes[i] = nodeState{clk: clk, stats: newErrStats(5)}
+		if r.members() {
+			m, err := r.newMember(i, cfg)
+			if err != nil {
+				return fmt.Errorf("engine of node %d: %w", i, err)
+			}
+			r.nodes[i].mem, r.nodes[i].eng = m, m
+			continue
+		}
 		eng, err := r.opt.NewNode(cfg, r.log)
 		if err != nil {
 			return fmt.Errorf("engine of node %d: %w", i, err)
 		}
-		r.nodes[i] = nodeState{eng: eng, clk: clk, stats: newErrStats(5)}
+		r.nodes[i].eng = eng
 	}
 	if r.opt.Trace {
 		r.trace = newTrace(sc)
@@ -236,6 +265,12 @@ func (r *runner) setup() error {
 		r.push(event{t: Origin + r.schedNoise(Origin), kind: evTick, node: int32(i)})
 	}
 	r.push(event{t: Origin + int64(sc.Eval.Interval), kind: evEval})
+	for _, f := range sc.Faults {
+		r.push(event{t: Origin + int64(f.Down), kind: evDown, node: int32(f.Node)})
+		if f.Up != 0 {
+			r.push(event{t: Origin + int64(f.Up), kind: evUp, node: int32(f.Node)})
+		}
+	}
 	return nil
 }
 
@@ -393,6 +428,10 @@ func (r *runner) loop(ctx context.Context, start time.Time) error {
 		case evEval:
 			r.evaluate()
 			r.push(event{t: e.t + int64(r.sc.Eval.Interval), kind: evEval})
+		case evDown:
+			r.down(int(e.node))
+		case evUp:
+			err = r.up(int(e.node))
 		}
 		if err != nil {
 			return err
@@ -413,6 +452,9 @@ func (r *runner) tick(e event) error {
 
 func (r *runner) deliver(e event) error {
 	n := &r.nodes[e.node]
+	if n.down {
+		return nil // lost: the node is stopped
+	}
 	local := n.clk.Read(e.t)
 	n.eng.Step(*e.msg, local)
 	if r.rec != nil && int(e.node) == r.rec.Node && e.msg.Type == engine.MsgTimeDiff {
@@ -449,6 +491,7 @@ func (r *runner) drain(id int, local int64) error {
 			r.push(event{t: arrive + r.schedNoise(arrive), kind: evDeliver, node: int32(to), msg: mm})
 		}
 	}
+	r.noteEvents(id, rd.Events)
 	if r.trace != nil {
 		if pi, ok := r.plotIx[id]; ok {
 			for _, ev := range rd.Events {
@@ -493,10 +536,24 @@ func (r *runner) drain(id int, local int64) error {
 func (r *runner) evaluate() {
 	truth := r.nodes[r.ref].clk.Ideal(r.now)
 	counted := r.now-Origin >= int64(r.sc.Eval.Warmup)
+	if r.fo != nil && len(r.sc.Faults) > 0 && counted {
+		r.checkBackInSync()
+	}
 	for i := range r.nodes {
 		n := &r.nodes[i]
+		if n.down {
+			continue
+		}
 		local := n.clk.Read(r.now)
+		truth := truth
+		if r.fo != nil {
+			// The scale of the view that answers this read.
+			truth = r.truthOf(n.mem.Serving(local))
+		}
 		tm := n.eng.Read(local)
+		if r.fo != nil && counted && tm.Status != engine.StatusUnsynced {
+			r.checkContinuity(i, tm.Est)
+		}
 		errNs := satSub(tm.Est, truth)
 		if r.trace != nil {
 			if pi, ok := r.plotIx[i]; ok {
