@@ -53,20 +53,24 @@ type Message struct {
 
 	// ProbeReply: the child's local receive time of the probe and send time
 	// of the reply. Bounds stay guaranteed when a receive stamp is late and
-	// a send stamp is early (see estimate.Sample): a driver may replace T2
-	// with an earlier, truer kernel receive stamp, and T3 must never be
-	// later than the moment the reply really leaves.
+	// a send stamp is early (see estimate.Sample): T3 is the time of the
+	// Step that answered, before the reply really leaves; the reply's
+	// transmit stamp, when the driver reports one (Node.TxStamp), replaces
+	// it in the sample when the time diff brings it back.
+	//
+	// Probe, set by the child's driver before Step and never sent on the
+	// wire: T2 is the probe's arrival (a kernel receive stamp), which may
+	// be older than the Step call; 0 is the time of Step. The engine takes
+	// it within [Step's time - MaxSampleRTT, Step's time] (stamps.go).
 	T2, T3 int64
 
 	// ProbeReply, set by the source's driver before Step and never sent on
-	// the wire: better stamps of the exchange on the source's own clock.
-	// T1 is the probe's real departure (a kernel transmit stamp) of the copy
-	// this reply answers; T4 is the reply's arrival (a kernel receive stamp),
-	// which may be older than the Step call. 0 keeps the engine's own: the
-	// time of the call that produced the probe and the time of Step. The
-	// engine takes T1 only within [its own send time, T4] and T4 only within
-	// [T1, Step's time], so a wrong stamp is ignored, never unsafe.
-	T1, T4 int64
+	// the wire: T4 is the reply's arrival (a kernel receive stamp), which
+	// may be older than the Step call; 0 is the time of Step. The engine
+	// takes it within [the probe's send time, Step's time], so a wrong
+	// stamp is ignored, never unsafe. The probe's own departure comes
+	// through Node.TxStamp.
+	T4 int64
 
 	// TimeDiff: the exchanges of the round, complete on both clocks, in the
 	// child's orientation (the child is "local", the source is "source").
@@ -125,6 +129,18 @@ type Ready struct {
 	Messages []Message
 	NextTick int64 // local clock; 0 means no timer wanted
 	Events   []Event
+	// Rounds are the exchanges of each time diff accepted, as the
+	// estimators got them (transmit stamps applied), for measurement logs.
+	// Drivers must not modify them.
+	Rounds []RoundSamples
+}
+
+// RoundSamples is one accepted time diff's exchanges, in this node's
+// orientation (this node is "local").
+type RoundSamples struct {
+	Source  NodeID
+	Round   uint32
+	Samples []estimate.Sample
 }
 
 // Status says how much a global time reading can be trusted.

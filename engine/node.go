@@ -58,6 +58,10 @@ type Node struct {
 	out     Ready
 	ignored uint64
 
+	// Transmit stamps (stamps.go): the replies kept for theirs, and counts.
+	replies replyStamps
+	stamps  StampSnapshot
+
 	// A restored prior (prior.go), used until a source is trusted.
 	prior     Prior
 	havePrior bool
@@ -86,6 +90,7 @@ type child struct {
 	round     uint32
 	seq       uint32
 	probeSent int64
+	probeTx   int64 // the probe's transmit stamp (TxStamp); 0: none
 	target    int
 	repeated  bool
 	retries   int
@@ -242,6 +247,7 @@ func (n *Node) Tick(local int64) {
 	}
 	n.selfResync(now)
 	n.settlePrior(now)
+	n.expireReplies(now)
 }
 
 func (n *Node) slotFree() bool {
@@ -270,8 +276,11 @@ func (n *Node) Step(m Message, recvLocal int64) {
 		}
 		n.heard(n.sources[n.sourceIndex[m.From]], now)
 		// The reply is the acknowledgement; a duplicated probe gets a
-		// duplicated reply, which the source ignores by Seq.
-		n.send(Message{Type: MsgProbeReply, From: n.cfg.ID, To: m.From, Round: m.Round, Seq: m.Seq, T2: now, T3: now})
+		// duplicated reply, which the source ignores by Seq. T2 is the
+		// probe's receive stamp when the driver has one (stamps.go).
+		t2 := n.probeRecv(m, now)
+		n.send(Message{Type: MsgProbeReply, From: n.cfg.ID, To: m.From, Round: m.Round, Seq: m.Seq, T2: t2, T3: now})
+		n.keepReply(m.From, m.Seq, t2, now)
 	case MsgProbeReply:
 		i, ok := n.childIndex[m.From]
 		if !ok {
@@ -369,7 +378,7 @@ func (n *Node) timeout(c *child) int64 {
 func (n *Node) sendProbe(c *child, now int64) {
 	n.seq++
 	c.seq = n.seq
-	c.probeSent = now
+	c.probeSent, c.probeTx = now, 0
 	c.due = now + n.timeout(c)
 	heap.Push(&n.timers, c)
 	n.send(Message{Type: MsgProbe, From: n.cfg.ID, To: c.id, Round: c.round, Seq: c.seq})
@@ -414,8 +423,9 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 	if m.T4 != 0 && m.T4 >= c.probeSent && m.T4 <= now {
 		s.SrcRecv = m.T4
 	}
-	if m.T1 != 0 && m.T1 >= c.probeSent && m.T1 <= s.SrcRecv {
-		s.SrcSend = m.T1
+	stamped := c.probeTx != 0 && c.probeTx <= s.SrcRecv // TxStamp checked it is after probeSent
+	if stamped {
+		s.SrcSend = c.probeTx
 	}
 	if m.T3 < m.T2 || now < c.probeSent || s.RTT() < 0 {
 		// Corrupt timestamps: treat as lost, the timeout retries.
@@ -427,6 +437,15 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		heap.Remove(&n.timers, c.heapIdx)
 	}
 	c.retries = 0
+	switch {
+	case stamped:
+		n.stamps.ProbeStamped++
+	case c.probeTx != 0:
+		n.stamps.Rejected++
+		n.stamps.ProbeOwn++
+	default:
+		n.stamps.ProbeOwn++
+	}
 	raw := now - c.probeSent
 	if c.srtt == 0 {
 		c.srtt = raw
@@ -663,6 +682,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	s.upUnsure = m.Unsure
 	samples := make([]estimate.Sample, 0, len(m.Samples))
 	for _, x := range m.Samples {
+		n.replySent(s.id, &x, now) // the reply's transmit stamp (stamps.go)
 		if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
 			s.stats.Ignored++
 			n.logger.Warn("time diff sample rejected", "source", s.id, "round", m.Round, "sample", x)
@@ -673,6 +693,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if len(samples) == 0 {
 		return
 	}
+	n.out.Rounds = append(n.out.Rounds, RoundSamples{Source: s.id, Round: m.Round, Samples: samples})
 	best := samples[0]
 	for _, x := range samples[1:] {
 		if x.RTT() < best.RTT() {

@@ -228,9 +228,9 @@ func BenchmarkTree10kMemory(b *testing.B) {
 }
 
 // TestProbeReplyDriverStamps: a driver's better stamps (T1: the probe's
-// kernel transmit time, T4: the reply's kernel receive time, older than the
-// Step call) go into the sample; stamps outside [own send, T4] and
-// [T1, Step time] are ignored.
+// kernel transmit time, through TxStamp; T4: the reply's kernel receive
+// time, older than the Step call) go into the sample; stamps outside
+// [own send, T4] and [own send, Step time] are ignored.
 func TestProbeReplyDriverStamps(t *testing.T) {
 	tests := []struct {
 		name               string
@@ -258,8 +258,11 @@ func TestProbeReplyDriverStamps(t *testing.T) {
 				t.Fatalf("want one probe, got %+v", r.Messages)
 			}
 			p := r.Messages[0]
+			if tt.t1 != 0 {
+				src.TxStamp(MsgProbe, 1, p.Seq, tt.t1)
+			}
 			src.Step(Message{Type: MsgProbeReply, From: 1, To: 0, Round: p.Round, Seq: p.Seq,
-				T2: 7000, T3: 7010, T1: tt.t1, T4: tt.t4}, 1500)
+				T2: 7000, T3: 7010, T4: tt.t4}, 1500)
 			r = src.Ready()
 			var td *Message
 			for i := range r.Messages {

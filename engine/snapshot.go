@@ -11,6 +11,7 @@ type Snapshot struct {
 	Ignored    uint64 // messages ignored (misaddressed, unknown peer, late, duplicate, corrupt)
 	Sources    []SourceSnapshot
 	Children   []ChildSnapshot
+	Stamps     StampSnapshot // transmit and receive stamps (stamps.go)
 }
 
 // SourceSnapshot is the node's view of one source.
@@ -63,6 +64,7 @@ func (n *Node) Snapshot() Snapshot {
 		Reference:  n.IsReference(),
 		SelfPeriod: n.selfPeriod,
 		Ignored:    n.ignored,
+		Stamps:     n.stamps,
 	}
 	for _, src := range n.sources {
 		ss := src.stats
