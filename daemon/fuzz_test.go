@@ -99,7 +99,7 @@ func bareNode(t *testing.T, ctx context.Context, cfg Config, conn transport.Pack
 		t.Fatal(err)
 	}
 	n := &node{cfg: cfg, log: log, clk: clk, eng: mem, wake: make(chan struct{}, 1),
-		pub: make(chan struct{}, 1), peers: map[engine.NodeID]netip.AddrPort{}, replyT3: map[replyKey]int64{}, txStamps: map[int64]txStamp{}, ctx: ctx}
+		pub: make(chan struct{}, 1), peers: map[engine.NodeID]netip.AddrPort{}, ctx: ctx}
 	tc := transport.DefaultConfig()
 	tc.ID, tc.Conn, tc.Handler, tc.Logger, tc.Clock = cfg.Node.ID, conn, n, log, clock.Func(gtime.RawNow)
 	tc.Keyring, tc.Peers, tc.Anonymous = kr, map[uint32]netip.AddrPort{}, anonymousOps

@@ -112,31 +112,7 @@ type node struct {
 	rounds roundTracker // round differences and smoothed RTTs for the metrics (metrics.go)
 	sec    security     // drops by reason, status changes (security.go)
 
-	// Kernel transmit stamps of the replies this node sent, for the time
-	// diffs that bring the samples back (see HandleMessage).
-	txMu     sync.Mutex
-	replyT3  map[replyKey]int64 // reply -> the T3 it carried, until ReplySent
-	txStamps map[int64]txStamp  // T3 carried -> kernel transmit time (local clock)
-	stamps   stampCounts
-
 	publishFailing atomic.Bool // the last Publish failed: log again only when that changes
-}
-
-// replyKey names a reply by the request it answers.
-type replyKey struct {
-	to  netip.AddrPort
-	seq uint32
-}
-
-type txStamp struct {
-	local int64 // kernel transmit stamp on the local clock
-	at    int64 // when it was recorded (local clock), for pruning
-}
-
-// stampCounts counts where the exchanges' four times came from.
-type stampCounts struct {
-	t1Kernel, t1Engine atomic.Uint64 // probe departure: kernel stamp / engine call time
-	t3Kernel, t3User   atomic.Uint64 // reply departure: kernel stamp / time before the write
 }
 
 // Directions of the message counters.
@@ -184,7 +160,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	n := &node{cfg: cfg, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
-		peers: map[engine.NodeID]netip.AddrPort{}, replyT3: map[replyKey]int64{}, txStamps: map[int64]txStamp{}}
+		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
 		ap, err := resolve(p.Address)
 		if err != nil {
@@ -290,9 +266,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		"real_time", cfg.RealTime.Mode, "authenticated", tcfg.Keyring != nil)
 	err = n.loop(ctx)
 	n.saveState()
+	st := n.stampCounts()
 	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "dropped", fmt.Sprint(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
-		"t1_kernel", n.stamps.t1Kernel.Load(), "t1_engine", n.stamps.t1Engine.Load(),
-		"t3_kernel", n.stamps.t3Kernel.Load(), "t3_user", n.stamps.t3User.Load())
+		"t1_kernel", st.ProbeStamped, "t1_engine", st.ProbeOwn, "t3_kernel", st.ReplyStamped, "t3_user", st.ReplyOwn,
+		"stamps_rejected", st.Rejected, "stamps_unknown", st.Unknown, "stamps_expired", st.Expired)
 	cancel()
 	rtWait()
 	extWait()
@@ -464,10 +441,7 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 	// own, earlier send time: the reply may answer the first copy.
 	rm.T4 = n.recvLocal(timing.RecvUser, timing.RecvKernel)
 	if n.cfg.Transport.KernelTimestamps && timing.Attempts == 1 && timing.SendKernel != 0 {
-		rm.T1 = n.rawLocal(timing.SendKernel)
-		n.stamps.t1Kernel.Add(1)
-	} else {
-		n.stamps.t1Engine.Add(1)
+		n.txStamp(engine.MsgProbe, m.To, m.Seq, n.rawLocal(timing.SendKernel))
 	}
 	n.dispatch(n.step(rm, n.clk.now()))
 }
@@ -540,8 +514,8 @@ func (n *node) step(m engine.Message, local int64) engine.Ready {
 	return r
 }
 
-// HandleRequest answers a probe with the engine's reply, its T3 taken as
-// late as possible (later is always safe, engine.Message).
+// HandleRequest steps a probe, stamped with its (kernel) receive time
+// (engine.Message.T2), and answers with the engine's reply.
 func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	if in.Packet.Op.Kind() == wire.OpRealTimeQuery {
 		return n.handleRealTimeQuery(in, reply)
@@ -555,24 +529,14 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	m := in.Packet.Msg
 	m.Type, m.From = engine.MsgProbe, engine.NodeID(in.Packet.Sender)
 	m.Samples = nil
+	m.T2 = n.recvLocal(in.RecvUser, in.RecvKernel)
 	r := n.step(m, n.clk.now())
-	t2 := n.recvLocal(in.RecvUser, in.RecvKernel)
 	var out []engine.Message
 	found := false
 	for _, o := range r.Messages {
 		if !found && o.Type == engine.MsgProbeReply && o.To == m.From && o.Seq == m.Seq {
-			// T2: the probe's (kernel) receive stamp, earlier than the
-			// engine's call; T3: just before the write. The kernel transmit
-			// stamp replaces T3 when the samples come back (HandleMessage).
-			o.T2 = min(o.T2, t2)
-			o.T3 = max(o.T3, n.clk.now())
 			reply.Msg = o
 			found = true
-			if n.cfg.Transport.KernelTimestamps {
-				n.txMu.Lock()
-				n.replyT3[replyKey{in.From, in.Packet.Seq}] = o.T3
-				n.txMu.Unlock()
-			}
 			continue
 		}
 		out = append(out, o)
@@ -586,55 +550,29 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	return nil
 }
 
-// ReplySent implements transport.ReplyObserver: it keeps the kernel
-// transmit stamp of each probe reply, keyed by the T3 the reply carried.
-func (n *node) ReplySent(to netip.AddrPort, seq uint32, sendUser, sendKernel int64) {
-	n.txMu.Lock()
-	defer n.txMu.Unlock()
-	k := replyKey{to, seq}
-	t3, ok := n.replyT3[k]
-	if !ok {
+// ReplySent implements transport.ReplyObserver: a probe reply's kernel
+// transmit stamp goes to the engine (engine.Node.TxStamp), which puts it
+// in the sample when the time diff brings it back.
+func (n *node) ReplySent(_ netip.AddrPort, reply *wire.Packet, _, sendKernel int64) {
+	if reply.Op.Kind() != wire.OpProbeReply || sendKernel == 0 || !n.cfg.Transport.KernelTimestamps {
 		return
 	}
-	delete(n.replyT3, k)
-	if sendKernel != 0 {
-		n.txStamps[t3] = txStamp{local: n.rawLocal(sendKernel), at: t3}
-	}
+	n.txStamp(engine.MsgProbeReply, reply.Msg.To, reply.Msg.Seq, n.rawLocal(sendKernel))
 }
 
-// txStampTTL is how long a reply's transmit stamp waits for its time diff.
-const txStampTTL = int64(10 * time.Minute)
+// txStamp gives the engine a message's transmit stamp (local clock).
+func (n *node) txStamp(t engine.MsgType, to engine.NodeID, seq uint32, local int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.eng.TxStamp(t, to, seq, local)
+}
 
-// kernelSends replaces each sample's T3 (LocSend: the time just before this
-// node wrote its reply) by the reply's kernel transmit stamp, when this
-// node has it. The stamp is taken as the frame leaves the socket layer, so
-// it is still no later than the real departure: the bounds stay
-// guaranteed. Entries older than txStampTTL, or used, are dropped.
-func (n *node) kernelSends(ss []estimate.Sample, now int64) {
-	n.txMu.Lock()
-	defer n.txMu.Unlock()
-	for i := range ss {
-		st, ok := n.txStamps[ss[i].LocSend]
-		if !ok {
-			n.stamps.t3User.Add(1)
-			continue
-		}
-		delete(n.txStamps, ss[i].LocSend)
-		if st.local >= ss[i].LocRecv && st.local <= now {
-			ss[i].LocSend = st.local
-			n.stamps.t3Kernel.Add(1)
-		} else {
-			n.stamps.t3User.Add(1)
-		}
-	}
-	for k, st := range n.txStamps {
-		if now-st.at > txStampTTL {
-			delete(n.txStamps, k)
-		}
-	}
-	if len(n.replyT3) > 4096 { // ReplySent never came (write failed): forget
-		clear(n.replyT3)
-	}
+// stampCounts is the engine's count of where the exchanges' transmit
+// stamps came from (engine.StampSnapshot).
+func (n *node) stampCounts() engine.StampSnapshot {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.eng.Node().Snapshot().Stamps
 }
 
 // HandleMessage feeds a time diff or an error report to the engine.
@@ -642,14 +580,12 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 	m := in.Packet.Msg
 	m.From = engine.NodeID(in.Packet.Sender)
 	m.Samples = slices.Clone(m.Samples) // the packet is reused by the receive loop
-	now := n.clk.now()
-	if m.Type == engine.MsgTimeDiff && n.cfg.Transport.KernelTimestamps {
-		n.kernelSends(m.Samples, now)
+	r := n.step(m, n.clk.now())
+	if n.meas != nil {
+		for _, rs := range r.Rounds { // as the engine used them: kernel T3s in
+			n.meas.write(rs.Source, rs.Samples)
+		}
 	}
-	if m.Type == engine.MsgTimeDiff && n.meas != nil {
-		n.meas.write(m.From, m.Samples)
-	}
-	r := n.step(m, now)
 	n.log.Debug("message", "type", m.Type, "from", m.From, "to", m.To, "samples", len(m.Samples), "events", len(r.Events))
 	n.dispatch(r)
 }

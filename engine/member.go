@@ -223,7 +223,7 @@ func (m *Member) CheckMessage(msg Message, local int64) error {
 		return nil
 	}
 	v := m.view
-	msg.T1, msg.T4 = v.in(msg.T1), v.in(msg.T4)
+	v.stamps(&msg)
 	v.unshift(&msg)
 	return v.cur.CheckMessage(msg, v.in(local))
 }
@@ -276,10 +276,16 @@ func (m *Member) Step(msg Message, local int64) {
 		m.heardRef(local)
 	}
 	v := m.view
-	msg.T1, msg.T4 = v.in(msg.T1), v.in(msg.T4)
+	v.stamps(&msg)
 	v.unshift(&msg)
 	v.cur.Step(msg, v.in(local))
 	m.drain(local)
+}
+
+// TxStamp is Node.TxStamp on the current view: the transmit stamp local
+// of the probe or reply seq sent to to (stamps.go).
+func (m *Member) TxStamp(t MsgType, to NodeID, seq uint32, local int64) {
+	m.view.cur.TxStamp(t, to, seq, m.view.in(local))
 }
 
 // Ready returns the messages and events since the last call and the local
@@ -318,6 +324,7 @@ func (m *Member) drain(local int64) {
 	r := m.view.ready()
 	m.out.Messages = append(m.out.Messages, r.Messages...)
 	m.out.Events = append(m.out.Events, r.Events...)
+	m.out.Rounds = append(m.out.Rounds, r.Rounds...)
 	m.nodeNext = r.NextTick
 	m.view.dropPrev(local)
 }
@@ -524,6 +531,15 @@ func (m *Member) logIf(loud bool, level slog.Level, msg string, args ...any) {
 }
 
 // ---- the view ----
+
+// stamps maps a driver's receive stamps (a probe's T2, a reply's T4) onto
+// the Node's clock, as the Step time is.
+func (v *view) stamps(msg *Message) {
+	msg.T4 = v.in(msg.T4)
+	if msg.Type == MsgProbe {
+		msg.T2 = v.in(msg.T2)
+	}
+}
 
 // in maps a local time onto the Node's clock.
 func (v *view) in(local int64) int64 {

@@ -183,12 +183,14 @@ func (r *refusals) warn(op wire.Op, now time.Time) (bool, int) {
 }
 
 // ReplyObserver is an optional extension of Handler: after the reply to a
-// distinct request has been written, ReplySent gets the moment it left, on
-// the user clock and (with a StampedConn) from the kernel's transmit stamp.
-// A reply carries the responder's times as they were before the send; a
-// follow-up message can carry these better ones (PTP's two-step idea).
+// distinct request has been written, ReplySent gets the reply (as the
+// handler filled it; valid only during the call) and the moment it left,
+// on the user clock and (with a StampedConn) from the kernel's transmit
+// stamp. A reply carries the responder's times as they were before the
+// send; a follow-up message can carry these better ones (PTP's two-step
+// idea).
 type ReplyObserver interface {
-	ReplySent(to netip.AddrPort, seq uint32, sendUser, sendKernel int64)
+	ReplySent(to netip.AddrPort, reply *wire.Packet, sendUser, sendKernel int64)
 }
 
 // Timing is what an exchange measured on the local clock. With
@@ -562,7 +564,7 @@ func (e *Endpoint) serveRequest(ctx context.Context, in *Incoming) {
 		var kernelTx int64
 		sendUser := e.clk.Now()
 		e.write(b, in.From, &kernelTx)
-		obs.ReplySent(in.From, p.Seq, sendUser, kernelTx)
+		obs.ReplySent(in.From, &reply, sendUser, kernelTx)
 		return
 	}
 	// The goroutine must not touch in or p: the receive loop reuses them.

@@ -65,9 +65,9 @@ func (s *probeServer) HandleRequest(in *Incoming, reply *wire.Packet) error {
 
 func (s *probeServer) HandleMessage(*Incoming) {}
 
-func (s *probeServer) ReplySent(_ netip.AddrPort, seq uint32, user, kernel int64) {
+func (s *probeServer) ReplySent(_ netip.AddrPort, reply *wire.Packet, user, kernel int64) {
 	s.mu.Lock()
-	s.t3[seq] = [2]int64{user, kernel}
+	s.t3[reply.Seq] = [2]int64{user, kernel}
 	s.mu.Unlock()
 }
 
