@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"testing"
@@ -76,13 +75,12 @@ func TestTraceLiveDaemon(t *testing.T) {
 	}
 	local := clock.Func(func() int64 { return emu.Read(gtime.RawNow()) })
 	// The reference process (node 1's host: the raw clock is global time).
-	pc, err := (&probeListen{}).listen()
+	srv, err := probe.Listen("127.0.0.1:0", clock.Raw{}, nil)
 	if err != nil {
 		t.Skipf("no loopback UDP: %v", err)
 	}
-	srv := probe.Serve(pc, clock.Raw{}, nil)
 	defer srv.Close()
-	cl, err := probe.Dial(pc.LocalAddr().String(), local, probe.ClientConfig{})
+	cl, err := probe.Dial(srv.Addr().String(), local, probe.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +143,3 @@ func TestTraceLiveDaemon(t *testing.T) {
 		}
 	}
 }
-
-type probeListen struct{}
-
-func (probeListen) listen() (net.PacketConn, error) { return net.ListenPacket("udp", "127.0.0.1:0") }

@@ -2,77 +2,17 @@ package probe
 
 import (
 	"bytes"
-	"errors"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/gclock/gclock/clock"
+	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/trace"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/wire"
 )
-
-func TestCodecRoundTrip(t *testing.T) {
-	b := AppendRequest(nil, Request{Seq: 1<<63 + 5})
-	r, err := DecodeRequest(b)
-	if err != nil || r.Seq != 1<<63+5 {
-		t.Fatalf("request: %+v, %v", r, err)
-	}
-	rep := Reply{Seq: 7, SrcRecv: -1 << 62, SrcSend: 1 << 62}
-	got, err := DecodeReply(AppendReply(nil, rep))
-	if err != nil || got != rep {
-		t.Fatalf("reply: %+v, %v", got, err)
-	}
-}
-
-func TestDecodeErrors(t *testing.T) {
-	req := AppendRequest(nil, Request{Seq: 1})
-	rep := AppendReply(nil, Reply{Seq: 1, SrcRecv: 10, SrcSend: 20})
-	mut := func(b []byte, i int, v byte) []byte { c := bytes.Clone(b); c[i] = v; return c }
-	backwards := AppendReply(nil, Reply{Seq: 1, SrcRecv: 20, SrcSend: 10})
-	for _, tc := range []struct {
-		name  string
-		b     []byte
-		reply bool
-	}{
-		{"short request", req[:15], false},
-		{"reply as request", rep, false},
-		{"bad magic", mut(req, 0, 'X'), false},
-		{"bad version", mut(req, 4, 9), false},
-		{"request kind in reply", mut(rep, 5, kindRequest), true},
-		{"reserved", mut(rep, 6, 1), true},
-		{"long reply", append(bytes.Clone(rep), 0), true},
-		{"sent before received", backwards, true},
-	} {
-		var err error
-		if tc.reply {
-			_, err = DecodeReply(tc.b)
-		} else {
-			_, err = DecodeRequest(tc.b)
-		}
-		if !errors.Is(err, ErrPacket) {
-			t.Errorf("%s: err %v, want ErrPacket", tc.name, err)
-		}
-	}
-}
-
-func FuzzDecode(f *testing.F) {
-	f.Add(AppendRequest(nil, Request{Seq: 3}))
-	f.Add(AppendReply(nil, Reply{Seq: 3, SrcRecv: 1, SrcSend: 2}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if r, err := DecodeRequest(b); err == nil {
-			if !bytes.Equal(AppendRequest(nil, r), b) {
-				t.Fatalf("request %x does not re-encode", b)
-			}
-		}
-		if r, err := DecodeReply(b); err == nil {
-			if !bytes.Equal(AppendReply(nil, r), b) || r.SrcSend < r.SrcRecv {
-				t.Fatalf("reply %x: %+v", b, r)
-			}
-		}
-	})
-}
 
 func listen(t *testing.T) net.PacketConn {
 	t.Helper()
@@ -84,28 +24,38 @@ func listen(t *testing.T) net.PacketConn {
 }
 
 // A reply to an earlier attempt (a duplicate, or late) is ignored, and the
-// exchange still completes.
+// exchange still completes: the first probe is "lost", the second is
+// answered with a stale reply, a garbage datagram, then the real one.
 func TestStaleRepliesIgnored(t *testing.T) {
 	pc := listen(t)
 	defer pc.Close()
 	go func() {
-		buf := make([]byte, 64)
+		buf := make([]byte, 2048)
+		var first uint32
 		for {
 			n, addr, err := pc.ReadFrom(buf)
 			if err != nil {
 				return
 			}
-			req, err := DecodeRequest(buf[:n])
-			if err != nil {
+			var req wire.Packet
+			if err := req.UnmarshalBinary(buf[:n]); err != nil || req.Op.Kind() != wire.OpProbe {
 				continue
 			}
-			if req.Seq == 1 {
+			if first == 0 {
+				first = req.Seq
 				continue // the first attempt is "lost"
 			}
-			// a stale reply first, a garbage datagram, then the real one
-			pc.WriteTo(AppendReply(nil, Reply{Seq: req.Seq - 1, SrcRecv: 1, SrcSend: 1}), addr)
+			reply := func(seq uint32, t2, t3 int64) []byte {
+				p := wire.Packet{Op: wire.OpProbeReply, Seq: seq, Msg: engine.Message{Type: engine.MsgProbeReply, Seq: req.Msg.Seq, T2: t2, T3: t3}}
+				b, err := p.MarshalBinary()
+				if err != nil {
+					panic(err)
+				}
+				return b
+			}
+			pc.WriteTo(reply(first, 1, 1), addr)
 			pc.WriteTo([]byte("junk"), addr)
-			pc.WriteTo(AppendReply(nil, Reply{Seq: req.Seq, SrcRecv: 100, SrcSend: 200}), addr)
+			pc.WriteTo(reply(req.Seq, 100, 200), addr)
 		}
 	}()
 	c, err := Dial(pc.LocalAddr().String(), clock.Raw{}, ClientConfig{Timeout: 20 * time.Millisecond})
@@ -122,6 +72,54 @@ func TestStaleRepliesIgnored(t *testing.T) {
 	}
 	if c.Stats.Timeouts != 1 || c.Stats.Stale != 1 || c.Stats.Bad != 1 || c.Stats.Exchanges != 1 {
 		t.Fatalf("stats %+v, want 1 timeout, 1 stale, 1 bad, 1 exchange", c.Stats)
+	}
+}
+
+// A probe server answers with its clock's stamps in the daemon's wire
+// format, and refuses other requests.
+func TestServerAnswers(t *testing.T) {
+	srv, err := Listen("127.0.0.1:0", clock.Raw{}, nil)
+	if err != nil {
+		t.Skipf("no loopback UDP: %v", err)
+	}
+	defer srv.Close()
+	c, err := Dial(srv.Addr().String(), clock.Raw{}, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 5 {
+		s, err := c.Probe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One clock on both ends: the reference's stamps lie inside the
+		// process's round trip.
+		if !(s.LocSend <= s.SrcRecv && s.SrcRecv <= s.SrcSend && s.SrcSend <= s.LocRecv) {
+			t.Errorf("sample %+v: stamps out of order on one clock", s)
+		}
+	}
+	if st := srv.Stats(); st.Answered != 5 || st.Bad != 0 {
+		t.Errorf("server stats %+v, want 5 answered", st)
+	}
+	// A status query is not a probe: no answer, counted as bad.
+	pc := listen(t)
+	defer pc.Close()
+	q := wire.Packet{Op: wire.OpStatusQuery, Seq: 9}
+	b, err := q.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.WriteTo(b, net.UDPAddrFromAddrPort(srv.Addr())); err != nil {
+		t.Fatal(err)
+	}
+	pc.WriteTo([]byte("junk"), net.UDPAddrFromAddrPort(srv.Addr()))
+	deadline := time.Now().Add(2 * time.Second)
+	for srv.Stats().Bad < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := srv.Stats(); st.Bad != 2 || st.Answered != 5 {
+		t.Errorf("server stats %+v, want 2 bad", st)
 	}
 }
 
@@ -146,15 +144,17 @@ func TestNoServer(t *testing.T) {
 // prober nor the correction sees.
 func TestRecorderSessionsCorrectAgainstTruth(t *testing.T) {
 	raw := clock.Raw{}
-	pc := listen(t)
-	srv := Serve(pc, raw, nil)
+	srv, err := Listen("127.0.0.1:0", raw, nil)
+	if err != nil {
+		t.Skipf("no loopback UDP: %v", err)
+	}
 	defer srv.Close()
 	emu, err := clock.NewEmulated(clock.EmuParams{Origin: raw.Now(), Offset: 2_000_000, DriftPPM: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	local := emu.On(raw)
-	c, err := Dial(pc.LocalAddr().String(), local, ClientConfig{})
+	c, err := Dial(srv.Addr().String(), local, ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
