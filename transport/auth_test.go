@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -28,7 +29,7 @@ func testKeyring(t *testing.T, send uint32, ids ...uint32) *wire.Keyring {
 
 // authPair is newPair with a cluster key on both ends and each bound to
 // the other's address.
-func authPair(t *testing.T, ctx context.Context, n *memNet, ackEvery bool, anonymous ...wire.Op) *pair {
+func authPair(t *testing.T, ctx context.Context, n *memnet.Network, ackEvery bool, anonymous ...wire.Op) *pair {
 	t.Helper()
 	kr := testKeyring(t, 1, 1)
 	peers := map[uint32]netip.AddrPort{
@@ -49,8 +50,8 @@ func TestAuthLossDuplicationReordering(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			n := newMemNet(7)
-			n.loss, n.dup, n.delay, n.jitter = 0.2, 0.3, time.Millisecond, 3*time.Millisecond
+			n := memnet.New(7)
+			n.SetLink(memnet.Link{Loss: 0.2, Dup: 0.3, Delay: time.Millisecond, Jitter: 3 * time.Millisecond})
 			p := authPair(t, ctx, n, ackEvery)
 			var wg sync.WaitGroup
 			wg.Go(func() { p.getPages(t, ctx, 200, 8) })
@@ -96,41 +97,41 @@ func TestAuthDrops(t *testing.T) {
 		name      string
 		key       bool // the server has a key
 		anonymous bool // the server answers getp from authenticated non-peers
-		send      func(a *memConn, good, other *wire.Keyring, srv netip.AddrPort, captured []byte)
+		send      func(n *memnet.Network, a *memnet.Conn, good, other *wire.Keyring, srv netip.AddrPort, captured []byte)
 		reason    func(Stats) uint64
 		served    bool
 	}{
-		{"no tag", true, false, func(a *memConn, _, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"no tag", true, false, func(n *memnet.Network, a *memnet.Conn, _, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(getp(1, 5), srv)
 		}, func(s Stats) uint64 { return s.BadTag }, false},
-		{"tag under another key", true, false, func(a *memConn, _, other *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"tag under another key", true, false, func(n *memnet.Network, a *memnet.Conn, _, other *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(other.Seal(getp(1, 5), 1<<62), srv)
 		}, func(s Stats) uint64 { return s.BadTag }, false},
-		{"flipped bit", true, false, func(a *memConn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"flipped bit", true, false, func(n *memnet.Network, a *memnet.Conn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			b := good.Seal(getp(1, 5), 1<<62)
 			b[20] ^= 1
 			a.WriteTo(b, srv)
 		}, func(s Stats) uint64 { return s.BadTag }, false},
-		{"replayed capture", true, false, func(a *memConn, _, _ *wire.Keyring, srv netip.AddrPort, captured []byte) {
+		{"replayed capture", true, false, func(n *memnet.Network, a *memnet.Conn, _, _ *wire.Keyring, srv netip.AddrPort, captured []byte) {
 			// From the client's own address, as a spoofer would.
-			a.net.deliver(captured, netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), 1), srv)
+			n.Deliver(captured, netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), 1), srv)
 		}, func(s Stats) uint64 { return s.Replays }, false},
-		{"key holder claims a peer's id", true, false, func(a *memConn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"key holder claims a peer's id", true, false, func(n *memnet.Network, a *memnet.Conn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(good.Seal(getp(1, 5), 1<<62), srv)
 		}, func(s Stats) uint64 { return s.UnknownSender }, false},
-		{"key holder, unknown id, op not anonymous", true, false, func(a *memConn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"key holder, unknown id, op not anonymous", true, false, func(n *memnet.Network, a *memnet.Conn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(good.Seal(getp(77, 5), 1<<62), srv)
 		}, func(s Stats) uint64 { return s.UnknownSender }, false},
-		{"key holder, unknown id, anonymous op", true, true, func(a *memConn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"key holder, unknown id, anonymous op", true, true, func(n *memnet.Network, a *memnet.Conn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(good.Seal(getp(77, 5), 1<<62), srv)
 		}, func(s Stats) uint64 { return 0 }, true},
-		{"no key, peer id from another address", false, true, func(a *memConn, _, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"no key, peer id from another address", false, true, func(n *memnet.Network, a *memnet.Conn, _, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(getp(1, 5), srv)
 		}, func(s Stats) uint64 { return s.UnknownSender }, false},
-		{"no key, unknown id, anonymous op", false, true, func(a *memConn, _, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"no key, unknown id, anonymous op", false, true, func(n *memnet.Network, a *memnet.Conn, _, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			a.WriteTo(getp(77, 5), srv)
 		}, func(s Stats) uint64 { return s.UnknownSender }, false},
-		{"sealed garbage", true, true, func(a *memConn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
+		{"sealed garbage", true, true, func(n *memnet.Network, a *memnet.Conn, good, _ *wire.Keyring, srv netip.AddrPort, _ []byte) {
 			b := getp(77, 5)
 			b[len(b)-1] = 0xff
 			b = append(b, 1) // the header's length no longer matches
@@ -142,18 +143,17 @@ func TestAuthDrops(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				n := newMemNet(1)
-				n.delay = 100 * time.Microsecond
+				n := memnet.New(1)
 				var mu sync.Mutex
 				var captured []byte
-				n.drop = func(b []byte) bool {
+				n.SetLink(memnet.Link{Delay: 100 * time.Microsecond, Drop: func(b []byte) bool {
 					mu.Lock()
 					if captured == nil {
 						captured = append([]byte(nil), b...)
 					}
 					mu.Unlock()
 					return false
-				}
+				}})
 				var anon []wire.Op
 				if tt.anonymous {
 					anon = []wire.Op{wire.OpGetPage}
@@ -174,8 +174,8 @@ func TestAuthDrops(t *testing.T) {
 				synctest.Wait()
 				before := p.server.Stats()
 				served := p.srv.Served()
-				a := n.listen(3)
-				tt.send(a, testKeyring(t, 1, 1), testKeyring(t, 9, 9), p.srvAddr, captured)
+				a := listenMem(n, 3)
+				tt.send(n, a, testKeyring(t, 1, 1), testKeyring(t, 9, 9), p.srvAddr, captured)
 				time.Sleep(10 * time.Millisecond)
 				synctest.Wait()
 				after := p.server.Stats()
@@ -199,7 +199,7 @@ func TestAuthSealTooLong(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		n := newMemNet(1)
+		n := memnet.New(1)
 		p := authPair(t, ctx, n, false)
 		_, err := p.client.Send(ctx, p.srvAddr, &wire.Packet{Op: wire.OpTimeDiff, Msg: engine.Message{Type: engine.MsgTimeDiff, From: 1, To: 2}})
 		if err != nil {
@@ -214,15 +214,4 @@ func TestAuthSealTooLong(t *testing.T) {
 			t.Fatal("sealed a datagram beyond wire.MaxPacket")
 		}
 	})
-}
-
-// deliver puts b on the network as if sent from `from` (a spoofed source
-// address).
-func (n *memNet) deliver(b []byte, from, to netip.AddrPort) {
-	n.mu.Lock()
-	dst := n.conns[to]
-	n.mu.Unlock()
-	if dst != nil {
-		dst.in <- datagram{b: append([]byte(nil), b...), from: from}
-	}
 }

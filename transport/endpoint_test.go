@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -49,7 +50,7 @@ func (r *recorder) HandleMessage(in *Incoming) {
 }
 
 type pair struct {
-	net            *memNet
+	net            *memnet.Network
 	client, server *Endpoint
 	srv            *recorder
 	srvAddr, cAddr netip.AddrPort
@@ -57,11 +58,11 @@ type pair struct {
 
 // newPair starts a client and a server endpoint on a memNet; both stop
 // when ctx ends.
-func newPair(t *testing.T, ctx context.Context, n *memNet, ackEvery bool, tweak func(*Config)) *pair {
+func newPair(t *testing.T, ctx context.Context, n *memnet.Network, ackEvery bool, tweak func(*Config)) *pair {
 	t.Helper()
 	p := &pair{net: n, srv: newRecorder()}
-	cc, sc := n.listen(1), n.listen(2)
-	p.cAddr, p.srvAddr = cc.addr, sc.addr
+	cc, sc := listenMem(n, 1), listenMem(n, 2)
+	p.cAddr, p.srvAddr = cc.Addr(), sc.Addr()
 	mk := func(id uint32, c PacketConn, h Handler) *Endpoint {
 		cfg := Config{ID: id, Conn: c, Handler: h, Clock: clockFunc(fakeClock()), AckEvery: ackEvery,
 			InitialRTO: 50 * time.Millisecond, MinRTO: 5 * time.Millisecond, MaxRTO: 400 * time.Millisecond,
@@ -124,8 +125,8 @@ func TestRequestReplyMessageCounts(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				n := newMemNet(1)
-				n.delay = 100 * time.Microsecond
+				n := memnet.New(1)
+				n.SetLink(memnet.Link{Delay: 100 * time.Microsecond})
 				p := newPair(t, ctx, n, tt.ackEvery, nil)
 				const reqs = 50
 				p.getPages(t, ctx, reqs, 1)
@@ -177,8 +178,8 @@ func TestLossDuplicationReordering(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				n := newMemNet(uint64(i + 10))
-				n.loss, n.dup, n.delay, n.jitter = tt.loss, tt.dup, time.Millisecond, tt.jitter
+				n := memnet.New(uint64(i + 10))
+				n.SetLink(memnet.Link{Loss: tt.loss, Dup: tt.dup, Delay: time.Millisecond, Jitter: tt.jitter})
 				p := newPair(t, ctx, n, tt.ackEvery, nil)
 				const reqs, msgs = 200, 100
 				var wg sync.WaitGroup
@@ -214,9 +215,7 @@ func TestLossDuplicationReordering(t *testing.T) {
 				if tt.dup > 0 && s.DupRequests+s.DupMessages+c.Stale == 0 {
 					t.Error("duplicating network but no duplicate recognised")
 				}
-				n.mu.Lock()
-				t.Logf("net sent %d lost %d duplicated %d; client %+v; server %+v", n.sent, n.lost, n.duplicated, c, s)
-				n.mu.Unlock()
+				t.Logf("net sent %d lost %d duplicated %d; client %+v; server %+v", n.Stats().Sent, n.Stats().Lost, n.Stats().Duplicated, c, s)
 			})
 		})
 	}
@@ -226,16 +225,15 @@ func TestLostReplyIsResentFromCache(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		n := newMemNet(2)
-		n.delay = time.Millisecond
+		n := memnet.New(2)
 		dropped := false
-		n.drop = func(b []byte) bool {
+		n.SetLink(memnet.Link{Delay: time.Millisecond, Drop: func(b []byte) bool {
 			if !dropped && wire.Op(b[3]).Kind() == wire.OpPageGrant {
 				dropped = true
 				return true
 			}
 			return false
-		}
+		}})
 		p := newPair(t, ctx, n, false, nil)
 		start := time.Now()
 		rep, tm, err := p.client.Request(ctx, p.srvAddr, &wire.Packet{Op: wire.OpGetPage, Page: wire.Page{Addr: 9}})
@@ -259,8 +257,8 @@ func TestLateReplyDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		n := newMemNet(3)
-		n.delay = 40 * time.Millisecond // 80 ms round trip > 50 ms initial RTO
+		n := memnet.New(3)
+		n.SetLink(memnet.Link{Delay: 40 * time.Millisecond}) // 80 ms round trip > 50 ms initial RTO
 		p := newPair(t, ctx, n, false, nil)
 		rep, tm, err := p.client.Request(ctx, p.srvAddr, &wire.Packet{Op: wire.OpGetPage, Page: wire.Page{Addr: 1}})
 		if err != nil || CheckPage(rep.Page.Data, 1, p.srv.PageSize) != nil {
@@ -286,7 +284,7 @@ func TestTimeoutBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		n := newMemNet(4)
+		n := memnet.New(4)
 		p := newPair(t, ctx, n, false, func(c *Config) { c.MaxAttempts = 4 })
 		nowhere := netip.MustParseAddrPort("10.0.0.9:9")
 		start := time.Now()
@@ -312,8 +310,8 @@ func TestRTOFollowsMeasuredRTT(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		n := newMemNet(5)
-		n.delay = 10 * time.Millisecond
+		n := memnet.New(5)
+		n.SetLink(memnet.Link{Delay: 10 * time.Millisecond})
 		p := newPair(t, ctx, n, false, nil)
 		p.getPages(t, ctx, 20, 1)
 		srtt, rttvar, rto, ok := p.client.RTT(p.srvAddr)
@@ -333,7 +331,7 @@ func TestRTOFollowsMeasuredRTT(t *testing.T) {
 func TestCloseFailsWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		n := newMemNet(6)
+		n := memnet.New(6)
 		p := newPair(t, ctx, n, false, func(c *Config) { c.InitialRTO = time.Second; c.MaxRTO = time.Second })
 		errc := make(chan error)
 		go func() {
@@ -355,9 +353,9 @@ func TestBadInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		n := newMemNet(7)
+		n := memnet.New(7)
 		p := newPair(t, ctx, n, false, nil)
-		raw := n.listen(3)
+		raw := listenMem(n, 3)
 		for _, b := range [][]byte{nil, []byte("hello"), []byte("GC\x01\x13\x00\x00\x00\x01\x00\x00\x00\x01\xff\xff")} {
 			raw.WriteTo(b, p.srvAddr)
 		}
@@ -389,8 +387,9 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	n := newMemNet(8)
-	base := func() Config { c := DefaultConfig(); c.Conn = n.listen(1); return c }
+	n := memnet.New(8)
+	port := uint16(0)
+	base := func() Config { port++; c := DefaultConfig(); c.Conn = listenMem(n, port); return c }
 	tests := []struct {
 		name  string
 		edit  func(*Config)
