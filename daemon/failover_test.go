@@ -10,10 +10,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
@@ -26,14 +28,10 @@ func (noHandler) HandleRequest(*transport.Incoming, *wire.Packet) error {
 }
 func (noHandler) HandleMessage(*transport.Incoming) {}
 
-// statusClient is an endpoint that asks daemons for their status: not a
-// peer, so it must hold the cluster key kr (daemon/security.go).
-func statusClient(t *testing.T, ctx context.Context, kr *wire.Keyring) *transport.Endpoint {
+// statusClient is an endpoint on conn that asks daemons for their status:
+// not a peer, so it must hold the cluster key kr (daemon/security.go).
+func statusClient(t *testing.T, ctx context.Context, conn transport.PacketConn, kr *wire.Keyring) *transport.Endpoint {
 	t.Helper()
-	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := transport.DefaultConfig()
 	c.ID, c.Conn, c.Handler, c.Keyring = 99, conn, noHandler{}, kr
 	ep, err := transport.New(c)
@@ -65,29 +63,95 @@ type pageRead struct {
 	tm            gtime.Time
 }
 
+// failoverNet is where runFailover runs its daemons: the in-memory network
+// in a testing/synctest bubble (TestRunFailover) or loopback UDP in real
+// time (TestRunFailoverUDP).
+type failoverNet struct {
+	sys     sys                                     // the daemons' clock and sockets
+	cluster func(t *testing.T, n int) []Config      // configs at the network's addresses
+	client  func(t *testing.T) transport.PacketConn // the status client's socket
+	// read reads a page at the present of sys.raw.
+	read func(r *gtime.Reader) (gtime.Time, error)
+	// fake: time is the bubble's, so the test may assert how long the
+	// handover took.
+	fake bool
+	// learn is how long the cluster runs, synced, before the reads start
+	// (1.5 s before the stop): the longer, the better the followers know
+	// the reference's drift, which the new reference continues after the
+	// handover.
+	learn time.Duration
+}
+
 // TestRunFailover stops the reference of a three-node star (order 1, 2, 3)
-// and checks that node 2 takes over, that node 3 follows it, that global
-// time on both pages never goes backwards, jumps at the handover by no
-// more than the bound widths, and continues the old reference's time scale
-// (node 1's CLOCK_MONOTONIC_RAW, the truth, although node 2's clock is
-// emulated 3 ms ahead and 40 ppm fast); then restarts node 1 and checks
-// that it joins node 2 as a follower instead of serving as a second
-// reference.
+// and checks that node 2 takes over within failover_after and a status
+// query, that node 3 follows it, that global time on both pages never
+// goes backwards, jumps at the handover by no more than the bound widths,
+// and continues the old reference's time scale (node 1's raw clock, the
+// truth, although node 2's clock is emulated 3 ms ahead and 40 ppm fast);
+// then restarts node 1 and checks that it joins node 2 as a follower
+// instead of serving as a second reference.
 //
 // In the chain (tree of fanout 1: 1 -> 2 -> 3) node 3 never hears from the
 // reference directly: it must keep it alive with status queries, not fail
 // over while it answers, and notice when it stops.
+//
+// The daemons run on internal/memnet in a testing/synctest bubble: the raw
+// clock is the bubble's fake time, every wait is fake, and a run is the
+// same on a loaded machine as on an idle one. TestRunFailoverUDP runs the
+// star over the kernel.
 func TestRunFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs daemons for a few seconds")
-	}
 	for _, topo := range []TopologyConfig{{Kind: TopoStar}, {Kind: TopoTree, Fanout: 1}} {
-		t.Run(topo.Kind, func(t *testing.T) { runFailover(t, topo) })
+		t.Run(topo.Kind, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mn := memnet.New(1)
+				mn.SetLink(memLink)
+				runFailover(t, topo, failoverNet{
+					sys:     fakeSys(mn),
+					cluster: memCluster,
+					client: func(t *testing.T) transport.PacketConn {
+						c, err := mn.Listen(netip.MustParseAddrPort("10.0.0.1:99"))
+						if err != nil {
+							t.Fatal(err)
+						}
+						return c
+					},
+					read: func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) },
+					fake: true,
+					// Fake seconds cost little real time. Without
+					// kernel stamps, bounds some 10 us wide need them:
+					// after 1.5 s only, the new reference continued
+					// the old scale up to 12 us off (3 runs of 16
+					// outside the 10 us tolerance below).
+					learn: 10 * time.Second,
+				})
+			})
+		})
 	}
 }
 
-func runFailover(t *testing.T, topo TopologyConfig) {
-	cfgs := testCluster(t, 3)
+// TestRunFailoverUDP is the integration check of failover over the kernel:
+// TestRunFailover's star on loopback UDP sockets, with kernel timestamps,
+// in real time (a few seconds). docs/daemon.md quotes its figures.
+func TestRunFailoverUDP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons for a few seconds")
+	}
+	runFailover(t, TopologyConfig{Kind: TopoStar}, failoverNet{
+		sys:     realSys,
+		cluster: testCluster,
+		client: func(t *testing.T) transport.PacketConn {
+			c, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+		read: (*gtime.Reader).Now,
+	})
+}
+
+func runFailover(t *testing.T, topo TopologyConfig, fn failoverNet) {
+	cfgs := fn.cluster(t, 3)
 	for i := range cfgs {
 		cfgs[i].Topology = topo
 		cfgs[i].Reference.Order = []uint32{1, 2, 3}
@@ -101,40 +165,54 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: failoverLogLevel}))
 	errs := make(chan error, 4)
 	ctx1, stop1 := context.WithCancel(ctx)
+	running := 0 // daemons started and not waited for
 	start := func(ctx context.Context, c Config) {
-		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
+		running++
+		go func() { errs <- run(ctx, c, logger.With("node", c.Node.ID), fn.sys) }()
 	}
+	wait := func() error { running--; return <-errs }
+	// Even after a failure, stop every daemon before returning: a
+	// synctest bubble must end with no goroutine left.
+	defer func() {
+		cancel()
+		for running > 0 {
+			wait()
+		}
+	}()
 	start(ctx1, cfgs[0])
 	start(ctx, cfgs[1])
 	start(ctx, cfgs[2])
-	client := statusClient(t, ctx, kr)
+	client := statusClient(t, ctx, fn.client(t), kr)
 	addr := func(i int) netip.AddrPort { return netip.MustParseAddrPort(cfgs[i].Peers[i].Address) }
 	refOf := func(i int) (uint32, error) {
 		st, err := queryStatus(ctx, client, 99, addr(i), 200*time.Millisecond)
 		return st.Reference, err
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10*time.Second + fn.learn)
 	open := func(i int) *gtime.Reader { return openPage(t, cfgs[i].GlobalTime.ShmPath, i+1, deadline) }
 	readers := []*gtime.Reader{open(0), open(1), open(2)}
-	waitSynced := func(i int) { waitPageSynced(t, readers[i], i+1, deadline) }
+	waitSynced := func(i int) { waitPageSyncedBy(t, fn.read, readers[i], i+1, deadline) }
 
 	t0 := time.Now()
 	waitSynced(1)
 	waitSynced(2)
 	t.Logf("synced %v after start", time.Since(t0).Round(time.Millisecond))
+	time.Sleep(fn.learn)
 
 	// Read nodes 2 and 3 every few ms from before the stop until the end.
 	var mu sync.Mutex
 	reads := map[int][]pageRead{}
 	readCtx, stopReads := context.WithCancel(ctx)
 	var readers23 sync.WaitGroup
+	defer readers23.Wait()
+	defer stopReads()
 	readers23.Go(func() {
 		for readCtx.Err() == nil {
 			for _, i := range []int{1, 2} {
-				before := gtime.RawNow()
-				tm, err := readers[i].Now()
-				after := gtime.RawNow()
+				before := fn.sys.raw()
+				tm, err := fn.read(readers[i])
+				after := fn.sys.raw()
 				if err != nil {
 					t.Error(err)
 					return
@@ -160,10 +238,10 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 		}
 	}
 	stop1()
-	if err := <-errs; err != nil {
+	if err := wait(); err != nil {
 		t.Fatalf("node 1: Run: %v", err)
 	}
-	stopped := gtime.RawNow()
+	stopped := fn.sys.raw()
 	// Node 2 takes over, node 3 follows it.
 	for {
 		r2, err2 := refOf(1)
@@ -176,8 +254,16 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	handover := gtime.RawNow()
+	handover := fn.sys.raw()
 	t.Logf("handover %.0f ms after the stop (failover_after 400 ms)", float64(handover-stopped)/1e6)
+	if fn.fake {
+		// Silence for failover_after, then a status query's timeout
+		// (failover.go) and the poll above; in fake time, nothing else.
+		after := int64(cfgs[1].Reference.FailoverAfter)
+		if d := handover - stopped; d > after+handoverMargin {
+			t.Errorf("handover %d ms after the stop, want at most failover_after %d ms + %d ms", d/1e6, after/1e6, handoverMargin/1e6)
+		}
+	}
 	waitSynced(2)
 	time.Sleep(time.Second)
 
@@ -216,9 +302,9 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 	var worstEnd [3]int64
 	for range 20 {
 		for i, r := range readers {
-			before := gtime.RawNow()
-			tm, err := r.Now()
-			after := gtime.RawNow()
+			before := fn.sys.raw()
+			tm, err := fn.read(r)
+			after := fn.sys.raw()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,8 +376,8 @@ func runFailover(t *testing.T, topo TopologyConfig) {
 	}
 	t.Logf("at the end (node 1 back, following node 2): max |Est-truth| %d / %d / %d ns", worstEnd[0], worstEnd[1], worstEnd[2])
 	cancel()
-	for range 3 {
-		if err := <-errs; err != nil {
+	for running > 0 {
+		if err := wait(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}
@@ -352,3 +438,8 @@ func TestRolesForFailover(t *testing.T) {
 }
 
 var failoverLogLevel = slog.LevelError
+
+// handoverMargin is how much longer than failover_after TestRunFailover
+// lets a handover take in fake time: a status query's timeout (200 ms at
+// failover_after 400 ms, failover.go) and the test's 20 ms poll.
+const handoverMargin = int64(250 * time.Millisecond)

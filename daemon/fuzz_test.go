@@ -94,7 +94,7 @@ func bareNode(t *testing.T, ctx context.Context, cfg Config, conn transport.Pack
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk, err := newLocalClock(cfg.Clock)
+	clk, err := newLocalClock(cfg.Clock, gtime.RawNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,14 +36,14 @@ type localClock struct {
 	curve func(r, d int64) int64
 }
 
-func newLocalClock(c ClockConfig) (localClock, error) {
+func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 	if c.Source == ClockRaw {
-		return localClock{now: gtime.RawNow, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
+		return localClock{now: raw, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
 	}
 	m := c.Emulated
 	origin := m.OriginRaw
 	if origin == 0 {
-		origin = gtime.RawNow()
+		origin = raw()
 	}
 	p := clock.EmuParams{
 		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
@@ -59,7 +59,7 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 	var mu sync.Mutex
 	return localClock{
 		now: func() int64 {
-			r := gtime.RawNow()
+			r := raw()
 			mu.Lock()
 			defer mu.Unlock()
 			return emu.Read(r)
@@ -83,6 +83,7 @@ func newLocalClock(c ClockConfig) (localClock, error) {
 // page writer and counters.
 type node struct {
 	cfg    Config
+	sys    sys // the raw clock and the socket (sys.go)
 	log    *slog.Logger
 	meas   *measurementsLog // nil: no log.measurements
 	clk    localClock
@@ -139,6 +140,11 @@ func (n *node) count(t engine.MsgType, dir int) {
 // nil after a clean shutdown (the page is marked closed).
 // Reference failover is in failover.go, the real-time modes in realtime.go.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	return run(ctx, cfg, logger, realSys)
+}
+
+// run is Run on the given clock and socket (sys.go).
+func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,11 +160,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	clk, err := newLocalClock(cfg.Clock)
+	clk, err := newLocalClock(cfg.Clock, sys.raw)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	n := &node{cfg: cfg, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
@@ -178,7 +184,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("daemon: node.listen: %w", err)
 	}
-	conn, err := transport.ListenUDP(listen.String(), transport.UDPOptions{Timestamps: cfg.Transport.KernelTimestamps})
+	conn, err := sys.listen(listen, transport.UDPOptions{Timestamps: cfg.Transport.KernelTimestamps})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -196,7 +202,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	// The endpoint stamps on CLOCK_MONOTONIC_RAW, like the kernel stamps
 	// it converts; recvLocal maps both onto an emulated clock if there is one.
-	tcfg.Clock = clock.Func(gtime.RawNow)
+	tcfg.Clock = clock.Func(sys.raw)
 	n.ep, err = transport.New(tcfg)
 	if err != nil {
 		conn.Close()
@@ -602,7 +608,7 @@ func (n *node) publish() {
 	if n.writer == nil {
 		return
 	}
-	raw := gtime.RawNow()
+	raw := n.sys.raw()
 	d := n.publishSpan()
 	var ts [3]engine.Time
 	n.mu.Lock()

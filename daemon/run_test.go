@@ -42,15 +42,26 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
+// testCluster configures n daemons on free loopback UDP ports.
 func testCluster(t *testing.T, n int) []Config {
-	ports := freePorts(t, n)
+	var addrs []string
+	for _, p := range freePorts(t, n) {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	return clusterAt(t, addrs)
+}
+
+// clusterAt configures a daemon at each address, node i+1 at addrs[i],
+// with short periods and a page each in a temporary directory.
+func clusterAt(t *testing.T, addrs []string) []Config {
+	n := len(addrs)
 	dir := t.TempDir()
 	var cfgs []Config
 	for i := range n {
 		c := DefaultConfig()
 		c.Peers = nil
 		for j := range n {
-			c.Peers = append(c.Peers, Peer{ID: uint32(j + 1), Address: fmt.Sprintf("127.0.0.1:%d", ports[j])})
+			c.Peers = append(c.Peers, Peer{ID: uint32(j + 1), Address: addrs[j]})
 		}
 		c.Node.ID = uint32(i + 1)
 		c.Reference.Order = []uint32{1}
@@ -266,8 +277,15 @@ func openPage(t *testing.T, path string, node int, deadline time.Time) *gtime.Re
 // waitPageSynced waits until the page is synced with bounds under 1 ms wide.
 func waitPageSynced(t *testing.T, r *gtime.Reader, node int, deadline time.Time) {
 	t.Helper()
+	waitPageSyncedBy(t, (*gtime.Reader).Now, r, node, deadline)
+}
+
+// waitPageSyncedBy is waitPageSynced reading the page with read: Reader.Now
+// on the machine's raw clock, Reader.At the fake one under synctest.
+func waitPageSyncedBy(t *testing.T, read func(*gtime.Reader) (gtime.Time, error), r *gtime.Reader, node int, deadline time.Time) {
+	t.Helper()
 	for {
-		tm, err := r.Now()
+		tm, err := read(r)
 		if err != nil {
 			t.Fatal(err)
 		}
