@@ -63,7 +63,6 @@ type Member struct {
 	idx  int // index in Order of the current reference
 
 	started bool
-	last    int64 // latest local time seen (the driver's times pass unchanged)
 	heard   int64 // local time the reference was last heard
 	changes uint64
 	stuck   bool // the last failover found nobody: log quietly until that changes
@@ -231,7 +230,6 @@ func (m *Member) CheckMessage(msg Message, local int64) error {
 // Tick advances the member to local: starts discovery on the first call,
 // runs the reference watch and the Node's timers.
 func (m *Member) Tick(local int64) {
-	m.last = max(local, m.last)
 	if !m.started {
 		m.started = true
 		m.heard = local
@@ -253,7 +251,6 @@ func (m *Member) Tick(local int64) {
 
 // Step gives the member a message received at local.
 func (m *Member) Step(msg Message, local int64) {
-	m.last = max(local, m.last)
 	switch msg.Type {
 	case MsgStatusQuery:
 		if m.discovering || !m.started {
