@@ -56,7 +56,7 @@ type pair struct {
 	srvAddr, cAddr netip.AddrPort
 }
 
-// newPair starts a client and a server endpoint on a memNet; both stop
+// newPair starts a client and a server endpoint on a memnet.Network; both stop
 // when ctx ends.
 func newPair(t *testing.T, ctx context.Context, n *memnet.Network, ackEvery bool, tweak func(*Config)) *pair {
 	t.Helper()
