@@ -208,11 +208,22 @@ func (m *Member) Serving(local int64) NodeID {
 
 // Estimate is global time at local: the current view's, or the previous
 // view's while the current one is unsynced.
-func (m *Member) Estimate(local int64) Time { return m.view.estimate(local) }
+func (m *Member) Estimate(local int64) Time { return m.looking(m.view.estimate(local)) }
+
+// looking hides the default reference's reading while the member has not
+// yet asked who the reference is: a returning reference would otherwise
+// serve its own clock as synced, zero wide, while the cluster runs on
+// another node's time scale. A restored prior (stale, bounded) stays.
+func (m *Member) looking(t Time) Time {
+	if (m.started && !m.discovering) || !m.failover() || m.cfg.NoDiscovery || t.Status != StatusSynced {
+		return t
+	}
+	return Time{Est: t.Est, Earliest: math.MinInt64, Latest: math.MaxInt64, Status: StatusUnsynced}
+}
 
 // Read is Estimate that also advances the monotonic reading of the view
 // that answers.
-func (m *Member) Read(local int64) Time { return m.view.read(local) }
+func (m *Member) Read(local int64) Time { return m.looking(m.view.read(local)) }
 
 // CheckMessage is Node.CheckMessage for a message the member would pass to
 // its Node (status messages are always accepted here).
@@ -383,6 +394,10 @@ func (m *Member) endDiscovery(local int64) {
 		m.log.Info("joining the current reference", "reference", m.cfg.Order[best])
 	}
 	m.rebuild(best, false, local)
+	// The view before discovery followed the default reference, a guess:
+	// it must not serve while the new one acquires (for a returning
+	// reference it is its own clock, not the cluster's time scale).
+	m.view.prev = nil
 }
 
 // ---- liveness ----
@@ -593,14 +608,25 @@ func (v *view) dropPrev(local int64) {
 func (v *view) estimate(local int64) Time {
 	t := v.cur.Estimate(v.in(local))
 	if t.Status == StatusUnsynced && v.prev != nil {
-		return v.prev.estimate(local)
+		return notPromised(v.prev.estimate(local))
+	}
+	return t
+}
+
+// notPromised marks a reading of the previous view: it bounds the old
+// reference's time scale, and the new reference's differs from it by that
+// node's error when it took over, which this member does not know. The
+// reading continues global time but is not a promise: synced becomes stale.
+func notPromised(t Time) Time {
+	if t.Status == StatusSynced {
+		t.Status = StatusStale
 	}
 	return t
 }
 
 func (v *view) read(local int64) Time {
 	if v.prev != nil && v.cur.Estimate(v.in(local)).Status == StatusUnsynced {
-		return v.prev.read(local)
+		return notPromised(v.prev.read(local))
 	}
 	return v.cur.Read(v.in(local))
 }

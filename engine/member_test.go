@@ -183,8 +183,27 @@ func TestMemberFailover(t *testing.T) {
 			t.Errorf("node %d: %v 5 s after the handover", id, st)
 		}
 	}
+	// The returning node 1 must not serve its own clock while it learns
+	// node 2's scale (node 2's frozen line): every read that says synced
+	// holds that scale.
 	n.start(1, after)
-	n.run(n.now+int64(3*time.Second), nil)
+	var synced1 int
+	check1 := func() {
+		tm := n.ms[1].Estimate(n.local(1))
+		if tm.Status != StatusSynced {
+			return
+		}
+		synced1++
+		if scale := n.ms[2].In(n.local(2)); scale < tm.Earliest || scale > tm.Latest {
+			t.Fatalf("restarted node 1 at %v: synced [%d, %d], node 2's scale %d outside by %d ns", time.Duration(n.now-stopped),
+				tm.Earliest, tm.Latest, scale, max(tm.Earliest-scale, scale-tm.Latest))
+		}
+	}
+	check1()
+	n.run(n.now+int64(3*time.Second), check1)
+	if synced1 == 0 {
+		t.Error("restarted node 1 never synced")
+	}
 	if r := n.ms[1].Reference(); r != 2 {
 		t.Fatalf("restarted node 1: reference %d, want 2", r)
 	}

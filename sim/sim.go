@@ -547,8 +547,10 @@ func (r *runner) evaluate() {
 		local := n.clk.Read(r.now)
 		truth := truth
 		if r.fo != nil {
-			// The scale of the view that answers this read.
-			truth = r.truthOf(n.mem.Serving(local))
+			// The scale of the reference this node follows now: a read from
+			// the previous view (the old reference's scale) is judged
+			// against the new scale, which is what the cluster serves.
+			truth = r.truthOf(n.mem.Reference())
 		}
 		tm := n.eng.Read(local)
 		if r.fo != nil && counted && tm.Status != engine.StatusUnsynced {
