@@ -15,16 +15,12 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gclock/gclock/internal/rawclock"
 )
 
 // rawNow reads CLOCK_MONOTONIC_RAW, gclock's local clock.
-func rawNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
+func rawNow() int64 { return rawclock.Now() }
 
 // realNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
 func realNow() int64 {
