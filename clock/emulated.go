@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // MaxTime bounds every truth time and offset an Emulated accepts: |t| <=
@@ -201,7 +203,7 @@ func NewEmulated(p EmuParams) (*Emulated, error) {
 		g.sinePhase = 2 * math.Pi * float64(rand.NewPCG(uint64(p.Seed), 0x5151e).Uint64()>>11) / (1 << 53)
 	}
 	if p.wanders() {
-		g.nextWander = addSat(p.Origin, p.WanderStep)
+		g.nextWander = satmath.Add(p.Origin, p.WanderStep)
 		if g.nextWander > MaxTime {
 			g.nextWander = math.MaxInt64
 		}
@@ -283,14 +285,14 @@ func (g *gen) advance(p *EmuParams) {
 	cur := g.cur
 	b := g.boundary(p)
 	dt := b - cur.t0
-	q, r := mulAddFloorDiv(dt, cur.k, cur.lf)
-	next := segment{t0: b, l0: addSat(addSat(cur.l0, dt), q), lf: r}
+	q, r := satmath.MulAddFloorDiv(dt, cur.k, cur.lf, fracUnit)
+	next := segment{t0: b, l0: satmath.Add(satmath.Add(cur.l0, dt), q), lf: r}
 	if b == g.nextWander {
 		if p.WanderPPM > 0 {
 			g.wanderK += int64(math.Round(g.norm() * p.WanderPPM * ppmUnits))
 		}
 		g.wanderK = max(-2*maxSkewUnits, min(2*maxSkewUnits, g.wanderK))
-		g.nextWander = addSat(b, p.WanderStep)
+		g.nextWander = satmath.Add(b, p.WanderStep)
 		if g.nextWander > MaxTime {
 			g.nextWander = math.MaxInt64
 		}
@@ -357,8 +359,8 @@ func (e *Emulated) find(t int64) (segment, int64) {
 // eval is the (floored) local time of segment s at truth t.
 func eval(s segment, t int64) int64 {
 	dt := t - s.t0
-	q, _ := mulAddFloorDiv(dt, s.k, s.lf)
-	return addSat(addSat(s.l0, dt), q)
+	q, _ := satmath.MulAddFloorDiv(dt, s.k, s.lf, fracUnit)
+	return satmath.Add(satmath.Add(s.l0, dt), q)
 }
 
 // Ideal returns the continuous local time at truth t (floored to the ns),
@@ -441,7 +443,7 @@ func (e *Emulated) Skew(t int64) float64 {
 func (e *Emulated) Read(t int64) int64 {
 	v := e.Ideal(t)
 	if j := e.p.JitterNs; j > 0 {
-		v = addSat(v, e.jrng.Int64N(2*j+1)-j)
+		v = satmath.Add(v, e.jrng.Int64N(2*j+1)-j)
 	}
 	if g := e.p.Granularity; g > 1 {
 		m := v - floorDiv(v, g)*g

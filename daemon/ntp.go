@@ -22,6 +22,7 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/refclock"
 	"github.com/gclock/gclock/transport"
@@ -184,15 +185,7 @@ func (s *ntpSource) Self() ntp.Server {
 // clockPrecision is log2 of the smallest step between two different reads
 // of CLOCK_MONOTONIC_RAW (NTP's precision field), at most -10.
 func clockPrecision() int8 {
-	best := int64(math.MaxInt64)
-	for range 64 {
-		a := gtime.RawNow()
-		b := gtime.RawNow()
-		for b == a {
-			b = gtime.RawNow()
-		}
-		best = min(best, b-a)
-	}
+	best := rawclock.Step(64)
 	p := int8(math.Ceil(math.Log2(float64(best) / 1e9)))
 	return min(max(p, -30), -10)
 }

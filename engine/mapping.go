@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // ComposeHorizon is how far from its anchor a mapping built by Compose is
@@ -145,20 +146,7 @@ func Intersect(alo, ahi, blo, bhi int64) (lo, hi int64, ok bool) {
 }
 
 // absDiff returns |a-b|, saturating instead of overflowing.
-func absDiff(a, b int64) int64 {
-	if a >= b {
-		d := a - b
-		if d < 0 {
-			return math.MaxInt64
-		}
-		return d
-	}
-	d := b - a
-	if d < 0 {
-		return math.MaxInt64
-	}
-	return d
-}
+func absDiff(a, b int64) int64 { return satmath.AbsDiff(a, b) }
 
 // clamp limits v to [lo, hi] (lo <= hi).
 func clamp(v, lo, hi int64) int64 {

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Estimators builds, for one source, the Hull that gives the guaranteed
@@ -979,7 +980,7 @@ func (n *Node) globalMapping(now, period int64) estimate.Mapping {
 		X0:      now,
 		Y0:      l.Y0,
 		Skew:    l.Skew,
-		W0:      sat(b.W0, absDiff(l.Y0, b.Y0)),
+		W0:      min(satmath.Add(b.W0, absDiff(l.Y0, b.Y0)), maxWidth),
 		SkewErr: b.SkewErr + math.Abs(l.Skew-b.Skew),
 		Wander:  b.Wander,
 		Valid:   true,
@@ -1005,13 +1006,6 @@ func sendable(m estimate.Mapping) estimate.Mapping {
 		return estimate.Mapping{}
 	}
 	return m
-}
-
-func sat(a, b int64) int64 {
-	if a > maxWidth-b {
-		return maxWidth
-	}
-	return a + b
 }
 
 // ---- reading global time ----
@@ -1082,17 +1076,7 @@ func (n *Node) widenRead(lo, hi int64) (int64, int64) {
 	if !n.IsReference() {
 		u += int64(math.Ceil(float64(u) * n.cfg.MaxDrift))
 	}
-	if lo < math.MinInt64+u {
-		lo = math.MinInt64
-	} else {
-		lo -= u
-	}
-	if hi > math.MaxInt64-u {
-		hi = math.MaxInt64
-	} else {
-		hi += u
-	}
-	return lo, hi
+	return satmath.Sub(lo, u), satmath.Add(hi, u)
 }
 
 // mono is Read's never-decreasing value: it runs at the estimated rate,

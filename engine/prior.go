@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Prior is what a node knew of global time at one instant, kept across a
@@ -115,7 +116,7 @@ func (n *Node) priorBounds(x int64) (est, lo, hi int64, skew float64) {
 		w = min(w, halfWidth(m, x)+n.cfg.MaxFreqStep*dx)
 	}
 	iw := toWidth(w) + 1 // the line's rounding
-	return est, satSub(est, iw), satAdd64(est, iw), m.Skew
+	return est, satmath.Sub(est, iw), satmath.Add(est, iw), m.Skew
 }
 
 // withPrior applies the restored prior to a read computed from the
@@ -164,20 +165,6 @@ func (n *Node) settlePrior(now int64) {
 		n.logger.Warn("restored prior dropped: fresh bounds exclude it (the clock model did not hold across the restart)",
 			"local", now, "prior_lo", plo, "prior_hi", phi, "lo", lo, "hi", hi)
 	}
-}
-
-func satSub(a, b int64) int64 {
-	if b > 0 && a < math.MinInt64+b {
-		return math.MinInt64
-	}
-	return a - b
-}
-
-func satAdd64(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // priorHorizon is how far ahead Prior chooses the tightest bound.

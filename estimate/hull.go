@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // maxRel bounds every coordinate the hull stores relative to its origin
@@ -141,9 +143,9 @@ type frontStep struct {
 // cross is the orientation of o->a->b: > 0 for a left (counter-clockwise)
 // turn, exact in 128 bits.
 func cross(o, a, b pt) int {
-	l := mul128(a.x-o.x, b.d-o.d)
-	r := mul128(a.d-o.d, b.x-o.x)
-	return l.cmp(r)
+	l := satmath.Mul(a.x-o.x, b.d-o.d)
+	r := satmath.Mul(a.d-o.d, b.x-o.x)
+	return l.Cmp(r)
 }
 
 // pushHull appends p (p.x >= the last vertex's x) to the lower hull h.
@@ -380,29 +382,13 @@ func (h *Hull) Len() int { return len(h.up.pts) }
 // rel converts an absolute (x, y) to origin-relative coordinates; ok is
 // false when they would leave ±maxRel.
 func (h *Hull) rel(x, y int64) (pt, bool) {
-	dx, ok1 := subChecked(x, h.x0)
-	off, ok2 := subChecked(y, x)
-	dd, ok3 := subChecked(off, h.c)
+	dx, ok1 := satmath.SubChecked(x, h.x0)
+	off, ok2 := satmath.SubChecked(y, x)
+	dd, ok3 := satmath.SubChecked(off, h.c)
 	if !ok1 || !ok2 || !ok3 || dx < -maxRel || dx > maxRel || dd < -maxRel || dd > maxRel {
 		return pt{}, false
 	}
 	return pt{dx, dd}, true
-}
-
-func addChecked(a, b int64) (int64, bool) {
-	s := a + b
-	if (b > 0 && s < a) || (b < 0 && s > a) {
-		return 0, false
-	}
-	return s, true
-}
-
-func subChecked(a, b int64) (int64, bool) {
-	s := a - b
-	if (b > 0 && s > a) || (b < 0 && s < a) {
-		return 0, false
-	}
-	return s, true
 }
 
 // errRange reports a sample outside the hull's exact range.
@@ -523,7 +509,7 @@ func (h *Hull) centerOver(k int, scoring bool) (c, skew float64, ok bool) {
 func (h *Hull) farRound(round []Sample) error {
 	for i, s := range round {
 		for _, x := range []int64{s.LocSend, s.LocRecv} {
-			dx, ok := subChecked(x, h.x0)
+			dx, ok := satmath.SubChecked(x, h.x0)
 			if ok && dx < -maxRel {
 				return fmt.Errorf("estimate: Hull.AddRound: round[%d]: local time %d is more than 2^46 ns before the window: %w", i, x, errRange)
 			}
@@ -531,7 +517,7 @@ func (h *Hull) farRound(round []Sample) error {
 	}
 	newer := true
 	for _, s := range round {
-		dx, ok := subChecked(min(s.LocSend, s.LocRecv), h.x0)
+		dx, ok := satmath.SubChecked(min(s.LocSend, s.LocRecv), h.x0)
 		if ok && dx <= maxRel {
 			newer = false
 		}
@@ -639,7 +625,7 @@ func (h *Hull) restart(round []Sample, cause error) error {
 		h.Reset()
 		s := r[0]
 		x0 := min(s.LocSend, s.LocRecv)
-		off, ok := subChecked(s.SrcSend, s.LocRecv)
+		off, ok := satmath.SubChecked(s.SrcSend, s.LocRecv)
 		if !ok {
 			return fmt.Errorf("estimate: Hull.AddRound: round[0]: offset overflows int64")
 		}
@@ -791,14 +777,14 @@ func (h *Hull) relBounds(x int64) (lo, hi int64, ok bool) {
 	if s.q == 0 {
 		return 0, 0, false
 	}
-	var best i128
+	var best satmath.Int128
 	for i, u := range h.up.hull {
-		v := mul128(u.d+sig, s.q).add(mul128(s.p, x-u.x))
-		if i == 0 || v.cmp(best) < 0 {
+		v := satmath.Mul(u.d+sig, s.q).Add(satmath.Mul(s.p, x-u.x))
+		if i == 0 || v.Cmp(best) < 0 {
 			best = v
 		}
 	}
-	hi = best.divCeil(s.q)
+	hi = best.DivCeil(s.q)
 	// lo: min over s of max_l (L - sig + s (x - xl)); convex, minimal at the
 	// LOW upper hull's edge slope spanning x (the chain stores -L).
 	neg := rat{-sh.p, sh.q}
@@ -809,12 +795,12 @@ func (h *Hull) relBounds(x int64) (lo, hi int64, ok bool) {
 	}
 	s = rat{-t.p, t.q}
 	for i, l := range h.low.hull {
-		v := mul128(-l.d-sig, s.q).add(mul128(s.p, x-l.x))
-		if i == 0 || v.cmp(best) > 0 {
+		v := satmath.Mul(-l.d-sig, s.q).Add(satmath.Mul(s.p, x-l.x))
+		if i == 0 || v.Cmp(best) > 0 {
 			best = v
 		}
 	}
-	lo = best.divFloor(s.q)
+	lo = best.DivFloor(s.q)
 	return lo, hi, true
 }
 
@@ -827,7 +813,7 @@ func (h *Hull) Bounds(x int64) (lo, hi int64, ok bool) {
 	if !h.have || len(h.up.pts) == 0 {
 		return 0, 0, false
 	}
-	rx, okx := subChecked(x, h.x0)
+	rx, okx := satmath.SubChecked(x, h.x0)
 	if !okx || rx < -maxQuery || rx > maxQuery {
 		return 0, 0, false
 	}
@@ -836,9 +822,9 @@ func (h *Hull) Bounds(x int64) (lo, hi int64, ok bool) {
 		return 0, 0, false
 	}
 	w := h.drift(rx - h.newest)
-	base, ok1 := addChecked(x, h.c)
-	lo, ok2 := addChecked(base, dlo-w)
-	hi, ok3 := addChecked(base, dhi+w)
+	base, ok1 := satmath.AddChecked(x, h.c)
+	lo, ok2 := satmath.AddChecked(base, dlo-w)
+	hi, ok3 := satmath.AddChecked(base, dhi+w)
 	if !ok1 || !ok2 || !ok3 || dlo < -maxQuery || dhi > maxQuery {
 		return 0, 0, false
 	}
@@ -920,13 +906,13 @@ func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	rx, okx := subChecked(x, h.x0)
+	rx, okx := satmath.SubChecked(x, h.x0)
 	if !okx || rx < -maxQuery || rx > maxQuery {
 		return 0, 0, false
 	}
 	d := c + best*float64(rx)
-	base, ok1 := addChecked(x, h.c)
-	y, ok2 := addChecked(base, int64(math.Round(d)))
+	base, ok1 := satmath.AddChecked(x, h.c)
+	y, ok2 := satmath.AddChecked(base, int64(math.Round(d)))
 	if !ok1 || !ok2 {
 		return 0, 0, false
 	}

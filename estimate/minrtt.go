@@ -3,6 +3,8 @@ package estimate
 import (
 	"fmt"
 	"math"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Shortest returns the exchange of round with the smallest RTT (the first
@@ -30,7 +32,7 @@ func RepeatRound(shortestThisRound, shortestEver, thresh int64) bool {
 	if shortestEver < 0 {
 		return false
 	}
-	limit, ok := addChecked(shortestEver, thresh)
+	limit, ok := satmath.AddChecked(shortestEver, thresh)
 	if !ok {
 		return thresh < 0 // overflowed downward: every RTT exceeds it
 	}

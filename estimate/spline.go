@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/interp"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // maxSplineSpan bounds the x and y extent of a Spline (2^52 ns, about 52
@@ -92,8 +94,8 @@ func checkPoints(points []Point) error {
 			return fmt.Errorf("estimate: spline: points[%d].Y = %d: not after points[%d].Y = %d", i, points[i].Y, i-1, points[i-1].Y)
 		}
 	}
-	dx, ok1 := subChecked(points[len(points)-1].X, points[0].X)
-	dy, ok2 := subChecked(points[len(points)-1].Y, points[0].Y)
+	dx, ok1 := satmath.SubChecked(points[len(points)-1].X, points[0].X)
+	dy, ok2 := satmath.SubChecked(points[len(points)-1].Y, points[0].Y)
 	if !ok1 || !ok2 || dx > maxSplineSpan || dy > maxSplineSpan {
 		return fmt.Errorf("estimate: spline: points span more than 2^52 ns")
 	}

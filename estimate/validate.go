@@ -3,6 +3,8 @@ package estimate
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // maxRoundSpread bounds how far the timestamps and offsets of one round may
@@ -22,15 +24,15 @@ func ValidateRound(round []Sample) error {
 		return fmt.Errorf("empty round: %w", ErrBadRound)
 	}
 	x0 := round[0].LocRecv
-	c0, ok := subChecked(round[0].SrcSend, round[0].LocRecv)
+	c0, ok := satmath.SubChecked(round[0].SrcSend, round[0].LocRecv)
 	if !ok {
 		return fmt.Errorf("round[0]: offset SrcSend-LocRecv overflows int64: %w", ErrBadRound)
 	}
 	for i, s := range round {
 		for _, p := range [2][2]int64{{s.LocRecv, s.SrcSend}, {s.LocSend, s.SrcRecv}} {
-			dx, ok1 := subChecked(p[0], x0)
-			off, ok2 := subChecked(p[1], p[0])
-			dc, ok3 := subChecked(off, c0)
+			dx, ok1 := satmath.SubChecked(p[0], x0)
+			off, ok2 := satmath.SubChecked(p[1], p[0])
+			dc, ok3 := satmath.SubChecked(off, c0)
 			if !ok1 || dx < -maxRoundSpread || dx > maxRoundSpread {
 				return fmt.Errorf("round[%d]: local time %d is more than 2^44 ns from round[0]'s %d: %w", i, p[0], x0, ErrBadRound)
 			}

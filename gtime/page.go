@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // The page layout. Every field is a naturally aligned 64-bit word read and
@@ -142,7 +144,7 @@ type Time struct {
 }
 
 // Width is Latest-Earliest, saturated at math.MaxInt64.
-func (t Time) Width() int64 { return satSub(t.Latest, t.Earliest) }
+func (t Time) Width() int64 { return satmath.Sub(t.Latest, t.Earliest) }
 
 // Errors of the package, wrapped with the page path and the field.
 var (
@@ -344,11 +346,11 @@ func eval(d *pageData, x int64) Time {
 	if !d.valid {
 		return Time{Est: 0, Earliest: math.MinInt64, Latest: math.MaxInt64, Status: st}
 	}
-	dx := satSub(x, d.x0)
+	dx := satmath.Sub(x, d.x0)
 	fdx := float64(dx)
-	est := satAdd(satAdd(d.y0, dx), f2i(math.Round(d.skew*fdx)))
+	est := satmath.Add(satmath.Add(d.y0, dx), satmath.FromFloat(math.Round(d.skew*fdx)))
 	w := float64(d.w0) + d.skewErr*math.Abs(fdx) + d.wander*fdx*fdx/2
-	if age := satSub(x, d.updated); age > d.staleAfter {
+	if age := satmath.Sub(x, d.updated); age > d.staleAfter {
 		w += d.maxDrift * float64(age-d.staleAfter)
 		if st == StatusSynced {
 			st = StatusStale
@@ -358,10 +360,10 @@ func eval(d *pageData, x int64) Time {
 	if w < maxHalfWidth {
 		iw = int64(math.Ceil(w))
 	}
-	lo, hi := satSub(est, iw), satAdd(est, iw)
+	lo, hi := satmath.Sub(est, iw), satmath.Add(est, iw)
 	corr := d.slewC
 	if corr != 0 && x > d.slewX {
-		dec := d.slewRate * float64(satSub(x, d.slewX))
+		dec := d.slewRate * float64(satmath.Sub(x, d.slewX))
 		switch {
 		case dec >= math.Abs(float64(corr)):
 			corr = 0
@@ -371,40 +373,6 @@ func eval(d *pageData, x int64) Time {
 			corr += int64(dec)
 		}
 	}
-	mono := min(max(satAdd(est, corr), lo), hi)
+	mono := min(max(satmath.Add(est, corr), lo), hi)
 	return Time{Est: mono, Earliest: lo, Latest: hi, Status: st}
-}
-
-// f2i converts a float to int64, saturating (NaN gives 0).
-func f2i(f float64) int64 {
-	switch {
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	case f <= math.MinInt64:
-		return math.MinInt64
-	case f != f:
-		return 0
-	}
-	return int64(f)
-}
-
-func satAdd(a, b int64) int64 {
-	s := a + b
-	if (s > a) != (b > 0) {
-		if b > 0 {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return s
-}
-
-func satSub(a, b int64) int64 {
-	if b == math.MinInt64 {
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return a - b
-	}
-	return satAdd(a, -b)
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Reader reads a page. It is safe for concurrent use; the no-backwards
@@ -129,7 +130,7 @@ func openMapping(path string, opts OpenOptions) (*mapping, error) {
 // needsCheck says whether a reading of d at x is not synced, so that the
 // Reader looks at its path now and then.
 func needsCheck(d *pageData, x int64) bool {
-	return !d.valid || d.closed || d.status != StatusSynced || satSub(x, d.updated) > d.staleAfter
+	return !d.valid || d.closed || d.status != StatusSynced || satmath.Sub(x, d.updated) > d.staleAfter
 }
 
 // snapshot returns a checked copy of the current page: the cached one while
@@ -181,7 +182,7 @@ func (r *Reader) snapshot(x int64) (*snapshot, error) {
 // checkEvery, one goroutine at a time).
 func (r *Reader) due(x int64) bool {
 	n := r.next.Load()
-	return x >= n && r.next.CompareAndSwap(n, satAdd(x, checkEvery))
+	return x >= n && r.next.CompareAndSwap(n, satmath.Add(x, checkEvery))
 }
 
 // errSame: the path still names the mapped file.
@@ -318,7 +319,7 @@ func (r *Reader) Info() (Info, error) {
 	d := c.d
 	in := Info{
 		Path: r.path, WriterPID: int(d.pid), Updated: d.updated,
-		Age: time.Duration(satSub(r.now(), d.updated)), StaleAfter: time.Duration(d.staleAfter),
+		Age: time.Duration(satmath.Sub(r.now(), d.updated)), StaleAfter: time.Duration(d.staleAfter),
 		MaxDrift: d.maxDrift, Timescale: d.timescale, Valid: d.valid,
 		Node: d.node, Reference: d.reference,
 	}

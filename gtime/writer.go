@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Update is what the daemon publishes: its current local->global mapping
@@ -227,15 +228,15 @@ func (w *Writer) Publish(u Update) error {
 			// Widen by the excess (one ns more for the rounding of
 			// ceil(w)); |corr| then stays within W0 <= w(x) for every
 			// x >= Local, as it only decays.
-			gap := satSub(prev, mono)
-			hw := max(satSub(mono, now.Earliest), satSub(now.Latest, mono))
+			gap := satmath.Sub(prev, mono)
+			hw := max(satmath.Sub(mono, now.Earliest), satmath.Sub(now.Latest, mono))
 			if gap < 0 {
-				gap = satSub(0, gap)
+				gap = satmath.Sub(0, gap)
 			}
-			next.w0 = min(satAdd(next.w0, satAdd(satSub(gap, hw), 1)), maxHalfWidth)
+			next.w0 = min(satmath.Add(next.w0, satmath.Add(satmath.Sub(gap, hw), 1)), maxHalfWidth)
 			target = prev
 		}
-		next.slewC = satSub(target, mono)
+		next.slewC = satmath.Sub(target, mono)
 	}
 	err := w.store(&next)
 	w.cur = next

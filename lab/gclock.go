@@ -18,6 +18,7 @@ import (
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/transport"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -655,8 +656,8 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 	// synced promises the truth is inside.
 	estimated := t.Status == gtime.StatusSynced || t.Status == gtime.StatusStale || t.Status == gtime.StatusDegraded
 	if e.gc.Trace {
-		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satDiff(t.Est, truth),
-			LoNs: satDiff(t.Earliest, truth), HiNs: satDiff(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
+		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satmath.Sub(t.Est, truth),
+			LoNs: satmath.Sub(t.Earliest, truth), HiNs: satmath.Sub(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
 	}
 	if !counted {
 		return
@@ -683,7 +684,7 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 		e.unsync[host]++
 		return
 	}
-	e.errs[host] = append(e.errs[host], satDiff(t.Est, truth))
+	e.errs[host] = append(e.errs[host], satmath.Sub(t.Est, truth))
 	if w := t.Width(); w < math.MaxInt64 {
 		e.width[host] += float64(w)
 		e.widthN[host]++
@@ -697,17 +698,6 @@ func shares(counts map[string]int, total int) map[string]float64 {
 		out[k] = float64(v) / float64(total)
 	}
 	return out
-}
-
-func satDiff(a, b int64) int64 {
-	d := a - b
-	if (a >= 0) != (b >= 0) && (d >= 0) != (a >= 0) { // overflow
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return d
 }
 
 func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) GclockResult {

@@ -24,6 +24,7 @@ import (
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // SpoofConfig says how RunSpoof runs daemons under a spoofer's attack.
@@ -354,7 +355,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			}
 			if t.Status == gtime.StatusSynced {
 				nd.Synced++
-				nd.MaxAbsErrNs = max(nd.MaxAbsErrNs, absSat(satDiff(t.Est, truth)))
+				nd.MaxAbsErrNs = max(nd.MaxAbsErrNs, satmath.Abs(satmath.Sub(t.Est, truth)))
 				nd.MaxWidthNs = max(nd.MaxWidthNs, t.Width())
 			}
 		}
@@ -375,13 +376,6 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 	}
 	res.Nodes = nodes
 	return res, nil
-}
-
-func absSat(v int64) int64 {
-	if v == math.MinInt64 {
-		return math.MaxInt64
-	}
-	return max(v, -v)
 }
 
 // scrape fills the node's counters from its metrics.

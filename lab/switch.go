@@ -2,7 +2,6 @@ package lab
 
 import (
 	"container/heap"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gclock/gclock/internal/sockts"
 )
 
 // SwitchConfig says which ports a Switch joins and how it delays frames.
@@ -469,42 +470,14 @@ func (s *Switch) appendFlood(outs []int, in int) []int {
 	return outs
 }
 
-// rxTimestamp returns the SCM_TIMESTAMPNS time in a control message, or 0.
-// It does not allocate.
+// rxTimestamp returns the SCM_TIMESTAMPNS time in a control message, or 0
+// (also for malformed control data). It does not allocate.
 func rxTimestamp(oob []byte) int64 {
-	var ts int64
-	walkCmsgs(oob, func(level, typ int32, data []byte) {
-		if level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPNS && len(data) >= 16 {
-			ts = timespecNs(data)
-		}
-	})
-	return ts
-}
-
-// timespecNs reads a struct timespec (two native int64 on 64-bit Linux).
-func timespecNs(b []byte) int64 {
-	sec := int64(binary.NativeEndian.Uint64(b[0:8]))
-	nsec := int64(binary.NativeEndian.Uint64(b[8:16]))
-	return sec*1e9 + nsec
-}
-
-// walkCmsgs calls fn for each control message in oob (struct cmsghdr on
-// 64-bit Linux: 8-byte length, 4-byte level, 4-byte type, data aligned to
-// 8), stopping at the first malformed header.
-func walkCmsgs(oob []byte, fn func(level, typ int32, data []byte)) {
-	const hdr = 16
-	for len(oob) >= hdr {
-		l := binary.NativeEndian.Uint64(oob[0:8])
-		if l < hdr || l > uint64(len(oob)) {
-			return
-		}
-		fn(int32(binary.NativeEndian.Uint32(oob[8:12])), int32(binary.NativeEndian.Uint32(oob[12:16])), oob[hdr:l])
-		next := (l + 7) &^ 7
-		if next >= uint64(len(oob)) {
-			return
-		}
-		oob = oob[next:]
+	st, err := sockts.Parse(oob)
+	if err != nil {
+		return 0
 	}
+	return st.NS
 }
 
 // nowRealtime reads CLOCK_REALTIME, the clock of kernel packet timestamps,

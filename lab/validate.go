@@ -8,9 +8,10 @@ import (
 	"io"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gclock/gclock/internal/sockts"
 )
 
 // ValidateConfig says how to probe the link between two hosts.
@@ -317,28 +318,11 @@ func (d *probeDir) collectTx(fd int, once bool) int {
 // parseTxStamp reads a transmit timestamp notification: the software stamp
 // of SCM_TIMESTAMPING and the OPT_ID counter of the sock_extended_err.
 func parseTxStamp(oob []byte) (id uint32, ts int64, ok bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
+	st, err := sockts.Parse(oob)
+	if err != nil || st.Software == 0 || !st.HasTxKey {
 		return 0, 0, false
 	}
-	haveID, haveTS := false, false
-	for _, m := range msgs {
-		switch {
-		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING:
-			if len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
-				t := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
-				ts, haveTS = t.Nano(), t.Nano() != 0
-			}
-		case m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR:
-			if len(m.Data) >= int(unsafe.Sizeof(unix.SockExtendedErr{})) {
-				e := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
-				if e.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING {
-					id, haveID = e.Data, true
-				}
-			}
-		}
-	}
-	return id, ts, haveID && haveTS
+	return st.TxKey, st.Software, true
 }
 
 // receive records the arrivals of datagrams tagged tag; echo, if not nil,

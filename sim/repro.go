@@ -14,6 +14,7 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // A report reproduces one paper result and prints our numbers beside the
@@ -161,7 +162,7 @@ func stretch(pts []TracePoint, from, to float64) SeriesStats {
 		if p.T < from || p.T >= to || p.Status == engine.StatusUnsynced {
 			continue
 		}
-		a := absSat(p.Err)
+		a := satmath.Abs(p.Err)
 		s.N++
 		s.MeanAbs += float64(a)
 		s.MaxAbs = max(s.MaxAbs, a)
@@ -317,7 +318,7 @@ func JezequelFPS(ctx context.Context, opt Options, dur time.Duration, noMu bool)
 		j.Nodes = append(j.Nodes, n)
 		j.WidthAtAcq = append(j.WidthAtAcq, wa)
 		j.WidthAt1h = append(j.WidthAt1h, we)
-		j.ErrAt1h = append(j.ErrAt1h, absSat(pe.Err))
+		j.ErrAt1h = append(j.ErrAt1h, satmath.Abs(pe.Err))
 		j.DriftBound = append(j.DriftBound, float64(we-wa)/2/((pe.T-pa.T)*1e9))
 		j.Linearity = append(j.Linearity, float64(we-wm)/math.Max(float64(wm-wa), 1))
 		j.Coverage = append(j.Coverage, stretch(pts, acq, math.Inf(1)).Covered)

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Histogram counts non-negative int64 values in log-linear buckets, like
@@ -139,26 +140,7 @@ type ErrStats struct {
 func newErrStats(subBits uint) *ErrStats { return &ErrStats{Hist: NewHistogram(subBits)} }
 
 // satSub returns a-b saturated to the int64 range.
-func satSub(a, b int64) int64 {
-	d := a - b
-	if (a >= 0) != (b >= 0) && (d >= 0) != (a >= 0) {
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return d
-}
-
-func absSat(v int64) int64 {
-	if v == math.MinInt64 {
-		return math.MaxInt64
-	}
-	if v < 0 {
-		return -v
-	}
-	return v
-}
+func satSub(a, b int64) int64 { return satmath.Sub(a, b) }
 
 // add records one evaluation: err = Est - truth, mono = Mono - truth,
 // covered = truth within the bounds, width = Latest - Earliest.
@@ -168,7 +150,7 @@ func (s *ErrStats) add(err, mono int64, covered bool, width uint64) {
 	d := f - s.mean
 	s.mean += d / float64(s.N)
 	s.m2 += d * (f - s.mean)
-	a := absSat(err)
+	a := satmath.Abs(err)
 	s.sumAbs += float64(a)
 	s.MaxAbs = max(s.MaxAbs, a)
 	s.Hist.Add(a)
@@ -176,7 +158,7 @@ func (s *ErrStats) add(err, mono int64, covered bool, width uint64) {
 		s.Covered++
 	}
 	s.sumWidth += float64(width)
-	ma := absSat(mono)
+	ma := satmath.Abs(mono)
 	s.monoSum += float64(ma)
 	s.MonoMax = max(s.MonoMax, ma)
 }

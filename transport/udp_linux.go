@@ -3,7 +3,6 @@
 package transport
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -12,19 +11,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gclock/gclock/internal/rawclock"
+	"github.com/gclock/gclock/internal/sockts"
 )
 
 // rawNow reads CLOCK_MONOTONIC_RAW, gclock's local clock.
-func rawNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
+func rawNow() int64 { return rawclock.Now() }
 
 // realNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
 func realNow() int64 {
@@ -342,53 +337,21 @@ func (u *UDPConn) readErrQueue() (real int64, key uint32, got bool, err error) {
 // IP_RECVERR (or IPV6_RECVERR) sock_extended_err of origin
 // SO_EE_ORIGIN_TIMESTAMPING and type SCM_TSTAMP_SND.
 func parseErrQueue(oob []byte) (real int64, key uint32, ok bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
+	st, err := sockts.Parse(oob)
+	if err != nil || st.Software == 0 || !st.HasTxKey {
 		return 0, 0, false
 	}
-	var haveTS, haveKey bool
-	for _, m := range msgs {
-		switch {
-		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= 16:
-			real = tsNano(m.Data)
-			haveTS = real != 0
-		case (m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR) ||
-			(m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_RECVERR):
-			if len(m.Data) >= int(unsafe.Sizeof(unix.SockExtendedErr{})) {
-				var ee unix.SockExtendedErr
-				copy(unsafe.Slice((*byte)(unsafe.Pointer(&ee)), unsafe.Sizeof(ee)), m.Data)
-				if ee.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING && ee.Info == unix.SCM_TSTAMP_SND {
-					key, haveKey = ee.Data, true
-				}
-			}
-		}
-	}
-	return real, key, haveTS && haveKey
+	return st.Software, st.TxKey, true
 }
 
 // parseTimestamping finds the software stamp in receive control messages
 // (SCM_TIMESTAMPING: three timespecs, the first is software).
 func parseTimestamping(oob []byte) (int64, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
+	st, err := sockts.Parse(oob)
+	if err != nil || st.Software == 0 {
 		return 0, false
 	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING && len(m.Data) >= 16 {
-			if t := tsNano(m.Data); t != 0 {
-				return t, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// tsNano decodes a native struct timespec (two 64-bit words on 64-bit
-// Linux).
-func tsNano(b []byte) int64 {
-	sec := int64(binary.NativeEndian.Uint64(b[0:]))
-	nsec := int64(binary.NativeEndian.Uint64(b[8:]))
-	return sec*1e9 + nsec
+	return st.Software, true
 }
 
 // StampStats reports how many kernel stamps UDPConn converted or missed,
