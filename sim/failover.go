@@ -13,8 +13,8 @@ import (
 // Failover in the simulator: every node runs an engine.Member (the
 // reference election and failover the daemon runs), faults stop and
 // restart nodes, and the evaluator judges each read against the time scale
-// it comes from: the reference's ideal clock, or, after a takeover, the
-// frozen line of the node that took over applied to its ideal clock.
+// of the reference the node follows: its ideal clock, or, after a takeover,
+// the frozen line of the node that took over applied to its ideal clock.
 
 // FailoverStats is what the evaluator measures across faults.
 type FailoverStats struct {
