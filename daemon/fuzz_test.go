@@ -221,8 +221,8 @@ func FuzzDaemonPackets(f *testing.F) {
 		// Rate reports counted only from peers: the stranger's never.
 		if n.rt != nil {
 			n.rt.mu.Lock()
-			for id := range n.rt.reports {
-				if !n.isPeer(id) {
+			for _, id := range n.rt.sc.Reporters() {
+				if !n.isPeer(uint32(id)) {
 					t.Errorf("rate report from non-peer %d counted", id)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
@@ -361,29 +362,9 @@ func TestRealTimeMeanDrift(t *testing.T) {
 	stop()
 }
 
-// fakeRef is a reference's realTime on fake clocks: raw time advances by
-// hand and CLOCK_REALTIME is raw + off.
-type fakeRef struct {
-	raw int64
-	off int64
-}
-
-func newFakeRT(t *testing.T, mode string, f *fakeRef) *realTime {
-	return &realTime{
-		mode: mode, id: 1, ref: 1, isRef: true, poll: int64(time.Second), lead: int64(5 * time.Second),
-		maxSlew: 500e-6, drift: 200e-6, clocks: 3,
-		local:      func() int64 { return f.raw },
-		fromRaw:    func(r int64) int64 { return r },
-		rawNow:     func() int64 { return f.raw },
-		realOffset: func() (int64, int64) { return f.off, 20 },
-		logWarn:    func(string, ...any) {},
-		reports:    map[uint32]rateReport{}, horizon: math.MinInt64,
-	}
-}
-
 // publishRef publishes what the reference's daemon would: the engine's
 // identity at raw, mapped by rt, fitted and written with Continuous.
-func publishRef(t *testing.T, w *gtime.Writer, rt *realTime, raw int64) bool {
+func publishRef(t *testing.T, w *gtime.Writer, rt *realtime.Scale, raw int64) bool {
 	t.Helper()
 	d := int64(time.Second)
 	var ts [3]engine.Time
@@ -391,7 +372,7 @@ func publishRef(t *testing.T, w *gtime.Writer, rt *realTime, raw int64) bool {
 		g := raw + int64(i)*d
 		ts[i] = engine.Time{Est: g, Earliest: g, Latest: g, Mono: g, Status: engine.StatusSynced}
 	}
-	if !rt.apply(ts[:]) {
+	if !rt.Apply(ts[:]) {
 		return false
 	}
 	m, ok := fitMapping(raw, d, ts)
@@ -399,7 +380,7 @@ func publishRef(t *testing.T, w *gtime.Writer, rt *realTime, raw int64) bool {
 		t.Fatal("fitMapping refused the mapped readings")
 	}
 	u := gtime.Update{Local: raw, Mapping: m, Status: gtime.StatusSynced, StaleAfter: time.Second,
-		MaxDrift: 100e-6, MaxSlewRate: 500e-6, Timescale: rt.timescale(), Continuous: true}
+		MaxDrift: 100e-6, MaxSlewRate: 500e-6, Timescale: gtime.TimescaleRealtime, Continuous: true}
 	if err := w.Publish(u); err != nil {
 		t.Fatal(err)
 	}
@@ -412,8 +393,13 @@ func publishRef(t *testing.T, w *gtime.Writer, rt *realTime, raw int64) bool {
 // the steps must be detected, and the page must never go backwards (the
 // step is slewed through at MaxSlewRate, the bounds widening to hold both).
 func TestRealTimeStep(t *testing.T) {
-	f := &fakeRef{raw: 1000 * int64(time.Second), off: 1_700_000_000 * int64(time.Second)}
-	rt := newFakeRT(t, RealTimeReference, f)
+	// Fake clocks: raw time advances by hand and CLOCK_REALTIME is raw + off.
+	f := struct{ raw, off int64 }{raw: 1000 * int64(time.Second), off: 1_700_000_000 * int64(time.Second)}
+	rt, err := realtime.New(realtime.Config{Mode: realtime.ModeReference, ID: 1, Reference: 1, Poll: int64(time.Second),
+		MaxSlew: 500e-6, MaxDrift: 200e-6, Clocks: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := gtime.NewWriter(filepath.Join(t.TempDir(), "page"))
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +420,7 @@ func TestRealTimeStep(t *testing.T) {
 		// The reference samples once a second; the page is republished
 		// every 100 ms.
 		if k%10 == 0 {
-			rt.sampleOffset()
+			rt.Sample(f.raw, f.off, 20+realtimeReadMargin) // what realtimeSample makes of a 20 ns sandwich
 			stepped = false
 		}
 		if publishRef(t, w, rt, f.raw) {
@@ -476,8 +462,8 @@ func TestRealTimeStep(t *testing.T) {
 			stepped = true
 		}
 	}
-	if rt.jumps != 2 {
-		t.Errorf("%d jumps detected, want 2", rt.jumps)
+	if j := rt.Stats().Jumps; j != 2 {
+		t.Errorf("%d jumps detected, want 2", j)
 	}
 	if published < 390 {
 		t.Errorf("only %d of 400 publishes had a model", published)
@@ -490,134 +476,6 @@ func TestRealTimeStep(t *testing.T) {
 	}
 	t.Logf("%d publishes, 2 steps detected; truth outside the bounds in %d reads, all between a step and the next sample; served - truth at the end %d ns, width %d ns",
 		published, blind, tm.Est-truth, tm.Width())
-}
-
-// TestMeanDriftChain: the reference's segments are continuous, a node that
-// follows the chain computes the same served time as the reference, a late
-// reply changes nothing, and a node that missed segments widens its bounds
-// rather than serving a wrong time as exact.
-func TestMeanDriftChain(t *testing.T) {
-	f := &fakeRef{raw: 500 * int64(time.Second), off: 1_700_000_000 * int64(time.Second)}
-	ref := newFakeRT(t, RealTimeMeanDrift, f)
-	ref.updateMean() // the first segment: rate 1 (nobody reported)
-	if len(ref.segs) != 1 || ref.segs[0].A != f.raw+f.off || ref.segs[0].M != 1 {
-		t.Fatalf("first segment %+v", ref.segs)
-	}
-	// Reports: +60 and +90 ppm clocks with 1 ppm bounds.
-	var reply wire.Packet
-	for _, rep := range []struct {
-		id   uint32
-		rate float64
-	}{{2, 1 + 60e-6}, {3, 1 + 90e-6}} {
-		if err := ref.handleQuery(rep.id, wire.RealTime{Rate: rep.rate, RateErr: 1e-6, After: math.MinInt64}, &reply); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A report beyond 2*max_drift is refused.
-	ref.handleQuery(4, wire.RealTime{Rate: 1.01, RateErr: 1e-6}, &reply)
-	if _, ok := ref.reports[4]; ok {
-		t.Error("an implausible rate report was kept")
-	}
-	node := newFakeRT(t, RealTimeMeanDrift, f)
-	node.isRef = false
-	// A node that follows: ask every second, as the poller does.
-	asks := 0
-	ask := func(n *realTime) {
-		after := int64(math.MinInt64)
-		if len(n.segs) > 0 {
-			after = n.segs[len(n.segs)-1].At
-		}
-		var rep wire.Packet
-		asks++ // the rate wobbles a little, so that the mean changes
-		if err := ref.handleQuery(2, wire.RealTime{Rate: 1 + 60e-6 + float64(asks%2)*1e-9, RateErr: 1e-6, After: after}, &rep); err != nil {
-			t.Fatal(err)
-		}
-		if err := n.accept(rep.RealTime, f.raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var lateReply wire.RealTime
-	for k := range 30 {
-		f.raw += int64(time.Second)
-		ref.handleQuery(3, wire.RealTime{Rate: 1 + 90e-6, RateErr: 1e-6, After: math.MinInt64}, &reply)
-		ref.updateMean()
-		ask(node)
-		if k == 3 {
-			lateReply = ref.segs[0].wire()
-		}
-	}
-	if len(ref.segs) < 3 {
-		t.Fatalf("%d segments after 30 s", len(ref.segs))
-	}
-	if want := 1 + 50e-6; math.Abs(ref.mean-want) > 1e-9 {
-		t.Errorf("mean %.12f, want %.12f", ref.mean, want)
-	}
-	for i := 1; i < len(ref.segs); i++ {
-		p, s := ref.segs[i-1], ref.segs[i]
-		if v, _ := p.at(s.At); v != s.A || s.Prev != p.At {
-			t.Errorf("segment %d not continuous: previous gives %d at %d, segment starts at %d", i, v, s.At, s.A)
-		}
-	}
-	// The node and the reference agree to the ns, with no widening, over
-	// the node's horizon, including across segment boundaries.
-	for g := f.raw - 20*int64(time.Second); g < f.raw+ref.lead-int64(time.Second); g += int64(time.Second) / 3 {
-		rv, rext, rok := ref.meanAt(g)
-		nv, next, nok := node.meanAt(g)
-		if !rok || !nok || rv != nv || rext != 0 || next != 0 {
-			t.Fatalf("at %d: reference %d (+-%d, %v), node %d (+-%d, %v)", g, rv, rext, rok, nv, next, nok)
-		}
-	}
-	// Served time never decreases and never jumps at a boundary.
-	for _, s := range ref.segs[1:] {
-		a, _, _ := ref.meanAt(s.At - 1)
-		b, _, _ := ref.meanAt(s.At)
-		if b-a < 0 || b-a > 2 {
-			t.Errorf("at the segment starting %d: %d then %d", s.At, a, b)
-		}
-	}
-	// A late reply is ignored.
-	before := slices.Clone(node.segs)
-	if err := node.accept(lateReply, f.raw); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(before, node.segs) {
-		t.Error("a late reply changed the chain")
-	}
-	// Beyond its horizon the node widens by 4*max_drift per ns.
-	g := node.horizon + int64(time.Second)
-	if _, ext, _ := node.meanAt(g); ext != int64(math.Ceil(4*node.drift*1e9)) {
-		t.Errorf("1 s past the horizon: widening %d ns", ext)
-	}
-	// A node that missed segments (it knew only the first) starts a new
-	// chain from what it hears, with its past widened, not taken as exact.
-	late := newFakeRT(t, RealTimeMeanDrift, f)
-	late.isRef = false
-	if err := late.accept(ref.segs[0].wire(), f.raw); err != nil {
-		t.Fatal(err)
-	}
-	ask(late)
-	if late.first || len(late.segs) != 1 {
-		t.Fatalf("after a gap: first=%v segs=%d", late.first, len(late.segs))
-	}
-	s := late.segs[0]
-	if _, ext, _ := late.meanAt(s.At - int64(time.Second)); ext == 0 {
-		t.Error("before the first known segment of a broken chain, no widening")
-	}
-	// Bad replies are refused with a reason.
-	for _, bad := range []wire.RealTime{
-		{Mode: rtWireMeanDrift, Slope: 1.5},
-		{Mode: rtWireMeanDrift, Slope: 1, SlopeErr: 0.5},
-		{Mode: rtWireRealtime, Slope: 0},
-		{Mode: 7},
-	} {
-		if err := node.accept(bad, f.raw); err == nil {
-			t.Errorf("reply %+v accepted", bad)
-		}
-	}
-}
-
-func (s segment) wire() wire.RealTime {
-	return wire.RealTime{Mode: rtWireMeanDrift, At: s.At, Offset: s.A, Slope: s.M, SlopeErr: s.MErr, Prev: s.Prev}
 }
 
 // TestRealTimeConfig: the new fields are validated with their names.
@@ -637,44 +495,6 @@ func TestRealTimeConfig(t *testing.T) {
 			t.Errorf("Validate = %v, want %q", err, tt.want)
 		}
 	}
-}
-
-// FuzzRealTimeAccept feeds arbitrary replies to a node: accept refuses or
-// keeps them, and the served readings never panic and keep Earliest <= Est
-// <= Latest.
-func FuzzRealTimeAccept(f *testing.F) {
-	f.Add(uint8(2), int64(1e12), int64(1.7e18), 1.00005, 1e-7, int64(0), int64(math.MinInt64), int64(1e12))
-	f.Add(uint8(1), int64(1e12), int64(1.7e18), -2e-5, 5e-4, int64(300), int64(0), int64(2e12))
-	f.Add(uint8(2), int64(math.MaxInt64), int64(math.MinInt64), 1.0, 0.0, int64(0), int64(5), int64(-1))
-	f.Fuzz(func(t *testing.T, mode uint8, at, off int64, slope, slopeErr float64, e, prev, g int64) {
-		r := wire.RealTime{Mode: mode, At: at, Offset: off, Slope: slope, SlopeErr: slopeErr, Err: e, Prev: prev}
-		// What the wire decoder refuses never reaches accept.
-		fin := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-		if mode > 2 || !fin(slope) || e < 0 || !fin(slopeErr) || slopeErr < 0 {
-			return
-		}
-		for _, m := range []string{RealTimeReference, RealTimeMeanDrift} {
-			rt := newFakeRT(t, m, &fakeRef{})
-			rt.isRef = false
-			rt.accept(r, g)
-			r.At = satAdd(r.At, 1)
-			rt.accept(r, g) // a second one, after the first
-			ts := []engine.Time{{Est: g, Earliest: satAdd(g, -1000), Latest: satAdd(g, 1000), Status: engine.StatusSynced}}
-			if rt.apply(ts) && !(ts[0].Earliest <= ts[0].Est && ts[0].Est <= ts[0].Latest) {
-				t.Fatalf("%s: reading %+v out of order", m, ts[0])
-			}
-		}
-	})
-}
-
-func satAdd(a, b int64) int64 {
-	if s := a + b; (s > a) == (b > 0) {
-		return s
-	}
-	if b > 0 {
-		return math.MaxInt64
-	}
-	return math.MinInt64
 }
 
 // TestRealTimeMismatch: a node in reference-realtime mode whose reference

@@ -643,3 +643,7 @@ func satAdd(a, b int64) int64 {
 	}
 	return math.MinInt64
 }
+
+// Reporters are the nodes whose rate reports the reference keeps (for the
+// mean), in id order.
+func (s *Scale) Reporters() []engine.NodeID { return slices.Sorted(maps.Keys(s.reports)) }
