@@ -152,7 +152,9 @@ type Config struct {
 
 // Validate names the first field out of range.
 func (c *Config) Validate() error {
-	bad := func(field string, v any) error { return fmt.Errorf("realtime config field %s = %v: out of range", field, v) }
+	bad := func(field string, v any) error {
+		return fmt.Errorf("realtime config field %s = %v: out of range", field, v)
+	}
 	switch {
 	case c.Mode != ModeReference && c.Mode != ModeMeanDrift:
 		return bad("Mode", c.Mode)
