@@ -34,11 +34,13 @@ type Result struct {
 	// Failover is measured when the scenario has a failover order or
 	// faults (sim/failover.go).
 	Failover *FailoverStats `json:"failover,omitempty"`
+	// RealTime evaluates the served time scale (scenario real_time).
+	RealTime *RealTimeResult `json:"real_time,omitempty"`
 }
 
 func (r *runner) result(wall time.Duration) *Result {
 	secs := time.Duration(r.sc.Duration).Seconds()
-	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec}
+	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec, RealTime: r.rtResult()}
 	all, others := newErrStats(5), newErrStats(5)
 	var msgs uint64
 	for i := range r.nodes {

@@ -54,6 +54,8 @@ type Scenario struct {
 	Failover FailoverSpec `yaml:"failover" json:"failover,omitempty"`
 	// Faults stop nodes and start them again (sim/failover.go).
 	Faults []Fault `yaml:"faults" json:"faults,omitempty"`
+	// RealTime, if set, runs the served time scale (realtime.go).
+	RealTime *RealTimeSpec `yaml:"real_time" json:"real_time,omitempty"`
 }
 
 // FailoverSpec is the scenario's reference order (docs/daemon.md,
@@ -557,6 +559,13 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Eval.RecordNode >= s.Nodes || s.Eval.RecordNode == s.Reference {
 		bad("eval.record_node", "%d must be a non-reference node or -1", s.Eval.RecordNode)
+	}
+	if s.RealTime != nil {
+		s.RealTime.validate(bad)
+		if len(s.Failover.Order) > 1 || len(s.Faults) > 0 {
+			// As in the daemon: the scale is the first reference's.
+			bad("real_time", "does not follow reference changes yet: no failover order or faults with it")
+		}
 	}
 	return errors.Join(errs...)
 }

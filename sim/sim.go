@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/estimate"
 )
 
@@ -83,8 +84,10 @@ const (
 	evTick uint8 = iota + 1
 	evDeliver
 	evEval
-	evDown // a fault stops node
-	evUp   // a fault starts node again
+	evDown      // a fault stops node
+	evUp        // a fault starts node again
+	evRTTick    // a real-time Scale's timer (realtime.go)
+	evRTDeliver // a real-time message arrives
 )
 
 type event struct {
@@ -94,6 +97,7 @@ type event struct {
 	node int32
 	gen  uint32
 	msg  *engine.Message
+	rtm  *realtime.Message
 }
 
 type eventHeap []event
@@ -146,6 +150,7 @@ type runner struct {
 
 	sources, children [][]int        // roles under the first reference
 	fo                *failoverState // nil with Options.NewNode (sim/failover.go)
+	rt                *rtRun         // nil: no real_time section
 }
 
 // maxPastTicks bounds how often in a row an engine may ask for a timer at or
@@ -248,6 +253,9 @@ func (r *runner) setup() error {
 			return fmt.Errorf("engine of node %d: %w", i, err)
 		}
 		r.nodes[i].eng = eng
+	}
+	if err := r.setupRealTime(ecfg); err != nil {
+		return err
 	}
 	if r.opt.Trace {
 		r.trace = newTrace(sc)
@@ -425,6 +433,10 @@ func (r *runner) loop(ctx context.Context, start time.Time) error {
 			err = r.tick(e)
 		case evDeliver:
 			err = r.deliver(e)
+		case evRTTick:
+			r.rtTick(e)
+		case evRTDeliver:
+			r.rtDeliver(e)
 		case evEval:
 			r.evaluate()
 			r.push(event{t: e.t + int64(r.sc.Eval.Interval), kind: evEval})
@@ -555,6 +567,9 @@ func (r *runner) evaluate() {
 		tm := n.eng.Read(local)
 		if r.fo != nil && counted && tm.Status != engine.StatusUnsynced {
 			r.checkContinuity(i, tm.Est)
+		}
+		if r.rt != nil {
+			r.rtEvaluate(i, local, tm, counted)
 		}
 		errNs := satSub(tm.Est, truth)
 		if r.trace != nil {
