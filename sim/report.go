@@ -84,6 +84,15 @@ func WriteTable(w io.Writer, res *Result) error {
 		"synced/stale/degraded/unsynced = share of reads in each status;\n"+
 		"\"all\" includes the reference, whose reads differ from its ideal clock by read jitter and granularity.\n",
 		100*res.Summary.QuantileResolution/2)
+	if rt := res.RealTime; rt != nil {
+		fmt.Fprintf(w, "\nreal time (%s): %d synced served reads, coverage %.6f against the true served scale, %d blind (after a CLOCK_REALTIME step, before the next model), %d unserved;\n"+
+			"max |served - truth| %s, max width %s, served rate per local ns [%.6f, %.6f], %d backward; %d jumps detected, %d polls (%d failed), %d segments, %d messages\n",
+			rt.Mode, rt.Reads, rt.Coverage, rt.Blind, rt.Unserved, FormatNs(float64(rt.MaxAbsErr)), FormatNs(float64(rt.MaxWidth)),
+			rt.MinRate, rt.MaxRate, rt.Backward, rt.Jumps, rt.Polls, rt.PollFails, rt.Segments, rt.Messages)
+		if rt.Mode == "mean-drift" {
+			fmt.Fprintf(w, "mean rate 1%+.4f ppm, the clocks' mean 1%+.4f ppm\n", (rt.Mean-1)*1e6, (rt.TrueMean-1)*1e6)
+		}
+	}
 	return nil
 }
 
