@@ -170,7 +170,7 @@ type rtRun struct {
 	// sampled: the truth time of each reference sample, by its global time
 	// (the evaluator's: which models predate a step).
 	sampled map[int64]int64
-	res    RealTimeResult
+	res     RealTimeResult
 }
 
 // RealTimeResult is the evaluation of the served time scale: every
