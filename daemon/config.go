@@ -238,7 +238,8 @@ const (
 	RealTimeMeanDrift = "mean-drift"         // drifts corrected by the mean of all drifts
 )
 
-// RealTimeConfig chooses what global time counts (see daemon/realtime.go).
+// RealTimeConfig chooses what global time counts (engine/realtime; its
+// driver is daemon/realtime.go).
 type RealTimeConfig struct {
 	Mode string `yaml:"mode"` // none | reference-realtime | mean-drift
 	// PollEvery is how often a node asks the reference for the real-time
