@@ -496,31 +496,3 @@ func TestRealTimeConfig(t *testing.T) {
 		}
 	}
 }
-
-// TestRealTimeMismatch: a node in reference-realtime mode whose reference
-// runs mode none gets no answer, so its page never claims to be synced:
-// it says unsynced (realtime timescale) rather than serving the
-// reference's raw clock as real time.
-func TestRealTimeMismatch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs daemons for a second")
-	}
-	cfgs := rtCluster(t, RealTimeReference)[:2]
-	for i := range cfgs {
-		cfgs[i].Peers = cfgs[i].Peers[:2]
-	}
-	cfgs[0].RealTime.Mode = RealTimeNone
-	readers, stop := startCluster(t, cfgs)
-	mono := newMonotone(1)
-	waitSynced(t, readers[:1], mono, int64(time.Millisecond), time.Now().Add(10*time.Second))
-	time.Sleep(1500 * time.Millisecond) // several rounds and polls
-	tm, err := readers[1].Now()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := readers[1].Info()
-	if tm.Status != gtime.StatusUnsynced || in.Timescale != gtime.TimescaleRealtime {
-		t.Errorf("node 2 without answers from its reference: %v on the %v timescale, want unsynced realtime", tm.Status, in.Timescale)
-	}
-	stop()
-}

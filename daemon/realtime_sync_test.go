@@ -1,0 +1,138 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gclock/gclock/engine"
+)
+
+// pipeNet is an in-memory datagram network between fixed addresses, each
+// datagram delivered after delay (time package timers: under synctest it
+// runs on the bubble's clock).
+type pipeNet struct {
+	mu    sync.Mutex
+	conns map[netip.AddrPort]*pipeConn
+	delay time.Duration
+}
+
+type pipeConn struct {
+	net    *pipeNet
+	addr   netip.AddrPort
+	in     chan fuzzDatagram
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (p *pipeNet) listen(addr string) *pipeConn {
+	a := netip.MustParseAddrPort(addr)
+	c := &pipeConn{net: p, addr: a, in: make(chan fuzzDatagram, 256), closed: make(chan struct{})}
+	p.mu.Lock()
+	p.conns[a] = c
+	p.mu.Unlock()
+	return c
+}
+
+func (c *pipeConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
+	select {
+	case d := <-c.in:
+		return copy(b, d.b), d.from, nil
+	case <-c.closed:
+		return 0, netip.AddrPort{}, net.ErrClosed
+	}
+}
+
+func (c *pipeConn) WriteTo(b []byte, to netip.AddrPort) error {
+	c.net.mu.Lock()
+	dst := c.net.conns[to]
+	c.net.mu.Unlock()
+	if dst == nil {
+		return nil // lost
+	}
+	d := fuzzDatagram{b: append([]byte(nil), b...), from: c.addr}
+	time.AfterFunc(c.net.delay, func() {
+		select {
+		case dst.in <- d:
+		case <-dst.closed:
+		}
+	})
+	return nil
+}
+
+func (c *pipeConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// TestRealTimeDriver runs the real-time driver of a reference and of a
+// node over an in-memory network on synctest's fake clock: the reference
+// samples its (fake) CLOCK_REALTIME, the node polls it, and the node
+// serves the reference's CLOCK_REALTIME. With a reference that runs no
+// real-time mode, the node's polls fail, are counted, and it serves
+// nothing (its page would say unsynced).
+func TestRealTimeDriver(t *testing.T) {
+	const off = int64(1_700_000_000) * int64(time.Second)
+	for _, refMode := range []string{RealTimeReference, RealTimeNone} {
+		t.Run(refMode, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				pn := &pipeNet{conns: map[netip.AddrPort]*pipeConn{}, delay: 50 * time.Microsecond}
+				var nodes []*node
+				start := time.Now().UnixNano()
+				for id := uint32(1); id <= 2; id++ {
+					cfg := fuzzCluster(id)
+					cfg.RealTime.Mode = RealTimeReference
+					cfg.RealTime.PollEvery = Duration(200 * time.Millisecond)
+					if id == 1 {
+						cfg.RealTime.Mode = refMode
+					}
+					n := bareNode(t, ctx, cfg, pn.listen(cfg.Peers[id-1].Address), nil)
+					if n.rt != nil {
+						// The fake clock is every clock: local, raw and
+						// CLOCK_REALTIME (raw + off + 30 ppm).
+						n.rt.local = func() int64 { return time.Now().UnixNano() }
+						n.rt.rawNow = n.rt.local
+						n.rt.fromRaw = func(r int64) int64 { return r }
+						n.rt.realOffset = func() (int64, int64) { return off + (time.Now().UnixNano()-start)*30/1_000_000, 20 }
+					}
+					nodes = append(nodes, n)
+				}
+				var waits []func()
+				for _, n := range nodes {
+					waits = append(waits, n.startRealTime(ctx))
+				}
+				time.Sleep(3 * time.Second)
+				rt := nodes[1].rt
+				rt.mu.Lock()
+				st := rt.sc.Stats()
+				g := time.Now().UnixNano()
+				ts := []engine.Time{{Est: g, Earliest: g - 1000, Latest: g + 1000, Status: engine.StatusSynced}}
+				served := rt.sc.Apply(ts)
+				rt.mu.Unlock()
+				cancel()
+				for _, w := range waits {
+					w()
+				}
+				t.Logf("reference %s: node polls %d (%d failed), model %v at %d, served %v %+v", refMode, st.Polls, st.PollFails, st.HaveModel, st.ModelAt, served, ts[0])
+				if refMode == RealTimeNone {
+					if served || st.HaveModel || st.PollFails < 2 {
+						t.Errorf("a reference without real time: served %v, model %v, %d failed polls", served, st.HaveModel, st.PollFails)
+					}
+					return
+				}
+				if st.Polls < 10 || st.PollFails != 0 || !st.HaveModel {
+					t.Fatalf("node: %d polls, %d failed, model %v", st.Polls, st.PollFails, st.HaveModel)
+				}
+				truth := g + off + (g-start)*30/1_000_000
+				if !served || truth < ts[0].Earliest || truth > ts[0].Latest {
+					t.Errorf("served %+v (ok %v), CLOCK_REALTIME %d", ts[0], served, truth)
+				}
+			})
+		})
+	}
+}
