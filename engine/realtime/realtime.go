@@ -164,7 +164,7 @@ func (c *Config) Validate() error {
 		return bad("Lead", c.Lead)
 	case !(c.MaxSlew >= 0) || math.IsInf(c.MaxSlew, 0):
 		return bad("MaxSlew", c.MaxSlew)
-	case !(c.MaxDrift >= 0) || c.MaxDrift >= 0.1:
+	case !(c.MaxDrift >= 0) || c.MaxDrift >= 1:
 		return bad("MaxDrift", c.MaxDrift)
 	case c.ReplyTimeout < 0:
 		return bad("ReplyTimeout", c.ReplyTimeout)

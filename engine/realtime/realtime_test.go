@@ -350,3 +350,33 @@ func FuzzStepInfo(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigValidate: every field out of range is named; the daemon's
+// limits (max_drift_ppm up to 5e5, max_slew_ppm up to 1e5) pass.
+func TestConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		f    func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Mode = ModeNone }, "Mode"},
+		{func(c *Config) { c.Poll = 0 }, "Poll"},
+		{func(c *Config) { c.Lead = -1 }, "Lead"},
+		{func(c *Config) { c.MaxSlew = math.NaN() }, "MaxSlew"},
+		{func(c *Config) { c.MaxDrift = 1 }, "MaxDrift"},
+		{func(c *Config) { c.ReplyTimeout = -1 }, "ReplyTimeout"},
+		{func(c *Config) { c.MaxDrift, c.MaxSlew = 0.5, 0.1 }, ""},
+	} {
+		c := testConfig(ModeReference, 1)
+		tt.f(&c)
+		err := c.Validate()
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", c, err)
+			}
+			continue
+		}
+		if err == nil || !contains(err.Error(), "field "+tt.want+" ") {
+			t.Errorf("%+v: %v, want field %s", c, err, tt.want)
+		}
+	}
+}
