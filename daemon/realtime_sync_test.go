@@ -2,75 +2,17 @@ package daemon
 
 import (
 	"context"
-	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/memnet"
 )
 
-// pipeNet is an in-memory datagram network between fixed addresses, each
-// datagram delivered after delay (time package timers: under synctest it
-// runs on the bubble's clock).
-type pipeNet struct {
-	mu    sync.Mutex
-	conns map[netip.AddrPort]*pipeConn
-	delay time.Duration
-}
-
-type pipeConn struct {
-	net    *pipeNet
-	addr   netip.AddrPort
-	in     chan fuzzDatagram
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (p *pipeNet) listen(addr string) *pipeConn {
-	a := netip.MustParseAddrPort(addr)
-	c := &pipeConn{net: p, addr: a, in: make(chan fuzzDatagram, 256), closed: make(chan struct{})}
-	p.mu.Lock()
-	p.conns[a] = c
-	p.mu.Unlock()
-	return c
-}
-
-func (c *pipeConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
-	select {
-	case d := <-c.in:
-		return copy(b, d.b), d.from, nil
-	case <-c.closed:
-		return 0, netip.AddrPort{}, net.ErrClosed
-	}
-}
-
-func (c *pipeConn) WriteTo(b []byte, to netip.AddrPort) error {
-	c.net.mu.Lock()
-	dst := c.net.conns[to]
-	c.net.mu.Unlock()
-	if dst == nil {
-		return nil // lost
-	}
-	d := fuzzDatagram{b: append([]byte(nil), b...), from: c.addr}
-	time.AfterFunc(c.net.delay, func() {
-		select {
-		case dst.in <- d:
-		case <-dst.closed:
-		}
-	})
-	return nil
-}
-
-func (c *pipeConn) Close() error {
-	c.once.Do(func() { close(c.closed) })
-	return nil
-}
-
 // TestRealTimeDriver runs the real-time driver of a reference and of a
-// node over an in-memory network on synctest's fake clock: the reference
+// node over internal/memnet on synctest's fake clock: the reference
 // samples its (fake) CLOCK_REALTIME, the node polls it, and the node
 // serves the reference's CLOCK_REALTIME. With a reference that runs no
 // real-time mode, the node's polls fail, are counted, and it serves
@@ -81,7 +23,8 @@ func TestRealTimeDriver(t *testing.T) {
 		t.Run(refMode, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
-				pn := &pipeNet{conns: map[netip.AddrPort]*pipeConn{}, delay: 50 * time.Microsecond}
+				mn := memnet.New(1)
+				mn.SetLink(memLink)
 				var nodes []*node
 				start := time.Now().UnixNano()
 				for id := uint32(1); id <= 2; id++ {
@@ -91,7 +34,11 @@ func TestRealTimeDriver(t *testing.T) {
 					if id == 1 {
 						cfg.RealTime.Mode = refMode
 					}
-					n := bareNode(t, ctx, cfg, pn.listen(cfg.Peers[id-1].Address), nil)
+					conn, err := mn.Listen(netip.MustParseAddrPort(cfg.Peers[id-1].Address))
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := bareNode(t, ctx, cfg, conn, nil)
 					if n.rt != nil {
 						// The fake clock is every clock: local, raw and
 						// CLOCK_REALTIME (raw + off + 30 ppm).
