@@ -8,7 +8,7 @@
 // Most callers want the CLI (`gclock lab`, see docs/lab.md). From Go:
 //
 //	cfg := lab.DefaultConfig()               // 4 hosts, 100us +- 50us pareto each way
-//	cfg.Link, _ = lab.ParseLink("normal:100us:10us,loss=1%")
+//	cfg.Link, _ = netmodel.ParseLink("normal:100us:10us,loss=1%")
 //	l, err := lab.Up(ctx, cfg)               // root; removes a crashed run's leftovers first
 //	if err != nil { ... }                    // lab.ErrNotRoot, lab.ErrNoNetns, ...
 //	defer l.Down()                           // namespaces, veths, switch, processes
@@ -21,7 +21,7 @@
 // Host i is namespace gclab-h<i> with interface eth0, address
 // 10.77.0.(i+1)/24, a fixed MAC 02:77:00:00:00:(i+1), loopback up, IPv6
 // off, and a multicast route. Its veth peer p<i> sits in namespace
-// gclab-sw, without an address. A direct link (ParseLink("direct")) joins
+// gclab-sw, without an address. A direct link (netmodel.ParseLink("direct")) joins
 // gclab-h0 and gclab-h1 with one veth pair and no switch. Everything the
 // lab makes is named gclab-*, so Cleanup (`gclock lab down`) removes
 // exactly that: it kills the processes inside those namespaces (`ip netns
@@ -39,7 +39,7 @@
 // so the UDP checksums veths leave to be filled in never arrive broken.
 //
 // Each frame's release time is its kernel receive stamp (SO_TIMESTAMPNS on
-// the packet socket) plus a delay drawn from the Model of its direction
+// the packet socket) plus a delay drawn from the netmodel.Model of its direction
 // (Link.Forward for a lower-numbered to a higher-numbered host, Reverse
 // the other way), with one seeded generator per direction. One locked OS
 // thread receives, queues on a timer heap, sleeps in a raw ppoll with 1 ns

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/transport"
@@ -238,7 +239,8 @@ type GclockSummary struct {
 	UnsyncedShare float64 `json:"unsynced_share"` // evaluations without an estimate (after warm-up)
 	// BoundCoverage is the share of the reads claiming synced whose
 	// [earliest, latest] held the truth (1 when none did): a synced read
-	// is a promise. BoundCoverageAll is over every read after warm-up.
+	// is a promise. BoundCoverageAll is over every read with an estimate
+	// (synced, stale, degraded), as in `gclock sim`.
 	BoundCoverage    float64 `json:"bound_coverage"`
 	BoundCoverageAll float64 `json:"bound_coverage_all"`
 	BoundWidthMeanNs float64 `json:"bound_width_mean_ns"` // mean latest - earliest
@@ -621,40 +623,28 @@ func parseTraffic(r io.Reader) (traffic, error) {
 	return t, nil
 }
 
-// evaluator accumulates the errors of every host's page.
+// evaluator accumulates the reads of every host's page (package eval).
 type evaluator struct {
 	gc     GclockConfig
-	errs   [][]int64 // after warm-up, per host
-	in     []int     // truth inside the bounds
-	total  []int     // evaluations after warm-up
-	unsync []int
-	width  []float64
-	widthN []int
+	hosts  []*eval.Acc // after warm-up, per host
 	series []SeriesPoint
-	// Reads claiming synced and those of them holding the truth; reads
-	// per status; the current and longest stretch not synced (ns).
-	syncedN, syncedIn []int
-	byStatus          []map[string]int
-	notSyncedFrom     []int64
-	longestNotSynced  []int64
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {
-	e := &evaluator{gc: gc, errs: make([][]int64, n), in: make([]int, n), total: make([]int, n),
-		unsync: make([]int, n), width: make([]float64, n), widthN: make([]int, n),
-		syncedN: make([]int, n), syncedIn: make([]int, n), byStatus: make([]map[string]int, n),
-		notSyncedFrom: make([]int64, n), longestNotSynced: make([]int64, n)}
-	for i := range e.byStatus {
-		e.byStatus[i] = map[string]int{}
-		e.notSyncedFrom[i] = -1
+	e := &evaluator{gc: gc, hosts: make([]*eval.Acc, n)}
+	for i := range e.hosts {
+		e.hosts[i] = eval.New(e.options())
 	}
 	return e
 }
 
+// options: the lab's reads are few (a host read every EvalEvery for a few
+// minutes), so their quantiles are exact.
+func (e *evaluator) options() eval.Options {
+	return eval.Options{Interval: int64(e.gc.EvalEvery), Exact: true}
+}
+
 func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64) {
-	// An estimate exists while synced, stale (widening) or degraded; only
-	// synced promises the truth is inside.
-	estimated := t.Status == gtime.StatusSynced || t.Status == gtime.StatusStale || t.Status == gtime.StatusDegraded
 	if e.gc.Trace {
 		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satmath.Sub(t.Est, truth),
 			LoNs: satmath.Sub(t.Earliest, truth), HiNs: satmath.Sub(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
@@ -662,70 +652,28 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 	if !counted {
 		return
 	}
-	e.total[host]++
-	e.byStatus[host][t.Status.String()]++
-	covered := t.Earliest <= truth && truth <= t.Latest
-	if covered {
-		e.in[host]++
-	}
-	if t.Status == gtime.StatusSynced {
-		e.syncedN[host]++
-		if covered {
-			e.syncedIn[host]++
-		}
-		e.notSyncedFrom[host] = -1
-	} else {
-		if e.notSyncedFrom[host] < 0 {
-			e.notSyncedFrom[host] = at
-		}
-		e.longestNotSynced[host] = max(e.longestNotSynced[host], at-e.notSyncedFrom[host]+int64(e.gc.EvalEvery))
-	}
-	if !estimated {
-		e.unsync[host]++
-		return
-	}
-	e.errs[host] = append(e.errs[host], satmath.Sub(t.Est, truth))
-	if w := t.Width(); w < math.MaxInt64 {
-		e.width[host] += float64(w)
-		e.widthN[host]++
-	}
+	// The page has no separate monotonic estimate: Est never goes back.
+	e.hosts[host].Add(eval.Read{At: at, Est: t.Est, Earliest: t.Earliest, Latest: t.Latest, Mono: t.Est,
+		Status: eval.Status(t.Status), Truth: truth})
 }
 
-// shares divides every count by total.
-func shares(counts map[string]int, total int) map[string]float64 {
-	out := make(map[string]float64, len(counts))
-	for k, v := range counts {
-		out[k] = float64(v) / float64(total)
-	}
-	return out
+// gclockSummary lays out eval's summary of host id (-1: all but the
+// reference) under the JSON names of GclockSummary.
+func gclockSummary(id int, s eval.Summary) GclockSummary {
+	return GclockSummary{ID: id, Summary: s.Errors, UnsyncedShare: s.UnsyncedShare,
+		BoundCoverage: s.BoundCoverage, BoundCoverageAll: s.BoundCoverageAll, BoundWidthMeanNs: s.BoundWidthMeanNs,
+		StatusShare: s.StatusShare, LongestNotSyncedS: float64(s.LongestNotSyncedNs) / 1e9}
 }
 
 func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) GclockResult {
-	n := len(e.errs)
+	n := len(e.hosts)
 	var res GclockResult
 	res.Series = e.series
-	all := GclockSummary{ID: -1}
-	var allErrs []int64
-	var in, total, unsync, wN, sN, sIn int
-	var longest int64
-	statusAll := map[string]int{}
-	var wSum float64
+	all := eval.New(e.options())
 	var conv, steady traffic
 	haveTraffic := true
 	for i := range n {
-		s := GclockSummary{ID: i, Summary: Summarize(e.errs[i]), BoundCoverage: 1,
-			LongestNotSyncedS: float64(e.longestNotSynced[i]) / 1e9}
-		if e.total[i] > 0 {
-			s.BoundCoverageAll = float64(e.in[i]) / float64(e.total[i])
-			s.UnsyncedShare = float64(e.unsync[i]) / float64(e.total[i])
-			s.StatusShare = shares(e.byStatus[i], e.total[i])
-		}
-		if e.syncedN[i] > 0 {
-			s.BoundCoverage = float64(e.syncedIn[i]) / float64(e.syncedN[i])
-		}
-		if e.widthN[i] > 0 {
-			s.BoundWidthMeanNs = e.width[i] / float64(e.widthN[i])
-		}
+		s := gclockSummary(i, e.hosts[i].Summary())
 		var c, st traffic
 		if warm != nil && i < len(warm) && i < len(final) {
 			c, st = warm[i], final[i].sub(warm[i])
@@ -733,55 +681,28 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		if !c.ok || !st.ok {
 			haveTraffic = false
 		}
-		if steadyS > 0 {
-			s.MessagesPerNodePerS = st.messages / steadyS
-			s.ExchangesPerNodePerS = st.exchanges / steadyS
-			s.RoundsPerNodePerS = st.rounds / steadyS
-		}
-		if warmS > 0 {
-			s.ConvergenceExchangesPerNodePerS = c.exchanges / warmS
-			s.ConvergenceRoundsPerNodePerS = c.rounds / warmS
-		}
+		s.MessagesPerNodePerS = eval.PerNodePerS(st.messages, 1, steadyS)
+		s.ExchangesPerNodePerS = eval.PerNodePerS(st.exchanges, 1, steadyS)
+		s.RoundsPerNodePerS = eval.PerNodePerS(st.rounds, 1, steadyS)
+		s.ConvergenceExchangesPerNodePerS = eval.PerNodePerS(c.exchanges, 1, warmS)
+		s.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(c.rounds, 1, warmS)
 		conv.messages, conv.exchanges, conv.rounds = conv.messages+c.messages, conv.exchanges+c.exchanges, conv.rounds+c.rounds
 		steady.messages, steady.exchanges, steady.rounds = steady.messages+st.messages, steady.exchanges+st.exchanges, steady.rounds+st.rounds
 		res.Nodes = append(res.Nodes, s)
 		if i == 0 {
 			continue // the reference: its error is 0 by definition
 		}
-		allErrs = append(allErrs, e.errs[i]...)
-		in, total, unsync = in+e.in[i], total+e.total[i], unsync+e.unsync[i]
-		sN, sIn = sN+e.syncedN[i], sIn+e.syncedIn[i]
-		longest = max(longest, e.longestNotSynced[i])
-		for k, v := range e.byStatus[i] {
-			statusAll[k] += v
-		}
-		wSum, wN = wSum+e.width[i], wN+e.widthN[i]
+		all.Merge(e.hosts[i])
 	}
-	all.Summary = Summarize(allErrs)
-	all.BoundCoverage, all.LongestNotSyncedS = 1, float64(longest)/1e9
-	if sN > 0 {
-		all.BoundCoverage = float64(sIn) / float64(sN)
+	sum := gclockSummary(-1, all.Summary())
+	if sync := n - 1; haveTraffic && sync > 0 {
+		sum.MessagesPerNodePerS = eval.PerNodePerS(steady.messages, n, steadyS)
+		sum.ExchangesPerNodePerS = eval.PerNodePerS(steady.exchanges, sync, steadyS)
+		sum.RoundsPerNodePerS = eval.PerNodePerS(steady.rounds, sync, steadyS)
+		sum.ConvergenceExchangesPerNodePerS = eval.PerNodePerS(conv.exchanges, sync, warmS)
+		sum.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(conv.rounds, sync, warmS)
 	}
-	if total > 0 {
-		all.BoundCoverageAll = float64(in) / float64(total)
-		all.UnsyncedShare = float64(unsync) / float64(total)
-		all.StatusShare = shares(statusAll, total)
-	}
-	if wN > 0 {
-		all.BoundWidthMeanNs = wSum / float64(wN)
-	}
-	if sync := float64(n - 1); haveTraffic && sync > 0 {
-		if steadyS > 0 {
-			all.MessagesPerNodePerS = steady.messages / float64(n) / steadyS
-			all.ExchangesPerNodePerS = steady.exchanges / sync / steadyS
-			all.RoundsPerNodePerS = steady.rounds / sync / steadyS
-		}
-		if warmS > 0 {
-			all.ConvergenceExchangesPerNodePerS = conv.exchanges / sync / warmS
-			all.ConvergenceRoundsPerNodePerS = conv.rounds / sync / warmS
-		}
-	}
-	res.Summary = all
+	res.Summary = sum
 	return res
 }
 

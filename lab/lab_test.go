@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,8 +48,8 @@ func TestUpConfigErrors(t *testing.T) {
 	}{
 		{"one host", Config{Hosts: 1}, "hosts 1"},
 		{"too many", Config{Hosts: MaxHosts + 1}, "hosts 251"},
-		{"direct needs two", Config{Hosts: 3, Link: Link{Direct: true}}, "exactly 2"},
-		{"bad model", Config{Hosts: 2, Link: Link{Forward: Model{Loss: 2}}}, "loss 2"},
+		{"direct needs two", Config{Hosts: 3, Link: netmodel.Link{Direct: true}}, "exactly 2"},
+		{"bad model", Config{Hosts: 2, Link: netmodel.Link{Forward: netmodel.Model{Loss: 2}}}, "loss 2"},
 		{"spin", Config{Hosts: 2, SpinWindow: time.Second}, "spin window"},
 	}
 	for _, tt := range tests {
@@ -66,7 +67,7 @@ func TestUpConfigErrors(t *testing.T) {
 // Down removes the namespaces and the processes started in them.
 func TestLab(t *testing.T) {
 	needLab(t)
-	link, err := ParseLink("fixed:200us/fixed:400us,loss=10%,dup=10%")
+	link, err := netmodel.ParseLink("fixed:200us/fixed:400us,loss=10%,dup=10%")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestCleanupStale(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	l, err := Up(context.Background(), Config{Hosts: 2, Link: Link{Direct: true}, RunDir: t.TempDir()})
+	l, err := Up(context.Background(), Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}
@@ -219,7 +220,7 @@ func TestCleanupStale(t *testing.T) {
 // (the lock) instead of removing its namespaces, and gives up with ctx.
 func TestUpWaitsForLock(t *testing.T) {
 	needLab(t)
-	cfg := Config{Hosts: 2, Link: Link{Direct: true}, RunDir: t.TempDir()}
+	cfg := Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir()}
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/measure"
+	"github.com/gclock/gclock/netmodel"
 )
 
 // measureEnv makes the test binary run `gclock measure [latency] ARGS`
@@ -100,7 +101,7 @@ func TestMeasureLatencyAsymmetric(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 2, t.TempDir(), true
 	var err error
-	if cfg.Link, err = ParseLink("pareto:100us:50us,asym=40us"); err != nil {
+	if cfg.Link, err = netmodel.ParseLink("pareto:100us:50us,asym=40us"); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Up(context.Background(), cfg)

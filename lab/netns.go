@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,8 +40,8 @@ const netnsDir = "/run/netns"
 
 // Config says what lab to build.
 type Config struct {
-	Hosts int  // number of host namespaces, 2..MaxHosts (Direct: exactly 2)
-	Link  Link // the emulated link between any two hosts
+	Hosts int           // number of host namespaces, 2..MaxHosts (Direct: exactly 2)
+	Link  netmodel.Link // the emulated link between any two hosts
 	Seed  uint64
 	// SpinWindow is how long before a frame's release time the switch's
 	// release thread stops sleeping and spins on the clock. 0 means
@@ -89,8 +90,8 @@ const DefaultRunDir = "/run/gclab"
 // DefaultConfig is the default lab: 4 hosts, 100 us +- 50 us pareto
 // jitter each way.
 func DefaultConfig() Config {
-	m := Model{Delay: 100 * time.Microsecond, Jitter: 50 * time.Microsecond, Dist: DistPareto}
-	return Config{Hosts: 4, Link: Link{Forward: m, Reverse: m}, Seed: 1, BusyPoll: DefaultBusyPoll, WarmAfter: DefaultWarmAfter}
+	m := netmodel.Model{Delay: 100 * time.Microsecond, Jitter: 50 * time.Microsecond, Dist: netmodel.DistPareto}
+	return Config{Hosts: 4, Link: netmodel.Link{Forward: m, Reverse: m}, Seed: 1, BusyPoll: DefaultBusyPoll, WarmAfter: DefaultWarmAfter}
 }
 
 // Validate reports the first invalid field.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gclock/gclock/eval"
 	"io"
 	"os"
 	"os/exec"
@@ -114,7 +115,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 					e = append(e, rd.OffsetNs)
 				}
 			}
-			r.Summary = Summarize(e)
+			r.Summary = eval.SummarizeErrors(e)
 			if r.Summary.Evaluations == 0 {
 				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.cfg.RunDir)
 				return

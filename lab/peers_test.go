@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"math"
 	"strings"
 	"testing"
 )
@@ -121,41 +120,6 @@ func FuzzParsePTP4LOffset(f *testing.F) {
 			t.Fatalf("no reading but offset %d", v)
 		}
 	})
-}
-
-func TestSummarize(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []int64
-		want Summary
-	}{
-		{"empty", nil, Summary{}},
-		{"one", []int64{-5}, Summary{Evaluations: 1, ErrorMeanNs: 5, ErrorBiasNs: -5, ErrorP50Ns: 5, ErrorP95Ns: 5, ErrorP99Ns: 5, ErrorMaxNs: 5}},
-		{"signs", []int64{-3, 1, 2, -4}, Summary{Evaluations: 4, ErrorMeanNs: 2.5, ErrorBiasNs: -1,
-			ErrorStdNs: math.Sqrt(26.0 / 3), ErrorP50Ns: 2, ErrorP95Ns: 4, ErrorP99Ns: 4, ErrorMaxNs: 4}},
-		{"minint", []int64{math.MinInt64}, Summary{Evaluations: 1, ErrorMeanNs: math.MaxInt64, ErrorBiasNs: math.MinInt64,
-			ErrorP50Ns: math.MaxInt64, ErrorP95Ns: math.MaxInt64, ErrorP99Ns: math.MaxInt64, ErrorMaxNs: math.MaxInt64}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Summarize(tt.in)
-			if math.Abs(got.ErrorStdNs-tt.want.ErrorStdNs) < 1e-9 {
-				got.ErrorStdNs = tt.want.ErrorStdNs
-			}
-			if got != tt.want {
-				t.Fatalf("Summarize(%v) = %+v, want %+v", tt.in, got, tt.want)
-			}
-		})
-	}
-	// 1..100: nearest-rank quantiles are observed values.
-	v := make([]int64, 100)
-	for i := range v {
-		v[i] = int64(100 - i)
-	}
-	s := Summarize(v)
-	if s.ErrorP50Ns != 50 || s.ErrorP95Ns != 95 || s.ErrorP99Ns != 99 || s.ErrorMaxNs != 100 {
-		t.Fatalf("1..100: %+v, want p50 50, p95 95, p99 99, max 100", s)
-	}
 }
 
 func TestWalkCmsgs(t *testing.T) {

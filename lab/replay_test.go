@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/eval"
 )
 
 func measurementsCSV(ms []Measurement) string {
@@ -105,7 +106,7 @@ func TestReplay(t *testing.T) {
 				s[i] = -s[i]
 			}
 		}
-		q := quantiles(s, 0.5)
+		q := eval.Quantiles(s, 0.5)
 		return float64(q[0])
 	}
 	sym, err := Replay(synthetic(40, 30, 0, 0, 2), rc)

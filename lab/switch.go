@@ -13,6 +13,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 
 	"github.com/gclock/gclock/internal/sockts"
@@ -22,7 +24,7 @@ import (
 type SwitchConfig struct {
 	Namespace  string   // the namespace holding the ports ("" = this thread's)
 	Ports      []string // interface names; port i is host i's link
-	Link       Link
+	Link       netmodel.Link
 	Seed       uint64
 	SpinWindow time.Duration // 0: DefaultSpinWindow
 	// BusyPoll keeps the thread polling instead of sleeping for this long
@@ -363,7 +365,7 @@ func (s *Switch) Stats() []DirStats {
 			for k, x := range st.lateness {
 				v[k] = int64(x)
 			}
-			q := quantiles(v, 0.5, 0.99, 1)
+			q := eval.Quantiles(v, 0.5, 0.99, 1)
 			c.LatenessP50Ns, c.LatenessP99Ns, c.LatenessMaxNs = q[0], q[1], q[2]
 			c.LatenessSamples = len(v)
 			c.writeCost = nil
@@ -371,7 +373,7 @@ func (s *Switch) Stats() []DirStats {
 			for k, x := range st.writeCost {
 				w[k] = int64(x)
 			}
-			q = quantiles(w, 0.5, 0.99)
+			q = eval.Quantiles(w, 0.5, 0.99)
 			c.WriteP50Ns, c.WriteP99Ns = q[0], q[1]
 			out = append(out, c)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
@@ -49,17 +50,17 @@ func TestTransportThroughSwitch(t *testing.T) {
 	needLab(t)
 	tests := []struct {
 		name     string
-		model    Model
+		model    netmodel.Model
 		ackEvery bool
 	}{
-		{"loss 15% dup 10% reorder 10%", Model{Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond, Loss: 0.15, Dup: 0.10, Reorder: 0.10}, false},
-		{"same, ack per message", Model{Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond, Loss: 0.15, Dup: 0.10, Reorder: 0.10}, true},
+		{"loss 15% dup 10% reorder 10%", netmodel.Model{Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond, Loss: 0.15, Dup: 0.10, Reorder: 0.10}, false},
+		{"same, ack per message", netmodel.Model{Delay: 200 * time.Microsecond, Jitter: 100 * time.Microsecond, Loss: 0.15, Dup: 0.10, Reorder: 0.10}, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
-			l, err := Up(ctx, Config{Hosts: 2, Link: Link{Forward: tt.model, Reverse: tt.model}, Seed: uint64(7 + i)})
+			l, err := Up(ctx, Config{Hosts: 2, Link: netmodel.Link{Forward: tt.model, Reverse: tt.model}, Seed: uint64(7 + i)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
@@ -142,8 +143,8 @@ func BenchTransport(ctx context.Context, cfg TransportBenchConfig) ([]TransportB
 	}
 	var rows []TransportBenchRow
 	for i, loss := range cfg.Losses {
-		m := Model{Delay: cfg.Delay, Loss: loss}
-		lcfg := Config{Hosts: 2, Link: Link{Forward: m, Reverse: m}, Seed: cfg.Seed + uint64(i), BusyPoll: DefaultBusyPoll, Logger: cfg.Logger}
+		m := netmodel.Model{Delay: cfg.Delay, Loss: loss}
+		lcfg := Config{Hosts: 2, Link: netmodel.Link{Forward: m, Reverse: m}, Seed: cfg.Seed + uint64(i), BusyPoll: DefaultBusyPoll, Logger: cfg.Logger}
 		l, err := Up(ctx, lcfg)
 		if err != nil {
 			return rows, fmt.Errorf("lab: bench transport at loss %g: %w", loss, err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 
 	"github.com/gclock/gclock/internal/sockts"
@@ -370,7 +372,7 @@ func (d *probeDir) receive(fd int, tag string, echo func(seq uint64), stop <-cha
 	}
 }
 
-func (d *probeDir) result(from, to int, link Link, lat []DirStats) DirResult {
+func (d *probeDir) result(from, to int, link netmodel.Link, lat []DirStats) DirResult {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := DirResult{From: from, To: to, Duplicates: d.dups, Reordered: d.reordered}
@@ -391,7 +393,7 @@ func (d *probeDir) result(from, to int, link Link, lat []DirStats) DirResult {
 	if r.Received > 0 {
 		r.DupRate = float64(r.Duplicates) / float64(r.Received)
 	}
-	q := quantiles(owd, 0, 0.5, 0.99, 1)
+	q := eval.Quantiles(owd, 0, 0.5, 0.99, 1)
 	r.MinNs, r.P50Ns, r.P99Ns, r.MaxNs = q[0], q[1], q[2], q[3]
 	if link.Direct {
 		r.Link = "direct"

@@ -22,7 +22,7 @@
 // Late receive stamps and late departures never break causality, so the
 // engine's guaranteed bounds must still hold.
 //
-// Each directed link has a fixed minimum delay (asymmetric: MinDelay plus a
+// Each directed link (package netmodel) has a fixed minimum delay (asymmetric: MinDelay plus a
 // per-link draw up to Asymmetry), a random tail (exponential, lognormal or
 // pareto with a given mean), loss, duplication and reordering (a share of
 // messages held back). Phases change the load over time: they scale the
@@ -38,10 +38,12 @@
 // time it reads every node's engine at the node's own clock reading and
 // compares with the truth, the reference's ideal clock at that instant:
 // error = Est - truth, bound coverage (truth in [Earliest, Latest]), bound
-// width, Mono's error. Statistics are streaming (Welford mean and variance,
-// maxima, and a log-linear histogram for p50/p99 with a relative resolution
-// of 1/32, reported at bucket middles: within 1.6%), so memory does not grow
-// with the length of a run.
+// width, Mono's error, by package eval. Statistics are streaming (Welford
+// mean and variance, maxima); p50/p99 are gonum's empirical quantiles over
+// every error while a run has at most 2^21 evaluations (nodes times reads
+// after the warm-up), and beyond that come from eval's log-linear histogram
+// (relative resolution 1/32, reported at bucket middles: within 1.6%), so
+// memory does not grow with the length of a long run.
 //
 // # Scenarios
 //

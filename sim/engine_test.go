@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/netmodel"
 )
 
 // smallReal is the default scenario cut to a few minutes, with the real
@@ -222,7 +223,7 @@ func TestRealEngineHostileLinks(t *testing.T) {
 	for _, dist := range []string{"pareto", "lognormal"} {
 		t.Run(dist, func(t *testing.T) {
 			s := smallReal()
-			s.Links.Tail = TailSpec{Dist: dist, Mean: Duration(5 * time.Microsecond), Alpha: 1.5, Sigma: 2}
+			s.Links.Tail = netmodel.TailSpec{Dist: dist, Mean: Duration(5 * time.Microsecond), Alpha: 1.5, Sigma: 2}
 			s.Links.Loss, s.Links.Duplicate, s.Links.Reorder = 0.05, 0.02, 0.02
 			res, err := Run(context.Background(), s, Options{})
 			if err != nil {

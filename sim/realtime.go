@@ -8,6 +8,7 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/realtime"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // RealTimeSpec runs the served time scale (engine/realtime) on every node,
@@ -301,7 +302,7 @@ func (r *runner) rtDrain(id int) {
 		}
 		r.rt.res.Messages++
 		depart := r.now + r.schedNoise(r.now)
-		r.buf = r.links.transmit(r.rng, id, to, r.sc.loadAt(depart-Origin), r.buf)
+		r.buf = r.links.Transmit(r.rng, id, to, r.sc.loadAt(depart-Origin).Load, r.buf)
 		for _, d := range r.buf {
 			arrive := depart + d
 			r.push(event{t: arrive + r.schedNoise(arrive), kind: evRTDeliver, node: int32(to), rtm: &m})
@@ -397,8 +398,8 @@ func (r *runner) rtEvaluate(i int, local int64, tm engine.Time, counted bool) {
 	if s.Earliest <= truth && truth <= s.Latest {
 		res.Covered++
 	}
-	res.MaxAbsErr = max(res.MaxAbsErr, satAbs(satSub(s.Est, truth)))
-	res.MaxWidth = max(res.MaxWidth, satSub(s.Latest, s.Earliest))
+	res.MaxAbsErr = max(res.MaxAbsErr, satmath.Abs(satmath.Sub(s.Est, truth)))
+	res.MaxWidth = max(res.MaxWidth, satmath.Sub(s.Latest, s.Earliest))
 }
 
 // rtBlind: a step of CLOCK_REALTIME happened and node i's model was
@@ -413,13 +414,6 @@ func (r *runner) rtBlind(i int) bool {
 		}
 	}
 	return false
-}
-
-func satAbs(v int64) int64 {
-	if v < 0 {
-		return satSub(0, v)
-	}
-	return v
 }
 
 // rtResult completes the real-time result at the end of the run.

@@ -78,12 +78,16 @@ func WriteTable(w io.Writer, res *Result) error {
 	if title != "" {
 		fmt.Fprintln(w, title)
 	}
+	quantiles := "p50/p99 exact (empirical quantiles)"
+	if r := res.Summary.QuantileResolution; r > 0 {
+		quantiles = fmt.Sprintf("p50/p99 within %.1f%%", 100*r/2)
+	}
 	fmt.Fprintf(w, "\nerror = Est - truth (reference's ideal clock); mean/p50/p99/max of |error|, std of error;\n"+
-		"p50/p99 within %.1f%%; coverage (synced) = share of the reads claiming synced with the truth inside\n"+
+		"%s; coverage (synced) = share of the reads claiming synced with the truth inside\n"+
 		"[Earliest, Latest] (a synced read is a promise), (all) = the same over every read with an estimate;\n"+
 		"synced/stale/degraded/unsynced = share of reads in each status;\n"+
 		"\"all\" includes the reference, whose reads differ from its ideal clock by read jitter and granularity.\n",
-		100*res.Summary.QuantileResolution/2)
+		quantiles)
 	if rt := res.RealTime; rt != nil {
 		fmt.Fprintf(w, "\nreal time (%s): %d synced served reads, coverage %.6f against the true served scale, %d blind (after a CLOCK_REALTIME step, before the next model), %d unserved;\n"+
 			"max |served - truth| %s, max width %s, served rate per local ns [%.6f, %.6f], %d backward; %d jumps detected, %d polls (%d failed), %d segments, %d messages\n",

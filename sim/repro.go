@@ -314,7 +314,7 @@ func JezequelFPS(ctx context.Context, opt Options, dur time.Duration, noMu bool)
 		if !ok1 || !ok2 || !ok3 {
 			return j, fmt.Errorf("jezequel-fps-t40: node %d has no estimate at the end of the acquisition", n)
 		}
-		wa, wm, we := satSub(pa.Hi, pa.Lo), satSub(pm.Hi, pm.Lo), satSub(pe.Hi, pe.Lo)
+		wa, wm, we := satmath.Sub(pa.Hi, pa.Lo), satmath.Sub(pm.Hi, pm.Lo), satmath.Sub(pe.Hi, pe.Lo)
 		j.Nodes = append(j.Nodes, n)
 		j.WidthAtAcq = append(j.WidthAtAcq, wa)
 		j.WidthAt1h = append(j.WidthAt1h, we)
@@ -434,8 +434,8 @@ func IntelCorrection(ctx context.Context, opt Options) (Intel, error) {
 		le, _, _ := line.At(r.Local)
 		se := spl.Map(r.Local)
 		t := float64(r.T) / 1e9
-		lp := TracePoint{T: t, Err: satSub(le, r.Truth), Status: engine.StatusSynced, Lo: 1, Hi: -1}
-		sp := TracePoint{T: t, Err: satSub(se, r.Truth), Status: engine.StatusSynced, Lo: 1, Hi: -1}
+		lp := TracePoint{T: t, Err: satmath.Sub(le, r.Truth), Status: engine.StatusSynced, Lo: 1, Hi: -1}
+		sp := TracePoint{T: t, Err: satmath.Sub(se, r.Truth), Status: engine.StatusSynced, Lo: 1, Hi: -1}
 		lineErr, splErr = append(lineErr, lp), append(splErr, sp)
 		if r.Local-x0 >= span/3 && r.Local-x0 <= 2*span/3 {
 			lineMid, splMid = append(lineMid, lp), append(splMid, sp)

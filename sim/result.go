@@ -5,6 +5,8 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Result is the evaluation of one run. Its JSON form is what
@@ -41,22 +43,63 @@ type Result struct {
 func (r *runner) result(wall time.Duration) *Result {
 	secs := time.Duration(r.sc.Duration).Seconds()
 	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec, RealTime: r.rtResult()}
-	all, others := newErrStats(5), newErrStats(5)
+	all, others := eval.New(r.evalOptions()), eval.New(r.evalOptions())
 	var msgs uint64
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		msgs += n.sent
-		res.Nodes = append(res.Nodes, n.stats.summary(i, n.sent, 1, secs))
-		all.merge(n.stats)
+		res.Nodes = append(res.Nodes, summary(i, n.stats.Summary(), n.sent, 1, secs))
+		all.Merge(n.stats)
 		if i != r.ref {
-			others.merge(n.stats)
+			others.Merge(n.stats)
 		}
 	}
 	res.Messages = msgs
-	res.Summary = all.summary(-1, msgs, len(r.nodes), secs)
-	res.Others = others.summary(-1, msgs, len(r.nodes), secs)
+	res.Summary = summary(-1, all.Summary(), msgs, len(r.nodes), secs)
+	res.Others = summary(-1, others.Summary(), msgs, len(r.nodes), secs)
 	res.Failover = r.failoverResult()
 	return res
+}
+
+// Summary is the evaluation of one node or of the whole cluster (package
+// eval's, under the JSON names of `gclock sim --json`). Errors are Est -
+// truth in ns; the mean, p50, p99 and max are of |error|; the std is of
+// the signed error. p50/p99 are exact (QuantileResolution 0) unless the run
+// has more than 2^21 evaluations: then they come from a log-linear
+// histogram of the resolution QuantileResolution states.
+type Summary struct {
+	ID            int     `json:"id"`
+	Evaluations   uint64  `json:"evaluations"`
+	UnsyncedShare float64 `json:"unsynced_share"`
+	ErrorMeanNs   float64 `json:"error_mean_ns"`
+	ErrorBiasNs   float64 `json:"error_bias_ns"`
+	ErrorStdNs    float64 `json:"error_std_ns"`
+	ErrorP50Ns    int64   `json:"error_p50_ns"`
+	ErrorP99Ns    int64   `json:"error_p99_ns"`
+	ErrorMaxNs    int64   `json:"error_max_ns"`
+	// BoundCoverage is the share of reads claiming synced whose bounds
+	// held the truth (1 when none claimed synced); BoundCoverageAll the
+	// share over every read with an estimate, degraded and stale included.
+	BoundCoverage    float64 `json:"bound_coverage"`
+	BoundCoverageAll float64 `json:"bound_coverage_all"`
+	// StatusShare is the share of evaluations in each status.
+	StatusShare         map[string]float64 `json:"status_share"`
+	BoundWidthMeanNs    float64            `json:"bound_width_mean_ns"`
+	MonoErrorMeanNs     float64            `json:"mono_error_mean_ns"`
+	MonoErrorMaxNs      int64              `json:"mono_error_max_ns"`
+	MessagesPerNodePerS float64            `json:"messages_per_node_per_s"`
+	QuantileResolution  float64            `json:"quantile_resolution"`
+}
+
+// summary lays out eval's summary of node id (-1: several) with its
+// traffic: msgs messages sent by nodes nodes in seconds.
+func summary(id int, s eval.Summary, msgs uint64, nodes int, seconds float64) Summary {
+	return Summary{ID: id, Evaluations: s.Evaluations, UnsyncedShare: s.UnsyncedShare,
+		ErrorMeanNs: s.ErrorMeanNs, ErrorBiasNs: s.ErrorBiasNs, ErrorStdNs: s.ErrorStdNs,
+		ErrorP50Ns: s.ErrorP50Ns, ErrorP99Ns: s.ErrorP99Ns, ErrorMaxNs: s.ErrorMaxNs,
+		BoundCoverage: s.BoundCoverage, BoundCoverageAll: s.BoundCoverageAll, StatusShare: s.StatusShare,
+		BoundWidthMeanNs: s.BoundWidthMeanNs, MonoErrorMeanNs: s.MonoErrorMeanNs, MonoErrorMaxNs: s.MonoErrorMaxNs,
+		MessagesPerNodePerS: eval.PerNodePerS(float64(msgs), nodes, seconds), QuantileResolution: s.QuantileResolution}
 }
 
 // maxTracePoints bounds the points kept per plotted node: longer runs keep
@@ -116,8 +159,8 @@ func (tr *Trace) addPoint(i int, now int64, tm engine.Time, truth int64) {
 	if (tr.evals-1)%tr.stride != 0 {
 		return
 	}
-	tr.Points[i] = append(tr.Points[i], TracePoint{T: secondsSince(now), Err: satSub(tm.Est, truth),
-		Lo: satSub(tm.Earliest, truth), Hi: satSub(tm.Latest, truth), Mono: satSub(tm.Mono, truth), Status: tm.Status})
+	tr.Points[i] = append(tr.Points[i], TracePoint{T: secondsSince(now), Err: satmath.Sub(tm.Est, truth),
+		Lo: satmath.Sub(tm.Earliest, truth), Hi: satmath.Sub(tm.Latest, truth), Mono: satmath.Sub(tm.Mono, truth), Status: tm.Status})
 }
 
 func (tr *Trace) addEvent(i int, now int64, ev engine.Event) {

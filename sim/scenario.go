@@ -15,20 +15,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/netmodel"
 )
 
 // Duration is a time span in nanoseconds, written in YAML and JSON as a Go
-// duration string ("10ms", "1h30m").
-type Duration int64
-
-// String formats d like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalYAML writes d as a duration string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+// duration string ("10ms", "1h30m"): netmodel's, which the links use too.
+type Duration = netmodel.Duration
 
 // Scenario is one simulation: the cluster, its clocks, its links, the load
 // over time and the engine's configuration. Every field has a default (see
@@ -41,11 +33,11 @@ type Scenario struct {
 	Nodes    int      `yaml:"nodes" json:"nodes"`
 	Duration Duration `yaml:"duration" json:"duration"`
 	// Reference is the node whose clock is global time.
-	Reference int          `yaml:"reference" json:"reference"`
-	Topology  TopologySpec `yaml:"topology" json:"topology"`
-	Engine    EngineSpec   `yaml:"engine" json:"engine"`
-	Clocks    ClockSpec    `yaml:"clocks" json:"clocks"`
-	Links     LinkSpec     `yaml:"links" json:"links"`
+	Reference int           `yaml:"reference" json:"reference"`
+	Topology  TopologySpec  `yaml:"topology" json:"topology"`
+	Engine    EngineSpec    `yaml:"engine" json:"engine"`
+	Clocks    ClockSpec     `yaml:"clocks" json:"clocks"`
+	Links     netmodel.Spec `yaml:"links" json:"links"`
 	// Phases change the load over time; the first phase starts at 0.
 	Phases []Phase  `yaml:"phases" json:"phases,omitempty"`
 	Eval   EvalSpec `yaml:"eval" json:"eval"`
@@ -199,35 +191,6 @@ type DriftStep struct {
 	Except []int `yaml:"except" json:"except,omitempty"`
 }
 
-// LinkSpec is the model of every directed link.
-type LinkSpec struct {
-	// MinDelay is the shortest one-way delay. Each directed link gets
-	// MinDelay plus a uniform draw in [0, Asymmetry], so the two directions
-	// of a link differ by up to Asymmetry.
-	MinDelay  Duration `yaml:"min_delay" json:"min_delay"`
-	Asymmetry Duration `yaml:"asymmetry" json:"asymmetry"`
-	Tail      TailSpec `yaml:"tail" json:"tail"`
-	Loss      float64  `yaml:"loss" json:"loss"`
-	Duplicate float64  `yaml:"duplicate" json:"duplicate"`
-	// Reorder is the share of messages held back by ReorderDelay (extra), so
-	// that later messages overtake them.
-	Reorder      float64  `yaml:"reorder" json:"reorder"`
-	ReorderDelay Duration `yaml:"reorder_delay" json:"reorder_delay"`
-}
-
-// TailSpec is the random part of the one-way delay, added to the minimum.
-type TailSpec struct {
-	// Dist is exponential, lognormal or pareto.
-	Dist string `yaml:"dist" json:"dist"`
-	// Mean of the tail (all three distributions are parameterised by their
-	// mean, so that a load phase scales the mean).
-	Mean Duration `yaml:"mean" json:"mean"`
-	// Sigma is the lognormal's shape (of the underlying normal).
-	Sigma float64 `yaml:"sigma" json:"sigma,omitempty"`
-	// Alpha is the pareto's shape (> 1 for a finite mean).
-	Alpha float64 `yaml:"alpha" json:"alpha,omitempty"`
-}
-
 // Phase is a period of the run with its own load. It lasts until the next
 // phase starts.
 type Phase struct {
@@ -317,10 +280,10 @@ func base() Scenario {
 			Jitter:            Duration(20),
 			SchedNoise:        Duration(500),
 		},
-		Links: LinkSpec{
+		Links: netmodel.Spec{
 			MinDelay:     Duration(5 * time.Microsecond),
 			Asymmetry:    Duration(200),
-			Tail:         TailSpec{Dist: "exponential", Mean: Duration(2 * time.Microsecond), Sigma: 1, Alpha: 2.5},
+			Tail:         netmodel.TailSpec{Dist: netmodel.TailExponential, Mean: Duration(2 * time.Microsecond), Sigma: 1, Alpha: 2.5},
 			ReorderDelay: Duration(100 * time.Microsecond),
 		},
 		Eval: EvalSpec{
@@ -482,36 +445,8 @@ func (s *Scenario) Validate() error {
 			}
 		}
 	}
-	l := &s.Links
-	if l.MinDelay < 0 || l.Asymmetry < 0 || l.ReorderDelay < 0 {
-		bad("links.min_delay", "delays must be >= 0")
-	}
-	switch l.Tail.Dist {
-	case "exponential":
-	case "lognormal":
-		if !finiteIn(l.Tail.Sigma, 0.01, 5) {
-			bad("links.tail.sigma", "%v out of range [0.01, 5]", l.Tail.Sigma)
-		}
-	case "pareto":
-		if !finiteIn(l.Tail.Alpha, 1.01, 100) {
-			bad("links.tail.alpha", "%v out of range (1, 100] (the mean must be finite)", l.Tail.Alpha)
-		}
-	default:
-		bad("links.tail.dist", "unknown distribution %q (exponential, lognormal, pareto)", l.Tail.Dist)
-	}
-	if l.Tail.Mean < 0 {
-		bad("links.tail.mean", "must be >= 0")
-	}
-	for _, p := range []struct {
-		f string
-		v float64
-	}{{"links.loss", l.Loss}, {"links.duplicate", l.Duplicate}, {"links.reorder", l.Reorder}} {
-		if !finiteIn(p.v, 0, 1) {
-			bad(p.f, "probability %v out of range [0, 1]", p.v)
-		}
-	}
-	if l.Loss >= 1 {
-		bad("links.loss", "1 would cut every link for the whole run")
+	if err := s.Links.Validate("links"); err != nil {
+		errs = append(errs, err)
 	}
 	for i := range s.Phases {
 		p := &s.Phases[i]

@@ -13,6 +13,8 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/netmodel"
 )
 
 // Origin is the truth time at which every run starts. Runs start far from 0
@@ -125,7 +127,7 @@ type nodeState struct {
 	tickGen   uint32
 	pastTicks int
 	sent      uint64
-	stats     *ErrStats
+	stats     *eval.Acc
 	mem       *engine.Member // eng as a Member (nil with Options.NewNode)
 	down      bool           // stopped by a fault
 }
@@ -136,7 +138,7 @@ type runner struct {
 	opt    Options
 	log    *slog.Logger
 	rng    *rand.Rand
-	links  linkModel
+	links  netmodel.Net
 	nodes  []nodeState
 	ref    int
 	heap   eventHeap
@@ -181,7 +183,7 @@ func Run(ctx context.Context, sc Scenario, opt Options) (*Result, error) {
 	}
 	r := &runner{sc: sc, opt: opt, log: opt.Logger, ref: sc.Reference,
 		rng:   rand.New(rand.NewPCG(sc.Seed, mix64(sc.Seed^0x51ab))),
-		links: linkModel{spec: sc.Links, seed: mix64(sc.Seed ^ 0x11ce)}}
+		links: netmodel.Net{Spec: sc.Links, Seed: mix64(sc.Seed ^ 0x11ce)}}
 	if members {
 		r.fo = &failoverState{scales: map[engine.NodeID]scale{}, lastEst: make([]int64, sc.Nodes), lastT: make([]int64, sc.Nodes),
 			haveLast: make([]bool, sc.Nodes), done: make([]bool, len(sc.Faults))}
@@ -239,7 +241,7 @@ func (r *runner) setup() error {
 		cfg.ID = engine.NodeID(i)
 		cfg.Sources = toIDs(sources[i])
 		cfg.Children = toIDs(children[i])
-		r.nodes[i] = nodeState{clk: clk, stats: newErrStats(5)}
+		r.nodes[i] = nodeState{clk: clk, stats: eval.New(r.evalOptions())}
 		if r.members() {
 			m, err := r.newMember(i, cfg)
 			if err != nil {
@@ -397,7 +399,7 @@ func (r *runner) schedNoise(t int64) int64 {
 		return 0
 	}
 	m *= r.sc.loadAt(t - Origin).schedScale
-	return min(int64(m*r.rng.ExpFloat64()), maxDelay)
+	return min(int64(m*r.rng.ExpFloat64()), netmodel.MaxDelay)
 }
 
 // progressEvery is how often (wall time) a progress line is printed.
@@ -489,7 +491,7 @@ func (r *runner) drain(id int, local int64) error {
 		n.sent++
 		depart := r.now + r.schedNoise(r.now)
 		ld := r.sc.loadAt(depart - Origin)
-		r.buf = r.links.transmit(r.rng, id, to, ld, r.buf)
+		r.buf = r.links.Transmit(r.rng, id, to, ld.Load, r.buf)
 		for _, d := range r.buf {
 			// Every copy in flight owns its samples: the engine may reuse its
 			// buffers, and a duplicate must not alias the original.
@@ -543,6 +545,19 @@ func (r *runner) drain(id int, local int64) error {
 	return nil
 }
 
+// exactEvaluations is the most evaluations (nodes times reads after the
+// warm-up) for which the evaluator keeps every error for exact quantiles:
+// 2^21 errors are 16 MB, kept per node and twice for the cluster's
+// summaries. Longer runs use eval's histogram (resolution 1/32).
+const exactEvaluations = 1 << 21
+
+// evalOptions says how the evaluator accumulates one node's reads.
+func (r *runner) evalOptions() eval.Options {
+	sc := &r.sc
+	reads := (int64(sc.Duration) - int64(sc.Eval.Warmup)) / int64(sc.Eval.Interval)
+	return eval.Options{Interval: int64(sc.Eval.Interval), Exact: reads <= exactEvaluations/int64(sc.Nodes)}
+}
+
 // evaluate reads every node's global time at the present truth and compares
 // it with the reference's ideal clock. Only here are clock parameters used.
 func (r *runner) evaluate() {
@@ -571,7 +586,6 @@ func (r *runner) evaluate() {
 		if r.rt != nil {
 			r.rtEvaluate(i, local, tm, counted)
 		}
-		errNs := satSub(tm.Est, truth)
 		if r.trace != nil {
 			if pi, ok := r.plotIx[i]; ok {
 				r.trace.addPoint(pi, r.now, tm, truth)
@@ -583,24 +597,7 @@ func (r *runner) evaluate() {
 		if !counted {
 			continue
 		}
-		if int(tm.Status) < len(n.stats.ByStatus) {
-			n.stats.ByStatus[tm.Status]++
-		}
-		if tm.Status == engine.StatusUnsynced {
-			n.stats.Unsynced++
-			continue
-		}
-		covered := tm.Earliest <= truth && truth <= tm.Latest
-		if tm.Status == engine.StatusSynced {
-			n.stats.SyncedN++
-			if covered {
-				n.stats.SyncedCovered++
-			}
-		}
-		width := uint64(tm.Latest) - uint64(tm.Earliest)
-		if tm.Latest < tm.Earliest {
-			width = 0
-		}
-		n.stats.add(errNs, satSub(tm.Mono, truth), covered, width)
+		n.stats.Add(eval.Read{At: r.now, Est: tm.Est, Earliest: tm.Earliest, Latest: tm.Latest, Mono: tm.Mono,
+			Status: eval.Status(tm.Status), Truth: truth})
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 func standIn() Options { return Options{NewNode: newCristian} }
@@ -76,75 +76,6 @@ func TestEndToEndStandInCoverage(t *testing.T) {
 	}
 }
 
-func TestLinkModelStatistics(t *testing.T) {
-	const n = 200000
-	for _, tc := range []struct {
-		dist       string
-		sigma, alp float64
-	}{{"exponential", 0, 0}, {"lognormal", 1, 0}, {"pareto", 0, 3}} {
-		t.Run(tc.dist, func(t *testing.T) {
-			spec := LinkSpec{MinDelay: 5000, Asymmetry: 400, Loss: 0.05, Duplicate: 0.02, Reorder: 0.01, ReorderDelay: 1e6,
-				Tail: TailSpec{Dist: tc.dist, Mean: 2000, Sigma: tc.sigma, Alpha: tc.alp}}
-			m := linkModel{spec: spec, seed: 42}
-			rng := rand.New(rand.NewPCG(1, 2))
-			ld := load{tailScale: 1, schedScale: 1, loss: spec.Loss, duplicate: spec.Duplicate, reorder: spec.Reorder}
-			var lost, dup, sent, reord int
-			var sum float64
-			base := m.minDelay(3, 4)
-			if base < 5000 || base > 5400 {
-				t.Fatalf("min delay %d outside [5000, 5400]", base)
-			}
-			if m.minDelay(3, 4) != base {
-				t.Fatal("min delay of a link is not fixed")
-			}
-			var buf []int64
-			for range n {
-				buf = m.transmit(rng, 3, 4, ld, buf)
-				switch len(buf) {
-				case 0:
-					lost++
-				case 2:
-					dup++
-				}
-				for _, d := range buf {
-					if d < base {
-						t.Fatalf("delay %d below the minimum %d", d, base)
-					}
-					if d >= base+int64(spec.ReorderDelay) {
-						reord++
-						d -= int64(spec.ReorderDelay)
-					}
-					sent++
-					sum += float64(d - base)
-				}
-			}
-			within := func(name string, got, want, tol float64) {
-				if math.Abs(got-want) > tol {
-					t.Errorf("%s = %.4g, want %.4g +- %.2g", name, got, want, tol)
-				}
-			}
-			within("loss rate", float64(lost)/n, 0.05, 0.004)
-			within("duplicate rate", float64(dup)/float64(n-lost), 0.02, 0.003)
-			within("reorder rate", float64(reord)/float64(sent), 0.01, 0.002)
-			// The pareto's sample mean converges slowly; alpha 3 has finite
-			// variance, so 5% is about 10 standard errors.
-			within("tail mean", sum/float64(sent), 2000, 100)
-			ld.tailScale = 10
-			sum, sent = 0, 0
-			for range n / 4 {
-				buf = m.transmit(rng, 3, 4, load{tailScale: 10}, buf)
-				for _, d := range buf {
-					if d < base+int64(spec.ReorderDelay) {
-						sum += float64(d - base)
-						sent++
-					}
-				}
-			}
-			within("loaded tail mean", sum/float64(sent), 20000, 2000)
-		})
-	}
-}
-
 func TestLoadPhases(t *testing.T) {
 	s := DefaultScenario()
 	for _, tc := range []struct {
@@ -158,8 +89,8 @@ func TestLoadPhases(t *testing.T) {
 		{5*time.Minute + 2100*time.Millisecond, 50, 1},
 	} {
 		l := s.loadAt(int64(tc.at))
-		if l.tailScale != tc.tail || float64(l.phase) != tc.phase {
-			t.Errorf("at %v: tail scale %v phase %d, want %v, %v", tc.at, l.tailScale, l.phase, tc.tail, tc.phase)
+		if l.TailScale != tc.tail || float64(l.phase) != tc.phase {
+			t.Errorf("at %v: tail scale %v phase %d, want %v, %v", tc.at, l.TailScale, l.phase, tc.tail, tc.phase)
 		}
 	}
 }
@@ -233,76 +164,12 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func TestHistogramQuantiles(t *testing.T) {
-	for _, sub := range []uint{3, 5, 7} {
-		h := NewHistogram(sub)
-		rng := rand.New(rand.NewPCG(3, 4))
-		vals := make([]int64, 0, 100000)
-		for range 100000 {
-			v := int64(rng.ExpFloat64() * 1e5)
-			vals = append(vals, v)
-			h.Add(v)
-		}
-		res := math.Ldexp(1, -int(sub))
-		for _, q := range []float64{0.5, 0.9, 0.99} {
-			exact := quantileExact(vals, q)
-			got := h.Quantile(q)
-			if math.Abs(float64(got-exact)) > res*float64(exact)+1 {
-				t.Errorf("subBits %d q %v: got %d, exact %d, resolution %v", sub, q, got, exact, res)
-			}
-		}
-		if h.Quantile(1) > h.max || h.Count() != 100000 {
-			t.Errorf("max or count wrong")
-		}
-	}
-	small := NewHistogram(4)
-	for v := range int64(10) {
-		small.Add(v)
-	}
-	if got := small.Quantile(0.5); got != 4 {
-		t.Errorf("exact range median %d, want 4", got)
-	}
-	if NewHistogram(4).Quantile(0.5) != 0 {
-		t.Error("empty histogram quantile not 0")
-	}
-}
-
-func quantileExact(v []int64, q float64) int64 {
-	s := append([]int64(nil), v...)
-	slicesSort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(i, 0)]
-}
-
-func TestErrStatsMergeMatchesDirect(t *testing.T) {
-	a, b, all := newErrStats(5), newErrStats(5), newErrStats(5)
-	rng := rand.New(rand.NewPCG(5, 6))
-	for i := range 1000 {
-		e := int64(rng.NormFloat64() * 300)
-		w := uint64(rng.IntN(1000))
-		if i%2 == 0 {
-			a.add(e, e, e < 200, w)
-		} else {
-			b.add(e, e, e < 200, w)
-		}
-		all.add(e, e, e < 200, w)
-	}
-	a.merge(b)
-	sa, sall := a.summary(0, 0, 1, 1), all.summary(0, 0, 1, 1)
-	if math.Abs(sa.ErrorStdNs-sall.ErrorStdNs) > 1e-6 || math.Abs(sa.ErrorMeanNs-sall.ErrorMeanNs) > 1e-9 ||
-		sa.ErrorP99Ns != sall.ErrorP99Ns || sa.BoundCoverage != sall.BoundCoverage {
-		t.Errorf("merged %+v != direct %+v", sa, sall)
-	}
-}
-
 func TestSatSub(t *testing.T) {
 	for _, tc := range []struct{ a, b, want int64 }{
 		{5, 3, 2}, {math.MaxInt64, -1, math.MaxInt64}, {math.MinInt64, 1, math.MinInt64}, {-5, -7, 2},
 	} {
-		if got := satSub(tc.a, tc.b); got != tc.want {
-			t.Errorf("satSub(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
+		if got := satmath.Sub(tc.a, tc.b); got != tc.want {
+			t.Errorf("satmath.Sub(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
-
-func slicesSort(s []int64) { slices.Sort(s) }

@@ -18,6 +18,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/sim"
 )
 
@@ -175,7 +176,7 @@ func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
 }
 
 func (f *labFlags) config() (lab.Config, error) {
-	link, err := lab.ParseLink(f.link)
+	link, err := netmodel.ParseLink(f.link)
 	if err != nil {
 		return lab.Config{}, fmt.Errorf("--link: %w", err)
 	}

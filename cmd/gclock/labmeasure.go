@@ -18,6 +18,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/measure"
+	"github.com/gclock/gclock/netmodel"
 )
 
 const labMeasureUsage = `usage:
@@ -228,7 +229,7 @@ func nsStr(v float64) string {
 // labMeasureOnce builds a lab, runs the measurement and analyses it.
 func labMeasureOnce(ctx context.Context, f *labMeasureFlags, latency bool, link string, stderr io.Writer) (labMeasureRun, error) {
 	out := labMeasureRun{link: link, latency: latency}
-	lk, err := lab.ParseLink(link)
+	lk, err := netmodel.ParseLink(link)
 	if err != nil {
 		return out, fmt.Errorf("--link: %w", err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package netmodel
 
 import (
 	"errors"
@@ -128,7 +128,7 @@ func TestModelDistributions(t *testing.T) {
 		// Pareto(3) has an infinite fourth moment: its sample sd converges
 		// slowly, hence the wider tolerance. Floor: base - 0.577 jitter.
 		{"pareto", Model{Delay: 100 * time.Microsecond, Jitter: 50 * time.Microsecond, Dist: DistPareto},
-			100 * us, 50 * us, 100*us - 50*us*(paretoMean-1)/paretoSD - 1, math.Inf(1), 0.01, 0.15},
+			100 * us, 50 * us, 100*us - 50*us*paretoTailPerJitter - 1, math.Inf(1), 0.01, 0.15},
 		// Clamped at zero: the mean rises above the base delay.
 		{"normal clamped", Model{Delay: 0, Jitter: 10 * time.Microsecond, Dist: DistNormal},
 			10 * us / math.Sqrt(2*math.Pi), -1, 0, math.Inf(1), 0.02, -1},

@@ -1,14 +1,15 @@
-package lab
+package netmodel
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gclock/gclock/eval"
 )
 
 // Dist is the distribution of a link's jitter.
@@ -26,6 +27,8 @@ const (
 	// DistPareto: base + Jitter*Z where Z is a Pareto(alpha=3) variable
 	// standardised to mean 0 and standard deviation 1, as netem's pareto
 	// table is: a hard floor at base-0.577*Jitter and a heavy right tail.
+	// It is the package's one pareto (a Lomax tail of mean 0.577*Jitter on
+	// that floor; see the package documentation).
 	DistPareto
 )
 
@@ -34,12 +37,12 @@ const (
 // deviation, and it keeps the heavy tail that makes pareto links hard.
 const paretoAlpha = 3.0
 
-// paretoMean and paretoSD are the mean and standard deviation of
-// Pareto(xm=1, alpha=3): alpha/(alpha-1) and sqrt(alpha/((alpha-1)^2 (alpha-2))).
-var (
-	paretoMean = paretoAlpha / (paretoAlpha - 1)
-	paretoSD   = math.Sqrt(paretoAlpha / ((paretoAlpha - 1) * (paretoAlpha - 1) * (paretoAlpha - 2)))
-)
+// paretoTailPerJitter is the mean of the Lomax tail of a DistPareto model
+// per unit of Jitter: for Pareto(xm=1, alpha), (mean - 1)/sd with mean
+// alpha/(alpha-1) and sd sqrt(alpha/((alpha-1)^2 (alpha-2))), which is
+// sqrt((alpha-2)/alpha) = 1/sqrt(3) for alpha 3. It is also how far below
+// the base delay the floor lies, per unit of Jitter.
+var paretoTailPerJitter = math.Sqrt((paretoAlpha - 2) / paretoAlpha)
 
 // String names the distribution as the link syntax spells it.
 func (d Dist) String() string {
@@ -96,13 +99,7 @@ func (m Model) Validate() error {
 // and returns the extended slice. It reads no clock; r is the only source of
 // randomness, so a seeded r makes a link reproducible.
 func (m Model) Plan(r *rand.Rand, dst []int64) []int64 {
-	if m.Loss > 0 && r.Float64() < m.Loss {
-		return dst
-	}
-	copies := 1
-	if m.Dup > 0 && r.Float64() < m.Dup {
-		copies = 2
-	}
+	copies := fate(r, m.Loss, m.Dup)
 	for range copies {
 		if m.Reorder > 0 && r.Float64() < m.Reorder {
 			dst = append(dst, 0)
@@ -114,7 +111,7 @@ func (m Model) Plan(r *rand.Rand, dst []int64) []int64 {
 }
 
 // Sample draws one delay in ns from the delay distribution (no loss, no
-// duplication, no reordering), never negative.
+// duplication, no reordering), in [0, MaxDelay].
 func (m Model) Sample(r *rand.Rand) int64 {
 	d := float64(m.Delay)
 	j := float64(m.Jitter)
@@ -124,15 +121,15 @@ func (m Model) Sample(r *rand.Rand) int64 {
 	case DistNormal:
 		d += j * r.NormFloat64()
 	case DistPareto:
-		u := 1 - r.Float64() // (0,1]
-		p := math.Pow(u, -1/paretoAlpha)
-		d += j * (p - paretoMean) / paretoSD
+		// The package's pareto: a Lomax tail of mean t on a floor at d - t.
+		t := j * paretoTailPerJitter
+		d += lomax(r, t, paretoAlpha) - t
 	}
-	if d < 0 || math.IsNaN(d) {
+	if !(d > 0) {
 		return 0
 	}
-	if d > float64(math.MaxInt64/2) {
-		return math.MaxInt64 / 2
+	if !(d < float64(MaxDelay)) {
+		return MaxDelay
 	}
 	return int64(math.Round(d))
 }
@@ -149,12 +146,7 @@ func (m Model) Quantiles(n int, seed uint64, qs ...float64) []int64 {
 	for i := range s {
 		s[i] = m.Sample(r)
 	}
-	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
-	out := make([]int64, len(qs))
-	for i, q := range qs {
-		out[i] = quantileSorted(s, q)
-	}
-	return out
+	return eval.Quantiles(s, qs...)
 }
 
 // String spells the model in the syntax ParseLink reads.
