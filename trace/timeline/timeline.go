@@ -6,9 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"time"
 
+	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/chrome"
 	"github.com/gclock/gclock/trace/correct"
@@ -365,9 +365,8 @@ func (e *evaluator) stats() *ErrStats {
 	if len(e.abs) == 0 {
 		return s
 	}
-	slices.Sort(e.abs)
-	q := func(p float64) int64 { return e.abs[min(len(e.abs)-1, int(p*float64(len(e.abs))))] }
-	s.P50, s.P99 = q(0.50), q(0.99)
+	q := eval.Quantiles(e.abs, 0.50, 0.99)
+	s.P50, s.P99 = q[0], q[1]
 	s.Mean = e.sum / float64(len(e.abs))
 	return s
 }
