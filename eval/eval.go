@@ -277,7 +277,8 @@ func (a *Acc) Summary() Summary {
 	}
 	if a.opt.Exact {
 		slices.Sort(a.abs)
-		q := func(p float64) int64 { return toInt64(stat.Quantile(p, stat.Empirical, a.abs, nil)) }
+		// |errors| beyond 2^53 ns round as float64s: never above the maximum.
+		q := func(p float64) int64 { return min(toInt64(stat.Quantile(p, stat.Empirical, a.abs, nil)), a.maxAbs) }
 		out.ErrorP50Ns, out.ErrorP95Ns, out.ErrorP99Ns = q(0.50), q(0.95), q(0.99)
 	} else {
 		out.ErrorP50Ns, out.ErrorP95Ns, out.ErrorP99Ns = a.hist.Quantile(0.50), a.hist.Quantile(0.95), a.hist.Quantile(0.99)
@@ -307,13 +308,16 @@ func Quantiles(v []int64, qs ...float64) []int64 {
 		return out
 	}
 	s := make([]float64, len(v))
+	lo, hi := v[0], v[0]
 	for i, x := range v {
 		s[i] = float64(x)
+		lo, hi = min(lo, x), max(hi, x)
 	}
 	slices.Sort(s)
 	for i, q := range qs {
 		q = min(max(q, 0), 1)
-		out[i] = toInt64(stat.Quantile(q, stat.Empirical, s, nil))
+		// Values beyond 2^53 round as float64s: keep within the sample.
+		out[i] = min(max(toInt64(stat.Quantile(q, stat.Empirical, s, nil)), lo), hi)
 	}
 	return out
 }

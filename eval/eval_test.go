@@ -59,7 +59,8 @@ func TestQuantilesNearestRank(t *testing.T) {
 		{[]int64{4, 1, 3, 2}, 2, 4},  // clamped
 		{[]int64{4, 1, 3, 2}, -1, 1}, // clamped
 		{[]int64{-5, 5}, 0.5, -5},
-		{[]int64{math.MaxInt64, 0}, 1, math.MaxInt64}, // saturates back from float64
+		{[]int64{math.MaxInt64, 0}, 1, math.MaxInt64},         // saturates back from float64
+		{[]int64{math.MaxInt64 - 2, 0}, 1, math.MaxInt64 - 2}, // rounds to 2^63 as a float64: kept within the sample
 	}
 	for _, tt := range tests {
 		in := slices.Clone(tt.v)
@@ -238,4 +239,45 @@ func TestPerNodePerS(t *testing.T) {
 			t.Errorf("PerNodePerS(%v, %d, %v) = %v, want %v", tt.c, tt.n, tt.s, got, tt.w)
 		}
 	}
+}
+
+// FuzzAcc: any reads, however extreme, give a summary whose shares are
+// shares, whose quantiles are ordered and bounded by the maximum, and
+// exact and histogram accumulators agree on everything but the quantiles.
+func FuzzAcc(f *testing.F) {
+	f.Add(int64(5), int64(0), int64(10), int64(3), uint8(1), int64(0))
+	f.Add(int64(math.MaxInt64), int64(math.MinInt64), int64(math.MaxInt64), int64(math.MinInt64), uint8(2), int64(-1))
+	f.Add(int64(-7), int64(-8), int64(-9), int64(0), uint8(200), int64(math.MinInt64))
+	f.Fuzz(func(t *testing.T, est, lo, hi, mono int64, st uint8, truth int64) {
+		ex, hist := New(Options{Interval: 1, Exact: true}), New(Options{Interval: 1})
+		for i := range int64(7) {
+			// Vary the reads a little around the fuzzed one.
+			r := Read{At: i, Est: satAdd(est, i), Earliest: lo, Latest: hi, Mono: mono, Status: Status((st + uint8(i)) % 6), Truth: truth}
+			ex.Add(r)
+			hist.Add(r)
+		}
+		se, sh := ex.Summary(), hist.Summary()
+		for _, s := range []Summary{se, sh} {
+			var sum float64
+			for _, v := range s.StatusShare {
+				sum += v
+			}
+			if math.Abs(sum-1) > 1e-9 {
+				t.Fatalf("status shares sum to %v: %v", sum, s.StatusShare)
+			}
+			for _, v := range []float64{s.BoundCoverage, s.BoundCoverageAll, s.UnsyncedShare} {
+				if !(v >= 0 && v <= 1) {
+					t.Fatalf("share %v outside [0, 1]: %+v", v, s)
+				}
+			}
+			if s.ErrorP50Ns < 0 || s.ErrorP50Ns > s.ErrorP95Ns || s.ErrorP95Ns > s.ErrorP99Ns || s.ErrorP99Ns > s.ErrorMaxNs {
+				t.Fatalf("quantiles out of order: %+v", s.Errors)
+			}
+		}
+		se.ErrorP50Ns, se.ErrorP95Ns, se.ErrorP99Ns, se.QuantileResolution = 0, 0, 0, 0
+		sh.ErrorP50Ns, sh.ErrorP95Ns, sh.ErrorP99Ns, sh.QuantileResolution = 0, 0, 0, 0
+		if se.Errors != sh.Errors || se.BoundCoverage != sh.BoundCoverage || se.LongestNotSyncedNs != sh.LongestNotSyncedNs {
+			t.Fatalf("exact %+v, histogram %+v", se, sh)
+		}
+	})
 }
