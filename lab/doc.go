@@ -68,15 +68,15 @@
 // hosts, each instance with its own directory under Config.RunDir for its
 // config, sockets and log. chrony's estimate is `chronyc tracking`'s
 // "System time"; ptp4l's is its "master offset". Their readings after the
-// warm-up are condensed by Summarize into the fields `gclock sim --json`
-// uses.
+// warm-up are condensed by eval.SummarizeErrors into the fields `gclock
+// sim --json` uses.
 //
 // # The gclock daemons
 //
 // Lab.Exec starts any command in a host namespace and tracks it until
 // Down. RunGclock starts one `gclock daemon` per host, each with an
 // emulated clock only the evaluator knows, and evaluates every host's
-// shared-memory page against the truth on the shared kernel clock;
-// GclockConfig.Measurements has the daemons log every exchange
+// shared-memory page against the truth on the shared kernel clock, with
+// package eval as the simulator does; GclockConfig.Measurements has the daemons log every exchange
 // (log.measurements) for analysis after the run.
 package lab
