@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // Status is what a read claimed; the values are engine.Status's and
@@ -116,7 +118,7 @@ func (a *Acc) Add(r Read) {
 		if !a.notSynced {
 			a.notSynced, a.notSyncedFrom = true, r.At
 		}
-		a.longestNotSynced = max(a.longestNotSynced, satAdd(satSub(r.At, a.notSyncedFrom), a.opt.Interval))
+		a.longestNotSynced = max(a.longestNotSynced, satmath.Add(satmath.Sub(r.At, a.notSyncedFrom), a.opt.Interval))
 	}
 	if !st.estimated() {
 		return
@@ -131,13 +133,13 @@ func (a *Acc) Add(r Read) {
 			a.syncedCovered++
 		}
 	}
-	err := satSub(r.Est, r.Truth)
+	err := satmath.Sub(r.Est, r.Truth)
 	a.n++
 	f := float64(err)
 	d := f - a.mean
 	a.mean += d / float64(a.n)
 	a.m2 += d * (f - a.mean)
-	ab := absSat(err)
+	ab := satmath.Abs(err)
 	a.sumAbs += float64(ab)
 	a.maxAbs = max(a.maxAbs, ab)
 	if a.opt.Exact {
@@ -146,11 +148,11 @@ func (a *Acc) Add(r Read) {
 		a.hist.Add(ab)
 	}
 	// An unbounded side (saturated width) has no width to average.
-	if w := satSub(r.Latest, r.Earliest); w < math.MaxInt64 {
+	if w := satmath.Sub(r.Latest, r.Earliest); w < math.MaxInt64 {
 		a.sumWidth += float64(max(w, 0))
 		a.widthN++
 	}
-	m := absSat(satSub(r.Mono, r.Truth))
+	m := satmath.Abs(satmath.Sub(r.Mono, r.Truth))
 	a.monoSum += float64(m)
 	a.monoMax = max(a.monoMax, m)
 }
@@ -180,13 +182,13 @@ func (a *Acc) Merge(o *Acc) {
 	case a.opt.Exact: // o is a histogram: a becomes one
 		a.hist = NewHistogram(histSubBits)
 		for _, v := range a.abs {
-			a.hist.Add(toInt64(v))
+			a.hist.Add(satmath.FromFloat(v))
 		}
 		a.abs, a.opt.Exact = nil, false
 		a.hist.Merge(o.hist)
 	case o.opt.Exact:
 		for _, v := range o.abs {
-			a.hist.Add(toInt64(v))
+			a.hist.Add(satmath.FromFloat(v))
 		}
 	default:
 		a.hist.Merge(o.hist)
@@ -278,7 +280,9 @@ func (a *Acc) Summary() Summary {
 	if a.opt.Exact {
 		slices.Sort(a.abs)
 		// |errors| beyond 2^53 ns round as float64s: never above the maximum.
-		q := func(p float64) int64 { return min(toInt64(stat.Quantile(p, stat.Empirical, a.abs, nil)), a.maxAbs) }
+		q := func(p float64) int64 {
+			return min(satmath.FromFloat(stat.Quantile(p, stat.Empirical, a.abs, nil)), a.maxAbs)
+		}
 		out.ErrorP50Ns, out.ErrorP95Ns, out.ErrorP99Ns = q(0.50), q(0.95), q(0.99)
 	} else {
 		out.ErrorP50Ns, out.ErrorP95Ns, out.ErrorP99Ns = a.hist.Quantile(0.50), a.hist.Quantile(0.95), a.hist.Quantile(0.99)
@@ -317,7 +321,7 @@ func Quantiles(v []int64, qs ...float64) []int64 {
 	for i, q := range qs {
 		q = min(max(q, 0), 1)
 		// Values beyond 2^53 round as float64s: keep within the sample.
-		out[i] = min(max(toInt64(stat.Quantile(q, stat.Empirical, s, nil)), lo), hi)
+		out[i] = min(max(satmath.FromFloat(stat.Quantile(q, stat.Empirical, s, nil)), lo), hi)
 	}
 	return out
 }
@@ -329,50 +333,4 @@ func PerNodePerS(count float64, nodes int, seconds float64) float64 {
 		return 0
 	}
 	return count / float64(nodes) / seconds
-}
-
-// satSub returns a-b saturated to the int64 range.
-func satSub(a, b int64) int64 {
-	d := a - b
-	if (a >= 0) != (b >= 0) && (d >= 0) != (a >= 0) {
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return d
-}
-
-// satAdd returns a+b saturated to the int64 range.
-func satAdd(a, b int64) int64 {
-	s := a + b
-	if (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0) {
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return s
-}
-
-// toInt64 converts a float64 holding an int64 back, saturating: values
-// near math.MaxInt64 round up to 2^63 as float64s.
-func toInt64(f float64) int64 {
-	if !(f < math.MaxInt64) {
-		return math.MaxInt64
-	}
-	if !(f > math.MinInt64) {
-		return math.MinInt64
-	}
-	return int64(f)
-}
-
-func absSat(v int64) int64 {
-	if v == math.MinInt64 {
-		return math.MaxInt64
-	}
-	if v < 0 {
-		return -v
-	}
-	return v
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 func TestHistogramQuantiles(t *testing.T) {
@@ -252,7 +254,7 @@ func FuzzAcc(f *testing.F) {
 		ex, hist := New(Options{Interval: 1, Exact: true}), New(Options{Interval: 1})
 		for i := range int64(7) {
 			// Vary the reads a little around the fuzzed one.
-			r := Read{At: i, Est: satAdd(est, i), Earliest: lo, Latest: hi, Mono: mono, Status: Status((st + uint8(i)) % 6), Truth: truth}
+			r := Read{At: i, Est: satmath.Add(est, i), Earliest: lo, Latest: hi, Mono: mono, Status: Status((st + uint8(i)) % 6), Truth: truth}
 			ex.Add(r)
 			hist.Add(r)
 		}
