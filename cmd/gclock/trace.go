@@ -15,6 +15,7 @@ import (
 
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/plot"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
 )
@@ -253,7 +254,7 @@ func traceDemo(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\n(errors are |corrected - truth| over every event; the reference process is exact by definition; violations count messages received before they were sent, out of %d)\n", messages)
 	if *plots != "" {
-		files, err := plotDemo(*plots, names, samples, 1)
+		files, err := plot.CorrectionErrors(*plots, names, samples, 1)
 		if err != nil {
 			return err
 		}
