@@ -224,8 +224,8 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep := struct {
-		Command string                  `json:"command"`
-		Config  map[string]any          `json:"config"`
+		Command string               `json:"command"`
+		Config  map[string]any       `json:"config"`
 		Rows    []transportbench.Row `json:"pages"`
 	}{
 		Command: "gclock lab bench-transport " + strings.Join(args, " "),
