@@ -205,19 +205,8 @@ func traceDemo(args []string, out io.Writer) error {
 		}
 	}
 	files = nil
-	for p, tr := range truth {
-		path := filepath.Join(*dir, fmt.Sprintf("truth-%02d.bin", p))
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		err = tracegen.WriteTruth(f, p, tr)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	if err := tracegen.WriteTruthDir(*dir, truth); err != nil {
+		return err
 	}
 	var events int
 	for _, t := range truth {
