@@ -121,8 +121,9 @@ func configMapFiles(t *testing.T, data []byte) func(func(string) bool) {
 
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
 
-// TestDocsYAMLExamples: every ```yaml block of the docs is a daemon
-// config fragment the daemon accepts.
+// TestDocsYAMLExamples: every ```yaml block of the docs is accepted: in
+// docs/sim.md a scenario fragment (sim.Parse), elsewhere a daemon config
+// fragment (daemon.Parse).
 func TestDocsYAMLExamples(t *testing.T) {
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	docs = append(docs, filepath.Join(root, "README.md"))
@@ -134,7 +135,13 @@ func TestDocsYAMLExamples(t *testing.T) {
 		}
 		for _, m := range yamlBlock.FindAllSubmatch(data, -1) {
 			n++
-			if _, err := daemon.Parse(m[1]); err != nil {
+			var err error
+			if filepath.Base(p) == "sim.md" {
+				_, err = sim.Parse(m[1], p)
+			} else {
+				_, err = daemon.Parse(m[1])
+			}
+			if err != nil {
 				t.Errorf("%s: example\n%s: %v", p, m[1], err)
 			}
 		}
