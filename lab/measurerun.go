@@ -25,8 +25,10 @@ type MeasureSpec struct {
 	Link string
 	// Gclock runs the daemons (its Command is required).
 	Gclock GclockConfig
-	// Command runs `gclock measure` (the gclock binary and "measure").
+	// Command runs `gclock measure` (the gclock binary and "measure"),
+	// with Env added to its environment.
 	Command []string
+	Env     []string
 	// Load is the number of CPU-bound processes beside the daemons and
 	// nodes (0..64).
 	Load int
@@ -89,7 +91,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if len(spec.Gclock.Command) == 0 {
 		return out, errors.New("lab: measure: gclock command: empty (want the gclock binary and \"daemon\")")
 	}
-	mc := MeasureConfig{Gclock: spec.Gclock, Command: spec.Command, Latency: spec.Latency, Margin: 5 * time.Second}
+	mc := MeasureConfig{Gclock: spec.Gclock, Command: spec.Command, Env: spec.Env, Latency: spec.Latency, Margin: 5 * time.Second}
 	lead := 200 * time.Millisecond
 	if spec.Latency {
 		sz, err := measure.ParseSizes(spec.Sizes)
