@@ -531,6 +531,13 @@ func Parse(data []byte) (Config, error) {
 		return DefaultConfig(), nil // empty file: all defaults
 	}
 	if err != nil {
+		var de *engineconf.DurationError
+		if errors.As(err, &de) {
+			var root yaml.Node
+			if yaml.Unmarshal(data, &root) == nil {
+				de.Field = engineconf.FieldAt(&root, de.Line, de.Column)
+			}
+		}
 		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
 	}
 	var extra yaml.Node

@@ -3,6 +3,7 @@ package engineconf
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,39 @@ func TestDurationYAMLAndJSON(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("%q: error %v, want one naming line 2", in, err)
 		}
+	}
+	// The error is a *DurationError, and FieldAt finds its field.
+	src := "a:\n  b:\n    - {x: 1, d: 9}\n  c: 10\n"
+	var w struct {
+		A struct {
+			B []struct {
+				X int      `yaml:"x"`
+				D Duration `yaml:"d"`
+			} `yaml:"b"`
+			C Duration `yaml:"c"`
+		} `yaml:"a"`
+	}
+	err := yaml.Unmarshal([]byte(src), &w)
+	var de *DurationError
+	if !errors.As(err, &de) || de.Line != 3 {
+		t.Fatalf("error %v, want a *DurationError on line 3", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &root); err != nil {
+		t.Fatal(err)
+	}
+	if f := FieldAt(&root, de.Line, de.Column); f != "a.b[0].d" {
+		t.Errorf("FieldAt(line 3, column %d) = %q, want a.b[0].d", de.Column, f)
+	}
+	de.Field = "a.b[0].d"
+	if !strings.HasPrefix(de.Error(), `line 3: a.b[0].d: duration "9"`) {
+		t.Errorf("Error() = %q", de.Error())
+	}
+	if f := FieldAt(&root, 4, 6); f != "a.c" {
+		t.Errorf("FieldAt(4, 6) = %q, want a.c", f)
+	}
+	if f := FieldAt(&root, 9, 1); f != "" {
+		t.Errorf("FieldAt past the end = %q", f)
 	}
 	out, err := yaml.Marshal(v)
 	if err != nil || !bytes.Equal(out, []byte("d: 250ms\n")) {
