@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/gtime"
 )
 
@@ -26,21 +27,21 @@ import (
 // every host except node.id. Units are in the field names (_ppm, _bytes) or
 // in the values (durations are written with their unit: 250ms).
 type Config struct {
-	Node       NodeConfig       `yaml:"node"`
-	Peers      []Peer           `yaml:"peers"`
-	Reference  ReferenceConfig  `yaml:"reference"`
-	Topology   TopologyConfig   `yaml:"topology"`
-	Sync       SyncConfig       `yaml:"sync"`
-	Clock      ClockConfig      `yaml:"clock"`
-	Transport  TransportConfig  `yaml:"transport"`
-	GlobalTime GlobalTimeConfig `yaml:"global_time"`
-	Metrics    MetricsConfig    `yaml:"metrics"`
-	RealTime   RealTimeConfig   `yaml:"real_time"`
-	Log        LogConfig        `yaml:"log"`
-	Auth       AuthConfig       `yaml:"auth,omitempty"`  // cluster key (auth.go)
-	NTP        NTPConfig        `yaml:"ntp"`             // daemon/ntp.go
-	Refclock   RefclockConfig   `yaml:"refclock"`        // daemon/ntp.go
-	State      StateConfig      `yaml:"state,omitempty"` // state file (state.go)
+	Node       NodeConfig        `yaml:"node"`
+	Peers      []Peer            `yaml:"peers"`
+	Reference  ReferenceConfig   `yaml:"reference"`
+	Topology   TopologyConfig    `yaml:"topology"`
+	Sync       engineconf.Config `yaml:"sync"` // the engine's parameters, as a scenario's engine: section
+	Clock      ClockConfig       `yaml:"clock"`
+	Transport  TransportConfig   `yaml:"transport"`
+	GlobalTime GlobalTimeConfig  `yaml:"global_time"`
+	Metrics    MetricsConfig     `yaml:"metrics"`
+	RealTime   RealTimeConfig    `yaml:"real_time"`
+	Log        LogConfig         `yaml:"log"`
+	Auth       AuthConfig        `yaml:"auth,omitempty"`  // cluster key (auth.go)
+	NTP        NTPConfig         `yaml:"ntp"`             // daemon/ntp.go
+	Refclock   RefclockConfig    `yaml:"refclock"`        // daemon/ntp.go
+	State      StateConfig       `yaml:"state,omitempty"` // state file (state.go)
 }
 
 // LogConfig asks for record files beside the daemon's log, like chrony's
@@ -105,51 +106,6 @@ type TopologyConfig struct {
 	Kind   string      `yaml:"kind"`            // star | tree | ring | hypercube | mesh | explicit
 	Fanout int         `yaml:"fanout"`          // tree only
 	Edges  [][2]uint32 `yaml:"edges,omitempty"` // explicit only: pairs of node ids
-}
-
-// SyncConfig holds the engine's thresholds and periods (Liao et al.; the
-// names in capitals in engine.Config).
-type SyncConfig struct {
-	Estimator                 string   `yaml:"estimator"` // minrtt | regression | hull
-	Adaptive                  bool     `yaml:"adaptive"`
-	PingsPerRound             int      `yaml:"pings_per_round"`
-	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh"`
-	DifferenceThresh          Duration `yaml:"difference_thresh"`
-	ErrorThresh               float64  `yaml:"error_thresh"` // accumulated err/difference_thresh that halves a period
-	SuccessThresh             int      `yaml:"success_thresh"`
-	MinGlobalPeriod           Duration `yaml:"min_global_period"`
-	MaxGlobalPeriod           Duration `yaml:"max_global_period"`
-	InitialGlobalPeriod       Duration `yaml:"initial_global_period"`
-	MinSelfPeriod             Duration `yaml:"min_self_period"`
-	MaxSelfPeriod             Duration `yaml:"max_self_period"`
-	LargeDriftPPM             float64  `yaml:"large_drift_ppm"`
-	ProbeTimeout              Duration `yaml:"probe_timeout"`
-	StaleAfter                Duration `yaml:"stale_after"`
-	MaxSlewPPM                float64  `yaml:"max_slew_ppm"`
-	MaxDriftPPM               float64  `yaml:"max_drift_ppm"`
-	MaxWanderPPMPerS          float64  `yaml:"max_wander_ppm_per_s"`
-	// MaxFreqStepPPM is the largest instant change of the frequency
-	// between this node and its source that the bounds allow for
-	// (engine.Config.MaxFreqStep); with max_wander_ppm_per_s it is the
-	// clock model's stated limit on frequency change (docs/daemon.md,
-	// "The clock model").
-	MaxFreqStepPPM float64 `yaml:"max_freq_step_ppm"`
-	// AcquireRounds is how many rounds in a row must agree with the clock
-	// model before reads say synced (engine.Config.AcquireRounds).
-	AcquireRounds int `yaml:"acquire_rounds"`
-	// HullMinDelay and HullMaxSpan are engine.Config's (Jezequel's mu, and
-	// the span of the hull's samples; 0: chosen from the model).
-	HullMinDelay        Duration `yaml:"hull_min_delay,omitempty"`
-	HullMaxSpan         Duration `yaml:"hull_max_span,omitempty"`
-	Granularity         Duration `yaml:"granularity"`
-	Window              int      `yaml:"window"`           // rounds each estimator keeps
-	ContinuousDrift     bool     `yaml:"continuous_drift"` // apply the drift continuously instead of per self period
-	MaxConcurrentRounds int      `yaml:"max_concurrent_rounds"`
-	RetryRTTs           float64  `yaml:"retry_rtts"`
-	MaxProbeRetries     int      `yaml:"max_probe_retries"`
-	// DiscountDelay: an error report counts only the part of a projection
-	// error that the exchange's queueing cannot explain (engine.Config).
-	DiscountDelay bool `yaml:"discount_delay"`
 }
 
 // Clock sources.
@@ -278,7 +234,6 @@ const DefaultPort = 3190
 // failovers, a star, the engine's defaults, the raw clock, kernel
 // timestamps, the page at gtime.DefaultPath and no metrics.
 func DefaultConfig() Config {
-	e := engine.DefaultConfig()
 	peers := []Peer{}
 	for i := uint32(1); i <= 3; i++ {
 		peers = append(peers, Peer{ID: i, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultPort+int(i)-1))})
@@ -288,23 +243,9 @@ func DefaultConfig() Config {
 		Peers: peers,
 		// Ten seconds is five initial global periods: a reference that
 		// missed that many rounds is gone, not slow.
-		Reference: ReferenceConfig{Order: []uint32{1, 2, 3}, FailoverAfter: Duration(10 * time.Second)},
-		Topology:  TopologyConfig{Kind: TopoStar, Fanout: 2},
-		Sync: SyncConfig{
-			Estimator: e.Estimator, Adaptive: e.Adaptive, PingsPerRound: e.PingsPerRound,
-			NetworkLatencyErrorThresh: Duration(e.NetworkLatencyErrorThresh),
-			DifferenceThresh:          Duration(e.DifferenceThresh),
-			ErrorThresh:               e.ErrorThresh, SuccessThresh: e.SuccessThresh,
-			MinGlobalPeriod: Duration(e.MinGlobalPeriod), MaxGlobalPeriod: Duration(e.MaxGlobalPeriod),
-			InitialGlobalPeriod: Duration(e.InitialGlobalPeriod),
-			MinSelfPeriod:       Duration(e.MinSelfPeriod), MaxSelfPeriod: Duration(e.MaxSelfPeriod),
-			LargeDriftPPM: e.LargeDrift * 1e6, ProbeTimeout: Duration(e.ProbeTimeout),
-			StaleAfter: Duration(e.StaleAfter), MaxSlewPPM: e.MaxSlewRate * 1e6,
-			MaxDriftPPM: e.MaxDrift * 1e6, MaxWanderPPMPerS: e.MaxWander * 1e15, ContinuousDrift: e.ContinuousDrift,
-			MaxFreqStepPPM: e.MaxFreqStep * 1e6, AcquireRounds: e.AcquireRounds,
-			Granularity: Duration(e.Granularity), Window: e.Window,
-			MaxConcurrentRounds: e.MaxConcurrentRounds, RetryRTTs: e.RetryRTTs, MaxProbeRetries: e.MaxProbeRetries,
-		},
+		Reference:  ReferenceConfig{Order: []uint32{1, 2, 3}, FailoverAfter: Duration(10 * time.Second)},
+		Topology:   TopologyConfig{Kind: TopoStar, Fanout: 2},
+		Sync:       engineconf.Default(),
 		Clock:      ClockConfig{Source: ClockRaw},
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
@@ -349,7 +290,7 @@ func (c *Config) Validate() error {
 	var e errs
 	c.validateNodes(&e)
 	c.validateTopology(&e)
-	c.Sync.validate(&e)
+	c.Sync.Check(func(field, format string, args ...any) { e.add("sync."+field, format, args...) })
 	c.Clock.validate(&e)
 	c.validateGlobalTime(&e)
 	if l := c.Metrics.Listen; strings.HasPrefix(l, "unix:") {
@@ -486,84 +427,6 @@ func (c *Config) validateTopology(e *errs) {
 	}
 }
 
-// Validate checks the sync section alone (Config.Validate checks it too).
-func (s *SyncConfig) Validate() error {
-	var e errs
-	s.validate(&e)
-	return errors.Join(e...)
-}
-
-func (s *SyncConfig) validate(e *errs) {
-	switch s.Estimator {
-	case "minrtt", "regression", "hull", "center":
-	default:
-		e.add("sync.estimator", "unknown estimator %q (minrtt, regression, hull, center)", s.Estimator)
-	}
-	if s.PingsPerRound < 1 || s.PingsPerRound > 64 {
-		e.add("sync.pings_per_round", "%d outside [1, 64]", s.PingsPerRound)
-	}
-	for _, d := range []struct {
-		name string
-		v    Duration
-	}{
-		{"difference_thresh", s.DifferenceThresh}, {"min_global_period", s.MinGlobalPeriod},
-		{"max_global_period", s.MaxGlobalPeriod}, {"initial_global_period", s.InitialGlobalPeriod},
-		{"min_self_period", s.MinSelfPeriod}, {"max_self_period", s.MaxSelfPeriod},
-		{"probe_timeout", s.ProbeTimeout}, {"stale_after", s.StaleAfter},
-	} {
-		if d.v <= 0 {
-			e.add("sync."+d.name, "%v, must be > 0", d.v)
-		}
-	}
-	if s.NetworkLatencyErrorThresh < 0 {
-		e.add("sync.network_latency_error_thresh", "%v, must be >= 0", s.NetworkLatencyErrorThresh)
-	}
-	if s.Granularity < 0 {
-		e.add("sync.granularity", "%v, must be >= 0", s.Granularity)
-	}
-	if s.MinGlobalPeriod > s.MaxGlobalPeriod {
-		e.add("sync.min_global_period", "%v above max_global_period %v", s.MinGlobalPeriod, s.MaxGlobalPeriod)
-	} else if s.InitialGlobalPeriod > s.MaxGlobalPeriod {
-		e.add("sync.initial_global_period", "%v above max_global_period %v", s.InitialGlobalPeriod, s.MaxGlobalPeriod)
-	}
-	if s.MinSelfPeriod > s.MaxSelfPeriod {
-		e.add("sync.min_self_period", "%v above max_self_period %v", s.MinSelfPeriod, s.MaxSelfPeriod)
-	}
-	for _, f := range []struct {
-		name      string
-		v, lo, hi float64
-		openLo    bool
-	}{
-		{"error_thresh", s.ErrorThresh, 0, 1e9, true},
-		{"large_drift_ppm", s.LargeDriftPPM, 0, 5e5, false},
-		{"max_slew_ppm", s.MaxSlewPPM, 0, 5e5, true},
-		{"max_drift_ppm", s.MaxDriftPPM, 0, 5e5, false},
-		{"max_wander_ppm_per_s", s.MaxWanderPPMPerS, 0, 1e9, false},
-		{"max_freq_step_ppm", s.MaxFreqStepPPM, 0, 1000, false},
-		{"retry_rtts", s.RetryRTTs, 1, 1e6, false},
-	} {
-		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.openLo && f.v == f.lo) {
-			b := "["
-			if f.openLo {
-				b = "("
-			}
-			e.add("sync."+f.name, "%g outside %s%g, %g]", f.v, b, f.lo, f.hi)
-		}
-	}
-	if s.SuccessThresh < 1 {
-		e.add("sync.success_thresh", "%d, must be >= 1", s.SuccessThresh)
-	}
-	if s.Window < 2 || s.Window > 1<<16 {
-		e.add("sync.window", "%d outside [2, 65536]", s.Window)
-	}
-	if s.MaxConcurrentRounds < 0 {
-		e.add("sync.max_concurrent_rounds", "%d, must be >= 0 (0: no limit)", s.MaxConcurrentRounds)
-	}
-	if s.MaxProbeRetries < 0 || s.MaxProbeRetries > 1000 {
-		e.add("sync.max_probe_retries", "%d outside [0, 1000]", s.MaxProbeRetries)
-	}
-}
-
 // maxEmuPPM is clock.MaxDriftPPM: the emulated clock refuses larger drifts.
 const maxEmuPPM = 1e5
 
@@ -668,6 +531,13 @@ func Parse(data []byte) (Config, error) {
 		return DefaultConfig(), nil // empty file: all defaults
 	}
 	if err != nil {
+		var de *engineconf.DurationError
+		if errors.As(err, &de) {
+			var root yaml.Node
+			if yaml.Unmarshal(data, &root) == nil {
+				de.Field = engineconf.FieldAt(&root, de.Line, de.Column)
+			}
+		}
 		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
 	}
 	var extra yaml.Node
@@ -819,24 +689,10 @@ func (c *Config) order(ref uint32) []uint32 {
 }
 
 // EngineConfig converts the sync section into this node's engine.Config
-// for the given sources and children (see Roles).
+// for the given sources and children (see Roles). Validate has checked the
+// section (and reports the engine's own refusal through this function).
 func (c *Config) EngineConfig(sources, children []engine.NodeID) engine.Config {
-	s := c.Sync
-	return engine.Config{
-		ID: engine.NodeID(c.Node.ID), Sources: sources, Children: children,
-		Estimator: s.Estimator, Adaptive: s.Adaptive, PingsPerRound: s.PingsPerRound,
-		NetworkLatencyErrorThresh: s.NetworkLatencyErrorThresh.D(), DifferenceThresh: s.DifferenceThresh.D(),
-		ErrorThresh: s.ErrorThresh, SuccessThresh: s.SuccessThresh,
-		MinGlobalPeriod: s.MinGlobalPeriod.D(), MaxGlobalPeriod: s.MaxGlobalPeriod.D(),
-		InitialGlobalPeriod: s.InitialGlobalPeriod.D(),
-		MinSelfPeriod:       s.MinSelfPeriod.D(), MaxSelfPeriod: s.MaxSelfPeriod.D(),
-		LargeDrift: s.LargeDriftPPM / 1e6, ProbeTimeout: s.ProbeTimeout.D(), StaleAfter: s.StaleAfter.D(),
-		MaxSlewRate: s.MaxSlewPPM / 1e6, MaxDrift: s.MaxDriftPPM / 1e6,
-		MaxWander: s.MaxWanderPPMPerS / 1e15, ContinuousDrift: s.ContinuousDrift, Granularity: s.Granularity.D(),
-		MaxFreqStep: s.MaxFreqStepPPM / 1e6, AcquireRounds: s.AcquireRounds,
-		HullMinDelay: s.HullMinDelay.D(), HullMaxSpan: s.HullMaxSpan.D(),
-		Window: s.Window, MaxConcurrentRounds: s.MaxConcurrentRounds,
-		RetryRTTs: s.RetryRTTs, MaxProbeRetries: s.MaxProbeRetries, DiscountDelay: s.DiscountDelay,
-		SilentPeriods: engine.DefaultConfig().SilentPeriods,
-	}
+	e, _ := c.Sync.ToEngine()
+	e.ID, e.Sources, e.Children = engine.NodeID(c.Node.ID), sources, children
+	return e
 }

@@ -67,6 +67,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", "node:\n  id: 1\n  colour: red\n", []string{"line 3", "colour"}},
 		{"unknown section", "nodes: {}\n", []string{"line 1", "nodes"}},
 		{"duration without unit", "sync:\n  stale_after: 120\n", []string{"line 2", "unit"}},
+		{"duration names its field", "sync:\n  stale_after: 120\n", []string{"line 2: sync.stale_after: duration \"120\"", "unit"}},
+		{"duration in a list", "peers:\n  - {id: 1, address: 127.0.0.1:1}\nreference: {order: [1], failover_after: [2s]}\n", []string{"line 3: reference.failover_after: want a duration"}},
 		{"wrong type", "node:\n  id: one\n", []string{"line 2"}},
 		{"two documents", "node: {id: 1}\n---\nnode: {id: 2}\n", []string{"more than one"}},
 		{"bad estimator", "sync:\n  estimator: kalman\n", []string{"line 2", "sync.estimator", "kalman"}},

@@ -249,8 +249,11 @@ func TestSectionValidate(t *testing.T) {
 		t.Errorf("default sync: %v", err)
 	}
 	c.Sync.PingsPerRound = 0
-	if err := c.Sync.Validate(); err == nil || !strings.Contains(err.Error(), "sync.pings_per_round") {
+	if err := c.Sync.Validate(); err == nil || !strings.Contains(err.Error(), "pings_per_round") {
 		t.Errorf("sync.Validate = %v", err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "sync.pings_per_round") {
+		t.Errorf("Validate = %v", err)
 	}
 	c.Clock.Source = "sundial"
 	if err := c.Clock.Validate(); err == nil || !strings.Contains(err.Error(), "clock.source") {

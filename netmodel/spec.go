@@ -3,23 +3,14 @@ package netmodel
 import (
 	"errors"
 	"fmt"
+	"github.com/gclock/gclock/engine/engineconf"
 	"math"
 	"math/rand/v2"
-	"time"
 )
 
-// Duration is a time span in nanoseconds, written in YAML and JSON as a Go
-// duration string ("10ms", "1h30m").
-type Duration int64
-
-// String formats d like time.Duration.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalYAML writes d as a duration string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+// Duration is the house's YAML duration (engineconf.Duration): a time span
+// in nanoseconds, written as a Go duration string ("10ms", "1h30m").
+type Duration = engineconf.Duration
 
 // Spec is the model of every directed link of a simulated network (a
 // scenario's `links:` section).

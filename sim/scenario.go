@@ -14,13 +14,14 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/netmodel"
 )
 
-// Duration is a time span in nanoseconds, written in YAML and JSON as a Go
-// duration string ("10ms", "1h30m"): netmodel's, which the links use too.
-type Duration = netmodel.Duration
+// Duration is the one YAML duration type (engineconf.Duration, which the
+// links of netmodel use too): a time span in nanoseconds written as a Go
+// duration string ("10ms", "1h30m").
+type Duration = engineconf.Duration
 
 // Scenario is one simulation: the cluster, its clocks, its links, the load
 // over time and the engine's configuration. Every field has a default (see
@@ -33,11 +34,13 @@ type Scenario struct {
 	Nodes    int      `yaml:"nodes" json:"nodes"`
 	Duration Duration `yaml:"duration" json:"duration"`
 	// Reference is the node whose clock is global time.
-	Reference int           `yaml:"reference" json:"reference"`
-	Topology  TopologySpec  `yaml:"topology" json:"topology"`
-	Engine    EngineSpec    `yaml:"engine" json:"engine"`
-	Clocks    ClockSpec     `yaml:"clocks" json:"clocks"`
-	Links     netmodel.Spec `yaml:"links" json:"links"`
+	Reference int          `yaml:"reference" json:"reference"`
+	Topology  TopologySpec `yaml:"topology" json:"topology"`
+	// Engine is the engine's parameters, the same keys as the daemon's
+	// sync: section (engineconf.Config).
+	Engine engineconf.Config `yaml:"engine" json:"engine"`
+	Clocks ClockSpec         `yaml:"clocks" json:"clocks"`
+	Links  netmodel.Spec     `yaml:"links" json:"links"`
 	// Phases change the load over time; the first phase starts at 0.
 	Phases []Phase  `yaml:"phases" json:"phases,omitempty"`
 	Eval   EvalSpec `yaml:"eval" json:"eval"`
@@ -77,85 +80,16 @@ type TopologySpec struct {
 	Fanout int `yaml:"fanout" json:"fanout,omitempty"`
 }
 
-// EngineSpec is the part of engine.Config shared by all nodes (Liao's
-// constants in their paper's names, lower case).
-type EngineSpec struct {
-	Estimator                 string   `yaml:"estimator" json:"estimator"`
-	Adaptive                  bool     `yaml:"adaptive" json:"adaptive"`
-	PingsPerRound             int      `yaml:"pings_per_round" json:"pings_per_round"`
-	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh" json:"network_latency_error_thresh"`
-	DifferenceThresh          Duration `yaml:"difference_thresh" json:"difference_thresh"`
-	ErrorThresh               float64  `yaml:"error_thresh" json:"error_thresh"`
-	SuccessThresh             int      `yaml:"success_thresh" json:"success_thresh"`
-	MinGlobalPeriod           Duration `yaml:"min_global_period" json:"min_global_period"`
-	MaxGlobalPeriod           Duration `yaml:"max_global_period" json:"max_global_period"`
-	InitialGlobalPeriod       Duration `yaml:"initial_global_period" json:"initial_global_period"`
-	MinSelfPeriod             Duration `yaml:"min_self_period" json:"min_self_period"`
-	MaxSelfPeriod             Duration `yaml:"max_self_period" json:"max_self_period"`
-	LargeDriftPPM             float64  `yaml:"large_drift_ppm" json:"large_drift_ppm"`
-	ProbeTimeout              Duration `yaml:"probe_timeout" json:"probe_timeout"`
-	StaleAfter                Duration `yaml:"stale_after" json:"stale_after"`
-	MaxSlewPPM                float64  `yaml:"max_slew_ppm" json:"max_slew_ppm"`
-	// MaxDriftPPM and MaxWanderPPMPerS are what the engine assumes; by default
-	// they are derived from the clock model (so the bounds hold).
-	MaxDriftPPM      float64 `yaml:"max_drift_ppm" json:"max_drift_ppm"`
-	MaxWanderPPMPerS float64 `yaml:"max_wander_ppm_per_s" json:"max_wander_ppm_per_s"`
-	// MaxFreqStepPPM is the largest instant jump of a clock's frequency
-	// the engine assumes (engine.Config.MaxFreqStep); by default the
-	// largest the clock model makes (drift steps, a random walk's jump, a
-	// sine's change per wander step), with margin. AcquireRounds is
-	// engine.Config.AcquireRounds (0: the engine's default).
-	MaxFreqStepPPM float64 `yaml:"max_freq_step_ppm" json:"max_freq_step_ppm"`
-	AcquireRounds  int     `yaml:"acquire_rounds" json:"acquire_rounds,omitempty"`
-	// Granularity assumed by the hull; 0 means the clock's granularity plus
-	// twice its jitter.
-	Granularity Duration `yaml:"granularity" json:"granularity"`
-	// Window is the rounds each estimator keeps; 0 is the engine's default.
-	Window int `yaml:"window" json:"window,omitempty"`
-	// ContinuousDrift applies the drift continuously instead of once per
-	// self period.
-	ContinuousDrift bool `yaml:"continuous_drift" json:"continuous_drift,omitempty"`
-	// MaxConcurrentRounds is how many children a node syncs at once; 0 is
-	// the engine's default (1, Liao's node 0).
-	MaxConcurrentRounds int `yaml:"max_concurrent_rounds" json:"max_concurrent_rounds,omitempty"`
-	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
-	// one-way delay (engine.Config.HullMinDelay). The hull's point sets are
-	// brought together by it (shift = granularity - mu), which tightens the
-	// offset and drift bounds from about the round trip to about the
-	// granularity. 0: causality only (the engine's default).
-	HullMinDelay Duration `yaml:"hull_min_delay" json:"hull_min_delay,omitempty"`
-	// HullMaxSpan limits the time span of the hull's samples
-	// (engine.Config.HullMaxSpan): 0 chooses it after every round from the
-	// round trip, the period and max_wander_ppm_per_s; negative keeps the
-	// whole window.
-	HullMaxSpan Duration `yaml:"hull_max_span" json:"hull_max_span,omitempty"`
-	// DiscountDelay: error reports discount the round's RTT excess over the
-	// shortest RTT seen (engine.Config.DiscountDelay).
-	DiscountDelay bool `yaml:"discount_delay" json:"discount_delay,omitempty"`
-}
-
-// engineDefaults takes the engine's own defaults, so that a scenario that
-// says nothing runs the engine as its owner tuned it.
-func engineDefaults() EngineSpec {
-	c := engine.DefaultConfig()
-	return EngineSpec{
-		Estimator:                 c.Estimator,
-		Adaptive:                  c.Adaptive,
-		PingsPerRound:             c.PingsPerRound,
-		NetworkLatencyErrorThresh: Duration(c.NetworkLatencyErrorThresh),
-		DifferenceThresh:          Duration(c.DifferenceThresh),
-		ErrorThresh:               c.ErrorThresh,
-		SuccessThresh:             c.SuccessThresh,
-		MinGlobalPeriod:           Duration(c.MinGlobalPeriod),
-		MaxGlobalPeriod:           Duration(c.MaxGlobalPeriod),
-		InitialGlobalPeriod:       Duration(c.InitialGlobalPeriod),
-		MinSelfPeriod:             Duration(c.MinSelfPeriod),
-		MaxSelfPeriod:             Duration(c.MaxSelfPeriod),
-		LargeDriftPPM:             c.LargeDrift * 1e6,
-		ProbeTimeout:              Duration(c.ProbeTimeout),
-		StaleAfter:                Duration(c.StaleAfter),
-		MaxSlewPPM:                c.MaxSlewRate * 1e6,
-	}
+// engineDefaults are the engine's own defaults (engineconf.Default), so
+// that a scenario that says nothing runs the engine as its owner tuned it,
+// except for what the simulator derives from its clock model when 0:
+// max_drift_ppm, max_wander_ppm_per_s and max_freq_step_ppm (so that the
+// bounds hold, with margin) and granularity (the clock's granularity plus
+// twice its jitter).
+func engineDefaults() engineconf.Config {
+	e := engineconf.Default()
+	e.MaxDriftPPM, e.MaxWanderPPMPerS, e.MaxFreqStepPPM, e.Granularity = 0, 0, 0, 0
+	return e
 }
 
 // ClockSpec is the emulated clock of every node. Each node draws its offset
@@ -311,7 +245,7 @@ func Parse(data []byte, name string) (Scenario, error) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	if err := decodeNode(root, "", &s); err != nil {
+	if err := engineconf.Decode(root, "", &s); err != nil {
 		return s, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := s.Validate(); err != nil {
@@ -377,37 +311,9 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	e := &s.Engine
-	switch e.Estimator {
-	case "minrtt", "regression", "hull", "center":
-	default:
-		bad("engine.estimator", "unknown estimator %q (minrtt, regression, hull, center)", e.Estimator)
-	}
-	if e.PingsPerRound < 1 {
-		bad("engine.pings_per_round", "must be >= 1, got %d", e.PingsPerRound)
-	}
-	if e.MinGlobalPeriod <= 0 || e.MaxGlobalPeriod < e.MinGlobalPeriod {
-		bad("engine.min_global_period", "need 0 < min (%v) <= max_global_period (%v)", e.MinGlobalPeriod, e.MaxGlobalPeriod)
-	}
-	if e.InitialGlobalPeriod > e.MaxGlobalPeriod {
-		bad("engine.initial_global_period", "%v above max_global_period", e.InitialGlobalPeriod)
-	}
-	if e.MinSelfPeriod <= 0 || e.MaxSelfPeriod < e.MinSelfPeriod {
-		bad("engine.min_self_period", "need 0 < min (%v) <= max_self_period (%v)", e.MinSelfPeriod, e.MaxSelfPeriod)
-	}
-	if e.HullMinDelay < 0 || (e.HullMinDelay > 0 && e.HullMinDelay > s.Links.MinDelay) {
+	e.Check(func(field, format string, args ...any) { bad("engine."+field, format, args...) })
+	if e.HullMinDelay > 0 && e.HullMinDelay > s.Links.MinDelay {
 		bad("engine.hull_min_delay", "%v must be in [0, links.min_delay = %v]: a larger mu breaks the guaranteed bounds", e.HullMinDelay, s.Links.MinDelay)
-	}
-	if e.Window < 0 || e.MaxConcurrentRounds < 0 {
-		bad("engine.window", "window and max_concurrent_rounds must be >= 0 (0: the engine's default)")
-	}
-	if e.ProbeTimeout <= 0 {
-		bad("engine.probe_timeout", "must be positive")
-	}
-	if !finiteIn(e.MaxFreqStepPPM, 0, 1000) {
-		bad("engine.max_freq_step_ppm", "%v out of range [0, 1000] (0: from the clock model)", e.MaxFreqStepPPM)
-	}
-	if e.AcquireRounds < 0 || e.AcquireRounds > 1000 {
-		bad("engine.acquire_rounds", "%d out of range [0, 1000] (0: the engine's default)", e.AcquireRounds)
 	}
 	c := &s.Clocks
 	if c.MaxOffset < 0 || c.MaxOffset > Duration(24*time.Hour) {

@@ -348,41 +348,16 @@ func (r *runner) engineConfig() engine.Config {
 	if gran == 0 {
 		gran = c.Granularity + 2*c.Jitter
 	}
-	cfg := engine.DefaultConfig()
-	cfg.Estimator = e.Estimator
-	cfg.Adaptive = e.Adaptive
-	cfg.PingsPerRound = e.PingsPerRound
-	cfg.NetworkLatencyErrorThresh = time.Duration(e.NetworkLatencyErrorThresh)
-	cfg.DifferenceThresh = time.Duration(e.DifferenceThresh)
-	cfg.ErrorThresh = e.ErrorThresh
-	cfg.SuccessThresh = e.SuccessThresh
-	cfg.MinGlobalPeriod = time.Duration(e.MinGlobalPeriod)
-	cfg.MaxGlobalPeriod = time.Duration(e.MaxGlobalPeriod)
-	cfg.InitialGlobalPeriod = time.Duration(e.InitialGlobalPeriod)
-	cfg.MinSelfPeriod = time.Duration(e.MinSelfPeriod)
-	cfg.MaxSelfPeriod = time.Duration(e.MaxSelfPeriod)
-	cfg.LargeDrift = e.LargeDriftPPM * 1e-6
-	cfg.ProbeTimeout = time.Duration(e.ProbeTimeout)
-	cfg.StaleAfter = time.Duration(e.StaleAfter)
-	cfg.MaxSlewRate = e.MaxSlewPPM * 1e-6
+	// Scenario.Validate has checked the keys; the engine's own check runs
+	// again in engine.New.
+	cfg, _ := e.ToEngine()
 	cfg.MaxDrift = maxDrift * 1e-6
 	cfg.MaxWander = wander * 1e-6 / 1e9
 	cfg.MaxFreqStep = freqStep * 1e-6
-	cfg.AcquireRounds = e.AcquireRounds
 	cfg.Granularity = time.Duration(gran)
-	cfg.ContinuousDrift = e.ContinuousDrift
-	cfg.DiscountDelay = e.DiscountDelay
-	cfg.HullMinDelay = time.Duration(e.HullMinDelay)
-	cfg.HullMaxSpan = time.Duration(e.HullMaxSpan)
 	// A node's own reads are quantized and jittered: |reading - ideal| is
 	// below one granule plus the jitter.
 	cfg.ReadUncertainty = time.Duration(c.Granularity + c.Jitter)
-	if e.Window > 0 {
-		cfg.Window = e.Window
-	}
-	if e.MaxConcurrentRounds > 0 {
-		cfg.MaxConcurrentRounds = e.MaxConcurrentRounds
-	}
 	return cfg
 }
 

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gclock/gclock/engine/engineconf"
 )
 
 // trustCase is a clock or link condition users meet, written as a scenario
@@ -73,7 +75,7 @@ func (s *Scenario) overlay(data []byte, name string) error {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	if err := decodeNode(root, "", s); err != nil {
+	if err := engineconf.Decode(root, "", s); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"github.com/gclock/gclock/bench/transportbench"
 )
 
 func TestBenchTransportJSON(t *testing.T) {
@@ -15,7 +17,7 @@ func TestBenchTransportJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (%s)", err, errb.String())
 	}
-	var rep benchTransportReport
+	var rep transportbench.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("bad JSON: %v\n%s", err, out.String())
 	}

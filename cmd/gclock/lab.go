@@ -199,31 +199,6 @@ func (f *labFlags) config() (lab.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// labReport is `gclock lab --json`.
-type labReport struct {
-	Hosts      int             `json:"hosts"`
-	Link       string          `json:"link"`
-	DurationNs int64           `json:"duration_ns"`
-	WarmupNs   int64           `json:"warmup_ns"`
-	Realtime   bool            `json:"switch_realtime"`
-	Validation []lab.DirResult `json:"validation"`
-	// Switch is what the switch did to every direction during the run
-	// (frames, drops, its release lateness and write cost).
-	Switch []lab.DirStats `json:"switch,omitempty"`
-	Load   int            `json:"load"`
-	Clocks string         `json:"clocks"`
-	// Wander is the emulated clocks' frequency change (emulated only).
-	Wander *lab.Wander `json:"wander,omitempty"`
-	// Summary and Nodes are gclock's, under `gclock sim --json`'s names.
-	Summary lab.GclockSummary      `json:"summary"`
-	Nodes   []lab.GclockSummary    `json:"nodes"`
-	Truth   []lab.ClockTruth       `json:"clocks_truth"`
-	Compare map[string]lab.Summary `json:"compare,omitempty"`
-	Notes   map[string][]string    `json:"notes,omitempty"`
-	// Faults: what happened around each --fault (per host).
-	Faults []lab.FaultResult `json:"faults,omitempty"`
-}
-
 func runLab(args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -320,16 +295,15 @@ func (f *labFlags) peers() ([]string, error) {
 
 // labMeasurement is one lab run: gclock and its peers on one lab.
 type labMeasurement struct {
-	rep   labReport
+	rep   lab.RunReport
 	gres  lab.GclockResult
 	peers []lab.PeerResult
 	vc    lab.ValidateConfig
 	pc    lab.PeerConfig
 }
 
-// labMeasure builds a lab from the flags (f.seed seeds its links and
-// clocks), validates its switch, runs gclock's daemons (and the peers) with
-// f.load busy loops beside them, evaluates them and removes the lab.
+// labMeasure turns the flags into a lab.RunSpec (f.seed seeds the links
+// and clocks), runs it (lab.Run) and writes the --series and --plot files.
 func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasurement, error) {
 	var m labMeasurement
 	cfg, err := f.config()
@@ -374,81 +348,32 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if err := gc.Validate(); err != nil {
 		return m, err
 	}
-
-	l, err := lab.Up(ctx, cfg)
-	if err != nil {
-		return m, err
-	}
-	defer l.Down()
-
-	rep := labReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
-		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: f.load, Clocks: f.clocks}
-	if gc.Emulate {
-		rep.Wander = &gc.Wander
-	}
 	vc, err := f.validateConfig()
 	if err != nil {
 		return m, err
 	}
+	spec := lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load}
 	if !f.noValidate {
-		if rep.Validation, err = l.Validate(ctx, vc); err != nil {
-			return m, err
-		}
-	}
-	if f.load > 0 {
-		stopLoad, err := l.StartLoad(f.load)
-		if err != nil {
-			return m, err
-		}
-		defer stopLoad()
+		spec.Validate = &vc
 	}
 	if f.verbose {
-		fmt.Fprintf(os.Stderr, "gclock lab: running gclock daemons%s for %v with %d busy loops beside them\n",
-			map[bool]string{true: " and " + strings.Join(peers, ", "), false: ""}[len(peers) > 0], f.duration, f.load)
+		spec.Progress = os.Stderr
 	}
-	var results []lab.PeerResult
-	var perr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if len(peers) > 0 {
-			results, perr = l.RunPeers(ctx, peers, pc)
-		}
-	}()
-	if sw := l.Switch(); sw != nil {
-		sw.ResetStats()
-	}
-	gres, gerr := l.RunGclock(ctx, gc)
-	<-done
-	if sw := l.Switch(); sw != nil {
-		rep.Switch = sw.Stats()
-	}
-	if gerr != nil {
-		return m, gerr
-	}
-	if perr != nil {
-		return m, perr
-	}
-	rep.Summary, rep.Nodes, rep.Truth, rep.Faults = gres.Summary, gres.Nodes, gres.Clocks, gres.Faults
-	if len(results) > 0 {
-		rep.Compare = map[string]lab.Summary{}
-		rep.Notes = map[string][]string{}
-		for _, r := range results {
-			rep.Compare[r.Peer] = r.Summary
-			rep.Notes[r.Peer] = r.Notes
-		}
+	rep, err := lab.Run(ctx, spec)
+	if err != nil {
+		return m, err
 	}
 	if f.series != "" {
-		if err := labSeries(gres, f.series); err != nil {
+		if err := labSeries(rep.Gclock, f.series); err != nil {
 			return m, err
 		}
 	}
 	if f.plot != "" {
-		if err := labPlot(gres, f.plot); err != nil {
+		if err := labPlot(rep.Gclock, f.plot); err != nil {
 			return m, err
 		}
 	}
-	m.rep, m.gres, m.peers, m.vc, m.pc = rep, gres, results, vc, pc
+	m.rep, m.gres, m.peers, m.vc, m.pc = rep, rep.Gclock, rep.Peers, vc, pc
 	return m, nil
 }
 

@@ -21,7 +21,7 @@ import (
 // labBenchRun is one seed of `gclock lab bench`.
 type labBenchRun struct {
 	Seed   uint64            `json:"seed"`
-	Report labReport         `json:"report"`
+	Report lab.RunReport     `json:"report"`
 	Checks []lab.TargetCheck `json:"checks"`
 }
 

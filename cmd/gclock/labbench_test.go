@@ -42,7 +42,7 @@ func TestParseSeeds(t *testing.T) {
 
 func TestLabBenchReport(t *testing.T) {
 	run := func(seed uint64, p50 int64) labBenchRun {
-		rep := labReport{Hosts: 4, Link: "pareto:100us:50us", DurationNs: 60e9, WarmupNs: 10e9, Load: 2, Clocks: "emulated",
+		rep := lab.RunReport{Hosts: 4, Link: "pareto:100us:50us", DurationNs: 60e9, WarmupNs: 10e9, Load: 2, Clocks: "emulated",
 			Summary: lab.GclockSummary{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: p50, ErrorP99Ns: 900, ErrorMaxNs: 1000},
 				BoundCoverage: 1, ConvergenceRoundsPerNodePerS: 0.9, ConvergenceExchangesPerNodePerS: 27, RoundsPerNodePerS: 0.15, ExchangesPerNodePerS: 4.5},
 			Compare: map[string]lab.Summary{lab.PeerChrony: {Evaluations: 10, ErrorP50Ns: 2000, ErrorP99Ns: 7000}}}

@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -98,15 +95,6 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON")
 }
 
-// labMeasureRun is one lab run of the measurement.
-type labMeasureRun struct {
-	link    string
-	latency bool
-	res     *measure.Result
-	run     lab.MeasureResult
-	sw      []lab.DirStats // what the switch did during the run
-}
-
 func runLabMeasure(args []string, stdout, stderr io.Writer) error {
 	mode := ""
 	if len(args) > 0 && (args[0] == "latency" || args[0] == "report") {
@@ -126,37 +114,89 @@ func runLabMeasure(args []string, stdout, stderr io.Writer) error {
 	if err := lab.Check(); err != nil {
 		return err
 	}
+	spec, err := f.spec(stderr)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	switch mode {
-	case "report":
-		return labMeasureReport(ctx, &f, stdout, stderr)
-	case "latency":
-		r, err := labMeasureOnce(ctx, &f, true, f.link, stderr)
+	if mode == "report" {
+		text, err := lab.MeasureHeadline(ctx, spec, f.asym, f.dir)
 		if err != nil {
 			return err
 		}
-		return labMeasureOutput(&f, r, stdout)
+		_, err = io.WriteString(stdout, text)
+		return err
 	}
-	r, err := labMeasureOnce(ctx, &f, false, f.link, stderr)
+	spec.Latency = mode == "latency"
+	r, err := lab.Measure(ctx, spec)
 	if err != nil {
 		return err
 	}
 	return labMeasureOutput(&f, r, stdout)
 }
 
-func labMeasureOutput(f *labMeasureFlags, r labMeasureRun, stdout io.Writer) error {
+// spec checks the flags and turns them into a lab.MeasureSpec.
+func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
+	spec := lab.DefaultMeasureSpec()
+	if _, err := netmodel.ParseLink(f.link); err != nil {
+		return spec, fmt.Errorf("--link: %w", err)
+	}
+	if f.load < 0 || f.load > 64 {
+		return spec, fmt.Errorf("--load %d: want 0..64", f.load)
+	}
+	if f.op == measure.OpCmd {
+		return spec, fmt.Errorf("--op cmd: run gclock measure -op cmd on your nodes; the lab runs the built-in operations")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return spec, fmt.Errorf("cannot find the gclock binary to run the daemons and nodes: %w", err)
+	}
+	spec.Link, spec.Load, spec.Command = f.link, f.load, []string{exe, "measure"}
+	cfg := &spec.Lab
+	cfg.Hosts, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, f.seed, f.realtime, f.busy
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+		spec.Progress = stderr
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	gc := &spec.Gclock
+	gc.Command = []string{exe, "daemon"}
+	gc.Warmup, gc.Seed, gc.MaxDriftPPM = f.warmup, f.seed, f.maxDrift
+	switch f.clocks {
+	case "emulated":
+	case "raw":
+		gc.Emulate = false
+	default:
+		return spec, fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
+	}
+	if f.daemonCfg != "" {
+		dc, err := daemon.Load(f.daemonCfg)
+		if err != nil {
+			return spec, fmt.Errorf("--daemon-config: %w", err)
+		}
+		gc.Base = &dc
+	}
+	spec.Op, spec.Runs, spec.Start, spec.Period = f.op, f.runs, f.start, f.period
+	spec.Count, spec.Repeat = f.count, f.repeat
+	spec.Sizes, spec.LatencyCount, spec.LatencyPeriod = f.sizes, f.lcount, f.lperiod
+	return spec, nil
+}
+
+func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer) error {
+	latency := r.Spec.Latency
 	if f.plot != "" {
 		plot := measure.PlotDeviations
-		if r.latency {
+		if latency {
 			plot = measure.PlotLatency
 		}
-		if err := plot(r.res, f.plot); err != nil {
+		if err := plot(r.Result, f.plot); err != nil {
 			return err
 		}
 	}
-	if f.plotErr != "" && !r.latency {
-		if err := measure.PlotErrors(r.res, f.plotErr); err != nil {
+	if f.plotErr != "" && !latency {
+		if err := measure.PlotErrors(r.Result, f.plotErr); err != nil {
 			return err
 		}
 	}
@@ -168,7 +208,7 @@ func labMeasureOutput(f *labMeasureFlags, r labMeasureRun, stdout io.Writer) err
 			Result *measure.Result   `json:"result"`
 			Gclock lab.GclockSummary `json:"gclock"`
 			Checks []measure.Check   `json:"checks"`
-		}{r.link, r.res, r.run.Gclock.Summary, labMeasureChecks(r)})
+		}{r.Spec.Link, r.Result, r.Run.Gclock.Summary, r.Checks()})
 	}
 	w := stdout
 	if f.out != "" {
@@ -179,189 +219,5 @@ func labMeasureOutput(f *labMeasureFlags, r labMeasureRun, stdout io.Writer) err
 		defer fo.Close()
 		w = fo
 	}
-	return labMeasureMarkdown(w, f, r)
-}
-
-func labMeasureChecks(r labMeasureRun) []measure.Check {
-	if r.latency {
-		return []measure.Check{r.res.LatencyCheck()}
-	}
-	return r.res.Check(measure.DefaultTargets())
-}
-
-func labMeasureMarkdown(w io.Writer, f *labMeasureFlags, r labMeasureRun) error {
-	g := r.run.Gclock.Summary
-	what := fmt.Sprintf("%s x%d on %d hosts, %d iterations %v apart", f.op, f.repeat, f.hosts, f.runs, f.period)
-	if r.latency {
-		what = fmt.Sprintf("one-way messages between hosts 0 and 1, sizes %s, %d per size and direction, %v apart", f.sizes, f.lcount, f.lperiod)
-	}
-	fmt.Fprintf(w, "Lab: link %s, %s clocks (drifts up to +-%g ppm), %d busy loops, %v warm-up; %s.\n", r.link, f.clocks, f.maxDrift, f.load, f.warmup, what)
-	fmt.Fprintf(w, "The daemons over the same run (hosts 1.., |global time - truth|): median %s, p99 %s, truth inside the bounds %.2f%%.\n",
-		nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), 100*g.BoundCoverage)
-	if len(r.sw) == 0 {
-		fmt.Fprintln(w)
-	}
-	if len(r.sw) > 0 {
-		var frames, drops, errs int64
-		var late int64
-		for _, d := range r.sw {
-			frames, drops, errs = frames+d.Frames, drops+d.Dropped, errs+d.SendErrors
-			late = max(late, d.LatenessP99Ns)
-		}
-		fmt.Fprintf(w, "The switch over the run: %d frames, %d dropped by the link model, %d send errors, release lateness p99 %s (worst direction).\n\n",
-			frames, drops, errs, nsStr(float64(late)))
-	}
-	tg := measure.DefaultTargets()
-	var tp *measure.Targets
-	if !r.latency {
-		tp = &tg
-	}
-	return measure.WriteMarkdown(w, r.res, tp)
-}
-
-func nsStr(v float64) string {
-	if v >= 1e3 {
-		return fmt.Sprintf("%.2f us", v/1e3)
-	}
-	return fmt.Sprintf("%.0f ns", v)
-}
-
-// labMeasureOnce builds a lab, runs the measurement and analyses it.
-func labMeasureOnce(ctx context.Context, f *labMeasureFlags, latency bool, link string, stderr io.Writer) (labMeasureRun, error) {
-	out := labMeasureRun{link: link, latency: latency}
-	lk, err := netmodel.ParseLink(link)
-	if err != nil {
-		return out, fmt.Errorf("--link: %w", err)
-	}
-	cfg := lab.DefaultConfig()
-	cfg.Hosts, cfg.Link, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, lk, f.seed, f.realtime, f.busy
-	if latency || lk.Direct {
-		cfg.Hosts = 2
-	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelDebug
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := cfg.Validate(); err != nil {
-		return out, err
-	}
-	if f.load < 0 || f.load > 64 {
-		return out, fmt.Errorf("--load %d: want 0..64", f.load)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return out, fmt.Errorf("cannot find the gclock binary to run the daemons and nodes: %w", err)
-	}
-	gc := lab.DefaultGclockConfig()
-	gc.Command = []string{exe, "daemon"}
-	gc.Warmup, gc.Seed, gc.MaxDriftPPM = f.warmup, f.seed, f.maxDrift
-	switch f.clocks {
-	case "emulated":
-	case "raw":
-		gc.Emulate = false
-	default:
-		return out, fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
-	}
-	if f.daemonCfg != "" {
-		dc, err := daemon.Load(f.daemonCfg)
-		if err != nil {
-			return out, fmt.Errorf("--daemon-config: %w", err)
-		}
-		gc.Base = &dc
-	}
-	mc := lab.MeasureConfig{Gclock: gc, Command: []string{exe, "measure"}, Latency: latency, Margin: 5 * time.Second}
-	lead := 200 * time.Millisecond
-	if latency {
-		sz, err := measure.ParseSizes(f.sizes)
-		if err != nil {
-			return out, err
-		}
-		mc.Args = []string{"-sizes", f.sizes, "-count", strconv.Itoa(f.lcount), "-period", f.lperiod.String()}
-		mc.Expect = lead + time.Duration(2*f.lcount*len(sz))*f.lperiod + time.Second
-	} else {
-		if f.op == measure.OpCmd {
-			return out, fmt.Errorf("--op cmd: run gclock measure -op cmd on your nodes; the lab runs the built-in operations")
-		}
-		mc.Args = []string{"-op", f.op, "-runs", strconv.Itoa(f.runs), "-start", f.start, "-period", f.period.String(),
-			"-count", strconv.Itoa(f.count), "-repeat", strconv.Itoa(f.repeat)}
-		mc.Expect = lead + time.Duration(f.runs)*f.period + time.Second
-	}
-	if f.verbose {
-		fmt.Fprintf(stderr, "gclock lab measure: %d hosts, link %s: %v warm-up, then about %v of measurement\n", cfg.Hosts, link, f.warmup, mc.Expect)
-	}
-	l, err := lab.Up(ctx, cfg)
-	if err != nil {
-		return out, err
-	}
-	defer l.Down()
-	if f.load > 0 {
-		stopLoad, err := l.StartLoad(f.load)
-		if err != nil {
-			return out, err
-		}
-		defer stopLoad()
-	}
-	if sw := l.Switch(); sw != nil {
-		sw.ResetStats()
-	}
-	r, err := l.RunMeasure(ctx, mc)
-	if err != nil {
-		return out, err
-	}
-	if sw := l.Switch(); sw != nil {
-		out.sw = sw.Stats()
-	}
-	res, err := measure.Analyze(r.Stamps, r.Truth)
-	if err != nil {
-		return out, err
-	}
-	out.res, out.run = res, r
-	return out, nil
-}
-
-// labMeasureReport runs the three headline measurements and writes
-// report.md and the figures into f.dir.
-func labMeasureReport(ctx context.Context, f *labMeasureFlags, stdout, stderr io.Writer) error {
-	if err := os.MkdirAll(f.dir, 0o755); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# gclock lab measure report\n\n%s, `gclock lab measure report -dir %s` (seed %d).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), f.dir, f.seed)
-	ops, err := labMeasureOnce(ctx, f, false, f.link, stderr)
-	if err != nil {
-		return err
-	}
-	b.WriteString("## Execution time of a distributed operation (seed 003)\n\n")
-	if err := labMeasureMarkdown(&b, f, ops); err != nil {
-		return err
-	}
-	if err := measure.PlotDeviations(ops.res, filepath.Join(f.dir, "deviations.png")); err != nil {
-		return err
-	}
-	if err := measure.PlotErrors(ops.res, filepath.Join(f.dir, "errors.png")); err != nil {
-		return err
-	}
-	b.WriteString("\n![deviations](deviations.png)\n\n![errors](errors.png)\n")
-	asymLink := fmt.Sprintf("%s,asym=%dus", f.link, f.asym.Microseconds())
-	for i, link := range []string{f.link, asymLink} {
-		r, err := labMeasureOnce(ctx, f, true, link, stderr)
-		if err != nil {
-			return err
-		}
-		name := []string{"latency-symmetric.png", "latency-asymmetric.png"}[i]
-		fmt.Fprintf(&b, "\n## One-way latency, %s link (seed 000, figure 2)\n\n", []string{"symmetric", "asymmetric"}[i])
-		if err := labMeasureMarkdown(&b, f, r); err != nil {
-			return err
-		}
-		if err := measure.PlotLatency(r.res, filepath.Join(f.dir, name)); err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "\n![latency](%s)\n", name)
-	}
-	if err := os.WriteFile(filepath.Join(f.dir, "report.md"), []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	_, err = io.WriteString(stdout, b.String())
-	return err
+	return r.WriteMarkdown(w)
 }

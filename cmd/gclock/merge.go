@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/gclock/gclock/trace/causality"
@@ -70,7 +69,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	}
 	opt := timeline.Options{Method: m, BestRTT: *best, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Amortize: *amortize, Log: log}
 	if *truthDir != "" {
-		if opt.Truth, err = loadTruth(*truthDir); err != nil {
+		if opt.Truth, err = tracegen.ReadTruthDir(*truthDir); err != nil {
 			return err
 		}
 	}
@@ -119,31 +118,6 @@ func mergeCmd(args []string, out io.Writer) error {
 	}
 	printReport(out, rep)
 	return nil
-}
-
-// loadTruth reads every truth-*.bin file of dir.
-func loadTruth(dir string) (map[uint32][]int64, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "truth-*.bin"))
-	if err != nil {
-		return nil, err
-	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("no truth-*.bin file in %s (written by gclock trace demo)", dir)
-	}
-	truth := map[uint32][]int64{}
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		proc, tr, err := tracegen.ReadTruth(f, p)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		truth[proc] = tr
-	}
-	return truth, nil
 }
 
 func sumPairs(rep *timeline.Report) causality.Counts {

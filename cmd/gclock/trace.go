@@ -15,6 +15,7 @@ import (
 
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/plot"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
 )
@@ -204,19 +205,8 @@ func traceDemo(args []string, out io.Writer) error {
 		}
 	}
 	files = nil
-	for p, tr := range truth {
-		path := filepath.Join(*dir, fmt.Sprintf("truth-%02d.bin", p))
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		err = tracegen.WriteTruth(f, p, tr)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	if err := tracegen.WriteTruthDir(*dir, truth); err != nil {
+		return err
 	}
 	var events int
 	for _, t := range truth {
@@ -253,7 +243,7 @@ func traceDemo(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\n(errors are |corrected - truth| over every event; the reference process is exact by definition; violations count messages received before they were sent, out of %d)\n", messages)
 	if *plots != "" {
-		files, err := plotDemo(*plots, names, samples, 1)
+		files, err := plot.CorrectionErrors(*plots, names, samples, 1)
 		if err != nil {
 			return err
 		}

@@ -1,20 +1,22 @@
-package sim
+package engineconf
 
 import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
 var durationType = reflect.TypeFor[Duration]()
 
-// decodeNode walks a YAML node into v (a pointer), by the yaml tags of v's
-// struct fields. Unlike yaml's own decoder it rejects unknown fields and
-// names the field path and line in every error.
-func decodeNode(n *yaml.Node, path string, v any) error {
+// Decode walks a YAML node into v (a pointer), by the yaml tags of v's
+// struct fields; path is the node's field path ("" at the top, "engine"
+// for a section) for the messages. Unlike yaml's own decoder it rejects
+// unknown fields and fields given twice, and names the field path and
+// line in every error. It fills structs, pointers, slices, strings,
+// bools, ints, uints, floats and Duration.
+func Decode(n *yaml.Node, path string, v any) error {
 	return decodeValue(n, path, reflect.ValueOf(v).Elem())
 }
 
@@ -33,9 +35,9 @@ func decodeValue(n *yaml.Node, path string, v reflect.Value) error {
 		if n.Kind != yaml.ScalarNode {
 			return fmt.Errorf("want a duration such as 10ms (%s)", where(path, n))
 		}
-		d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+		d, err := ParseDuration(n.Value)
 		if err != nil {
-			return fmt.Errorf("bad duration %q, want e.g. 10ms or 1h30m (%s): %w", n.Value, where(path, n), err)
+			return fmt.Errorf("bad %w (%s)", err, where(path, n))
 		}
 		v.SetInt(int64(d))
 		return nil
@@ -104,7 +106,8 @@ func decodeValue(n *yaml.Node, path string, v reflect.Value) error {
 		}
 		v.Set(s)
 		return nil
-	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint32, reflect.Uint64, reflect.Float64:
 		if n.Kind != yaml.ScalarNode {
 			return fmt.Errorf("want a single %s value (%s)", v.Kind(), where(path, n))
 		}

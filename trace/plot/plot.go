@@ -1,4 +1,6 @@
-package main
+// Package plot draws trace figures: how far corrected timestamps are from
+// the truth, per correction method (gclock trace demo -plots).
+package plot
 
 import (
 	"fmt"
@@ -7,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"gonum.org/v1/plot"
+	gonum "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -20,17 +22,22 @@ var methodColors = []color.Color{
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
-// plotDemo draws the demo's error distributions (CDF of |error|, every
-// event) and the error over time of one process, per method, into dir.
-func plotDemo(dir string, names []string, samples [][]timeline.ErrorSample, proc uint32) ([]string, error) {
-	cdf := plot.New()
+// CorrectionErrors draws, per correction method (names[i] for
+// samples[i]), the distribution of |corrected - truth| over every event (a
+// CDF, trace_error_cdf.png) and process proc's error over the run
+// (trace_error_time.png) into dir, and returns the two files' paths.
+func CorrectionErrors(dir string, names []string, samples [][]timeline.ErrorSample, proc uint32) ([]string, error) {
+	if len(names) != len(samples) {
+		return nil, fmt.Errorf("plot: %d names for %d methods", len(names), len(samples))
+	}
+	cdf := gonum.New()
 	cdf.Title.Text = "trace correction: |corrected - truth| over every event"
 	cdf.X.Label.Text = "|error| (ns, log scale)"
 	cdf.Y.Label.Text = "fraction of events"
-	cdf.X.Scale = plot.LogScale{}
-	cdf.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	cdf.X.Scale = gonum.LogScale{}
+	cdf.X.Tick.Marker = gonum.LogTicks{Prec: -1}
 	cdf.Legend.Top, cdf.Legend.Left = true, true
-	ts := plot.New()
+	ts := gonum.New()
 	ts.Title.Text = fmt.Sprintf("error of process %d's corrected timestamps over the run", proc)
 	ts.X.Label.Text = "true time since the first event (s)"
 	ts.Y.Label.Text = "corrected - truth (ns)"

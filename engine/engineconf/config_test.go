@@ -1,0 +1,130 @@
+package engineconf
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/engine"
+)
+
+func TestDefaultIsTheEngines(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default invalid: %v", err)
+	}
+	got, err := c.ToEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := engine.DefaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Default().ToEngine() =\n%+v\nwant engine.DefaultConfig\n%+v", got, want)
+	}
+}
+
+func TestToEngineUnits(t *testing.T) {
+	c := Default()
+	c.LargeDriftPPM, c.MaxDriftPPM, c.MaxSlewPPM, c.MaxFreqStepPPM = 30, 150, 100, 3
+	c.MaxWanderPPMPerS = 0.5
+	c.HullMinDelay, c.HullMaxSpan = Duration(3*time.Microsecond), -1
+	c.Window, c.MaxConcurrentRounds, c.RetryRTTs, c.MaxProbeRetries = 0, 0, 2, 5
+	e, err := c.ToEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"LargeDrift", e.LargeDrift, 30e-6}, {"MaxDrift", e.MaxDrift, 150e-6},
+		{"MaxSlewRate", e.MaxSlewRate, 100e-6}, {"MaxFreqStep", e.MaxFreqStep, 3e-6},
+		{"MaxWander (per ns, per ns)", e.MaxWander, 0.5e-6 / 1e9}, {"RetryRTTs", e.RetryRTTs, 2},
+	} {
+		if d := f.got - f.want; d > 1e-12*f.want || d < -1e-12*f.want {
+			t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
+		}
+	}
+	if e.HullMinDelay != 3*time.Microsecond || e.HullMaxSpan != -1 {
+		t.Errorf("hull: min delay %v, max span %v", e.HullMinDelay, e.HullMaxSpan)
+	}
+	if e.Window != engine.DefaultConfig().Window || e.MaxConcurrentRounds != 0 || e.MaxProbeRetries != 5 {
+		t.Errorf("window %d (0: the engine's), max concurrent %d (0: no limit), retries %d", e.Window, e.MaxConcurrentRounds, e.MaxProbeRetries)
+	}
+}
+
+func TestCheckNamesTheKey(t *testing.T) {
+	for _, tt := range []struct {
+		key string
+		set func(*Config)
+	}{
+		{"estimator", func(c *Config) { c.Estimator = "kalman" }},
+		{"pings_per_round", func(c *Config) { c.PingsPerRound = 0 }},
+		{"pings_per_round", func(c *Config) { c.PingsPerRound = 65 }},
+		{"difference_thresh", func(c *Config) { c.DifferenceThresh = 0 }},
+		{"probe_timeout", func(c *Config) { c.ProbeTimeout = -1 }},
+		{"stale_after", func(c *Config) { c.StaleAfter = 0 }},
+		{"network_latency_error_thresh", func(c *Config) { c.NetworkLatencyErrorThresh = -1 }},
+		{"granularity", func(c *Config) { c.Granularity = -1 }},
+		{"hull_min_delay", func(c *Config) { c.HullMinDelay = -1 }},
+		{"min_global_period", func(c *Config) { c.MinGlobalPeriod = c.MaxGlobalPeriod + 1 }},
+		{"initial_global_period", func(c *Config) { c.InitialGlobalPeriod = c.MaxGlobalPeriod + 1 }},
+		{"min_self_period", func(c *Config) { c.MinSelfPeriod = c.MaxSelfPeriod + 1 }},
+		{"error_thresh", func(c *Config) { c.ErrorThresh = 0 }},
+		{"max_slew_ppm", func(c *Config) { c.MaxSlewPPM = 0 }},
+		{"max_drift_ppm", func(c *Config) { c.MaxDriftPPM = -1 }},
+		{"max_wander_ppm_per_s", func(c *Config) { c.MaxWanderPPMPerS = 2e9 }},
+		{"max_freq_step_ppm", func(c *Config) { c.MaxFreqStepPPM = 1001 }},
+		{"large_drift_ppm", func(c *Config) { c.LargeDriftPPM = nan() }},
+		{"retry_rtts", func(c *Config) { c.RetryRTTs = 0.5 }},
+		{"success_thresh", func(c *Config) { c.SuccessThresh = 0 }},
+		{"acquire_rounds", func(c *Config) { c.AcquireRounds = 1001 }},
+		{"window", func(c *Config) { c.Window = 1 }},
+		{"window", func(c *Config) { c.Window = 1<<16 + 1 }},
+		{"max_concurrent_rounds", func(c *Config) { c.MaxConcurrentRounds = -1 }},
+		{"max_probe_retries", func(c *Config) { c.MaxProbeRetries = -1 }},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			c := Default()
+			tt.set(&c)
+			err := c.Validate()
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.key || !errors.Is(err, ErrConfig) {
+				t.Fatalf("Validate = %v, want a FieldError on %s wrapping ErrConfig", err, tt.key)
+			}
+			if _, err := c.ToEngine(); err == nil || !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("ToEngine = %v, want an error naming %s", err, tt.key)
+			}
+		})
+	}
+}
+
+func nan() float64 { z := 0.0; return z / z }
+
+func TestParseDuration(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Duration
+		ok   bool
+	}{
+		{"500ms", Duration(500 * time.Millisecond), true},
+		{"2s", Duration(2 * time.Second), true},
+		{" 1h30m ", Duration(90 * time.Minute), true},
+		{"1.5us", Duration(1500), true},
+		{"-1ns", -1, true},
+		{"0", 0, true}, // Go accepts a bare 0
+		{"120", 0, false},
+		{"2 s", 0, false},
+		{"", 0, false},
+		{"10 minutes", 0, false},
+	} {
+		got, err := ParseDuration(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "unit") {
+			t.Errorf("ParseDuration(%q) error %q gives no hint about the unit", tt.in, err)
+		}
+	}
+}

@@ -1,0 +1,16 @@
+// Package engineconf is the YAML schema of the engine's parameters, shared
+// by the simulator's scenarios (the engine: section) and the daemon's
+// configuration (the sync: section), so both accept the same keys with the
+// same meaning.
+//
+// Config holds the keys, with units in their names (_ppm) or in their
+// values (Duration: "250ms", "2s"); Default gives the engine's own
+// defaults; Check and Validate name the bad field; ToEngine converts to
+// engine.Config. Decode is the strict YAML decoder the simulator uses:
+// unknown fields are refused and every error names the field path and the
+// line.
+//
+//	var c engineconf.Config = engineconf.Default()
+//	// ... decode YAML into c ...
+//	cfg, err := c.ToEngine() // then set ID, Sources, Children
+package engineconf

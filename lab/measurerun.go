@@ -1,0 +1,247 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gclock/gclock/measure"
+	"github.com/gclock/gclock/netmodel"
+)
+
+// MeasureSpec is one whole lab measurement (gclock lab measure): a lab,
+// gclock daemons on its hosts, then `gclock measure` on every host (an
+// operation) or between hosts 0 and 1 (the one-way latency per size).
+type MeasureSpec struct {
+	// Lab is the lab to build; Measure sets its Link from Link and, for
+	// the latency test or a direct link, its Hosts to 2.
+	Lab Config
+	// Link is the link model between any two hosts, in ParseLink's syntax.
+	Link string
+	// Gclock runs the daemons (its Command is required).
+	Gclock GclockConfig
+	// Command runs `gclock measure` (the gclock binary and "measure"),
+	// with Env added to its environment.
+	Command []string
+	Env     []string
+	// Load is the number of CPU-bound processes beside the daemons and
+	// nodes (0..64).
+	Load int
+	// Latency runs the latency test instead of an operation.
+	Latency bool
+	// The operation (measure.Op*), its executions per iteration
+	// (measure.Start*), iterations, their period, the int64s per node
+	// (pages per client for the page operation) and the operations per
+	// timed execution.
+	Op, Start           string
+	Runs, Count, Repeat int
+	Period              time.Duration
+	// The latency test: message sizes (measure.ParseSizes), messages per
+	// size and direction, time between two messages.
+	Sizes         string
+	LatencyCount  int
+	LatencyPeriod time.Duration
+	// Progress, if set, gets a line when the lab is about to run.
+	Progress io.Writer
+}
+
+// DefaultMeasureSpec is gclock lab measure's defaults, without the
+// commands (the gclock binary's path).
+func DefaultMeasureSpec() MeasureSpec {
+	return MeasureSpec{
+		Lab: DefaultConfig(), Link: "pareto:100us:50us", Gclock: DefaultGclockConfig(),
+		Op: measure.OpAllreduce, Start: measure.StartBoth, Runs: 300, Count: 1, Repeat: 1,
+		Period: 20 * time.Millisecond, Sizes: "64-65536", LatencyCount: 50, LatencyPeriod: 2 * time.Millisecond,
+	}
+}
+
+// MeasureReport is what Measure found.
+type MeasureReport struct {
+	Spec   MeasureSpec     // what ran
+	Result *measure.Result // the analysis against the truth
+	Run    MeasureResult   // the stamps, the truth and the daemons' evaluation
+	Switch []DirStats      // what the switch did during the run (nil on a direct link)
+}
+
+// Measure builds a lab (root), runs the daemons and their warm-up, runs
+// the measurement (RunMeasure), tears the lab down and analyses the stamps
+// against the truth.
+func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
+	out := MeasureReport{Spec: spec}
+	lk, err := netmodel.ParseLink(spec.Link)
+	if err != nil {
+		return out, fmt.Errorf("lab: measure: link: %w", err)
+	}
+	cfg := spec.Lab
+	cfg.Link = lk
+	if spec.Latency || lk.Direct {
+		cfg.Hosts = 2
+	}
+	if err := cfg.Validate(); err != nil {
+		return out, err
+	}
+	if spec.Load < 0 || spec.Load > 64 {
+		return out, fmt.Errorf("lab: measure: load %d: want 0..64", spec.Load)
+	}
+	if len(spec.Gclock.Command) == 0 {
+		return out, errors.New("lab: measure: gclock command: empty (want the gclock binary and \"daemon\")")
+	}
+	mc := MeasureConfig{Gclock: spec.Gclock, Command: spec.Command, Env: spec.Env, Latency: spec.Latency, Margin: 5 * time.Second}
+	lead := 200 * time.Millisecond
+	if spec.Latency {
+		sz, err := measure.ParseSizes(spec.Sizes)
+		if err != nil {
+			return out, fmt.Errorf("lab: measure: %w", err)
+		}
+		mc.Args = []string{"-sizes", spec.Sizes, "-count", strconv.Itoa(spec.LatencyCount), "-period", spec.LatencyPeriod.String()}
+		mc.Expect = lead + time.Duration(2*spec.LatencyCount*len(sz))*spec.LatencyPeriod + time.Second
+	} else {
+		if spec.Op == measure.OpCmd {
+			return out, errors.New("lab: measure: op cmd: the lab runs the built-in operations (run gclock measure -op cmd on your nodes)")
+		}
+		mc.Args = []string{"-op", spec.Op, "-runs", strconv.Itoa(spec.Runs), "-start", spec.Start, "-period", spec.Period.String(),
+			"-count", strconv.Itoa(spec.Count), "-repeat", strconv.Itoa(spec.Repeat)}
+		mc.Expect = lead + time.Duration(spec.Runs)*spec.Period + time.Second
+	}
+	if spec.Progress != nil {
+		fmt.Fprintf(spec.Progress, "gclock lab measure: %d hosts, link %s: %v warm-up, then about %v of measurement\n", cfg.Hosts, spec.Link, spec.Gclock.Warmup, mc.Expect)
+	}
+	l, err := Up(ctx, cfg)
+	if err != nil {
+		return out, err
+	}
+	defer l.Down()
+	if spec.Load > 0 {
+		stopLoad, err := l.StartLoad(spec.Load)
+		if err != nil {
+			return out, err
+		}
+		defer stopLoad()
+	}
+	if sw := l.Switch(); sw != nil {
+		sw.ResetStats()
+	}
+	r, err := l.RunMeasure(ctx, mc)
+	if err != nil {
+		return out, err
+	}
+	if sw := l.Switch(); sw != nil {
+		out.Switch = sw.Stats()
+	}
+	res, err := measure.Analyze(r.Stamps, r.Truth)
+	if err != nil {
+		return out, err
+	}
+	out.Result, out.Run = res, r
+	return out, nil
+}
+
+// Checks are the report's verdicts: the latency check, or the operation's
+// against measure.DefaultTargets.
+func (r MeasureReport) Checks() []measure.Check {
+	if r.Spec.Latency {
+		return []measure.Check{r.Result.LatencyCheck()}
+	}
+	return r.Result.Check(measure.DefaultTargets())
+}
+
+// WriteMarkdown writes the run's conditions, the daemons' and the switch's
+// figures over it, and the measurement's report (measure.WriteMarkdown).
+func (r MeasureReport) WriteMarkdown(w io.Writer) error {
+	s, g := r.Spec, r.Run.Gclock.Summary
+	what := fmt.Sprintf("%s x%d on %d hosts, %d iterations %v apart", s.Op, s.Repeat, s.Lab.Hosts, s.Runs, s.Period)
+	if s.Latency {
+		what = fmt.Sprintf("one-way messages between hosts 0 and 1, sizes %s, %d per size and direction, %v apart", s.Sizes, s.LatencyCount, s.LatencyPeriod)
+	}
+	clocks := "emulated"
+	if !s.Gclock.Emulate {
+		clocks = "raw"
+	}
+	fmt.Fprintf(w, "Lab: link %s, %s clocks (drifts up to +-%g ppm), %d busy loops, %v warm-up; %s.\n", s.Link, clocks, s.Gclock.MaxDriftPPM, s.Load, s.Gclock.Warmup, what)
+	fmt.Fprintf(w, "The daemons over the same run (hosts 1.., |global time - truth|): median %s, p99 %s, truth inside the bounds %.2f%%.\n",
+		nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), 100*g.BoundCoverage)
+	if len(r.Switch) == 0 {
+		fmt.Fprintln(w)
+	}
+	if len(r.Switch) > 0 {
+		var frames, drops, errs int64
+		var late int64
+		for _, d := range r.Switch {
+			frames, drops, errs = frames+d.Frames, drops+d.Dropped, errs+d.SendErrors
+			late = max(late, d.LatenessP99Ns)
+		}
+		fmt.Fprintf(w, "The switch over the run: %d frames, %d dropped by the link model, %d send errors, release lateness p99 %s (worst direction).\n\n",
+			frames, drops, errs, nsStr(float64(late)))
+	}
+	tg := measure.DefaultTargets()
+	var tp *measure.Targets
+	if !s.Latency {
+		tp = &tg
+	}
+	return measure.WriteMarkdown(w, r.Result, tp)
+}
+
+func nsStr(v float64) string {
+	if v >= 1e3 {
+		return fmt.Sprintf("%.2f us", v/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", v)
+}
+
+// MeasureHeadline runs the three headline measurements (gclock lab
+// measure report): spec's operation, then the latency on spec's link and
+// on the same link with asym more forward than reverse delay. It writes
+// report.md, deviations.png, errors.png and the two latency figures into
+// dir and returns the report's text.
+func MeasureHeadline(ctx context.Context, spec MeasureSpec, asym time.Duration, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# gclock lab measure report\n\n%s, `gclock lab measure report -dir %s` (seed %d).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), dir, spec.Lab.Seed)
+	op := spec
+	op.Latency = false
+	ops, err := Measure(ctx, op)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString("## Execution time of a distributed operation (seed 003)\n\n")
+	if err := ops.WriteMarkdown(&b); err != nil {
+		return "", err
+	}
+	if err := measure.PlotDeviations(ops.Result, filepath.Join(dir, "deviations.png")); err != nil {
+		return "", err
+	}
+	if err := measure.PlotErrors(ops.Result, filepath.Join(dir, "errors.png")); err != nil {
+		return "", err
+	}
+	b.WriteString("\n![deviations](deviations.png)\n\n![errors](errors.png)\n")
+	asymLink := fmt.Sprintf("%s,asym=%dus", spec.Link, asym.Microseconds())
+	for i, link := range []string{spec.Link, asymLink} {
+		lat := spec
+		lat.Latency, lat.Link = true, link
+		r, err := Measure(ctx, lat)
+		if err != nil {
+			return "", err
+		}
+		name := []string{"latency-symmetric.png", "latency-asymmetric.png"}[i]
+		fmt.Fprintf(&b, "\n## One-way latency, %s link (seed 000, figure 2)\n\n", []string{"symmetric", "asymmetric"}[i])
+		if err := r.WriteMarkdown(&b); err != nil {
+			return "", err
+		}
+		if err := measure.PlotLatency(r.Result, filepath.Join(dir, name)); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "\n![latency](%s)\n", name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
