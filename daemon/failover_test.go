@@ -106,7 +106,7 @@ func TestRunFailover(t *testing.T) {
 				mn := memnet.New(1)
 				mn.SetLink(memLink)
 				runFailover(t, topo, failoverNet{
-					sys:     fakeSys(mn),
+					sys:     fakeSys(mn, nil),
 					cluster: memCluster,
 					client: func(t *testing.T) transport.PacketConn {
 						c, err := mn.Listen(netip.MustParseAddrPort("10.0.0.1:99"))

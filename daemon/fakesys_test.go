@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +23,11 @@ var memLink = memnet.Link{Delay: 5 * time.Microsecond, Jitter: 2 * time.Microsec
 func fakeRaw() int64 { return time.Now().UnixNano() }
 
 // fakeSys runs a daemon on the in-memory network with the bubble's fake
-// time as its raw clock: no kernel, so no kernel timestamps. Call it inside
-// synctest.Test, on a network made there.
-func fakeSys(n *memnet.Network) sys {
+// time as its raw clock: no kernel, so no kernel timestamps. Its metrics
+// are served to m (nil: nowhere), which the test calls with no socket (a
+// real one in a bubble would stop fake time). Call it inside synctest.Test,
+// on a network made there.
+func fakeSys(n *memnet.Network, m *fakeMetrics) sys {
 	return sys{
 		raw: fakeRaw,
 		listen: func(a netip.AddrPort, _ transport.UDPOptions) (transport.PacketConn, error) {
@@ -32,7 +37,53 @@ func fakeSys(n *memnet.Network) sys {
 			}
 			return c, nil
 		},
+		serve: m.serve,
 	}
+}
+
+// fakeMetrics holds the metrics handlers of daemons run on fakeSys, by
+// their metrics.listen.
+type fakeMetrics struct {
+	mu sync.Mutex
+	h  map[string]http.Handler
+}
+
+func (m *fakeMetrics) serve(addr string, h http.Handler) (func(), error) {
+	if m == nil {
+		return func() {}, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.h == nil {
+		m.h = map[string]http.Handler{}
+	}
+	if m.h[addr] != nil {
+		return nil, fmt.Errorf("%s: address in use", addr)
+	}
+	m.h[addr] = h
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.h, addr)
+	}, nil
+}
+
+// get calls the handler served at addr with GET path and returns the body;
+// it fails the test if no daemon serves addr or the status is not 200.
+func (m *fakeMetrics) get(t *testing.T, addr, path string) string {
+	t.Helper()
+	m.mu.Lock()
+	h := m.h[addr]
+	m.mu.Unlock()
+	if h == nil {
+		t.Fatalf("no daemon serves metrics at %s", addr)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://gclock"+path, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s%s: %d %s", addr, path, rec.Code, rec.Body)
+	}
+	return rec.Body.String()
 }
 
 // memCluster configures n daemons for the in-memory network, node i+1 at

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gclock/gclock/engine"
-	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/refclock"
@@ -144,7 +143,7 @@ func (s *ntpSource) Self() ntp.Server {
 		return s.self
 	}
 	n := s.n
-	raw := gtime.RawNow()
+	raw := n.sys.raw()
 	now, ok := n.servedAt(raw)
 	srv := ntp.Server{Synced: ok && now.Status == engine.StatusSynced, Precision: s.precision,
 		Stratum: uint8(n.cfg.NTP.Stratum), RefID: ntp.RefIDString("GCLK")}
@@ -208,7 +207,7 @@ func (n *node) openExtras() (*extras, error) {
 		if x.ntpConn, err = transport.ListenUDP(ap.String(), transport.UDPOptions{Timestamps: n.cfg.Transport.KernelTimestamps}); err != nil {
 			return nil, fmt.Errorf("ntp.listen: %w", err)
 		}
-		x.ntpSrv = ntp.NewResponder(x.ntpConn, &ntpSource{n: n, precision: clockPrecision()}, gtime.RawNow, n.log)
+		x.ntpSrv = ntp.NewResponder(x.ntpConn, &ntpSource{n: n, precision: clockPrecision()}, n.sys.raw, n.log)
 	}
 	if n.cfg.Refclock.Sock != "" {
 		x.rc = &refclockStats{}
@@ -324,7 +323,7 @@ func (n *node) runRefclock(ctx context.Context, st *refclockStats) {
 			st.skippedRef.Add(1)
 			continue
 		}
-		raw := gtime.RawNow()
+		raw := n.sys.raw()
 		off, _ := transport.RealtimeOffset()
 		g, ok := n.servedAt(raw)
 		if !ok || g.Status != engine.StatusSynced {

@@ -70,7 +70,7 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	c := n.cfg
 	rt := &realTime{
 		mode: c.RealTime.Mode, id: c.Node.ID, ref: ref, isRef: c.Node.ID == uint32(ref),
-		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: gtime.RawNow, realOffset: transport.RealtimeOffset,
+		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: n.sys.raw, realOffset: transport.RealtimeOffset,
 	}
 	poll := int64(c.RealTime.PollEvery)
 	sc, err := realtime.New(realtime.Config{

@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,7 +243,6 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	go func() { epDone <- n.ep.Run(ctx) }()
 	rtWait := n.startRealTime(ctx)
 	extWait := ext.start(ctx, n)
-	var srv *http.Server
 	if addr := cfg.Metrics.Listen; addr != "" {
 		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext)
 		if err != nil {
@@ -254,18 +251,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
 		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
-		network := "tcp"
-		if strings.HasPrefix(addr, "unix:") {
-			network, addr = "unix", strings.TrimPrefix(addr, "unix:")
-			os.Remove(addr) // a previous run's socket
-		}
-		ln, err := net.Listen(network, addr)
+		stop, err := sys.serve(addr, mux)
 		if err != nil {
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
+		defer stop()
 	}
 	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
 		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps,

@@ -2,18 +2,17 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/memnet"
 )
 
 const testBoot = "0f4e5a3c-1b2d-4c6e-8f90-a1b2c3d4e5f6"
@@ -184,95 +183,113 @@ func TestStateConfigValidate(t *testing.T) {
 	}
 }
 
-// TestRunRestart: node 2 of a loopback pair (emulated clock, 3 ms ahead,
-// +40 ppm) synchronises, is stopped for a second and restarted from its
-// state file: its first page says stale with the truth (the raw clock)
-// inside the bounds, it never says unsynced, and it is synced again.
+// TestRunRestart: node 2 of a pair (emulated clock, 3 ms ahead, +40 ppm)
+// synchronises, is stopped for a second and restarted from its state
+// file: its first page says stale with the truth (the raw clock) inside
+// the bounds, it never says unsynced, and it is synced again.
+//
+// The daemons run on internal/memnet in a testing/synctest bubble (the raw
+// clock is the bubble's fake time): every read's truth is one instant, not
+// a window, and the waits cost no real time.
 func TestRunRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs daemons for a few seconds")
-	}
-	cfgs := testCluster(t, 2)
-	c2 := &cfgs[1]
-	c2.Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1, OriginRaw: gtime.RawNow()}}
-	c2.State = StateConfig{File: filepath.Join(t.TempDir(), "gclock", "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errs := make(chan error, 3)
-	go func() { errs <- Run(ctx, cfgs[0], logger.With("node", 1)) }()
-	ctx2, cancel2 := context.WithCancel(ctx)
-	go func() { errs <- Run(ctx2, *c2, logger.With("node", 2)) }()
-	deadline := time.Now().Add(20 * time.Second)
-	r := openPage(t, c2.GlobalTime.ShmPath, 2, deadline)
-	defer func() { r.Close() }()
-	waitPageSynced(t, r, 2, deadline)
-	time.Sleep(600 * time.Millisecond) // a save while synced
-	cancel2()
-	if err := <-errs; err != nil {
-		t.Fatalf("node 2: %v", err)
-	}
-	s, ok, err := ReadState(c2.State.File)
-	if err != nil || !ok || s.Prior == nil {
-		t.Fatalf("state after the stop: %+v ok %v err %v", s, ok, err)
-	}
-	time.Sleep(time.Second)
-	restartAt := time.Now()
-	go func() { errs <- Run(ctx, *c2, logger.With("node", 2, "run", 2)) }()
-	sawStale, syncedAfter := false, time.Duration(0)
-	for time.Since(restartAt) < 15*time.Second {
-		before := gtime.RawNow()
-		tm, err := r.Now()
-		after := gtime.RawNow()
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		mn := memnet.New(1)
+		mn.SetLink(memLink)
+		sys := fakeSys(mn, nil)
+		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
+		cfgs := memCluster(t, 2)
+		c2 := &cfgs[1]
+		c2.Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1, OriginRaw: fakeRaw()}}
+		c2.State = StateConfig{File: filepath.Join(t.TempDir(), "gclock", "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error, 3)
+		running := 0
+		start := func(ctx context.Context, c Config, l *slog.Logger) {
+			running++
+			go func() { errs <- run(ctx, c, l, sys) }()
 		}
-		if tm.Status == gtime.StatusNoDaemon { // the old page, replaced by the restarted daemon's
-			if nr, err := gtime.Open(c2.GlobalTime.ShmPath); err == nil {
-				r.Close()
-				r = nr
+		// Even after a failure, stop every daemon: a bubble must end
+		// with no goroutine left.
+		defer func() {
+			cancel()
+			for ; running > 0; running-- {
+				<-errs
 			}
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if tm.Status == gtime.StatusUnsynced {
-			t.Fatalf("%v after the restart: unsynced", time.Since(restartAt))
-		}
-		if tm.Latest < before || tm.Earliest > after {
-			t.Fatalf("%v after the restart: truth outside [%+d, %+d] (%v)", time.Since(restartAt), tm.Earliest-before, tm.Latest-after, tm.Status)
-		}
-		if tm.Status == gtime.StatusStale {
-			sawStale = true
-		}
-		if tm.Status == gtime.StatusSynced && sawStale {
-			syncedAfter = time.Since(restartAt)
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !sawStale || syncedAfter == 0 {
-		t.Fatalf("after the restart: stale seen %v, synced again after %v", sawStale, syncedAfter)
-	}
-	t.Logf("synced again %v after the restart, bounded (stale) before", syncedAfter.Round(time.Millisecond))
-	cancel()
-	for range 2 {
+		}()
+		start(ctx, cfgs[0], logger.With("node", 1))
+		ctx2, cancel2 := context.WithCancel(ctx)
+		start(ctx2, *c2, logger.With("node", 2))
+		deadline := time.Now().Add(20 * time.Second)
+		r := openPage(t, c2.GlobalTime.ShmPath, 2, deadline)
+		defer func() { r.Close() }()
+		waitPageSyncedBy(t, read, r, 2, deadline)
+		time.Sleep(600 * time.Millisecond) // a save while synced
+		cancel2()
+		running--
 		if err := <-errs; err != nil {
-			t.Errorf("Run: %v", err)
+			t.Fatalf("node 2: %v", err)
 		}
-	}
+		s, ok, err := ReadState(c2.State.File)
+		if err != nil || !ok || s.Prior == nil {
+			t.Fatalf("state after the stop: %+v ok %v err %v", s, ok, err)
+		}
+		time.Sleep(time.Second)
+		restartAt := time.Now()
+		start(ctx, *c2, logger.With("node", 2, "run", 2))
+		sawStale, syncedAfter := false, time.Duration(0)
+		for time.Since(restartAt) < 15*time.Second {
+			now := fakeRaw()
+			tm, err := r.At(now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tm.Status == gtime.StatusNoDaemon { // the old page, replaced by the restarted daemon's
+				if nr, err := gtime.Open(c2.GlobalTime.ShmPath); err == nil {
+					r.Close()
+					r = nr
+				}
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if tm.Status == gtime.StatusUnsynced {
+				t.Fatalf("%v after the restart: unsynced", time.Since(restartAt))
+			}
+			if tm.Latest < now || tm.Earliest > now {
+				t.Fatalf("%v after the restart: truth outside [%+d, %+d] (%v)", time.Since(restartAt), tm.Earliest-now, tm.Latest-now, tm.Status)
+			}
+			if tm.Status == gtime.StatusStale {
+				sawStale = true
+			}
+			if tm.Status == gtime.StatusSynced && sawStale {
+				syncedAfter = time.Since(restartAt)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !sawStale || syncedAfter == 0 {
+			t.Fatalf("after the restart: stale seen %v, synced again after %v", sawStale, syncedAfter)
+		}
+		t.Logf("synced again %v after the restart, bounded (stale) before", syncedAfter.Round(time.Millisecond))
+		// In fake time nothing but the rounds takes time: a few rounds at
+		// initial_global_period 100 ms (306-311 ms in 10 runs).
+		if syncedAfter > time.Second {
+			t.Errorf("synced again %v after the restart, want within a second (a few rounds of 100 ms)", syncedAfter)
+		}
+		cancel()
+		for ; running > 0; running-- {
+			if err := <-errs; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+	})
 }
 
-// scrapeSample scrapes one sample (name with its labels, as exposed) from a
-// daemon's metrics; -1 if absent.
-func scrapeSample(t *testing.T, addr, sample string) float64 {
+// sampleOf is one sample (name with its labels, as exposed) of a metrics
+// exposition; -1 if absent.
+func sampleOf(t *testing.T, body, sample string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("scrape %s: %v", addr, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if v, ok := strings.CutPrefix(line, sample+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -288,60 +305,85 @@ func scrapeSample(t *testing.T, addr, sample string) float64 {
 // numbers its rounds after those it sent before, so its child takes them
 // at once (no stale_round drops), instead of ignoring them until the
 // reference has been silent for three of its periods.
+//
+// The daemons run on internal/memnet in a testing/synctest bubble; node 2's
+// metrics are called as a handler (fakeMetrics), with no socket.
 func TestRunRestartReference(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs daemons for a few seconds")
-	}
-	cfgs := testCluster(t, 2)
-	for i := range cfgs {
-		// Rounds every second: the renumbering allowance is then over 3 s.
-		cfgs[i].Sync.InitialGlobalPeriod = Duration(time.Second)
-		cfgs[i].Sync.MinGlobalPeriod = Duration(time.Second)
-		cfgs[i].Sync.MaxGlobalPeriod = Duration(time.Second)
-	}
-	c1 := &cfgs[0]
-	c1.State = StateConfig{File: filepath.Join(t.TempDir(), "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
-	ports := freePorts(t, 1)
-	cfgs[1].Metrics.Listen = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errs := make(chan error, 3)
-	ctx1, cancel1 := context.WithCancel(ctx)
-	go func() { errs <- Run(ctx1, *c1, logger.With("node", 1)) }()
-	go func() { errs <- Run(ctx, cfgs[1], logger.With("node", 2)) }()
-	deadline := time.Now().Add(20 * time.Second)
-	r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
-	defer r.Close()
-	waitPageSynced(t, r, 2, deadline)
-	time.Sleep(2500 * time.Millisecond) // a few rounds, and saves
-	cancel1()
-	if err := <-errs; err != nil {
-		t.Fatalf("node 1: %v", err)
-	}
-	s, ok, err := ReadState(c1.State.File)
-	if err != nil || !ok || s.MaxRound == 0 || s.Prior != nil {
-		t.Fatalf("reference's state: %+v ok %v err %v; want rounds and no prior", s, ok, err)
-	}
-	addr := cfgs[1].Metrics.Listen
-	rounds := scrapeSample(t, addr, `gclock_source_rounds_total{node="2",source="1"}`)
-	go func() { errs <- Run(ctx, *c1, logger.With("node", 1, "run", 2)) }()
-	restart := time.Now()
-	for scrapeSample(t, addr, `gclock_source_rounds_total{node="2",source="1"}`) <= rounds {
-		if time.Since(restart) > 2500*time.Millisecond {
-			t.Fatalf("no round accepted from the restarted reference in %v (stale_round drops %v)", time.Since(restart),
-				scrapeSample(t, addr, `gclock_packets_dropped_total{node="2",reason="stale_round"}`))
+	synctest.Test(t, func(t *testing.T) {
+		mn := memnet.New(1)
+		mn.SetLink(memLink)
+		var metrics fakeMetrics
+		sys := fakeSys(mn, &metrics)
+		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
+		cfgs := memCluster(t, 2)
+		for i := range cfgs {
+			// Rounds every second: the renumbering allowance is then over 3 s.
+			cfgs[i].Sync.InitialGlobalPeriod = Duration(time.Second)
+			cfgs[i].Sync.MinGlobalPeriod = Duration(time.Second)
+			cfgs[i].Sync.MaxGlobalPeriod = Duration(time.Second)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("a round from the restarted reference accepted %v after its restart", time.Since(restart).Round(time.Millisecond))
-	if d := scrapeSample(t, addr, `gclock_packets_dropped_total{node="2",reason="stale_round"}`); d != 0 {
-		t.Errorf("%v stale_round drops, want 0", d)
-	}
-	cancel()
-	for range 2 {
+		c1 := &cfgs[0]
+		c1.State = StateConfig{File: filepath.Join(t.TempDir(), "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
+		cfgs[1].Metrics.Listen = "10.0.0.2:9100"
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error, 3)
+		running := 0
+		start := func(ctx context.Context, c Config, l *slog.Logger) {
+			running++
+			go func() { errs <- run(ctx, c, l, sys) }()
+		}
+		defer func() { // a bubble must end with no goroutine left
+			cancel()
+			for ; running > 0; running-- {
+				<-errs
+			}
+		}()
+		ctx1, cancel1 := context.WithCancel(ctx)
+		start(ctx1, *c1, logger.With("node", 1))
+		start(ctx, cfgs[1], logger.With("node", 2))
+		deadline := time.Now().Add(20 * time.Second)
+		r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
+		defer r.Close()
+		waitPageSyncedBy(t, read, r, 2, deadline)
+		time.Sleep(2500 * time.Millisecond) // a few rounds, and saves
+		cancel1()
+		running--
 		if err := <-errs; err != nil {
-			t.Errorf("Run: %v", err)
+			t.Fatalf("node 1: %v", err)
 		}
-	}
+		s, ok, err := ReadState(c1.State.File)
+		if err != nil || !ok || s.MaxRound == 0 || s.Prior != nil {
+			t.Fatalf("reference's state: %+v ok %v err %v; want rounds and no prior", s, ok, err)
+		}
+		scrape := func(sample string) float64 {
+			return sampleOf(t, metrics.get(t, cfgs[1].Metrics.Listen, "/metrics"), sample)
+		}
+		const roundsOf1 = `gclock_source_rounds_total{node="2",source="1"}`
+		const staleDrops = `gclock_packets_dropped_total{node="2",reason="stale_round"}`
+		rounds := scrape(roundsOf1)
+		if rounds <= 0 {
+			t.Fatalf("node 2 took %v rounds from node 1 before its restart", rounds)
+		}
+		start(ctx, *c1, logger.With("node", 1, "run", 2))
+		restart := time.Now()
+		for scrape(roundsOf1) <= rounds {
+			// In fake time, within its first period (1 s) and the poll;
+			// the stale rounds' allowance would be over 3 s.
+			if time.Since(restart) > time.Second+20*time.Millisecond {
+				t.Fatalf("no round accepted from the restarted reference in %v (stale_round drops %v)", time.Since(restart), scrape(staleDrops))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("a round from the restarted reference accepted %v after its restart", time.Since(restart).Round(time.Millisecond))
+		if d := scrape(staleDrops); d != 0 {
+			t.Errorf("%v stale_round drops, want 0", d)
+		}
+		cancel()
+		for ; running > 0; running-- {
+			if err := <-errs; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+	})
 }
