@@ -4,18 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
@@ -150,69 +150,89 @@ func TestKeyFileRefused(t *testing.T) {
 // dropped as bad_tag, one with the key but a peer's id from another
 // address as unknown_sender (counted in gclock_packets_dropped_total),
 // while the key holder is answered, with no more bytes than it sent.
+//
+// The daemons run on internal/memnet in a testing/synctest bubble; node 2's
+// metrics are called as a handler (fakeMetrics), with no socket.
 func TestRunAuthenticated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs daemons for a few seconds")
-	}
-	cfgs := testCluster(t, 2)
-	kr := clusterKey(t, cfgs)
-	sock := filepath.Join(t.TempDir(), "metrics.sock")
-	cfgs[1].Metrics.Listen = "unix:" + sock
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	errs := make(chan error, len(cfgs))
-	for _, c := range cfgs {
-		go func() { errs <- Run(ctx, c, logger.With("node", c.Node.ID)) }()
-	}
-	r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, time.Now().Add(10*time.Second))
-	waitPageSynced(t, r, 2, time.Now().Add(20*time.Second))
-	scrape := metricsClient(sock)
+	synctest.Test(t, func(t *testing.T) {
+		mn := memnet.New(1)
+		mn.SetLink(memLink)
+		var metrics fakeMetrics
+		sys := fakeSys(mn, &metrics)
+		cfgs := memCluster(t, 2)
+		kr := clusterKey(t, cfgs)
+		cfgs[1].Metrics.Listen = "10.0.0.2:9100"
+		ctx, cancel := context.WithCancel(context.Background())
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		errs := make(chan error, len(cfgs))
+		for _, c := range cfgs {
+			go func() { errs <- run(ctx, c, logger.With("node", c.Node.ID), sys) }()
+		}
+		stopped := false
+		defer func() { // a bubble must end with no goroutine left
+			if !stopped {
+				cancel()
+				for range cfgs {
+					<-errs
+				}
+			}
+		}()
+		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
+		r := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, time.Now().Add(10*time.Second))
+		waitPageSyncedBy(t, read, r, 2, time.Now().Add(20*time.Second))
+		scrape := func(t *testing.T) map[string]float64 {
+			return dropsOf(t, metrics.get(t, cfgs[1].Metrics.Listen, "/metrics"))
+		}
 
-	addr := netip.MustParseAddrPort(cfgs[1].Peers[1].Address)
-	other, _ := wire.NewKeyring(7, []wire.Key{{ID: 7, Secret: make([]byte, 32)}})
-	cases := []struct {
-		name   string
-		id     uint32
-		kr     *wire.Keyring
-		answer bool
-		reason string
-	}{
-		{"no key", 99, nil, false, transport.DropBadTag},
-		{"another key", 99, other, false, transport.DropBadTag},
-		{"cluster key, a peer's id from another address", 1, kr, false, transport.DropUnknownSender},
-		{"cluster key", 99, kr, true, ""},
-	}
-	for _, tc := range cases {
-		before := scrape(t)
-		client := keyClient(t, ctx, tc.id, tc.kr)
-		_, err := queryStatus(ctx, client, tc.id, addr, 100*time.Millisecond)
-		if (err == nil) != tc.answer {
-			t.Errorf("%s: answered %v (%v)", tc.name, err == nil, err)
+		addr := netip.MustParseAddrPort(cfgs[1].Peers[1].Address)
+		other, _ := wire.NewKeyring(7, []wire.Key{{ID: 7, Secret: make([]byte, 32)}})
+		cases := []struct {
+			name   string
+			id     uint32
+			kr     *wire.Keyring
+			answer bool
+			reason string
+		}{
+			{"no key", 99, nil, false, transport.DropBadTag},
+			{"another key", 99, other, false, transport.DropBadTag},
+			{"cluster key, a peer's id from another address", 1, kr, false, transport.DropUnknownSender},
+			{"cluster key", 99, kr, true, ""},
 		}
-		after := scrape(t)
-		if tc.reason != "" && after[tc.reason] <= before[tc.reason] {
-			t.Errorf("%s: %s not counted: %v -> %v", tc.name, tc.reason, before, after)
+		for i, tc := range cases {
+			before := scrape(t)
+			conn, err := mn.Listen(netip.AddrPortFrom(netip.MustParseAddr("10.0.0.9"), uint16(i+1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := keyClient(t, ctx, conn, tc.id, tc.kr)
+			_, err = queryStatus(ctx, client, tc.id, addr, 100*time.Millisecond)
+			if (err == nil) != tc.answer {
+				t.Errorf("%s: answered %v (%v)", tc.name, err == nil, err)
+			}
+			after := scrape(t)
+			// The link loses nothing and fake time lets every copy
+			// arrive before the scrape: each datagram the client sent
+			// (the query and its retransmissions) is one drop.
+			if sent := float64(client.Stats().Sent); tc.reason != "" && (sent == 0 || after[tc.reason]-before[tc.reason] != sent) {
+				t.Errorf("%s: %s counted %v times for %v datagrams sent: %v -> %v", tc.name, tc.reason, after[tc.reason]-before[tc.reason], sent, before, after)
+			}
+			if cs := client.Stats(); tc.answer && cs.SentBytes/cs.Sent < uint64(wire.HeaderLen+wire.AuthLen+45) {
+				t.Errorf("%s: query of %d bytes: the reply (45-byte body) would amplify it", tc.name, cs.SentBytes/cs.Sent)
+			}
 		}
-		if cs := client.Stats(); tc.answer && cs.SentBytes/cs.Sent < uint64(wire.HeaderLen+wire.AuthLen+45) {
-			t.Errorf("%s: query of %d bytes: the reply (45-byte body) would amplify it", tc.name, cs.SentBytes/cs.Sent)
+		cancel()
+		stopped = true
+		for range cfgs {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
 		}
-	}
-	cancel()
-	for range cfgs {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
+	})
 }
 
 // keyClient is statusClient with any sender id.
-func keyClient(t *testing.T, ctx context.Context, id uint32, kr *wire.Keyring) *transport.Endpoint {
+func keyClient(t *testing.T, ctx context.Context, conn transport.PacketConn, id uint32, kr *wire.Keyring) *transport.Endpoint {
 	t.Helper()
-	conn, err := transport.ListenUDP("127.0.0.1:0", transport.UDPOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := transport.DefaultConfig()
 	c.ID, c.Conn, c.Handler, c.Keyring = id, conn, noHandler{}, kr
 	ep, err := transport.New(c)
@@ -223,42 +243,30 @@ func keyClient(t *testing.T, ctx context.Context, id uint32, kr *wire.Keyring) *
 	return ep
 }
 
-// metricsClient scrapes gclock_packets_dropped_total by reason from a
-// daemon's metrics socket.
-func metricsClient(sock string) func(t *testing.T) map[string]float64 {
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}, Timeout: 2 * time.Second}
-	return func(t *testing.T) map[string]float64 {
-		t.Helper()
-		resp, err := client.Get("http://gclock/metrics")
+// dropsOf is gclock_packets_dropped_total by reason in a daemon's metrics.
+func dropsOf(t *testing.T, body string) map[string]float64 {
+	t.Helper()
+	drops := map[string]float64{}
+	for line := range strings.SplitSeq(body, "\n") {
+		rest, ok := strings.CutPrefix(line, "gclock_packets_dropped_total{")
+		if !ok {
+			continue
+		}
+		i := strings.Index(rest, `reason="`)
+		j := strings.Index(rest, "} ")
+		if i < 0 || j < 0 {
+			t.Fatalf("unexpected line %q", line)
+		}
+		reason := rest[i+len(`reason="`):]
+		reason = reason[:strings.IndexByte(reason, '"')]
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[j+1:]), 64)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("line %q: %v", line, err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		drops := map[string]float64{}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			rest, ok := strings.CutPrefix(line, "gclock_packets_dropped_total{")
-			if !ok {
-				continue
-			}
-			i := strings.Index(rest, `reason="`)
-			j := strings.Index(rest, "} ")
-			if i < 0 || j < 0 {
-				t.Fatalf("unexpected line %q", line)
-			}
-			reason := rest[i+len(`reason="`):]
-			reason = reason[:strings.IndexByte(reason, '"')]
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest[j+1:]), 64)
-			if err != nil {
-				t.Fatalf("line %q: %v", line, err)
-			}
-			drops[reason] = v
-		}
-		if len(drops) != len(dropReasons) {
-			t.Fatalf("drop reasons %v, want all of %v", drops, dropReasons)
-		}
-		return drops
+		drops[reason] = v
 	}
+	if len(drops) != len(dropReasons) {
+		t.Fatalf("drop reasons %v, want all of %v", drops, dropReasons)
+	}
+	return drops
 }
