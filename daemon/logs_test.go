@@ -8,7 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/gclock/gclock/internal/memnet"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the concurrent daemons' loggers.
@@ -34,25 +37,32 @@ func (l *lockedBuffer) String() string {
 // reference is at start. At info level no line may repeat: a refused
 // status query at start is expected (debug), a dead child is logged once
 // when it stops answering, not at every round.
+//
+// The daemons run on internal/memnet in a testing/synctest bubble: the
+// 4 s are fake.
 func TestLogsQuiet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs daemons for a few seconds")
-	}
-	cfgs := testCluster(t, 3)
+	cfgs := memCluster(t, 3)
 	var buf lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-	defer cancel()
-	errs := make(chan error, 2)
-	for _, c := range cfgs[:2] {
-		c.Reference.Order = []uint32{1, 2, 3}
-		c.Reference.FailoverAfter = Duration(time.Second)
-		go func() { errs <- Run(ctx, c, logger) }()
-	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		mn := memnet.New(1)
+		mn.SetLink(memLink)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		errs := make(chan error, 2)
+		for _, c := range cfgs[:2] {
+			c.Reference.Order = []uint32{1, 2, 3}
+			c.Reference.FailoverAfter = Duration(time.Second)
+			go func() { errs <- run(ctx, c, logger, fakeSys(mn, nil)) }()
 		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if t.Failed() {
+		return
 	}
 	out := buf.String()
 	if strings.Contains(out, "handler refused") {
