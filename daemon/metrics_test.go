@@ -5,17 +5,16 @@ import (
 	"flag"
 	"io"
 	"math"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/memnet"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -155,19 +154,24 @@ type fakeRTT map[engine.NodeID]int64
 
 func (f fakeRTT) LastRTT(id engine.NodeID) (int64, bool) { v, ok := f[id]; return v, ok }
 
-// TestMetricsLive scrapes a follower of a two-daemon loopback cluster: the
-// chronyc tracking figures are there and plausible.
+// TestMetricsLive scrapes a follower of a two-daemon cluster: the chronyc
+// tracking figures are there and plausible. The daemons run on
+// internal/memnet in a testing/synctest bubble; the follower's metrics are
+// called as a handler (fakeMetrics), with no socket.
 func TestMetricsLive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two daemons for about a second")
-	}
-	cfgs := testCluster(t, 2)
-	sock := filepath.Join(t.TempDir(), "metrics.sock")
-	cfgs[1].Metrics.Listen = "unix:" + sock
+	synctest.Test(t, func(t *testing.T) { metricsLive(t) })
+}
+
+func metricsLive(t *testing.T) {
+	mn := memnet.New(1)
+	mn.SetLink(memLink)
+	var metrics fakeMetrics
+	cfgs := memCluster(t, 2)
+	cfgs[1].Metrics.Listen = "10.0.0.2:9100"
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, len(cfgs))
 	for _, c := range cfgs {
-		go func() { errs <- Run(ctx, c, nil) }()
+		go func() { errs <- run(ctx, c, nil, fakeSys(mn, &metrics)) }()
 	}
 	defer func() {
 		cancel()
@@ -177,9 +181,6 @@ func TestMetricsLive(t *testing.T) {
 			}
 		}
 	}()
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}, Timeout: 2 * time.Second}
 	want := []string{
 		`gclock_status{node="2",reference="1",status="synced"} 1`,
 		`gclock_source_selected{node="2",source="1"} 1`,
@@ -189,10 +190,11 @@ func TestMetricsLive(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		body = ""
-		if resp, err := client.Get("http://gclock/metrics"); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
+		metrics.mu.Lock()
+		served := metrics.h[cfgs[1].Metrics.Listen] != nil
+		metrics.mu.Unlock()
+		if served {
+			body = metrics.get(t, cfgs[1].Metrics.Listen, "/metrics")
 		}
 		missing := ""
 		for _, w := range want {
