@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/gclock/gclock/gtime"
+	"gonum.org/v1/gonum/stat"
 )
 
 // The methods of seed 003, side by side.
@@ -451,13 +452,14 @@ func condense(abs []float64, signed float64, boundsN, in int, width float64) *Er
 	return e
 }
 
-// quantile is the nearest-rank q-quantile of sorted values.
+// quantile is the nearest-rank q-quantile of sorted values (NaN for
+// none): gonum's stat.Quantile, stat.Empirical, as eval.Quantiles takes
+// it for int64s; these values are float64s (percentages, ns).
 func quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
 	}
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
+	return stat.Quantile(min(max(q, 0), 1), stat.Empirical, sorted, nil)
 }
 
 type latKey struct{ exec, from int }

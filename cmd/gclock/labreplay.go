@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
+	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/lab"
 )
 
@@ -109,8 +109,9 @@ func replayRow(name string, errs []int64) labReplayRow {
 		abs[i] = max(e, -e)
 		sum += float64(e)
 	}
-	slices.Sort(abs)
-	q := func(p float64) int64 { return abs[min(len(abs)-1, int(p*float64(len(abs))))] }
-	r.P50Ns, r.P90Ns, r.P99Ns, r.BiasNs = q(0.5), q(0.9), q(0.99), sum/float64(len(errs))
+	// Nearest rank (eval.Quantiles): where p*n is a whole number, one
+	// rank lower than the floor(p*n)+1-th this used to report.
+	q := eval.Quantiles(abs, 0.5, 0.9, 0.99)
+	r.P50Ns, r.P90Ns, r.P99Ns, r.BiasNs = q[0], q[1], q[2], sum/float64(len(errs))
 	return r
 }
