@@ -93,6 +93,9 @@ func TestSameSocket(t *testing.T) {
 // check could not tell a node serving its own clock). The refclock samples
 // must be within the page's bound width of 0, and the reference, which
 // serves its own CLOCK_REALTIME, must send none.
+//
+// On loopback UDP in real time: its point is NTP over the kernel's sockets with Go's
+// ntp.Query as the client.
 func TestRunNTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons for a few seconds")

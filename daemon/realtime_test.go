@@ -151,6 +151,9 @@ func pctl(v []int64, p float64) int64 {
 // two time.Now calls around it (node 3 runs an emulated clock the daemon
 // must correct first). The pages must say "realtime", bound the truth,
 // and never go backwards while the model is refreshed every 200 ms.
+//
+// On loopback in real time: its point is the machine's CLOCK_REALTIME against
+// CLOCK_MONOTONIC_RAW (TestRealTimeDriver runs the driver in fake time).
 func TestRealTimeReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons for a few seconds")
@@ -246,6 +249,9 @@ func queryClient(t *testing.T, id uint32, kr *wire.Keyring) func(ctx context.Con
 // skew bound. The test can fail: it requires those bounds to be well under
 // the 50 ppm that separates the mean from the reference's rate. The pages
 // never go backwards while segments with new means take over.
+//
+// On loopback in real time: it reads the machine's CLOCK_REALTIME and
+// CLOCK_MONOTONIC_RAW (TestRealTimeDriver runs the driver in fake time).
 func TestRealTimeMeanDrift(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons for several seconds")

@@ -81,6 +81,9 @@ func clusterAt(t *testing.T, addrs []string) []Config {
 // (node 1's raw clock) equals the raw clock everywhere, and every page must
 // bound it. Node 3 runs an emulated clock (offset 3 ms, +40 ppm) that the
 // daemon must learn.
+//
+// It stays on loopback UDP in real time: its point is kernel timestamps and a
+// CLOCK_MONOTONIC_RAW shared by every daemon (the fake-time tests: docs/daemon.md).
 func TestRunLoopback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons for a few seconds")
@@ -157,6 +160,8 @@ func TestRunLoopback(t *testing.T) {
 	}
 }
 
+// TestRunRefuses: Run refuses a bad config, a port in use, a held page and a
+// planted one. On the kernel: a port in use is the kernel's refusal.
 func TestRunRefuses(t *testing.T) {
 	busy, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -212,6 +217,8 @@ func plantedPage(t *testing.T) string {
 
 // TestRunPageGroup: global_time.group gives the page that group and mode
 // 0640; by default it is 0644.
+//
+// On loopback: the page's file mode and group are the kernel's (a quick run).
 func TestRunPageGroup(t *testing.T) {
 	for _, group := range []string{"", "65534"} {
 		if group != "" && os.Geteuid() != 0 {

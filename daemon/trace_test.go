@@ -49,6 +49,9 @@ func (h hostPage) Mapping() (int64, estimate.Mapping, error) {
 // same file is then corrected with the daemon's mappings and with the
 // sessions' linear fit, and every corrected stamp is compared with the
 // truth (the emulated clock's inverse: only this test knows it).
+//
+// Still on loopback in real time: trace/probe.Dial takes an address, not a
+// connection, so the sessions cannot run on internal/memnet yet.
 func TestTraceLiveDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs daemons for a few seconds")
