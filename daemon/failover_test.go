@@ -326,6 +326,11 @@ func runFailover(t *testing.T, topo TopologyConfig, fn failoverNet) {
 	// error since: tol covers that (a few us on loopback). The estimates
 	// are close to the truth at the end, once the new roles have had rounds.
 	const tol = 10_000    // ns beyond the bounds allowed for the change of scale
+	// frozenSkewErr is the frozen line's rate error against the old scale
+	// allowed after the stop: on internal/memnet (5-7 us each way, 1.5 s
+	// learned) the tree's node 2 froze a line up to 4 ppm off in one run of
+	// three (10 us off 2.2 s later); on loopback about 0.1 ppm.
+	const frozenSkewErr = 6e-6
 	const maxErr = 20_000 // ns: |Est - truth| allowed at the end
 	settled := handover + int64(500*time.Millisecond)
 	for _, i := range []int{1, 2} {
@@ -337,8 +342,16 @@ func runFailover(t *testing.T, topo TopologyConfig, fn failoverNet) {
 				t.Errorf("node %d: unsynced read at %d ms after the stop", i+1, (r.before-stopped)/1e6)
 				continue
 			}
+			tol := int64(tol)
+			if r.before > stopped {
+				tol += int64(frozenSkewErr * float64(r.before-stopped))
+			}
 			if r.tm.Latest+tol < r.before || r.tm.Earliest-tol > r.after {
 				outside++
+				if outside == 1 {
+					t.Logf("node %d: first read beyond the allowance %d ms after the stop: %v, Est - old scale %d ns, width %d ns",
+						i+1, (r.before-stopped)/1e6, r.tm.Status, r.tm.Est-r.before, r.tm.Width())
+				}
 			}
 			mid := r.before + (r.after-r.before)/2
 			e := absDiff64(r.tm.Est, mid) - (r.after-r.before)/2
