@@ -160,6 +160,14 @@ func (a *Acc) Add(r Read) {
 // Merge folds o's reads into a (Chan et al.'s parallel variance). The
 // quantiles stay exact only if both are; a's stretch not synced is not
 // continued by o's (they are other nodes).
+// Reserve makes room for n more errors, so that merging many accumulators
+// into a does not copy the kept errors over and over (exact mode only).
+func (a *Acc) Reserve(n int) {
+	if a.opt.Exact && n > 0 {
+		a.abs = slices.Grow(a.abs, n)
+	}
+}
+
 func (a *Acc) Merge(o *Acc) {
 	if o.n > 0 {
 		n := a.n + o.n

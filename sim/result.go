@@ -45,10 +45,18 @@ func (r *runner) result(wall time.Duration) *Result {
 	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec, RealTime: r.rtResult()}
 	all, others := eval.New(r.evalOptions()), eval.New(r.evalOptions())
 	var msgs uint64
+	var total int
 	for i := range r.nodes {
 		n := &r.nodes[i]
 		msgs += n.sent
-		res.Nodes = append(res.Nodes, summary(i, n.stats.Summary(), n.sent, 1, secs))
+		s := n.stats.Summary()
+		total += int(s.Evaluations)
+		res.Nodes = append(res.Nodes, summary(i, s, n.sent, 1, secs))
+	}
+	all.Reserve(total)
+	others.Reserve(total)
+	for i := range r.nodes {
+		n := &r.nodes[i]
 		all.Merge(n.stats)
 		if i != r.ref {
 			others.Merge(n.stats)
