@@ -36,17 +36,10 @@ func (n *node) statusReply(in *transport.Incoming, reply *wire.Packet) error {
 	q := engine.Message{Type: engine.MsgStatusQuery, From: from, To: engine.NodeID(n.cfg.Node.ID), Seq: in.Packet.Seq}
 	now := n.clk.now()
 	r := n.step(q, now)
-	var out []engine.Message
-	found := false
-	for _, o := range r.Messages {
-		if !found && o.Type == engine.MsgStatusReply && o.To == from && o.Seq == q.Seq {
-			reply.Status.Reference = uint32(o.Reference)
-			found = true
-			continue
-		}
-		out = append(out, o)
+	o, found := takeReply(&r, engine.MsgStatusReply, from, q.Seq)
+	if found {
+		reply.Status.Reference = uint32(o.Reference)
 	}
-	r.Messages = out
 	n.dispatch(r)
 	if !found {
 		// Every daemon of a cluster started together asks the others at

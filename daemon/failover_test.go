@@ -325,7 +325,7 @@ func runFailover(t *testing.T, topo TopologyConfig, fn failoverNet) {
 	// it by node 2's bound width at the takeover and the frozen skew's
 	// error since: tol covers that (a few us on loopback). The estimates
 	// are close to the truth at the end, once the new roles have had rounds.
-	const tol = 10_000    // ns beyond the bounds allowed for the change of scale
+	const tol = 10_000 // ns beyond the bounds allowed for the change of scale
 	// frozenSkewErr is the frozen line's rate error against the old scale
 	// allowed after the stop: on internal/memnet (5-7 us each way, 1.5 s
 	// learned) the tree's node 2 froze a line up to 4 ppm off in one run of

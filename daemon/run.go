@@ -527,17 +527,10 @@ func (n *node) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	m.Samples = nil
 	m.T2 = n.recvLocal(in.RecvUser, in.RecvKernel)
 	r := n.step(m, n.clk.now())
-	var out []engine.Message
-	found := false
-	for _, o := range r.Messages {
-		if !found && o.Type == engine.MsgProbeReply && o.To == m.From && o.Seq == m.Seq {
-			reply.Msg = o
-			found = true
-			continue
-		}
-		out = append(out, o)
+	o, found := takeReply(&r, engine.MsgProbeReply, m.From, m.Seq)
+	if found {
+		reply.Msg = o
 	}
-	r.Messages = out
 	n.dispatch(r)
 	if !found {
 		return fmt.Errorf("engine did not answer probe %d from %d", m.Seq, m.From)
@@ -694,4 +687,16 @@ func (n *node) Snapshot() Snapshot {
 		}
 	}
 	return s
+}
+
+// takeReply removes from r the engine's answer of type t to (to, seq): it
+// goes back in the transport's reply datagram, the rest is dispatched.
+func takeReply(r *engine.Ready, t engine.MsgType, to engine.NodeID, seq uint32) (engine.Message, bool) {
+	for i, o := range r.Messages {
+		if o.Type == t && o.To == to && o.Seq == seq {
+			r.Messages = append(r.Messages[:i:i], r.Messages[i+1:]...)
+			return o, true
+		}
+	}
+	return engine.Message{}, false
 }

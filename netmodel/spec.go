@@ -3,9 +3,10 @@ package netmodel
 import (
 	"errors"
 	"fmt"
-	"github.com/gclock/gclock/engine/engineconf"
 	"math"
 	"math/rand/v2"
+
+	"github.com/gclock/gclock/engine/engineconf"
 )
 
 // Duration is the house's YAML duration (engineconf.Duration): a time span
