@@ -121,8 +121,8 @@ func MapInterval(m estimate.Mapping, est, lo, hi int64) (gest, glo, ghi int64, o
 	if !m.Valid || lo > hi {
 		return 0, 0, 0, false
 	}
-	dlo := absDiff(lo, m.X0)
-	dhi := absDiff(hi, m.X0)
+	dlo := satmath.AbsDiff(lo, m.X0)
+	dhi := satmath.AbsDiff(hi, m.X0)
 	far := max(dlo, dhi)
 	if far > ComposeHorizon {
 		return 0, 0, 0, false
@@ -144,9 +144,6 @@ func Intersect(alo, ahi, blo, bhi int64) (lo, hi int64, ok bool) {
 	lo, hi = max(alo, blo), min(ahi, bhi)
 	return lo, hi, lo <= hi
 }
-
-// absDiff returns |a-b|, saturating instead of overflowing.
-func absDiff(a, b int64) int64 { return satmath.AbsDiff(a, b) }
 
 // clamp limits v to [lo, hi] (lo <= hi).
 func clamp(v, lo, hi int64) int64 {

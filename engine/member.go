@@ -497,8 +497,7 @@ func (m *Member) rebuild(j int, takeOver bool, local int64) {
 	old := m.view
 	v := &view{ref: ref, cur: eng, roundBase: old.maxRound, seqBase: old.maxSeq, maxRound: old.maxRound, maxSeq: old.maxSeq}
 	if takeOver {
-		const d = int64(time.Second)
-		t0, t1 := old.estimate(local), old.estimate(local+d)
+		t0 := old.estimate(local)
 		v.frozen = true
 		if t0.Status == StatusUnsynced {
 			m.log.Warn("taking over unsynced: global time continues from this node's clock")
@@ -511,13 +510,15 @@ func (m *Member) rebuild(j int, takeOver bool, local int64) {
 			// (TestRunFailoverUDP: the old scale 41 us away 4 s after the
 			// takeover in one run of ten, at most 7.5 us in eleven with
 			// this). Without finite bounds, the estimator's line.
-			skew := float64(t1.Est-t0.Est-d) / float64(d)
 			const far = 30 * int64(time.Second)
-			if tf := old.estimate(local + far); tf.Earliest > math.MinInt64 && tf.Latest < math.MaxInt64 &&
-				t0.Earliest > math.MinInt64 && t0.Latest < math.MaxInt64 {
+			var skew float64
+			if tf := old.estimate(local + far); bounded(t0) && bounded(tf) {
 				m0 := t0.Earliest/2 + t0.Latest/2
 				mf := tf.Earliest/2 + tf.Latest/2
 				skew = float64(mf-m0-far) / float64(far)
+			} else {
+				const d = int64(time.Second)
+				skew = float64(old.estimate(local+d).Est-t0.Est-d) / float64(d)
 			}
 			v.fm = estimate.Mapping{X0: local, Y0: t0.Est, Skew: skew, Valid: true}
 			m.log.Info("global time frozen at takeover", "local", local, "global", t0.Est, "skew", v.fm.Skew,
@@ -645,3 +646,6 @@ func (v *view) read(local int64) Time {
 	}
 	return v.cur.Read(v.in(local))
 }
+
+// bounded reports whether both of t's bounds are finite.
+func bounded(t Time) bool { return t.Earliest > math.MinInt64 && t.Latest < math.MaxInt64 }

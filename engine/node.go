@@ -980,7 +980,7 @@ func (n *Node) globalMapping(now, period int64) estimate.Mapping {
 		X0:      now,
 		Y0:      l.Y0,
 		Skew:    l.Skew,
-		W0:      min(satmath.Add(b.W0, absDiff(l.Y0, b.Y0)), maxWidth),
+		W0:      min(satmath.Add(b.W0, satmath.AbsDiff(l.Y0, b.Y0)), maxWidth),
 		SkewErr: b.SkewErr + math.Abs(l.Skew-b.Skew),
 		Wander:  b.Wander,
 		Valid:   true,

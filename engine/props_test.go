@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/topology"
 )
 
@@ -128,7 +129,7 @@ func TestReanchorNeverNarrower(t *testing.T) {
 			x := m.X0 + r.Int64N(1e12) - 5e11
 			e1, lo1, hi1 := m.At(x)
 			e2, lo2, hi2 := a.At(x)
-			if lo2 > lo1 || hi2 < hi1 || absDiff(e1, e2) > 1 {
+			if lo2 > lo1 || hi2 < hi1 || satmath.AbsDiff(e1, e2) > 1 {
 				t.Fatalf("reanchored [%d %d] est %d narrower than [%d %d] est %d", lo2, hi2, e2, lo1, hi1, e1)
 			}
 		}

@@ -210,4 +210,3 @@ func (c *Client) noteTransport() {
 	st := c.ep.Stats()
 	c.Stats.Stale, c.Stats.Bad = int64(st.Stale), int64(st.DecodeErrors+st.UnknownSender)
 }
-
