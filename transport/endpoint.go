@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/clock"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -320,7 +321,7 @@ func New(cfg Config) (*Endpoint, error) {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.clk == nil {
-		e.clk = clock.Func(rawNow)
+		e.clk = clock.Func(rawclock.Now)
 	}
 	if s, ok := cfg.Conn.(StampedConn); ok {
 		e.stamps = s

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -90,7 +91,7 @@ func MeasureRTT(ctx context.Context, cfg RTTConfig) (RTTResult, error) {
 		sconn.Close()
 		return res, err
 	}
-	srv := &probeServer{t2: map[uint32][2]int64{}, t3: map[uint32][2]int64{}, clock: rawNow}
+	srv := &probeServer{t2: map[uint32][2]int64{}, t3: map[uint32][2]int64{}, clock: rawclock.Now}
 	server, err := New(Config{ID: 0, Conn: sconn, Handler: srv})
 	if err != nil {
 		sconn.Close()

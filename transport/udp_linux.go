@@ -18,9 +18,6 @@ import (
 	"github.com/gclock/gclock/internal/sockts"
 )
 
-// rawNow reads CLOCK_MONOTONIC_RAW, gclock's local clock.
-func rawNow() int64 { return rawclock.Now() }
-
 // realNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
 func realNow() int64 {
 	var ts unix.Timespec
@@ -37,9 +34,9 @@ func realNow() int64 {
 func RealtimeOffset() (offset, halfWidth int64) {
 	var offs [realtimeSandwiches]int64
 	for i := range offs {
-		r1 := rawNow()
+		r1 := rawclock.Now()
 		rt := realNow()
-		r2 := rawNow()
+		r2 := rawclock.Now()
 		offs[i] = rt - (r1 + (r2-r1)/2)
 		halfWidth = max(halfWidth, (r2-r1+1)/2)
 	}
@@ -226,7 +223,7 @@ func (u *UDPConn) ReadFromStamped(b []byte) (int, netip.AddrPort, int64, error) 
 	if err != nil {
 		return n, from, 0, err
 	}
-	user := rawNow()
+	user := rawclock.Now()
 	off, hw := RealtimeOffset()
 	real, ok := parseTimestamping(u.oob[:oobn])
 	var k int64
@@ -287,7 +284,7 @@ func (u *UDPConn) WriteToStamped(b []byte, to netip.AddrPort) (int64, error) {
 		// if a failed sendmsg consumed a key after all.
 		if got && int32(key-id) >= 0 {
 			u.nextID = key + 1
-			user := rawNow()
+			user := rawclock.Now()
 			off, hw := RealtimeOffset()
 			k := real - off
 			u.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -42,9 +43,9 @@ func TestKernelStamps(t *testing.T) {
 	const slack = 50_000 // ns: conversion error and clock-read cost
 	buf := make([]byte, 2048)
 	for i := range 20 {
-		before := rawNow()
+		before := rawclock.Now()
 		tx, err := a.WriteToStamped([]byte("ping"), b.LocalAddr())
-		after := rawNow()
+		after := rawclock.Now()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestKernelStamps(t *testing.T) {
 			t.Errorf("send %d: kernel tx %d not within user [%d, %d]", i, tx, before, after)
 		}
 		n, from, rx, err := b.ReadFromStamped(buf)
-		user := rawNow()
+		user := rawclock.Now()
 		if err != nil || string(buf[:n]) != "ping" || from != a.LocalAddr() {
 			t.Fatalf("read %q from %v: %v", buf[:n], from, err)
 		}
