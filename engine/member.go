@@ -199,10 +199,7 @@ func (m *Member) SetNumbers(round, seq uint32) {
 // would come from: the current one, or the previous one while the current
 // is unsynced.
 func (m *Member) Serving(local int64) NodeID {
-	v := m.view
-	for v.prev != nil && v.cur.Estimate(v.in(local)).Status == StatusUnsynced {
-		v = v.prev
-	}
+	v, _ := m.view.serving(local)
 	return v.ref
 }
 
@@ -621,10 +618,20 @@ func (v *view) dropPrev(local int64) {
 	}
 }
 
+// serving is the view that answers a reading at local: v, or the newest
+// of its previous views while the ones after it are unsynced (fell).
+func (v *view) serving(local int64) (s *view, fell bool) {
+	for v.prev != nil && v.cur.Estimate(v.in(local)).Status == StatusUnsynced {
+		v, fell = v.prev, true
+	}
+	return v, fell
+}
+
 func (v *view) estimate(local int64) Time {
-	t := v.cur.Estimate(v.in(local))
-	if t.Status == StatusUnsynced && v.prev != nil {
-		return notPromised(v.prev.estimate(local))
+	s, fell := v.serving(local)
+	t := s.cur.Estimate(s.in(local))
+	if fell {
+		t = notPromised(t)
 	}
 	return t
 }
@@ -641,10 +648,12 @@ func notPromised(t Time) Time {
 }
 
 func (v *view) read(local int64) Time {
-	if v.prev != nil && v.cur.Estimate(v.in(local)).Status == StatusUnsynced {
-		return notPromised(v.prev.read(local))
+	s, fell := v.serving(local)
+	t := s.cur.Read(s.in(local))
+	if fell {
+		t = notPromised(t)
 	}
-	return v.cur.Read(v.in(local))
+	return t
 }
 
 // bounded reports whether both of t's bounds are finite.
