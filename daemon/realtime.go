@@ -28,13 +28,6 @@ import (
 	"github.com/gclock/gclock/wire"
 )
 
-// Modes on the wire (wire.RealTime.Mode).
-const (
-	rtWireNone      = uint8(realtime.ModeNone)
-	rtWireRealtime  = uint8(realtime.ModeReference)
-	rtWireMeanDrift = uint8(realtime.ModeMeanDrift)
-)
-
 // realtimeReadMargin is added to the sandwich half-width of a realtime
 // sample: the median of five sandwiches was within -3..+10 ns of the truth
 // at p1..p99 (transport.RealtimeOffset), one sandwich 100-200 ns off now

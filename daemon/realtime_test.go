@@ -281,7 +281,7 @@ func TestRealTimeMeanDrift(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		rt, err := query(ctx, cfgs[0].Peers[0].Address, math.MinInt64)
 		cancel()
-		if err == nil && rt.Mode == rtWireMeanDrift {
+		if err == nil && realtime.Mode(rt.Mode) == realtime.ModeMeanDrift {
 			segments[rt.At] = true
 			// The reference's global time is its raw clock.
 			if rt.SlopeErr < 10e-6 && rt.At+int64(250*time.Millisecond) < gtime.RawNow() {
@@ -305,7 +305,7 @@ func TestRealTimeMeanDrift(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if rt, err := query(ctx, cfgs[0].Peers[0].Address, math.MinInt64); err == nil && rt.Mode == rtWireMeanDrift {
+	if rt, err := query(ctx, cfgs[0].Peers[0].Address, math.MinInt64); err == nil && realtime.Mode(rt.Mode) == realtime.ModeMeanDrift {
 		segments[rt.At] = true
 		cur = rt
 	}
