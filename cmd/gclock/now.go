@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/gtime"
 )
 
@@ -94,7 +95,7 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 	interval := fs.Duration("interval", 100*time.Millisecond, "with -check: time between reads")
 	maxWidth := fs.Duration("max-width", 0, "a reading wider than this (earliest to latest) is not good (0: any width)")
 	fs.Usage = func() { fmt.Fprint(stderr, nowUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"go.yaml.in/yaml/v3"
 )
@@ -44,11 +45,11 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	autoID := fs.Bool("auto-id", false, "set node.id to the peer whose address is one of this host's (one config file for every host)")
 	over := daemon.AddFlags(fs)
 	fs.Usage = func() { fmt.Fprintf(stderr, Usage, name); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected argument %q (see %s -h)", fs.Arg(0), name)
+		return usage.Errorf("unexpected argument %q (see %s -h)", fs.Arg(0), name)
 	}
 	cfg := daemon.DefaultConfig()
 	if *path != "" {
