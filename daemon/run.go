@@ -39,18 +39,10 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 		return localClock{now: raw, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
 	}
 	m := c.Emulated
-	origin := m.OriginRaw
-	if origin == 0 {
-		origin = raw()
+	if m.OriginRaw == 0 {
+		m.OriginRaw = raw()
 	}
-	p := clock.EmuParams{
-		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
-		WanderStep: int64(m.WanderStep), SinePPM: m.SinePPM, SinePeriod: int64(m.SinePeriod), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
-	}
-	for _, s := range m.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: origin + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	emu, err := clock.NewEmulated(p)
+	emu, err := m.New()
 	if err != nil {
 		return localClock{}, fmt.Errorf("clock.emulated: %w", err)
 	}
