@@ -31,6 +31,7 @@ type measureFlags struct {
 	lead     time.Duration
 	count    int
 	repeat   int
+	spin     time.Duration
 	sizes    string
 	out      string
 	timeout  time.Duration
@@ -58,6 +59,7 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 	fs.DurationVar(&f.period, "period", 10*time.Millisecond, "time between the scheduled starts of two iterations (both executions must fit)")
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: 8-KB pages per client")
 	fs.IntVar(&f.repeat, "repeat", 4, "run the operation this many times inside one timed execution")
+	fs.DurationVar(&f.spin, "spin-window", 0, "poll the page for the scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
 }
 
 // ParseSizes reads "64,1024" or "64-65536" (powers of two).
@@ -161,7 +163,7 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		}
 		cfg.Sizes = sz
 	} else {
-		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command = f.op, f.runs, f.start, f.repeat, fs.Args()
+		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command, cfg.SpinWindow = f.op, f.runs, f.start, f.repeat, fs.Args(), f.spin
 		if cfg.Op != OpCmd && fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q (a command runs only with -op cmd)", fs.Arg(0))
 		}

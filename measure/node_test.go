@@ -72,7 +72,10 @@ func TestLoopbackMethods(t *testing.T) {
 	cfg.Runs, cfg.Period, cfg.Lead, cfg.Repeat = 20, 5*time.Millisecond, 20*time.Millisecond, 2
 	errs := []int64{0, 300, -200, 100}
 	stamps := runLoopback(t, cfg, 4, false, errs, 1000)
-	res, err := Analyze(stamps, identity)
+	// Four nodes in one process share its two Ps: many starts are late.
+	// The arithmetic is checked on every execution (late ones kept);
+	// leaving them out is TestReproMPIInvalidates's.
+	res, err := AnalyzeWith(stamps, identity, Options{LateLimitNs: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,7 @@ func TestLoopbackMethods(t *testing.T) {
 		t.Errorf("global@barrier: %+v", gb)
 	}
 	// The stamps read again at the end (same constant errors here).
-	if gr := res.Method(MethodGlobalRetro); gr == nil || gr.N != 80 || gr.Err.MaxAbsNs > 500+1 || gr.Err.Coverage != 1 {
+	if gr := res.Method(MethodGlobalRetro); gr == nil || gr.N != 4*w.N || gr.Err.MaxAbsNs > 500+1 || gr.Err.Coverage != 1 {
 		t.Errorf("global-retro: %+v", gr)
 	}
 }
