@@ -48,8 +48,11 @@ type PaperView struct {
 	TrueDevs      []float64  `json:"-"`           // the true times' deviations, %
 	TrueWithin    [3]float64 `json:"true_within"` // their shares within PaperBands
 	TrueDevP99Pct float64    `json:"true_dev_p99_abs_pct,omitempty"`
-	// ErrPcts are (measured - true) / the true operation * 100 (the true
-	// operation: latest true end - earliest true start).
+	// ErrPcts are (measured - the true operation) / the true operation *
+	// 100, the true operation being the latest true end minus the earliest
+	// true start: how far each node's figure is from the operation's time,
+	// as the paper counts the skew of a node's start as error. The true
+	// node times (TrueDevs) keep what the node itself went through.
 	ErrPcts   []float64  `json:"-"`
 	ErrP50Pct float64    `json:"err_p50_abs_pct,omitempty"`
 	ErrP99Pct float64    `json:"err_p99_abs_pct,omitempty"`
@@ -150,7 +153,7 @@ func (m *PaperView) add(x paperExec) {
 		if x.truth && x.trueOp > 0 && tmean > 0 {
 			m.HasTruth = true
 			m.TrueDevs = append(m.TrueDevs, (float64(x.trueNs[i])-tmean)/tmean*100)
-			m.ErrPcts = append(m.ErrPcts, float64(v-x.trueNs[i])/float64(x.trueOp)*100)
+			m.ErrPcts = append(m.ErrPcts, float64(v-x.trueOp)/float64(x.trueOp)*100)
 			if x.bounds && x.lo[i] <= x.trueNs[i] && x.trueNs[i] <= x.hi[i] {
 				m.boundsIn++
 			}

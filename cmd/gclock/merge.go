@@ -52,7 +52,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	keep := fs.Bool("keep-going", false, "skip corrupt chunks and stop at truncations instead of failing (and list them)")
 	clc := fs.Bool("clc", false, "apply the controlled logical clock after correction (holds the trace in memory)")
 	lmin := fs.Duration("min-latency", 0, "CLC: minimum message latency")
-	gamma := fs.Float64("gamma", 1, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals")
+	gamma := fs.Float64("gamma", causality.DefaultGamma, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals and every shift, below 1 the shift decays")
 	best := fs.Float64("best-rtt", 0, "keep only this fraction of each sync session's exchanges, those with the lowest round trip (0: all)")
 	truthDir := fs.String("truth", "", "directory of truth-NN.bin files (gclock trace demo): report the error of every corrected timestamp")
 	amortize := fs.Float64("amortize", 0, "CLC: spread each jump backwards over this many times its size (0: forward pass only)")

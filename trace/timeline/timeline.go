@@ -39,7 +39,7 @@ type Options struct {
 	BestRTT   float64        // correct.Config.BestRTT: keep the lowest-RTT fraction of each session (0: all)
 	KeepGoing bool           // skip corrupt chunks, stop at truncations, and say so
 	// CLC applies the controlled logical clock after correction, with
-	// MinLatency (ns) and Gamma (0: 1).
+	// MinLatency (ns) and Gamma (0: causality.DefaultGamma).
 	CLC        bool
 	MinLatency int64
 	Gamma      float64
@@ -167,7 +167,11 @@ func Run(in []Input, opt Options) (*Report, error) {
 	var meta [][2]string
 	meta = append(meta, [2]string{"generator", "gclock merge"}, [2]string{"method", string(opt.Method)})
 	if opt.CLC {
-		meta = append(meta, [2]string{"clc", fmt.Sprintf("min latency %d ns, gamma %g, amortize %g", opt.MinLatency, opt.Gamma, opt.Amortize)})
+		g := opt.Gamma
+		if g == 0 {
+			g = causality.DefaultGamma
+		}
+		meta = append(meta, [2]string{"clc", fmt.Sprintf("min latency %d ns, gamma %g, amortize %g", opt.MinLatency, g, opt.Amortize)})
 	}
 	for i, c := range choices {
 		meta = append(meta, [2]string{fmt.Sprintf("process %d", c.Proc), fmt.Sprintf("%s: %s (%s)", in[i].Name, c.Method, c.Reason)})
