@@ -274,8 +274,9 @@ func TestDaemonSet(t *testing.T) {
 	if !ports[mport+"/TCP"] {
 		t.Errorf("metrics.listen %s: port %s/TCP not declared", cfg.Metrics.Listen, mport)
 	}
-	if rp := c.ReadinessProbe.HTTPGet; strconv.Itoa(rp.Port) != mport || rp.Path == "" {
-		t.Errorf("readiness probe %+v: want a path on the metrics port %s", rp, mport)
+	// /readyz answers 503 until synced; /status.json answered 200 while unsynced.
+	if rp := c.ReadinessProbe.HTTPGet; strconv.Itoa(rp.Port) != mport || rp.Path != "/readyz" {
+		t.Errorf("readiness probe %+v: want /readyz on the metrics port %s", rp, mport)
 	}
 }
 
