@@ -242,6 +242,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
+		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot)) // gclock tracking, sources, sourcestats (control.go)
 		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
 		stop, err := sys.serve(addr, mux)
 		if err != nil {
