@@ -242,7 +242,8 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
-		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot)) // gclock tracking, sources, sourcestats (control.go)
+		// gclock tracking, sources and sourcestats read ControlPath (control.go).
+		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot))
 		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
 		stop, err := sys.serve(addr, mux)
 		if err != nil {

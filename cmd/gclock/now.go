@@ -62,11 +62,11 @@ type nowReport struct {
 	Est         string  `json:"est"`
 	Earliest    *string `json:"earliest"`
 	Latest      *string `json:"latest"`
-	Status      string `json:"status"`
-	Timescale   string `json:"timescale"`
-	DaemonPID   int    `json:"daemon_pid"`
-	DaemonAlive bool   `json:"daemon_alive"`
-	AgeNs       int64  `json:"age_ns"`
+	Status      string  `json:"status"`
+	Timescale   string  `json:"timescale"`
+	DaemonPID   int     `json:"daemon_pid"`
+	DaemonAlive bool    `json:"daemon_alive"`
+	AgeNs       int64   `json:"age_ns"`
 	// Node is the daemon's node id, Reference the node whose clock global
 	// time is (0: the daemon did not say).
 	Node      uint32 `json:"node"`
