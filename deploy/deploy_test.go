@@ -435,7 +435,10 @@ func runSlurm(t *testing.T, bin, userConfig string) ([]byte, []string) {
 	l.Close()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "pages.json")
-	check := `for i in 0 1 2; do gclock now -json -page "${GCLOCK_PAGE//%n/$i}"; done > ` + out
+	// The command is what a user runs: one task per node reading "its"
+	// page through GCLOCK_PAGE, whose %n each reader expands with
+	// SLURM_NODEID (it was exported raw, and readers did not expand it).
+	check := `srun --ntasks=3 bash -c 'gclock now -json > "$0.$SLURM_NODEID"' ` + out + `; cat ` + out + `.0 ` + out + `.1 ` + out + `.2 > ` + out
 	cmd := exec.Command("bash", "slurm/gclock-run.sh", "bash", "-c", check)
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"),
 		"SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-3]", "FAKE_NODES=127.0.0.1 127.0.0.2 127.0.0.3",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -126,7 +125,8 @@ func runNow(args []string, stdout, stderr io.Writer) (err error) {
 	if *page == "" {
 		// GCLOCK_PAGE, as the MPI library reads it (the Slurm recipe and
 		// the Kubernetes DaemonSet put the page elsewhere).
-		*page = cmp.Or(os.Getenv("GCLOCK_PAGE"), gtime.DefaultPath)
+		// %n in it is the node's index in a Slurm job ($SLURM_NODEID).
+		*page = gtime.PageFromEnv()
 	}
 	switch {
 	case *timeout <= 0:

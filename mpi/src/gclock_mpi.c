@@ -61,10 +61,31 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* expand_page copies src to dst, replacing each %n with the node's index in
+ * the Slurm job ($SLURM_NODEID), as deploy/slurm/gclock-run.sh documents
+ * for GCLOCK_PAGE (it exports the pattern; each task expands it on its
+ * node). Without SLURM_NODEID, %n stays and the open fails naming it. */
+static void expand_page(char *dst, size_t size, const char *src)
+{
+	const char *id = getenv("SLURM_NODEID");
+	size_t o = 0;
+	for (; *src && o + 1 < size; src++) {
+		if (src[0] == '%' && src[1] == 'n' && id && *id) {
+			o += (size_t)snprintf(dst + o, size - o, "%s", id);
+			if (o >= size)
+				o = size - 1;
+			src++;
+			continue;
+		}
+		dst[o++] = *src;
+	}
+	dst[o] = 0;
+}
+
 static void choose_mode(void)
 {
 	const char *p = getenv("GCLOCK_PAGE");
-	snprintf(page_path, sizeof page_path, "%s", p && *p ? p : GCLOCK_DEFAULT_PATH);
+	expand_page(page_path, sizeof page_path, p && *p ? p : GCLOCK_DEFAULT_PATH);
 	const char *o = getenv("GCLOCK_MPI_ORIGIN");
 	if (o && *o) {
 		char *end;
