@@ -257,7 +257,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	err = n.loop(ctx)
 	n.saveState()
 	st := n.stampCounts()
-	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "dropped", fmt.Sprint(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
+	logger.Info("daemon stopping", "transport", n.ep.Stats(), "dropped", countsAttr(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
 		"t1_kernel", st.ProbeStamped, "t1_engine", st.ProbeOwn, "t3_kernel", st.ReplyStamped, "t3_user", st.ReplyOwn,
 		"stamps_rejected", st.Rejected, "stamps_unknown", st.Unknown, "stamps_expired", st.Expired)
 	cancel()
