@@ -20,6 +20,7 @@ import (
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // localClock is the daemon's local clock and the conversion of kernel
@@ -236,7 +237,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	rtWait := n.startRealTime(ctx)
 	extWait := ext.start(ctx, n)
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext)
+		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext,
+			// What every Prometheus target exports: CPU, memory, file
+			// descriptors and start time of the process; the Go runtime.
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 		if err != nil {
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}

@@ -550,3 +550,39 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestAlertRules: every metric the shipped Prometheus rules query is one
+// the daemon exports (daemon/testdata/metrics.golden, or a reason of its
+// drop counter that the daemon names), and promtool (Debian's prometheus
+// package, installed by ci/deps.sh) checks the rules and runs their unit
+// tests: each alert fires on the series that should raise it.
+func TestAlertRules(t *testing.T) {
+	rules, err := os.ReadFile("prometheus/gclock-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("../daemon/testdata/metrics.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`\bgclock_[a-z_]+`).FindAllString(string(rules), -1)
+	if len(used) < 5 {
+		t.Fatalf("the rules query %d gclock metrics: %v", len(used), used)
+	}
+	for _, m := range used {
+		if !bytes.Contains(golden, []byte("# TYPE "+m+" ")) {
+			t.Errorf("prometheus/gclock-rules.yaml queries %s, which the daemon does not export", m)
+		}
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (Debian's prometheus package; ci/deps.sh installs it): the rules' syntax and unit tests not checked")
+	}
+	for _, args := range [][]string{{"check", "rules", "gclock-rules.yaml"}, {"test", "rules", "gclock-rules_test.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "prometheus"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
