@@ -86,7 +86,7 @@ func TestChronydReadsSamples(t *testing.T) {
 	const offset = 1.234567e-3
 	s := NewSender(sock)
 	defer s.Close()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(40 * time.Second) // poll 2: chronyd takes a sample every 4 s
 	var got float64
 	var ok bool
 	var sent int
