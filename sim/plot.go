@@ -114,7 +114,7 @@ func markBeyond(p *plot.Plot, beyond plotter.XYs, worst float64) error {
 	sc.GlyphStyle.Radius = vg.Points(2.5)
 	sc.GlyphStyle.Color = color.Black
 	p.Add(sc)
-	p.Legend.Add(fmt.Sprintf("beyond the axis, drawn on its edge (%d points, up to %.4g us)", len(beyond), worst), sc)
+	p.Legend.Add(fmt.Sprintf("off the axis, on its edge: %d, max %.3g us", len(beyond), worst), sc)
 	return nil
 }
 
