@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -215,11 +216,20 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
 		gid, _ := cfg.GlobalTime.PageGroup() // checked by Validate
+		if made, err := makePageDir(p); err != nil { // pagedir.go
+			conn.Close()
+			return fmt.Errorf("daemon: %w", err)
+		} else if made {
+			logger.Info("created the page's directory", "dir", filepath.Dir(p), "mode", "0755")
+		}
 		if n.writer, err = gtime.NewWriterWith(p, gtime.WriterOptions{Group: gid}); err != nil {
 			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		}
 		defer n.writer.Close()
+		for _, l := range n.writer.Leftovers() {
+			logger.Warn("removed a file beside the page that was not the daemon's", "file", l)
+		}
 	}
 	ext, err := n.openExtras() // ntp.go: the NTP socket, the refclock feed
 	if err != nil {
