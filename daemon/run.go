@@ -215,7 +215,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		defer n.meas.Close()
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
-		gid, _ := cfg.GlobalTime.PageGroup() // checked by Validate
+		gid, _ := cfg.GlobalTime.PageGroup()         // checked by Validate
 		if made, err := makePageDir(p); err != nil { // pagedir.go
 			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
