@@ -260,7 +260,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
-		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
+		mountStatus(ctx, mux, n, cfg)                  // the live status page (status.go)
 		stop, err := sys.serve(metricsBind(addr), mux) // status.go: ":port" is 127.0.0.1:port
 		if err != nil {
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
