@@ -100,6 +100,9 @@ var ErrKeyFilePerm = errors.New("key file readable or writable by others")
 // by another user than the daemon's (root excepted).
 func ReadKeyFile(path string) ([]wire.Key, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("auth: %w (make the cluster's key once with gclock keygen -o cluster.key and install the same file, mode 0600, on every host)", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
