@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +136,39 @@ func TestRunMetricsOnLoopback(t *testing.T) {
 			conn.Close()
 			t.Errorf("metrics reachable at %v:%d: listening beyond loopback", a, port)
 		}
+	}
+}
+
+// TestHealthEndpoints: /healthz answers 200 whatever the status; /readyz
+// answers 200 only when synced, 503 otherwise (a Kubernetes readiness probe
+// on /status.json saw 200 while unsynced).
+func TestHealthEndpoints(t *testing.T) {
+	for _, tt := range []struct {
+		status      string
+		healthz     int
+		readyz      int
+		readyzMatch string
+	}{
+		{"synced", 200, 200, "ready: synced"},
+		{"unsynced", 200, 503, "status unsynced"},
+		{"acquiring", 200, 503, "status acquiring"},
+		{"degraded", 200, 503, "status degraded"},
+		{"stale", 200, 503, "status stale"},
+	} {
+		t.Run(tt.status, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mountHealth(mux, fixedSnapshot{Node: 2, Reference: 1, Status: tt.status, Width: 3 * time.Microsecond})
+			for _, c := range []struct {
+				path  string
+				code  int
+				match string
+			}{{"/healthz", tt.healthz, "ok"}, {"/readyz", tt.readyz, tt.readyzMatch}} {
+				rec := httptest.NewRecorder()
+				mux.ServeHTTP(rec, httptest.NewRequest("GET", c.path, nil))
+				if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.match) {
+					t.Errorf("%s: %d %q, want %d with %q", c.path, rec.Code, rec.Body.String(), c.code, c.match)
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 )
 
@@ -33,7 +34,7 @@ func runKeygen(args []string, stdout io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), keygenUsage); fs.PrintDefaults() }
 	id := fs.Uint("id", 1, "key id (auth.key_id)")
 	out := fs.String("o", "", "write the key to this new `file` (mode 0600; refused if it exists)")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
