@@ -856,3 +856,19 @@ func TestWriterRemovesLeftovers(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultPath (issue 17): the page defaults to the daemon's own
+// directory /run/gclock, not world-writable /dev/shm, and the C header's
+// readers default to the same path as Go's.
+func TestDefaultPath(t *testing.T) {
+	if filepath.Dir(DefaultPath) != "/run/gclock" {
+		t.Errorf("DefaultPath %q: want a file in /run/gclock, the daemon's own directory", DefaultPath)
+	}
+	h, err := os.ReadFile("../include/gclock.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `#define GCLOCK_DEFAULT_PATH "` + DefaultPath + `"`; !strings.Contains(string(h), want) {
+		t.Errorf("include/gclock.h lacks %s", want)
+	}
+}
