@@ -51,3 +51,13 @@ func TestKeylessOffLoopbackRefused(t *testing.T) {
 		t.Errorf("Run: %v, want the auth.key_file refusal", err)
 	}
 }
+
+// TestMissingKeyFileHint: a key file that is not there says how to make
+// one (once, then the same file on every host).
+func TestMissingKeyFileHint(t *testing.T) {
+	a := AuthConfig{KeyFile: t.TempDir() + "/cluster.key", KeyID: 1}
+	_, err := a.Keyring()
+	if err == nil || !strings.Contains(err.Error(), "gclock keygen -o") || !strings.Contains(err.Error(), a.KeyFile) {
+		t.Errorf("missing key file: %v, want the file and the hint", err)
+	}
+}
