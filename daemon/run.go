@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -84,6 +85,7 @@ type node struct {
 	writer *gtime.Writer // nil: no page
 	rt     *realTime     // nil: real_time.mode none (realtime.go)
 	state  *stateKeeper  // nil: no state.file (state.go)
+	sd     *notifier     // systemd's notify protocol; inert without $NOTIFY_SOCKET (sdnotify.go)
 
 	mu      sync.Mutex     // guards eng, next and last
 	eng     *engine.Member // the engine, through reference changes (engine/member.go)
@@ -156,7 +158,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
+	sd, err := newNotifier(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer sd.stopping()
+	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
@@ -318,11 +325,21 @@ func (n *node) loop(ctx context.Context) error {
 		save = t.C
 	}
 	n.publish()
+	var watchdog <-chan time.Time // systemd's WatchdogSec (sdnotify.go)
+	if every := n.sd.pingEvery(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		watchdog = t.C
+		n.pingWatchdog()
+	}
 	var lastTick time.Time // zero: the engine has not been ticked yet
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-watchdog:
+			n.pingWatchdog()
+			continue
 		case <-timer.C:
 			lastTick = time.Now()
 			now := n.clk.now()
@@ -591,6 +608,13 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 // the page's quadratic width model: the page is trusted for StaleAfter
 // after an update, so the fit spans 0, StaleAfter and 2*StaleAfter.
 func (n *node) publishSpan() int64 { return max(int64(n.cfg.Sync.StaleAfter), int64(time.Second)) }
+
+// pingWatchdog tells systemd the main loop runs (WATCHDOG=1).
+func (n *node) pingWatchdog() {
+	if err := n.sd.ping(time.Now()); err != nil {
+		n.log.Warn("systemd watchdog", "err", err)
+	}
+}
 
 // publish writes the engine's current local->global mapping, re-expressed
 // on CLOCK_MONOTONIC_RAW, to the page.

@@ -81,6 +81,11 @@ func (n *node) noteStatus() {
 	n.mu.Lock()
 	st := n.eng.Estimate(now).Status
 	n.mu.Unlock()
+	if n.sd != nil {
+		if err := n.sd.statusChanged(st, n.cfg.Node.ID, n.ref.Load()); err != nil {
+			n.log.Warn("systemd notify", "err", err)
+		}
+	}
 	s := &n.sec
 	s.mu.Lock()
 	defer s.mu.Unlock()

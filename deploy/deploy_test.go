@@ -138,9 +138,43 @@ func TestSystemdUnit(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Replace(unit, []byte("ExecStart="+exe), []byte("ExecStart="+bin), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	wait, err := os.ReadFile("gclock-wait.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gclock := buildCmd(t, dir, "gclock")
+	waitPath := filepath.Join(dir, "gclock-wait.service")
+	if err := os.WriteFile(waitPath, bytes.Replace(wait, []byte("ExecStart=/usr/local/bin/gclock"), []byte("ExecStart="+gclock), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", path, waitPath).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("systemd-analyze verify gclockd.service: %v\n%s", err, out)
+		t.Errorf("systemd-analyze verify gclockd.service gclock-wait.service: %v\n%s", err, out)
+	}
+}
+
+// TestSystemdNotify: the unit asks for the notify protocol the daemon
+// speaks (daemon/sdnotify.go: READY=1 once synced, WATCHDOG=1 from the main
+// loop), and gclock-wait.service waits with gclock waitsync, as
+// chrony-wait.service does.
+func TestSystemdNotify(t *testing.T) {
+	unit, err := os.ReadFile("gclockd.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nType=notify\n", "\nNotifyAccess=main\n", "\nWatchdogSec="} {
+		if !bytes.Contains(unit, []byte(want)) {
+			t.Errorf("gclockd.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	wait, err := os.ReadFile("gclock-wait.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ExecStart=/usr/local/bin/gclock waitsync ", "After=gclockd.service", "Type=oneshot"} {
+		if !bytes.Contains(wait, []byte(want)) {
+			t.Errorf("gclock-wait.service lacks %q", want)
+		}
 	}
 }
 
