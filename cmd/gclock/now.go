@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -62,11 +61,11 @@ type nowReport struct {
 	Est         string  `json:"est"`
 	Earliest    *string `json:"earliest"`
 	Latest      *string `json:"latest"`
-	Status      string `json:"status"`
-	Timescale   string `json:"timescale"`
-	DaemonPID   int    `json:"daemon_pid"`
-	DaemonAlive bool   `json:"daemon_alive"`
-	AgeNs       int64  `json:"age_ns"`
+	Status      string  `json:"status"`
+	Timescale   string  `json:"timescale"`
+	DaemonPID   int     `json:"daemon_pid"`
+	DaemonAlive bool    `json:"daemon_alive"`
+	AgeNs       int64   `json:"age_ns"`
 	// Node is the daemon's node id, Reference the node whose clock global
 	// time is (0: the daemon did not say).
 	Node      uint32 `json:"node"`
@@ -126,7 +125,8 @@ func runNow(args []string, stdout, stderr io.Writer) (err error) {
 	if *page == "" {
 		// GCLOCK_PAGE, as the MPI library reads it (the Slurm recipe and
 		// the Kubernetes DaemonSet put the page elsewhere).
-		*page = cmp.Or(os.Getenv("GCLOCK_PAGE"), gtime.DefaultPath)
+		// %n in it is the node's index in a Slurm job ($SLURM_NODEID).
+		*page = gtime.PageFromEnv()
 	}
 	switch {
 	case *timeout <= 0:
