@@ -198,3 +198,27 @@ func TestNextSlot(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitUntilBusyWaits: with SpinWindow 0 the wait for a scheduled start
+// polls the page until the instant, as ReproMPI's processes do, and never
+// sleeps: on a clock that advances 1 us per reading, a start 10 ms ahead
+// takes exactly 10,000 readings (a sleep would take fewer, as the clock
+// here does not move while the node sleeps). A cancelled context ends the
+// wait within 1024 readings.
+func TestWaitUntilBusyWaits(t *testing.T) {
+	var now, reads int64
+	clk := Clocks{Raw: func() int64 { reads++; now += 1000; return now }, Global: fakeGlobal(0, 0)}
+	n := &node{cfg: Config{}, clk: clk}
+	if err := n.waitUntil(context.Background(), 10_000_000); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 10_000 || now != 10_000_000 {
+		t.Errorf("busy wait: %d readings, stopped at %d ns; want 10000 readings, at 10 ms", reads, now)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	reads = 0
+	if err := n.waitUntil(ctx, 1<<62); err != context.Canceled || reads > 1024 {
+		t.Errorf("cancelled wait: %v after %d readings", err, reads)
+	}
+}
