@@ -125,7 +125,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`(?m)^#.*gclock keygen -o \S+`).Match(unit) ||
-		!regexp.MustCompile(`(?m)^#.*install -m 600 \S+ `+regexp.QuoteMeta(prod.Auth.KeyFile)+`\b`).Match(unit) {
+		!regexp.MustCompile(`(?m)^#.*install (?:-o gclock )?-m 600 \S+ `+regexp.QuoteMeta(prod.Auth.KeyFile)+`\b`).Match(unit) {
 		t.Errorf("gclockd.service: the install steps do not make the key (gclock keygen -o FILE) and install it 0600 at %s", prod.Auth.KeyFile)
 	}
 	analyze, err := exec.LookPath("systemd-analyze")
