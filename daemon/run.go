@@ -696,7 +696,7 @@ func (n *node) Snapshot() Snapshot {
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
-		Status: t.Status.String()}
+		Status: t.Status.String(), TakenAt: time.Now()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
