@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/sim"
 )
 
@@ -168,7 +169,7 @@ func runSim(args []string) error {
 
 // loadScenario reads a scenario file, or a shipped scenario by name.
 func loadScenario(arg string) (sim.Scenario, error) {
-	b, err := os.ReadFile(arg)
+	b, err := conf.ReadFile(arg)
 	if err == nil {
 		return sim.Parse(b, arg)
 	}
