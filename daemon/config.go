@@ -17,6 +17,7 @@ import (
 	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/conf"
+	"github.com/gclock/gclock/topology"
 )
 
 // Config is a daemon's configuration: one YAML file, usually the same on
@@ -87,12 +88,12 @@ type ReferenceConfig struct {
 
 // Topologies.
 const (
-	TopoStar      = "star"
-	TopoTree      = "tree"
-	TopoRing      = "ring"
-	TopoHypercube = "hypercube"
-	TopoMesh      = "mesh"
-	TopoExplicit  = "explicit"
+	TopoStar      = topology.KindStar
+	TopoTree      = topology.KindTree
+	TopoRing      = topology.KindRing
+	TopoHypercube = topology.KindHypercube
+	TopoMesh      = topology.KindMesh
+	TopoExplicit  = topology.KindExplicit
 )
 
 // TopologyConfig says which nodes exchange messages. Graph positions follow

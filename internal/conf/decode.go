@@ -366,3 +366,21 @@ func splitPath(p string) []pathPart {
 	}
 	return out
 }
+
+// Field is the value of key in the mapping root (an alias followed), or
+// nil: how a tool reads one section of a bigger file (measure reads the
+// clock: section of a daemon config) without knowing the others.
+func Field(root *yaml.Node, key string) *yaml.Node {
+	if root == nil || root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == key {
+			if v := root.Content[i+1]; v.Kind == yaml.AliasNode {
+				return v.Alias
+			}
+			return root.Content[i+1]
+		}
+	}
+	return nil
+}
