@@ -14,8 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
@@ -112,20 +114,47 @@ func parsePeers(s string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
+// clockSection reads the clock: section of a daemon config (the rest of
+// the file is the daemon's business), raw when there is none.
+func clockSection(file string) (clock.Config, error) {
+	c := clock.Config{Source: clock.SourceRaw}
+	data, err := conf.ReadFile(file)
+	if err != nil {
+		return c, err
+	}
+	root, err := conf.Parse(data)
+	if err != nil {
+		return c, err
+	}
+	n := conf.Field(root, "clock")
+	if n == nil {
+		return c, nil
+	}
+	if err := conf.Decode(n, "clock", &c); err != nil {
+		return c, err
+	}
+	var e conf.Errors
+	c.Check(e.Under("clock"))
+	err = e.Err()
+	conf.AddLines(err, root)
+	return c, err
+}
+
 // localClock returns the node's own clock: CLOCK_MONOTONIC_RAW, or the
-// emulated clock of a daemon config (as the daemon builds it).
+// emulated clock of a daemon config (as the daemon builds it, with
+// clock.EmulatedConfig.Params).
 func localClock(file string) (func(raw int64) int64, error) {
 	if file == "" {
 		return func(r int64) int64 { return r }, nil
 	}
-	c, err := daemon.Load(file)
+	c, err := clockSection(file)
 	if err != nil {
-		return nil, fmt.Errorf("-clock-config: %w", err)
+		return nil, fmt.Errorf("-clock-config %s: %w", file, err)
 	}
-	if c.Clock.Source != daemon.ClockEmulated {
+	if c.Source != clock.SourceEmulated {
 		return func(r int64) int64 { return r }, nil
 	}
-	m := c.Clock.Emulated
+	m := c.Emulated
 	if m.OriginRaw == 0 {
 		return nil, fmt.Errorf("-clock-config %s: clock.emulated.origin_raw is 0: the node cannot rebuild the daemon's clock", file)
 	}
