@@ -51,7 +51,7 @@ func TestForger(t *testing.T) {
 	for _, keyID := range []uint32{0, 1} {
 		payload := b
 		if keyID != 0 {
-			payload = kr.Seal(append([]byte(nil), b...), 1)
+			payload = kr.Seal(append([]byte(nil), b...), 2, 1)
 		}
 		capd := []Captured{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: payload}}
 		var buf bytes.Buffer
@@ -75,7 +75,7 @@ func TestForger(t *testing.T) {
 				t.Fatalf("%s: from %v to %v", name, from, to)
 			}
 			if keyID != 0 {
-				if _, _, _, err := kr.Open(pkt); err == nil && name != "replay" {
+				if _, _, err := kr.Open(pkt); err == nil && name != "replay" {
 					t.Fatalf("%s: a forged trailer opened under the key", name)
 				}
 				if name == "replay" {
