@@ -275,9 +275,9 @@ type Endpoint struct {
 	done    chan struct{}
 	closed  bool
 
-	bufPool sync.Pool
+	bufPool  sync.Pool
 	gate     *gate
-	authSeqs authCounters             // per-destination trailer sequence numbers
+	authSeqs authCounters              // per-destination trailer sequence numbers
 	peerIDs  map[netip.AddrPort]uint32 // Peers reversed: the destination id of an address
 
 	sent, sentBytes, sentAcks, retrans, received, decodeErrs atomic.Uint64
