@@ -23,7 +23,7 @@ import (
 //     round trip at most.
 func FuzzReplayWindow(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 8, 0, 0, 4, 2, 0, 2, 1, 0, 8, 0})
-	f.Add([]byte{0, 0, 3, 0, 0, 0, 8, 0, 0, 0})                  // the 2^63 probe
+	f.Add([]byte{0, 0, 3, 0, 0, 0, 8, 0, 0, 0})                   // the 2^63 probe
 	f.Add([]byte{0, 1, 1, 0, 4, 2, 0, 2, 1, 2, 2, 8, 2, 0, 2, 1}) // replays across a restart
 	f.Add([]byte{0, 0, 5, 3, 0, 8, 0, 6, 9, 0, 8, 0, 7, 40, 0})   // sender restarts, clock back, pause
 	f.Add([]byte{3, 1, 0x10, 0, 3, 2, 0xff, 0xff, 0, 0, 9, 0, 8, 0})
