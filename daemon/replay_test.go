@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -326,6 +328,64 @@ func TestRunRestartReplays(t *testing.T) {
 		drops := dropsOf(t, metrics.get(t, c2.Metrics.Listen, "/metrics"))
 		if drops["unverified"] == 0 {
 			t.Errorf("no replay counted as unverified: %v", drops)
+		}
+	})
+}
+
+// TestRunLinkKeys: every node holds only its link keys (gclock keygen
+// -links), no cluster key. The cluster syncs; a compromised node 3, with
+// every key it holds, seals a probe as node 1 (the reference) to node 2:
+// node 2 drops it (bad_tag). With one cluster key (main) any key holder
+// could pose as any node.
+func TestRunLinkKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mn := memnet.New(4)
+		mn.SetLink(memLink)
+		var metrics fakeMetrics
+		cfgs := memCluster(t, 3)
+		cfgs[1].Metrics.Listen = "10.0.0.2:9100"
+		master := wire.Key{ID: 5, Secret: bytes.Repeat([]byte{0x5a}, wire.MinKeyLen)}
+		dir := t.TempDir()
+		ids := []uint32{1, 2, 3}
+		var node3 *wire.Keyring
+		for i := range cfgs {
+			path := filepath.Join(dir, fmt.Sprintf("node%d.key", i+1))
+			if err := os.WriteFile(path, []byte(LinkKeyLines(master, uint32(i+1), ids)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfgs[i].Auth = AuthConfig{KeyFile: path, KeyID: 5}
+			kr, err := cfgs[i].Auth.Keyring()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 2 {
+				node3 = kr
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		d := &daemons{t: t, sys: fakeSys(mn, &metrics), log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), errs: make(chan error, 3)}
+		defer d.stopAll(cancel)
+		for _, c := range cfgs {
+			d.start(ctx, c)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
+		for i := 1; i < 3; i++ {
+			waitPageSyncedBy(t, read, openPage(t, cfgs[i].GlobalTime.ShmPath, i+1, deadline), i+1, deadline)
+		}
+		before := dropsOf(t, metrics.get(t, cfgs[1].Metrics.Listen, "/metrics"))
+		p := wire.Packet{Op: wire.OpProbe, Sender: 1, Seq: 12345}
+		p.Msg.Type, p.Msg.From, p.Msg.To, p.Msg.Round, p.Msg.Seq = 1, 1, 2, 1, 1
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a1, a2 := netip.MustParseAddrPort(cfgs[0].Peers[0].Address), netip.MustParseAddrPort(cfgs[1].Peers[1].Address)
+		mn.Deliver(node3.Seal(b, 2, 1<<40), a1, a2)
+		time.Sleep(100 * time.Millisecond)
+		after := dropsOf(t, metrics.get(t, cfgs[1].Metrics.Listen, "/metrics"))
+		if after["bad_tag"]-before["bad_tag"] != 1 {
+			t.Errorf("node 3's forgery as node 1: bad_tag %v -> %v, want one more", before["bad_tag"], after["bad_tag"])
 		}
 	})
 }

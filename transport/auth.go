@@ -332,6 +332,11 @@ func (e *Endpoint) seal(b []byte, dest uint32, send func([]byte)) {
 		e.log.Warn("transport: cannot send", "len", len(b), "err", ErrTooLong)
 		return
 	}
+	if !e.cfg.Keyring.CanSeal(dest) {
+		// Link keys only, and none with dest (a tool without one).
+		e.log.Debug("transport: no key to seal a datagram for this destination", "dest", dest)
+		return
+	}
 	bp := e.bufPool.Get().(*[]byte)
 	defer e.bufPool.Put(bp)
 	n := copy(*bp, b)

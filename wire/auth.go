@@ -70,10 +70,37 @@ func (e *AuthError) Error() string {
 // Unwrap returns the sentinel error.
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// Key is one cluster key.
+// Key is one cluster key, or one link key (Link): the key of the link
+// between this node and node Peer only, derived from a cluster key with
+// LinkKey. A node that holds link keys and not the cluster key they came
+// from cannot seal a datagram that another node takes for a third's.
 type Key struct {
 	ID     uint32
 	Secret []byte // at least MinKeyLen bytes
+	Link   bool   // a link key with node Peer (not a cluster key)
+	Peer   uint32
+}
+
+// linkDomain separates link-key derivation from every other use of a
+// cluster key.
+const linkDomain = "gclock link v1\x00"
+
+// LinkKey derives the key of the link between nodes a and b from the
+// cluster key master: HMAC-SHA256 under master's secret of linkDomain, the
+// key id and the two node ids, smaller first, so that both ends derive the
+// same key. The result is a's key toward b (Link, Peer b), under master's
+// id. Whoever holds master can derive every link key: keep it off the
+// nodes that are given link keys (docs/daemon.md, "Security").
+func LinkKey(master Key, a, b uint32) Key {
+	lo, hi := min(a, b), max(a, b)
+	h := hmac.New(sha256.New, master.Secret)
+	h.Write([]byte(linkDomain))
+	var ids [12]byte
+	binary.BigEndian.PutUint32(ids[0:], master.ID)
+	binary.BigEndian.PutUint32(ids[4:], lo)
+	binary.BigEndian.PutUint32(ids[8:], hi)
+	h.Write(ids[:])
+	return Key{ID: master.ID, Secret: h.Sum(nil), Link: true, Peer: b}
 }
 
 type macKey struct {
@@ -99,37 +126,62 @@ func (m *macKey) tag(out *[AuthTagLen]byte, b []byte) {
 	m.pool.Put(h)
 }
 
-// Keyring holds the key packets are sent with and every key they are
-// accepted with (during a rotation, the old and the new). It is safe for
-// concurrent use.
+// linkRef names a link key: its key id and the node at the other end.
+type linkRef struct{ id, peer uint32 }
+
+// Keyring holds the keys packets are sent with and every key they are
+// accepted with (during a rotation, the old and the new): cluster keys by
+// id, and link keys by id and peer. A datagram to or from a node the
+// keyring has a link key for (under the key id in use) is sealed and
+// opened with that link key only; others with the cluster key. It is safe
+// for concurrent use.
 type Keyring struct {
-	send   *macKey
+	sendID uint32
+	send   *macKey // the cluster key sendID; nil with link keys only
 	accept map[uint32]*macKey
+	links  map[linkRef]*macKey
 }
 
-// NewKeyring returns a keyring that sends with the key whose id is sendID
-// and accepts every key of keys. Keys must have distinct ids and at least
-// MinKeyLen bytes.
+// NewKeyring returns a keyring that sends with the key (cluster or link
+// keys) whose id is sendID and accepts every key of keys. Cluster keys
+// must have distinct ids, link keys distinct ids and peers, and every key
+// at least MinKeyLen bytes.
 func NewKeyring(sendID uint32, keys []Key) (*Keyring, error) {
-	r := &Keyring{accept: map[uint32]*macKey{}}
+	r := &Keyring{sendID: sendID, accept: map[uint32]*macKey{}, links: map[linkRef]*macKey{}}
+	sends := false
 	for _, k := range keys {
 		if len(k.Secret) < MinKeyLen {
 			return nil, fmt.Errorf("wire: key id %d: %d bytes, need at least %d", k.ID, len(k.Secret), MinKeyLen)
 		}
-		if _, dup := r.accept[k.ID]; dup {
-			return nil, fmt.Errorf("wire: key id %d given twice", k.ID)
+		if k.Link {
+			ref := linkRef{k.ID, k.Peer}
+			if _, dup := r.links[ref]; dup {
+				return nil, fmt.Errorf("wire: key id %d for peer %d given twice", k.ID, k.Peer)
+			}
+			r.links[ref] = newMacKey(k)
+		} else {
+			if _, dup := r.accept[k.ID]; dup {
+				return nil, fmt.Errorf("wire: key id %d given twice", k.ID)
+			}
+			r.accept[k.ID] = newMacKey(k)
 		}
-		r.accept[k.ID] = newMacKey(k)
+		sends = sends || k.ID == sendID
 	}
 	r.send = r.accept[sendID]
-	if r.send == nil {
+	if !sends {
 		return nil, fmt.Errorf("wire: key id %d to send with is not among the keys", sendID)
 	}
 	return r, nil
 }
 
 // SendID is the id of the key packets are sealed with.
-func (r *Keyring) SendID() uint32 { return r.send.id }
+func (r *Keyring) SendID() uint32 { return r.sendID }
+
+// CanSeal reports whether the keyring holds a key to seal datagrams for
+// node dest with: the link key with dest, or the cluster key.
+func (r *Keyring) CanSeal(dest uint32) bool {
+	return r.send != nil || r.links[linkRef{r.sendID, dest}] != nil
+}
 
 // Trailer is what Open read from a datagram's authenticated trailer.
 type Trailer struct {
@@ -139,32 +191,46 @@ type Trailer struct {
 }
 
 // Seal appends the trailer for the datagram pkt (header and body), meant
-// for node dest, with sequence number seq and returns the extended slice.
-// dst may be pkt itself when its capacity allows (pkt[:len(pkt)+AuthLen]).
+// for node dest, with sequence number seq and returns the extended slice,
+// sealed with the link key with dest if the keyring has one, else with the
+// cluster key; nil if it has neither (see CanSeal). dst may be pkt itself
+// when its capacity allows (pkt[:len(pkt)+AuthLen]).
 func (r *Keyring) Seal(pkt []byte, dest uint32, seq uint64) []byte {
+	k := r.links[linkRef{r.sendID, dest}]
+	if k == nil {
+		k = r.send
+	}
+	if k == nil {
+		return nil
+	}
 	n := len(pkt)
 	out := append(pkt, make([]byte, AuthLen)...)
-	binary.BigEndian.PutUint32(out[n:], r.send.id)
+	binary.BigEndian.PutUint32(out[n:], r.sendID)
 	binary.BigEndian.PutUint32(out[n+4:], dest)
 	binary.BigEndian.PutUint64(out[n+8:], seq)
 	var t [AuthTagLen]byte
-	r.send.tag(&t, out[:n+authTagAt])
+	k.tag(&t, out[:n+authTagAt])
 	copy(out[n+authTagAt:], t[:])
 	return out
 }
 
 // Open checks the trailer of a datagram over its raw bytes, before
 // anything else of it is decoded, and returns the datagram without the
-// trailer and the trailer's fields. It checks neither the destination
-// (the caller knows its own id) nor the sequence for replays (see
-// ReplayWindow).
+// trailer and the trailer's fields. The key is the link key with the
+// header's sender under the trailer's key id if the keyring has one (then
+// no other key is accepted for that sender), else the cluster key of that
+// id. It checks neither the destination (the caller knows its own id) nor
+// the sequence for replays (see ReplayWindow).
 func (r *Keyring) Open(b []byte) (pkt []byte, tr Trailer, err error) {
 	if len(b) < HeaderLen+AuthLen {
 		return nil, tr, &AuthError{Err: ErrShort}
 	}
 	n := len(b) - AuthLen
 	tr.KeyID = binary.BigEndian.Uint32(b[n:])
-	k := r.accept[tr.KeyID]
+	k := r.links[linkRef{tr.KeyID, binary.BigEndian.Uint32(b[4:])}]
+	if k == nil {
+		k = r.accept[tr.KeyID]
+	}
 	if k == nil {
 		return nil, tr, &AuthError{KeyID: tr.KeyID, Err: ErrUnknownKey}
 	}

@@ -110,6 +110,82 @@ func TestKeyringRotation(t *testing.T) {
 	}
 }
 
+// TestLinkKeys: with link keys (LinkKey) a node that holds its own cannot
+// seal a datagram that another node takes for a third's, nor can the
+// holder of the cluster key without deriving; both ends of a link derive
+// the same key; a node without a link key to a destination cannot seal for
+// it; a mixed keyring still hears a tool on the cluster key.
+func TestLinkKeys(t *testing.T) {
+	master := key(7, 9)
+	links := func(self uint32, peers ...uint32) *Keyring {
+		var ks []Key
+		for _, p := range peers {
+			ks = append(ks, LinkKey(master, self, p))
+		}
+		r, err := NewKeyring(7, ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k1, k2, k3 := links(1, 2, 3), links(2, 1, 3), links(3, 1, 2)
+	cluster, _ := NewKeyring(7, []Key{master})
+	mixed, _ := NewKeyring(7, []Key{master, LinkKey(master, 2, 1), LinkKey(master, 2, 3)})
+	probe := func(sender, to uint32) []byte {
+		p := Packet{Op: OpProbe, Sender: sender, Seq: 9, Msg: engine.Message{Type: engine.MsgProbe, From: engine.NodeID(sender), To: engine.NodeID(to), Round: 2}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		seal *Keyring
+		from uint32 // the header's sender
+		to   uint32
+		open *Keyring
+		want error // nil: opens
+	}{
+		{"node 1 to node 2", k1, 1, 2, k2, nil},
+		{"node 2 to node 1", k2, 2, 1, k1, nil},
+		{"node 3 to node 2", k3, 3, 2, k2, nil},
+		{"node 3 poses as node 1 to node 2", k3, 1, 2, k2, ErrBadTag},
+		{"node 3 poses as node 1 to node 2, mixed keyring", k3, 1, 2, mixed, ErrBadTag},
+		{"the cluster key poses as node 1 to node 2", cluster, 1, 2, k2, ErrBadTag},
+		{"the cluster key poses as node 1 to a mixed keyring", cluster, 1, 2, mixed, ErrBadTag},
+		{"a tool on the cluster key to a mixed keyring", cluster, 99, 2, mixed, nil},
+		{"a tool on the cluster key to link keys only", cluster, 99, 2, k2, ErrUnknownKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.seal.Seal(probe(tt.from, tt.to), tt.to, 5)
+			if b == nil {
+				t.Fatal("nothing sealed")
+			}
+			_, tr, err := tt.open.Open(b)
+			if tt.want == nil && (err != nil || tr.Dest != tt.to || tr.Seq != 5) {
+				t.Fatalf("Open: %+v, %v", tr, err)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("Open: %v, want %v", err, tt.want)
+			}
+		})
+	}
+	if k2.CanSeal(5) || k2.Seal(probe(2, 5), 5, 1) != nil {
+		t.Error("sealed for node 5 without a link key with it")
+	}
+	if !mixed.CanSeal(5) || !k2.CanSeal(3) {
+		t.Error("cannot seal with a key it has")
+	}
+	if a, b := LinkKey(master, 1, 2), LinkKey(master, 2, 1); !bytes.Equal(a.Secret, b.Secret) || bytes.Equal(a.Secret, LinkKey(master, 1, 3).Secret) {
+		t.Error("link keys: the two ends differ, or two links share a key")
+	}
+	if _, err := NewKeyring(7, []Key{LinkKey(master, 2, 1), LinkKey(master, 2, 1)}); err == nil {
+		t.Error("a link key given twice accepted")
+	}
+}
+
 // TestReplayWindow follows RFC 4303 section 3.4.3: new numbers above the
 // top move it; numbers within the 64 below it are accepted once; older
 // ones are refused; and (issue 17) a number more than MaxSeqJump above

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/wire"
 )
 
 func init() {
@@ -16,10 +21,16 @@ func init() {
 }
 
 const keygenUsage = `usage: gclock keygen [-id N] >> /etc/gclock/cluster.key
+       gclock keygen -links -master FILE -node N -peers 1,2,3 [-id N] > node-N.key
 
 Prints one key file line, "ID SECRET" with 32 random bytes in hex. Keep the
 file mode 0600 (the daemon refuses a file the group or others can read) and
 copy it to every host; auth.key_id names the key to send with.
+
+With -links, prints node N's link keys instead, one "ID SECRET peer=P" line
+per other peer, derived from the cluster key -id in the key file -master:
+give each node only its own file and keep the master off the nodes, so that
+a compromised host cannot pose as another node (docs/daemon.md, Security).
 
 flags:
 `
@@ -28,6 +39,10 @@ func runKeygen(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gclock keygen", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), keygenUsage); fs.PrintDefaults() }
 	id := fs.Uint("id", 1, "key id (auth.key_id)")
+	links := fs.Bool("links", false, "print a node's link keys derived from -master")
+	master := fs.String("master", "", "with -links: the key file holding the cluster key -id")
+	node := fs.Uint("node", 0, "with -links: the node id the keys are for")
+	peers := fs.String("peers", "", "with -links: every node id of the cluster, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,10 +52,42 @@ func runKeygen(args []string, stdout io.Writer) error {
 	if *id > 1<<32-1 {
 		return fmt.Errorf("keygen: -id %d: want 0..%d", *id, uint32(1<<32-1))
 	}
+	if *links {
+		return keygenLinks(uint32(*id), *master, *node, *peers, stdout)
+	}
 	line, err := daemon.NewKeyLine(uint32(*id))
 	if err != nil {
 		return fmt.Errorf("keygen: %w", err)
 	}
 	_, err = io.WriteString(stdout, line)
+	return err
+}
+
+// keygenLinks prints node's link key lines derived from the cluster key id
+// in the key file master.
+func keygenLinks(id uint32, master string, node uint, peers string, stdout io.Writer) error {
+	if master == "" || peers == "" || node > 1<<32-1 {
+		return errors.New("keygen: -links needs -master FILE, -node N (0..4294967295) and -peers 1,2,3")
+	}
+	keys, err := daemon.ReadKeyFile(master)
+	if err != nil {
+		return fmt.Errorf("keygen: -master: %w", err)
+	}
+	i := slices.IndexFunc(keys, func(k wire.Key) bool { return k.ID == id && !k.Link })
+	if i < 0 {
+		return fmt.Errorf("keygen: -master %s: no cluster key with id %d (-id)", master, id)
+	}
+	var ids []uint32
+	for _, f := range strings.Split(peers, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return fmt.Errorf("keygen: -peers: %q is not a node id", f)
+		}
+		ids = append(ids, uint32(v))
+	}
+	if !slices.Contains(ids, uint32(node)) {
+		return fmt.Errorf("keygen: -node %d is not among -peers %s", node, peers)
+	}
+	_, err = io.WriteString(stdout, daemon.LinkKeyLines(keys[i], uint32(node), ids))
 	return err
 }
