@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/wire"
 )
@@ -43,7 +44,7 @@ func runKeygen(args []string, stdout io.Writer) error {
 	master := fs.String("master", "", "with -links: the key file holding the cluster key -id")
 	node := fs.Uint("node", 0, "with -links: the node id the keys are for")
 	peers := fs.String("peers", "", "with -links: every node id of the cluster, comma-separated")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

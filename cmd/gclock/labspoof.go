@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
 )
 
@@ -46,7 +47,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 	kill := fs.Duration("kill-ref", d.KillRefAt, "stop the reference's daemon at this time (0: never)")
 	seed := fs.Uint64("seed", d.Seed, "seed of the clocks and of the forgeries")
 	insider := fs.Bool("insider", false, "the spoofer holds the cluster key (implies --key on)")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -109,7 +110,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 func runLabSpoofSend(args []string) error {
 	fs := flag.NewFlagSet("gclock lab spoof-send", flag.ContinueOnError)
 	cf := fs.String("config", "", "the spoofer's JSON config (written by gclock lab spoof)")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if *cf == "" {
