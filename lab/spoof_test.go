@@ -255,7 +255,11 @@ func TestSpoofInsider(t *testing.T) {
 		if nd.Outside != 0 {
 			t.Errorf("host %d: truth outside the bounds in %d of %d evaluations", nd.Host, nd.Outside, nd.Evaluations)
 		}
-		if nd.Evaluations == 0 || float64(nd.Synced) < 0.95*float64(nd.Evaluations) {
+		// Host 2 is stale for about 2.4 s of its 22 after the switch to
+		// node 2 (acquire_rounds of node 2's rounds, with or without an
+		// attacker: docs/daemon.md); a wedged node would be stale or
+		// unsynced from the first 2^63 probe on.
+		if nd.Evaluations == 0 || float64(nd.Synced) < 0.8*float64(nd.Evaluations) {
 			t.Errorf("host %d: synced in %d of %d evaluations", nd.Host, nd.Synced, nd.Evaluations)
 		}
 		jumps += nd.Drops["seq_jump"]
