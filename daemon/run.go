@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -214,12 +215,21 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		defer n.meas.Close()
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
-		gid, _ := cfg.GlobalTime.PageGroup() // checked by Validate
+		gid, _ := cfg.GlobalTime.PageGroup()         // checked by Validate
+		if made, err := makePageDir(p); err != nil { // pagedir.go
+			conn.Close()
+			return fmt.Errorf("daemon: %w", err)
+		} else if made {
+			logger.Info("created the page's directory", "dir", filepath.Dir(p), "mode", "0755")
+		}
 		if n.writer, err = gtime.NewWriterWith(p, gtime.WriterOptions{Group: gid}); err != nil {
 			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		}
 		defer n.writer.Close()
+		for _, l := range n.writer.Leftovers() {
+			logger.Warn("removed a file beside the page that was not the daemon's", "file", l)
+		}
 	}
 	ext, err := n.openExtras() // ntp.go: the NTP socket, the refclock feed
 	if err != nil {
@@ -255,8 +265,8 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		mux.Handle("/metrics", h)
 		// gclock tracking, sources and sourcestats read ControlPath (control.go).
 		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot))
-		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
-		stop, err := sys.serve(addr, mux)
+		mountStatus(ctx, mux, n, cfg)                  // the live status page (status.go)
+		stop, err := sys.serve(metricsBind(addr), mux) // status.go: ":port" is 127.0.0.1:port
 		if err != nil {
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}

@@ -34,8 +34,13 @@ stamped on the node's own clock and in global time (its daemon's page).
 Each node writes its stamps to -o; 'gclock measure report' puts them
 together.
 
+A node hears only the nodes of -peers, each from its address; with -key (the
+cluster key, the daemons' auth.key_file) every datagram is authenticated.
+Peers off loopback need -key, or -insecure on a private network; -op page
+needs -key (its server answers 8-KB pages to short requests).
+
 Example, three nodes (run on each, with its rank):
-  gclock measure -rank 0 -peers 10.0.0.1:3200,10.0.0.2:3200,10.0.0.3:3200 -op allreduce -o stamps-r0.csv
+  gclock measure -key /etc/gclock/cluster.key -rank 0 -peers 10.0.0.1:3200,10.0.0.2:3200,10.0.0.3:3200 -op allreduce -o stamps-r0.csv
   gclock measure report -plot dev.png stamps-r*.csv
 
 flags:

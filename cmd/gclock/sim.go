@@ -83,8 +83,11 @@ func runSim(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opt := sim.Options{Logger: logger}
-	if !*quiet {
-		opt.Progress = os.Stderr
+	if !*quiet && !*jsonOut {
+		// On a terminal one line, redrawn; in a log, a line every few seconds.
+		p := newProgress(os.Stderr)
+		defer p.done()
+		opt.Progress = p
 	}
 
 	if *list {
