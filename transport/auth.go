@@ -38,7 +38,8 @@ import (
 //
 // A peer's window starts unverified: after this endpoint starts, nothing
 // from a peer is accepted (DropUnverified) until the peer has answered a
-// challenge (wire.OpAuthChallenge, a random nonce) with its current
+// challenge (sent to every peer when Run starts, and again to a peer that
+// sends anything, a challenge included, before it is verified) (wire.OpAuthChallenge, a random nonce) with its current
 // sequence number, sealed to this node (wire.OpAuthResponse). The window
 // is rebased to that number, so a datagram captured before a restart is
 // never accepted after it (the windows need not be persisted). A
@@ -156,24 +157,18 @@ func (g *gate) admit(b []byte, from netip.AddrPort, now time.Time) (pkt []byte, 
 	if tr.Dest != g.self && (tr.Dest != 0 || isPeer) {
 		return nil, verdict{reason: DropMisaddressed}
 	}
+	w := g.window(sender)
+	seq := tr.Seq
 	if op == wire.OpAuthChallenge {
 		// Stateless: answered with this node's current number, whatever
 		// the window; a replayed challenge gets an answer nobody waits for.
+		// A peer not verified yet is challenged back at once (a peer that
+		// starts verifies and is verified in one round trip).
+		if isPeer && !w.verified && (w.lastChal.IsZero() || now.Sub(w.lastChal) >= challengeEvery) {
+			return pkt, verdict{challenge: sender, chalAddr: g.peers[sender]}
+		}
 		return pkt, verdict{}
 	}
-	w := g.windows[sender]
-	if w == nil {
-		if !isPeer && len(g.windows) >= maxWindows+len(g.peers) {
-			for id := range g.windows {
-				if _, p := g.peers[id]; !p {
-					delete(g.windows, id)
-				}
-			}
-		}
-		w = &peerWindow{}
-		g.windows[sender] = w
-	}
-	seq := tr.Seq
 	if !isPeer {
 		// A tool: its replayed requests get read-only answers again, so
 		// neither challenges nor the jump limit (a tool restarts often
@@ -240,6 +235,24 @@ func (g *gate) challengeFor(id uint32, now time.Time, every time.Duration) (nonc
 	w.nonces[1], w.nonces[0] = w.nonces[0], nonce
 	w.lastChal = now
 	return nonce, true
+}
+
+// window returns the replay window of sender, a new (unverified) one
+// if there is none yet.
+func (g *gate) window(sender uint32) *peerWindow {
+	w := g.windows[sender]
+	if w == nil {
+		if _, isPeer := g.peers[sender]; !isPeer && len(g.windows) >= maxWindows+len(g.peers) {
+			for id := range g.windows {
+				if _, p := g.peers[id]; !p {
+					delete(g.windows, id)
+				}
+			}
+		}
+		w = &peerWindow{}
+		g.windows[sender] = w
+	}
+	return w
 }
 
 // responseNonce is the nonce of an OpAuthResponse datagram (header and

@@ -387,6 +387,17 @@ func (e *Endpoint) Run(ctx context.Context) error {
 	defer e.shutdown()
 	buf := make([]byte, wire.MaxPacket)
 	var pkt wire.Packet
+	if e.cfg.Keyring != nil {
+		// Ask every peer for its sequence number now, so that its first
+		// datagrams are not dropped as unverified (auth.go).
+		now := time.Now()
+		for id, addr := range e.gate.peers {
+			if id != e.cfg.ID {
+				e.gate.window(id)
+				e.challenge(id, addr, now)
+			}
+		}
+	}
 	for {
 		var (
 			n        int
