@@ -108,7 +108,7 @@ func bareNode(t *testing.T, ctx context.Context, cfg Config, conn transport.Pack
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{cfg: cfg, sys: realSys, log: log, clk: clk, eng: mem, wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, engCfg: cfg.EngineConfig(nil, nil), sys: realSys, log: log, clk: clk, eng: mem, wake: make(chan struct{}, 1),
 		pub: make(chan struct{}, 1), peers: map[engine.NodeID]netip.AddrPort{}, ctx: ctx}
 	tc := transport.DefaultConfig()
 	tc.ID, tc.Conn, tc.Handler, tc.Logger, tc.Clock = cfg.Node.ID, conn, n, log, clock.Func(gtime.RawNow)
