@@ -183,11 +183,16 @@ func (rt *realTime) query(ctx context.Context, n *node, q realtime.Message) {
 
 func fromWireInfo(r wire.RealTime) realtime.Message {
 	return realtime.Message{Type: realtime.MsgInfo, Mode: realtime.Mode(r.Mode), At: r.At, Offset: r.Offset,
-		Slope: r.Slope, Err: r.Err, SlopeErr: r.SlopeErr, Prev: r.Prev}
+		Slope: r.Slope, Err: r.Err, SlopeErr: r.SlopeErr, Prev: r.Prev,
+		Up: realtime.Upstream{Known: r.UpKnown, Synced: r.UpSynced, MaxErr: r.UpMaxErr, EstErr: r.UpEstErr, Leap: r.UpLeap,
+			Stratum: r.UpStratum, RefID: r.UpRefID, RootDelay: r.UpRootDelay, RootDisp: r.UpRootDisp}}
 }
 
 func toWireInfo(m realtime.Message) wire.RealTime {
-	return wire.RealTime{Mode: uint8(m.Mode), At: m.At, Offset: m.Offset, Slope: m.Slope, Err: m.Err, SlopeErr: m.SlopeErr, Prev: m.Prev}
+	u := m.Up
+	return wire.RealTime{Mode: uint8(m.Mode), At: m.At, Offset: m.Offset, Slope: m.Slope, Err: m.Err, SlopeErr: m.SlopeErr, Prev: m.Prev,
+		UpKnown: u.Known, UpSynced: u.Synced, UpLeap: u.Leap, UpStratum: u.Stratum, UpRefID: u.RefID,
+		UpMaxErr: u.MaxErr, UpEstErr: u.EstErr, UpRootDelay: u.RootDelay, UpRootDisp: u.RootDisp}
 }
 
 // handleQuery answers a node's OpRealTimeQuery on the reference.
