@@ -210,9 +210,21 @@ type RealTimeConfig struct {
 	// faster slew, is detected at the next sample and counted; served time
 	// slews through it.
 	MaxSlewPPM float64 `yaml:"max_slew_ppm"`
+	// Upstream is where the reference learns how good its CLOCK_REALTIME
+	// is, in reference-realtime mode (daemon/upstream.go): kernel (the
+	// default) reads adjtimex with every sample and folds it into served
+	// UTC (bounds widened by maxerror, unsynced while the kernel says
+	// STA_UNSYNC, the leap second passed on); none serves CLOCK_REALTIME
+	// as UTC with no error of its own, as the operator vouches.
+	Upstream string `yaml:"upstream"`
 }
 
 func (r *RealTimeConfig) validate(e *errs) {
+	switch r.Upstream {
+	case UpstreamKernel, UpstreamNone:
+	default:
+		e.add("real_time.upstream", "unknown upstream %q (kernel, none)", r.Upstream)
+	}
 	switch r.Mode {
 	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
 	default:
@@ -249,7 +261,7 @@ func DefaultConfig() Config {
 		Clock:      ClockConfig{Source: ClockRaw},
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
-		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500},
+		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel},
 		NTP:        NTPConfig{Stratum: 1},
 		Refclock:   RefclockConfig{Every: Duration(time.Second)},
 	}

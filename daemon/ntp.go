@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/refclock"
@@ -146,9 +147,27 @@ func (s *ntpSource) Self() ntp.Server {
 	raw := n.sys.raw()
 	now, ok := n.servedAt(raw)
 	srv := ntp.Server{Synced: ok && now.Status == engine.StatusSynced, Precision: s.precision,
-		Stratum: uint8(n.cfg.NTP.Stratum), RefID: ntp.RefIDString("GCLK")}
+		RefID: ntp.RefIDString("GCLK")}
+	// The reference's stratum: its upstream's plus one when the upstream
+	// is read (chronyd's tracking tells it; the kernel alone only says
+	// there is a source: at least 2), else ntp.stratum. An unsynchronised
+	// upstream answers leap 3, stratum 16 (servedAt is not ok then).
+	stratum := n.cfg.NTP.Stratum
+	if up, has := s.upstream(); has && up.Known {
+		srv.Synced = srv.Synced && up.Synced
+		stratum = max(stratum, 2)
+		if up.Stratum > 0 {
+			stratum = int(up.Stratum) + 1
+		}
+		srv.Leap, srv.RootDelay = up.Leap, up.RootDelay
+		if up.RefID != 0 {
+			srv.RefID = up.RefID
+		}
+	}
+	srv.Stratum = uint8(min(stratum, ntp.MaxStratum))
 	if ref := n.reference(); ref != engine.NodeID(n.cfg.Node.ID) {
-		srv.Stratum = uint8(min(n.cfg.NTP.Stratum+1, 15))
+		srv.Stratum = uint8(min(stratum+1, ntp.MaxStratum))
+		srv.RefID = ntp.RefIDString("GCLK")
 		// The reference id of a stratum >= 2 server is its source's IPv4
 		// address (clients use it to detect loops).
 		local := n.clk.fromRaw(raw)
@@ -181,6 +200,14 @@ func (s *ntpSource) Self() ntp.Server {
 	return srv
 }
 
+// upstream is the upstream state of the served real-time model.
+func (s *ntpSource) upstream() (realtime.Upstream, bool) {
+	if s.n.rt == nil {
+		return realtime.Upstream{}, false
+	}
+	return s.n.rt.upstreamState()
+}
+
 // clockPrecision is log2 of the smallest step between two different reads
 // of CLOCK_MONOTONIC_RAW (NTP's precision field), at most -10.
 func clockPrecision() int8 {
@@ -194,11 +221,17 @@ type extras struct {
 	ntpConn *transport.UDPConn
 	ntpSrv  *ntp.Responder
 	rc      *refclockStats // nil: no feed
+	// rt is the real-time scale whose upstream state is exported (nil: not
+	// reference-realtime).
+	rt *realTime
 }
 
 // openExtras binds the NTP socket (so that a port in use fails the start).
 func (n *node) openExtras() (*extras, error) {
 	x := &extras{}
+	if n.rt != nil && n.cfg.RealTime.Mode == RealTimeReference {
+		x.rt = n.rt
+	}
 	if l := n.cfg.NTP.Listen; l != "" {
 		ap, err := resolve(l)
 		if err != nil {
@@ -222,6 +255,15 @@ var (
 		"NTP replies that said unsynchronised (leap 3, stratum 16): the engine was not synced.", nil, nil)
 	ntpKernelDesc = prometheus.NewDesc("gclock_ntp_kernel_stamps_total",
 		"NTP requests whose receive time was the kernel's stamp.", nil, nil)
+	upSyncedDesc = prometheus.NewDesc("gclock_realtime_upstream_synced",
+		"1 when the reference's CLOCK_REALTIME is synchronised (its kernel says neither STA_UNSYNC nor TIME_ERROR) or "+
+			"real_time.upstream is none, 0 when not: served UTC is then unsynced. Absent until a model is known.", nil, nil)
+	upMaxErrDesc = prometheus.NewDesc("gclock_realtime_upstream_max_error_seconds",
+		"The reference kernel's maxerror of CLOCK_REALTIME when the served model was sampled: the served UTC bounds include it.", nil, nil)
+	upEstErrDesc = prometheus.NewDesc("gclock_realtime_upstream_estimated_error_seconds",
+		"The reference kernel's esterror of CLOCK_REALTIME when the served model was sampled.", nil, nil)
+	upLeapDesc = prometheus.NewDesc("gclock_realtime_upstream_leap",
+		"The leap second announced by the reference's kernel (STA_INS 1, STA_DEL 2, none 0), passed on to NTP clients.", nil, nil)
 	refclockDesc = prometheus.NewDesc("gclock_refclock_samples_total",
 		"chrony SOCK refclock samples, by result: sent, failed (chronyd not reachable), unsynced (none sent: not synced), "+
 			"reference (none sent: this node serves its own CLOCK_REALTIME).", []string{"result"}, nil)
@@ -236,6 +278,12 @@ func (x *extras) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if x.rc != nil {
 		ch <- refclockDesc
+	}
+	if x.rt != nil {
+		ch <- upSyncedDesc
+		ch <- upMaxErrDesc
+		ch <- upEstErrDesc
+		ch <- upLeapDesc
 	}
 }
 
@@ -257,6 +305,21 @@ func (x *extras) Collect(ch chan<- prometheus.Metric) {
 		c(refclockDesc, x.rc.failed.Load(), "failed")
 		c(refclockDesc, x.rc.unsynced.Load(), "unsynced")
 		c(refclockDesc, x.rc.skippedRef.Load(), "reference")
+	}
+	if x.rt != nil {
+		if up, ok := x.rt.upstreamState(); ok {
+			g := func(d *prometheus.Desc, v float64) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+			}
+			synced := 0.0
+			if !up.Known || up.Synced {
+				synced = 1
+			}
+			g(upSyncedDesc, synced)
+			g(upMaxErrDesc, float64(up.MaxErr)/1e9)
+			g(upEstErrDesc, float64(up.EstErr)/1e9)
+			g(upLeapDesc, float64(up.Leap))
+		}
 	}
 }
 

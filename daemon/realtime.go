@@ -47,9 +47,18 @@ type realTime struct {
 	fromRaw    func(raw int64) int64 // CLOCK_MONOTONIC_RAW onto the local clock
 	rawNow     func() int64
 	realOffset func() (off, halfWidth int64) // CLOCK_REALTIME - CLOCK_MONOTONIC_RAW
+	// upstream reads CLOCK_REALTIME's own state with every sample (the
+	// reference in reference-realtime mode with real_time.upstream kernel;
+	// nil: not read, upstream.go).
+	upstream func() (realtime.Upstream, error)
 
 	mu sync.Mutex
 	sc *realtime.Scale
+	// What the reference last logged of its upstream: a read failure, the
+	// problem (Upstream.Problem), the leap announced.
+	upFailing bool
+	upProblem string
+	upLeap    uint8
 }
 
 func rtMode(mode string) realtime.Mode {
@@ -76,6 +85,12 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 		return nil, fmt.Errorf("real_time: %w", err)
 	}
 	rt.sc = sc
+	if rt.isRef && c.RealTime.Mode == RealTimeReference && c.RealTime.Upstream != UpstreamNone {
+		rt.upstream = n.sys.upstream
+		if rt.upstream == nil {
+			rt.upstream = readKernelUpstream
+		}
+	}
 	if !rt.isRef {
 		addr, ok := n.peers[ref]
 		if !ok {
@@ -137,6 +152,7 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 		rt.sc.Tick(local, in)
 		rd := rt.sc.Ready()
 		if rd.Sample {
+			rt.readUpstream(n)
 			g, off, hw := rt.realtimeSample()
 			rt.sc.Sample(g, off, hw)
 			rd.NextTick = rt.sc.Ready().NextTick
@@ -149,6 +165,54 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 		// few ppm early or late is one more Tick or a later poll.
 		t.Reset(time.Duration(max(rd.NextTick-rt.local(), 0)))
 	}
+}
+
+// readUpstream hands the Scale CLOCK_REALTIME's own state for the sample
+// that follows, and logs its changes. A state that cannot be read is
+// served as unsynchronised: nothing vouches for CLOCK_REALTIME then.
+// Called with rt.mu held.
+func (rt *realTime) readUpstream(n *node) {
+	if rt.upstream == nil {
+		return
+	}
+	u, err := rt.upstream()
+	switch {
+	case err != nil && !rt.upFailing:
+		n.log.Warn("cannot read the state of CLOCK_REALTIME: served UTC is unsynced until it can (logged again when it can)", "err", err)
+	case err == nil && rt.upFailing:
+		n.log.Info("the state of CLOCK_REALTIME is read again")
+	}
+	rt.upFailing = err != nil
+	if err != nil {
+		u = realtime.Upstream{Known: true}
+	}
+	if err := rt.sc.SetUpstream(u); err != nil {
+		n.log.Warn("the state of CLOCK_REALTIME is out of range: served as unsynchronised", "err", err)
+		u = realtime.Upstream{Known: true}
+	}
+	if p := u.Problem(); p != rt.upProblem {
+		if p != "" {
+			n.log.Warn("the reference's CLOCK_REALTIME is not synchronised (the kernel says STA_UNSYNC or TIME_ERROR; "+
+				"is chronyd or ntpd running and tracking a source?): served UTC is unsynced, NTP answers leap 3 until it is",
+				"reason", p, "max_error", time.Duration(u.MaxErr))
+		} else {
+			n.log.Info("the reference's CLOCK_REALTIME is synchronised: served UTC includes its error bound",
+				"max_error", time.Duration(u.MaxErr), "est_error", time.Duration(u.EstErr))
+		}
+		rt.upProblem = p
+	}
+	if u.Leap != rt.upLeap {
+		n.log.Info("leap second announcement of CLOCK_REALTIME changed (passed on to NTP clients)", "leap", u.Leap)
+		rt.upLeap = u.Leap
+	}
+}
+
+// upstreamState is the upstream state of the model served (false: no
+// model, or not reference-realtime).
+func (rt *realTime) upstreamState() (realtime.Upstream, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.sc.Upstream()
 }
 
 // realtimeSample is CLOCK_REALTIME minus the local clock now: the offset

@@ -608,6 +608,9 @@ func (n *node) publish() {
 	if n.rt != nil {
 		u.Timescale, u.Continuous = n.rt.timescale(), true
 		ok = n.rt.apply(ts[:])
+		if up, has := n.rt.upstreamState(); !ok && has && up.Problem() != "" {
+			u.UpstreamUnsynced = true // the page's reason (gclock now)
+		}
 	}
 	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
 		if c := n.clk.curve(raw, d); c > 0 {

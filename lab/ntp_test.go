@@ -196,7 +196,8 @@ func TestLabNTP(t *testing.T) {
 		chronys[h] = c
 	}
 	base := LabDaemonConfig()
-	base.RealTime = daemon.RealTimeConfig{Mode: daemon.RealTimeReference, PollEvery: daemon.Duration(200 * time.Millisecond), MaxSlewPPM: 500}
+	base.RealTime = daemon.RealTimeConfig{Mode: daemon.RealTimeReference, PollEvery: daemon.Duration(200 * time.Millisecond), MaxSlewPPM: 500,
+		Upstream: daemon.UpstreamNone}
 	base.NTP.Listen = ":123"
 	gc := DefaultGclockConfig()
 	gc.Command = []string{os.Args[0]}
