@@ -262,7 +262,7 @@ func DefaultConfig() Config {
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
 		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel},
-		NTP:        NTPConfig{Stratum: 1},
+		NTP:        NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
 		Refclock:   RefclockConfig{Every: Duration(time.Second)},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,54 @@ type NTPConfig struct {
 	// reference's own NTP source plus one to tell clients the truth about
 	// the chain. The other nodes announce one more.
 	Stratum int `yaml:"stratum"`
+	// Allow lists the client networks answered (CIDRs, or addresses);
+	// empty: ntp.DefaultAllow, loopback and the private and link-local
+	// ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7,
+	// fe80::/10). Serving the Internet takes ["0.0.0.0/0", "::/0"]. Other
+	// sources get no answer (counted as denied).
+	Allow []string `yaml:"allow"`
+	// RateLimit limits each client address's answers (chrony's ratelimit).
+	RateLimit NTPRateLimitConfig `yaml:"rate_limit"`
+}
+
+// NTPRateLimitConfig limits the answers per client address (an IPv6 /64
+// counts as one), as chrony's ratelimit does: Burst at once, one every
+// Interval on average; beyond, one request in 2^Leak gets a kiss-o'-death
+// RATE and the others are dropped. The default (1s, 16, 2) never limits an
+// NTP client (they poll every 16 s or more after a burst of at most 8) and
+// holds a flood of 2000 requests/s to an answer a second and 500 KoDs.
+type NTPRateLimitConfig struct {
+	Interval Duration `yaml:"interval"` // 0: no limit
+	Burst    int      `yaml:"burst"`
+	Leak     int      `yaml:"leak"`
+}
+
+func (r NTPRateLimitConfig) limit() ntp.RateLimit {
+	return ntp.RateLimit{Interval: int64(r.Interval), Burst: r.Burst, Leak: r.Leak}
+}
+
+// allowPrefixes parses ntp.allow (empty: ntp.DefaultAllow); a bare address
+// is its own /32 or /128.
+func (c NTPConfig) allowPrefixes() ([]netip.Prefix, error) {
+	if len(c.Allow) == 0 {
+		return ntp.DefaultAllow, nil
+	}
+	var ps []netip.Prefix
+	for _, a := range c.Allow {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			addr, err2 := netip.ParseAddr(a)
+			if err2 != nil {
+				return nil, fmt.Errorf("%q: not a CIDR (10.0.0.0/8) or an address: %w", a, err)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		ps = append(ps, p.Masked())
+	}
+	return ps, nil
 }
 
 // RefclockConfig is the chrony SOCK refclock feed (off by default).
@@ -55,6 +104,12 @@ func (c *Config) validateNTP(e *errs) {
 	n, r := c.NTP, c.Refclock
 	if n.Stratum < 1 || n.Stratum > 15 {
 		e.add("ntp.stratum", "%d outside [1, 15]", n.Stratum)
+	}
+	if _, err := n.allowPrefixes(); err != nil {
+		e.add("ntp.allow", "%v", err)
+	}
+	if err := n.RateLimit.limit().Check(); err != nil {
+		e.add("ntp.rate_limit", "%v (interval 0: no limit)", err)
 	}
 	if n.Listen != "" {
 		checkHostPort(e, "ntp.listen", n.Listen, true)
@@ -241,6 +296,14 @@ func (n *node) openExtras() (*extras, error) {
 			return nil, fmt.Errorf("ntp.listen: %w", err)
 		}
 		x.ntpSrv = ntp.NewResponder(x.ntpConn, &ntpSource{n: n, precision: clockPrecision()}, n.sys.raw, n.log)
+		allow, err := n.cfg.NTP.allowPrefixes()
+		if err == nil {
+			err = x.ntpSrv.SetPolicy(ntp.Policy{Allow: allow, Limit: n.cfg.NTP.RateLimit.limit()})
+		}
+		if err != nil {
+			x.close()
+			return nil, fmt.Errorf("ntp: %w", err) // Validate refuses it first
+		}
 	}
 	if n.cfg.Refclock.Sock != "" {
 		x.rc = &refclockStats{}
@@ -250,7 +313,8 @@ func (n *node) openExtras() (*extras, error) {
 
 var (
 	ntpRequestsDesc = prometheus.NewDesc("gclock_ntp_requests_total",
-		"NTP datagrams received, by result: answered, refused (not a client request), write_error.", []string{"result"}, nil)
+		"NTP datagrams received, by result: answered, refused (not a client request), write_error, denied (not in ntp.allow: "+
+			"dropped), limited (over ntp.rate_limit: dropped), kod (over ntp.rate_limit: a kiss-o'-death RATE sent).", []string{"result"}, nil)
 	ntpUnsyncedDesc = prometheus.NewDesc("gclock_ntp_unsynchronised_replies_total",
 		"NTP replies that said unsynchronised (leap 3, stratum 16): the engine was not synced.", nil, nil)
 	ntpKernelDesc = prometheus.NewDesc("gclock_ntp_kernel_stamps_total",
@@ -297,6 +361,9 @@ func (x *extras) Collect(ch chan<- prometheus.Metric) {
 		c(ntpRequestsDesc, st.Answered, "answered")
 		c(ntpRequestsDesc, st.Refused, "refused")
 		c(ntpRequestsDesc, st.WriteErrors, "write_error")
+		c(ntpRequestsDesc, st.Denied, "denied")
+		c(ntpRequestsDesc, st.Limited, "limited")
+		c(ntpRequestsDesc, st.KoD, "kod")
 		c(ntpUnsyncedDesc, st.Unsynced)
 		c(ntpKernelDesc, st.KernelStamps)
 	}

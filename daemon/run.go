@@ -226,6 +226,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// The NTP socket is closed on every return: by its server once started
+	// (closing it again is harmless), here when the start fails before.
+	defer ext.close()
 	restored, err := n.restoreState(clk.now()) // state.go
 	if err != nil {
 		conn.Close()

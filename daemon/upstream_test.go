@@ -72,6 +72,7 @@ func TestUpstreamKernel(t *testing.T) {
 	for i := range cfgs {
 		cfgs[i].RealTime.Upstream = UpstreamKernel
 		cfgs[i].NTP.Listen = fmt.Sprintf("127.0.0.1:%d", ports[i])
+		cfgs[i].NTP.RateLimit = NTPRateLimitConfig{} // 10 queries a second
 	}
 	readers, stop := startCluster(t, cfgs)
 	defer stop()
