@@ -217,6 +217,10 @@ type RealTimeConfig struct {
 	// STA_UNSYNC, the leap second passed on); none serves CLOCK_REALTIME
 	// as UTC with no error of its own, as the operator vouches.
 	Upstream string `yaml:"upstream"`
+	// ChronySocket is chronyd's command socket, read with upstream kernel
+	// for chronyd's tracking (stratum, reference id, root delay and
+	// dispersion) when chronyd answers there; empty: not read.
+	ChronySocket string `yaml:"chrony_socket"`
 }
 
 func (r *RealTimeConfig) validate(e *errs) {
@@ -224,6 +228,9 @@ func (r *RealTimeConfig) validate(e *errs) {
 	case UpstreamKernel, UpstreamNone:
 	default:
 		e.add("real_time.upstream", "unknown upstream %q (kernel, none)", r.Upstream)
+	}
+	if r.ChronySocket != "" && !filepath.IsAbs(r.ChronySocket) {
+		e.add("real_time.chrony_socket", "%q: want an absolute path (chronyd's bindcmdaddress)", r.ChronySocket)
 	}
 	switch r.Mode {
 	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
@@ -261,9 +268,10 @@ func DefaultConfig() Config {
 		Clock:      ClockConfig{Source: ClockRaw},
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
-		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel},
-		NTP:        NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
-		Refclock:   RefclockConfig{Every: Duration(time.Second)},
+		RealTime: RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel,
+			ChronySocket: DefaultChronySocket},
+		NTP:      NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
+		Refclock: RefclockConfig{Every: Duration(time.Second)},
 	}
 }
 

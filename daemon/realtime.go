@@ -15,6 +15,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -86,10 +87,21 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	}
 	rt.sc = sc
 	if rt.isRef && c.RealTime.Mode == RealTimeReference && c.RealTime.Upstream != UpstreamNone {
-		rt.upstream = n.sys.upstream
-		if rt.upstream == nil {
-			rt.upstream = readKernelUpstream
+		kernel := n.sys.upstream
+		if kernel == nil {
+			kernel = readKernelUpstream
 		}
+		failing := false
+		rt.upstream = upstreamReader(kernel, c.RealTime.ChronySocket, func(err error) {
+			switch {
+			case err != nil && !failing:
+				n.log.Info("chronyd's tracking not read: the kernel's clock state alone is the upstream (stratum not known)",
+					"chrony_socket", c.RealTime.ChronySocket, "err", err)
+			case err == nil && failing:
+				n.log.Info("chronyd's tracking read: its stratum, reference id and root delay are the upstream's", "chrony_socket", c.RealTime.ChronySocket)
+			}
+			failing = err != nil
+		})
 	}
 	if !rt.isRef {
 		addr, ok := n.peers[ref]
@@ -151,13 +163,18 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 		rt.mu.Lock()
 		rt.sc.Tick(local, in)
 		rd := rt.sc.Ready()
+		rt.mu.Unlock()
 		if rd.Sample {
-			rt.readUpstream(n)
+			// The upstream is read without the lock (chronyd's socket may
+			// take up to chronyTimeout), the sample right after it.
+			u, uerr := rt.fetchUpstream()
+			rt.mu.Lock()
+			rt.setUpstream(n, u, uerr)
 			g, off, hw := rt.realtimeSample()
 			rt.sc.Sample(g, off, hw)
 			rd.NextTick = rt.sc.Ready().NextTick
+			rt.mu.Unlock()
 		}
-		rt.mu.Unlock()
 		for _, q := range rd.Messages {
 			rt.query(ctx, n, q)
 		}
@@ -167,15 +184,26 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 	}
 }
 
-// readUpstream hands the Scale CLOCK_REALTIME's own state for the sample
+// fetchUpstream reads CLOCK_REALTIME's own state (errNoUpstream: not read,
+// real_time.upstream none or not the reference-realtime reference).
+func (rt *realTime) fetchUpstream() (u realtime.Upstream, err error) {
+	if rt.upstream == nil {
+		return realtime.Upstream{}, errNoUpstream
+	}
+	return rt.upstream()
+}
+
+// errNoUpstream: no upstream is read here.
+var errNoUpstream = errors.New("no upstream read")
+
+// setUpstream hands the Scale CLOCK_REALTIME's own state for the sample
 // that follows, and logs its changes. A state that cannot be read is
 // served as unsynchronised: nothing vouches for CLOCK_REALTIME then.
 // Called with rt.mu held.
-func (rt *realTime) readUpstream(n *node) {
-	if rt.upstream == nil {
+func (rt *realTime) setUpstream(n *node, u realtime.Upstream, err error) {
+	if err == errNoUpstream {
 		return
 	}
-	u, err := rt.upstream()
 	switch {
 	case err != nil && !rt.upFailing:
 		n.log.Warn("cannot read the state of CLOCK_REALTIME: served UTC is unsynced until it can (logged again when it can)", "err", err)

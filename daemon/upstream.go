@@ -13,6 +13,8 @@ package daemon
 // server passes on the leap announcement (ntp.go).
 
 import (
+	"time"
+
 	"github.com/gclock/gclock/engine/realtime"
 )
 
@@ -77,4 +79,26 @@ func readKernelUpstream() (realtime.Upstream, error) {
 		return realtime.Upstream{}, err
 	}
 	return upstreamFromKernel(k), nil
+}
+
+// chronyTimeout bounds a tracking query (chronyd answers in microseconds).
+const chronyTimeout = 100 * time.Millisecond
+
+// upstreamReader reads the kernel's state and, when chronySock is set and
+// chronyd answers there, completes it with chronyd's tracking (withChrony).
+// chronyd not answering is not an error: the kernel's state stands alone
+// (chronyErr reports why, for a log line once per change).
+func upstreamReader(kernel func() (realtime.Upstream, error), chronySock string, chronyErr func(error)) func() (realtime.Upstream, error) {
+	return func() (realtime.Upstream, error) {
+		u, err := kernel()
+		if err != nil || chronySock == "" {
+			return u, err
+		}
+		t, cerr := queryChronyTracking(chronySock, chronyTimeout)
+		chronyErr(cerr)
+		if cerr != nil {
+			return u, nil
+		}
+		return withChrony(u, t), nil
+	}
 }
