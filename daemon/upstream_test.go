@@ -3,12 +3,14 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/ntp"
 )
 
@@ -125,4 +127,74 @@ func TestUpstreamKernel(t *testing.T) {
 		fmt.Fprintf(&out, " node %d flagged %v, %d answers (leap 3, stratum 16);", i+1, f, answers[i])
 	}
 	t.Log(out.String())
+}
+
+// TestNTPSelfUpstream: what the NTP server says about itself follows the
+// upstream the model carries: chronyd's stratum + 1 on the reference (+2
+// on a node), its reference id on the reference, the leap and the root
+// delay; with no upstream read (upstream none), ntp.stratum and GCLK; an
+// unsynchronised upstream is never announced as synced.
+func TestNTPSelfUpstream(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		id          uint32
+		up          realtime.Upstream
+		wantStratum uint8
+		wantRef     uint32
+	}{
+		{"reference, chronyd stratum 2", 1, realtime.Upstream{Known: true, Synced: true, MaxErr: 1e6, Stratum: 2, RefID: 0x0a000001, Leap: realtime.LeapInsert, RootDelay: 4e6}, 3, 0x0a000001},
+		{"node, chronyd stratum 2", 2, realtime.Upstream{Known: true, Synced: true, MaxErr: 1e6, Stratum: 2, RefID: 0x0a000001, Leap: realtime.LeapInsert, RootDelay: 4e6}, 4, 0x0a000001},
+		{"reference, kernel only", 1, realtime.Upstream{Known: true, Synced: true, MaxErr: 1e6}, 2, ntp.RefIDString("GCLK")},
+		{"reference, upstream none", 1, realtime.Upstream{}, 1, ntp.RefIDString("GCLK")},
+		{"reference, unsynchronised", 1, realtime.Upstream{Known: true, MaxErr: 16e9}, 2, ntp.RefIDString("GCLK")},
+	} {
+		cfg := fuzzCluster(tt.id)
+		cfg.RealTime.Mode = RealTimeReference
+		conn, err := memnet.New(1).Listen(netip.MustParseAddrPort(cfg.Peers[tt.id-1].Address))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := bareNode(t, context.Background(), cfg, conn, nil)
+		if n.rt == nil {
+			t.Fatal("no real-time scale")
+		}
+		n.ref.Store(1) // node 1 is the reference
+		// The model: two samples on the reference's Scale; a node gets it
+		// as the reference's answer.
+		ref := n.rt.sc
+		if tt.id != 1 {
+			var err error
+			if ref, err = realtime.New(realtime.Config{Mode: realtime.ModeReference, ID: 1, Reference: 1, Poll: 1e9, MaxSlew: 5e-4, MaxDrift: 1e-4}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for g := int64(1e9); g <= 2e9; g += 1e9 {
+			ref.Tick(g, realtime.Inputs{})
+			ref.Ready()
+			ref.SetUpstream(tt.up)
+			ref.Sample(g, 1.7e18, 100)
+		}
+		if tt.id != 1 {
+			r, err := ref.Answer(realtime.Message{Type: realtime.MsgQuery, From: 2, To: 1}, 2e9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.rt.sc.Step(r, 2e9); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src := &ntpSource{n: n, precision: -20}
+		srv := src.Self()
+		wantRef := tt.wantRef
+		if tt.id != 1 {
+			wantRef = 0x0a000001 // the node's source: the reference's address
+		}
+		if srv.Stratum != tt.wantStratum || srv.RefID != wantRef || srv.Leap != tt.up.Leap || srv.RootDelay != tt.up.RootDelay {
+			t.Errorf("%s: stratum %d refid %#x leap %d root delay %d; want %d %#x %d %d", tt.name, srv.Stratum, srv.RefID, srv.Leap, srv.RootDelay,
+				tt.wantStratum, wantRef, tt.up.Leap, tt.up.RootDelay)
+		}
+		if tt.up.Known && !tt.up.Synced && srv.Synced {
+			t.Errorf("%s: announced synced", tt.name)
+		}
+	}
 }
