@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,7 @@ func TestUpstreamKernel(t *testing.T) {
 		cfgs[i].NTP.Listen = fmt.Sprintf("127.0.0.1:%d", ports[i])
 		cfgs[i].NTP.RateLimit = NTPRateLimitConfig{} // 10 queries a second
 	}
+	cfgs[0].Metrics.Listen = "unix:" + filepath.Join(t.TempDir(), "metrics.sock")
 	readers, stop := startCluster(t, cfgs)
 	defer stop()
 	flagged := make([]bool, len(cfgs))
@@ -121,6 +123,13 @@ func TestUpstreamKernel(t *testing.T) {
 		if !flagged[i] || answers[i] < 5 {
 			t.Errorf("node %d: page flagged upstream-unsynchronised %v, %d NTP answers", i+1, flagged[i], answers[i])
 		}
+	}
+	m := scrapeUnix(t, strings.TrimPrefix(cfgs[0].Metrics.Listen, "unix:"))
+	if m["gclock_realtime_upstream_synced"] != 0 || m["gclock_realtime_upstream_max_error_seconds"] < float64(k.MaxErrUs)/1e6 ||
+		m["gclock_realtime_upstream_max_error_seconds"] > 16 || // the kernel grows it to NTP_PHASE_LIMIT
+		m[`gclock_ntp_unsynchronised_replies_total`] < 5 {
+		t.Errorf("reference metrics: upstream synced %v, max error %v s, unsynchronised NTP replies %v; want 0, %v..16, >= 5",
+			m["gclock_realtime_upstream_synced"], m["gclock_realtime_upstream_max_error_seconds"], m[`gclock_ntp_unsynchronised_replies_total`], float64(k.MaxErrUs)/1e6)
 	}
 	var out strings.Builder
 	for i, f := range flagged {
