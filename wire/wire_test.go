@@ -42,6 +42,8 @@ func samplePackets() []Packet {
 		{Op: OpPut, Sender: 3, Seq: 9, Page: Page{Addr: 2}},
 		{Op: OpRealTimeInfo, Sender: 1, Seq: 7, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4, Prev: -7,
 			UpKnown: true, UpSynced: true, UpLeap: 1, UpStratum: 2, UpRefID: 0x0a000001, UpMaxErr: 16e9, UpEstErr: 3, UpRootDelay: 4, UpRootDisp: 5}},
+		{Op: OpAuthChallenge, Sender: 2, Seq: 10, Nonce: 0xdeadbeef01234567},
+		{Op: OpAuthResponse, Sender: 1, Seq: 10, Nonce: 0xdeadbeef01234567},
 	}
 }
 
