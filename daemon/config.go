@@ -159,7 +159,10 @@ func (g GlobalTimeConfig) PageGroup() (int, error) {
 
 // MetricsConfig is the Prometheus endpoint.
 type MetricsConfig struct {
-	Listen string `yaml:"listen"` // host:port, or unix:/path for a Unix socket; empty: no metrics
+	// Listen is host:port, or unix:/path for a Unix socket; empty: no
+	// metrics. A port without a host (":9190") listens on 127.0.0.1
+	// only; every interface takes 0.0.0.0:9190 or [::]:9190, explicitly.
+	Listen string `yaml:"listen"`
 }
 
 // Real-time modes (Jezequel 5.4).
@@ -264,6 +267,7 @@ func (c *Config) Validate() error {
 	}
 	c.RealTime.validate(&e)
 	c.Auth.validate(&e)
+	c.validateKeyless(&e) // keyless.go
 	c.validateNTP(&e)
 	c.State.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {

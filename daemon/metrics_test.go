@@ -28,7 +28,7 @@ func (f fixedSnapshot) Snapshot() Snapshot { return Snapshot(f) }
 // and 5.
 func goldenSnapshot() fixedSnapshot {
 	return fixedSnapshot{
-		Node: 2, Reference: 1, Status: "synced",
+		Node: 2, Reference: 1, Status: "synced", TakenAt: time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC),
 		Offset:              -1234*time.Second - 567890123,
 		EstimatedError:      1500 * time.Nanosecond,
 		FrequencyAdjustment: 12.5e-6,
@@ -185,6 +185,8 @@ func metricsLive(t *testing.T) {
 		`gclock_status{node="2",reference="1",status="synced"} 1`,
 		`gclock_source_selected{node="2",source="1"} 1`,
 		`gclock_reference_id{node="2"} 1`,
+		"go_goroutines ",              // the Go collector
+		"process_start_time_seconds ", // the process collector (Linux)
 	}
 	var body string
 	deadline := time.Now().Add(15 * time.Second)
@@ -211,11 +213,12 @@ func metricsLive(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	now := unixSeconds(time.Now()) // the bubble's clock, the daemon's too
 	for _, c := range []struct {
 		name   string
 		lo, hi float64
 	}{
-		{"gclock_last_update_age_seconds", 0, 5},
+		{"gclock_last_update_timestamp_seconds", now - 5, now},
 		{"gclock_rms_offset_seconds", 0, 1e-3},
 		{"gclock_update_interval_seconds", 0.01, 10},
 		{"gclock_residual_frequency_ratio", -1e-3, 1e-3},

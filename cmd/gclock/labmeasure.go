@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/measure"
@@ -51,6 +52,7 @@ type labMeasureFlags struct {
 	runs   int
 	start  string
 	period time.Duration
+	spin   time.Duration
 	count  int
 	repeat int
 	// latency
@@ -82,6 +84,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.runs, "runs", 300, "iterations (each: a scheduled and a barrier-started execution)")
 	fs.StringVar(&f.start, "start", measure.StartBoth, "executions per iteration: both, scheduled or barrier")
 	fs.DurationVar(&f.period, "period", 20*time.Millisecond, "time between two iterations (both executions and their barrier must fit)")
+	fs.DurationVar(&f.spin, "spin-window", 0, "the nodes poll for a scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: pages per client")
 	fs.IntVar(&f.repeat, "repeat", 1, "operations per timed execution (one allreduce of one int64 takes about 1 ms on the default link)")
 	fs.StringVar(&f.sizes, "sizes", "64-65536", "latency: message sizes (list, or a range of powers of two)")
@@ -105,7 +108,7 @@ func runLabMeasure(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labMeasureUsage); fs.PrintDefaults() }
 	var f labMeasureFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -178,7 +181,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 		}
 		gc.Base = &dc
 	}
-	spec.Op, spec.Runs, spec.Start, spec.Period = f.op, f.runs, f.start, f.period
+	spec.Op, spec.Runs, spec.Start, spec.Period, spec.SpinWindow = f.op, f.runs, f.start, f.period, f.spin
 	spec.Count, spec.Repeat = f.count, f.repeat
 	spec.Sizes, spec.LatencyCount, spec.LatencyPeriod = f.sizes, f.lcount, f.lperiod
 	return spec, nil
