@@ -624,6 +624,19 @@ func (n *Node) heard(s *source, now int64) {
 // rounds, if longer; at up to MaxDrift faster on this clock) plus a
 // round's worth of probe retries.
 func (n *Node) silentAt(s *source) int64 {
+	wait := n.silenceWait(s)
+	if wait >= float64(math.MaxInt64)/2 || (s.heardAt > 0 && int64(wait) > math.MaxInt64-s.heardAt) {
+		return math.MaxInt64
+	}
+	return s.heardAt + int64(wait)
+}
+
+// silenceWait is the engine's silence rule, the one wait (ns, on this
+// clock) after which a source is silent: SilentPeriods of its period (the
+// announced one, or the last interval between rounds if longer) at up to
+// MaxDrift faster, plus a round's worth of probe retries. silentAt counts
+// it from anything heard, renumberable from the last accepted round.
+func (n *Node) silenceWait(s *source) float64 {
 	k := n.cfg.SilentPeriods
 	if k == 0 {
 		k = 3
@@ -635,12 +648,8 @@ func (n *Node) silentAt(s *source) int64 {
 		// children. Wait by what was seen.
 		p = s.lastAt - s.prevAt
 	}
-	wait := math.Ceil(k*float64(p)*(1+n.cfg.MaxDrift)) +
+	return math.Ceil(k*float64(p)*(1+n.cfg.MaxDrift)) +
 		float64(n.cfg.ProbeTimeout)*float64(n.cfg.MaxProbeRetries+1)
-	if wait >= float64(math.MaxInt64)/2 || (s.heardAt > 0 && int64(wait) > math.MaxInt64-s.heardAt) {
-		return math.MaxInt64
-	}
-	return s.heardAt + int64(wait)
 }
 
 // checkSilence marks the sources not heard from in time. Like the self
@@ -849,17 +858,11 @@ type bounder interface {
 	Bounds(x int64) (lo, hi int64, ok bool)
 }
 
-// localBounds is what the node knows of its source's clock at x: the
-// intersection of the Hull's guaranteed bounds and the last exchange's own
-// bound, and the point estimate clamped into them.
-func (n *Node) localBounds(s *source, x int64) (est, lo, hi int64, ok bool) {
-	est, lo, hi, ok, _ = n.localBoundsChecked(s, x)
-	return est, lo, hi, ok
-}
-
-// localBoundsChecked is localBounds, also saying whether the Hull's bounds
-// and the last exchange's agreed (consistent): when they do not, some
-// assumption of the clock model is wrong and the union is returned.
+// localBoundsChecked is what the node knows of its source's clock at x:
+// the intersection of the Hull's guaranteed bounds and the last exchange's
+// own bound, and the point estimate clamped into them; consistent says
+// whether the two agreed: when they do not, some assumption of the clock
+// model is wrong and the union is returned.
 func (n *Node) localBoundsChecked(s *source, x int64) (est, lo, hi int64, ok, consistent bool) {
 	consistent = true
 	lo, hi = math.MinInt64, math.MaxInt64
