@@ -119,8 +119,9 @@ type source struct {
 	id       NodeID
 	hull     estimate.Estimator
 	sel      estimate.Estimator
-	g        estimate.Mapping // the source's local->global mapping
-	best     estimate.Sample  // best exchange of the last accepted round
+	floor    *estimate.FloorFilter // nil: Config.FloorSlack is 0
+	g        estimate.Mapping      // the source's local->global mapping
+	best     estimate.Sample       // best exchange of the last accepted round
 	haveBest bool
 	round    uint32
 	haveRnd  bool
@@ -192,7 +193,14 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 			return nil, fmt.Errorf("engine: node %d: estimator factory returned nil for source %d: %w", cfg.ID, id, ErrConfig)
 		}
 		n.sourceIndex[id] = int32(i)
-		n.sources = append(n.sources, &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}})
+		src := &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}}
+		if cfg.FloorSlack > 0 {
+			src.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift})
+			if err != nil {
+				return nil, fmt.Errorf("engine: node %d: floor filter for source %d: %w: %w", cfg.ID, id, err, ErrConfig)
+			}
+		}
+		n.sources = append(n.sources, src)
 	}
 	return n, nil
 }
@@ -686,6 +694,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		n.replySent(s.id, &x, now) // the reply's transmit stamp (stamps.go)
 		if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
 			s.stats.Ignored++
+			s.stats.Corrupt++
 			n.logger.Warn("time diff sample rejected", "source", s.id, "round", m.Round, "sample", x)
 			continue
 		}
@@ -694,7 +703,22 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if len(samples) == 0 {
 		return
 	}
+	// Ready.Rounds has every exchange with a consistent order (the
+	// measurements log), the rejected ones below included.
 	n.out.Rounds = append(n.out.Rounds, RoundSamples{Source: s.id, Round: m.Round, Samples: samples})
+	if s.floor != nil {
+		kept, rejected := s.floor.Filter(make([]estimate.Sample, 0, len(samples)), samples)
+		if rejected > 0 {
+			floor, _ := s.floor.Floor()
+			s.stats.BelowFloor += uint64(rejected)
+			n.logger.Info("exchanges faster than the path's floor rejected", "source", s.id, "round", m.Round,
+				"rejected", rejected, "of", len(samples), "floor_rtt", floor)
+		}
+		samples = kept
+	}
+	if len(samples) == 0 {
+		return
+	}
 	best := samples[0]
 	for _, x := range samples[1:] {
 		if x.RTT() < best.RTT() {

@@ -27,6 +27,10 @@ type SourceSnapshot struct {
 	Restarts   uint64  // estimator windows restarted (inconsistent samples)
 	Rejected   uint64  // rounds an estimator refused
 	Ignored    uint64  // late or duplicate time diffs and corrupt samples
+	// Exchanges kept out of the estimators, by reason: Corrupt ones had
+	// timestamps out of order (also in Ignored); BelowFloor ones a round
+	// trip impossibly far below the path's recent floor (Config.FloorSlack).
+	Corrupt, BelowFloor uint64
 	// Contradictions counts rounds the clock model could not explain
 	// (EvContradiction); Trust is "acquiring", "synced" or "degraded".
 	Contradictions uint64
