@@ -129,3 +129,53 @@ func TestOneImpossibleExchangeDoesNotPin(t *testing.T) {
 		})
 	}
 }
+
+// TestImpossibleExchangeDoesNotHoldDownShortestEver: on the source, one
+// impossibly fast exchange (a reply stamped 50 us late) used to become the
+// shortest round trip ever, after which every round's best lay more than
+// NETWORK_LATENCY_ERROR_THRESH above it and was repeated: twice the probes
+// for good. With the floor check it is left out of shortest-ever and
+// counted.
+func TestImpossibleExchangeDoesNotHoldDownShortestEver(t *testing.T) {
+	const rtt = int64(150_000) // the path's round trips: 150-150.4 us
+	tests := []struct {
+		name        string
+		slack       time.Duration
+		wantRepeats uint64
+		wantBelow   uint64
+	}{
+		{"floor check", DefaultConfig().FloorSlack, 0, 1},
+		{"no floor check: both later rounds repeated", 0, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig(0, nil, []NodeID{1})
+			c.NetworkLatencyErrorThresh = 20 * time.Microsecond
+			c.FloorSlack = tt.slack
+			n := newNode(t, c)
+			n.Tick(0)
+			rd := n.Ready()
+			now := int64(0)
+			// 12 rounds of 3 on the path (36 exchanges: past the floor's
+			// 32), the 13th with an impossible exchange, then 2 more.
+			for r := range 15 {
+				rtts := []int64{rtt + 400, rtt + 100, rtt + int64(r%4)*100}
+				if r == 12 {
+					rtts[1] = rtt - 50_000
+				}
+				var td Message
+				td, rd, now = answer(t, n, rd, now, rtts)
+				if len(td.Samples) == 0 {
+					t.Fatalf("round %d: no samples", r)
+				}
+				n.Tick(max(now, rd.NextTick))
+				now = max(now, rd.NextTick)
+				rd = n.Ready()
+			}
+			cs := n.Snapshot().Children[0]
+			if cs.Repeats != tt.wantRepeats || cs.BelowFloor != tt.wantBelow {
+				t.Errorf("repeats %d, below floor %d; want %d, %d (shortest ever %d)", cs.Repeats, cs.BelowFloor, tt.wantRepeats, tt.wantBelow, cs.ShortestRTT)
+			}
+		})
+	}
+}

@@ -57,7 +57,11 @@ type ChildSnapshot struct {
 	Reports     uint64  // error reports received
 	Ignored     uint64  // late or duplicate replies and reports
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
-	SRTT        int64   // smoothed raw round trip, drives the retry timeout
+	// BelowFloor counts exchanges left out of ShortestRTT and of the repeat
+	// decision: their round trip lay impossibly far below the child's recent
+	// floor (Config.FloorSlack).
+	BelowFloor uint64
+	SRTT       int64 // smoothed raw round trip, drives the retry timeout
 }
 
 // Snapshot returns the node's current counters. It allocates; it is meant
