@@ -73,9 +73,11 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 }
 
 // node is one running daemon: the engine behind a mutex, the endpoint, the
-// page writer and counters.
+// page writer and counters. engCfg is cfg.Sync converted once
+// (Config.EngineConfig): the clock model in engine units.
 type node struct {
 	cfg    Config
+	engCfg engine.Config
 	sys    sys // the raw clock and the socket (sys.go)
 	log    *slog.Logger
 	meas   *measurementsLog // nil: no log.measurements
@@ -163,7 +165,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	defer sd.stopping()
-	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, engCfg: cfg.EngineConfig(nil, nil), sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
@@ -236,6 +238,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// The NTP socket is closed on every return: by its server once started
+	// (closing it again is harmless), here when the start fails before.
+	defer ext.close()
 	restored, err := n.restoreState(clk.now()) // state.go
 	if err != nil {
 		conn.Close()
@@ -633,13 +638,16 @@ func (n *node) publish() {
 	n.mu.Unlock()
 	u := gtime.Update{
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
-		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
+		MaxDrift: n.engCfg.MaxDrift, MaxSlewRate: n.engCfg.MaxSlewRate,
 		Node: n.cfg.Node.ID, Reference: n.ref.Load(),
 	}
 	ok := true
 	if n.rt != nil {
 		u.Timescale, u.Continuous = n.rt.timescale(), true
 		ok = n.rt.apply(ts[:])
+		if up, has := n.rt.upstreamState(); !ok && has && up.Problem() != "" {
+			u.UpstreamUnsynced = true // the page's reason (gclock now)
+		}
 	}
 	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
 		if c := n.clk.curve(raw, d); c > 0 {
@@ -696,7 +704,7 @@ func (n *node) Snapshot() Snapshot {
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
-		Status: t.Status.String()}
+		Status: t.Status.String(), TakenAt: time.Now()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
