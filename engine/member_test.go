@@ -49,6 +49,8 @@ type memberNet struct {
 	cut map[[2]NodeID]bool
 	// hold delays every message by this much more (fuzzing: reordering).
 	hold map[[2]NodeID]int64
+	// step is the time step of run (0: 100 us).
+	step int64
 }
 
 type flight struct {
@@ -108,8 +110,12 @@ func (n *memberNet) collect(id NodeID) {
 
 // run advances to until in 100 us steps, calling each step probe.
 func (n *memberNet) run(until int64, probe func()) {
+	step := n.step
+	if step == 0 {
+		step = 100_000
+	}
 	for n.now < until {
-		n.now += 100_000
+		n.now += step
 		var keep []flight
 		due := n.flight
 		n.flight = nil
