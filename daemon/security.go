@@ -59,7 +59,9 @@ func (s *security) dropped(reason string) uint64 {
 // Called with n.mu held.
 func (n *node) admitMsg(m engine.Message, local int64) bool {
 	err := n.eng.CheckMessage(m, local)
-	if err == nil {
+	if err == nil || errors.Is(err, engine.ErrStaleTerm) {
+		// An older term's message goes on to the Member, which refuses it,
+		// counts it and tells the sender the current term.
 		return true
 	}
 	var re *engine.RejectError
