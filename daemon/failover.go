@@ -26,6 +26,8 @@ func (n *node) reference() engine.NodeID { return engine.NodeID(n.ref.Load()) }
 func (n *node) noteMember() {
 	n.ref.Store(uint32(n.eng.Reference()))
 	n.changes.Store(n.eng.Changes())
+	n.term.Store(n.eng.Term())
+	n.stale.Store(n.eng.StaleTerm())
 }
 
 // statusReply answers a status query with the Member's reply: global time

@@ -274,6 +274,23 @@ func (m *Member) Leased(local int64) bool {
 	return local < m.fLease
 }
 
+// LeaseEnd is the local time at which the member's lease ends (see
+// Leased): a driver that publishes time for later reads (the daemon's
+// page) must not let them say synced beyond it. math.MaxInt64 without
+// failover.
+func (m *Member) LeaseEnd() int64 {
+	switch {
+	case !m.failover():
+		return math.MaxInt64
+	case m.Reference() == m.self:
+		if m.discovering || !m.started {
+			return 0
+		}
+		return m.lease
+	}
+	return m.fLease
+}
+
 // Changes counts the reference changes so far.
 func (m *Member) Changes() uint64 { return m.changes }
 
