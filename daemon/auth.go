@@ -29,7 +29,8 @@ type AuthConfig struct {
 	// with # are skipped. The file must be a regular file readable by its
 	// owner only (mode 0600 or 0400), owned by the daemon's user or root.
 	// Empty: no authentication (see docs/daemon.md for what an attacker
-	// on the network can then do).
+	// on the network can then do), refused when a peer is off loopback
+	// unless Insecure is set.
 	KeyFile string `yaml:"key_file,omitempty"`
 	// KeyID is the key datagrams are sealed with.
 	KeyID uint32 `yaml:"key_id,omitempty"`
@@ -37,6 +38,11 @@ type AuthConfig struct {
 	// the new key to every host's file and to Accept, then switch KeyID
 	// host by host, then drop the old key.
 	Accept []uint32 `yaml:"accept,omitempty"`
+	// Insecure runs without a key although a peer is off loopback, which
+	// the daemon otherwise refuses (keyless.go): anyone who can send UDP
+	// with a peer's address can then move the cluster's time. For private
+	// networks and tests only.
+	Insecure bool `yaml:"insecure,omitempty"`
 }
 
 func (a *AuthConfig) validate(e *errs) {
@@ -94,6 +100,9 @@ var ErrKeyFilePerm = errors.New("key file readable or writable by others")
 // by another user than the daemon's (root excepted).
 func ReadKeyFile(path string) ([]wire.Key, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("auth: %w (make the cluster's key once with gclock keygen -o cluster.key and install the same file, mode 0600, on every host)", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}

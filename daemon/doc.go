@@ -15,7 +15,7 @@
 //
 // Absent fields keep DefaultConfig's values (a three-node star on
 // localhost, the engine's Liao defaults, the raw clock, kernel timestamps,
-// the page at /dev/shm/gclock). Units are in the names (drift_ppm,
+// the page at /run/gclock/page). Units are in the names (drift_ppm,
 // max_slew_ppm) or in the values: durations need a unit ("250ms"; a bare
 // number is an error). Unknown fields are rejected. Every error names its
 // field as a YAML path and, for a file, its line:

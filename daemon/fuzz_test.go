@@ -128,6 +128,7 @@ func fuzzCluster(self uint32) Config {
 	c.Transport.KernelTimestamps = false
 	c.GlobalTime.ShmPath = ""
 	c.RealTime.Mode = RealTimeMeanDrift // the real-time handlers too
+	c.Auth.Insecure = true              // in memory: nobody else sends
 	return c
 }
 

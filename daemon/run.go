@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // localClock is the daemon's local clock and the conversion of kernel
@@ -40,18 +43,10 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 		return localClock{now: raw, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
 	}
 	m := c.Emulated
-	origin := m.OriginRaw
-	if origin == 0 {
-		origin = raw()
+	if m.OriginRaw == 0 {
+		m.OriginRaw = raw()
 	}
-	p := clock.EmuParams{
-		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
-		WanderStep: int64(m.WanderStep), SinePPM: m.SinePPM, SinePeriod: int64(m.SinePeriod), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
-	}
-	for _, s := range m.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: origin + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	emu, err := clock.NewEmulated(p)
+	emu, err := m.New()
 	if err != nil {
 		return localClock{}, fmt.Errorf("clock.emulated: %w", err)
 	}
@@ -91,6 +86,7 @@ type node struct {
 	writer *gtime.Writer // nil: no page
 	rt     *realTime     // nil: real_time.mode none (realtime.go)
 	state  *stateKeeper  // nil: no state.file (state.go)
+	sd     *notifier     // systemd's notify protocol; inert without $NOTIFY_SOCKET (sdnotify.go)
 
 	mu      sync.Mutex     // guards eng, next and last
 	eng     *engine.Member // the engine, through reference changes (engine/member.go)
@@ -165,7 +161,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
+	sd, err := newNotifier(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer sd.stopping()
+	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
@@ -217,12 +218,21 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		defer n.meas.Close()
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
-		gid, _ := cfg.GlobalTime.PageGroup() // checked by Validate
+		gid, _ := cfg.GlobalTime.PageGroup()         // checked by Validate
+		if made, err := makePageDir(p); err != nil { // pagedir.go
+			conn.Close()
+			return fmt.Errorf("daemon: %w", err)
+		} else if made {
+			logger.Info("created the page's directory", "dir", filepath.Dir(p), "mode", "0755")
+		}
 		if n.writer, err = gtime.NewWriterWith(p, gtime.WriterOptions{Group: gid}); err != nil {
 			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		}
 		defer n.writer.Close()
+		for _, l := range n.writer.Leftovers() {
+			logger.Warn("removed a file beside the page that was not the daemon's", "file", l)
+		}
 	}
 	ext, err := n.openExtras() // ntp.go: the NTP socket, the refclock feed
 	if err != nil {
@@ -247,14 +257,19 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	rtWait := n.startRealTime(ctx)
 	extWait := ext.start(ctx, n)
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext)
+		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext,
+			// What every Prometheus target exports: CPU, memory, file
+			// descriptors and start time of the process; the Go runtime.
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 		if err != nil {
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
-		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
-		stop, err := sys.serve(addr, mux)
+		// gclock tracking, sources and sourcestats read ControlPath (control.go).
+		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot))
+		mountStatus(ctx, mux, n, cfg)                  // the live status page (status.go)
+		stop, err := sys.serve(metricsBind(addr), mux) // status.go: ":port" is 127.0.0.1:port
 		if err != nil {
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}
@@ -266,7 +281,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	err = n.loop(ctx)
 	n.saveState()
 	st := n.stampCounts()
-	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "dropped", fmt.Sprint(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
+	logger.Info("daemon stopping", "transport", n.ep.Stats(), "dropped", countsAttr(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
 		"t1_kernel", st.ProbeStamped, "t1_engine", st.ProbeOwn, "t3_kernel", st.ReplyStamped, "t3_user", st.ReplyOwn,
 		"stamps_rejected", st.Rejected, "stamps_unknown", st.Unknown, "stamps_expired", st.Expired)
 	cancel()
@@ -319,11 +334,21 @@ func (n *node) loop(ctx context.Context) error {
 		save = t.C
 	}
 	n.publish()
+	var watchdog <-chan time.Time // systemd's WatchdogSec (sdnotify.go)
+	if every := n.sd.pingEvery(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		watchdog = t.C
+		n.pingWatchdog()
+	}
 	var lastTick time.Time // zero: the engine has not been ticked yet
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-watchdog:
+			n.pingWatchdog()
+			continue
 		case <-timer.C:
 			lastTick = time.Now()
 			now := n.clk.now()
@@ -592,6 +617,13 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 // the page's quadratic width model: the page is trusted for StaleAfter
 // after an update, so the fit spans 0, StaleAfter and 2*StaleAfter.
 func (n *node) publishSpan() int64 { return max(int64(n.cfg.Sync.StaleAfter), int64(time.Second)) }
+
+// pingWatchdog tells systemd the main loop runs (WATCHDOG=1).
+func (n *node) pingWatchdog() {
+	if err := n.sd.ping(time.Now()); err != nil {
+		n.log.Warn("systemd watchdog", "err", err)
+	}
+}
 
 // publish writes the engine's current local->global mapping, re-expressed
 // on CLOCK_MONOTONIC_RAW, to the page.

@@ -22,9 +22,12 @@ const (
 	// PageSize is the file size the writer creates: one memory page, so
 	// the mapping costs one TLB entry and the hot fields share two cache lines.
 	PageSize = 4096
-	// DefaultPath is where the daemon publishes by default: /dev/shm is a
-	// tmpfs, so the page never touches a disk.
-	DefaultPath = "/dev/shm/gclock"
+	// DefaultPath is where the daemon publishes by default: /run is a
+	// tmpfs, so the page never touches a disk, and /run/gclock is the
+	// daemon's own directory (systemd's RuntimeDirectory=gclock, or made
+	// 0755 by the daemon), so no other local user can plant or remove
+	// files beside the page, as anyone can in the world-writable /dev/shm.
+	DefaultPath = "/run/gclock/page"
 
 	offMagic      = 0   // uint64 Magic
 	offVersion    = 8   // uint64: Version | PageSize<<32

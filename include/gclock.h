@@ -2,7 +2,7 @@
  * gclock.h: read gclock's global time from C (header only).
  *
  * The gclock daemon publishes its local->global mapping in a shared-memory
- * page (by default /dev/shm/gclock); this header maps the page read-only and
+ * page (by default /run/gclock/page); this header maps the page read-only and
  * computes global time itself: one clock_gettime(CLOCK_MONOTONIC_RAW) (the
  * vDSO, no system call) plus a seqlock copy and some arithmetic. It computes
  * exactly what the Go package github.com/gclock/gclock/gtime computes
@@ -67,7 +67,7 @@
 extern "C" {
 #endif
 
-#define GCLOCK_DEFAULT_PATH "/dev/shm/gclock"
+#define GCLOCK_DEFAULT_PATH "/run/gclock/page"
 #define GCLOCK_MAGIC 0x314d48534b4c4347ULL /* "GCLKSHM1" little-endian */
 #define GCLOCK_VERSION 2u
 #define GCLOCK_PAGE_SIZE 4096u

@@ -144,17 +144,6 @@ func (w Wander) emulated(c daemon.EmulatedClockConfig, reference bool) daemon.Em
 	return c
 }
 
-// emuParams is the evaluator's copy of what daemon/run.go builds from c.
-func emuParams(c daemon.EmulatedClockConfig) clock.EmuParams {
-	p := clock.EmuParams{Origin: c.OriginRaw, Offset: int64(c.Offset), DriftPPM: c.DriftPPM,
-		WanderPPM: c.WanderPPM, WanderStep: int64(c.WanderStep), SinePPM: c.SinePPM, SinePeriod: int64(c.SinePeriod),
-		Granularity: int64(c.Granularity), JitterNs: int64(c.ReadJitter), Seed: c.Seed}
-	for _, s := range c.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: c.OriginRaw + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	return p
-}
-
 // Validate reports the first invalid field.
 func (gc GclockConfig) Validate() error {
 	switch {
@@ -223,6 +212,12 @@ func LabDaemonConfig() daemon.Config {
 	s.SuccessThresh = 3
 	// Error reports only for what queueing cannot explain.
 	s.DiscountDelay = true
+	// No key: the lab's hosts talk over veth links in private network
+	// namespaces that only the lab's own processes reach, and the keyless
+	// runs measure the unauthenticated path (lab spoof --key measures the
+	// other). The daemon refuses peers off loopback without a key unless
+	// told so (docs/daemon.md, "Security").
+	c.Auth.Insecure = true
 	return c
 }
 
@@ -361,7 +356,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 				Seed:      int64(gc.Seed)*1000 + int64(i),
 				OriginRaw: origin,
 			}, i == 0)
-			emu, err := clock.NewEmulated(emuParams(h.conf))
+			emu, err := h.conf.New()
 			if err != nil {
 				return GclockResult{}, fmt.Errorf("lab: gclock: host %d clock: %w", i, err)
 			}
@@ -379,6 +374,11 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 				c.Reference.Order = append(c.Reference.Order, uint32(k+1))
 			}
 			c.Reference.FailoverAfter = daemon.Duration(gc.FailoverAfter)
+		}
+		if c.Auth.KeyFile == "" {
+			// A --daemon-config without a key: the lab's namespaces are
+			// private (see LabDaemonConfig), said explicitly.
+			c.Auth.Insecure = true
 		}
 		if gc.Emulate {
 			c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: h.conf}

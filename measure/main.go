@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
 )
 
 type measureFlags struct {
@@ -36,6 +36,9 @@ type measureFlags struct {
 	out      string
 	timeout  time.Duration
 	verbose  bool
+	keyFile  string
+	keyID    uint
+	insecure bool
 }
 
 func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
@@ -47,6 +50,9 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 	fs.DurationVar(&f.lead, "lead", 200*time.Millisecond, "first scheduled start this long after every node is up")
 	fs.DurationVar(&f.timeout, "setup-timeout", 60*time.Second, "wait this long at most for a synced page and for every node")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
+	fs.StringVar(&f.keyFile, "key", "", "the cluster key `file` (the daemons' auth.key_file): every datagram sealed and checked with it")
+	fs.UintVar(&f.keyID, "key-id", 1, "the key id to seal with (auth.key_id)")
+	fs.BoolVar(&f.insecure, "insecure", false, "run without -key although a peer is off loopback (private networks only)")
 	if latency {
 		fs.IntVar(&f.count, "count", 100, "messages per size and direction")
 		fs.DurationVar(&f.period, "period", 2*time.Millisecond, "time between two messages")
@@ -121,12 +127,7 @@ func localClock(file string) (func(raw int64) int64, error) {
 	if m.OriginRaw == 0 {
 		return nil, fmt.Errorf("-clock-config %s: clock.emulated.origin_raw is 0: the node cannot rebuild the daemon's clock", file)
 	}
-	p := clock.EmuParams{Origin: m.OriginRaw, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
-		WanderStep: int64(m.WanderStep), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed}
-	for _, s := range m.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: m.OriginRaw + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	emu, err := clock.NewEmulated(p)
+	emu, err := m.New()
 	if err != nil {
 		return nil, fmt.Errorf("-clock-config %s: %w", file, err)
 	}
@@ -176,7 +177,12 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 	if err != nil {
 		return err
 	}
-	cfg.Peers = peers
+	cfg.Peers, cfg.Insecure = peers, f.insecure
+	if f.keyFile != "" {
+		if cfg.Keyring, err = keyring(f.keyFile, f.keyID); err != nil {
+			return err
+		}
+	}
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelInfo
@@ -198,8 +204,10 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		return fmt.Errorf("-page: %w", err)
 	}
 	defer rd.Close()
+	// Bound to this node's own address, not every interface: its
+	// datagrams leave from the address its peers expect.
 	me := peers[f.rank]
-	conn, err := transport.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), me.Port()).String(), transport.UDPOptions{Timestamps: latency})
+	conn, err := transport.ListenUDP(me.String(), transport.UDPOptions{Timestamps: latency})
 	if err != nil {
 		return err
 	}
@@ -208,6 +216,23 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		return err
 	}
 	return WriteStampFile(out, stamps)
+}
+
+// keyring reads a key file as the daemon does (daemon.ReadKeyFile: mode
+// and owner checked) and seals with key id.
+func keyring(file string, id uint) (*wire.Keyring, error) {
+	if id > 1<<32-1 {
+		return nil, fmt.Errorf("-key-id %d: want 0..%d", id, uint32(1<<32-1))
+	}
+	keys, err := daemon.ReadKeyFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("-key: %w", err)
+	}
+	kr, err := wire.NewKeyring(uint32(id), keys)
+	if err != nil {
+		return nil, fmt.Errorf("-key %s: %w", file, err)
+	}
+	return kr, nil
 }
 
 // WriteStampFile writes stamps to a new file at path.

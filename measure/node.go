@@ -63,6 +63,17 @@ type Config struct {
 	// SetupTimeout bounds the wait for a synced page and for the peers.
 	SetupTimeout time.Duration
 	Logger       *slog.Logger
+	// Keyring is the cluster key (the daemons' auth.key_file): every
+	// datagram is sealed with it and every datagram received must carry
+	// its tag (transport, wire's auth trailer). Whatever the key, a node
+	// hears only Peers, each from its own address. Nil: no key, which
+	// needs Insecure when a peer is off loopback, and which OpPage refuses
+	// (its server answers 8-KB pages to 22-byte requests).
+	Keyring *wire.Keyring
+	// Insecure runs without a Keyring although a peer is off loopback:
+	// anyone who can send UDP with a peer's address can then disturb the
+	// measurement. For private networks (the lab) only.
+	Insecure bool
 }
 
 // DefaultConfig: allreduce of one int64, 100 iterations of both kinds 10 ms
@@ -112,6 +123,17 @@ func (c Config) Validate() error {
 		if !p.IsValid() {
 			return fmt.Errorf("peers[%d]: invalid address", i)
 		}
+		if slices.Index(c.Peers, p) != i {
+			return fmt.Errorf("peers[%d]: %v listed twice", i, p)
+		}
+	}
+	if c.Keyring == nil && !c.Insecure {
+		for i, p := range c.Peers {
+			if !p.Addr().Unmap().IsLoopback() {
+				return fmt.Errorf("key: none, and peers[%d] %v is off loopback: anyone who can send UDP with a peer's address could "+
+					"disturb the measurement; give the cluster key (-key FILE, the daemons' auth.key_file) or, on a private network, -insecure", i, p)
+			}
+		}
 	}
 	switch c.Op {
 	case OpBarrier:
@@ -122,6 +144,10 @@ func (c Config) Validate() error {
 	case OpPage:
 		if c.Count < 1 || c.Count > 255 {
 			return fmt.Errorf("count %d: want 1..255 pages", c.Count)
+		}
+		if c.Keyring == nil {
+			return errors.New("op page: needs the cluster key (-key FILE): its server answers 8-KB pages to 22-byte requests, " +
+				"which a sender with a forged address could turn on a peer")
 		}
 	case OpCmd:
 		if len(c.Command) == 0 {
@@ -177,8 +203,15 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := newComm(cfg.Rank, cfg.Peers)
+	c.serve = cfg.Op == OpPage && cfg.Rank == 0 && cfg.Keyring != nil
 	tc := transport.DefaultConfig()
 	tc.ID, tc.Conn, tc.Handler, tc.Logger = uint32(cfg.Rank+1), conn, c, log
+	// Only the peers, each from its address (rank r is sender r+1), and
+	// with the cluster key if there is one.
+	tc.Keyring, tc.Peers = cfg.Keyring, make(map[uint32]netip.AddrPort, len(cfg.Peers))
+	for r, a := range cfg.Peers {
+		tc.Peers[uint32(r+1)] = a
+	}
 	ep, err := transport.New(tc)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
@@ -187,6 +220,7 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 	n := &node{cfg: cfg, c: c, clk: clk, log: log}
 	if cfg.Op == OpLatency {
 		n.rx = map[int]*rxState{}
+		n.rxDone = map[int]bool{}
 		c.onPut = n.latencyRx
 	}
 	epCtx, stop := context.WithCancel(context.Background())
@@ -240,7 +274,8 @@ type node struct {
 
 	mu     sync.Mutex
 	stamps []Stamp
-	rx     map[int]*rxState // latency: messages being received
+	rx     map[int]*rxState // latency: messages being received (at most maxRx)
+	rxDone map[int]bool     // latency: messages received whole (stamped once)
 	lastRx error
 }
 

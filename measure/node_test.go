@@ -131,6 +131,9 @@ func TestLoopbackOps(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Op, cfg.Count, cfg.Runs, cfg.Period, cfg.Lead, cfg.Repeat = tc.op, tc.count, 5, 10*time.Millisecond, 20*time.Millisecond, 1
 			cfg.Command = []string{"true"}
+			if tc.op == OpPage {
+				cfg.Keyring = testKeyring(t) // the page server answers authenticated peers only
+			}
 			stamps := runLoopback(t, cfg, tc.n, false, make([]int64, tc.n), 100)
 			res, err := Analyze(stamps, nil)
 			if err != nil {

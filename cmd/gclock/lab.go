@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab"
@@ -207,13 +208,17 @@ func runLab(args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "down":
-			if len(args) > 1 {
-				return fmt.Errorf("lab down takes no arguments (got %q)", args[1:])
+			force := false
+			switch {
+			case len(args) == 2 && (args[1] == "-force" || args[1] == "--force"):
+				force = true
+			case len(args) > 1:
+				return usage.Errorf("lab down takes only -force (got %q)", args[1:])
 			}
 			if err := lab.Check(); err != nil {
 				return err
 			}
-			return lab.Cleanup(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			return lab.Down(slog.New(slog.NewTextHandler(os.Stderr, nil)), force)
 		case "validate":
 			return runLabValidate(args[1:])
 		case "up":
@@ -236,7 +241,7 @@ func runLab(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labUsage); fs.PrintDefaults() }
 	var f labFlags
 	f.register(fs, 4)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -457,7 +462,7 @@ func runLabValidate(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labUsage); fs.PrintDefaults() }
 	var f labFlags
 	f.register(fs, 2)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -496,7 +501,7 @@ func runLabUp(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labUsage); fs.PrintDefaults() }
 	var f labFlags
 	f.register(fs, 4)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	cfg, err := f.config()

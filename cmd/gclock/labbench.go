@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
 	"golang.org/x/sys/unix"
 )
@@ -103,7 +104,7 @@ flags (and every flag of gclock lab):
 	f.register(fs, 4)
 	seeds := fs.String("seeds", "1-6", "the runs' seeds: 1-6, 1,3,5 or 1-3,7")
 	out := fs.String("o", "", "also write the Markdown report to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

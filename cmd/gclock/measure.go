@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/measure"
 )
 
@@ -33,8 +34,13 @@ stamped on the node's own clock and in global time (its daemon's page).
 Each node writes its stamps to -o; 'gclock measure report' puts them
 together.
 
+A node hears only the nodes of -peers, each from its address; with -key (the
+cluster key, the daemons' auth.key_file) every datagram is authenticated.
+Peers off loopback need -key, or -insecure on a private network; -op page
+needs -key (its server answers 8-KB pages to short requests).
+
 Example, three nodes (run on each, with its rank):
-  gclock measure -rank 0 -peers 10.0.0.1:3200,10.0.0.2:3200,10.0.0.3:3200 -op allreduce -o stamps-r0.csv
+  gclock measure -key /etc/gclock/cluster.key -rank 0 -peers 10.0.0.1:3200,10.0.0.2:3200,10.0.0.3:3200 -op allreduce -o stamps-r0.csv
   gclock measure report -plot dev.png stamps-r*.csv
 
 flags:
@@ -76,7 +82,7 @@ func runMeasureReport(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	plotDev := fs.String("plot", "", "draw the deviation histograms into FILE.png or FILE.svg")
 	plotLat := fs.String("plot-latency", "", "draw the latency per size into FILE.png or FILE.svg")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/sim"
 )
 
@@ -59,7 +60,7 @@ func runSim(args []string) error {
 	// Flags may come before or after the scenario.
 	var pos []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
+		if err := usage.Parse(fs, rest); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -82,8 +83,11 @@ func runSim(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opt := sim.Options{Logger: logger}
-	if !*quiet {
-		opt.Progress = os.Stderr
+	if !*quiet && !*jsonOut {
+		// On a terminal one line, redrawn; in a log, a line every few seconds.
+		p := newProgress(os.Stderr)
+		defer p.done()
+		opt.Progress = p
 	}
 
 	if *list {

@@ -14,13 +14,16 @@
 #   GCLOCK_PORT    UDP port of the daemons               (default: 3190 + job id % 1000,
 #                  so that two jobs sharing a node do not collide)
 #   GCLOCK_PAGE    page path on each node; %j is the job id, %n the node's index in the
-#                  job (default: /dev/shm/gclock-%j)
+#                  job (default: /dev/shm/gclock-%j). %j is expanded here; %n is exported
+#                  as it is and every reader (gclock now, libgclockmpi) replaces it with
+#                  $SLURM_NODEID on its node, so each task of `srun` reads its node's page
 #   GCLOCK_CONFIG  a daemon config whose sync/clock/real_time settings to use; the
-#                  script replaces its node, peers and reference (default: built in,
+#                  script replaces its node, peers, reference, topology and auth (the
+#                  job gets its own key, mode 0600, in GCLOCK_DIR) (default: built in,
 #                  raw clocks, global time = the first node's CLOCK_REALTIME)
 #   GCLOCK_WAIT    seconds to wait for every page to be synced (default: 60)
-#   GCLOCK_DIR     where the generated config and the daemons' logs go
-#                  (default: ./gclock-<job id>; on a shared file system or not)
+#   GCLOCK_DIR     where the generated config, the job's key and the daemons' logs go
+#                  (default: ./gclock-<job id>; on a file system every node reads)
 set -euo pipefail
 
 die() { echo "gclock-run: $*" >&2; exit 1; }
@@ -37,11 +40,19 @@ page_pattern=${page_pattern//%j/$job}
 dir=${GCLOCK_DIR:-$PWD/gclock-$job}
 wait_s=${GCLOCK_WAIT:-60}
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd) # absolute: the config names the key by its path
 
 # The allocation's nodes in Slurm's order: node i (SLURM_NODEID i) gets id i+1.
 mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 [ ${#nodes[@]} -gt 0 ] || die "scontrol show hostnames $SLURM_JOB_NODELIST listed no node"
 n=${#nodes[@]}
+
+# The job's cluster key: made for this job only, mode 0600, in the job's
+# directory (the nodes are off loopback: the daemons refuse to run without
+# one). Any auth section of GCLOCK_CONFIG is replaced by it.
+key=$dir/cluster.key
+rm -f "$key"
+"$GCLOCK" keygen -id 1 -o "$key" || die "gclock keygen -o $key failed"
 
 cfg=$dir/gclock.yaml
 {
@@ -52,9 +63,10 @@ cfg=$dir/gclock.yaml
   if [ "$n" -ge 2 ]; then order="[1, 2]"; else order="[1]"; fi
   echo "reference: {order: $order, failover_after: 10s}"
   echo "topology: {kind: tree, fanout: 8}"
+  echo "auth: {key_file: \"$key\", key_id: 1}"
   if [ -n "${GCLOCK_CONFIG:-}" ]; then
     # The user's sections other than node, peers, reference, topology.
-    awk '/^[a-z_]+:/ { keep = ($1 !~ /^(node|peers|reference|topology):/) } keep' "$GCLOCK_CONFIG"
+    awk '/^[a-z_]+:/ { keep = ($1 !~ /^(node|peers|reference|topology|auth):/) } keep' "$GCLOCK_CONFIG"
   else
     echo "sync: {estimator: center}"
     echo "clock: {source: raw}"
