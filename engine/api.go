@@ -125,8 +125,13 @@ const (
 	// in Term that it gave up that term (no majority): their votes no
 	// longer bind them.
 	FlagResign
+	// FlagScale: on a vote request, the candidate holds bounded global
+	// time, so that its takeover continues the scale; a voter that holds
+	// it refuses a candidate that does not (which would restart global
+	// time from its own clock).
+	FlagScale
 	// FlagsAll is every defined flag: a decoder refuses others.
-	FlagsAll = FlagVote | FlagBeat | FlagLease | FlagResign
+	FlagsAll = FlagVote | FlagBeat | FlagLease | FlagResign | FlagScale
 )
 
 // EventKind classifies what an engine reports for logs and plots.

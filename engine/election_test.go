@@ -346,3 +346,35 @@ func FuzzMemberElection(f *testing.F) {
 		n.checkOneTime(t, n.now+int64(2*time.Second), "end")
 	})
 }
+
+// A candidate that does not hold global time (a restarted node, never
+// synced) would restart the scale from its own clock: a voter that holds
+// it refuses its vote, and grants it to a candidate that holds it.
+func TestMemberVoteNeedsScale(t *testing.T) {
+	const after = 400 * time.Millisecond
+	order := []NodeID{1, 2, 3}
+	n := newMemberNet(t, order, after)
+	n.run(n.now+int64(3*time.Second), nil)
+	n.paused[1], n.paused[2] = true, true // nobody stands meanwhile
+	n.run(n.now+int64(after*7/8), nil)
+	m := n.ms[3]
+	for _, tt := range []struct {
+		name    string
+		flags   uint8
+		granted bool
+	}{
+		{"candidate without the scale", FlagVote, false},
+		{"candidate with the scale", FlagVote | FlagScale, true},
+	} {
+		m.Step(Message{Type: MsgStatusQuery, From: 2, To: 3, Seq: 77, Term: 1, Flags: tt.flags}, n.local(3))
+		var got bool
+		for _, o := range m.Ready().Messages {
+			if o.Type == MsgStatusReply && o.Seq == 77 {
+				got = o.Flags&FlagVote != 0
+			}
+		}
+		if got != tt.granted {
+			t.Errorf("%s: granted %v, want %v", tt.name, got, tt.granted)
+		}
+	}
+}

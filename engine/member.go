@@ -725,9 +725,13 @@ func (m *Member) stand(j int, local int64) {
 	m.bind()
 	m.candSeqs = map[NodeID]uint32{}
 	m.votes = map[NodeID]bool{}
+	flags := FlagVote
+	if m.knowsScale(local) {
+		flags |= FlagScale
+	}
 	for _, id := range m.cfg.Cluster {
 		if id != m.self {
-			m.candSeqs[id] = m.send(Message{Type: MsgStatusQuery, To: id, Term: t, Flags: FlagVote})
+			m.candSeqs[id] = m.send(Message{Type: MsgStatusQuery, To: id, Term: t, Flags: flags})
 		}
 	}
 	m.tally(local)
@@ -769,12 +773,23 @@ func (m *Member) grant(q Message, local int64) bool {
 	case local-m.heard < m.voteSilence():
 		return false // heard the reference recently
 	}
+	if q.Flags&FlagScale == 0 && m.knowsScale(local) {
+		return false // it would restart global time; this node could continue it
+	}
 	if m.cand && m.candTerm < t {
 		m.lose(local)
 	}
 	m.grants[t] = true
 	m.bind()
 	return true
+}
+
+// knowsScale reports whether the member holds bounded global time at
+// local (synced, stale or degraded, or a restored prior): a takeover by it
+// continues the scale.
+func (m *Member) knowsScale(local int64) bool {
+	t := m.view.estimate(local)
+	return t.Status != StatusUnsynced && bounded(t)
 }
 
 // lose ends this member's candidacy: its own vote no longer binds it, and
