@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/topology"
@@ -172,9 +173,13 @@ func (c *Config) clusterIDs() []engine.NodeID {
 // reference order and the roles of each reference.
 func (c *Config) newMember(log *slog.Logger) (*engine.Member, error) {
 	return engine.NewMember(engine.MemberConfig{
-		Engine:        c.EngineConfig(nil, nil),
-		Order:         c.referenceOrder(),
-		Cluster:       c.clusterIDs(),
+		Engine:  c.EngineConfig(nil, nil),
+		Order:   c.referenceOrder(),
+		Cluster: c.clusterIDs(),
+		// The transport's reply cache remembers (sender, seq) for 30 s:
+		// a restarted daemon's status queries must not reuse its
+		// previous life's numbers (engine.MemberConfig.FirstSeq).
+		FirstSeq:      uint32(time.Now().UnixMicro()),
 		FailoverAfter: c.Reference.FailoverAfter.D(),
 		Roles: func(ref engine.NodeID, gone []engine.NodeID) ([]engine.NodeID, []engine.NodeID, error) {
 			return c.FailoverRoles(ref, gone, log)

@@ -378,3 +378,32 @@ func TestMemberVoteNeedsScale(t *testing.T) {
 		}
 	}
 }
+
+// Status queries are numbered after FirstSeq, never 0 (a wrapped counter
+// skips it): a daemon restarted within its peers' reply-cache time must not
+// get its previous life's cached answers.
+func TestMemberFirstSeq(t *testing.T) {
+	tests := []struct {
+		first uint32
+		want  []uint32
+	}{
+		{0, []uint32{1, 2}},
+		{1_000_000, []uint32{1_000_001, 1_000_002}},
+		{math.MaxUint32, []uint32{1, 2}},
+	}
+	for _, tt := range tests {
+		m, err := NewMember(MemberConfig{Engine: testConfig(1, nil, nil), Order: []NodeID{1, 2, 3},
+			FailoverAfter: time.Second, Roles: starRoles([]NodeID{1, 2, 3}, 1), FirstSeq: tt.first}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tick(1e12)
+		var got []uint32
+		for _, o := range m.Ready().Messages {
+			got = append(got, o.Seq)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("FirstSeq %d: discovery queries numbered %v, want %v", tt.first, got, tt.want)
+		}
+	}
+}

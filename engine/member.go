@@ -75,6 +75,12 @@ type MemberConfig struct {
 	// NoDiscovery starts on Order[0] at once instead of asking the others
 	// who the reference is first.
 	NoDiscovery bool
+	// FirstSeq numbers the status queries after it. A driver whose
+	// transport answers a repeated (sender, seq) from a reply cache must
+	// make it differ from one start to the next (the daemon takes the
+	// boot's microseconds), else a restarted node's queries would get the
+	// cached answers to its previous life's: a vote it was never given.
+	FirstSeq uint32
 }
 
 // Member is a node that follows a reference of an order and fails over
@@ -192,7 +198,7 @@ func NewMember(cfg MemberConfig, logger *slog.Logger) (*Member, error) {
 			return nil, fmt.Errorf("engine: member %d: cluster: node %d (self or in the order) missing: %w", self, id, ErrConfig)
 		}
 	}
-	m := &Member{cfg: cfg, log: logger.With("node", self), self: self, after: int64(cfg.FailoverAfter),
+	m := &Member{cfg: cfg, log: logger.With("node", self), self: self, after: int64(cfg.FailoverAfter), seq: cfg.FirstSeq,
 		beats: map[uint32]int64{}, acked: map[NodeID]int64{}, notice: map[NodeID]int64{}, grants: map[uint32]bool{}}
 	eng, err := m.newNode(0)
 	if err != nil {
@@ -503,6 +509,9 @@ func (m *Member) query(to NodeID, local int64) uint32 {
 // send sends a status query (From and Seq filled in).
 func (m *Member) send(q Message) uint32 {
 	m.seq++
+	if m.seq == 0 {
+		m.seq++ // 0 answers nothing (a wrapped counter)
+	}
 	q.From, q.Seq = m.self, m.seq
 	m.out.Messages = append(m.out.Messages, q)
 	return m.seq
@@ -891,7 +900,7 @@ func (m *Member) statusReply(r Message, local int64) {
 		delete(m.discWait, r.From)
 		m.discTerm = max(m.discTerm, r.Term)
 		m.discoveryAnswered(local)
-	case m.cand && r.Seq == m.candSeqs[r.From] && r.Flags&FlagVote != 0:
+	case m.cand && r.Seq != 0 && r.Seq == m.candSeqs[r.From] && r.Flags&FlagVote != 0:
 		m.votes[r.From] = true
 		m.tally(local)
 	case r.Flags&FlagBeat != 0 && m.Reference() == m.self && r.Term == m.term:
