@@ -133,9 +133,10 @@ type Member struct {
 	qSeq uint32
 	qEnd int64 // 0: none out
 
-	// Failover walk: querying Order[walk] until walkEnd; walkK is its
-	// distance from the reference in the order.
-	walk    int // 0: none
+	// Failover walk: while walking, querying Order[walk] until walkEnd;
+	// walkK is its distance from the reference in the order.
+	walking bool
+	walk    int
 	walkK   int
 	walkSeq uint32
 	walkEnd int64
@@ -470,7 +471,7 @@ func (m *Member) Ready() Ready {
 			at(m.candEnd)
 		case m.Reference() == m.self:
 			at(m.beatNext)
-		case m.walk != 0:
+		case m.walking:
 			at(m.walkEnd)
 		case m.qEnd != 0:
 			at(min(m.qEnd, max(m.heard+m.after, m.nextWalk)))
@@ -530,7 +531,7 @@ func (m *Member) tell(to NodeID, local int64) {
 func (m *Member) heardRef(local int64) {
 	m.heard = local
 	m.stuck = false
-	m.walk = 0 // the reference is back: no failover
+	m.walking = false // the reference is back: no failover
 }
 
 // ---- terms ----
@@ -630,7 +631,7 @@ func (m *Member) watch(local int64) {
 		m.beat(local)
 		return
 	}
-	if m.walk != 0 {
+	if m.walking {
 		if local >= m.walkEnd {
 			m.logIf(!m.stuck, slog.LevelInfo, "next in reference.order does not answer", "node", m.cfg.Order[m.walk])
 			m.walkFrom(m.walkK+1, local)
@@ -709,18 +710,18 @@ func (m *Member) walkFrom(k int, local int64) {
 		j := (m.idx + k) % n
 		id := m.cfg.Order[j]
 		if id == m.self {
-			m.walk = 0
+			m.walking = false
 			m.stand(j, local)
 			return
 		}
-		m.walk, m.walkK, m.walkEnd = j, k, local+m.queryTimeout()
+		m.walking, m.walk, m.walkK, m.walkEnd = true, j, k, local+m.queryTimeout()
 		m.walkSeq = m.query(id, local)
 		return
 	}
 	// Nobody after the reference answers: keep waiting for it.
 	m.logIf(!m.stuck, slog.LevelWarn, "reference silent and no other node in reference.order answers (logged again when that changes)", "reference", old)
 	m.stuck = true
-	m.walk = 0
+	m.walking = false
 	m.nextWalk = local + m.after/2
 }
 
@@ -908,12 +909,12 @@ func (m *Member) statusReply(r Message, local int64) {
 			m.acked[r.From] = max(m.acked[r.From], at)
 			m.renew()
 		}
-	case m.walk != 0 && r.From == m.cfg.Order[m.walk] && r.Seq == m.walkSeq:
+	case m.walking && r.From == m.cfg.Order[m.walk] && r.Seq == m.walkSeq:
 		// It answers: it will stand for the next term (or it already
 		// leads one, which its answer's term made this member follow).
 		m.stuck = false
 		m.log.Info("reference silent: the next in order answers, waiting for its term", "old", m.Reference(), "next", r.From)
-		m.walk = 0
+		m.walking = false
 		m.nextWalk = local + m.after/2
 	case r.From == m.Reference() && m.Reference() != m.self && r.Flags&FlagLease != 0:
 		// Alive and leading: a reference without its lease counts as
@@ -977,7 +978,7 @@ func (m *Member) rebuild(j int, takeOver bool, local int64) {
 	m.view = v
 	m.idx = j
 	m.heard = local
-	m.qEnd, m.walk = 0, 0
+	m.qEnd, m.walking = 0, false
 	m.changes++
 	if ref == m.self {
 		m.beatNext = local

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,75 @@ func TestFailoverFaults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// randomFaults is a Jepsen-style schedule for a scenario of n nodes and
+// duration d (as lab.RandomFaults): after 20 s, one fault at a time (stop
+// and restart, pause, partition both ways or one way), 2-12 s long, each
+// followed by 8-20 s of quiet.
+func randomFaults(seed uint64, n int, d time.Duration) []Fault {
+	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
+	var out []Fault
+	at := 22 * time.Second
+	for {
+		f := Fault{Down: Duration(at), Up: Duration(at + time.Duration(2+rng.IntN(11))*time.Second)}
+		switch rng.IntN(5) {
+		case 0:
+			f.Kind, f.Node = FaultStop, rng.IntN(n)
+		case 1:
+			f.Kind, f.Node = FaultPause, rng.IntN(n)
+		default:
+			f.Kind, f.Nodes = FaultPartition, []int{rng.IntN(n)}
+			f.OneWay = []string{"", "in", "out"}[rng.IntN(3)]
+		}
+		if time.Duration(f.Up)+5*time.Second >= d {
+			return out
+		}
+		out = append(out, f)
+		at = time.Duration(f.Up) + time.Duration(8+rng.IntN(13))*time.Second
+	}
+}
+
+// Random fault schedules on four nodes (order 0, 1, 2): whatever the
+// faults, one global time (no instant with disjoint synced reads, never
+// two leased references), every synced read holding its scale's truth,
+// and no election without a fault of the reference to cause it.
+func TestFailoverRandomSchedules(t *testing.T) {
+	base, err := Shipped("failover-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	if testing.Short() {
+		seeds = seeds[:2]
+	}
+	for _, seed := range seeds {
+		s := base
+		s.Nodes, s.Duration, s.Seed = 4, Duration(4*time.Minute), seed
+		s.Faults = randomFaults(seed, s.Nodes, time.Duration(s.Duration))
+		res, err := Run(context.Background(), s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, a := res.Failover, res.Agreement
+		refFaults := 0
+		for _, ft := range s.Faults {
+			if ft.Node == 0 || ft.Node == 1 || ft.Node == 2 || slices.ContainsFunc(ft.Nodes, func(i int) bool { return i <= 2 }) {
+				refFaults++
+			}
+		}
+		t.Logf("seed %d: %d faults (%d on nodes of the order): agreement %+v, last term %d, coverage %v, back in sync %v",
+			seed, len(s.Faults), refFaults, a, f.Terms, res.Summary.BoundCoverage, f.BackInSync)
+		if a.Violations != 0 || f.TwoReferences != 0 {
+			t.Errorf("seed %d: %d instants with disjoint synced reads (gap up to %d ns), %d with two leased references",
+				seed, a.Violations, a.MaxGap, f.TwoReferences)
+		}
+		if res.Summary.BoundCoverage != 1 {
+			t.Errorf("seed %d: coverage %v, want 1", seed, res.Summary.BoundCoverage)
+		}
+		if int(f.Terms) > 2*refFaults {
+			t.Errorf("seed %d: term %d after %d faults on nodes of the order: elections without cause", seed, f.Terms, refFaults)
+		}
 	}
 }
