@@ -51,6 +51,7 @@ type memberNet struct {
 	hold map[[2]NodeID]int64
 	// step is the time step of run (0: 100 us).
 	step int64
+	past map[NodeID]int // timers asked in the past in a row
 }
 
 type flight struct {
@@ -66,7 +67,7 @@ func newMemberNet(t *testing.T, order []NodeID, after time.Duration) *memberNet 
 func newMemberNetCluster(t *testing.T, order, cluster []NodeID, after time.Duration) *memberNet {
 	n := &memberNet{cluster: cluster, after: after, t: t, now: 1e15, delay: 50_000, off: map[NodeID]int64{}, drift: map[NodeID]float64{},
 		ms: map[NodeID]*Member{}, down: map[NodeID]bool{}, next: map[NodeID]int64{}, order: order,
-		paused: map[NodeID]bool{}, cut: map[[2]NodeID]bool{}, hold: map[[2]NodeID]int64{}}
+		paused: map[NodeID]bool{}, cut: map[[2]NodeID]bool{}, hold: map[[2]NodeID]int64{}, past: map[NodeID]int{}}
 	for i, id := range cluster {
 		n.off[id] = int64(i) * 3e6
 		n.drift[id] = float64(i) * 20e-6
@@ -100,6 +101,15 @@ func (n *memberNet) collect(id NodeID) {
 		n.flight = append(n.flight, flight{n.now + n.delay + n.hold[[2]NodeID{m.From, m.To}], m})
 	}
 	n.next[id] = 0
+	// A member that keeps asking for a timer at or before its present
+	// busy-loops (the sim stops such a run too).
+	if r.NextTick != 0 && r.NextTick <= n.local(id) {
+		if n.past[id]++; n.past[id] > 1000 {
+			n.t.Fatalf("node %d asked 1000 times in a row for a timer at or before its present", id)
+		}
+	} else {
+		n.past[id] = 0
+	}
 	if r.NextTick != 0 {
 		// local -> truth: close enough for a timer (1 us late at most).
 		d := n.now - 1e15
