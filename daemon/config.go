@@ -1,13 +1,10 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"net"
-	"os"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -15,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/conf"
+	"github.com/gclock/gclock/topology"
 )
 
 // Config is a daemon's configuration: one YAML file, usually the same on
@@ -91,12 +88,12 @@ type ReferenceConfig struct {
 
 // Topologies.
 const (
-	TopoStar      = "star"
-	TopoTree      = "tree"
-	TopoRing      = "ring"
-	TopoHypercube = "hypercube"
-	TopoMesh      = "mesh"
-	TopoExplicit  = "explicit"
+	TopoStar      = topology.KindStar
+	TopoTree      = topology.KindTree
+	TopoRing      = topology.KindRing
+	TopoHypercube = topology.KindHypercube
+	TopoMesh      = topology.KindMesh
+	TopoExplicit  = topology.KindExplicit
 )
 
 // TopologyConfig says which nodes exchange messages. Graph positions follow
@@ -236,27 +233,14 @@ func DefaultConfig() Config {
 	}
 }
 
-// ErrConfig is wrapped by every configuration error.
-var ErrConfig = errors.New("invalid config")
+// ErrConfig is wrapped by every configuration error (conf.ErrConfig, the
+// one the engine's section and the simulator's scenarios wrap too).
+var ErrConfig = conf.ErrConfig
 
-// FieldError is one bad field: its YAML path (sync.min_global_period,
-// peers[2].address) and, when the config came from a file, its line.
-type FieldError struct {
-	Field string
-	Line  int // 0 when unknown (defaults, flags)
-	Msg   string
-}
-
-// Error formats "field: msg" or "line N: field: msg".
-func (e *FieldError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.Field, e.Msg)
-}
-
-// Unwrap makes errors.Is(err, ErrConfig) true.
-func (e *FieldError) Unwrap() error { return ErrConfig }
+// FieldError is one bad field (conf.FieldError): its YAML path
+// (sync.min_global_period, peers[2].address) and, when the config came
+// from a file, its line.
+type FieldError = conf.FieldError
 
 // errs collects FieldErrors.
 type errs []error
@@ -429,7 +413,7 @@ func (c *Config) validateGlobalTime(e *errs) {
 // defaults), rejecting unknown fields, and validates it. Errors name the
 // file, the line and the field.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := conf.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
@@ -440,139 +424,20 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Parse is Load on bytes.
+// Parse is Load on bytes: one YAML document (conf.Unmarshal: strict, at
+// most conf.MaxBytes, aliases capped), a list in it replacing the
+// default list.
 func Parse(data []byte) (Config, error) {
 	c := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	// A list in the file replaces the default list.
-	c.Peers, c.Reference.Order = nil, nil
-	err := dec.Decode(&c)
-	if errors.Is(err, io.EOF) {
-		return DefaultConfig(), nil // empty file: all defaults
-	}
+	root, err := conf.Unmarshal(data, &c)
 	if err != nil {
-		var de *engineconf.DurationError
-		if errors.As(err, &de) {
-			var root yaml.Node
-			if yaml.Unmarshal(data, &root) == nil {
-				de.Field = engineconf.FieldAt(&root, de.Line, de.Column)
-			}
-		}
-		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
-	}
-	var extra yaml.Node
-	if dec.Decode(&extra) != io.EOF {
-		return c, fmt.Errorf("decode: more than one YAML document: %w", ErrConfig)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
-	}
-	if c.Peers == nil && lineOf(&root, "peers") == 0 {
-		c.Peers = DefaultConfig().Peers
-	}
-	if c.Reference.Order == nil && lineOf(&root, "reference.order") == 0 {
-		c.Reference.Order = DefaultConfig().Reference.Order
+		return c, fmt.Errorf("decode: %w", err)
 	}
 	if err := c.Validate(); err != nil {
-		addLines(err, &root)
+		conf.AddLines(err, root)
 		return c, err
 	}
 	return c, nil
-}
-
-// addLines fills in the YAML line of every FieldError whose field is in the
-// file (the nearest enclosing field otherwise).
-func addLines(err error, root *yaml.Node) {
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	for _, e := range list {
-		var fe *FieldError
-		if errors.As(e, &fe) {
-			path := fe.Field
-			for path != "" {
-				if l := lineOf(root, path); l > 0 {
-					fe.Line = l
-					break
-				}
-				path = parentPath(path)
-			}
-		}
-	}
-}
-
-func parentPath(p string) string {
-	i := strings.LastIndexAny(p, ".[")
-	if i < 0 {
-		return ""
-	}
-	return p[:i]
-}
-
-// lineOf finds the line of a field path such as peers[1].address.
-func lineOf(root *yaml.Node, path string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := 0
-	for _, part := range splitPath(path) {
-		switch {
-		case part.index >= 0:
-			if n.Kind != yaml.SequenceNode || part.index >= len(n.Content) {
-				return 0
-			}
-			n = n.Content[part.index]
-			line = n.Line
-		default:
-			if n.Kind != yaml.MappingNode {
-				return 0
-			}
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == part.key {
-					line = n.Content[i].Line
-					n = n.Content[i+1]
-					found = true
-					break
-				}
-			}
-			if !found {
-				return 0
-			}
-		}
-	}
-	return line
-}
-
-type pathPart struct {
-	key   string
-	index int // -1 for a key
-}
-
-func splitPath(p string) []pathPart {
-	var out []pathPart
-	for _, seg := range strings.Split(p, ".") {
-		key, rest, _ := strings.Cut(seg, "[")
-		if key != "" {
-			out = append(out, pathPart{key: key, index: -1})
-		}
-		for rest != "" {
-			num, after, _ := strings.Cut(rest, "]")
-			i, err := strconv.Atoi(num)
-			if err != nil {
-				return out
-			}
-			out = append(out, pathPart{index: i})
-			rest = strings.TrimPrefix(after, "[")
-		}
-	}
-	return out
 }
 
 // ReferenceID is the configured reference: the first of reference.order

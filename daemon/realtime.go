@@ -69,7 +69,7 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	sc, err := realtime.New(realtime.Config{
 		Mode: rtMode(c.RealTime.Mode), ID: engine.NodeID(c.Node.ID), Reference: ref,
 		Poll: poll, Lead: 2*n.publishSpan() + 2*poll,
-		MaxSlew: c.RealTime.MaxSlewPPM / 1e6, MaxDrift: c.Sync.MaxDriftPPM / 1e6, Clocks: len(c.Peers),
+		MaxSlew: c.RealTime.MaxSlewPPM / 1e6, MaxDrift: n.engCfg.MaxDrift, Clocks: len(c.Peers),
 		ReplyTimeout: max(poll, int64(time.Second)),
 	}, n.log)
 	if err != nil {
@@ -210,7 +210,7 @@ func (rt *realTime) handleQuery(from uint32, q wire.RealTime, reply *wire.Packet
 func (n *node) rate(local int64) (rate, rateErr float64, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return realtime.Rate(n.eng.Estimate, local, n.cfg.Sync.MaxWanderPPMPerS/1e15)
+	return realtime.Rate(n.eng.Estimate, local, n.engCfg.MaxWander)
 }
 
 // apply turns the engine's readings (global time on the reference's
@@ -231,7 +231,7 @@ func (n *node) handleRealTimeQuery(in *transport.Incoming, reply *wire.Packet) e
 	if !n.isPeer(in.Packet.Sender) {
 		q.Rate, q.RateErr = 0, 0 // an authenticated tool's query: answered, its rate not counted
 	}
-	if d := 2 * n.cfg.Sync.MaxDriftPPM / 1e6; q.Rate > 0 && (math.Abs(q.Rate-1) > d || q.RateErr > d) {
+	if d := 2 * n.engCfg.MaxDrift; q.Rate > 0 && (math.Abs(q.Rate-1) > d || q.RateErr > d) {
 		n.sec.drop(DropRejectedRate) // the Scale refuses it too (and logs it)
 	}
 	return n.rt.handleQuery(in.Packet.Sender, q, reply)

@@ -74,9 +74,11 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 }
 
 // node is one running daemon: the engine behind a mutex, the endpoint, the
-// page writer and counters.
+// page writer and counters. engCfg is cfg.Sync converted once
+// (Config.EngineConfig): the clock model in engine units.
 type node struct {
 	cfg    Config
+	engCfg engine.Config
 	sys    sys // the raw clock and the socket (sys.go)
 	log    *slog.Logger
 	meas   *measurementsLog // nil: no log.measurements
@@ -166,7 +168,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	defer sd.stopping()
-	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
+	n := &node{cfg: cfg, engCfg: cfg.EngineConfig(nil, nil), sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
@@ -653,7 +655,7 @@ func (n *node) publish() {
 	}
 	u := gtime.Update{
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: staleAfter,
-		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
+		MaxDrift: n.engCfg.MaxDrift, MaxSlewRate: n.engCfg.MaxSlewRate,
 		Node: n.cfg.Node.ID, Reference: n.ref.Load(),
 	}
 	ok := true
@@ -717,7 +719,7 @@ func (n *node) Snapshot() Snapshot {
 	n.mu.Unlock()
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
 		Term: n.term.Load(), StaleTerm: n.stale.Load(),
-		Status: t.Status.String()}
+		Status: t.Status.String(), TakenAt: time.Now()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))

@@ -22,7 +22,8 @@ const (
 	phasePageDone     = 6 // a page client tells the server it is done
 	phaseSetup        = 7 // hello, go
 	phaseLatency      = 8
-	phaseFinal        = 9 // the barrier before the nodes exit
+	phaseFinal        = 9  // the barrier before the nodes exit
+	phaseBarrierEnd   = 10 // the barrier that ends a barrier-started execution
 )
 
 // tag names one message: the execution (exec is 2k for the scheduled and

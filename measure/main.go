@@ -14,8 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
@@ -32,6 +34,7 @@ type measureFlags struct {
 	lead     time.Duration
 	count    int
 	repeat   int
+	spin     time.Duration
 	sizes    string
 	out      string
 	timeout  time.Duration
@@ -65,6 +68,7 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 	fs.DurationVar(&f.period, "period", 10*time.Millisecond, "time between the scheduled starts of two iterations (both executions must fit)")
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: 8-KB pages per client")
 	fs.IntVar(&f.repeat, "repeat", 4, "run the operation this many times inside one timed execution")
+	fs.DurationVar(&f.spin, "spin-window", 0, "poll the page for the scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
 }
 
 // ParseSizes reads "64,1024" or "64-65536" (powers of two).
@@ -110,20 +114,47 @@ func parsePeers(s string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
+// clockSection reads the clock: section of a daemon config (the rest of
+// the file is the daemon's business), raw when there is none.
+func clockSection(file string) (clock.Config, error) {
+	c := clock.Config{Source: clock.SourceRaw}
+	data, err := conf.ReadFile(file)
+	if err != nil {
+		return c, err
+	}
+	root, err := conf.Parse(data)
+	if err != nil {
+		return c, err
+	}
+	n := conf.Field(root, "clock")
+	if n == nil {
+		return c, nil
+	}
+	if err := conf.Decode(n, "clock", &c); err != nil {
+		return c, err
+	}
+	var e conf.Errors
+	c.Check(e.Under("clock"))
+	err = e.Err()
+	conf.AddLines(err, root)
+	return c, err
+}
+
 // localClock returns the node's own clock: CLOCK_MONOTONIC_RAW, or the
-// emulated clock of a daemon config (as the daemon builds it).
+// emulated clock of a daemon config (as the daemon builds it, with
+// clock.EmulatedConfig.Params).
 func localClock(file string) (func(raw int64) int64, error) {
 	if file == "" {
 		return func(r int64) int64 { return r }, nil
 	}
-	c, err := daemon.Load(file)
+	c, err := clockSection(file)
 	if err != nil {
-		return nil, fmt.Errorf("-clock-config: %w", err)
+		return nil, fmt.Errorf("-clock-config %s: %w", file, err)
 	}
-	if c.Clock.Source != daemon.ClockEmulated {
+	if c.Source != clock.SourceEmulated {
 		return func(r int64) int64 { return r }, nil
 	}
-	m := c.Clock.Emulated
+	m := c.Emulated
 	if m.OriginRaw == 0 {
 		return nil, fmt.Errorf("-clock-config %s: clock.emulated.origin_raw is 0: the node cannot rebuild the daemon's clock", file)
 	}
@@ -168,7 +199,7 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		}
 		cfg.Sizes = sz
 	} else {
-		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command = f.op, f.runs, f.start, f.repeat, fs.Args()
+		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command, cfg.SpinWindow = f.op, f.runs, f.start, f.repeat, fs.Args(), f.spin
 		if cfg.Op != OpCmd && fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q (a command runs only with -op cmd)", fs.Arg(0))
 		}

@@ -69,6 +69,8 @@ const (
 	OpRealTimeQuery Op = 0x15                       // request: a node's clock rate vs the reference; asks for the real-time scale (daemon real_time modes)
 	OpRealTimeInfo  Op = 0x16                       // reply to OpRealTimeQuery: the reference's real-time offset or mean-drift segment
 	OpPut           Op = 0x17                       // one-way: application data in a Page body (Addr a tag, Data the payload); gclock measure's collectives
+	OpAuthChallenge Op = 0x18                       // request: a random Nonce; the answer proves the peer's auth sequence fresh (transport, docs/daemon.md "Security")
+	OpAuthResponse  Op = 0x19                       // reply to OpAuthChallenge: the same Nonce, sealed with the responder's current auth sequence
 )
 
 // Kind returns the op without the reliable flag.
@@ -100,9 +102,9 @@ const (
 // Class returns the protocol role of the op's kind.
 func (o Op) Class() Class {
 	switch o.Kind() {
-	case OpProbe, OpStatusQuery, OpGetPage, OpRealTimeQuery:
+	case OpProbe, OpStatusQuery, OpGetPage, OpRealTimeQuery, OpAuthChallenge:
 		return ClassRequest
-	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo:
+	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo, OpAuthResponse:
 		return ClassReply
 	case OpTimeDiff, OpErrReport, OpPeriodChange, OpPut:
 		return ClassOneWay
@@ -123,6 +125,8 @@ func (o Op) ReplyOp() (Op, bool) {
 		return OpPageGrant, true
 	case OpRealTimeQuery:
 		return OpRealTimeInfo, true
+	case OpAuthChallenge:
+		return OpAuthResponse, true
 	}
 	return 0, false
 }
@@ -157,6 +161,10 @@ func (o Op) String() string {
 		s = "realtime-info"
 	case OpPut:
 		s = "put"
+	case OpAuthChallenge:
+		s = "auth-challenge"
+	case OpAuthResponse:
+		s = "auth-response"
 	default:
 		s = fmt.Sprintf("op(0x%02x)", uint8(o.Kind()))
 	}
@@ -300,7 +308,8 @@ type RealTime struct {
 // Packet is one datagram: the header fields and the body of its op. Only the
 // body that belongs to Op is encoded: Msg for the engine ops, Status for
 // OpStatusReply, Page for OpGetPage and OpPageGrant; AckOp for OpAck;
-// OpStatusQuery has none; RealTime for OpRealTimeQuery and OpRealTimeInfo.
+// OpStatusQuery has none; RealTime for OpRealTimeQuery and OpRealTimeInfo;
+// Nonce for OpAuthChallenge and OpAuthResponse.
 type Packet struct {
 	Op     Op     // kind and reliable flag
 	Sender uint32 // sender's node id; equals Msg.From for engine messages
@@ -315,6 +324,9 @@ type Packet struct {
 	// that ACKs of a reply and of a request with equal sequence numbers
 	// are told apart.
 	AckOp Op
+	// Nonce is the body of OpAuthChallenge and OpAuthResponse: a random
+	// number the challenger picked, echoed by the response.
+	Nonce uint64
 }
 
 // Sizes of the bodies.
@@ -330,6 +342,7 @@ const (
 	statusQueryLen  = 4 + 1 + 8           // Term, Flags, Sent
 	rtQueryLen      = 3 * 8
 	rtInfoLen       = 1 + 6*8
+	nonceLen        = 8 // OpAuthChallenge and OpAuthResponse: equal sizes, no amplification
 
 	// Requests are padded with zeros to the size of their replies, so
 	// that no reply is larger than the request it answers: a forged
@@ -378,6 +391,8 @@ func (p *Packet) bodyLen() (int, error) {
 		return rtQueryLen + rtQueryPad, nil
 	case OpRealTimeInfo:
 		return rtInfoLen, nil
+	case OpAuthChallenge, OpAuthResponse:
+		return nonceLen, nil
 	}
 	return 0, fmt.Errorf("wire: encode: op 0x%02x: %w", uint8(p.Op), ErrOp)
 }
@@ -531,6 +546,8 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put64(uint64(rt.Err))
 		put64(math.Float64bits(rt.SlopeErr))
 		put64(uint64(rt.Prev))
+	case OpAuthChallenge, OpAuthResponse:
+		put64(p.Nonce)
 	}
 	if o != n {
 		// Unreachable unless bodyLen and the encoder disagree.
@@ -638,6 +655,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 	p.Page = Page{}
 	p.RealTime = RealTime{}
 	p.AckOp = 0
+	p.Nonce = 0
 	r := reader{b: b, o: HeaderLen}
 	kind := h.Op.Kind()
 	if kind <= OpPeriodChange {
@@ -771,6 +789,8 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 				r.err = &DecodeError{Field: name + "." + field, Offset: off, Err: ErrValue, Detail: fmt.Sprint(v)}
 			}
 		}
+	case OpAuthChallenge, OpAuthResponse:
+		p.Nonce = r.u64("auth.nonce")
 	}
 	if r.err == nil && kind <= OpPeriodChange {
 		if field, v := invalidMsg(kind, &p.Msg); field != "" {

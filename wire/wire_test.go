@@ -40,6 +40,8 @@ func samplePackets() []Packet {
 		{Op: OpAck, Sender: 2, Seq: 45, AckOp: OpPeriodChange | ReliableFlag},
 		{Op: OpPut | ReliableFlag, Sender: 3, Seq: 8, Page: Page{Addr: 1<<32 | 7, Data: []byte{1, 2, 3}}},
 		{Op: OpPut, Sender: 3, Seq: 9, Page: Page{Addr: 2}},
+		{Op: OpAuthChallenge, Sender: 2, Seq: 10, Nonce: 0xdeadbeef01234567},
+		{Op: OpAuthResponse, Sender: 1, Seq: 10, Nonce: 0xdeadbeef01234567},
 		{Op: OpStatusQuery, Sender: 2, Seq: 101, Status: Status{Term: 4, Flags: engine.FlagBeat | engine.FlagLease, Sent: 1_700_000_000_123_456_789}},
 	}
 }

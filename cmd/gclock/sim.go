@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/sim"
 )
 
@@ -172,7 +173,7 @@ func runSim(args []string) error {
 
 // loadScenario reads a scenario file, or a shipped scenario by name.
 func loadScenario(arg string) (sim.Scenario, error) {
-	b, err := os.ReadFile(arg)
+	b, err := conf.ReadFile(arg)
 	if err == nil {
 		return sim.Parse(b, arg)
 	}
