@@ -415,7 +415,9 @@ func (m *Member) Tick(local int64) {
 
 // Step gives the member a message received at local.
 func (m *Member) Step(msg Message, local int64) {
-	if m.failover() && msg.Term > m.term && !(msg.Type == MsgStatusQuery && msg.Flags&FlagVote != 0) {
+	// A vote request or a resignation names a term nobody leads (yet, or
+	// any more): it makes nobody follow.
+	if m.failover() && msg.Term > m.term && !(msg.Type == MsgStatusQuery && msg.Flags&(FlagVote|FlagResign) != 0) {
 		if m.started && !m.discovering {
 			m.adopt(msg.Term, local)
 		} else {
@@ -548,9 +550,15 @@ func (m *Member) adopt(t uint32, local int64) {
 	m.term = t
 	m.bind()
 	if m.cfg.Order[j] == m.self {
-		// This node stood for t and lost its state since (a restart):
-		// global time restarts from its clock (docs/daemon.md).
-		m.log.Warn("a newer term names this node, which does not remember it: global time restarts from this node's clock", "term", t)
+		// This node stood for t and lost its state since (a restart), or
+		// won it without hearing so: it leads t, continuing global time
+		// from its own estimate as a takeover does (its clock if it has
+		// none, logged), under a lease a majority must still grant.
+		m.log.Warn("a newer term names this node: leading it, global time continues from this node's estimate", "term", t)
+		m.lease, m.acked = 0, map[NodeID]int64{}
+		m.rebuild(j, true, local)
+		m.fLease = 0
+		return
 	}
 	m.rebuild(j, false, local)
 	m.fLease = 0

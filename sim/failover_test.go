@@ -193,14 +193,20 @@ func TestFailoverRandomSchedules(t *testing.T) {
 				refFaults++
 			}
 		}
-		t.Logf("seed %d: %d faults (%d on nodes of the order): agreement %+v, last term %d, coverage %v, back in sync %v",
-			seed, len(s.Faults), refFaults, a, f.Terms, res.Summary.BoundCoverage, f.BackInSync)
+		t.Logf("seed %d: %d faults (%d on nodes of the order): agreement %+v, last term %d, coverage %v, largest jump %d ns, back in sync %v",
+			seed, len(s.Faults), refFaults, a, f.Terms, res.Summary.BoundCoverage, f.MaxJump, f.BackInSync)
 		if a.Violations != 0 || f.TwoReferences != 0 {
 			t.Errorf("seed %d: %d instants with disjoint synced reads (gap up to %d ns), %d with two leased references",
 				seed, a.Violations, a.MaxGap, f.TwoReferences)
 		}
 		if res.Summary.BoundCoverage != 1 {
 			t.Errorf("seed %d: coverage %v, want 1", seed, res.Summary.BoundCoverage)
+		}
+		// A takeover continues the scale within its bounds' width (some
+		// us); a node restarting global time from its own clock would jump
+		// by its offset (up to 10 ms here).
+		if f.MaxJump > 100_000 {
+			t.Errorf("seed %d: served time jumped by %d ns, want <= 100 us", seed, f.MaxJump)
 		}
 		if int(f.Terms) > 2*refFaults {
 			t.Errorf("seed %d: term %d after %d faults on nodes of the order: elections without cause", seed, f.Terms, refFaults)
