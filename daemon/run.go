@@ -241,6 +241,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// The NTP socket is closed on every return: by its server once started
+	// (closing it again is harmless), here when the start fails before.
+	defer ext.close()
 	restored, err := n.restoreState(clk.now()) // state.go
 	if err != nil {
 		conn.Close()
@@ -662,6 +665,9 @@ func (n *node) publish() {
 	if n.rt != nil {
 		u.Timescale, u.Continuous = n.rt.timescale(), true
 		ok = n.rt.apply(ts[:])
+		if up, has := n.rt.upstreamState(); !ok && has && up.Problem() != "" {
+			u.UpstreamUnsynced = true // the page's reason (gclock now)
+		}
 	}
 	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
 		if c := n.clk.curve(raw, d); c > 0 {

@@ -303,6 +303,16 @@ type RealTime struct {
 	Err      int64
 	SlopeErr float64
 	Prev     int64
+
+	// Info, reference-realtime: the state of the reference's
+	// CLOCK_REALTIME read with the model's sample (realtime.Upstream).
+	// UpKnown false: not read, every other Up field zero. UpLeap is NTP's
+	// leap indicator (0..2), UpStratum the upstream's stratum (0: not
+	// known, at most 15); the errors are ns, >= 0.
+	UpKnown, UpSynced                           bool
+	UpLeap, UpStratum                           uint8
+	UpRefID                                     uint32
+	UpMaxErr, UpEstErr, UpRootDelay, UpRootDisp int64
 }
 
 // Packet is one datagram: the header fields and the body of its op. Only the
@@ -341,8 +351,11 @@ const (
 	statusLen       = 5*8 + 1 + 4 + 4 + 1 // ... Reference, Term, Flags
 	statusQueryLen  = 4 + 1 + 8           // Term, Flags, Sent
 	rtQueryLen      = 3 * 8
-	rtInfoLen       = 1 + 6*8
-	nonceLen        = 8 // OpAuthChallenge and OpAuthResponse: equal sizes, no amplification
+	rtInfoLen       = 1 + 6*8 + rtUpLen
+	// rtUpLen: flags (known, synced, leap<<2), stratum, reference id and
+	// four errors.
+	rtUpLen  = 1 + 1 + 4 + 4*8
+	nonceLen = 8 // OpAuthChallenge and OpAuthResponse: equal sizes, no amplification
 
 	// Requests are padded with zeros to the size of their replies, so
 	// that no reply is larger than the request it answers: a forged
@@ -546,6 +559,20 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put64(uint64(rt.Err))
 		put64(math.Float64bits(rt.SlopeErr))
 		put64(uint64(rt.Prev))
+		var fl byte
+		if rt.UpKnown {
+			fl |= 1
+		}
+		if rt.UpSynced {
+			fl |= 2
+		}
+		b[o], b[o+1] = fl|rt.UpLeap<<2, rt.UpStratum
+		o += 2
+		put32(rt.UpRefID)
+		put64(uint64(rt.UpMaxErr))
+		put64(uint64(rt.UpEstErr))
+		put64(uint64(rt.UpRootDelay))
+		put64(uint64(rt.UpRootDisp))
 	case OpAuthChallenge, OpAuthResponse:
 		put64(p.Nonce)
 	}
@@ -783,6 +810,18 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			rt.Err = r.i64("realtime-info.err")
 			rt.SlopeErr = r.f64("realtime-info.slope_err")
 			rt.Prev = r.i64("realtime-info.prev")
+			fo := r.o
+			fl := r.u8("realtime-info.up_flags")
+			if r.err == nil && fl>>4 != 0 {
+				r.err = &DecodeError{Field: "realtime-info.up_flags", Offset: fo, Err: ErrValue, Detail: fmt.Sprintf("%#x, want bits 0-3 only", fl)}
+			}
+			rt.UpKnown, rt.UpSynced, rt.UpLeap = fl&1 != 0, fl&2 != 0, fl>>2&3
+			rt.UpStratum = r.u8("realtime-info.up_stratum")
+			rt.UpRefID = r.u32("realtime-info.up_refid")
+			rt.UpMaxErr = r.i64("realtime-info.up_max_err")
+			rt.UpEstErr = r.i64("realtime-info.up_est_err")
+			rt.UpRootDelay = r.i64("realtime-info.up_root_delay")
+			rt.UpRootDisp = r.i64("realtime-info.up_root_disp")
 		}
 		if r.err == nil {
 			if field, v := rt.invalid(kind); field != "" {
@@ -828,6 +867,21 @@ func (rt *RealTime) invalid(kind Op) (string, any) {
 		return "err", rt.Err
 	case !fin(rt.SlopeErr) || rt.SlopeErr < 0:
 		return "slope_err", rt.SlopeErr
+	case rt.UpLeap > 2:
+		return "up_leap", rt.UpLeap
+	case rt.UpStratum > 15:
+		return "up_stratum", rt.UpStratum
+	case rt.UpMaxErr < 0:
+		return "up_max_err", rt.UpMaxErr
+	case rt.UpEstErr < 0:
+		return "up_est_err", rt.UpEstErr
+	case rt.UpRootDelay < 0:
+		return "up_root_delay", rt.UpRootDelay
+	case rt.UpRootDisp < 0:
+		return "up_root_disp", rt.UpRootDisp
+	case !rt.UpKnown && (rt.UpSynced || rt.UpLeap != 0 || rt.UpStratum != 0 || rt.UpRefID != 0 ||
+		rt.UpMaxErr != 0 || rt.UpEstErr != 0 || rt.UpRootDelay != 0 || rt.UpRootDisp != 0):
+		return "up_known", false
 	}
 	return "", nil
 }
