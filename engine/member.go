@@ -882,6 +882,15 @@ func (m *Member) statusQuery(q Message, local int64) {
 	case q.Term < m.term:
 		// A node of an older term asks: the answer's term tells it.
 	}
+	if q.Flags&(FlagVote|FlagBeat) == 0 && m.Reference() == m.self && q.From != m.self {
+		// A plain query (of any term): the asker is starting (a restart)
+		// or hears nothing from the reference. A child of this reference
+		// gets its rounds again at once, at the initial period, instead of
+		// waiting out the long period its old state had earned (a
+		// restarted follower took 22-32 s to be synced again at 16 s).
+		m.view.cur.ChildReturned(q.From, m.view.in(local))
+		m.drain(local)
+	}
 	r.Term = m.term
 	m.out.Messages = append(m.out.Messages, r)
 }

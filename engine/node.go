@@ -588,6 +588,30 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 	}
 }
 
+// ChildReturned tells the node that child id has just started again, or
+// come back (it asked who the reference is, as a node does when it starts
+// or hears nothing): the long period it had earned with its old state is no
+// longer right for it, since a restarted child needs rounds to trust its
+// source again. Its period goes back to InitialGlobalPeriod (if longer),
+// announced, and an idle child gets a round at once. Not a child: nothing.
+func (n *Node) ChildReturned(id NodeID, local int64) {
+	i, ok := n.childIndex[id]
+	if !ok || !n.started {
+		return
+	}
+	now := n.advance(local, "child returned")
+	c := n.children[i]
+	if init := int64(n.cfg.InitialGlobalPeriod); c.period > init {
+		c.period = init
+		n.event(now, EvPeriodChange, c.id, float64(c.period))
+		n.announcePeriod(c)
+	}
+	if c.state == idle && c.heapIdx >= 0 && c.due > now {
+		c.due = now
+		heap.Fix(&n.timers, c.heapIdx)
+	}
+}
+
 // announcePeriod tells a child its new global period (MsgPeriodChange).
 func (n *Node) announcePeriod(c *child) {
 	c.periodSeq++
