@@ -2,6 +2,7 @@ package lab
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,8 +40,14 @@ type SwitchConfig struct {
 	// at the fastest frame) and the warm-up write takes that cost instead.
 	WarmPort  string
 	WarmAfter time.Duration
-	Realtime  bool         // SCHED_FIFO release thread
-	Logger    *slog.Logger // nil: discard
+	Realtime  bool // SCHED_FIFO release thread
+	// PortRate models every egress port as a FIFO queue in front of a line
+	// of this many bits per second (netmodel.Port): a frame whose link
+	// delay is over waits for the frames ready before it on the same port,
+	// then for its own serialisation. 0: no port model (frames leave at
+	// their link delay).
+	PortRate int64
+	Logger   *slog.Logger // nil: discard
 }
 
 // vnetHdrLen is the size of struct virtio_net_hdr, which PACKET_VNET_HDR
@@ -96,6 +103,9 @@ type Switch struct {
 
 	statMu sync.Mutex
 	stats  map[[2]int]*DirStats
+	// egress[i] is port i's queue (PortRate); guarded by statMu.
+	egress     []netmodel.Port
+	statsSince int64 // CLOCK_REALTIME of the last ResetStats
 
 	// cutUntil[i]: frames from or to port i are dropped while their
 	// receive stamp (CLOCK_REALTIME) is before it (Partition, faults.go).
@@ -133,10 +143,13 @@ type DirStats struct {
 	Duplicated int64 `json:"duplicated"` // delivered twice
 	Reordered  int64 `json:"reordered"`  // released without delay (reorder)
 	// Partitioned counts the frames dropped by Partition (also in Dropped).
-	Partitioned int64   `json:"partitioned,omitempty"`
-	SendErrors  int64   `json:"send_errors"`
-	lateness    []int32 // release lateness samples, ns
-	writeCost   []int32 // write(2) durations, ns
+	Partitioned int64 `json:"partitioned,omitempty"`
+	SendErrors  int64 `json:"send_errors"`
+	// Bytes is the frames' size as the switch read them (GSO frames whole).
+	Bytes     int64   `json:"bytes"`
+	lateness  []int32 // release lateness samples, ns
+	writeCost []int32 // write(2) durations, ns
+	queueWait []int32 // port queue waits of small frames, ns
 	// Filled by Stats: how late write(2) was called after the frame's
 	// release time, ns.
 	LatenessP50Ns   int64 `json:"lateness_p50_ns"`
@@ -147,6 +160,30 @@ type DirStats struct {
 	// it, after the host's receive stamp was taken.
 	WriteP50Ns int64 `json:"write_p50_ns"`
 	WriteP99Ns int64 `json:"write_p99_ns"`
+	// With a port model (SwitchConfig.PortRate): how long the small frames
+	// (at most smallFrame bytes: probes, replies, ACKs) of this direction
+	// waited in the egress port's queue behind the frames before them.
+	SmallQueueP50Ns   int64 `json:"small_queue_p50_ns,omitempty"`
+	SmallQueueP99Ns   int64 `json:"small_queue_p99_ns,omitempty"`
+	SmallQueueMaxNs   int64 `json:"small_queue_max_ns,omitempty"`
+	SmallQueueSamples int   `json:"small_queue_samples,omitempty"`
+}
+
+// smallFrame is the largest frame whose queue wait DirStats reports: the
+// daemons' probes and replies, PTP and NTP messages and TCP ACKs are
+// smaller, bulk data is not.
+const smallFrame = 256
+
+// PortStats is what one egress port's queue (SwitchConfig.PortRate) sent
+// since the switch started or its stats were reset.
+type PortStats struct {
+	Port      int     `json:"port"` // egress port (host index)
+	RateBps   int64   `json:"rate_bps"`
+	Frames    int64   `json:"frames"`
+	WireBytes int64   `json:"wire_bytes"` // netmodel.WireBytes of every frame
+	BusyNs    int64   `json:"busy_ns"`    // the frames' serialisation time
+	ElapsedNs int64   `json:"elapsed_ns"`
+	Util      float64 `json:"utilisation"` // BusyNs / ElapsedNs
 }
 
 type release struct {
@@ -156,6 +193,10 @@ type release struct {
 	buf *[]byte
 	n   int
 	dir [2]int
+	// queued: at is the delivery time; otherwise (with a port model) at is
+	// when the frame joins its egress port's queue.
+	queued bool
+	wire   int // netmodel.WireBytes of the frame
 }
 
 type releaseHeap []release
@@ -188,6 +229,9 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 	if cfg.SpinWindow == 0 {
 		cfg.SpinWindow = DefaultSpinWindow
 	}
+	if cfg.PortRate < 0 || cfg.PortRate > netmodel.MaxRateBps {
+		return nil, fmt.Errorf("switch: port rate %d bit/s: want 0 (none)..%g", cfg.PortRate, netmodel.MaxRateBps)
+	}
 	// The switch thread keeps its P while it sleeps in a raw ppoll, so the
 	// rest of the process needs more than one.
 	if runtime.GOMAXPROCS(0) < minProcs {
@@ -206,6 +250,11 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		stats: map[[2]int]*DirStats{},
 	}
 	s.cutUntil = make([]atomic.Int64, len(cfg.Ports))
+	s.egress = make([]netmodel.Port, len(cfg.Ports))
+	for i := range s.egress {
+		s.egress[i].RateBps = cfg.PortRate
+	}
+	s.statsSince = nowRealtime()
 	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
 	s.warmFD = -1
 	open := func() error {
@@ -251,7 +300,7 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		}
 		return nil, err
 	}
-	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
+	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "port_rate", netmodel.FormatRate(cfg.PortRate), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
 	return s, nil
 }
 
@@ -375,6 +424,16 @@ func (s *Switch) Stats() []DirStats {
 			}
 			q = eval.Quantiles(w, 0.5, 0.99)
 			c.WriteP50Ns, c.WriteP99Ns = q[0], q[1]
+			c.queueWait = nil
+			if len(st.queueWait) > 0 {
+				v := make([]int64, len(st.queueWait))
+				for k, x := range st.queueWait {
+					v[k] = int64(x)
+				}
+				q = eval.Quantiles(v, 0.5, 0.99, 1)
+				c.SmallQueueP50Ns, c.SmallQueueP99Ns, c.SmallQueueMaxNs = q[0], q[1], q[2]
+				c.SmallQueueSamples = len(v)
+			}
 			out = append(out, c)
 		}
 	}
@@ -384,10 +443,35 @@ func (s *Switch) Stats() []DirStats {
 // WarmUps is how many warm-up writes the switch made (see WarmAfter).
 func (s *Switch) WarmUps() int64 { return s.warmups.Load() }
 
-// ResetStats forgets every counter and lateness sample.
+// PortStats returns every egress port's counters (nil without a port
+// model).
+func (s *Switch) PortStats() []PortStats {
+	if s.cfg.PortRate <= 0 {
+		return nil
+	}
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	el := nowRealtime() - s.statsSince
+	out := make([]PortStats, len(s.egress))
+	for i := range s.egress {
+		p := &s.egress[i]
+		out[i] = PortStats{Port: i, RateBps: p.RateBps, Frames: p.Frames(), WireBytes: p.Bytes(), BusyNs: p.BusyNs(), ElapsedNs: el}
+		if el > 0 {
+			out[i].Util = float64(p.BusyNs()) / float64(el)
+		}
+	}
+	return out
+}
+
+// ResetStats forgets every counter and lateness sample (and the ports'
+// counters, not their queues).
 func (s *Switch) ResetStats() {
 	s.statMu.Lock()
 	s.stats = map[[2]int]*DirStats{}
+	for i := range s.egress {
+		s.egress[i].ResetCounters()
+	}
+	s.statsSince = nowRealtime()
 	s.statMu.Unlock()
 }
 
@@ -421,6 +505,10 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 		s.outs = s.appendFlood(s.outs, in)
 	}
 	used := false
+	wire := 0
+	if s.cfg.PortRate > 0 {
+		wire = frameWireBytes(buf[:n])
+	}
 	for _, o := range s.outs {
 		d := [2]int{in, o}
 		m := s.cfg.Link.Model(in, o)
@@ -432,6 +520,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 		s.statMu.Lock()
 		st := s.dirStats(d)
 		st.Frames++
+		st.Bytes += int64(len(frame))
 		if cut {
 			st.Partitioned++
 		}
@@ -457,7 +546,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 			}
 			used = true
 			s.seq++
-			heap.Push(&s.q, release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d})
+			heap.Push(&s.q, release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d, queued: s.cfg.PortRate <= 0, wire: wire})
 		}
 	}
 	return used
@@ -568,7 +657,7 @@ func (s *Switch) loop(started chan<- error) {
 		}
 		now := nowRealtime()
 		for len(s.q) > 0 && s.q[0].at <= now {
-			s.send(heap.Pop(&s.q).(release))
+			s.dispatch(heap.Pop(&s.q).(release))
 			now = nowRealtime()
 			active = now
 		}
@@ -597,7 +686,7 @@ func (s *Switch) loop(started chan<- error) {
 			// Release now: reading the ports first would cost a system
 			// call per port.
 			for len(s.q) > 0 && s.q[0].at <= nowRealtime() {
-				s.send(heap.Pop(&s.q).(release))
+				s.dispatch(heap.Pop(&s.q).(release))
 			}
 			active = nowRealtime()
 			continue
@@ -683,6 +772,78 @@ func (s *Switch) receiveAll(oob []byte) (got bool) {
 		}
 	}
 	return got
+}
+
+// dispatch handles a due entry of the release queue: a frame whose link
+// delay is over joins its egress port's queue (and comes back at its
+// delivery time); a frame that was queued is sent.
+func (s *Switch) dispatch(r release) {
+	if r.queued {
+		s.send(r)
+		return
+	}
+	s.statMu.Lock()
+	depart, wait := s.egress[r.out].Enqueue(r.at, r.wire)
+	if r.n-vnetHdrLen <= smallFrame {
+		st := s.dirStats(r.dir)
+		if len(st.queueWait) < latenessCap {
+			st.queueWait = append(st.queueWait, int32(min(wait, 1<<31-1)))
+		}
+	}
+	s.statMu.Unlock()
+	r.at, r.queued = depart, true
+	heap.Push(&s.q, r)
+}
+
+// frameWireBytes is the wire size (netmodel.WireBytes) of a frame read with
+// its vnet header: a GSO frame (TCP or UDP over IPv4 or IPv6) counts as the
+// segments a NIC would send, each with its own headers.
+func frameWireBytes(b []byte) int {
+	frame := b[vnetHdrLen:]
+	gsoType := b[1] &^ 0x80 // without VIRTIO_NET_HDR_GSO_ECN
+	gsoSize := int(binary.NativeEndian.Uint16(b[4:6]))
+	if gsoType == 0 || gsoSize == 0 {
+		return netmodel.WireBytes(len(frame))
+	}
+	hdr, ok := l4HeaderEnd(frame)
+	if !ok {
+		return netmodel.WireBytes(len(frame))
+	}
+	return netmodel.SegmentedWireBytes(len(frame), hdr, gsoSize)
+}
+
+// l4HeaderEnd is the offset of the first payload byte of an IPv4 or IPv6
+// TCP or UDP frame (no VLAN tag, no IPv6 extension headers).
+func l4HeaderEnd(f []byte) (int, bool) {
+	if len(f) < 14 {
+		return 0, false
+	}
+	var off int
+	var proto byte
+	switch binary.BigEndian.Uint16(f[12:14]) {
+	case 0x0800:
+		if len(f) < 14+20 {
+			return 0, false
+		}
+		off, proto = 14+int(f[14]&0x0f)*4, f[14+9]
+	case 0x86dd:
+		if len(f) < 14+40 {
+			return 0, false
+		}
+		off, proto = 14+40, f[14+6]
+	default:
+		return 0, false
+	}
+	switch proto {
+	case unix.IPPROTO_TCP:
+		if len(f) < off+20 {
+			return 0, false
+		}
+		return off + int(f[off+12]>>4)*4, true
+	case unix.IPPROTO_UDP:
+		return off + 8, len(f) >= off+8
+	}
+	return 0, false
 }
 
 func (s *Switch) send(r release) {
