@@ -34,7 +34,7 @@ const paceTick = time.Millisecond
 
 // maxDebt is how far behind its rate a generator may fall before it stops
 // trying to catch up (after a stall, it does not send a burst longer than
-// this much of its rate).
+// this much of its rate, or 4 chunks of a slow bulk flow).
 const maxDebt = 5 * time.Millisecond
 
 // BulkConfig is one host's bulk flow: a receiver that discards what it
@@ -130,7 +130,7 @@ func sendBulk(ctx context.Context, cfg BulkConfig) (int64, time.Duration, error)
 	for ctx.Err() == nil {
 		el := time.Since(start)
 		due := int64(float64(el.Nanoseconds())*bytesPerNs) - paced
-		if lim := int64(float64(maxDebt.Nanoseconds()) * bytesPerNs); due > lim {
+		if lim := max(int64(float64(maxDebt.Nanoseconds())*bytesPerNs), 4*bulkChunk); due > lim {
 			// Fell behind (the host was not scheduled, the queue was full):
 			// forget the debt instead of bursting.
 			paced += due - lim
