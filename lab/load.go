@@ -95,11 +95,6 @@ func (l *Lab) StartFlood(ctx context.Context, command []string, env []string, pp
 	return func() { p.Stop(time.Second) }, nil
 }
 
-// bulkWireShare is the share of the wire a bulk flow's payload takes: a
-// 1448-byte TCP segment (with timestamps) is a 1514-byte frame, 1538 byte
-// times with netmodel.WireOverhead.
-const bulkWireShare = 1448.0 / 1538.0
-
 // StartCross runs the cross traffic: every host sends a bulk TCP flow to
 // the next (h0 to h1, ..., the last to h0) through the switch, at share of
 // the port rate on the wire (so that every egress port carries share of
@@ -115,7 +110,7 @@ func (l *Lab) StartCross(command, env []string, share float64, d time.Duration) 
 	if len(command) == 0 {
 		return nil, fmt.Errorf("lab: cross traffic: no load generator command")
 	}
-	rate := share * float64(l.cfg.PortRate) * bulkWireShare
+	rate := share * float64(l.cfg.PortRate)
 	var procs []*Proc
 	stop = func() {
 		for _, p := range procs {
@@ -139,6 +134,6 @@ func (l *Lab) StartCross(command, env []string, share float64, d time.Duration) 
 		}
 		procs = append(procs, p)
 	}
-	l.log.Info("cross traffic", "share", share, "port_rate", netmodel.FormatRate(l.cfg.PortRate), "payload_bps", rate)
+	l.log.Info("cross traffic", "share", share, "port_rate", netmodel.FormatRate(l.cfg.PortRate), "wire_bps", rate)
 	return stop, nil
 }
