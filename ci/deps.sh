@@ -40,6 +40,21 @@ if ! { command -v mpicc && command -v mpirun; } >/dev/null 2>&1 && [ "$(id -u)" 
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install openmpi-bin libopenmpi-dev (the MPI tests will skip and say so)"
 fi
+# promtool (Debian's prometheus package, about 25 MB to download): deploy's TestAlertRules checks
+# deploy/prometheus/gclock-rules.yaml and runs its unit tests. The package's server is never started
+# (policy-rc.d, and no init system here).
+if ! command -v promtool >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  created_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && created_policy=1
+  fi
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1; } ||
+    echo "ci/deps.sh: could not install prometheus (promtool; the alert rules' promtool checks will skip and say so)"
+  [ "$created_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+  pkill -x prometheus 2>/dev/null || true
+fi
 # protoc: trace/perfetto's TestProtocDecodes decodes the Perfetto export with it (about 3 MB).
 if ! command -v protoc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive

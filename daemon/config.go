@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/bits"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/gtime"
@@ -108,44 +108,22 @@ type TopologyConfig struct {
 	Edges  [][2]uint32 `yaml:"edges,omitempty"` // explicit only: pairs of node ids
 }
 
-// Clock sources.
+// Clock sources (clock.Config).
 const (
-	ClockRaw      = "raw"      // CLOCK_MONOTONIC_RAW
-	ClockEmulated = "emulated" // CLOCK_MONOTONIC_RAW seen through clock.Emulated (the lab)
+	ClockRaw      = clock.SourceRaw      // CLOCK_MONOTONIC_RAW
+	ClockEmulated = clock.SourceEmulated // CLOCK_MONOTONIC_RAW seen through clock.Emulated (the lab)
 )
 
-// ClockConfig is the local clock the daemon stamps with.
-type ClockConfig struct {
-	Source   string              `yaml:"source"` // raw | emulated
-	Emulated EmulatedClockConfig `yaml:"emulated"`
-}
+// ClockConfig is the local clock the daemon stamps with: the clock
+// package's section, which also converts it (clock.EmulatedConfig.Params).
+type ClockConfig = clock.Config
 
-// EmulatedClockConfig are the lab's clock errors (clock.EmuParams). Only an
-// evaluator may know them; the engine never sees them.
-type EmulatedClockConfig struct {
-	Offset     Duration    `yaml:"offset"`
-	DriftPPM   float64     `yaml:"drift_ppm"`
-	DriftSteps []DriftStep `yaml:"drift_steps,omitempty"`
-	WanderPPM  float64     `yaml:"wander_ppm"` // std dev of the random-walk frequency change per wander_step
-	WanderStep Duration    `yaml:"wander_step"`
-	// SinePPM and SinePeriod add a sinusoidal frequency change (a room's
-	// temperature cycle), sampled every wander_step (clock.EmuParams).
-	SinePPM     float64  `yaml:"sine_ppm,omitempty"`
-	SinePeriod  Duration `yaml:"sine_period,omitempty"`
-	Granularity Duration `yaml:"granularity"`
-	ReadJitter  Duration `yaml:"read_jitter"`
-	Seed        int64    `yaml:"seed"`
-	// OriginRaw is the CLOCK_MONOTONIC_RAW reading (ns) at which the
-	// emulated clock reads origin_raw + offset, so that an evaluator can
-	// rebuild the same clock; 0 means the moment the daemon starts.
-	OriginRaw int64 `yaml:"origin_raw"`
-}
+// EmulatedClockConfig are the lab's clock errors (clock.EmulatedConfig).
+// Only an evaluator may know them; the engine never sees them.
+type EmulatedClockConfig = clock.EmulatedConfig
 
 // DriftStep changes the emulated drift After the daemon started.
-type DriftStep struct {
-	After    Duration `yaml:"after"`
-	DriftPPM float64  `yaml:"drift_ppm"`
-}
+type DriftStep = clock.DriftStepConfig
 
 // TransportConfig is the UDP layer's.
 type TransportConfig struct {
@@ -291,7 +269,7 @@ func (c *Config) Validate() error {
 	c.validateNodes(&e)
 	c.validateTopology(&e)
 	c.Sync.Check(func(field, format string, args ...any) { e.add("sync."+field, format, args...) })
-	c.Clock.validate(&e)
+	c.Clock.Check(func(field, format string, args ...any) { e.add("clock."+field, format, args...) })
 	c.validateGlobalTime(&e)
 	if l := c.Metrics.Listen; strings.HasPrefix(l, "unix:") {
 		if !filepath.IsAbs(strings.TrimPrefix(l, "unix:")) {
@@ -424,67 +402,6 @@ func (c *Config) validateTopology(e *errs) {
 		if ed[0] == ed[1] {
 			e.add(fmt.Sprintf("topology.edges[%d]", i), "self loop on %d", ed[0])
 		}
-	}
-}
-
-// maxEmuPPM is clock.MaxDriftPPM: the emulated clock refuses larger drifts.
-const maxEmuPPM = 1e5
-
-// Validate checks the clock section alone (Config.Validate checks it too).
-func (c *ClockConfig) Validate() error {
-	var e errs
-	c.validate(&e)
-	return errors.Join(e...)
-}
-
-func (c *ClockConfig) validate(e *errs) {
-	m := c.Emulated
-	switch c.Source {
-	case ClockRaw:
-		if m.Offset != 0 || m.DriftPPM != 0 || len(m.DriftSteps) > 0 || m.WanderPPM != 0 || m.SinePPM != 0 || m.Granularity != 0 || m.ReadJitter != 0 {
-			e.add("clock.emulated", "set, but clock.source is %q (use emulated)", c.Source)
-		}
-		return
-	case ClockEmulated:
-	default:
-		e.add("clock.source", "unknown source %q (raw, emulated)", c.Source)
-		return
-	}
-	ppm := func(field string, v float64) {
-		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > maxEmuPPM {
-			e.add(field, "%v: must be finite, |v| <= %g", v, float64(maxEmuPPM))
-		}
-	}
-	ppm("clock.emulated.drift_ppm", m.DriftPPM)
-	var prev Duration = -1
-	for i, s := range m.DriftSteps {
-		f := fmt.Sprintf("clock.emulated.drift_steps[%d]", i)
-		if s.After <= prev || s.After < 0 {
-			e.add(f+".after", "%v: must be >= 0 and strictly increasing", s.After)
-		}
-		prev = s.After
-		ppm(f+".drift_ppm", s.DriftPPM)
-	}
-	if math.IsNaN(m.WanderPPM) || m.WanderPPM < 0 || m.WanderPPM > maxEmuPPM {
-		e.add("clock.emulated.wander_ppm", "%v: must be in [0, %g]", m.WanderPPM, float64(maxEmuPPM))
-	}
-	if m.WanderStep < 0 || ((m.WanderPPM > 0 || m.SinePPM > 0) && m.WanderStep == 0) {
-		e.add("clock.emulated.wander_step", "%v: must be > 0 when wander_ppm or sine_ppm > 0", m.WanderStep)
-	}
-	if math.IsNaN(m.SinePPM) || m.SinePPM < 0 || m.SinePPM > maxEmuPPM {
-		e.add("clock.emulated.sine_ppm", "%v: must be in [0, %g]", m.SinePPM, float64(maxEmuPPM))
-	}
-	if m.SinePPM > 0 && m.SinePeriod < 2*m.WanderStep {
-		e.add("clock.emulated.sine_period", "%v: must be at least two wander_steps when sine_ppm > 0", m.SinePeriod)
-	}
-	if m.Granularity < 0 {
-		e.add("clock.emulated.granularity", "%v, must be >= 0", m.Granularity)
-	}
-	if m.ReadJitter < 0 {
-		e.add("clock.emulated.read_jitter", "%v, must be >= 0", m.ReadJitter)
-	}
-	if m.Offset.D() > 100*365*24*time.Hour || m.Offset.D() < -100*365*24*time.Hour {
-		e.add("clock.emulated.offset", "%v: must be within 100 years", m.Offset)
 	}
 }
 

@@ -185,6 +185,8 @@ func metricsLive(t *testing.T) {
 		`gclock_status{node="2",reference="1",status="synced"} 1`,
 		`gclock_source_selected{node="2",source="1"} 1`,
 		`gclock_reference_id{node="2"} 1`,
+		"go_goroutines ",              // the Go collector
+		"process_start_time_seconds ", // the process collector (Linux)
 	}
 	var body string
 	deadline := time.Now().Add(15 * time.Second)

@@ -20,6 +20,7 @@ import (
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // localClock is the daemon's local clock and the conversion of kernel
@@ -39,18 +40,10 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 		return localClock{now: raw, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
 	}
 	m := c.Emulated
-	origin := m.OriginRaw
-	if origin == 0 {
-		origin = raw()
+	if m.OriginRaw == 0 {
+		m.OriginRaw = raw()
 	}
-	p := clock.EmuParams{
-		Origin: origin, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
-		WanderStep: int64(m.WanderStep), SinePPM: m.SinePPM, SinePeriod: int64(m.SinePeriod), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed,
-	}
-	for _, s := range m.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: origin + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	emu, err := clock.NewEmulated(p)
+	emu, err := m.New()
 	if err != nil {
 		return localClock{}, fmt.Errorf("clock.emulated: %w", err)
 	}
@@ -244,12 +237,17 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	rtWait := n.startRealTime(ctx)
 	extWait := ext.start(ctx, n)
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext)
+		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext,
+			// What every Prometheus target exports: CPU, memory, file
+			// descriptors and start time of the process; the Go runtime.
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 		if err != nil {
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
+		// gclock tracking, sources and sourcestats read ControlPath (control.go).
+		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot))
 		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
 		stop, err := sys.serve(addr, mux)
 		if err != nil {
@@ -263,7 +261,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	err = n.loop(ctx)
 	n.saveState()
 	st := n.stampCounts()
-	logger.Info("daemon stopping", "transport", fmt.Sprintf("%+v", n.ep.Stats()), "dropped", fmt.Sprint(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
+	logger.Info("daemon stopping", "transport", n.ep.Stats(), "dropped", countsAttr(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
 		"t1_kernel", st.ProbeStamped, "t1_engine", st.ProbeOwn, "t3_kernel", st.ReplyStamped, "t3_user", st.ReplyOwn,
 		"stamps_rejected", st.Rejected, "stamps_unknown", st.Unknown, "stamps_expired", st.Expired)
 	cancel()

@@ -272,7 +272,10 @@ func TestSectionValidate(t *testing.T) {
 		t.Errorf("Validate = %v", err)
 	}
 	c.Clock.Source = "sundial"
-	if err := c.Clock.Validate(); err == nil || !strings.Contains(err.Error(), "clock.source") {
+	if err := c.Clock.Validate(); err == nil || !strings.Contains(err.Error(), "source") {
+		t.Errorf("clock.Validate = %v", err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "clock.source") {
 		t.Errorf("clock.Validate = %v", err)
 	}
 }

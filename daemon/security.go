@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"errors"
+	"log/slog"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -171,3 +173,20 @@ func (c *SecurityCollector) Collect(ch chan<- prometheus.Metric) {
 // more bytes than asked (wire pads the requests). Real-time rate reports
 // from outside the peer list are not counted (handleRealTimeQuery).
 var anonymousOps = []wire.Op{wire.OpStatusQuery, wire.OpRealTimeQuery}
+
+// countsAttr logs counters by name as a group of keys (replay=3 bad_tag=1),
+// sorted, without the zeros.
+func countsAttr(m map[string]uint64) slog.Value {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	attrs := make([]slog.Attr, len(keys))
+	for i, k := range keys {
+		attrs[i] = slog.Uint64(k, m[k])
+	}
+	return slog.GroupValue(attrs...)
+}

@@ -21,6 +21,30 @@ func mountStatus(ctx context.Context, mux *http.ServeMux, src Snapshotter, cfg C
 	mux.Handle("/status", sp)
 	mux.Handle("/status/", sp)
 	mux.Handle("/status.json", sp)
+	mountHealth(mux, src)
+}
+
+// mountHealth serves /healthz (the daemon answers: 200) and /readyz (200
+// when this node's global time is synced, 503 with the status otherwise),
+// for Kubernetes probes and load balancers: /status.json answers 200
+// whatever the status.
+func mountHealth(mux *http.ServeMux, src Snapshotter) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		s := src.Snapshot()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if s.Status != "synced" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: status %s (node %d, reference %d)\n", s.Status, s.Node, s.Reference)
+			return
+		}
+		fmt.Fprintf(w, "ready: synced, bound width %v (node %d, reference %d)\n", s.Width, s.Node, s.Reference)
+	})
 }
 
 // statusSample is what the status page shows of a Snapshot.

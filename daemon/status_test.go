@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +52,39 @@ func TestStatusSample(t *testing.T) {
 	got.DriftPPM = want.DriftPPM
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("statusSample:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestHealthEndpoints: /healthz answers 200 whatever the status; /readyz
+// answers 200 only when synced, 503 otherwise (a Kubernetes readiness probe
+// on /status.json saw 200 while unsynced).
+func TestHealthEndpoints(t *testing.T) {
+	for _, tt := range []struct {
+		status      string
+		healthz     int
+		readyz      int
+		readyzMatch string
+	}{
+		{"synced", 200, 200, "ready: synced"},
+		{"unsynced", 200, 503, "status unsynced"},
+		{"acquiring", 200, 503, "status acquiring"},
+		{"degraded", 200, 503, "status degraded"},
+		{"stale", 200, 503, "status stale"},
+	} {
+		t.Run(tt.status, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mountHealth(mux, fixedSnapshot{Node: 2, Reference: 1, Status: tt.status, Width: 3 * time.Microsecond})
+			for _, c := range []struct {
+				path  string
+				code  int
+				match string
+			}{{"/healthz", tt.healthz, "ok"}, {"/readyz", tt.readyz, tt.readyzMatch}} {
+				rec := httptest.NewRecorder()
+				mux.ServeHTTP(rec, httptest.NewRequest("GET", c.path, nil))
+				if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.match) {
+					t.Errorf("%s: %d %q, want %d with %q", c.path, rec.Code, rec.Body.String(), c.code, c.match)
+				}
+			}
+		})
 	}
 }

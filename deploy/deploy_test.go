@@ -274,8 +274,9 @@ func TestDaemonSet(t *testing.T) {
 	if !ports[mport+"/TCP"] {
 		t.Errorf("metrics.listen %s: port %s/TCP not declared", cfg.Metrics.Listen, mport)
 	}
-	if rp := c.ReadinessProbe.HTTPGet; strconv.Itoa(rp.Port) != mport || rp.Path == "" {
-		t.Errorf("readiness probe %+v: want a path on the metrics port %s", rp, mport)
+	// /readyz answers 503 until synced; /status.json answered 200 while unsynced.
+	if rp := c.ReadinessProbe.HTTPGet; strconv.Itoa(rp.Port) != mport || rp.Path != "/readyz" {
+		t.Errorf("readiness probe %+v: want /readyz on the metrics port %s", rp, mport)
 	}
 }
 
@@ -434,7 +435,10 @@ func runSlurm(t *testing.T, bin, userConfig string) ([]byte, []string) {
 	l.Close()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "pages.json")
-	check := `for i in 0 1 2; do gclock now -json -page "${GCLOCK_PAGE//%n/$i}"; done > ` + out
+	// The command is what a user runs: one task per node reading "its"
+	// page through GCLOCK_PAGE, whose %n each reader expands with
+	// SLURM_NODEID (it was exported raw, and readers did not expand it).
+	check := `srun --ntasks=3 bash -c 'gclock now -json > "$0.$SLURM_NODEID"' ` + out + `; cat ` + out + `.0 ` + out + `.1 ` + out + `.2 > ` + out
 	cmd := exec.Command("bash", "slurm/gclock-run.sh", "bash", "-c", check)
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"),
 		"SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-3]", "FAKE_NODES=127.0.0.1 127.0.0.2 127.0.0.3",
@@ -545,4 +549,40 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestAlertRules: every metric the shipped Prometheus rules query is one
+// the daemon exports (daemon/testdata/metrics.golden, or a reason of its
+// drop counter that the daemon names), and promtool (Debian's prometheus
+// package, installed by ci/deps.sh) checks the rules and runs their unit
+// tests: each alert fires on the series that should raise it.
+func TestAlertRules(t *testing.T) {
+	rules, err := os.ReadFile("prometheus/gclock-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("../daemon/testdata/metrics.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`\bgclock_[a-z_]+`).FindAllString(string(rules), -1)
+	if len(used) < 5 {
+		t.Fatalf("the rules query %d gclock metrics: %v", len(used), used)
+	}
+	for _, m := range used {
+		if !bytes.Contains(golden, []byte("# TYPE "+m+" ")) {
+			t.Errorf("prometheus/gclock-rules.yaml queries %s, which the daemon does not export", m)
+		}
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (Debian's prometheus package; ci/deps.sh installs it): the rules' syntax and unit tests not checked")
+	}
+	for _, args := range [][]string{{"check", "rules", "gclock-rules.yaml"}, {"test", "rules", "gclock-rules_test.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "prometheus"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }

@@ -139,17 +139,6 @@ func (w Wander) emulated(c daemon.EmulatedClockConfig, reference bool) daemon.Em
 	return c
 }
 
-// emuParams is the evaluator's copy of what daemon/run.go builds from c.
-func emuParams(c daemon.EmulatedClockConfig) clock.EmuParams {
-	p := clock.EmuParams{Origin: c.OriginRaw, Offset: int64(c.Offset), DriftPPM: c.DriftPPM,
-		WanderPPM: c.WanderPPM, WanderStep: int64(c.WanderStep), SinePPM: c.SinePPM, SinePeriod: int64(c.SinePeriod),
-		Granularity: int64(c.Granularity), JitterNs: int64(c.ReadJitter), Seed: c.Seed}
-	for _, s := range c.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: c.OriginRaw + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	return p
-}
-
 // Validate reports the first invalid field.
 func (gc GclockConfig) Validate() error {
 	switch {
@@ -346,7 +335,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 				Seed:      int64(gc.Seed)*1000 + int64(i),
 				OriginRaw: origin,
 			}, i == 0)
-			emu, err := clock.NewEmulated(emuParams(h.conf))
+			emu, err := h.conf.New()
 			if err != nil {
 				return GclockResult{}, fmt.Errorf("lab: gclock: host %d clock: %w", i, err)
 			}

@@ -210,11 +210,11 @@ func referenceTruth(path string) (measure.Truth, error) {
 	if c.Clock.Source != daemon.ClockEmulated {
 		return func(raw int64) int64 { return raw }, nil
 	}
-	// The same clock the daemon built (emuParams: drift steps and wander
-	// included). Stamps are looked up in any order after the run, so a
+	// The same clock the daemon built (clock.EmulatedConfig.Params: drift
+	// steps and wander included). Stamps are looked up in any order after the run, so a
 	// query older than the clock's look-back window is answered by a
 	// fresh copy walked forward from the origin.
-	p := emuParams(c.Clock.Emulated)
+	p := c.Clock.Emulated.Params()
 	emu, err := clock.NewEmulated(p)
 	if err != nil {
 		return nil, fmt.Errorf("lab: measure: reference clock: %w", err)

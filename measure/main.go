@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
@@ -121,12 +120,7 @@ func localClock(file string) (func(raw int64) int64, error) {
 	if m.OriginRaw == 0 {
 		return nil, fmt.Errorf("-clock-config %s: clock.emulated.origin_raw is 0: the node cannot rebuild the daemon's clock", file)
 	}
-	p := clock.EmuParams{Origin: m.OriginRaw, Offset: int64(m.Offset), DriftPPM: m.DriftPPM, WanderPPM: m.WanderPPM,
-		WanderStep: int64(m.WanderStep), Granularity: int64(m.Granularity), JitterNs: int64(m.ReadJitter), Seed: m.Seed}
-	for _, s := range m.DriftSteps {
-		p.Steps = append(p.Steps, clock.DriftStep{At: m.OriginRaw + int64(s.After), DriftPPM: s.DriftPPM})
-	}
-	emu, err := clock.NewEmulated(p)
+	emu, err := m.New()
 	if err != nil {
 		return nil, fmt.Errorf("-clock-config %s: %w", file, err)
 	}

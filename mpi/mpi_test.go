@@ -85,8 +85,13 @@ func TestMain(m *testing.M) {
 // rank, and returns the ranks' stdout and stderr (each rank's in turn: mpirun
 // itself may cut lines of different ranks into each other) with mpirun's own
 // stderr after them.
+// rankStderr is what each rank of the last mpirun wrote to stderr, by rank
+// (mpirun's own stderr repeats it; tests run mpirun one at a time).
+var rankStderr = map[int]string{}
+
 func mpirun(t *testing.T, n int, env map[string]string, argv ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	clear(rankStderr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	outDir := t.TempDir()
@@ -118,6 +123,9 @@ func mpirun(t *testing.T, n int, env map[string]string, argv ...string) (stdout,
 					t.Fatal(rerr)
 				}
 				f.b.Write(data)
+				if f.name == "stderr" {
+					rankStderr[r] = string(data)
+				}
 			}
 		}
 	}
@@ -282,13 +290,46 @@ func TestAPI(t *testing.T) {
 			if tc.noticed != "" && !strings.Contains(errout, tc.noticed) {
 				t.Errorf("stderr does not say %q:\n%s", tc.noticed, errout)
 			}
+			if n0, n1 := strings.Count(rankStderr[0], "MPI_Wtime is"), strings.Count(rankStderr[1], "MPI_Wtime is"); tc.noticed != "" && (n0 != 1 || n1 != 0) {
+				t.Errorf("notices: %d from rank 0, %d from rank 1; want one for the job, rank 0's:\n%s", n0, n1, errout)
+			}
 			if tc.noticed == "" && strings.Contains(errout, "libgclockmpi") {
 				t.Errorf("unexpected notice:\n%s", errout)
 			}
 			originS, _ := strconv.ParseInt(tc.env["GCLOCK_MPI_ORIGIN"], 10, 64)
-			checkAPI(t, out, tc.mode, max(tc.status, 1), originS*sec, m)
+			origin := originS * sec
+			if _, set := tc.env["GCLOCK_MPI_ORIGIN"]; !set && tc.mode == 1 {
+				origin = jobOrigin(t, out, m)
+			}
+			checkAPI(t, out, tc.mode, max(tc.status, 1), origin, m)
 		})
 	}
+}
+
+// jobOrigin checks the job origin the ranks printed ("origin RANK NS"):
+// the same on every rank, a whole second, at most the page's estimate when
+// the program ran (global time at MPI_Init on rank 0, rounded down) and
+// not more than a minute before it. (issue 19: MPI_Wtime was absolute
+// global time, 1.8e9 s on UTC, with 238-ns steps.)
+func jobOrigin(t *testing.T, out string, m estimate.Mapping) int64 {
+	t.Helper()
+	var origin int64 = -1
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "origin" {
+			continue
+		}
+		o, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || (origin >= 0 && o != origin) {
+			t.Fatalf("origin line %q: want one origin on every rank (first %d)", l, origin)
+		}
+		origin = o
+	}
+	now, _, _ := m.At(gtime.RawNow())
+	if origin <= 0 || origin%sec != 0 || origin > now || now-origin > 60*sec {
+		t.Fatalf("job origin %d: want a whole second within the minute before the estimate now %d", origin, now)
+	}
+	return origin
 }
 
 func checkAPI(t *testing.T, out string, mode, status int, origin int64, m estimate.Mapping) {

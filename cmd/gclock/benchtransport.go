@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/bench/transportbench"
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/transport"
 )
 
@@ -70,7 +71,7 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 		verbose     = fs.Bool("v", false, "debug logs on stderr")
 		repeat      = fs.Int("repeat", 3, "runs per configuration; the run of median elapsed time is reported")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if *dup < 0 || *dup >= 100 {
@@ -187,7 +188,7 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 		jsonOut     = fs.Bool("json", false, "print JSON instead of a table")
 		verbose     = fs.Bool("v", false, "debug logs on stderr")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

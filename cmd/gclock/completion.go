@@ -8,6 +8,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/gclock/gclock/cmd/internal/usage"
 )
 
 func init() {
@@ -105,7 +107,7 @@ func runCompletion(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, completionUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 )
 
@@ -28,7 +29,7 @@ func runKeygen(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gclock keygen", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), keygenUsage); fs.PrintDefaults() }
 	id := fs.Uint("id", 1, "key id (auth.key_id)")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

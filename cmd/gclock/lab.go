@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab"
@@ -284,7 +285,7 @@ func runLab(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labUsage); fs.PrintDefaults() }
 	var f labFlags
 	f.register(fs, 4)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -520,7 +521,7 @@ func runLabValidate(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labUsage); fs.PrintDefaults() }
 	var f labFlags
 	f.register(fs, 2)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -559,7 +560,7 @@ func runLabUp(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labUsage); fs.PrintDefaults() }
 	var f labFlags
 	f.register(fs, 4)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	cfg, err := f.config()

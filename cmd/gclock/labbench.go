@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
@@ -160,7 +161,7 @@ flags (and every flag of gclock lab):
 	out := fs.String("o", "", "also write the Markdown report to this file")
 	profiles := fs.String("profile", "quiet", "the rows' settings: quiet, busy, crossNN (e.g. quiet,busy,cross30,cross70)")
 	strict := fs.Bool("strict", false, "exit with an error when a run missed a target")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

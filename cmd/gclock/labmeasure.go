@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/measure"
@@ -105,7 +106,7 @@ func runLabMeasure(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labMeasureUsage); fs.PrintDefaults() }
 	var f labMeasureFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/lab"
 )
@@ -49,7 +50,7 @@ flags:
 	window := fs.Int("window", rc.Hull.Window, "exchanges the hull keeps")
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
 )
 
@@ -41,7 +42,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Duration("warmup", d.Warmup, "the attack starts here; evaluations before are not counted")
 	kill := fs.Duration("kill-ref", d.KillRefAt, "stop the reference's daemon at this time (0: never)")
 	seed := fs.Uint64("seed", d.Seed, "seed of the clocks and of the forgeries")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -100,7 +101,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 func runLabSpoofSend(args []string) error {
 	fs := flag.NewFlagSet("gclock lab spoof-send", flag.ContinueOnError)
 	cf := fs.String("config", "", "the spoofer's JSON config (written by gclock lab spoof)")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if *cf == "" {

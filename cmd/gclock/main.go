@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/gclock/gclock/cmd/internal/buildinfo"
+	"github.com/gclock/gclock/cmd/internal/usage"
 )
 
 // command is one gclock subcommand.
@@ -59,7 +60,7 @@ func commandNames() []string {
 	return names
 }
 
-func usage() string {
+func mainUsage() string {
 	var b strings.Builder
 	b.WriteString("usage: gclock <command> [flags] [args]\n\ncommands:\n")
 	width := 0
@@ -82,12 +83,15 @@ func main() {
 // command failed, 2 for a usage error (no or unknown command).
 func run(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage())
+		fmt.Fprint(os.Stderr, mainUsage())
 		return 2
 	}
 	if isHelpFlag(args[0]) {
-		fmt.Fprint(os.Stdout, usage())
+		fmt.Fprint(os.Stdout, mainUsage())
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -103,6 +107,12 @@ func run(args []string) int {
 		text, err := helpText(c, args[1:])
 		if err != nil {
 			fmt.Fprint(os.Stderr, text)
+			if isUsage, printed := usage.Is(err); isUsage {
+				if !printed {
+					fmt.Fprintf(os.Stderr, "gclock %s: %v\n", c.name, err)
+				}
+				return usage.ExitCode
+			}
 			fmt.Fprintf(os.Stderr, "gclock %s: %v\n", c.name, err)
 			return 1
 		}
@@ -113,7 +123,15 @@ func run(args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(os.Stderr, "gclock %s: %v\n", c.name, err)
+		// A usage error is printed once (flag prints its own with the
+		// command's usage) and exits 2; a failed command exits 1.
+		isUsage, printed := usage.Is(err)
+		if !printed {
+			fmt.Fprintf(os.Stderr, "gclock %s: %v\n", c.name, err)
+		}
+		if isUsage {
+			return usage.ExitCode
+		}
 		return 1
 	}
 	return 0
@@ -178,7 +196,7 @@ flags, on stdout. 'gclock help lab bench' is 'gclock lab bench -h'.
 // runHelp is `gclock help [CMD [SUB...]]`.
 func runHelp(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, usage())
+		fmt.Fprint(stdout, mainUsage())
 		return nil
 	}
 	if isHelpFlag(args[0]) || args[0] == "help" {
@@ -191,7 +209,7 @@ func runHelp(args []string, stdout io.Writer) error {
 		if s := suggest(args[0]); s != "" {
 			hint = fmt.Sprintf("did you mean %q?", s)
 		}
-		return fmt.Errorf("unknown command %q (%s)", args[0], hint)
+		return usage.Errorf("unknown command %q (%s)", args[0], hint)
 	}
 	text, err := helpText(c, args[1:])
 	if err != nil {
@@ -251,11 +269,11 @@ func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() { fmt.Fprint(stderr, versionUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected argument %q (see gclock version -h)", fs.Arg(0))
+		return usage.Errorf("unexpected argument %q (see gclock version -h)", fs.Arg(0))
 	}
 	in := buildinfo.Read()
 	if *asJSON {

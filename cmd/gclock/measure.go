@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/measure"
 )
 
@@ -76,7 +77,7 @@ func runMeasureReport(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	plotDev := fs.String("plot", "", "draw the deviation histograms into FILE.png or FILE.svg")
 	plotLat := fs.String("plot-latency", "", "draw the latency per size into FILE.png or FILE.svg")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

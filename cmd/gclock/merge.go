@@ -10,6 +10,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
@@ -53,7 +54,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	truthDir := fs.String("truth", "", "directory of truth-NN.bin files (gclock trace demo): report the error of every corrected timestamp")
 	amortize := fs.Float64("amortize", 0, "CLC: spread each jump backwards over this many times its size (0: forward pass only)")
 	verbose := fs.Bool("v", false, "log progress")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

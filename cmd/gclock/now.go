@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/gtime"
 )
 
@@ -48,17 +48,24 @@ flags:
 `
 
 // nowReport is gclock now's JSON output. Bounds are null while unbounded.
+// Times are decimal strings of ns: they exceed 2^53, where a JSON number
+// read as a double (jq, JavaScript) is rounded. Est, Earliest and Latest are
+// the same instants as seconds.nanoseconds (UTC in RFC 3339 on the UTC
+// timescale), for people.
 type nowReport struct {
-	Page        string `json:"page"`
-	EstNs       int64  `json:"est_ns"`
-	EarliestNs  *int64 `json:"earliest_ns"`
-	LatestNs    *int64 `json:"latest_ns"`
-	WidthNs     *int64 `json:"width_ns"`
-	Status      string `json:"status"`
-	Timescale   string `json:"timescale"`
-	DaemonPID   int    `json:"daemon_pid"`
-	DaemonAlive bool   `json:"daemon_alive"`
-	AgeNs       int64  `json:"age_ns"`
+	Page        string  `json:"page"`
+	EstNs       string  `json:"est_ns"`
+	EarliestNs  *string `json:"earliest_ns"`
+	LatestNs    *string `json:"latest_ns"`
+	WidthNs     *int64  `json:"width_ns"`
+	Est         string  `json:"est"`
+	Earliest    *string `json:"earliest"`
+	Latest      *string `json:"latest"`
+	Status      string  `json:"status"`
+	Timescale   string  `json:"timescale"`
+	DaemonPID   int     `json:"daemon_pid"`
+	DaemonAlive bool    `json:"daemon_alive"`
+	AgeNs       int64   `json:"age_ns"`
 	// Node is the daemon's node id, Reference the node whose clock global
 	// time is (0: the daemon did not say).
 	Node      uint32 `json:"node"`
@@ -83,7 +90,7 @@ func (r nowReading) good(maxWidth time.Duration) (bool, string) {
 	return true, ""
 }
 
-func runNow(args []string, stdout, stderr io.Writer) error {
+func runNow(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("now", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	page := fs.String("page", "", "`path` of the global-time page (default: $GCLOCK_PAGE, else "+gtime.DefaultPath+")")
@@ -94,24 +101,40 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 	interval := fs.Duration("interval", 100*time.Millisecond, "with -check: time between reads")
 	maxWidth := fs.Duration("max-width", 0, "a reading wider than this (earliest to latest) is not good (0: any width)")
 	fs.Usage = func() { fmt.Fprint(stderr, nowUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected argument %q (see gclock now -h)", fs.Arg(0))
+		return usage.Errorf("unexpected argument %q (see gclock now -h)", fs.Arg(0))
+	}
+	printed := false
+	if *asJSON {
+		// With -json, a failure before any reading is a JSON object too,
+		// so that a script parsing stdout sees why.
+		defer func() {
+			if isUsage, _ := usage.Is(err); err != nil && !printed && !isUsage {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(struct {
+					Page  string `json:"page"`
+					Error string `json:"error"`
+				}{*page, err.Error()})
+			}
+		}()
 	}
 	if *page == "" {
 		// GCLOCK_PAGE, as the MPI library reads it (the Slurm recipe and
 		// the Kubernetes DaemonSet put the page elsewhere).
-		*page = cmp.Or(os.Getenv("GCLOCK_PAGE"), gtime.DefaultPath)
+		// %n in it is the node's index in a Slurm job ($SLURM_NODEID).
+		*page = gtime.PageFromEnv()
 	}
 	switch {
 	case *timeout <= 0:
-		return fmt.Errorf("-timeout %v: must be > 0", *timeout)
+		return usage.Errorf("-timeout %v: must be > 0", *timeout)
 	case *interval <= 0:
-		return fmt.Errorf("-interval %v: must be > 0", *interval)
+		return usage.Errorf("-interval %v: must be > 0", *interval)
 	case *maxWidth < 0:
-		return fmt.Errorf("-max-width %v: must be >= 0", *maxWidth)
+		return usage.Errorf("-max-width %v: must be >= 0", *maxWidth)
 	}
 	var opts gtime.OpenOptions
 	if *owner != "" {
@@ -121,7 +144,7 @@ func runNow(args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Owner = uid
 	}
-	show := func(rd nowReading) error { return printNow(stdout, *page, rd, *asJSON) }
+	show := func(rd nowReading) error { printed = true; return printNow(stdout, *page, rd, *asJSON) }
 	if !*check {
 		r, err := gtime.OpenWith(*page, opts)
 		if err != nil {
@@ -219,14 +242,17 @@ func lookupUID(s string) (int, error) {
 func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
 	t, in := rd.t, rd.in
 	rep := nowReport{
-		Page: page, EstNs: t.Est, Status: t.Status.String(), Timescale: in.Timescale.String(),
+		Page: page, EstNs: strconv.FormatInt(t.Est, 10), Est: formatGlobal(t.Est, in.Timescale), Status: t.Status.String(), Timescale: in.Timescale.String(),
 		DaemonPID: in.WriterPID, DaemonAlive: in.WriterAlive, AgeNs: int64(in.Age),
 		Node: in.Node, Reference: in.Reference,
 	}
 	bounded := t.Earliest != math.MinInt64 && t.Latest != math.MaxInt64
 	if bounded {
 		w := t.Width()
-		rep.EarliestNs, rep.LatestNs, rep.WidthNs = &t.Earliest, &t.Latest, &w
+		e, l := strconv.FormatInt(t.Earliest, 10), strconv.FormatInt(t.Latest, 10)
+		ef, lf := formatGlobal(t.Earliest, in.Timescale), formatGlobal(t.Latest, in.Timescale)
+		rep.EarliestNs, rep.LatestNs, rep.WidthNs = &e, &l, &w
+		rep.Earliest, rep.Latest = &ef, &lf
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,13 +56,27 @@ func TestNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = runJSON()
-	if rep.Status != "synced" || rep.EarliestNs == nil || *rep.EarliestNs > rep.EstNs || *rep.LatestNs < rep.EstNs ||
+	num := func(p *string) int64 { // the ns fields are decimal strings (beyond 2^53)
+		if p == nil {
+			t.Fatalf("a bound is null on a synced page: %+v", rep)
+		}
+		n, err := strconv.ParseInt(*p, 10, 64)
+		if err != nil {
+			t.Fatalf("ns field %q: %v", *p, err)
+		}
+		return n
+	}
+	est := num(&rep.EstNs)
+	if rep.Status != "synced" || rep.EarliestNs == nil || num(rep.EarliestNs) > est || num(rep.LatestNs) < est ||
 		*rep.WidthNs < 3000 || *rep.WidthNs > 3000+2*int64(time.Millisecond) || rep.Timescale != "reference" ||
 		rep.Node != 3 || rep.Reference != 2 {
 		t.Errorf("synced page: %+v", rep)
 	}
-	if d := rep.EstNs - local - int64(time.Hour); d < 0 || d > int64(time.Minute) {
-		t.Errorf("estimate %d is not about local+1h (%d)", rep.EstNs, local+int64(time.Hour))
+	if d := est - local - int64(time.Hour); d < 0 || d > int64(time.Minute) {
+		t.Errorf("estimate %d is not about local+1h (%d)", est, local+int64(time.Hour))
+	}
+	if want := formatGlobal(est, gtime.TimescaleReference); rep.Est != want {
+		t.Errorf("est %q, want %q (est_ns %s)", rep.Est, want, rep.EstNs)
 	}
 	var out bytes.Buffer
 	if err := runNow([]string{"-page", path}, &out, &out); err != nil {
@@ -187,5 +202,28 @@ func TestNowCheck(t *testing.T) {
 	start = time.Now()
 	if err := runNow([]string{"-page", bad, "-check", "-timeout", "5s"}, &out, &out); err == nil || !strings.Contains(err.Error(), "refused") || time.Since(start) > 2*time.Second {
 		t.Errorf("-check on a 0666 page: %v after %v, want an immediate refusal", err, time.Since(start))
+	}
+}
+
+// TestNowJSONError: with -json, a failure before any reading (no page) is a
+// JSON object naming the page and the error, and the command still fails.
+func TestNowJSONError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nopage")
+	var out, errOut bytes.Buffer
+	err := runNow([]string{"-page", path, "-json"}, &out, &errOut)
+	if err == nil {
+		t.Fatal("gclock now -json on a missing page: no error")
+	}
+	var rep struct{ Page, Error string }
+	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", jerr, out.String())
+	}
+	if rep.Page != path || rep.Error != err.Error() {
+		t.Errorf("error object %+v, want page %s and error %q", rep, path, err)
+	}
+	// A usage error stays a usage error: nothing on stdout.
+	out.Reset()
+	if err := runNow([]string{"-json", "-timeout", "-1s", "-check"}, &out, &errOut); err == nil || out.Len() != 0 {
+		t.Errorf("usage error with -json: err %v, stdout %q", err, out.String())
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/ntp"
 )
 
@@ -53,17 +53,17 @@ func runNTPQuery(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	timeout := fs.Duration("timeout", 2*time.Second, "wait for each answer")
 	fs.Usage = func() { fmt.Fprint(stderr, ntpQueryUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("gclock ntp-query: want one server (HOST or HOST:PORT; see gclock ntp-query -h)")
+		return usage.Errorf("want one server (HOST or HOST:PORT; see gclock ntp-query -h)")
 	}
 	if *n < 1 || *n > 1000 {
-		return fmt.Errorf("gclock ntp-query: -n %d outside [1, 1000]", *n)
+		return usage.Errorf("-n %d outside [1, 1000]", *n)
 	}
 	if *timeout <= 0 {
-		return fmt.Errorf("gclock ntp-query: -timeout %v: must be > 0", *timeout)
+		return usage.Errorf("-timeout %v: must be > 0", *timeout)
 	}
 	addr := fs.Arg(0)
 	if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -78,7 +78,7 @@ func runNTPQuery(args []string, stdout, stderr io.Writer) error {
 		r, err := ntp.Query(ctx, addr)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("gclock ntp-query: %w", err)
+			return err
 		}
 		p := r.Reply
 		s := ntpSample{OffsetNs: r.Offset.Nanoseconds(), DelayNs: r.Delay.Nanoseconds(), Leap: p.Leap, Stratum: p.Stratum,

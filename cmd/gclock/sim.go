@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/sim"
 )
 
@@ -59,7 +60,7 @@ func runSim(args []string) error {
 	// Flags may come before or after the scenario.
 	var pos []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
+		if err := usage.Parse(fs, rest); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
 	"github.com/gclock/gclock/trace/plot"
@@ -58,7 +59,7 @@ func runTrace(args []string) error {
 func traceInfo(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("trace info", flag.ContinueOnError)
 	keep := fs.Bool("keep-going", false, "list corrupt or truncated chunks and go on with the readable ones")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -163,7 +164,7 @@ func traceDemo(args []string, out io.Writer) error {
 	verbose := fs.Bool("v", false, "log progress")
 	best := fs.Float64("best-rtt", 0, "merge keeping only this fraction of each session's lowest-RTT exchanges (0: all)")
 	plots := fs.String("plots", "", "write trace_error_cdf.png and trace_error_time.png into this directory")
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" {

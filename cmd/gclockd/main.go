@@ -15,6 +15,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/buildinfo"
 	"github.com/gclock/gclock/cmd/internal/daemoncmd"
+	"github.com/gclock/gclock/cmd/internal/usage"
 )
 
 func main() {
@@ -35,7 +36,13 @@ func run(args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(os.Stderr, "gclockd: %v\n", err)
+		isUsage, printed := usage.Is(err)
+		if !printed {
+			fmt.Fprintf(os.Stderr, "gclockd: %v\n", err)
+		}
+		if isUsage {
+			return usage.ExitCode
+		}
 		return 1
 	}
 	return 0

@@ -14,7 +14,9 @@
 #   GCLOCK_PORT    UDP port of the daemons               (default: 3190 + job id % 1000,
 #                  so that two jobs sharing a node do not collide)
 #   GCLOCK_PAGE    page path on each node; %j is the job id, %n the node's index in the
-#                  job (default: /dev/shm/gclock-%j)
+#                  job (default: /dev/shm/gclock-%j). %j is expanded here; %n is exported
+#                  as it is and every reader (gclock now, libgclockmpi) replaces it with
+#                  $SLURM_NODEID on its node, so each task of `srun` reads its node's page
 #   GCLOCK_CONFIG  a daemon config whose sync/clock/real_time settings to use; the
 #                  script replaces its node, peers and reference (default: built in,
 #                  raw clocks, global time = the first node's CLOCK_REALTIME)

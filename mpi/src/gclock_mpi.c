@@ -37,6 +37,8 @@ static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
 static int mode = GCLOCK_MPI_LOCAL;
 static char why[4096 + 512];
 static int64_t origin_ns;
+static int origin_set;   /* GCLOCK_MPI_ORIGIN given: no job origin */
+static int notice_later; /* inside MPI_Init: rank 0 says one notice for the job */
 static char page_path[4096];
 
 static __thread struct gclock_reader tls_reader;
@@ -61,10 +63,31 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* expand_page copies src to dst, replacing each %n with the node's index in
+ * the Slurm job ($SLURM_NODEID), as deploy/slurm/gclock-run.sh documents
+ * for GCLOCK_PAGE (it exports the pattern; each task expands it on its
+ * node). Without SLURM_NODEID, %n stays and the open fails naming it. */
+static void expand_page(char *dst, size_t size, const char *src)
+{
+	const char *id = getenv("SLURM_NODEID");
+	size_t o = 0;
+	for (; *src && o + 1 < size; src++) {
+		if (src[0] == '%' && src[1] == 'n' && id && *id) {
+			o += (size_t)snprintf(dst + o, size - o, "%s", id);
+			if (o >= size)
+				o = size - 1;
+			src++;
+			continue;
+		}
+		dst[o++] = *src;
+	}
+	dst[o] = 0;
+}
+
 static void choose_mode(void)
 {
 	const char *p = getenv("GCLOCK_PAGE");
-	snprintf(page_path, sizeof page_path, "%s", p && *p ? p : GCLOCK_DEFAULT_PATH);
+	expand_page(page_path, sizeof page_path, p && *p ? p : GCLOCK_DEFAULT_PATH);
 	const char *o = getenv("GCLOCK_MPI_ORIGIN");
 	if (o && *o) {
 		char *end;
@@ -76,6 +99,7 @@ static void choose_mode(void)
 			exit(1);
 		}
 		origin_ns = (int64_t)s * 1000000000LL;
+		origin_set = 1;
 	}
 	struct gclock_reader r;
 	struct gclock_time t;
@@ -99,7 +123,44 @@ static void choose_mode(void)
 		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_REQUIRE is set and MPI_Wtime would be %s\n", why);
 		exit(1);
 	}
-	say("MPI_Wtime is %s", why);
+	if (!notice_later)
+		say("MPI_Wtime is %s", why);
+}
+
+/* job_origin runs in MPI_Init on every rank: rank 0 takes the job's origin
+ * (global time at MPI_Init, rounded down to a whole second) and broadcasts
+ * it, so that MPI_Wtime starts near 0 on every rank with ns steps, as
+ * OpenMPI users expect, and every rank subtracts the same origin (global
+ * time stays comparable across ranks). GCLOCK_MPI_ORIGIN overrides it (0:
+ * absolute global time). Rank 0 then says one notice for the job, not one
+ * per rank: how many ranks fell back to local time, and why on rank 0. */
+static void job_origin(void)
+{
+	int rank = 0, size = 1;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &size);
+	notice_later = 1;
+	int m = gclock_mpi_mode(NULL);
+	notice_later = 0;
+	long long o = 0;
+	if (rank == 0 && !origin_set && m == GCLOCK_MPI_GLOBAL) {
+		struct gclock_time t;
+		if (gclock_mpi_now(&t) == 0 && t.est > 0)
+			o = (long long)(t.est - t.est % 1000000000LL);
+	}
+	PMPI_Bcast(&o, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+	if (!origin_set)
+		origin_ns = (int64_t)o;
+	int g = m == GCLOCK_MPI_GLOBAL, total = 0;
+	PMPI_Reduce(&g, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (rank != 0)
+		return;
+	if (total == 0)
+		say("MPI_Wtime is %s (on all %d ranks)", why, size);
+	else if (total < size)
+		say("MPI_Wtime is global time on %d of %d ranks, local time on the others (GCLOCK_MPI_REQUIRE=1 stops them); "
+		    "rank 0: %s",
+		    total, size, why);
 }
 
 int gclock_mpi_mode(const char **w)
@@ -207,7 +268,12 @@ double MPI_Wtick(void)
 {
 	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
 		return PMPI_Wtick();
-	return 1e-9;
+	/* 1 ns, or the double's step at the current MPI_Wtime when that is
+	 * coarser (far from the origin: 238 ns at 1.7e9 s of UTC with
+	 * GCLOCK_MPI_ORIGIN=0). */
+	double w = fabs(MPI_Wtime());
+	double step = nextafter(w, HUGE_VAL) - w;
+	return step > 1e-9 ? step : 1e-9;
 }
 
 /* MPI_WTIME_IS_GLOBAL reads true in global mode. */
@@ -652,16 +718,20 @@ static void trace_close(void)
 int MPI_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
-	if (rc == MPI_SUCCESS)
+	if (rc == MPI_SUCCESS) {
+		job_origin();
 		trace_open();
+	}
 	return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
-	if (rc == MPI_SUCCESS)
+	if (rc == MPI_SUCCESS) {
+		job_origin();
 		trace_open();
+	}
 	return rc;
 }
 

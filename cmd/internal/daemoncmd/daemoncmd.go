@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"go.yaml.in/yaml/v3"
 )
@@ -44,11 +45,11 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	autoID := fs.Bool("auto-id", false, "set node.id to the peer whose address is one of this host's (one config file for every host)")
 	over := daemon.AddFlags(fs)
 	fs.Usage = func() { fmt.Fprintf(stderr, Usage, name); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected argument %q (see %s -h)", fs.Arg(0), name)
+		return usage.Errorf("unexpected argument %q (see %s -h)", fs.Arg(0), name)
 	}
 	cfg := daemon.DefaultConfig()
 	if *path != "" {
@@ -87,7 +88,7 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := NewLogger(stderr, cfg.Log.Format, level)
+	logger := NewLogger(stderr, cfg.Log.Format, level).With("node", cfg.Node.ID)
 	warnTimescale(logger, cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,12 +100,36 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 // or empty) for slog's text lines. A message repeated more than QuietBurst
 // times in QuietWindow is held back (quiet.go).
 func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableAttr}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if format == daemon.LogJSON {
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			a = readableAttr(groups, a)
+			if a.Value.Kind() == slog.KindDuration {
+				// JSON would print a number of ns; "1.5s" as the text lines do.
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		h = slog.NewJSONHandler(w, opts)
 	}
 	return slog.New(newQuietHandler(h, time.Now))
+}
+
+// readableAttr logs an enum by its name: a value with a String method
+// (statuses, message types) is its String, not the number JSON would
+// print. Errors and the handlers' own kinds are left alone.
+func readableAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindAny {
+		return a
+	}
+	switch v := a.Value.Any().(type) {
+	case error:
+		return a
+	case fmt.Stringer:
+		a.Value = slog.StringValue(v.String())
+	}
+	return a
 }
 
 // warnTimescale says at start when the config serves what a production

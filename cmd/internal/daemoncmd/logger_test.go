@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gclock/gclock/daemon"
 )
@@ -56,5 +57,42 @@ func TestWarnTimescale(t *testing.T) {
 				t.Errorf("%s/%s: %q lacks %q", tc.clock, tc.mode, buf.String(), w)
 			}
 		}
+	}
+}
+
+type testStatus int
+
+func (s testStatus) String() string { return [...]string{"unsynced", "synced"}[s] }
+
+// TestLoggerReadable: each key once per line (the engine adds node=ID to a
+// logger that has it), enums by name and durations as "1.5s" in both formats
+// (issue 19: JSON lines repeated "node", printed "from":0,"to":1 and raw ns).
+func TestLoggerReadable(t *testing.T) {
+	for _, format := range []string{daemon.LogText, daemon.LogJSON} {
+		var buf bytes.Buffer
+		l := NewLogger(&buf, format, slog.LevelInfo).With("node", 2)
+		l = l.With("node", 2) // the engine's With on the daemon's logger
+		l.Info("status changed", "node", 2, "from", testStatus(0), "to", testStatus(1), "after", 1500*time.Millisecond, "peer", 3)
+		out := strings.TrimSpace(buf.String())
+		if n := strings.Count(out, "node"); n != 1 {
+			t.Errorf("%s: node %d times in %q, want once", format, n, out)
+		}
+		if format == daemon.LogJSON {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(out), &m); err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			if m["from"] != "unsynced" || m["to"] != "synced" || m["after"] != "1.5s" || m["node"] != 2.0 || m["peer"] != 3.0 {
+				t.Errorf("json: %q", out)
+			}
+		} else if !strings.Contains(out, "from=unsynced to=synced after=1.5s") {
+			t.Errorf("text: %q", out)
+		}
+	}
+	// Another value for the same key is not the same fact: kept.
+	var buf bytes.Buffer
+	NewLogger(&buf, daemon.LogText, slog.LevelInfo).With("node", 2).Info("m", "node", 5)
+	if !strings.Contains(buf.String(), "node=2 node=5") {
+		t.Errorf("a different value was dropped: %q", buf.String())
 	}
 }

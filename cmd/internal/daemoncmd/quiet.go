@@ -21,9 +21,15 @@ const (
 
 // quietHandler wraps a slog.Handler with the repeat limit. Handlers made
 // by WithAttrs and WithGroup share the counts.
+//
+// It also keeps each key once per line: an attribute that a WithAttrs
+// above already carries with the same value (the engine adds node=ID to
+// the daemon's logger, which already has it) is dropped.
 type quietHandler struct {
 	next  slog.Handler
 	state *quietState
+	with  map[string]slog.Value // top-level attributes added by WithAttrs
+	group bool                  // under a WithGroup: keys are the group's
 }
 
 type quietState struct {
@@ -66,6 +72,7 @@ func newQuietHandler(next slog.Handler, now func() time.Time) *quietHandler {
 func (h *quietHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	r = h.dedup(r)
 	if r.Level < slog.LevelInfo {
 		return h.next.Handle(ctx, r) // debug lines are asked for (-v)
 	}
@@ -107,10 +114,53 @@ func (h *quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.next.Handle(ctx, r)
 }
 
+// dup reports whether a is already on the line with the same value.
+func (h *quietHandler) dup(a slog.Attr) bool {
+	v, ok := h.with[a.Key]
+	return ok && !h.group && v.Equal(a.Value.Resolve())
+}
+
+// dedup drops the record's attributes that a WithAttrs above carries with
+// the same value.
+func (h *quietHandler) dedup(r slog.Record) slog.Record {
+	if len(h.with) == 0 || h.group {
+		return r
+	}
+	drop := false
+	r.Attrs(func(a slog.Attr) bool { drop = drop || h.dup(a); return !drop })
+	if !drop {
+		return r
+	}
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if !h.dup(a) {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return out
+}
+
 func (h *quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &quietHandler{next: h.next.WithAttrs(as), state: h.state}
+	with := h.with
+	if !h.group {
+		keep := as[:0:0]
+		with = make(map[string]slog.Value, len(h.with)+len(as))
+		for k, v := range h.with {
+			with[k] = v
+		}
+		for _, a := range as {
+			if h.dup(a) {
+				continue
+			}
+			keep = append(keep, a)
+			with[a.Key] = a.Value.Resolve()
+		}
+		as = keep
+	}
+	return &quietHandler{next: h.next.WithAttrs(as), state: h.state, with: with, group: h.group}
 }
 
 func (h *quietHandler) WithGroup(name string) slog.Handler {
-	return &quietHandler{next: h.next.WithGroup(name), state: h.state}
+	return &quietHandler{next: h.next.WithGroup(name), state: h.state, with: h.with, group: true}
 }

@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+)
+
+// ControlPath is where the metrics server serves View as JSON: what
+// `gclock tracking`, `gclock sources` and `gclock sourcestats` print, as
+// chronyc prints chronyd's state.
+const ControlPath = "/control/view.json"
+
+// View is the operator's view of a running daemon, taken at one instant:
+// chronyc tracking (the node), sources and sourcestats (per source). Times
+// are ns; OffsetNs is a decimal string because global time minus the
+// local clock can exceed 2^53 ns (hosts booted months apart), where a JSON
+// number read as a double is rounded.
+type View struct {
+	Node             uint32            `json:"node"`
+	Reference        uint32            `json:"reference"`
+	ReferenceChanges uint64            `json:"reference_changes"`
+	Status           string            `json:"status"`
+	OffsetNs         int64             `json:"offset_ns,string"`
+	BoundNs          int64             `json:"bound_ns"` // half-width of the guaranteed bounds
+	WidthNs          int64             `json:"width_ns"`
+	FrequencyPPM     float64           `json:"frequency_ppm"`
+	SelfPeriodNs     int64             `json:"self_period_ns"`
+	Sources          []ViewSource      `json:"sources"`
+	Children         []ViewChild       `json:"children"`
+	Drops            map[string]uint64 `json:"dropped_packets"`
+	StatusChanges    map[string]uint64 `json:"status_changes"`
+	// TakenAt is when the daemon took the view (its CLOCK_REALTIME, RFC 3339).
+	TakenAt string `json:"taken_at"`
+}
+
+// ViewSource is one source's line of `gclock sources` and `gclock sourcestats`.
+type ViewSource struct {
+	ID                uint32  `json:"id"`
+	Selected          bool    `json:"selected"`
+	Silent            bool    `json:"silent"`
+	Rounds            uint64  `json:"rounds"`
+	EstimatorRestarts uint64  `json:"estimator_restarts"`
+	Samples           int     `json:"samples"`
+	FrequencyPPM      float64 `json:"frequency_ppm"`
+	SkewPPM           float64 `json:"skew_ppm"` // bound of the frequency's error (0: no bound yet)
+	GlobalPeriodNs    int64   `json:"global_period_ns"`
+	LastRoundAgeNs    int64   `json:"last_round_age_ns"` // < 0 before the first round
+	LastOffsetNs      int64   `json:"last_offset_ns"`
+	RMSOffsetNs       int64   `json:"rms_offset_ns"`
+	Differences       int     `json:"differences"`
+	ShortestRTTNs     int64   `json:"shortest_rtt_ns"` // < 0 before the first round
+	SmoothedRTTNs     int64   `json:"smoothed_rtt_ns"`
+}
+
+// ViewChild is one child this node drives rounds with.
+type ViewChild struct {
+	ID             uint32 `json:"id"`
+	GlobalPeriodNs int64  `json:"global_period_ns"`
+	Rounds         uint64 `json:"rounds"`
+	RoundsRepeated uint64 `json:"rounds_repeated"`
+	ProbeRetries   uint64 `json:"probe_retries"`
+	ShortestRTTNs  int64  `json:"shortest_rtt_ns"`
+}
+
+// NewView builds the view from the snapshots the metrics export.
+func NewView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
+	v := View{Node: s.Node, Reference: s.Reference, ReferenceChanges: s.ReferenceChanges, Status: s.Status,
+		OffsetNs: int64(s.Offset), BoundNs: int64(s.EstimatedError), WidthNs: int64(s.Width),
+		FrequencyPPM: s.FrequencyAdjustment * 1e6, SelfPeriodNs: int64(s.SelfPeriod),
+		Drops: sec.Drops, StatusChanges: sec.StatusChanges, TakenAt: at.UTC().Format(time.RFC3339Nano),
+		Sources: []ViewSource{}, Children: []ViewChild{}}
+	for _, src := range s.Sources {
+		v.Sources = append(v.Sources, ViewSource{ID: src.ID, Selected: src.Selected, Silent: src.Silent,
+			Rounds: src.Rounds, EstimatorRestarts: src.EstimatorRestarts, Samples: src.Samples,
+			FrequencyPPM: src.Frequency * 1e6, SkewPPM: src.Skew * 1e6, GlobalPeriodNs: int64(src.GlobalPeriod),
+			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
+			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT)})
+	}
+	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
+	for _, c := range s.Children {
+		v.Children = append(v.Children, ViewChild{ID: c.ID, GlobalPeriodNs: int64(c.GlobalPeriod), Rounds: c.Rounds,
+			RoundsRepeated: c.RoundsRepeated, ProbeRetries: c.ProbeRetries, ShortestRTTNs: int64(c.ShortestRTT)})
+	}
+	sort.Slice(v.Children, func(i, j int) bool { return v.Children[i].ID < v.Children[j].ID })
+	return v
+}
+
+// ViewHandler serves NewView(src(), sec(), now) as JSON at ControlPath.
+func ViewHandler(src Snapshotter, sec func() SecuritySnapshot) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		v := NewView(src.Snapshot(), sec(), time.Now())
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	})
+}
