@@ -94,12 +94,23 @@ type Switch struct {
 	// Owned by the switch thread.
 	lastWrite int64 // CLOCK_REALTIME of the last release
 	q         releaseHeap
-	seq       uint64
-	macs      map[[6]byte]int
-	rngs      map[[2]int]*rand.Rand
-	outs      []int
-	plan      []int64
-	pool      sync.Pool
+	// pend holds the frames on their way to a port's queue (PortRate) by
+	// ready time, when the link has a floor: a frame joins its queue up to
+	// lookahead before it is ready, without the thread spinning for it.
+	pend      releaseHeap
+	lookahead int64
+	// bulk holds the releases of frames larger than smallFrame (bulk
+	// data): the thread wakes for them but never spins, so that cross
+	// traffic does not keep it busy up to the kernel's real-time
+	// throttling, which stopped it for up to 56 ms a second. Such a frame
+	// leaves up to a wake-up late.
+	bulk releaseHeap
+	seq  uint64
+	macs map[[6]byte]int
+	rngs map[[2]int]*rand.Rand
+	outs []int
+	plan []int64
+	pool sync.Pool
 
 	statMu sync.Mutex
 	stats  map[[2]int]*DirStats
@@ -123,6 +134,13 @@ const fineSpin = int64(10 * time.Microsecond)
 // minWarmLead is the least time before a release a warm-up write starts:
 // closer, it would delay the release itself.
 const minWarmLead = int64(20 * time.Microsecond)
+
+// readMargin is how much later than its kernel receive stamp the switch may
+// read a frame without breaking its ports' FIFO order: a frame joins its
+// port's queue up to the link's floor minus readMargin before it is ready,
+// when every frame that could be ready before it has been read unless one
+// waited longer than that in the socket.
+const readMargin = int64(20 * time.Microsecond)
 
 // maxSleep caps one blocking poll of the switch thread: a stop-the-world
 // pause of the Go runtime waits at most this long for it.
@@ -255,6 +273,9 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		s.egress[i].RateBps = cfg.PortRate
 	}
 	s.statsSince = nowRealtime()
+	if cfg.PortRate > 0 {
+		s.lookahead = max(0, int64(cfg.Link.Floor())-readMargin)
+	}
 	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
 	s.warmFD = -1
 	open := func() error {
@@ -546,7 +567,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 			}
 			used = true
 			s.seq++
-			heap.Push(&s.q, release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d, queued: s.cfg.PortRate <= 0, wire: wire})
+			s.push(release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d, queued: s.cfg.PortRate <= 0, wire: wire})
 		}
 	}
 	return used
@@ -656,14 +677,25 @@ func (s *Switch) loop(started chan<- error) {
 			active = nowRealtime()
 		}
 		now := nowRealtime()
-		for len(s.q) > 0 && s.q[0].at <= now {
-			s.dispatch(heap.Pop(&s.q).(release))
+		for len(s.pend) > 0 && s.pend[0].at-s.lookahead <= now {
+			s.dispatch(heap.Pop(&s.pend).(release))
+		}
+		for r, ok := s.popDue(now); ok; r, ok = s.popDue(now) {
+			s.dispatch(r)
 			now = nowRealtime()
 			active = now
 		}
 		wait := int64(maxSleep)
 		if len(s.q) > 0 {
 			wait = min(wait, s.q[0].at-now)
+		}
+		// The next frame to join a port's queue: a wake-up, never a spin.
+		waitPend := int64(maxSleep)
+		if len(s.pend) > 0 {
+			waitPend = max(0, min(waitPend, s.pend[0].at-s.lookahead-now))
+		}
+		if len(s.bulk) > 0 {
+			waitPend = max(0, min(waitPend, s.bulk[0].at-now))
 		}
 		// Warm-up: after an idle spell, write the next frame to the
 		// warm-up port once, inside the spin window, so that its own
@@ -677,26 +709,31 @@ func (s *Switch) loop(started chan<- error) {
 			s.warmups.Add(1)
 			continue
 		}
+		// The busy budget refills at half the elapsed time, up to
+		// busyBudgetMax, and pays for busy-polling and spinning: the thread
+		// never waits busily more than half the time, so that with the work
+		// of a busy link (copies, the receivers' softirq inside its writes)
+		// the kernel's real-time throttling (95% of each second) never stops
+		// it, and a link busy for long falls back to sleeping. Cross traffic
+		// at 70% of 1 Gbit/s kept it busy polling and spinning until the
+		// throttling stopped it for up to 56 ms a second.
+		budget = min(busyBudgetMax, budget+(now-refilled)/2)
+		refilled = now
 		// The last microseconds before a release: spin on the clock alone.
 		// A port poll is a system call (about a microsecond here), which
 		// would make every release late by up to that much.
 		if len(s.q) > 0 && wait > 0 && wait <= fineSpin {
 			for at := s.q[0].at; nowRealtime() < at; {
 			}
+			budget -= nowRealtime() - now
 			// Release now: reading the ports first would cost a system
 			// call per port.
-			for len(s.q) > 0 && s.q[0].at <= nowRealtime() {
-				s.dispatch(heap.Pop(&s.q).(release))
+			for r, ok := s.popDue(nowRealtime()); ok; r, ok = s.popDue(nowRealtime()) {
+				s.dispatch(r)
 			}
 			active = nowRealtime()
 			continue
 		}
-		// The busy-poll budget refills at half the elapsed time, up to
-		// busyBudgetMax: the thread never polls more than half the time, so
-		// the kernel's real-time throttling (95% of each second) never
-		// stops it, and a link busy for long falls back to sleeping.
-		budget = min(busyBudgetMax, budget+(now-refilled)/2)
-		refilled = now
 		if hot := now-active < busy; hot && budget > 0 {
 			// Busy-poll: at most until the next release or the end of the
 			// window, then look at the queue again.
@@ -704,7 +741,7 @@ func (s *Switch) loop(started chan<- error) {
 			if warmDue && wait > spin {
 				until = wait - spin // back for the warm-up at the spin window
 			}
-			deadline := now + min(until, busy-(now-active), budget)
+			deadline := now + min(until, busy-(now-active), budget, waitPend)
 			t := now
 			for t < deadline {
 				if s.readable(pfds) {
@@ -716,21 +753,30 @@ func (s *Switch) loop(started chan<- error) {
 			continue
 		}
 		if wait > spin {
-			rawPpoll(pfds, wait-spin)
+			rawPpoll(pfds, min(wait-spin, waitPend))
 			continue
 		}
-		// Spin until the head is nearly due or a frame arrives.
-		deadline := now + wait - fineSpin
+		// Spin until the head is nearly due or a frame arrives; sleep
+		// instead when the budget is spent.
+		deadline := now + min(wait-fineSpin, waitPend)
+		if budget <= 0 {
+			rawPpoll(pfds, deadline-now)
+			continue
+		}
 		for nowRealtime() < deadline {
 			if s.readable(pfds) {
 				break
 			}
 		}
+		budget -= nowRealtime() - now
 	}
 	for _, r := range s.q {
 		s.pool.Put(r.buf)
 	}
-	s.q = nil
+	for _, r := range append(s.pend, s.bulk...) {
+		s.pool.Put(r.buf)
+	}
+	s.q, s.pend, s.bulk = nil, nil, nil
 }
 
 // readable polls the ports without blocking.
@@ -792,7 +838,33 @@ func (s *Switch) dispatch(r release) {
 	}
 	s.statMu.Unlock()
 	r.at, r.queued = depart, true
-	heap.Push(&s.q, r)
+	s.push(r)
+}
+
+// push queues an entry on the heap it belongs to: a frame that is to join
+// its port's queue on pend (with a lookahead) or q, a release of bulk data
+// on bulk, any other release on q.
+func (s *Switch) push(r release) {
+	switch {
+	case !r.queued && s.lookahead > 0:
+		heap.Push(&s.pend, r)
+	case r.queued && r.n-vnetHdrLen > smallFrame:
+		heap.Push(&s.bulk, r)
+	default:
+		heap.Push(&s.q, r)
+	}
+}
+
+// popDue pops the earliest entry of q and bulk that is due at now.
+func (s *Switch) popDue(now int64) (release, bool) {
+	fromQ := len(s.q) > 0 && s.q[0].at <= now
+	if len(s.bulk) > 0 && s.bulk[0].at <= now && (!fromQ || s.bulk[0].at < s.q[0].at) {
+		return heap.Pop(&s.bulk).(release), true
+	}
+	if fromQ {
+		return heap.Pop(&s.q).(release), true
+	}
+	return release{}, false
 }
 
 // frameWireBytes is the wire size (netmodel.WireBytes) of a frame read with
