@@ -672,10 +672,15 @@ func (s *Switch) loop(started chan<- error) {
 	var warmed uint64 // seq of the last frame written to the warm-up port
 	warmAfter := s.cfg.WarmAfter.Nanoseconds()
 	var budget, refilled int64
+	// polled: pfds' revents say which ports have frames (a poll ran since
+	// the last receiveAll), so that only those are read: under cross
+	// traffic a recvmsg on every port per wake-up kept the thread busy.
+	polled := false
 	for !s.closed.Load() {
-		if s.receiveAll(oob) {
+		if s.receiveAll(oob, pfds, polled) {
 			active = nowRealtime()
 		}
+		polled = false
 		now := nowRealtime()
 		for len(s.pend) > 0 && s.pend[0].at-s.lookahead <= now {
 			s.dispatch(heap.Pop(&s.pend).(release))
@@ -744,6 +749,7 @@ func (s *Switch) loop(started chan<- error) {
 			deadline := now + min(until, busy-(now-active), budget, waitPend)
 			t := now
 			for t < deadline {
+				polled = true
 				if s.readable(pfds) {
 					break
 				}
@@ -754,6 +760,7 @@ func (s *Switch) loop(started chan<- error) {
 		}
 		if wait > spin {
 			rawPpoll(pfds, min(wait-spin, waitPend))
+			polled = true
 			continue
 		}
 		// Spin until the head is nearly due or a frame arrives; sleep
@@ -761,9 +768,11 @@ func (s *Switch) loop(started chan<- error) {
 		deadline := now + min(wait-fineSpin, waitPend)
 		if budget <= 0 {
 			rawPpoll(pfds, deadline-now)
+			polled = true
 			continue
 		}
 		for nowRealtime() < deadline {
+			polled = true
 			if s.readable(pfds) {
 				break
 			}
@@ -790,9 +799,13 @@ func (s *Switch) readable(pfds []unix.PollFd) bool {
 	return int(n) > 0
 }
 
-// receiveAll reads every frame waiting on every port.
-func (s *Switch) receiveAll(oob []byte) (got bool) {
+// receiveAll reads every frame waiting on every port (with polled, on the
+// ports whose pfds entry has revents).
+func (s *Switch) receiveAll(oob []byte, pfds []unix.PollFd, polled bool) (got bool) {
 	for in, p := range s.ports {
+		if polled && pfds[in].Revents == 0 {
+			continue
+		}
 		for {
 			bp := s.pool.Get().(*[]byte)
 			n, oobn, flags, err := recvmsg(p.fd, *bp, oob)
