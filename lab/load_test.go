@@ -48,6 +48,20 @@ func TestLabLoad(t *testing.T) {
 		t.Fatalf("Up: %v", err)
 	}
 	defer l.Down()
+	// Causality with the port model: no probe arrives before the link's
+	// 50 us and its own serialisation on an idle 100 Mbit/s port (a
+	// frame of at least 60 bytes: 84 byte times, 6.72 us).
+	vc := ValidateConfig{A: 0, B: 1, Probes: 300, Interval: time.Millisecond, Port: 47006}
+	rs, err := l.Validate(context.Background(), vc)
+	if err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	floor := int64(50e3) + netmodel.SerialisationNs(netmodel.WireBytes(netmodel.MinFrame), cfg.PortRate)
+	for _, r := range rs {
+		if r.MinNs < floor {
+			t.Errorf("h%d>h%d: min one-way delay %d ns, below the link's 50 us and the port's serialisation (%d ns)", r.From, r.To, r.MinNs, floor)
+		}
+	}
 	cmd, env := []string{os.Args[0]}, []string{loadgenEnv + "=1"}
 	const share = 0.3
 	stopCross, err := l.StartCross(cmd, env, share, 20*time.Second)
