@@ -1,13 +1,10 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"net"
-	"os"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -15,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/conf"
+	"github.com/gclock/gclock/topology"
 )
 
 // Config is a daemon's configuration: one YAML file, usually the same on
@@ -91,12 +88,12 @@ type ReferenceConfig struct {
 
 // Topologies.
 const (
-	TopoStar      = "star"
-	TopoTree      = "tree"
-	TopoRing      = "ring"
-	TopoHypercube = "hypercube"
-	TopoMesh      = "mesh"
-	TopoExplicit  = "explicit"
+	TopoStar      = topology.KindStar
+	TopoTree      = topology.KindTree
+	TopoRing      = topology.KindRing
+	TopoHypercube = topology.KindHypercube
+	TopoMesh      = topology.KindMesh
+	TopoExplicit  = topology.KindExplicit
 )
 
 // TopologyConfig says which nodes exchange messages. Graph positions follow
@@ -162,7 +159,10 @@ func (g GlobalTimeConfig) PageGroup() (int, error) {
 
 // MetricsConfig is the Prometheus endpoint.
 type MetricsConfig struct {
-	Listen string `yaml:"listen"` // host:port, or unix:/path for a Unix socket; empty: no metrics
+	// Listen is host:port, or unix:/path for a Unix socket; empty: no
+	// metrics. A port without a host (":9190") listens on 127.0.0.1
+	// only; every interface takes 0.0.0.0:9190 or [::]:9190, explicitly.
+	Listen string `yaml:"listen"`
 }
 
 // Real-time modes (Jezequel 5.4).
@@ -188,9 +188,28 @@ type RealTimeConfig struct {
 	// faster slew, is detected at the next sample and counted; served time
 	// slews through it.
 	MaxSlewPPM float64 `yaml:"max_slew_ppm"`
+	// Upstream is where the reference learns how good its CLOCK_REALTIME
+	// is, in reference-realtime mode (daemon/upstream.go): kernel (the
+	// default) reads adjtimex with every sample and folds it into served
+	// UTC (bounds widened by maxerror, unsynced while the kernel says
+	// STA_UNSYNC, the leap second passed on); none serves CLOCK_REALTIME
+	// as UTC with no error of its own, as the operator vouches.
+	Upstream string `yaml:"upstream"`
+	// ChronySocket is chronyd's command socket, read with upstream kernel
+	// for chronyd's tracking (stratum, reference id, root delay and
+	// dispersion) when chronyd answers there; empty: not read.
+	ChronySocket string `yaml:"chrony_socket"`
 }
 
 func (r *RealTimeConfig) validate(e *errs) {
+	switch r.Upstream {
+	case UpstreamKernel, UpstreamNone:
+	default:
+		e.add("real_time.upstream", "unknown upstream %q (kernel, none)", r.Upstream)
+	}
+	if r.ChronySocket != "" && !filepath.IsAbs(r.ChronySocket) {
+		e.add("real_time.chrony_socket", "%q: want an absolute path (chronyd's bindcmdaddress)", r.ChronySocket)
+	}
 	switch r.Mode {
 	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
 	default:
@@ -227,33 +246,21 @@ func DefaultConfig() Config {
 		Clock:      ClockConfig{Source: ClockRaw},
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
-		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500},
-		NTP:        NTPConfig{Stratum: 1},
-		Refclock:   RefclockConfig{Every: Duration(time.Second)},
+		RealTime: RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel,
+			ChronySocket: DefaultChronySocket},
+		NTP:      NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
+		Refclock: RefclockConfig{Every: Duration(time.Second)},
 	}
 }
 
-// ErrConfig is wrapped by every configuration error.
-var ErrConfig = errors.New("invalid config")
+// ErrConfig is wrapped by every configuration error (conf.ErrConfig, the
+// one the engine's section and the simulator's scenarios wrap too).
+var ErrConfig = conf.ErrConfig
 
-// FieldError is one bad field: its YAML path (sync.min_global_period,
-// peers[2].address) and, when the config came from a file, its line.
-type FieldError struct {
-	Field string
-	Line  int // 0 when unknown (defaults, flags)
-	Msg   string
-}
-
-// Error formats "field: msg" or "line N: field: msg".
-func (e *FieldError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.Field, e.Msg)
-}
-
-// Unwrap makes errors.Is(err, ErrConfig) true.
-func (e *FieldError) Unwrap() error { return ErrConfig }
+// FieldError is one bad field (conf.FieldError): its YAML path
+// (sync.min_global_period, peers[2].address) and, when the config came
+// from a file, its line.
+type FieldError = conf.FieldError
 
 // errs collects FieldErrors.
 type errs []error
@@ -280,6 +287,7 @@ func (c *Config) Validate() error {
 	}
 	c.RealTime.validate(&e)
 	c.Auth.validate(&e)
+	c.validateKeyless(&e) // keyless.go
 	c.validateNTP(&e)
 	c.State.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
@@ -425,7 +433,7 @@ func (c *Config) validateGlobalTime(e *errs) {
 // defaults), rejecting unknown fields, and validates it. Errors name the
 // file, the line and the field.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := conf.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
@@ -436,139 +444,20 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Parse is Load on bytes.
+// Parse is Load on bytes: one YAML document (conf.Unmarshal: strict, at
+// most conf.MaxBytes, aliases capped), a list in it replacing the
+// default list.
 func Parse(data []byte) (Config, error) {
 	c := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	// A list in the file replaces the default list.
-	c.Peers, c.Reference.Order = nil, nil
-	err := dec.Decode(&c)
-	if errors.Is(err, io.EOF) {
-		return DefaultConfig(), nil // empty file: all defaults
-	}
+	root, err := conf.Unmarshal(data, &c)
 	if err != nil {
-		var de *engineconf.DurationError
-		if errors.As(err, &de) {
-			var root yaml.Node
-			if yaml.Unmarshal(data, &root) == nil {
-				de.Field = engineconf.FieldAt(&root, de.Line, de.Column)
-			}
-		}
-		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
-	}
-	var extra yaml.Node
-	if dec.Decode(&extra) != io.EOF {
-		return c, fmt.Errorf("decode: more than one YAML document: %w", ErrConfig)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return c, fmt.Errorf("decode: %w: %w", err, ErrConfig)
-	}
-	if c.Peers == nil && lineOf(&root, "peers") == 0 {
-		c.Peers = DefaultConfig().Peers
-	}
-	if c.Reference.Order == nil && lineOf(&root, "reference.order") == 0 {
-		c.Reference.Order = DefaultConfig().Reference.Order
+		return c, fmt.Errorf("decode: %w", err)
 	}
 	if err := c.Validate(); err != nil {
-		addLines(err, &root)
+		conf.AddLines(err, root)
 		return c, err
 	}
 	return c, nil
-}
-
-// addLines fills in the YAML line of every FieldError whose field is in the
-// file (the nearest enclosing field otherwise).
-func addLines(err error, root *yaml.Node) {
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	for _, e := range list {
-		var fe *FieldError
-		if errors.As(e, &fe) {
-			path := fe.Field
-			for path != "" {
-				if l := lineOf(root, path); l > 0 {
-					fe.Line = l
-					break
-				}
-				path = parentPath(path)
-			}
-		}
-	}
-}
-
-func parentPath(p string) string {
-	i := strings.LastIndexAny(p, ".[")
-	if i < 0 {
-		return ""
-	}
-	return p[:i]
-}
-
-// lineOf finds the line of a field path such as peers[1].address.
-func lineOf(root *yaml.Node, path string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := 0
-	for _, part := range splitPath(path) {
-		switch {
-		case part.index >= 0:
-			if n.Kind != yaml.SequenceNode || part.index >= len(n.Content) {
-				return 0
-			}
-			n = n.Content[part.index]
-			line = n.Line
-		default:
-			if n.Kind != yaml.MappingNode {
-				return 0
-			}
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == part.key {
-					line = n.Content[i].Line
-					n = n.Content[i+1]
-					found = true
-					break
-				}
-			}
-			if !found {
-				return 0
-			}
-		}
-	}
-	return line
-}
-
-type pathPart struct {
-	key   string
-	index int // -1 for a key
-}
-
-func splitPath(p string) []pathPart {
-	var out []pathPart
-	for _, seg := range strings.Split(p, ".") {
-		key, rest, _ := strings.Cut(seg, "[")
-		if key != "" {
-			out = append(out, pathPart{key: key, index: -1})
-		}
-		for rest != "" {
-			num, after, _ := strings.Cut(rest, "]")
-			i, err := strconv.Atoi(num)
-			if err != nil {
-				return out
-			}
-			out = append(out, pathPart{index: i})
-			rest = strings.TrimPrefix(after, "[")
-		}
-	}
-	return out
 }
 
 // ReferenceID is the configured reference: the first of reference.order

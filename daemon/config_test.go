@@ -138,8 +138,9 @@ func TestFlagsOverride(t *testing.T) {
 		wantErr string
 	}{
 		{"id", []string{"-id", "3"}, func(c Config) bool { return c.Node.ID == 3 }, ""},
-		{"peers and reference", []string{"-peers", "5=h5:1,6=h6:1", "-reference", "6,5", "-id", "5"},
+		{"peers and reference", []string{"-peers", "5=127.0.0.5:1,6=127.0.0.6:1", "-reference", "6,5", "-id", "5"},
 			func(c Config) bool { return len(c.Peers) == 2 && c.ReferenceID() == 6 }, ""},
+		{"peers off loopback without a key", []string{"-peers", "5=h5:1,6=h6:1", "-reference", "6,5", "-id", "5"}, nil, "auth.key_file: empty, and peers[0]"},
 		{"estimator", []string{"-estimator", "regression"}, func(c Config) bool { return c.Sync.Estimator == "regression" }, ""},
 		{"no page", []string{"-shm", "none", "-metrics", ":9100"},
 			func(c Config) bool { return c.GlobalTime.ShmPath == "" && c.Metrics.Listen == ":9100" }, ""},

@@ -15,7 +15,7 @@
 //
 // Absent fields keep DefaultConfig's values (a three-node star on
 // localhost, the engine's Liao defaults, the raw clock, kernel timestamps,
-// the page at /dev/shm/gclock). Units are in the names (drift_ppm,
+// the page at /run/gclock/page). Units are in the names (drift_ppm,
 // max_slew_ppm) or in the values: durations need a unit ("250ms"; a bare
 // number is an error). Unknown fields are rejected. Every error names its
 // field as a YAML path and, for a file, its line:
@@ -32,7 +32,7 @@
 // MetricsHandler serves a private Prometheus registry whose one collector
 // builds every metric at scrape time from a Snapshot (node_exporter's timex
 // collector does the same), in base units: gclock_offset_seconds,
-// gclock_estimated_error_seconds, gclock_frequency_adjustment_ratio,
+// gclock_max_error_seconds, gclock_frequency_adjustment_ratio,
 // gclock_sync_messages_total{type,direction} and a few more; the exact
 // exposition is pinned by testdata/metrics.golden.
 package daemon

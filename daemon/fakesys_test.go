@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/transport"
 )
@@ -38,6 +39,8 @@ func fakeSys(n *memnet.Network, m *fakeMetrics) sys {
 			return c, nil
 		},
 		serve: m.serve,
+		// A synchronised CLOCK_REALTIME (the machine's kernel may not be).
+		upstream: func() (realtime.Upstream, error) { return realtime.Upstream{Known: true, Synced: true}, nil },
 	}
 }
 
@@ -87,7 +90,8 @@ func (m *fakeMetrics) get(t *testing.T, addr, path string) string {
 }
 
 // memCluster configures n daemons for the in-memory network, node i+1 at
-// 10.0.0.1:i+1, without kernel timestamps.
+// 10.0.0.1:i+1, without kernel timestamps and without a key
+// (auth.insecure).
 func memCluster(t *testing.T, n int) []Config {
 	var addrs []string
 	for i := range n {
@@ -96,6 +100,9 @@ func memCluster(t *testing.T, n int) []Config {
 	cfgs := clusterAt(t, addrs)
 	for i := range cfgs {
 		cfgs[i].Transport.KernelTimestamps = false
+		// The in-memory network reaches no one else: no key, said so
+		// (tests that want one set auth.key_file).
+		cfgs[i].Auth.Insecure = true
 	}
 	return cfgs
 }

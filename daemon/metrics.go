@@ -39,6 +39,16 @@ type Snapshot struct {
 	Sources    []SourceStats
 	Children   []ChildStats
 	Messages   []MessageCount
+	// TakenAt is the wall-clock time of the snapshot: the metrics export
+	// when things happened as Unix timestamps (Prometheus' convention),
+	// not ages.
+	TakenAt time.Time
+}
+
+// unixSeconds is t as Unix seconds, split before the float so that the ns
+// part keeps its precision as far as a float64 of ~1.8e9 s can.
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
 
 // SourceStats describe the rounds this node received from one source.
@@ -169,7 +179,7 @@ func NewCollector(src Snapshotter) *Collector {
 	return &Collector{
 		src:        src,
 		offset:     d("offset_seconds", "Global time minus the local clock (CLOCK_MONOTONIC_RAW), seconds."),
-		estErr:     d("estimated_error_seconds", "Half-width of the guaranteed bounds on global time, seconds."),
+		estErr:     d("max_error_seconds", "Half-width of the guaranteed bounds on global time, seconds: a bound (timex's maxerror), not an estimate."),
 		freq:       d("frequency_adjustment_ratio", "Estimated rate of global time per local second, minus 1."),
 		st:         d("status", "1 for the node's current status, 0 for the others.", "status", "reference"),
 		srcRounds:  d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
@@ -187,7 +197,7 @@ func NewCollector(src Snapshotter) *Collector {
 		buildInfo:   prometheus.NewDesc("gclock_build_info", "1, labelled with the daemon's module version, VCS revision and Go version.", []string{"version", "revision", "goversion"}, nil),
 		refID:       d("reference_id", "Id of the cluster's current reference node (chronyc tracking Reference ID)."),
 		selfPeriod:  d("self_period_seconds", "Self-resync period: how often the measured drift is applied between rounds, seconds."),
-		age:         d("last_update_age_seconds", "Time since the last accepted round from the selected source, seconds (chronyc tracking Ref time)."),
+		age:         d("last_update_timestamp_seconds", "Unix time of the last accepted round from the selected source, seconds (chronyc tracking Ref time)."),
 		lastOff:     d("last_offset_seconds", "Measured minus projected offset in the selected source's last round, seconds (chronyc tracking Last offset)."),
 		rmsOff:      d("rms_offset_seconds", "Root mean square of the selected source's recent round differences, seconds (chronyc tracking RMS offset)."),
 		resid:       d("residual_frequency_ratio", "Selected source's clock rate per local second, minus 1, as its estimator has it (chronyc tracking Residual freq)."),
@@ -198,7 +208,7 @@ func NewCollector(src Snapshotter) *Collector {
 		srcFreq:     d("source_frequency_ratio", "A source's clock rate per local second, minus 1 (chronyc sourcestats Frequency).", "source"),
 		srcSkew:     d("source_skew_ratio", "Bound on the error of a source's frequency (chronyc sourcestats Freq Skew).", "source"),
 		srcPeriod:   d("source_period_seconds", "Global resync period a source announced, seconds.", "source"),
-		srcAge:      d("source_last_round_age_seconds", "Time since the last accepted round from a source, seconds.", "source"),
+		srcAge:      d("source_last_round_timestamp_seconds", "Unix time of the last accepted round from a source, seconds.", "source"),
 		srcLastOff:  d("source_last_offset_seconds", "Measured minus projected offset in a source's last round, seconds.", "source"),
 		srcRMS:      d("source_rms_offset_seconds", "Root mean square of a source's recent round differences, seconds (chronyc sourcestats Std Dev).", "source"),
 		srcShortRTT: d("source_shortest_rtt_seconds", "Shortest round trip of a source's rounds' best exchanges, seconds.", "source"),
@@ -260,8 +270,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.srcSkew, src.Skew, id)
 		}
 		g(c.srcPeriod, src.GlobalPeriod.Seconds(), id)
-		if src.LastRoundAge >= 0 {
-			g(c.srcAge, src.LastRoundAge.Seconds(), id)
+		if src.LastRoundAge >= 0 && !s.TakenAt.IsZero() {
+			g(c.srcAge, unixSeconds(s.TakenAt.Add(-src.LastRoundAge)), id)
 		}
 		if src.Differences > 0 {
 			g(c.srcLastOff, src.LastOffset.Seconds(), id)
@@ -285,8 +295,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.skew, src.Skew)
 		}
 		g(c.interval, src.GlobalPeriod.Seconds())
-		if src.LastRoundAge >= 0 {
-			g(c.age, src.LastRoundAge.Seconds())
+		if src.LastRoundAge >= 0 && !s.TakenAt.IsZero() {
+			g(c.age, unixSeconds(s.TakenAt.Add(-src.LastRoundAge)))
 		}
 		if src.Differences > 0 {
 			g(c.lastOff, src.LastOffset.Seconds())

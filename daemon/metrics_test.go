@@ -28,7 +28,7 @@ func (f fixedSnapshot) Snapshot() Snapshot { return Snapshot(f) }
 // and 5.
 func goldenSnapshot() fixedSnapshot {
 	return fixedSnapshot{
-		Node: 2, Reference: 1, Status: "synced",
+		Node: 2, Reference: 1, Status: "synced", TakenAt: time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC),
 		Offset:              -1234*time.Second - 567890123,
 		EstimatedError:      1500 * time.Nanosecond,
 		FrequencyAdjustment: 12.5e-6,
@@ -213,11 +213,12 @@ func metricsLive(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	now := unixSeconds(time.Now()) // the bubble's clock, the daemon's too
 	for _, c := range []struct {
 		name   string
 		lo, hi float64
 	}{
-		{"gclock_last_update_age_seconds", 0, 5},
+		{"gclock_last_update_timestamp_seconds", now - 5, now},
 		{"gclock_rms_offset_seconds", 0, 1e-3},
 		{"gclock_update_interval_seconds", 0.01, 10},
 		{"gclock_residual_frequency_ratio", -1e-3, 1e-3},

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,47 +16,13 @@ import (
 func (c *Config) Graph(ref uint32) (*topology.Graph, []uint32, error) {
 	ids := c.order(ref)
 	n := len(ids)
-	var g *topology.Graph
-	var err error
-	switch c.Topology.Kind {
-	case TopoStar:
-		g, err = topology.Star(n)
-	case TopoTree:
-		g, err = topology.Tree(n, c.Topology.Fanout)
-	case TopoRing:
-		g, err = topology.Ring(n)
-	case TopoHypercube:
-		g, err = topology.HypercubeN(n)
-	case TopoMesh:
-		g, err = topology.FullMesh(n)
-	case TopoExplicit:
+	var edges [][2]int
+	if c.Topology.Kind == TopoExplicit {
 		pos := make(map[uint32]int, n)
 		for i, id := range ids {
 			pos[id] = i
 		}
-		adj := map[uint32][]uint32{}
-		for _, e := range c.Topology.Edges {
-			adj[e[0]] = append(adj[e[0]], e[1])
-			adj[e[1]] = append(adj[e[1]], e[0])
-		}
-		seen := map[uint32]bool{ref: true}
-		queue := []uint32{ref}
-		for len(queue) > 0 {
-			v := queue[0]
-			queue = queue[1:]
-			for _, w := range adj[v] {
-				if !seen[w] {
-					seen[w] = true
-					queue = append(queue, w)
-				}
-			}
-		}
-		for _, id := range ids {
-			if !seen[id] {
-				return nil, nil, fmt.Errorf("topology.edges: node %d cannot be reached from the reference %d: %w", id, ref, ErrConfig)
-			}
-		}
-		edges := make([][2]int, 0, len(c.Topology.Edges))
+		edges = make([][2]int, 0, len(c.Topology.Edges))
 		for i, e := range c.Topology.Edges {
 			a, okA := pos[e[0]]
 			b, okB := pos[e[1]]
@@ -64,9 +31,10 @@ func (c *Config) Graph(ref uint32) (*topology.Graph, []uint32, error) {
 			}
 			edges = append(edges, [2]int{a, b})
 		}
-		g, err = topology.FromEdges(n, edges)
-	default:
-		return nil, nil, fmt.Errorf("topology.kind: unknown %q: %w", c.Topology.Kind, ErrConfig)
+	}
+	g, err := topology.Named(c.Topology.Kind, n, c.Topology.Fanout, edges)
+	if ue, ok := errors.AsType[*topology.UnreachableError](err); ok {
+		return nil, nil, fmt.Errorf("topology.edges: node %d cannot be reached from the reference %d: %w", ids[ue.Node], ref, ErrConfig)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("topology %s over %d peers: %w", c.Topology.Kind, n, err)

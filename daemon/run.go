@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,9 +73,11 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 }
 
 // node is one running daemon: the engine behind a mutex, the endpoint, the
-// page writer and counters.
+// page writer and counters. engCfg is cfg.Sync converted once
+// (Config.EngineConfig): the clock model in engine units.
 type node struct {
 	cfg    Config
+	engCfg engine.Config
 	sys    sys // the raw clock and the socket (sys.go)
 	log    *slog.Logger
 	meas   *measurementsLog // nil: no log.measurements
@@ -83,6 +87,7 @@ type node struct {
 	writer *gtime.Writer // nil: no page
 	rt     *realTime     // nil: real_time.mode none (realtime.go)
 	state  *stateKeeper  // nil: no state.file (state.go)
+	sd     *notifier     // systemd's notify protocol; inert without $NOTIFY_SOCKET (sdnotify.go)
 
 	mu      sync.Mutex     // guards eng, next and last
 	eng     *engine.Member // the engine, through reference changes (engine/member.go)
@@ -155,7 +160,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	n := &node{cfg: cfg, sys: sys, log: logger, clk: clk, eng: mem, wake: make(chan struct{}, 1),
+	sd, err := newNotifier(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer sd.stopping()
+	n := &node{cfg: cfg, engCfg: cfg.EngineConfig(nil, nil), sys: sys, log: logger, clk: clk, eng: mem, sd: sd, wake: make(chan struct{}, 1),
 		pub:   make(chan struct{}, 1),
 		peers: map[engine.NodeID]netip.AddrPort{}}
 	for _, p := range cfg.Peers {
@@ -207,18 +217,30 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		defer n.meas.Close()
 	}
 	if p := cfg.GlobalTime.ShmPath; p != "" {
-		gid, _ := cfg.GlobalTime.PageGroup() // checked by Validate
+		gid, _ := cfg.GlobalTime.PageGroup()         // checked by Validate
+		if made, err := makePageDir(p); err != nil { // pagedir.go
+			conn.Close()
+			return fmt.Errorf("daemon: %w", err)
+		} else if made {
+			logger.Info("created the page's directory", "dir", filepath.Dir(p), "mode", "0755")
+		}
 		if n.writer, err = gtime.NewWriterWith(p, gtime.WriterOptions{Group: gid}); err != nil {
 			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		}
 		defer n.writer.Close()
+		for _, l := range n.writer.Leftovers() {
+			logger.Warn("removed a file beside the page that was not the daemon's", "file", l)
+		}
 	}
 	ext, err := n.openExtras() // ntp.go: the NTP socket, the refclock feed
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// The NTP socket is closed on every return: by its server once started
+	// (closing it again is harmless), here when the start fails before.
+	defer ext.close()
 	restored, err := n.restoreState(clk.now()) // state.go
 	if err != nil {
 		conn.Close()
@@ -248,8 +270,8 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		mux.Handle("/metrics", h)
 		// gclock tracking, sources and sourcestats read ControlPath (control.go).
 		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot))
-		mountStatus(ctx, mux, n, cfg) // the live status page (status.go)
-		stop, err := sys.serve(addr, mux)
+		mountStatus(ctx, mux, n, cfg)                  // the live status page (status.go)
+		stop, err := sys.serve(metricsBind(addr), mux) // status.go: ":port" is 127.0.0.1:port
 		if err != nil {
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}
@@ -308,11 +330,21 @@ func (n *node) loop(ctx context.Context) error {
 		save = t.C
 	}
 	n.publish()
+	var watchdog <-chan time.Time // systemd's WatchdogSec (sdnotify.go)
+	if every := n.sd.pingEvery(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		watchdog = t.C
+		n.pingWatchdog()
+	}
 	var lastTick time.Time // zero: the engine has not been ticked yet
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-watchdog:
+			n.pingWatchdog()
+			continue
 		case <-timer.C:
 			lastTick = time.Now()
 			now := n.clk.now()
@@ -582,6 +614,13 @@ func (n *node) HandleMessage(in *transport.Incoming) {
 // after an update, so the fit spans 0, StaleAfter and 2*StaleAfter.
 func (n *node) publishSpan() int64 { return max(int64(n.cfg.Sync.StaleAfter), int64(time.Second)) }
 
+// pingWatchdog tells systemd the main loop runs (WATCHDOG=1).
+func (n *node) pingWatchdog() {
+	if err := n.sd.ping(time.Now()); err != nil {
+		n.log.Warn("systemd watchdog", "err", err)
+	}
+}
+
 // publish writes the engine's current local->global mapping, re-expressed
 // on CLOCK_MONOTONIC_RAW, to the page.
 func (n *node) publish() {
@@ -599,13 +638,16 @@ func (n *node) publish() {
 	n.mu.Unlock()
 	u := gtime.Update{
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
-		MaxDrift: n.cfg.Sync.MaxDriftPPM / 1e6, MaxSlewRate: n.cfg.Sync.MaxSlewPPM / 1e6,
+		MaxDrift: n.engCfg.MaxDrift, MaxSlewRate: n.engCfg.MaxSlewRate,
 		Node: n.cfg.Node.ID, Reference: n.ref.Load(),
 	}
 	ok := true
 	if n.rt != nil {
 		u.Timescale, u.Continuous = n.rt.timescale(), true
 		ok = n.rt.apply(ts[:])
+		if up, has := n.rt.upstreamState(); !ok && has && up.Problem() != "" {
+			u.UpstreamUnsynced = true // the page's reason (gclock now)
+		}
 	}
 	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
 		if c := n.clk.curve(raw, d); c > 0 {
@@ -662,7 +704,7 @@ func (n *node) Snapshot() Snapshot {
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
-		Status: t.Status.String()}
+		Status: t.Status.String(), TakenAt: time.Now()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))

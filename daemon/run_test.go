@@ -170,7 +170,7 @@ func TestRunLoopback(t *testing.T) {
 }
 
 // TestRunRefuses: Run refuses a bad config, a port in use, a held page and a
-// planted one. On the kernel: a port in use is the kernel's refusal.
+// page directory anyone could replace the page in. On the kernel: a port in use is the kernel's refusal.
 func TestRunRefuses(t *testing.T) {
 	busy, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -185,7 +185,7 @@ func TestRunRefuses(t *testing.T) {
 		{"invalid", func(c *Config) { c.Sync.Estimator = "kalman" }, "sync.estimator"},
 		{"port in use", func(c *Config) { c.Node.Listen = busy.LocalAddr().String() }, "listen"},
 		{"page held", func(c *Config) { c.GlobalTime.ShmPath = heldPage(t) }, "another writer"},
-		{"page planted 0666", func(c *Config) { c.GlobalTime.ShmPath = plantedPage(t) }, "mode 0666"},
+		{"page directory anyone writes", func(c *Config) { c.GlobalTime.ShmPath = openDir(t) }, "without the sticky bit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -211,17 +211,17 @@ func heldPage(t *testing.T) string {
 	return path
 }
 
-// plantedPage is a page-sized file of mode 0666 at the page path, as a
-// local user could leave in /dev/shm: the daemon must refuse it.
-func plantedPage(t *testing.T) string {
-	path := filepath.Join(t.TempDir(), "planted")
-	if err := os.WriteFile(path, make([]byte, gtime.PageSize), 0o666); err != nil {
+// openDir is a page directory that every user may write, without the
+// sticky bit: anyone could replace the page, the daemon must refuse it.
+func openDir(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
+	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return filepath.Join(dir, "page")
 }
 
 // TestRunPageGroup: global_time.group gives the page that group and mode
@@ -335,6 +335,65 @@ func TestStatusValues(t *testing.T) {
 	} {
 		if gtime.Status(c.e) != c.g || c.e.String() != c.g.String() {
 			t.Errorf("engine %v (%d) is gtime %v, want %v", c.e, c.e, gtime.Status(c.e), c.g)
+		}
+	}
+}
+
+// TestRunPageDirAndLeftovers (issue 17, safe defaults): the daemon creates
+// its page's directory (mode 0755, its own) when it is missing, and files
+// another user planted there (a page, its temporary, its lock) no longer
+// stop it from starting: they are removed, logged, and the page is served.
+//
+// On the kernel: file ownership and modes are the kernel's.
+func TestRunPageDirAndLeftovers(t *testing.T) {
+	c := testCluster(t, 1)[0]
+	dir := filepath.Join(t.TempDir(), "gclock")
+	c.GlobalTime.ShmPath = filepath.Join(dir, "page")
+	run := func() string {
+		t.Helper()
+		var logs lockedBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, c, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+		}()
+		r := openPage(t, c.GlobalTime.ShmPath, 1, time.Now().Add(10*time.Second))
+		r.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v\n%s", err, logs.String())
+		}
+		return logs.String()
+	}
+	logs := run()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatalf("the page's directory was not created: %v", err)
+	}
+	if fi.Mode().Perm() != 0o755 || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()) {
+		t.Errorf("page directory mode %v uid %d, want 0755 and the daemon's uid %d", fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Uid, os.Geteuid())
+	}
+	if !strings.Contains(logs, "created the page's directory") {
+		t.Errorf("no log of the directory's creation:\n%s", logs)
+	}
+	// Plant what a local user could have left in /dev/shm.
+	owner := os.Geteuid()
+	if owner == 0 {
+		owner = 65534
+	}
+	for name, mode := range map[string]os.FileMode{"page": 0o666, "page.new": 0o644, "page.lock": 0o666} {
+		p := filepath.Join(dir, name)
+		os.Remove(p)
+		if err := os.WriteFile(p, make([]byte, gtime.PageSize), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		os.Chown(p, owner, owner)
+	}
+	logs = run()
+	for _, name := range []string{"page.lock", "page.new", "page's path"} {
+		if !strings.Contains(logs, "removed a file beside the page") || !strings.Contains(logs, name) {
+			t.Errorf("no warning naming the planted %s:\n%s", name, logs)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gclock/gclock/engine"
@@ -239,17 +240,31 @@ func (s State) usable(node uint32, boot, clockID string, now int64, maxAge time.
 	return ""
 }
 
+// ErrStateFilePerm is returned for a state file that someone other than
+// the daemon's user (or root) owns or could have written.
+var ErrStateFilePerm = errors.New("state file writable by others")
+
 // ReadState reads and validates the state file at path; a missing file
-// is (State{}, false, nil).
+// is (State{}, false, nil). As the key file (ReadKeyFile), the state file
+// must be a regular file (not a symbolic link) owned by the daemon's user
+// or root and not writable by group or others: anything else may have
+// been planted (issue 17: a planted file gave stale reads 5 ms off with
+// 2.3 us bounds) and is refused with ErrStateFilePerm.
 func ReadState(path string) (State, bool, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return State{}, false, nil
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return State{}, false, fmt.Errorf("state file %s is a symbolic link: %w", path, ErrStateFilePerm)
 	}
 	if err != nil {
 		return State{}, false, fmt.Errorf("state file: %w", err)
 	}
 	defer f.Close()
+	if err := checkStateFile(f, path); err != nil {
+		return State{}, false, err
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
 	if err != nil {
 		return State{}, false, fmt.Errorf("state file %s: %w", path, err)
@@ -259,6 +274,28 @@ func ReadState(path string) (State, bool, error) {
 		return State{}, false, fmt.Errorf("state file %s: %w", path, err)
 	}
 	return s, true, nil
+}
+
+// checkStateFile refuses a state file that is not a regular file, is
+// writable by group or others, or is owned by another user than the
+// daemon's (root excepted).
+func checkStateFile(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("state file %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("state file %s: not a regular file (%v): %w", path, fi.Mode().Type(), ErrStateFilePerm)
+	}
+	if p := fi.Mode().Perm(); p&0o022 != 0 {
+		return fmt.Errorf("state file %s: mode %04o, writable by group or others: %w (the daemon writes it 0600)", path, p, ErrStateFilePerm)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if uid := uint32(os.Geteuid()); st.Uid != uid && st.Uid != 0 {
+			return fmt.Errorf("state file %s: owned by uid %d, not by the daemon's uid %d or root: %w", path, st.Uid, uid, ErrStateFilePerm)
+		}
+	}
+	return nil
 }
 
 // WriteState writes s to path atomically: a temporary file in the same
@@ -341,6 +378,9 @@ func (n *node) restoreState(now int64) (*State, error) {
 	n.state = k
 	s, ok, err := ReadState(c.File)
 	switch {
+	case errors.Is(err, ErrStateFilePerm):
+		n.log.Warn("state file refused: starting fresh (it is replaced at the first save)", "err", err)
+		return nil, nil
 	case err != nil:
 		n.log.Warn("state file ignored", "err", err)
 		return nil, nil

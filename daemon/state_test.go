@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -386,4 +388,125 @@ func TestRunRestartReference(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStateFileRefused (issue 17, safe defaults): like the key file, a
+// state file that another user owns, that group or others can write, or
+// that is a symbolic link is refused with ErrStateFilePerm naming the file
+// and what is wrong; the daemon's own 0600 (or 0644) file is read.
+func TestStateFileRefused(t *testing.T) {
+	b, err := goodState().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := 65534
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		want  string // "" accepted
+	}{
+		{"own 0600", func(t *testing.T, p string) { writeMode(t, p, b, 0o600) }, ""},
+		{"own 0644", func(t *testing.T, p string) { writeMode(t, p, b, 0o644) }, ""},
+		{"0666", func(t *testing.T, p string) { writeMode(t, p, b, 0o666) }, "mode 0666, writable by group or others"},
+		{"0620", func(t *testing.T, p string) { writeMode(t, p, b, 0o620) }, "mode 0620"},
+		{"another user's", func(t *testing.T, p string) {
+			if os.Geteuid() != 0 {
+				t.Skip("giving a file to another user needs root")
+			}
+			writeMode(t, p, b, 0o600)
+			if err := os.Chown(p, other, other); err != nil {
+				t.Fatal(err)
+			}
+		}, "owned by uid 65534"},
+		{"symlink to a good file", func(t *testing.T, p string) {
+			writeMode(t, p+".real", b, 0o600)
+			if err := os.Symlink(p+".real", p); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"fifo", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.json")
+			tt.setup(t, path)
+			s, ok, err := ReadState(path)
+			if tt.want == "" {
+				if err != nil || !ok || s.Node != goodState().Node {
+					t.Fatalf("ReadState: %+v %v %v, want the state", s, ok, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrStateFilePerm) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("ReadState: %v; want ErrStateFilePerm naming %s and %q", err, path, tt.want)
+			}
+			if ok {
+				t.Errorf("ok with an error")
+			}
+		})
+	}
+}
+
+// TestRunPlantedStateFile: a daemon whose state file was planted (a valid
+// state of mode 0666) starts fresh: it logs the refusal, does not restore
+// the planted prior, and replaces the file with its own (0600) at the
+// first save.
+//
+// On the kernel: file modes are the kernel's.
+func TestRunPlantedStateFile(t *testing.T) {
+	c := testCluster(t, 1)[0]
+	c.State = StateConfig{File: filepath.Join(t.TempDir(), "state.json"), SaveEvery: Duration(100 * time.Millisecond)}
+	boot, err := bootID()
+	if err != nil {
+		t.Skipf("no boot id: %v", err)
+	}
+	s := goodState()
+	s.Node, s.BootID, s.Reference, s.Saved = 1, boot, 1, gtime.RawNow()-int64(time.Second)
+	s.Prior.X0 = s.Saved - 1000
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeMode(t, c.State.File, b, 0o666)
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, c, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fi, err := os.Stat(c.State.File)
+		if err == nil && fi.Mode().Perm() == 0o600 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("the planted state file was not replaced: %v %v\n%s", fi.Mode(), err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "state file refused") || !strings.Contains(out, "mode 0666") {
+		t.Errorf("no warning naming the refused state file:\n%s", out)
+	}
+	if strings.Contains(out, "state restored") {
+		t.Errorf("the planted state was restored:\n%s", out)
+	}
+}
+
+func writeMode(t *testing.T, path string, b []byte, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, b, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
 }

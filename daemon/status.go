@@ -68,13 +68,29 @@ func statusSample(s Snapshot) statuspage.Sample {
 	return out
 }
 
+// metricsBind is the address metrics.listen binds: a Unix socket as
+// given; a host:port without a host (":9190") on 127.0.0.1, this host
+// only, never every interface: the metrics and the status page show the
+// cluster's state, so listening beyond the host takes an explicit
+// address (0.0.0.0:9190, [::]:9190 or the host's own).
+func metricsBind(listen string) string {
+	if listen == "" || strings.HasPrefix(listen, "unix:") {
+		return listen
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil || host != "" {
+		return listen
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
+
 // peerPages are the status pages of the cluster's daemons, assuming each
 // serves them on this daemon's metrics port at its peer address's host
 // (one config file for the cluster). None when metrics are on a Unix
-// socket or have no port.
+// socket, on loopback (no other host can reach them) or have no port.
 func peerPages(cfg Config) []statuspage.PeerPage {
-	l := cfg.Metrics.Listen
-	if l == "" || strings.HasPrefix(l, "unix:") {
+	l := metricsBind(cfg.Metrics.Listen)
+	if l == "" || strings.HasPrefix(l, "unix:") || onLoopback(l) {
 		return nil
 	}
 	_, port, err := net.SplitHostPort(l)

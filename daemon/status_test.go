@@ -1,8 +1,12 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,13 +22,16 @@ func TestPeerPages(t *testing.T) {
 		peers  []Peer
 		want   []statuspage.PeerPage
 	}{
-		{":9190", peers, []statuspage.PeerPage{{Node: 1, URL: "http://10.1.0.1:9190"}, {Node: 2, URL: "http://[fd00::2]:9190"}, {Node: 3, URL: "http://node3:9190"}}},
+		{"0.0.0.0:9190", peers, []statuspage.PeerPage{{Node: 1, URL: "http://10.1.0.1:9190"}, {Node: 2, URL: "http://[fd00::2]:9190"}, {Node: 3, URL: "http://node3:9190"}}},
 		{"0.0.0.0:9300", peers[:1], []statuspage.PeerPage{{Node: 1, URL: "http://10.1.0.1:9300"}}},
+		// A port alone is 127.0.0.1 (metricsBind): no other host reaches it.
+		{":9190", peers, nil},
+		{"127.0.0.1:9190", peers, nil},
 		{"", peers, nil},
 		{"unix:/run/gclock.metrics", peers, nil},
 		{"127.0.0.1:0", peers, nil},
 		// Daemons on one host cannot share a port: no cluster view.
-		{":9190", []Peer{{ID: 1, Address: "127.0.0.1:3190"}, {ID: 2, Address: "127.0.0.1:3191"}}, nil},
+		{"[::]:9190", []Peer{{ID: 1, Address: "127.0.0.1:3190"}, {ID: 2, Address: "127.0.0.1:3191"}}, nil},
 	} {
 		c := DefaultConfig()
 		c.Metrics.Listen, c.Peers = tc.listen, tc.peers
@@ -52,6 +59,83 @@ func TestStatusSample(t *testing.T) {
 	got.DriftPPM = want.DriftPPM
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("statusSample:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestMetricsBind (issue 17, safe defaults): a metrics.listen without a
+// host binds 127.0.0.1, not every interface; explicit addresses and Unix
+// sockets are kept.
+func TestMetricsBind(t *testing.T) {
+	for _, tc := range []struct{ listen, want string }{
+		{":9190", "127.0.0.1:9190"},
+		{":0", "127.0.0.1:0"},
+		{"0.0.0.0:9190", "0.0.0.0:9190"},
+		{"[::]:9190", "[::]:9190"},
+		{"10.1.0.1:9190", "10.1.0.1:9190"},
+		{"localhost:9190", "localhost:9190"},
+		{"unix:/run/gclock/metrics.sock", "unix:/run/gclock/metrics.sock"},
+		{"", ""},
+	} {
+		if got := metricsBind(tc.listen); got != tc.want {
+			t.Errorf("metricsBind(%q) = %q, want %q", tc.listen, got, tc.want)
+		}
+	}
+}
+
+// TestRunMetricsOnLoopback: a daemon with metrics.listen ":PORT" answers
+// on 127.0.0.1 and on none of the host's other addresses.
+//
+// On the kernel: which addresses a socket is bound to is the kernel's.
+func TestRunMetricsOnLoopback(t *testing.T) {
+	var others []netip.Addr
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if p, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(p.IP); ok && !ip.Unmap().IsLoopback() && ip.Unmap().Is4() {
+					others = append(others, ip.Unmap())
+				}
+			}
+		}
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := testCluster(t, 1)[0]
+	c.Metrics.Listen = fmt.Sprintf(":%d", port)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, c, nil) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	url := fmt.Sprintf("http://127.0.0.1:%d/status.json", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(url)
+		if err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(others) == 0 {
+		t.Log("no non-loopback IPv4 address on this host: only the loopback half is checked")
+	}
+	for _, a := range others {
+		conn, err := net.DialTimeout("tcp", netip.AddrPortFrom(a, uint16(port)).String(), time.Second)
+		if err == nil {
+			conn.Close()
+			t.Errorf("metrics reachable at %v:%d: listening beyond loopback", a, port)
+		}
 	}
 }
 

@@ -76,6 +76,17 @@ func checkProduction(t *testing.T, name string, c daemon.Config) {
 	if len(c.Reference.Order) < 2 {
 		t.Errorf("%s: reference.order %v: no failover", name, c.Reference.Order)
 	}
+	// Safe defaults (issue 17): a key, metrics on loopback, the page in
+	// the daemon's own directory.
+	if c.Auth.KeyFile == "" || c.Auth.Insecure {
+		t.Errorf("%s: auth %+v: want a key file (and not insecure): without one anyone can forge the peers' rounds", name, c.Auth)
+	}
+	if host, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil || (host != "127.0.0.1" && host != "::1" && host != "") {
+		t.Errorf("%s: metrics.listen %q: want loopback (127.0.0.1:PORT): the status page and metrics show the cluster's state", name, c.Metrics.Listen)
+	}
+	if filepath.Dir(c.GlobalTime.ShmPath) != "/run/gclock" {
+		t.Errorf("%s: global_time.shm_path %q: want a file in /run/gclock, the daemon's own directory (not /dev/shm: anyone can plant files there)", name, c.GlobalTime.ShmPath)
+	}
 }
 
 // TestSystemdUnit checks deploy/gclockd.service with systemd-analyze verify
@@ -97,8 +108,25 @@ func TestSystemdUnit(t *testing.T) {
 	if !slices.Contains(args, "-auto-id") {
 		t.Errorf("ExecStart arguments %q: want -auto-id (one file for every host)", args)
 	}
-	if !bytes.Contains(unit, []byte("ReadWritePaths=/dev/shm")) {
-		t.Errorf("gclockd.service: ProtectSystem=strict needs ReadWritePaths=/dev/shm for the page")
+	// The page's directory is the daemon's own: systemd makes /run/gclock
+	// (0755) and keeps it across restarts; nothing in /dev/shm.
+	for _, want := range []string{"RuntimeDirectory=gclock\n", "RuntimeDirectoryMode=0755\n", "RuntimeDirectoryPreserve=yes\n"} {
+		if !bytes.Contains(unit, []byte(want)) {
+			t.Errorf("gclockd.service: no %q: the page needs its own directory /run/gclock", strings.TrimSpace(want))
+		}
+	}
+	if bytes.Contains(unit, []byte("/dev/shm")) {
+		t.Errorf("gclockd.service: mentions /dev/shm: the page lives in /run/gclock")
+	}
+	// The key: made once at install (gclock keygen -o), the same 0600
+	// file on every host, where deploy/gclock.yaml reads it.
+	prod, err := daemon.Load("gclock.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^#.*gclock keygen -o \S+`).Match(unit) ||
+		!regexp.MustCompile(`(?m)^#.*install (?:-o gclock )?-m 600 \S+ `+regexp.QuoteMeta(prod.Auth.KeyFile)+`\b`).Match(unit) {
+		t.Errorf("gclockd.service: the install steps do not make the key (gclock keygen -o FILE) and install it 0600 at %s", prod.Auth.KeyFile)
 	}
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
@@ -110,9 +138,43 @@ func TestSystemdUnit(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Replace(unit, []byte("ExecStart="+exe), []byte("ExecStart="+bin), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(analyze, "verify", path).CombinedOutput()
+	wait, err := os.ReadFile("gclock-wait.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gclock := buildCmd(t, dir, "gclock")
+	waitPath := filepath.Join(dir, "gclock-wait.service")
+	if err := os.WriteFile(waitPath, bytes.Replace(wait, []byte("ExecStart=/usr/local/bin/gclock"), []byte("ExecStart="+gclock), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", path, waitPath).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("systemd-analyze verify gclockd.service: %v\n%s", err, out)
+		t.Errorf("systemd-analyze verify gclockd.service gclock-wait.service: %v\n%s", err, out)
+	}
+}
+
+// TestSystemdNotify: the unit asks for the notify protocol the daemon
+// speaks (daemon/sdnotify.go: READY=1 once synced, WATCHDOG=1 from the main
+// loop), and gclock-wait.service waits with gclock waitsync, as
+// chrony-wait.service does.
+func TestSystemdNotify(t *testing.T) {
+	unit, err := os.ReadFile("gclockd.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nType=notify\n", "\nNotifyAccess=main\n", "\nWatchdogSec="} {
+		if !bytes.Contains(unit, []byte(want)) {
+			t.Errorf("gclockd.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	wait, err := os.ReadFile("gclock-wait.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ExecStart=/usr/local/bin/gclock waitsync ", "After=gclockd.service", "Type=oneshot"} {
+		if !bytes.Contains(wait, []byte(want)) {
+			t.Errorf("gclock-wait.service lacks %q", want)
+		}
 	}
 }
 
@@ -154,12 +216,8 @@ type k8s struct {
 						MountPath string `yaml:"mountPath"`
 						ReadOnly  bool   `yaml:"readOnly"`
 					} `yaml:"volumeMounts"`
-					ReadinessProbe struct {
-						HTTPGet struct {
-							Path string `yaml:"path"`
-							Port int    `yaml:"port"`
-						} `yaml:"httpGet"`
-					} `yaml:"readinessProbe"`
+					ReadinessProbe probe `yaml:"readinessProbe"`
+					LivenessProbe  probe `yaml:"livenessProbe"`
 				} `yaml:"containers"`
 				Volumes []struct {
 					Name      string `yaml:"name"`
@@ -170,10 +228,23 @@ type k8s struct {
 						Path string `yaml:"path"`
 						Type string `yaml:"type"`
 					} `yaml:"hostPath"`
+					Secret *struct {
+						SecretName  string `yaml:"secretName"`
+						DefaultMode *int   `yaml:"defaultMode"`
+					} `yaml:"secret"`
 				} `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
+}
+
+// probe is a container's HTTP probe.
+type probe struct {
+	HTTPGet struct {
+		Host string `yaml:"host"`
+		Path string `yaml:"path"`
+		Port int    `yaml:"port"`
+	} `yaml:"httpGet"`
 }
 
 // TestDaemonSet parses the DaemonSet and its ConfigMap and checks what the
@@ -270,13 +341,42 @@ func TestDaemonSet(t *testing.T) {
 			t.Errorf("peer %d (%s): port %s/UDP not declared", p.ID, p.Address, port)
 		}
 	}
-	_, mport, _ := net.SplitHostPort(cfg.Metrics.Listen)
-	if !ports[mport+"/TCP"] {
-		t.Errorf("metrics.listen %s: port %s/TCP not declared", cfg.Metrics.Listen, mport)
+	// Metrics on the node's loopback: probed there by the kubelet (with
+	// hostNetwork the node's loopback is the pod's), no port exposed.
+	mhost, mport, _ := net.SplitHostPort(cfg.Metrics.Listen)
+	if ports[mport+"/TCP"] {
+		t.Errorf("metrics.listen %s: port %s/TCP declared, but the metrics listen on loopback only", cfg.Metrics.Listen, mport)
 	}
-	// /readyz answers 503 until synced; /status.json answered 200 while unsynced.
-	if rp := c.ReadinessProbe.HTTPGet; strconv.Itoa(rp.Port) != mport || rp.Path != "/readyz" {
-		t.Errorf("readiness probe %+v: want /readyz on the metrics port %s", rp, mport)
+	// /readyz answers 503 until synced (/status.json answered 200 while
+	// unsynced); /healthz while the daemon answers.
+	for name, p := range map[string]probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
+		if g := p.HTTPGet; strconv.Itoa(g.Port) != mport || g.Path != name || g.Host != mhost {
+			t.Errorf("probe %+v: want %s on the metrics address %s:%s", g, name, mhost, mport)
+		}
+	}
+	// The key: a Secret of mode 0400 at its own path, apart from the
+	// ConfigMap's, where auth.key_file points.
+	kname, kro := mountOf(cfg.Auth.KeyFile)
+	j, ok = volumes[kname]
+	switch {
+	case kname == "" || !ok || pod.Volumes[j].Secret == nil:
+		t.Errorf("auth.key_file %s: its directory is not a Secret volume", cfg.Auth.KeyFile)
+	case !kro:
+		t.Errorf("the key's Secret is mounted writable")
+	case pod.Volumes[j].Secret.DefaultMode == nil || *pod.Volumes[j].Secret.DefaultMode != 0o400:
+		t.Errorf("the key's Secret %q: defaultMode %v, want 0400 (the daemon refuses a key others can read)", pod.Volumes[j].Secret.SecretName, pod.Volumes[j].Secret.DefaultMode)
+	}
+	var cfgMount, keyMount string
+	for _, m := range c.VolumeMounts {
+		switch m.Name {
+		case name:
+			cfgMount = filepath.Clean(m.MountPath)
+		case kname:
+			keyMount = filepath.Clean(m.MountPath)
+		}
+	}
+	if keyMount == "" || cfgMount == "" || keyMount == cfgMount || strings.HasPrefix(keyMount+"/", cfgMount+"/") || strings.HasPrefix(cfgMount+"/", keyMount+"/") {
+		t.Errorf("the key is mounted at %q, the config at %q: want separate paths, neither inside the other", keyMount, cfgMount)
 	}
 }
 
@@ -294,6 +394,18 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	if len(exported) < 20 {
 		t.Fatalf("only %d metrics in the golden file", len(exported))
+	}
+	// Metrics exported only with a feature on (ntp.listen, refclock.sock)
+	// are not in the golden file: their declarations in the daemon count.
+	srcs, _ := filepath.Glob("../daemon/*.go")
+	for _, f := range srcs {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, _ := os.ReadFile(f)
+		for _, m := range regexp.MustCompile(`NewDesc\("(gclock_[a-z_]+)"`).FindAllSubmatch(b, -1) {
+			exported[string(m[1])] = true
+		}
 	}
 	raw, err := os.ReadFile("grafana/gclock-dashboard.json")
 	if err != nil {
@@ -327,7 +439,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"gclock_status", "gclock_estimated_error_seconds", "gclock_frequency_adjustment_ratio",
+	for _, n := range []string{"gclock_status", "gclock_max_error_seconds", "gclock_frequency_adjustment_ratio",
 		"gclock_last_offset_seconds", "gclock_rms_offset_seconds", "gclock_update_interval_seconds", "gclock_global_period_seconds",
 		"gclock_build_info"} {
 		if !queried[n] {
@@ -386,6 +498,7 @@ exit $rc
 		if c.Clock.Source != daemon.ClockRaw || c.RealTime.Mode != daemon.RealTimeReference || c.Sync.Estimator != "center" {
 			t.Errorf("generated config: clock %s, real_time %s, estimator %s; want raw, reference-realtime, center", c.Clock.Source, c.RealTime.Mode, c.Sync.Estimator)
 		}
+		checkJobKey(t, c)
 	})
 	// GCLOCK_CONFIG: the user's settings are kept, their node, peers,
 	// reference and topology replaced by the allocation's.
@@ -401,8 +514,9 @@ sync:
   estimator: hull
   stale_after: 90s
 clock: {source: raw}
-real_time: {mode: reference-realtime}
+real_time: {mode: reference-realtime, upstream: none}
 log: {format: json}
+auth: {insecure: true}
 `), 0o644)
 		gen, logs := runSlurm(t, bin, user)
 		c, err := daemon.Parse(gen)
@@ -418,7 +532,28 @@ log: {format: json}
 				t.Errorf("%s: log.format json not applied: %s", l, lastLines(b, 2))
 			}
 		}
+		checkJobKey(t, c)
 	})
+}
+
+// checkJobKey: the job's daemons authenticate with a key made for the
+// job, mode 0600 (a real allocation's nodes are off loopback: no key, no
+// daemon), the user's own auth section replaced.
+func checkJobKey(t *testing.T, c daemon.Config) {
+	t.Helper()
+	if c.Auth.KeyFile == "" || c.Auth.Insecure {
+		t.Fatalf("generated config: auth %+v, want the job's key", c.Auth)
+	}
+	fi, err := os.Stat(c.Auth.KeyFile)
+	if err != nil {
+		t.Fatalf("the job's key: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the job's key %s: mode %v, want 0600", c.Auth.KeyFile, fi.Mode().Perm())
+	}
+	if _, err := daemon.ReadKeyFile(c.Auth.KeyFile); err != nil {
+		t.Errorf("the job's key: %v", err)
+	}
 }
 
 // runSlurm runs gclock-run.sh under the fake Slurm of bin, with the
@@ -443,7 +578,9 @@ func runSlurm(t *testing.T, bin, userConfig string) ([]byte, []string) {
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"),
 		"SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-3]", "FAKE_NODES=127.0.0.1 127.0.0.2 127.0.0.3",
 		"GCLOCK_PORT="+strconv.Itoa(port), "GCLOCK_PAGE="+filepath.Join(dir, "page-%j-%n"),
-		"GCLOCK_DIR="+filepath.Join(dir, "job"), "GCLOCK_WAIT=30")
+		"GCLOCK_DIR="+filepath.Join(dir, "job"), "GCLOCK_WAIT=30",
+		// This machine's kernel clock may be unsynchronised: serve CLOCK_REALTIME as it is.
+		"GCLOCK_UPSTREAM=none")
 	if userConfig != "" {
 		cmd.Env = append(cmd.Env, "GCLOCK_CONFIG="+userConfig)
 	}

@@ -19,7 +19,7 @@
 //
 // # The page
 //
-// A 4096-byte file (by default /dev/shm/gclock) holding 64-bit words read
+// A 4096-byte file (by default /run/gclock/page) holding 64-bit words read
 // and written with sync/atomic under a seqlock: the writer makes the
 // sequence counter odd, stores, and makes it even again; a reader copies
 // the words and retries if the counter was odd or changed. The payload is

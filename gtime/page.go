@@ -22,9 +22,12 @@ const (
 	// PageSize is the file size the writer creates: one memory page, so
 	// the mapping costs one TLB entry and the hot fields share two cache lines.
 	PageSize = 4096
-	// DefaultPath is where the daemon publishes by default: /dev/shm is a
-	// tmpfs, so the page never touches a disk.
-	DefaultPath = "/dev/shm/gclock"
+	// DefaultPath is where the daemon publishes by default: /run is a
+	// tmpfs, so the page never touches a disk, and /run/gclock is the
+	// daemon's own directory (systemd's RuntimeDirectory=gclock, or made
+	// 0755 by the daemon), so no other local user can plant or remove
+	// files beside the page, as anyone can in the world-writable /dev/shm.
+	DefaultPath = "/run/gclock/page"
 
 	offMagic      = 0   // uint64 Magic
 	offVersion    = 8   // uint64: Version | PageSize<<32
@@ -42,7 +45,7 @@ const (
 	offSlewX      = 104 // int64 local anchor of the slew
 	offSlewC      = 112 // int64 ns correction at SlewX, decays to 0
 	offSlewRate   = 120 // float64 bits: decay rate of the correction
-	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17 | replaced<<18
+	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17 | replaced<<18 | upstream_unsync<<19
 	offNodes      = 136 // uint64: node id | reference id<<32 (0: unknown; pages of older daemons)
 	layoutEnd     = 144
 
@@ -52,6 +55,11 @@ const (
 	// closed this one; readers reopen the path. Readers that predate the
 	// flag ignore it and see the page closed.
 	flagReplaced = 1 << 18
+	// flagUpstreamUnsync: the served UTC is unsynced because the
+	// reference's own CLOCK_REALTIME is unsynchronised (its kernel says
+	// STA_UNSYNC or TIME_ERROR), not because of the cluster's sync.
+	// Readers that predate it ignore it.
+	flagUpstreamUnsync = 1 << 19
 )
 
 // maxHalfWidth caps a bound's half-width, as estimate.Mapping.At does, so
@@ -181,6 +189,7 @@ type pageData struct {
 	timescale             Timescale
 	valid, closed         bool
 	replaced              bool   // a new page replaced this one at the path (readers reopen)
+	upstreamUnsync        bool   // flagUpstreamUnsync
 	node, reference       uint32 // the publishing daemon's node id and its current reference (0: unknown)
 }
 
@@ -262,6 +271,7 @@ func (w words) loadSeq() (pageData, uint64, error) {
 		d.valid = flags&flagValid != 0
 		d.closed = flags&flagClosed != 0
 		d.replaced = flags&flagReplaced != 0
+		d.upstreamUnsync = flags&flagUpstreamUnsync != 0
 		d.node, d.reference = uint32(nodes), uint32(nodes>>32)
 		return d, s1, d.check()
 	}
@@ -294,6 +304,9 @@ func (w words) store(d *pageData) {
 	}
 	if d.replaced {
 		flags |= flagReplaced
+	}
+	if d.upstreamUnsync {
+		flags |= flagUpstreamUnsync
 	}
 	w.u(offFlags).Store(flags)
 	w.u(offNodes).Store(uint64(d.node) | uint64(d.reference)<<32)

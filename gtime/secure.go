@@ -16,8 +16,11 @@ import (
 //     temporary name with O_EXCL|O_NOFOLLOW in a directory that only the
 //     daemon's user or root can replace files in, sets its mode explicitly
 //     (0644, or 0640 and a group), and renames it into place. An existing
-//     page is replaced only if it is the daemon's own (owner, mode not
-//     group/world writable, one link, no symlink); anything else is refused.
+//     page is read (to resume from it) only if it is the daemon's own
+//     (owner, mode not group/world writable, one link, no symlink); a
+//     foreign file at the page's, the temporary's or the lock's name is a
+//     leftover, removed (never followed, never written) unless a live
+//     writer holds the lock (Writer.Leftovers says what went).
 //   - One writer per page: an exclusive flock on a separate lock file
 //     (page path + ".lock", mode 0600, the daemon's own), never on the
 //     page, so no reader can take a lock that blocks a restart.
@@ -138,39 +141,105 @@ func trustedOwner(uid uint32, path string, owner int) bool {
 // openLock opens (creating it 0600 if needed) the writer's lock file in
 // the page's directory and takes an exclusive, non-blocking flock on it.
 // Readers never open it (they cannot: mode 0600, the daemon's own).
-func openLock(dirfd int, dir, name string) (*os.File, error) {
+//
+// A foreign file at the lock's name (a symbolic link, a FIFO, another
+// user's file, a file with a loose mode or more links) is a leftover to
+// remove, not a reason to refuse to start, when it is safe: a non-regular
+// file is unlinked (a symbolic link itself, never its target); a regular
+// one is opened without following links and flocked first, so a lock that
+// a live writer holds is never taken away (refused: another daemon runs),
+// and only a file nobody holds is unlinked. A file the daemon cannot open
+// to check (another user's, for a daemon that is not root) is refused.
+// What was removed is appended to notes.
+func openLock(dirfd int, dir, name string, notes *[]string) (*os.File, error) {
 	path := dir + "/" + name
-	fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("lock file %s is a symbolic link: refused (remove it): %w", path, ErrUnsafe)
+	for attempt := 0; ; attempt++ {
+		if err := removeIfNotRegular(dirfd, dir, name, "lock file", notes); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
-	}
-	if err := checkOwnFile(&st, "lock file "+path); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.Mode&0o077 != 0 {
-		if err := unix.Fchmod(fd, 0o600); err != nil {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
+		if err != nil {
+			switch {
+			case errors.Is(err, unix.ELOOP):
+				return nil, fmt.Errorf("lock file %s became a symbolic link while being replaced: refused (remove it): %w", path, ErrUnsafe)
+			case errors.Is(err, unix.EACCES):
+				return nil, fmt.Errorf("lock file %s belongs to another user and cannot be opened to check whether a live daemon holds it: refused (remove it, or publish in a directory the daemon owns, e.g. /run/gclock): %w", path, ErrUnsafe)
+			}
+			return nil, fmt.Errorf("lock file %s: %w", path, err)
+		}
+		f := os.NewFile(uintptr(fd), path)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("lock file %s: chmod 0600: %w", path, err)
+			return nil, fmt.Errorf("lock file %s: %w", path, err)
 		}
-	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("another writer (daemon) holds the lock %s: %w", path, err)
+			}
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		ownErr := checkOwnFile(&st, "lock file "+path)
+		if ownErr == nil {
+			if st.Mode&0o077 != 0 {
+				if err := unix.Fchmod(fd, 0o600); err != nil {
+					f.Close()
+					return nil, fmt.Errorf("lock file %s: chmod 0600: %w", path, err)
+				}
+			}
+			return f, nil
+		}
+		// Not the daemon's own, and no live writer holds it (the flock
+		// went through): a leftover. Remove it, if it is still the file
+		// just checked, and create a fresh one; refuse if it comes back.
+		if attempt > 0 {
+			f.Close()
+			return nil, ownErr
+		}
+		var now unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+			f.Close()
+			return nil, fmt.Errorf("lock file %s changed while being checked: refused: %w", path, ErrUnsafe)
+		}
+		err = unix.Unlinkat(dirfd, name, 0)
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another writer (daemon) holds the lock %s: %w", path, err)
+		if err != nil {
+			return nil, fmt.Errorf("%v; and it cannot be removed: %v (remove it, or publish in a directory the daemon owns, e.g. /run/gclock): %w", ownErr, err, ErrUnsafe)
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		*notes = append(*notes, fmt.Sprintf("removed a foreign lock file %s that no daemon held (uid %d, mode %#o, %d links)", path, st.Uid, st.Mode&0o7777, st.Nlink))
 	}
-	return f, nil
+}
+
+// removeIfNotRegular unlinks dir/name if it exists and is neither a
+// regular file nor a directory (a symbolic link, removed itself and never
+// followed; a FIFO, socket or device node): no writer of gclock makes
+// those. A directory is refused. what names the file in messages.
+func removeIfNotRegular(dirfd int, dir, name, what string, notes *[]string) error {
+	path := dir + "/" + name
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFDIR:
+		return fmt.Errorf("%s %s is a directory: refused (remove it): %w", what, path, ErrUnsafe)
+	}
+	kind := "a non-regular file"
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		kind = "a symbolic link (not followed)"
+	}
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+		return fmt.Errorf("%s %s is %s (mode %#o) and cannot be removed: %v (remove it, or publish in a directory the daemon owns, e.g. /run/gclock): %w",
+			what, path, kind, st.Mode, err, ErrUnsafe)
+	}
+	*notes = append(*notes, fmt.Sprintf("removed %s at the %s's path %s (uid %d)", kind, what, path, st.Uid))
+	return nil
 }
 
 // oldPage is what the writer learns from the page it replaces.
@@ -181,11 +250,13 @@ type oldPage struct {
 	seq   uint64 // its counter, rounded up to even: the new page continues from it
 }
 
-// openOld examines an existing page at dir/name: nil if there is none, an
-// error if it is not the daemon's own, else its content and a read-write
-// mapping (when it has the page size) so that the writer can mark it
-// replaced once the new page is in place.
-func openOld(dirfd int, path, name string) (*oldPage, error) {
+// openOld examines an existing page at dir/name: nil if there is none or
+// if it is not the daemon's own (a foreign file is neither read nor
+// written: it is a leftover the new page is renamed over, noted in notes;
+// a directory is refused), else its content and a read-write mapping (when
+// it has the page size) so that the writer can mark it replaced once the
+// new page is in place.
+func openOld(dirfd int, path, name string, notes *[]string) (*oldPage, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -193,8 +264,12 @@ func openOld(dirfd int, path, name string) (*oldPage, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return nil, fmt.Errorf("%s is a directory: refused (remove it): %w", path, ErrUnsafe)
+	}
 	if err := checkOwnFile(&st, path); err != nil {
-		return nil, err
+		*notes = append(*notes, fmt.Sprintf("replaced a foreign file at the page's path %s without reading it (uid %d, mode %#o, %d links)", path, st.Uid, st.Mode, st.Nlink))
+		return nil, nil
 	}
 	old := &oldPage{}
 	if st.Size != PageSize {
@@ -275,24 +350,30 @@ func (o *oldPage) markReplaced() {
 // mode set explicitly) and renames it over dir/name. Its counter starts
 // from seq (even), so that the counter at the path never goes back. It
 // returns the new page's read-write mapping.
-func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData, seq uint64) ([]byte, error) {
+func createPage(dirfd int, dir, name string, opts WriterOptions, d *pageData, seq uint64, notes *[]string) ([]byte, error) {
 	tmp := name + ".new"
 	tmpPath := dir + "/" + tmp
 	flags := unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	mode := opts.pageMode()
 	fd, err := unix.Openat(dirfd, tmp, flags, mode)
 	if errors.Is(err, unix.EEXIST) {
-		// Left by a writer that died between create and rename: remove it
-		// if it is the daemon's own (we hold the lock), else refuse.
+		// Left by a writer that died between create and rename, or planted:
+		// nobody else writes here while we hold the lock, so remove it (a
+		// symbolic link itself, never its target; a directory is refused)
+		// and create ours with O_EXCL.
 		var st unix.Stat_t
 		if err := unix.Fstatat(dirfd, tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return nil, fmt.Errorf("%s: %w", tmpPath, err)
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uint32(os.Geteuid()) {
-			return nil, fmt.Errorf("%s exists and is not the daemon's (uid %d, mode %#o): refused (remove it): %w", tmpPath, st.Uid, st.Mode, ErrUnsafe)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return nil, fmt.Errorf("%s is a directory: refused (remove it): %w", tmpPath, ErrUnsafe)
 		}
 		if err := unix.Unlinkat(dirfd, tmp, 0); err != nil {
-			return nil, fmt.Errorf("remove stale %s: %w", tmpPath, err)
+			return nil, fmt.Errorf("%s exists (uid %d, mode %#o) and cannot be removed: %v (remove it, or publish in a directory the daemon owns, e.g. /run/gclock): %w",
+				tmpPath, st.Uid, st.Mode, err, ErrUnsafe)
+		}
+		if st.Uid != uint32(os.Geteuid()) || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			*notes = append(*notes, fmt.Sprintf("removed a foreign temporary file %s (uid %d, mode %#o)", tmpPath, st.Uid, st.Mode))
 		}
 		fd, err = unix.Openat(dirfd, tmp, flags, mode)
 	}

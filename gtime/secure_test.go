@@ -57,8 +57,9 @@ func validPage(t *testing.T) []byte {
 	return b
 }
 
-// TestWriterRefusesUnsafe: the writer never writes into, nor replaces, a
-// file or directory that another user controls, and names what it refused.
+// TestWriterRefusesUnsafe: the writer refuses a directory that another
+// user controls and a lock that a live writer holds, and names what it
+// refused (foreign files it can remove safely: TestWriterRemovesLeftovers).
 func TestWriterRefusesUnsafe(t *testing.T) {
 	needRoot(t)
 	page := validPage(t)
@@ -67,32 +68,9 @@ func TestWriterRefusesUnsafe(t *testing.T) {
 		setup func(t *testing.T, dir string) // dir/page is the page path
 		want  string                         // in the error
 	}{
-		{"page of another user", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "page"), page, 0o644, nobody)
-		}, "owned by uid 65534"},
-		{"page 0666", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "page"), page, 0o666, 0)
-		}, "mode 0666"},
-		{"page symlink", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "real"), page, 0o644, 0)
-			must(t, os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "page")))
-		}, "symbolic link"},
-		{"page hard link", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "page"), page, 0o644, 0)
-			must(t, os.Link(filepath.Join(dir, "page"), filepath.Join(dir, "other")))
-		}, "2 hard links"},
-		{"page fifo", func(t *testing.T, dir string) {
-			must(t, unix.Mkfifo(filepath.Join(dir, "page"), 0o644))
-		}, "not a regular file"},
-		{"lock of another user", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "page.lock"), nil, 0o600, nobody)
-		}, "owned by uid 65534"},
-		{"lock symlink", func(t *testing.T, dir string) {
-			must(t, os.Symlink("/tmp/x", filepath.Join(dir, "page.lock")))
-		}, "symbolic link"},
-		{"temporary of another user", func(t *testing.T, dir string) {
-			write(t, filepath.Join(dir, "page.new"), nil, 0o644, nobody)
-		}, "not the daemon's"},
+		{"page is a directory", func(t *testing.T, dir string) {
+			must(t, os.Mkdir(filepath.Join(dir, "page"), 0o755))
+		}, "is a directory"},
 		{"directory of another user", func(t *testing.T, dir string) {
 			must(t, os.Chown(dir, nobody, nobody))
 		}, "owned by uid 65534"},
@@ -726,5 +704,171 @@ func TestSeqContinues(t *testing.T) {
 		} else {
 			w2.Close()
 		}
+	}
+}
+
+// TestWriterKeepsLiveLock: a foreign lock file that a live writer holds
+// is not a leftover: the writer refuses to start and leaves it.
+func TestWriterKeepsLiveLock(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "page.lock")
+	write(t, p, nil, 0o600, nobody)
+	fd, err := unix.Open(p, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	must(t, unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB))
+	var before unix.Stat_t
+	must(t, unix.Stat(p, &before))
+	w, err := NewWriter(filepath.Join(dir, "page"))
+	if err == nil {
+		w.Close()
+		t.Fatal("NewWriter took a lock a live writer holds")
+	}
+	if !strings.Contains(err.Error(), "another writer (daemon) holds the lock") {
+		t.Errorf("NewWriter: %v, want it to name the live lock", err)
+	}
+	var after unix.Stat_t
+	must(t, unix.Stat(p, &after))
+	if after.Ino != before.Ino {
+		t.Errorf("the live lock file was removed")
+	}
+}
+
+// TestWriterRemovesLeftovers: a foreign file at the page's, the
+// temporary's or the lock's name (what any local user could leave in
+// /dev/shm, issue 17) no longer stops the writer: it is removed or
+// replaced without being read, written or followed, and reported; the
+// writer then owns a page of mode 0644 and a lock of mode 0600.
+func TestWriterRemovesLeftovers(t *testing.T) {
+	needRoot(t)
+	page := validPage(t)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) (keep string) // keep: a file that must stay as it was
+		want  string                                       // in Leftovers
+	}{
+		{"page of another user", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page"), page, 0o644, nobody)
+			return ""
+		}, "uid 65534"},
+		{"page 0666", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page"), page, 0o666, 0)
+			return ""
+		}, "mode 0100666"},
+		{"page symlink", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "real"), page, 0o644, 0)
+			must(t, os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "page")))
+			return filepath.Join(dir, "real")
+		}, "page's path"},
+		{"page hard link", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page"), page, 0o644, 0)
+			must(t, os.Link(filepath.Join(dir, "page"), filepath.Join(dir, "other")))
+			return filepath.Join(dir, "other")
+		}, "2 links"},
+		{"page fifo", func(t *testing.T, dir string) string {
+			must(t, unix.Mkfifo(filepath.Join(dir, "page"), 0o644))
+			return ""
+		}, "page's path"},
+		{"lock of another user", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page.lock"), nil, 0o600, nobody)
+			return ""
+		}, "foreign lock file"},
+		{"lock 0666 of ours", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page.lock"), nil, 0o666, 0)
+			return ""
+		}, "foreign lock file"},
+		{"lock symlink", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "target"), []byte("x"), 0o644, 0)
+			must(t, os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, "page.lock")))
+			return filepath.Join(dir, "target")
+		}, "symbolic link (not followed)"},
+		{"lock symlink to nowhere", func(t *testing.T, dir string) string {
+			must(t, os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "page.lock")))
+			return ""
+		}, "symbolic link (not followed)"},
+		{"temporary of another user", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page.new"), nil, 0o644, nobody)
+			return ""
+		}, "foreign temporary file"},
+		{"temporary symlink", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "target"), []byte("x"), 0o644, 0)
+			must(t, os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, "page.new")))
+			return filepath.Join(dir, "target")
+		}, "foreign temporary file"},
+		{"all three planted", func(t *testing.T, dir string) string {
+			write(t, filepath.Join(dir, "page"), page, 0o666, nobody)
+			write(t, filepath.Join(dir, "page.new"), nil, 0o666, nobody)
+			write(t, filepath.Join(dir, "page.lock"), nil, 0o666, nobody)
+			return ""
+		}, "foreign lock file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, unix.Chmod(dir, 0o1777)) // as /dev/shm
+			keep := tt.setup(t, dir)
+			var before []byte
+			var beforeSt unix.Stat_t
+			if keep != "" {
+				before, _ = os.ReadFile(keep)
+				must(t, unix.Lstat(keep, &beforeSt))
+			}
+			path := filepath.Join(dir, "page")
+			w, err := NewWriter(path)
+			if err != nil {
+				t.Fatalf("NewWriter: %v", err)
+			}
+			defer w.Close()
+			left := strings.Join(w.Leftovers(), "\n")
+			if !strings.Contains(left, tt.want) || !strings.Contains(left, dir) {
+				t.Errorf("Leftovers %q: want one naming %q in %s", left, tt.want, dir)
+			}
+			if w.isSet {
+				t.Errorf("the writer resumed from a foreign page")
+			}
+			for name, mode := range map[string]uint32{"page": 0o644, "page.lock": 0o600} {
+				var st unix.Stat_t
+				must(t, unix.Lstat(filepath.Join(dir, name), &st))
+				if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o7777 != mode || st.Uid != uint32(os.Geteuid()) || st.Nlink != 1 {
+					t.Errorf("%s: mode %#o uid %d links %d, want a regular file %#o of uid %d, one link", name, st.Mode, st.Uid, st.Nlink, mode, os.Geteuid())
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "page.new")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("page.new still there: %v", err)
+			}
+			if keep != "" {
+				var afterSt unix.Stat_t
+				after, _ := os.ReadFile(keep)
+				must(t, unix.Lstat(keep, &afterSt))
+				if string(after) != string(before) || afterSt.Ino != beforeSt.Ino || afterSt.Mode != beforeSt.Mode {
+					t.Errorf("%s was changed (a link was followed)", keep)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "nowhere")); err == nil {
+				t.Errorf("a dangling lock symlink was followed: its target was created")
+			}
+			r, err := Open(path)
+			if err != nil {
+				t.Fatalf("reading the new page: %v", err)
+			}
+			r.Close()
+		})
+	}
+}
+
+// TestDefaultPath (issue 17): the page defaults to the daemon's own
+// directory /run/gclock, not world-writable /dev/shm, and the C header's
+// readers default to the same path as Go's.
+func TestDefaultPath(t *testing.T) {
+	if filepath.Dir(DefaultPath) != "/run/gclock" {
+		t.Errorf("DefaultPath %q: want a file in /run/gclock, the daemon's own directory", DefaultPath)
+	}
+	h, err := os.ReadFile("../include/gclock.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `#define GCLOCK_DEFAULT_PATH "` + DefaultPath + `"`; !strings.Contains(string(h), want) {
+		t.Errorf("include/gclock.h lacks %s", want)
 	}
 }

@@ -50,6 +50,9 @@ type Update struct {
 	// Node is the publishing daemon's node id and Reference the node whose
 	// clock global time currently is (it changes on failover); 0: unknown.
 	Node, Reference uint32
+	// UpstreamUnsynced says why a UTC timescale is not synced: the
+	// reference's own CLOCK_REALTIME is unsynchronised (Info reports it).
+	UpstreamUnsynced bool
 }
 
 // Writer publishes to a page. There is one writer per page: NewWriter
@@ -69,6 +72,7 @@ type Writer struct {
 	cur   pageData
 	isSet bool   // cur holds a published valid mapping
 	seq   uint64 // the page's counter after the last store
+	notes []string
 }
 
 // WriterOptions tunes NewWriterWith.
@@ -88,8 +92,11 @@ func NewWriter(path string) (*Writer, error) { return NewWriterWith(path, Writer
 // name created with O_EXCL|O_NOFOLLOW and renamed into place, so nobody
 // can plant or pre-open it. An existing page is replaced only if it is the
 // caller's own (a regular file owned by its uid, one link, not writable by
-// group or others); anything else is refused with ErrUnsafe, naming the
-// owner and the mode. If the old page held a valid mapping, the new page
+// group or others); anything else at the page's, the temporary's or the
+// lock's name is a leftover, removed without being read or followed
+// (Leftovers lists them), unless a live writer holds the lock (refused) or
+// the directory does not let the caller remove it (refused with ErrUnsafe,
+// naming the file). If the old page held a valid mapping, the new page
 // starts from it, so readers keep bounded (stale, widening) readings across
 // a daemon restart until the first Publish; the old page is marked closed
 // and replaced, and readers that still map it reopen the path.
@@ -111,17 +118,19 @@ func NewWriterWith(path string, opts WriterOptions) (*Writer, error) {
 		dirf.Close()
 		return fail(err)
 	}
-	lock, err := openLock(dfd, dir, name+".lock")
+	var notes []string
+	lock, err := openLock(dfd, dir, name+".lock", &notes)
 	if err != nil {
 		dirf.Close()
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	w := &Writer{path: path, dir: dir, name: name, opts: opts, dirf: dirf, lock: lock}
-	old, err := openOld(dfd, path, name)
+	old, err := openOld(dfd, path, name, &notes)
 	if err != nil {
 		w.release()
 		return fail(err)
 	}
+	w.notes = notes
 	if old != nil && old.valid {
 		w.cur, w.isSet = old.d, true
 	} else {
@@ -143,10 +152,16 @@ func NewWriterWith(path string, opts WriterOptions) (*Writer, error) {
 	return w, nil
 }
 
+// Leftovers lists what NewWriterWith removed or replaced because it was
+// not the daemon's own: a foreign page, temporary file or lock file that no
+// live writer held (each entry names the file, its owner and mode). The
+// daemon logs them.
+func (w *Writer) Leftovers() []string { return append([]string(nil), w.notes...) }
+
 // replace puts a new page holding w.cur at the path (temporary file,
 // rename) and maps it in place of the current mapping, if any.
 func (w *Writer) replace() error {
-	mem, err := createPage(int(w.dirf.Fd()), w.dir, w.name, w.opts, &w.cur, w.seq)
+	mem, err := createPage(int(w.dirf.Fd()), w.dir, w.name, w.opts, &w.cur, w.seq, &w.notes)
 	if err != nil {
 		return err
 	}
@@ -215,7 +230,7 @@ func (w *Writer) Publish(u Update) error {
 		updated: u.Local, staleAfter: int64(u.StaleAfter), maxDrift: u.MaxDrift,
 		slewX: u.Local, slewRate: u.MaxSlewRate,
 		status: u.Status, timescale: u.Timescale, valid: m.Valid,
-		node: u.Node, reference: u.Reference,
+		node: u.Node, reference: u.Reference, upstreamUnsync: u.UpstreamUnsynced,
 	}
 	if next.valid && w.isSet && w.cur.timescale == next.timescale {
 		prev := eval(&w.cur, u.Local).Est

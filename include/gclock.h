@@ -2,7 +2,7 @@
  * gclock.h: read gclock's global time from C (header only).
  *
  * The gclock daemon publishes its local->global mapping in a shared-memory
- * page (by default /dev/shm/gclock); this header maps the page read-only and
+ * page (by default /run/gclock/page); this header maps the page read-only and
  * computes global time itself: one clock_gettime(CLOCK_MONOTONIC_RAW) (the
  * vDSO, no system call) plus a seqlock copy and some arithmetic. It computes
  * exactly what the Go package github.com/gclock/gclock/gtime computes
@@ -67,7 +67,7 @@
 extern "C" {
 #endif
 
-#define GCLOCK_DEFAULT_PATH "/dev/shm/gclock"
+#define GCLOCK_DEFAULT_PATH "/run/gclock/page"
 #define GCLOCK_MAGIC 0x314d48534b4c4347ULL /* "GCLKSHM1" little-endian */
 #define GCLOCK_VERSION 2u
 #define GCLOCK_PAGE_SIZE 4096u
@@ -133,6 +133,7 @@ struct gclock_reader {
 #define GCLOCK_FLAG_VALID (1ULL << 16)
 #define GCLOCK_FLAG_CLOSED (1ULL << 17)
 #define GCLOCK_FLAG_REPLACED (1ULL << 18) /* a restarted daemon replaced this page */
+#define GCLOCK_FLAG_UPSTREAM_UNSYNC (1ULL << 19) /* UTC unsynced: the reference's CLOCK_REALTIME is unsynchronised */
 #define GCLOCK_CHECK_EVERY_NS 100000000LL
 #define GCLOCK_MAX_HALF_WIDTH (INT64_MAX / 4)
 /* Retry a copy that overlapped an update: spin, then yield, for at most

@@ -11,7 +11,7 @@
  * MPI_Wtime() = (global time in ns - origin) / 1e9, where origin is
  * GCLOCK_MPI_ORIGIN (integer seconds, the same on every rank; default 0).
  * Global time is read from the page of the host's daemon (GCLOCK_PAGE, by
- * default /dev/shm/gclock) with include/gclock.h: never backwards per thread.
+ * default /run/gclock/page) with include/gclock.h: never backwards per thread.
  *
  * The mode is chosen once, at the first call that needs the clock, and kept
  * for the whole run (MPI_Wtime never switches scale mid-run):

@@ -207,6 +207,12 @@ func LabDaemonConfig() daemon.Config {
 	s.SuccessThresh = 3
 	// Error reports only for what queueing cannot explain.
 	s.DiscountDelay = true
+	// No key: the lab's hosts talk over veth links in private network
+	// namespaces that only the lab's own processes reach, and the keyless
+	// runs measure the unauthenticated path (lab spoof --key measures the
+	// other). The daemon refuses peers off loopback without a key unless
+	// told so (docs/daemon.md, "Security").
+	c.Auth.Insecure = true
 	return c
 }
 
@@ -309,6 +315,12 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	// machine's CLOCK_REALTIME (the reference serves it; every namespace
 	// reads the same one). The mean-drift scale is not evaluated here.
 	realtime := base.RealTime.Mode == daemon.RealTimeReference
+	if realtime {
+		// The truth is CLOCK_REALTIME itself, not UTC: the daemons serve it
+		// without the kernel's view of it (this VM's kernel clock is
+		// unsynchronised; real_time.upstream kernel would serve nothing).
+		base.RealTime.Upstream = daemon.UpstreamNone
+	}
 	if base.RealTime.Mode == daemon.RealTimeMeanDrift {
 		return GclockResult{}, fmt.Errorf("lab: gclock: real_time.mode %s: the lab does not evaluate it (none or %s)",
 			base.RealTime.Mode, daemon.RealTimeReference)
@@ -347,6 +359,11 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
 		c.Peers = peers
 		c.Reference.Order = []uint32{1}
+		if c.Auth.KeyFile == "" {
+			// A --daemon-config without a key: the lab's namespaces are
+			// private (see LabDaemonConfig), said explicitly.
+			c.Auth.Insecure = true
+		}
 		if gc.Emulate {
 			c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: h.conf}
 		} else {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,6 +134,21 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	for i := range hosts {
 		peers = append(peers, net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(MeasurePort)))
 	}
+	// The nodes' key: op page needs one (its server answers 8-KB pages
+	// to short requests); the other ops run without, as the lab's
+	// daemons do, on the lab's private links (-insecure, said explicitly).
+	auth := []string{"-insecure"}
+	if i := slices.Index(mc.Args, "-op"); i >= 0 && i+1 < len(mc.Args) && mc.Args[i+1] == measure.OpPage {
+		line, err := daemon.NewKeyLine(1)
+		if err != nil {
+			return res, fmt.Errorf("lab: measure: %w", err)
+		}
+		kf := filepath.Join(dir, "cluster.key")
+		if err := os.WriteFile(kf, []byte(line), 0o600); err != nil {
+			return res, fmt.Errorf("lab: measure: %w", err)
+		}
+		auth = []string{"-key", kf}
+	}
 	var procs []*Proc
 	defer func() {
 		for _, p := range procs {
@@ -144,6 +160,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		if mc.Latency {
 			argv = append(argv, "latency")
 		}
+		argv = append(argv, auth...)
 		argv = append(argv, "-rank", strconv.Itoa(i), "-peers", strings.Join(peers, ","),
 			"-page", filepath.Join(gdir, fmt.Sprintf("page-h%d", i)),
 			"-clock-config", filepath.Join(gdir, fmt.Sprintf("h%d.yaml", i)),

@@ -63,7 +63,10 @@ func TestMeasureMethods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RunMeasure: %v", err)
 	}
-	res, err := measure.Analyze(r.Stamps, r.Truth)
+	// Every execution, the late ones too (ReproMPI would leave those out;
+	// how many there are depends on the machine's load, not on gclock):
+	// the bounds must hold in all of them.
+	res, err := measure.AnalyzeWith(r.Stamps, r.Truth, measure.Options{LateLimitNs: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

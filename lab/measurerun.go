@@ -42,6 +42,9 @@ type MeasureSpec struct {
 	Op, Start           string
 	Runs, Count, Repeat int
 	Period              time.Duration
+	// SpinWindow is the nodes' -spin-window: 0 busy-waits for every
+	// scheduled start (measure.Config.SpinWindow).
+	SpinWindow time.Duration
 	// The latency test: message sizes (measure.ParseSizes), messages per
 	// size and direction, time between two messages.
 	Sizes         string
@@ -106,7 +109,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 			return out, errors.New("lab: measure: op cmd: the lab runs the built-in operations (run gclock measure -op cmd on your nodes)")
 		}
 		mc.Args = []string{"-op", spec.Op, "-runs", strconv.Itoa(spec.Runs), "-start", spec.Start, "-period", spec.Period.String(),
-			"-count", strconv.Itoa(spec.Count), "-repeat", strconv.Itoa(spec.Repeat)}
+			"-count", strconv.Itoa(spec.Count), "-repeat", strconv.Itoa(spec.Repeat), "-spin-window", spec.SpinWindow.String()}
 		mc.Expect = lead + time.Duration(spec.Runs)*spec.Period + time.Second
 	}
 	if spec.Progress != nil {

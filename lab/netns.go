@@ -165,28 +165,78 @@ type Lab struct {
 // removing the first lab's namespaces under it.
 const LockPath = "/run/gclab.lock"
 
-// acquireLock takes LockPath's exclusive flock, waiting until ctx ends.
-func acquireLock(ctx context.Context) (*os.File, error) {
+// acquireLock takes LockPath's exclusive flock, waiting until ctx ends; it
+// says once (log, Warn: the CLI shows warnings) that it waits and for which process, and writes its
+// own pid into the file once it holds the lock.
+func acquireLock(ctx context.Context, log *slog.Logger) (*os.File, error) {
 	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
 	}
+	said := false
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
+			f.Truncate(0)
+			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 			return f, nil
 		}
 		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
 			f.Close()
 			return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
 		}
+		if !said && err == syscall.EWOULDBLOCK {
+			said = true
+			log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", lockHolder(f))
+		}
 		select {
 		case <-ctx.Done():
+			holder := lockHolder(f)
 			f.Close()
-			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s): %w", LockPath, ctx.Err())
+			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// lockHolder names the process that holds the lock file, as it wrote it.
+func lockHolder(f *os.File) string {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 {
+		return "held by a process that did not say its pid"
+	}
+	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	name := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+	if name == "" {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	return fmt.Sprintf("pid %d: %s", pid, name)
+}
+
+// ErrLabBusy: another process holds the lab's lock (a lab is running).
+var ErrLabBusy = errors.New("another lab is running")
+
+// Down removes whatever a crashed run left (Cleanup), but only when no lab
+// runs: a running lab holds LockPath, and removing its namespaces under it
+// would break it. force removes them all the same.
+func Down(log *slog.Logger, force bool) error {
+	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("lab: lock %s: %w", LockPath, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err != syscall.EWOULDBLOCK {
+			return fmt.Errorf("lab: lock %s: %w", LockPath, err)
+		}
+		if !force {
+			return fmt.Errorf("lab: down: %w (%s, lock %s): it removes its own namespaces when it ends; stop it, or pass -force", ErrLabBusy, lockHolder(f), LockPath)
+		}
+		log.Warn("removing the namespaces of a running lab (-force)", "holder", lockHolder(f))
+	}
+	return Cleanup(log)
 }
 
 // Check reports why this process cannot run a lab: ErrNotRoot or ErrNoNetns
@@ -229,7 +279,7 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lock, err := acquireLock(ctx)
+	lock, err := acquireLock(ctx, log)
 	if err != nil {
 		return nil, err
 	}

@@ -387,7 +387,7 @@ type ChronyRefclock struct {
 }
 
 // StartChronyRefclock starts chronyd -x in host with
-// `refclock SOCK <dir>/refclock.sock refid GCLK poll 0`; Down stops it.
+// `refclock SOCK <dir>/refclock.sock refid GCLK poll 2`; Down stops it.
 func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
 	if _, err := exec.LookPath("chronyd"); err != nil {
 		return nil, fmt.Errorf("lab: chronyd not found (install chrony; ci/deps.sh does): %w", err)
@@ -398,7 +398,7 @@ func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
 	}
 	c := &ChronyRefclock{Host: host, Dir: dir, Sock: filepath.Join(dir, "refclock.sock"), Cmd: filepath.Join(dir, "chronyd.sock")}
 	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n"+
-		"refclock SOCK %s refid GCLK poll 0 precision 1e-7\n", dir, c.Cmd, c.Sock)
+		"refclock SOCK %s refid GCLK poll 2 precision 1e-7\n", dir, c.Cmd, c.Sock)
 	cf := filepath.Join(dir, "chrony.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("lab: chrony refclock: %w", err)

@@ -135,13 +135,22 @@ type Result struct {
 	LateP50Ns float64 `json:"late_p50_ns"`
 	LateP99Ns float64 `json:"late_p99_ns"`
 	// LateExecs counts the scheduled executions in which a node started
-	// more than LateLimitNs after the instant (ReproMPI would discard
-	// them; here they stay, measured from the earliest actual start).
-	LateExecs int            `json:"late_executions"`
+	// more than LateLimitNs after the instant. As ReproMPI does, they are
+	// invalid: left out of (b), (c) and (b*) and counted here (kept when
+	// LateLimitNs is negative).
+	LateExecs   int   `json:"late_executions"`
+	LateLimitNs int64 `json:"late_limit_ns"`
+	KeptLate    bool  `json:"kept_late,omitempty"` // Options.LateLimitNs < 0: late executions kept
+	// Scheduled counts the scheduled executions before the late ones were
+	// left out.
+	Scheduled int            `json:"scheduled_executions"`
 	Methods   []MethodResult `json:"methods"`
-	Latency   []LatencyPoint `json:"latency,omitempty"`
-	LostMsgs  int            `json:"lost_messages,omitempty"`
-	HasTruth  bool           `json:"has_truth"`
+	// Paper holds the methods as seed 003 presents them: each node's time
+	// to a common end, its deviation in percent of the operation.
+	Paper    []PaperView    `json:"paper"`
+	Latency  []LatencyPoint `json:"latency,omitempty"`
+	LostMsgs int            `json:"lost_messages,omitempty"`
+	HasTruth bool           `json:"has_truth"`
 }
 
 // Method returns the result of the named method (nil when absent).
@@ -155,9 +164,22 @@ func (r *Result) Method(name string) *MethodResult {
 }
 
 // LateLimitNs is how late after its scheduled instant a node may start
-// before the execution counts as late: 100 us, a tenth of the operations
-// the issue has in mind (about 1 ms).
+// before the execution counts as late and is left out: 100 us, a tenth of
+// the operations the issue has in mind (about 1 ms).
 const LateLimitNs = 100_000
+
+// Options tune Analyze.
+type Options struct {
+	// LateLimitNs: a scheduled execution with a node that started more
+	// than this after the instant is invalid (ReproMPI's window) and left
+	// out; negative keeps every execution (and counts those more than
+	// the constant LateLimitNs late).
+	LateLimitNs int64
+}
+
+// DefaultOptions leave out executions with a node more than LateLimitNs
+// late.
+func DefaultOptions() Options { return Options{LateLimitNs: LateLimitNs} }
 
 type execKey struct {
 	mode Mode
@@ -168,11 +190,20 @@ type pair struct {
 	start, end *Stamp
 }
 
-// Analyze computes every method's times from the stamps of all nodes and,
-// with a truth, their errors. Stamps of the operations and of the latency
-// test may be mixed.
+// Analyze is AnalyzeWith and DefaultOptions.
 func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
-	res := &Result{Executions: map[string]int{}, HasTruth: truth != nil}
+	return AnalyzeWith(stamps, truth, DefaultOptions())
+}
+
+// AnalyzeWith computes every method's times from the stamps of all nodes
+// and, with a truth, their errors. Stamps of the operations and of the
+// latency test may be mixed.
+func AnalyzeWith(stamps []Stamp, truth Truth, opt Options) (*Result, error) {
+	limit, keepLate := opt.LateLimitNs, opt.LateLimitNs < 0
+	if keepLate {
+		limit = LateLimitNs
+	}
+	res := &Result{Executions: map[string]int{}, HasTruth: truth != nil, LateLimitNs: limit, KeptLate: keepLate}
 	nodes := 0
 	execs := map[execKey]map[int]*pair{}
 	var lat []Stamp
@@ -223,6 +254,10 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 	for _, n := range order {
 		methods[n] = &MethodResult{Name: n}
 	}
+	paper := map[string]*PaperView{}
+	for _, n := range order {
+		paper[n] = &PaperView{Name: n}
+	}
 	var late []float64
 	for _, k := range keys {
 		m := execs[k]
@@ -261,8 +296,28 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 				}
 			}
 			addExec(methods[MethodBarrier], vals)
+			paper[MethodBarrier].add(paperLocal(ps, truth))
 		}
 		if k.mode == ModeScheduled {
+			// ReproMPI's window: an execution with a node that started
+			// late is invalid.
+			res.Scheduled++
+			isLate := false
+			for _, p := range ps {
+				d := p.start.Global.Est - p.start.Target
+				late = append(late, float64(d))
+				isLate = isLate || d > limit
+			}
+			if isLate && !keepLate {
+				res.LateExecs++
+				continue
+			}
+			if isLate {
+				res.LateExecs++
+			}
+			if x, ok := paperGlobal(ps, func(s *Stamp) gtime.Time { return s.Retro }, truth); ok {
+				paper[MethodGlobalRetro].add(x)
+			}
 			if vals, ok := globalValues(ps, k.exec, func(s *Stamp) gtime.Time { return s.Retro }); ok {
 				if truth != nil {
 					for r := range vals {
@@ -282,17 +337,6 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 		if !synced {
 			res.Unsynced++
 			continue
-		}
-		if k.mode == ModeScheduled {
-			isLate := false
-			for _, p := range ps {
-				d := p.start.Global.Est - p.start.Target
-				late = append(late, float64(d))
-				isLate = isLate || d > LateLimitNs
-			}
-			if isLate {
-				res.LateExecs++
-			}
 		}
 		// The earliest start: its estimate and the bounds of the true
 		// earliest start (the minimum of values each inside its bounds
@@ -318,6 +362,9 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 			name = MethodGlobalAtBarrier
 		}
 		addExec(methods[name], vals)
+		if x, ok := paperGlobal(ps, func(s *Stamp) gtime.Time { return s.Global }, truth); ok {
+			paper[name].add(x)
+		}
 		if k.mode == ModeScheduled {
 			w := Value{Exec: k.exec, Rank: -1, Ns: e1 - s0, HasBounds: true, Lo: e1lo - s0hi, Hi: e1hi - s0lo}
 			if truth != nil {
@@ -337,6 +384,12 @@ func Analyze(stamps []Stamp, truth Truth) (*Result, error) {
 		}
 		summarize(m, nodes, truth != nil)
 		res.Methods = append(res.Methods, *m)
+	}
+	for _, n := range order {
+		if pv := paper[n]; pv.N > 0 {
+			pv.finish()
+			res.Paper = append(res.Paper, *pv)
+		}
 	}
 	var err error
 	res.Latency, res.LostMsgs, err = analyzeLatency(lat, truth)

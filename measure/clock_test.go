@@ -3,6 +3,7 @@ package measure
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 func TestLocalClockIsTheDaemons(t *testing.T) {
 	const origin = 1_000_000_000_000
 	file := filepath.Join(t.TempDir(), "gclock.yaml")
-	yaml := `clock:
+	yaml := `sync:
+  estimator: hull
+clock:
   source: emulated
   emulated:
     offset: 3ms
@@ -48,5 +51,33 @@ func TestLocalClockIsTheDaemons(t *testing.T) {
 		if got, w := local(r), want.Read(r); got != w {
 			t.Errorf("after %v: node clock %d, daemon's %d (%+d ns)", after, got, w, got-w)
 		}
+	}
+}
+
+func TestClockSectionErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, yaml, want string
+	}{
+		{"no clock section", "sync: {estimator: hull}\n", ""},
+		{"raw", "clock: {source: raw}\n", ""},
+		{"unknown source", "node: {id: 1}\nclock:\n  source: atomic\n", "line 3: clock.source"},
+		{"unknown key", "clock:\n  source: emulated\n  emulated: {drift: 3}\n", "line 3: clock.emulated.drift"},
+		{"no origin", "clock:\n  source: emulated\n  emulated: {drift_ppm: 3}\n", "origin_raw is 0"},
+		{"syntax", "clock: [\n", "gclock.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(dir, "gclock.yaml")
+			if err := os.WriteFile(file, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := localClock(file)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("localClock: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("localClock: %v, want an error with %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -21,7 +22,8 @@ const (
 	phasePageDone     = 6 // a page client tells the server it is done
 	phaseSetup        = 7 // hello, go
 	phaseLatency      = 8
-	phaseFinal        = 9 // the barrier before the nodes exit
+	phaseFinal        = 9  // the barrier before the nodes exit
+	phaseBarrierEnd   = 10 // the barrier that ends a barrier-started execution
 )
 
 // tag names one message: the execution (exec is 2k for the scheduled and
@@ -46,14 +48,27 @@ type inbound struct {
 // (flagged, so each is acknowledged and delivered exactly once), sent
 // without waiting for the acknowledgement and received into mailboxes
 // keyed by tag and sender; OpGetPage requests answered by a page server.
+//
+// What a sender can make a node hold is bounded (issue 17: 12.8k forged
+// messages grew an unbounded node from 23 to 140 MB): the messages
+// received and not yet asked for are at most maxQueued and maxQueuedBytes
+// per sender and maxQueuedTotal in all; past that the sender's oldest is
+// evicted (a message a node waits for then times out, naming it).
 type comm struct {
 	rank  int
 	peers []netip.AddrPort
 	ep    *transport.Endpoint
 	pages transport.PageServer
+	// serve says whether this node answers OpGetPage: the page
+	// transfer's server (rank 0), with the cluster key only.
+	serve bool
 
 	mu  sync.Mutex
 	box map[boxKey]chan inbound
+	q   []senderQueue // by rank: messages received, not yet asked for
+	tot int           // bytes queued, all senders
+	// evicted counts the messages dropped to stay within the bounds.
+	evicted uint64
 	// onPut, when set, sees every OpPut first; true means consumed.
 	onPut func(in *transport.Incoming) bool
 
@@ -62,29 +77,130 @@ type comm struct {
 	err     error
 }
 
-func newComm(rank int, peers []netip.AddrPort) *comm {
-	return &comm{rank: rank, peers: peers, box: map[boxKey]chan inbound{}, pages: transport.PageServer{PageSize: transport.PageSize}}
+// senderQueue is what one sender has queued at a node.
+type senderQueue struct {
+	fifo  []boxKey // in arrival order; may hold keys already taken (skipped, compacted)
+	n     int      // messages queued
+	bytes int      // their payload bytes
 }
 
-// HandleRequest serves pages (the page transfer's server is rank 0).
+// Bounds of what one sender, and all, can have queued at a node. A sender
+// ahead of a node by a whole execution has at most Repeat*log2(n)
+// messages queued there (a few KB each at most); a cluster of 1024 nodes
+// of senders at their bound would still be capped by maxQueuedTotal.
+const (
+	maxQueued      = 4096
+	maxQueuedBytes = 4 << 20
+	maxQueuedTotal = 64 << 20
+)
+
+func newComm(rank int, peers []netip.AddrPort) *comm {
+	return &comm{rank: rank, peers: peers, box: map[boxKey]chan inbound{}, q: make([]senderQueue, len(peers)),
+		pages: transport.PageServer{PageSize: transport.PageSize}}
+}
+
+// errNoPages refuses an OpGetPage on a node that does not serve pages.
+var errNoPages = errors.New("measure: this node serves no pages (only rank 0 of op page, with the cluster key)")
+
+// HandleRequest serves pages when this node is the page transfer's server
+// (rank 0) and the cluster key authenticates every request: a page is 8 KB
+// for a 22-byte request, which an unauthenticated sender (a forged source
+// address) could use to flood a peer.
 func (c *comm) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
+	if !c.serve {
+		return errNoPages
+	}
 	return c.pages.HandleRequest(in, reply)
 }
 
-// HandleMessage files an OpPut in its mailbox.
+// HandleMessage files an OpPut in its mailbox, within the bounds.
 func (c *comm) HandleMessage(in *transport.Incoming) {
 	if in.Packet.Op.Kind() != wire.OpPut {
 		return
 	}
+	from := int(in.Packet.Sender) - 1
+	if from < 0 || from >= len(c.peers) {
+		return // the transport admits peers only; a guard all the same
+	}
 	if c.onPut != nil && c.onPut(in) {
 		return
 	}
-	from := int(in.Packet.Sender) - 1
-	m := inbound{data: append([]byte(nil), in.Packet.Page.Data...), recvUser: in.RecvUser, kernel: in.RecvKernel}
-	select {
-	case c.slot(boxKey{in.Packet.Page.Addr, from}) <- m:
-	default: // a second message with the same tag and sender: a bug of the sender; dropped
+	size := len(in.Packet.Page.Data)
+	k := boxKey{in.Packet.Page.Addr, from}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch := c.box[k]; ch != nil && len(ch) > 0 {
+		return // a second message with the same tag and sender: a bug of the sender (or a forger); dropped
 	}
+	q := &c.q[from]
+	for q.n >= maxQueued || q.bytes+size > maxQueuedBytes || c.tot+size > maxQueuedTotal {
+		if !c.evictOldest(from) {
+			c.evicted++ // nothing of this sender to evict: drop the new one
+			return
+		}
+	}
+	m := inbound{data: append([]byte(nil), in.Packet.Page.Data...), recvUser: in.RecvUser, kernel: in.RecvKernel}
+	ch := c.box[k]
+	if ch == nil {
+		ch = make(chan inbound, 1)
+		c.box[k] = ch
+	}
+	ch <- m // len(ch) was 0, and only HandleMessage fills it (under mu)
+	q.fifo = append(q.fifo, k)
+	q.n++
+	q.bytes += size
+	c.tot += size
+	if len(q.fifo) > 2*q.n+64 { // drop the keys already taken
+		kept := q.fifo[:0]
+		for _, k := range q.fifo {
+			if ch := c.box[k]; ch != nil && len(ch) > 0 {
+				kept = append(kept, k)
+			}
+		}
+		q.fifo = kept
+	}
+}
+
+// evictOldest drops the oldest message of sender from still queued; false
+// if there is none. Called with mu held.
+func (c *comm) evictOldest(from int) bool {
+	q := &c.q[from]
+	for len(q.fifo) > 0 {
+		k := q.fifo[0]
+		q.fifo = q.fifo[1:]
+		ch := c.box[k]
+		if ch == nil {
+			continue
+		}
+		select {
+		case m := <-ch:
+			delete(c.box, k)
+			c.dequeued(from, len(m.data))
+			c.evicted++
+			return true
+		default: // taken already
+		}
+	}
+	return false
+}
+
+// dequeued accounts for a queued message taken or evicted. Called with mu
+// held.
+func (c *comm) dequeued(from, size int) {
+	q := &c.q[from]
+	q.n--
+	q.bytes -= size
+	c.tot -= size
+}
+
+// queued returns the messages and bytes queued, for tests.
+func (c *comm) queued() (msgs, bytes int, evicted uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range c.q {
+		msgs += q.n
+	}
+	return msgs, c.tot, c.evicted
 }
 
 func (c *comm) slot(k boxKey) chan inbound {
@@ -106,6 +222,7 @@ func (c *comm) recv(ctx context.Context, t uint64, from int) (inbound, error) {
 	case m := <-ch:
 		c.mu.Lock()
 		delete(c.box, k)
+		c.dequeued(from, len(m.data))
 		c.mu.Unlock()
 		return m, nil
 	case <-ctx.Done():

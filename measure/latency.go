@@ -9,6 +9,11 @@ import (
 	"github.com/gclock/gclock/wire"
 )
 
+// maxRx bounds the latency messages in flight at a receiver: the sender
+// sends one every Period, in at most two datagrams, so a handful are ever
+// incomplete at once; more are a forger's, or lost.
+const maxRx = 64
+
 // rxState is a latency message being received, datagram by datagram.
 type rxState struct {
 	got, bytes int
@@ -68,19 +73,43 @@ func (n *node) latency(ctx context.Context, s0 int64) error {
 // latencyRx takes the latency test's datagrams off the receive loop: when
 // the last datagram of a message is in, the message is stamped at that
 // datagram's kernel receive stamp.
+//
+// Only the messages the other node is to send are taken: e in range, sent
+// by the node whose turn it is, in as many datagrams as its size needs,
+// each stamped once; at most maxRx are in flight (the oldest forgotten).
 func (n *node) latencyRx(in *transport.Incoming) bool {
 	t := in.Packet.Page.Addr
 	if uint8(t>>8) != phaseLatency {
 		return false
 	}
 	e, chunks := int(uint32(t>>32)), int(uint8(t))
+	if e < 0 || e >= 2*n.cfg.Count*len(n.cfg.Sizes) {
+		return true // not a message of this test: dropped
+	}
+	from, size := n.latencyMsg(e)
+	if from != int(in.Packet.Sender)-1 || from == n.cfg.Rank || chunks != (size+maxChunk-1)/maxChunk {
+		return true
+	}
 	raw := in.RecvKernel
 	if raw == 0 {
 		raw = in.RecvUser
 	}
 	n.mu.Lock()
+	if n.rxDone[e] {
+		n.mu.Unlock()
+		return true
+	}
 	st := n.rx[e]
 	if st == nil {
+		if len(n.rx) >= maxRx {
+			oldest := -1
+			for k := range n.rx {
+				if oldest < 0 || k < oldest {
+					oldest = k
+				}
+			}
+			delete(n.rx, oldest)
+		}
 		st = &rxState{}
 		n.rx[e] = st
 	}
@@ -90,6 +119,7 @@ func (n *node) latencyRx(in *transport.Incoming) bool {
 	done := st.got == chunks
 	if done {
 		delete(n.rx, e)
+		n.rxDone[e] = true
 	}
 	n.mu.Unlock()
 	if done {

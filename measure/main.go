@@ -14,9 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/wire"
 )
 
 type measureFlags struct {
@@ -31,10 +34,14 @@ type measureFlags struct {
 	lead     time.Duration
 	count    int
 	repeat   int
+	spin     time.Duration
 	sizes    string
 	out      string
 	timeout  time.Duration
 	verbose  bool
+	keyFile  string
+	keyID    uint
+	insecure bool
 }
 
 func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
@@ -46,6 +53,9 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 	fs.DurationVar(&f.lead, "lead", 200*time.Millisecond, "first scheduled start this long after every node is up")
 	fs.DurationVar(&f.timeout, "setup-timeout", 60*time.Second, "wait this long at most for a synced page and for every node")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
+	fs.StringVar(&f.keyFile, "key", "", "the cluster key `file` (the daemons' auth.key_file): every datagram sealed and checked with it")
+	fs.UintVar(&f.keyID, "key-id", 1, "the key id to seal with (auth.key_id)")
+	fs.BoolVar(&f.insecure, "insecure", false, "run without -key although a peer is off loopback (private networks only)")
 	if latency {
 		fs.IntVar(&f.count, "count", 100, "messages per size and direction")
 		fs.DurationVar(&f.period, "period", 2*time.Millisecond, "time between two messages")
@@ -58,6 +68,7 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 	fs.DurationVar(&f.period, "period", 10*time.Millisecond, "time between the scheduled starts of two iterations (both executions must fit)")
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: 8-KB pages per client")
 	fs.IntVar(&f.repeat, "repeat", 4, "run the operation this many times inside one timed execution")
+	fs.DurationVar(&f.spin, "spin-window", 0, "poll the page for the scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
 }
 
 // ParseSizes reads "64,1024" or "64-65536" (powers of two).
@@ -103,20 +114,47 @@ func parsePeers(s string) ([]netip.AddrPort, error) {
 	return out, nil
 }
 
+// clockSection reads the clock: section of a daemon config (the rest of
+// the file is the daemon's business), raw when there is none.
+func clockSection(file string) (clock.Config, error) {
+	c := clock.Config{Source: clock.SourceRaw}
+	data, err := conf.ReadFile(file)
+	if err != nil {
+		return c, err
+	}
+	root, err := conf.Parse(data)
+	if err != nil {
+		return c, err
+	}
+	n := conf.Field(root, "clock")
+	if n == nil {
+		return c, nil
+	}
+	if err := conf.Decode(n, "clock", &c); err != nil {
+		return c, err
+	}
+	var e conf.Errors
+	c.Check(e.Under("clock"))
+	err = e.Err()
+	conf.AddLines(err, root)
+	return c, err
+}
+
 // localClock returns the node's own clock: CLOCK_MONOTONIC_RAW, or the
-// emulated clock of a daemon config (as the daemon builds it).
+// emulated clock of a daemon config (as the daemon builds it, with
+// clock.EmulatedConfig.Params).
 func localClock(file string) (func(raw int64) int64, error) {
 	if file == "" {
 		return func(r int64) int64 { return r }, nil
 	}
-	c, err := daemon.Load(file)
+	c, err := clockSection(file)
 	if err != nil {
-		return nil, fmt.Errorf("-clock-config: %w", err)
+		return nil, fmt.Errorf("-clock-config %s: %w", file, err)
 	}
-	if c.Clock.Source != daemon.ClockEmulated {
+	if c.Source != clock.SourceEmulated {
 		return func(r int64) int64 { return r }, nil
 	}
-	m := c.Clock.Emulated
+	m := c.Emulated
 	if m.OriginRaw == 0 {
 		return nil, fmt.Errorf("-clock-config %s: clock.emulated.origin_raw is 0: the node cannot rebuild the daemon's clock", file)
 	}
@@ -161,7 +199,7 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		}
 		cfg.Sizes = sz
 	} else {
-		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command = f.op, f.runs, f.start, f.repeat, fs.Args()
+		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command, cfg.SpinWindow = f.op, f.runs, f.start, f.repeat, fs.Args(), f.spin
 		if cfg.Op != OpCmd && fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q (a command runs only with -op cmd)", fs.Arg(0))
 		}
@@ -170,7 +208,12 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 	if err != nil {
 		return err
 	}
-	cfg.Peers = peers
+	cfg.Peers, cfg.Insecure = peers, f.insecure
+	if f.keyFile != "" {
+		if cfg.Keyring, err = keyring(f.keyFile, f.keyID); err != nil {
+			return err
+		}
+	}
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelInfo
@@ -192,8 +235,10 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		return fmt.Errorf("-page: %w", err)
 	}
 	defer rd.Close()
+	// Bound to this node's own address, not every interface: its
+	// datagrams leave from the address its peers expect.
 	me := peers[f.rank]
-	conn, err := transport.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), me.Port()).String(), transport.UDPOptions{Timestamps: latency})
+	conn, err := transport.ListenUDP(me.String(), transport.UDPOptions{Timestamps: latency})
 	if err != nil {
 		return err
 	}
@@ -202,6 +247,23 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		return err
 	}
 	return WriteStampFile(out, stamps)
+}
+
+// keyring reads a key file as the daemon does (daemon.ReadKeyFile: mode
+// and owner checked) and seals with key id.
+func keyring(file string, id uint) (*wire.Keyring, error) {
+	if id > 1<<32-1 {
+		return nil, fmt.Errorf("-key-id %d: want 0..%d", id, uint32(1<<32-1))
+	}
+	keys, err := daemon.ReadKeyFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("-key: %w", err)
+	}
+	kr, err := wire.NewKeyring(uint32(id), keys)
+	if err != nil {
+		return nil, fmt.Errorf("-key %s: %w", file, err)
+	}
+	return kr, nil
 }
 
 // WriteStampFile writes stamps to a new file at path.

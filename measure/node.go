@@ -62,7 +62,23 @@ type Config struct {
 	Sizes []int
 	// SetupTimeout bounds the wait for a synced page and for the peers.
 	SetupTimeout time.Duration
-	Logger       *slog.Logger
+	// SpinWindow: 0 (the default) busy-waits for every scheduled start,
+	// polling the page all the way, as ReproMPI does; > 0 sleeps until this
+	// long before the start and polls from then on (fewer cycles taken
+	// from the daemons, later starts on a loaded machine).
+	SpinWindow time.Duration
+	Logger     *slog.Logger
+	// Keyring is the cluster key (the daemons' auth.key_file): every
+	// datagram is sealed with it and every datagram received must carry
+	// its tag (transport, wire's auth trailer). Whatever the key, a node
+	// hears only Peers, each from its own address. Nil: no key, which
+	// needs Insecure when a peer is off loopback, and which OpPage refuses
+	// (its server answers 8-KB pages to 22-byte requests).
+	Keyring *wire.Keyring
+	// Insecure runs without a Keyring although a peer is off loopback:
+	// anyone who can send UDP with a peer's address can then disturb the
+	// measurement. For private networks (the lab) only.
+	Insecure bool
 }
 
 // DefaultConfig: allreduce of one int64, 100 iterations of both kinds 10 ms
@@ -112,6 +128,17 @@ func (c Config) Validate() error {
 		if !p.IsValid() {
 			return fmt.Errorf("peers[%d]: invalid address", i)
 		}
+		if slices.Index(c.Peers, p) != i {
+			return fmt.Errorf("peers[%d]: %v listed twice", i, p)
+		}
+	}
+	if c.Keyring == nil && !c.Insecure {
+		for i, p := range c.Peers {
+			if !p.Addr().Unmap().IsLoopback() {
+				return fmt.Errorf("key: none, and peers[%d] %v is off loopback: anyone who can send UDP with a peer's address could "+
+					"disturb the measurement; give the cluster key (-key FILE, the daemons' auth.key_file) or, on a private network, -insecure", i, p)
+			}
+		}
 	}
 	switch c.Op {
 	case OpBarrier:
@@ -122,6 +149,10 @@ func (c Config) Validate() error {
 	case OpPage:
 		if c.Count < 1 || c.Count > 255 {
 			return fmt.Errorf("count %d: want 1..255 pages", c.Count)
+		}
+		if c.Keyring == nil {
+			return errors.New("op page: needs the cluster key (-key FILE): its server answers 8-KB pages to 22-byte requests, " +
+				"which a sender with a forged address could turn on a peer")
 		}
 	case OpCmd:
 		if len(c.Command) == 0 {
@@ -177,8 +208,15 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := newComm(cfg.Rank, cfg.Peers)
+	c.serve = cfg.Op == OpPage && cfg.Rank == 0 && cfg.Keyring != nil
 	tc := transport.DefaultConfig()
 	tc.ID, tc.Conn, tc.Handler, tc.Logger = uint32(cfg.Rank+1), conn, c, log
+	// Only the peers, each from its address (rank r is sender r+1), and
+	// with the cluster key if there is one.
+	tc.Keyring, tc.Peers = cfg.Keyring, make(map[uint32]netip.AddrPort, len(cfg.Peers))
+	for r, a := range cfg.Peers {
+		tc.Peers[uint32(r+1)] = a
+	}
 	ep, err := transport.New(tc)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
@@ -187,6 +225,7 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 	n := &node{cfg: cfg, c: c, clk: clk, log: log}
 	if cfg.Op == OpLatency {
 		n.rx = map[int]*rxState{}
+		n.rxDone = map[int]bool{}
 		c.onPut = n.latencyRx
 	}
 	epCtx, stop := context.WithCancel(context.Background())
@@ -240,7 +279,8 @@ type node struct {
 
 	mu     sync.Mutex
 	stamps []Stamp
-	rx     map[int]*rxState // latency: messages being received
+	rx     map[int]*rxState // latency: messages being received (at most maxRx)
+	rxDone map[int]bool     // latency: messages received whole (stamped once)
 	lastRx error
 }
 
@@ -338,19 +378,14 @@ func (n *node) setup(ctx context.Context) (int64, error) {
 	return v[0], nil
 }
 
-// spinWindow is how long before a scheduled instant waitUntil stops
-// sleeping and polls the page. Short on purpose: the nodes of a lab share
-// few cores, and nodes that poll at the same instant take the CPU from each
-// other (measured with gclock lab measure on 2 cores: a 300-us window left
-// one node 322 us late at the median, the last to get the CPU).
-const spinWindow = 20 * time.Microsecond
-
-// waitUntil returns when global time reaches target. It sleeps in
-// nanosleep (the Go runtime's timers wake up to a millisecond late), then
-// polls the page through the last spinWindow. The caller's goroutine is
-// locked to its thread, whose timer slack is 1 ns (see Run).
+// waitUntil returns when global time reaches target. With SpinWindow 0
+// it polls the page until then (a busy wait, as ReproMPI's processes wait
+// for the window's start: no timer wake-up to be late by); otherwise it
+// sleeps in nanosleep (the Go runtime's timers wake up to a millisecond
+// late) until SpinWindow before and polls from then on. The caller's
+// goroutine is locked to its thread, whose timer slack is 1 ns (see Run).
 func (n *node) waitUntil(ctx context.Context, target int64) error {
-	for {
+	for i := 0; ; i++ {
 		g, err := n.clk.Global(n.clk.Raw())
 		if err != nil {
 			return err
@@ -359,11 +394,13 @@ func (n *node) waitUntil(ctx context.Context, target int64) error {
 		if d <= 0 {
 			return nil
 		}
-		if d > spinWindow {
+		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			ts := unix.NsecToTimespec(int64(min(d-spinWindow, 50*time.Millisecond)))
+		}
+		if w := n.cfg.SpinWindow; w > 0 && d > w {
+			ts := unix.NsecToTimespec(int64(min(d-w, 50*time.Millisecond)))
 			_ = unix.Nanosleep(&ts, nil) // EINTR: the loop sleeps again
 		}
 	}
@@ -419,7 +456,8 @@ func (n *node) nextSlot(s0 int64, k int) int64 {
 }
 
 // execute stamps the start, runs the operation Repeat times and stamps the
-// end.
+// end. A barrier-started execution ends, as seed 003's MPI_Barrier method
+// does, with a second barrier: its end stamp is the node's exit from it.
 func (n *node) execute(ctx context.Context, k, exec int, mode Mode, target int64) error {
 	if err := n.stamp(k, mode, EventStart, target); err != nil {
 		return err
@@ -427,6 +465,11 @@ func (n *node) execute(ctx context.Context, k, exec int, mode Mode, target int64
 	for rep := range n.cfg.Repeat {
 		if err := n.op(ctx, exec, rep); err != nil {
 			return fmt.Errorf("iteration %d (%s): %s: %w", k, mode, n.cfg.Op, err)
+		}
+	}
+	if mode == ModeBarrier {
+		if err := n.c.barrier(ctx, exec, 0, phaseBarrierEnd); err != nil {
+			return fmt.Errorf("iteration %d (%s): end barrier: %w", k, mode, err)
 		}
 	}
 	return n.stamp(k, mode, EventEnd, 0)

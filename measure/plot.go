@@ -35,10 +35,13 @@ func format(file string) (string, error) {
 	return ext, nil
 }
 
-// PlotDeviations draws the histograms of the deviations of each node's
-// time from the mean of its execution, one panel per method, as the
-// paper's figures 10-14 do; with a truth, a last panel shows the true
-// times' deviations over the scheduled executions.
+// PlotDeviations draws the histograms of seed 003's figures 10-14, one
+// panel per method: each node's time to the operation's common end
+// (Result.Paper), its deviation from the mean of its execution in percent
+// of the operation, with the paper's +-0.04% (PGCCS), +-0.24% (hardware
+// barrier) and +-1.8% (MPI_Barrier) marked where they fall inside the
+// panel and the share of node times within each in the title; with a
+// truth, a last panel shows the true times of (b)'s executions.
 func PlotDeviations(r *Result, file string) error {
 	ext, err := format(file)
 	if err != nil {
@@ -50,16 +53,12 @@ func PlotDeviations(r *Result, file string) error {
 			return nil
 		}
 		p := plot.New()
-		lo, hi := slices.Min(devs), slices.Max(devs)
-		p.Title.Text = fmt.Sprintf("%s: within %+.3f%% .. %+.3f%%", title, lo, hi)
+		w := within(devs)
+		p.Title.Text = fmt.Sprintf("%s: within +-1.8%%: %.0f%%, +-0.24%%: %.0f%%, +-0.04%%: %.0f%%", title, 100*w[0], 100*w[1], 100*w[2])
 		// A few outliers would squeeze the histogram into one bar: draw
 		// the values within 1.2 times the p99 of |deviation| and say how
 		// many are left out.
-		abs := make([]float64, len(devs))
-		for i, d := range devs {
-			abs[i] = math.Abs(d)
-		}
-		slices.Sort(abs)
+		abs := absSorted(devs)
 		if lim := 1.2 * quantile(abs, 0.99); lim > 0 && abs[len(abs)-1] > 1.5*lim {
 			kept := make([]float64, 0, len(devs))
 			for _, d := range devs {
@@ -67,10 +66,10 @@ func PlotDeviations(r *Result, file string) error {
 					kept = append(kept, d)
 				}
 			}
-			p.Title.Text += fmt.Sprintf(" (%d beyond +-%.2f%% not drawn)", len(devs)-len(kept), lim)
+			p.Title.Text += fmt.Sprintf(" (%d beyond +-%.3f%% not drawn)", len(devs)-len(kept), lim)
 			devs = kept
 		}
-		p.X.Label.Text = "deviation from the mean of the execution (%)"
+		p.X.Label.Text = "deviation from the mean of the execution (% of the operation)"
 		p.Y.Label.Text = "node times"
 		h, err := plotter.NewHist(plotter.Values(devs), 40)
 		if err != nil {
@@ -78,26 +77,39 @@ func PlotDeviations(r *Result, file string) error {
 		}
 		h.FillColor, h.LineStyle.Width = colors[key], 0
 		p.Add(h, plotter.NewGrid())
+		// The paper's bands that fall inside the drawn range, dashed.
+		lo, hi := slices.Min(devs), slices.Max(devs)
+		var top float64
+		for _, b := range h.Bins {
+			top = max(top, b.Weight)
+		}
+		for _, band := range PaperBands {
+			for _, x := range []float64{-band, band} {
+				if x < lo || x > hi {
+					continue
+				}
+				l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top}})
+				if err != nil {
+					return err
+				}
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				l.Color = color.Gray{Y: 0x40}
+				p.Add(l)
+			}
+		}
 		rows = append(rows, []*plot.Plot{p})
 		return nil
 	}
 	var truth []float64
-	for _, m := range r.Methods {
-		if m.Name == MethodWindow || m.Name == MethodGlobalRetro {
-			continue
+	for _, m := range r.Paper {
+		if m.Name == MethodGlobal {
+			truth = m.TrueDevs
 		}
-		devs := make([]float64, 0, len(m.Values))
-		for _, v := range m.Values {
-			devs = append(devs, v.DevPct)
-			if m.Name == MethodGlobal && v.HasTruth {
-				truth = append(truth, v.TrueDevPct)
-			}
-		}
-		if err := addPanel(methodTitle[m.Name], m.Name, devs); err != nil {
+		if err := addPanel(methodTitle[m.Name], m.Name, m.Devs); err != nil {
 			return err
 		}
 	}
-	if err := addPanel("true times of the scheduled executions", "true", truth); err != nil {
+	if err := addPanel("true times of (b)'s executions", "true", truth); err != nil {
 		return err
 	}
 	if len(rows) == 0 {

@@ -119,11 +119,17 @@ func WriteMarkdown(w io.Writer, r *Result, targets *Targets) error {
 func writeMethods(b *strings.Builder, r *Result, targets *Targets) {
 	fmt.Fprintf(b, "Executions: %d scheduled, %d barrier-started on %d nodes (%d incomplete, %d with a global reading not synced).",
 		r.Executions[ModeScheduled.String()], r.Executions[ModeBarrier.String()], r.Nodes, r.Incomplete, r.Unsynced)
-	if r.Executions[ModeScheduled.String()] > 0 {
-		fmt.Fprintf(b, " Scheduled starts: the nodes started %s late (median; p99 %s) in their global time; %d executions had a node more than %s late.",
-			ns(r.LateP50Ns), ns(r.LateP99Ns), r.LateExecs, ns(LateLimitNs))
+	if r.Scheduled > 0 {
+		fmt.Fprintf(b, " Scheduled starts: the nodes started %s late (median; p99 %s) in their global time; %d of %d scheduled executions had a node more than %s late",
+			ns(r.LateP50Ns), ns(r.LateP99Ns), r.LateExecs, r.Scheduled, ns(float64(r.LateLimitNs)))
+		if !r.KeptLate {
+			b.WriteString(" and were left out as ReproMPI leaves them out (invalid: the window started without them).")
+		} else {
+			b.WriteString(" (kept).")
+		}
 	}
 	b.WriteString("\n\n")
+	writePaper(b, r)
 	b.WriteString("Deviation of each node's time from the mean of its execution (the paper's figures 10-14):\n\n")
 	b.WriteString("| method | values | mean time | deviation max / p99 | paper | true spread max / p99 |\n|---|---|---|---|---|---|\n")
 	for _, m := range r.Methods {
@@ -192,6 +198,61 @@ func writeMethods(b *strings.Builder, r *Result, targets *Targets) {
 			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", c.Name, c.Want, c.Got, map[bool]string{true: "yes", false: "**no**"}[c.OK])
 		}
 	}
+}
+
+// paperOf is seed 003's figure for a method's paper view.
+var paperOf = map[string]string{
+	MethodBarrier: "+-1.8% (MPI_Barrier)",
+	MethodGlobal:  "+-0.04% (PGCCS)",
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }
+
+func bands(w [3]float64) string { return pct(w[0]) + " / " + pct(w[1]) + " / " + pct(w[2]) }
+
+// writePaper is the table of the methods as seed 003 presents them.
+func writePaper(b *strings.Builder, r *Result) {
+	if len(r.Paper) == 0 {
+		return
+	}
+	b.WriteString("As seed 003 presents it (figures 10-14): each node's time to the operation's common end " +
+		"(global methods: max_j global(end_j) - global(start_i); (a): its own clock from barrier exit to barrier exit), " +
+		"its deviation from the mean of the execution in % of the operation, and the share of node times within the paper's " +
+		"+-1.8% (MPI_Barrier) / +-0.24% (hardware barrier) / +-0.04% (PGCCS):\n\n")
+	b.WriteString("| method | node times | operation (mean) | deviation p99 / max | within +-1.8 / 0.24 / 0.04% | paper | bounds: mean width (% of the op), p99 half-width |")
+	if r.HasTruth {
+		b.WriteString(" true times within +-1.8 / 0.24 / 0.04% | error in % of the op, abs p50 / p99 / max | error within +-1.8 / 0.24 / 0.04% | truth inside the bounds |")
+	}
+	b.WriteString("\n|---|---|---|---|---|---|---|")
+	if r.HasTruth {
+		b.WriteString("---|---|---|---|")
+	}
+	b.WriteString("\n")
+	for _, m := range r.Paper {
+		bnd := "no bounds (own clock)"
+		if m.BoundsN > 0 {
+			bnd = fmt.Sprintf("%s (%.3f%%), +-%.3f%%", ns(m.WidthMeanNs), m.WidthMeanPct, m.BoundHalfP99)
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | +-%.3f%% / +-%.3f%% | %s | %s | %s |", methodTitle[m.Name], m.N, ns(m.MeanNs),
+			m.DevP99AbsPct, m.DevMaxAbsPct, bands(m.Within), paperOf[m.Name], bnd)
+		if r.HasTruth {
+			if m.HasTruth {
+				cov := "no bounds"
+				if m.Coverage >= 0 {
+					cov = fmt.Sprintf("%.2f%%", 100*m.Coverage)
+				}
+				fmt.Fprintf(b, " %s | %.4f%% / %.4f%% / %.4f%% | %s | %s |", bands(m.TrueWithin), m.ErrP50Pct, m.ErrP99Pct, m.ErrMaxPct, bands(m.ErrWithin), cov)
+			} else {
+				b.WriteString(" | | | |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| hardware barrier (SCC_Barrier) | | | | | +-0.24% | |")
+	if r.HasTruth {
+		b.WriteString(" | | | |")
+	}
+	b.WriteString("\n\n")
 }
 
 func writeLatency(b *strings.Builder, r *Result) {

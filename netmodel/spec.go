@@ -2,16 +2,15 @@ package netmodel
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 
-	"github.com/gclock/gclock/engine/engineconf"
+	"github.com/gclock/gclock/internal/conf"
 )
 
-// Duration is the house's YAML duration (engineconf.Duration): a time span
-// in nanoseconds, written as a Go duration string ("10ms", "1h30m").
-type Duration = engineconf.Duration
+// Duration is the house's YAML duration (conf.Duration): a time span in
+// nanoseconds, written as a Go duration string ("10ms", "1h30m").
+type Duration = conf.Duration
 
 // Spec is the model of every directed link of a simulated network (a
 // scenario's `links:` section).
@@ -33,10 +32,8 @@ type Spec struct {
 // Validate checks the spec; every error names the field, under field (the
 // spec's path in its file, such as "links").
 func (s *Spec) Validate(field string) error {
-	var errs []error
-	bad := func(f, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", field, f, fmt.Sprintf(format, a...)))
-	}
+	var errs conf.Errors
+	bad := errs.Under(field)
 	if s.MinDelay < 0 || s.Asymmetry < 0 || s.ReorderDelay < 0 {
 		bad("min_delay", "delays must be >= 0")
 	}

@@ -61,7 +61,7 @@ func TestChronydReadsSamples(t *testing.T) {
 	os.Chmod(dir, 0o700) // chronyd refuses a socket directory others can read
 	sock, cmd := filepath.Join(dir, "gclock.sock"), filepath.Join(dir, "chronyd.sock")
 	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n"+
-		"refclock SOCK %s refid GCLK poll 0 precision 1e-7\n", dir, cmd, sock)
+		"refclock SOCK %s refid GCLK poll 2 precision 1e-7\n", dir, cmd, sock)
 	cf := filepath.Join(dir, "chrony.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestChronydReadsSamples(t *testing.T) {
 	const offset = 1.234567e-3
 	s := NewSender(sock)
 	defer s.Close()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(40 * time.Second) // poll 2: chronyd takes a sample every 4 s
 	var got float64
 	var ok bool
 	var sent int

@@ -2,7 +2,7 @@
 // chronyd can discipline CLOCK_REALTIME from gclock's global time:
 //
 //	# chrony.conf
-//	refclock SOCK /run/chrony.gclock.sock refid GCLK poll 0 precision 1e-7
+//	refclock SOCK /run/chrony.gclock.sock refid GCLK poll 2 precision 1e-7
 //
 // chronyd creates the Unix datagram socket at that path and reads one
 // struct sock_sample per datagram (chrony's refclock_sock.c):

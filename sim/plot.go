@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -83,11 +84,62 @@ func robustLimit(v []float64) float64 {
 	return max(v[int(0.98*float64(len(v)-1))]*1.2, 1e-3)
 }
 
-func clipXY(xy plotter.XYs, lim float64) plotter.XYs {
+// clipXY clips xy to [-lim, lim] and returns the points it moved, drawn
+// at the edge they crossed, with the largest magnitude among them: a plot
+// marks them instead of passing them off as values at the limit.
+func clipXY(xy plotter.XYs, lim float64) (plotter.XYs, plotter.XYs, float64) {
+	var beyond plotter.XYs
+	worst := 0.0
 	for k := range xy {
-		xy[k].Y = max(-lim, min(lim, xy[k].Y))
+		if y := xy[k].Y; y > lim || y < -lim {
+			worst = max(worst, math.Abs(y))
+			xy[k].Y = max(-lim, min(lim, y))
+			beyond = append(beyond, xy[k])
+		}
 	}
-	return xy
+	return xy, beyond, worst
+}
+
+// markBeyond adds the clipped points of a panel as crosses on its edge,
+// with their count and largest value in the legend.
+func markBeyond(p *plot.Plot, beyond plotter.XYs, worst float64) error {
+	if len(beyond) == 0 {
+		return nil
+	}
+	sc, err := plotter.NewScatter(beyond)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle.Shape = draw.CrossGlyph{}
+	sc.GlyphStyle.Radius = vg.Points(2.5)
+	sc.GlyphStyle.Color = color.Black
+	p.Add(sc)
+	p.Legend.Add(fmt.Sprintf("off the axis, on its edge: %d, max %.3g us", len(beyond), worst), sc)
+	return nil
+}
+
+// markPhases draws a dashed vertical line where each phase after the
+// first starts, so that a change of load or loss is seen where it acts.
+func markPhases(p *plot.Plot, sc *Scenario, lim float64) error {
+	first := true
+	for _, ph := range sc.Phases {
+		t := time.Duration(ph.Start).Seconds()
+		if t <= 0 {
+			continue
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: t, Y: -lim}, {X: t, Y: lim}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{Y: 110}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		if first {
+			p.Legend.Add("phase change", l)
+			first = false
+		}
+	}
+	return nil
 }
 
 // tracePlots draws two panels per plotted node: the error of Est with the
@@ -98,9 +150,13 @@ func tracePlots(res *Result) ([][]*plot.Plot, error) {
 	out := make([][]*plot.Plot, 0, 2*len(tr.Nodes))
 	for i, node := range tr.Nodes {
 		pe, pb := plot.New(), plot.New()
-		pe.Title.Text = fmt.Sprintf("%s: node %d, Est - truth (estimator %s, adaptive %v)", res.Scenario.Name, node,
-			res.Scenario.Engine.Estimator, res.Scenario.Engine.Adaptive)
-		pb.Title.Text = fmt.Sprintf("%s: node %d, bounds [Earliest, Latest] - truth", res.Scenario.Name, node)
+		which := ""
+		if others := res.Scenario.Nodes - 1; len(tr.Nodes) < others {
+			which = fmt.Sprintf(" [%d of the %d nodes drawn; eval.plot_nodes picks them]", len(tr.Nodes), others)
+		}
+		pe.Title.Text = fmt.Sprintf("%s: node %d, Est - truth (estimator %s, adaptive %v)%s", res.Scenario.Name, node,
+			res.Scenario.Engine.Estimator, res.Scenario.Engine.Adaptive, which)
+		pb.Title.Text = fmt.Sprintf("%s: node %d, bounds [Earliest, Latest] - truth%s", res.Scenario.Name, node, which)
 		for _, p := range []*plot.Plot{pe, pb} {
 			p.X.Label.Text = "time (s)"
 			p.Y.Label.Text = "us"
@@ -121,18 +177,21 @@ func tracePlots(res *Result) ([][]*plot.Plot, error) {
 		}
 		elim, blim := robustLimit(emag), robustLimit(bmag)
 		if len(est) > 0 {
-			le, err := plotter.NewLine(clipXY(est, elim))
+			est, eOut, eWorst := clipXY(est, elim)
+			lo, loOut, loWorst := clipXY(lo, blim)
+			hi, hiOut, hiWorst := clipXY(hi, blim)
+			le, err := plotter.NewLine(est)
 			if err != nil {
 				return nil, fmt.Errorf("plot node %d: %w", node, err)
 			}
 			le.Color = color.RGBA{R: 200, A: 255}
 			pe.Add(le)
 			pe.Legend.Add("Est - truth", le)
-			ll, err := plotter.NewLine(clipXY(lo, blim))
+			ll, err := plotter.NewLine(lo)
 			if err != nil {
 				return nil, fmt.Errorf("plot node %d: %w", node, err)
 			}
-			lh, err := plotter.NewLine(clipXY(hi, blim))
+			lh, err := plotter.NewLine(hi)
 			if err != nil {
 				return nil, fmt.Errorf("plot node %d: %w", node, err)
 			}
@@ -141,6 +200,18 @@ func tracePlots(res *Result) ([][]*plot.Plot, error) {
 			}
 			pb.Add(ll, lh)
 			pb.Legend.Add("Earliest, Latest", ll)
+			if err := markBeyond(pe, eOut, eWorst); err != nil {
+				return nil, fmt.Errorf("plot node %d: %w", node, err)
+			}
+			if err := markBeyond(pb, append(loOut, hiOut...), max(loWorst, hiWorst)); err != nil {
+				return nil, fmt.Errorf("plot node %d: %w", node, err)
+			}
+		}
+		if err := markPhases(pe, &res.Scenario, elim); err != nil {
+			return nil, fmt.Errorf("plot node %d: %w", node, err)
+		}
+		if err := markPhases(pb, &res.Scenario, blim); err != nil {
+			return nil, fmt.Errorf("plot node %d: %w", node, err)
 		}
 		var ev plotter.XYs
 		for _, e := range tr.Events[i] {

@@ -1,27 +1,24 @@
 package sim
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path"
 	"sort"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gclock/gclock/engine/engineconf"
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/netmodel"
 )
 
-// Duration is the one YAML duration type (engineconf.Duration, which the
-// links of netmodel use too): a time span in nanoseconds written as a Go
-// duration string ("10ms", "1h30m").
-type Duration = engineconf.Duration
+// Duration is the one YAML duration type (conf.Duration, which the
+// engine's section and the links of netmodel use too): a time span in
+// nanoseconds written as a Go duration string ("10ms", "1h30m").
+type Duration = conf.Duration
 
 // Scenario is one simulation: the cluster, its clocks, its links, the load
 // over time and the engine's configuration. Every field has a default (see
@@ -228,27 +225,21 @@ func base() Scenario {
 	}
 }
 
-// Parse decodes a scenario from YAML. Unknown fields are rejected; every
+// Parse decodes a scenario from YAML (conf.Unmarshal: one document of at
+// most conf.MaxBytes, aliases capped). Unknown fields are rejected; every
 // error names the field path and the line. name says where the YAML came
 // from (a file name) for the messages.
 func Parse(data []byte, name string) (Scenario, error) {
 	s := base()
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return s, fmt.Errorf("%s: empty scenario", name)
-		}
+	root, err := conf.Unmarshal(data, &s)
+	if err != nil {
 		return s, fmt.Errorf("%s: %w", name, err)
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if err := engineconf.Decode(root, "", &s); err != nil {
-		return s, fmt.Errorf("%s: %w", name, err)
+	if root == nil {
+		return s, fmt.Errorf("%s: empty scenario", name)
 	}
 	if err := s.Validate(); err != nil {
+		conf.AddLines(err, root)
 		return s, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
@@ -256,10 +247,8 @@ func Parse(data []byte, name string) (Scenario, error) {
 
 // Validate checks the scenario; the error names the field.
 func (s *Scenario) Validate() error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
-	}
+	var errs conf.Errors
+	bad := errs.Add
 	if s.Nodes < 2 || s.Nodes > 1_000_000 {
 		bad("nodes", "%d out of range [2, 1000000]", s.Nodes)
 	}

@@ -377,6 +377,19 @@ func (r *runner) schedNoise(t int64) int64 {
 	return min(int64(m*r.rng.ExpFloat64()), netmodel.MaxDelay)
 }
 
+// progressLine says how far a run is: simulated time reached and its
+// share, wall time so far, the time left at the pace so far, events/s.
+func progressLine(done, total int64, events uint64, wall time.Duration) string {
+	frac := float64(done) / float64(max(total, 1))
+	eta := "?"
+	if frac > 0 {
+		eta = (time.Duration(float64(wall) * (1 - frac) / frac)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("sim: %5.1f%%  %v of %v simulated  wall %v  eta %s  %d events (%.2g/s)",
+		100*frac, time.Duration(done).Truncate(time.Second), time.Duration(total), wall.Round(time.Second), eta,
+		events, float64(events)/max(wall.Seconds(), 1e-9))
+}
+
 // progressEvery is how often (wall time) a progress line is printed.
 const progressEvery = 3 * time.Second
 
@@ -397,10 +410,7 @@ func (r *runner) loop(ctx context.Context, start time.Time) error {
 			if r.opt.Progress != nil {
 				if w := time.Now(); w.After(nextProgress) {
 					nextProgress = w.Add(progressEvery)
-					el := w.Sub(start).Seconds()
-					fmt.Fprintf(r.opt.Progress, "sim: %v of %v simulated, %d events, %.2g events/s\n",
-						time.Duration(r.now-Origin).Truncate(time.Second), time.Duration(r.sc.Duration),
-						r.events, float64(r.events)/el)
+					fmt.Fprintln(r.opt.Progress, progressLine(r.now-Origin, int64(r.sc.Duration), r.events, w.Sub(start)))
 				}
 			}
 		}

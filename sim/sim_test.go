@@ -102,11 +102,12 @@ func TestParseErrorsNameFieldAndLine(t *testing.T) {
 	}{
 		{"unknown top", "nodes: 4\nbogus: 1\n", []string{"bogus", "line 2", "unknown field"}},
 		{"unknown nested", "links:\n  tail:\n    meen: 2us\n", []string{"links.tail.meen", "line 3"}},
-		{"bad duration", "duration: 10 minutes\n", []string{"duration", "line 1", "bad duration"}},
+		{"bad duration", "duration: 10 minutes\n", []string{"line 1: duration: duration \"10 minutes\"", "unit"}},
 		{"bad int", "nodes: many\n", []string{"nodes", "line 1"}},
 		{"list expected", "phases: 3\n", []string{"phases", "want a list"}},
 		{"in list", "phases:\n  - name: a\n    start: 0s\n  - name: b\n    strat: 1m\n", []string{"phases[1].strat", "line 5"}},
-		{"validation", "nodes: 1\n", []string{"nodes", "out of range"}},
+		{"validation", "nodes: 1\n", []string{"line 1: nodes", "out of range"}},
+		{"validation nested", "seed: 1\nlinks:\n  loss: 1.5\n", []string{"line 3: links.loss"}},
 		{"bad topology", "topology:\n  kind: torus\n", []string{"topology.kind", "torus"}},
 		{"bad prob", "links:\n  loss: 1.5\n", []string{"links.loss"}},
 		{"syntax", "nodes: [1\n", []string{"s.yaml"}},
@@ -171,5 +172,31 @@ func TestSatSub(t *testing.T) {
 		if got := satmath.Sub(tc.a, tc.b); got != tc.want {
 			t.Errorf("satmath.Sub(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// aliasBomb is a scenario whose aliases expand quadratically: one list of
+// n node ids, used by n drift steps (n*n values from some 10n bytes).
+func aliasBomb(n int) string {
+	var b strings.Builder
+	b.WriteString("nodes: 4\nclocks:\n  drift_steps:\n    - {at: 1s, delta_ppm: 1, nodes: &n [")
+	b.WriteString(strings.Repeat("1, ", n-1) + "1]}\n")
+	for range n {
+		b.WriteString("    - {at: 2s, delta_ppm: 1, nodes: *n}\n")
+	}
+	return b.String()
+}
+
+// TestParseRefusesAliasBomb: a scenario whose aliases would expand to 3*10^8
+// values (an 800-KB file of this kind took 744 MB and 15.7 s before the cap) is
+// refused, the error naming the file and the line of the alias that went
+// over conf.MaxAliasValues.
+func TestParseRefusesAliasBomb(t *testing.T) {
+	if _, err := Parse([]byte(aliasBomb(10)), "small.yaml"); err != nil {
+		t.Fatalf("10 aliases of 10 ids: %v", err)
+	}
+	_, err := Parse([]byte(aliasBomb(18_000)), "bomb.yaml")
+	if err == nil || !strings.Contains(err.Error(), "bomb.yaml: line ") || !strings.Contains(err.Error(), "alias") {
+		t.Fatalf("alias bomb: %v, want an error naming bomb.yaml, a line and the aliases", err)
 	}
 }

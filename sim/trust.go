@@ -8,9 +8,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/gclock/gclock/engine/engineconf"
+	"github.com/gclock/gclock/internal/conf"
 )
 
 // trustCase is a clock or link condition users meet, written as a scenario
@@ -67,15 +65,7 @@ func trustScenario(c trustCase, est string, adaptive bool, seed int) (Scenario, 
 
 // overlay applies a YAML fragment over s (fields it names replace s's).
 func (s *Scenario) overlay(data []byte, name string) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if err := engineconf.Decode(root, "", s); err != nil {
+	if _, err := conf.Unmarshal(data, s); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

@@ -173,7 +173,7 @@ func FromEdges(n int, edges [][2]int) (*Graph, error) {
 	}
 	g := b.graph()
 	if u := g.unreachable(0); u >= 0 {
-		return nil, fmt.Errorf("edges: node %d is not connected to node 0: %w", u, ErrInvalid)
+		return nil, &UnreachableError{Node: u}
 	}
 	return g, nil
 }

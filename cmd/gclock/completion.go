@@ -33,9 +33,11 @@ in the shell, generated from the commands this binary has. To load it:
 flags:
 `
 
-// compFlag is one flag of a command, for completion.
+// compFlag is one flag of a command, for completion: its values when its
+// usage lists them (`text|json`, "star|tree|ring").
 type compFlag struct {
 	name, usage string
+	values      []string
 }
 
 // compCmd is one command with its subcommands and flags, for completion.
@@ -43,6 +45,7 @@ type compCmd struct {
 	name, summary string
 	subs          []string
 	flags         []compFlag
+	subFlags      map[string][]compFlag // flags of `gclock NAME SUB`
 }
 
 var (
@@ -50,7 +53,27 @@ var (
 	// on lines starting with "    \t".
 	flagLine  = regexp.MustCompile(`^  -([A-Za-z0-9][A-Za-z0-9_.-]*)(?: .*)?$`)
 	usageLine = regexp.MustCompile(`^    \t(.*)$`)
+	// A boolean flag with a one-letter name: "  -q\tusage" on one line.
+	shortLine = regexp.MustCompile(`^  -([A-Za-z0-9])\t(.*)$`)
+	// Values listed in a usage: a|b|c (lower-case words, two or more).
+	choices = regexp.MustCompile(`\b[a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)+\b`)
 )
+
+// listed: values after a colon at the end of a usage ("the topology: star,
+// tree, ring").
+var listed = regexp.MustCompile(`:\s*([a-z][a-z0-9-]*(?:,\s*[a-z][a-z0-9-]*)+)\s*$`)
+
+// flagValues returns the values a flag's usage lists, if any.
+func flagValues(usage string) []string {
+	if m := listed.FindStringSubmatch(usage); m != nil {
+		return strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' })
+	}
+	m := choices.FindString(usage)
+	if m == "" {
+		return nil
+	}
+	return strings.Split(m, "|")
+}
 
 // completionModel asks every registered command for its help (as
 // `gclock CMD -h` prints it) and reads its flags and subcommands from it, so
@@ -69,6 +92,18 @@ func completionModel() []compCmd {
 		if n != "help" && n != "completion" {
 			text, _ := helpText(c, nil)
 			cc.flags, cc.subs = parseHelp(n, text)
+			for _, sub := range cc.subs {
+				st, err := helpText(c, []string{sub})
+				if err != nil {
+					continue
+				}
+				if f, _ := parseHelp(n+" "+sub, st); len(f) > 0 {
+					if cc.subFlags == nil {
+						cc.subFlags = map[string][]compFlag{}
+					}
+					cc.subFlags[sub] = f
+				}
+			}
 		}
 		out = append(out, cc)
 	}
@@ -88,6 +123,11 @@ func parseHelp(name, text string) (flags []compFlag, subs []string) {
 			subs = append(subs, m[1])
 			continue
 		}
+		if m := shortLine.FindStringSubmatch(l); m != nil && !seenFlag[m[1]] {
+			seenFlag[m[1]] = true
+			flags = append(flags, compFlag{name: m[1], usage: strings.TrimSpace(m[2])})
+			continue
+		}
 		m := flagLine.FindStringSubmatch(l)
 		if m == nil || i+1 >= len(lines) || seenFlag[m[1]] {
 			continue
@@ -97,7 +137,7 @@ func parseHelp(name, text string) (flags []compFlag, subs []string) {
 			continue
 		}
 		seenFlag[m[1]] = true
-		flags = append(flags, compFlag{name: m[1], usage: strings.TrimSpace(u[1])})
+		flags = append(flags, compFlag{name: m[1], usage: strings.TrimSpace(u[1]), values: flagValues(u[1])})
 	}
 	return flags, subs
 }
@@ -129,9 +169,9 @@ func runCompletion(args []string, stdout, stderr io.Writer) error {
 	return w.Flush()
 }
 
-func flagNames(c compCmd) string {
+func flagNames(flags []compFlag) string {
 	var b []string
-	for _, f := range c.flags {
+	for _, f := range flags {
 		b = append(b, "-"+f.name)
 	}
 	return strings.Join(b, " ")
@@ -154,7 +194,37 @@ _gclock() {
     case ${COMP_WORDS[1]} in
 `, strings.Join(names, " "))
 	for _, c := range model {
-		fmt.Fprintf(w, "    %s) flags=%q; subs=%q ;;\n", c.name, flagNames(c), strings.Join(c.subs, " "))
+		fmt.Fprintf(w, "    %s) flags=%q; subs=%q ;;\n", c.name, flagNames(c.flags), strings.Join(c.subs, " "))
+	}
+	fmt.Fprint(w, `    esac
+    # A subcommand's own flags (gclock lab bench -...).
+    case "${COMP_WORDS[1]} ${COMP_WORDS[2]}" in
+`)
+	for _, c := range model {
+		for _, sub := range c.subs {
+			if f := c.subFlags[sub]; len(f) > 0 {
+				fmt.Fprintf(w, "    %q) flags=%q ;;\n", c.name+" "+sub, flagNames(f))
+			}
+		}
+	}
+	fmt.Fprint(w, `    esac
+    # The values a flag's usage lists (gclock sim -topology st...).
+    local prev=${COMP_WORDS[COMP_CWORD-1]}
+    case $prev in
+`)
+	seen := map[string]bool{}
+	for _, c := range model {
+		all := c.flags
+		for _, f := range c.subFlags {
+			all = append(all, f...)
+		}
+		for _, f := range all {
+			if len(f.values) == 0 || seen[f.name] {
+				continue
+			}
+			seen[f.name] = true
+			fmt.Fprintf(w, "    -%s|--%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", f.name, f.name, strings.Join(f.values, " "))
+		}
 	}
 	fmt.Fprint(w, `    esac
     if [[ $cur == -* ]]; then
@@ -224,6 +294,14 @@ fi
 `)
 }
 
+// fishValues is the -x -a part that offers a flag's listed values.
+func fishValues(f compFlag) string {
+	if len(f.values) == 0 {
+		return ""
+	}
+	return " -x -a " + fishQuote(strings.Join(f.values, " "))
+}
+
 // fishQuote quotes a string for fish (single quotes; \ and ' escaped).
 func fishQuote(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\\`)
@@ -247,7 +325,13 @@ func writeFish(w io.Writer, model []compCmd) {
 			fmt.Fprintf(w, "complete -c gclock -n %s -a %s\n", cond, s)
 		}
 		for _, f := range c.flags {
-			fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s\n", cond, f.name, fishQuote(f.usage))
+			fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s%s\n", cond, f.name, fishQuote(f.usage), fishValues(f))
+		}
+		for _, sub := range c.subs {
+			subCond := fishQuote("__fish_seen_subcommand_from " + c.name + "; and __fish_seen_subcommand_from " + sub)
+			for _, f := range c.subFlags[sub] {
+				fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s%s\n", subCond, f.name, fishQuote(f.usage), fishValues(f))
+			}
 		}
 		if len(c.subs) == 0 && c.name != "help" && c.name != "completion" {
 			fmt.Fprintf(w, "complete -c gclock -n %s -F\n", cond)

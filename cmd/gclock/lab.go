@@ -252,13 +252,17 @@ func runLab(args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "down":
-			if len(args) > 1 {
-				return fmt.Errorf("lab down takes no arguments (got %q)", args[1:])
+			force := false
+			switch {
+			case len(args) == 2 && (args[1] == "-force" || args[1] == "--force"):
+				force = true
+			case len(args) > 1:
+				return usage.Errorf("lab down takes only -force (got %q)", args[1:])
 			}
 			if err := lab.Check(); err != nil {
 				return err
 			}
-			return lab.Cleanup(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			return lab.Down(slog.New(slog.NewTextHandler(os.Stderr, nil)), force)
 		case "validate":
 			return runLabValidate(args[1:])
 		case "up":

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/measure"
@@ -34,8 +35,13 @@ stamped on the node's own clock and in global time (its daemon's page).
 Each node writes its stamps to -o; 'gclock measure report' puts them
 together.
 
+A node hears only the nodes of -peers, each from its address; with -key (the
+cluster key, the daemons' auth.key_file) every datagram is authenticated.
+Peers off loopback need -key, or -insecure on a private network; -op page
+needs -key (its server answers 8-KB pages to short requests).
+
 Example, three nodes (run on each, with its rank):
-  gclock measure -rank 0 -peers 10.0.0.1:3200,10.0.0.2:3200,10.0.0.3:3200 -op allreduce -o stamps-r0.csv
+  gclock measure -key /etc/gclock/cluster.key -rank 0 -peers 10.0.0.1:3200,10.0.0.2:3200,10.0.0.3:3200 -op allreduce -o stamps-r0.csv
   gclock measure report -plot dev.png stamps-r*.csv
 
 flags:
@@ -62,11 +68,15 @@ func runMeasureNode(args []string, latency bool) error {
 const measureReportUsage = `usage: gclock measure report [flags] FILE...
 
 Reads the stamp files of every node (written by gclock measure -o) and
-prints the methods side by side: each node's deviation from the mean of
-its execution (the paper's figures 10-14) beside seed 003's +-1.8%
-(MPI_Barrier), +-0.24% (hardware barrier) and +-0.04% (global counter),
-and the one-way latency per size. Without the lab's truth there are no
-errors against the true time (gclock lab measure has them).
+prints the methods side by side as seed 003 presents them: each node's
+time to the operation's common end and its deviation from the mean of its
+execution in % of the operation (figures 10-14), the share within the
+paper's +-1.8% (MPI_Barrier), +-0.24% (hardware barrier) and +-0.04%
+(global counter), with global time's bounds; then each node's time to its
+own end, and the one-way latency per size. Scheduled executions with a
+node more than -late-limit late are left out, as ReproMPI leaves them out,
+and counted. Without the lab's truth there are no errors against the true
+time (gclock lab measure has them).
 
 flags:
 `
@@ -77,6 +87,7 @@ func runMeasureReport(args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	plotDev := fs.String("plot", "", "draw the deviation histograms into FILE.png or FILE.svg")
 	plotLat := fs.String("plot-latency", "", "draw the latency per size into FILE.png or FILE.svg")
+	lateLimit := fs.Duration("late-limit", measure.LateLimitNs*time.Nanosecond, "leave out scheduled executions with a node that started more than this late, as ReproMPI does (negative: keep them)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
@@ -97,7 +108,7 @@ func runMeasureReport(args []string, stdout io.Writer) error {
 		}
 		all = append(all, ss...)
 	}
-	res, err := measure.Analyze(all, nil)
+	res, err := measure.AnalyzeWith(all, nil, measure.Options{LateLimitNs: lateLimit.Nanoseconds()})
 	if err != nil {
 		return err
 	}

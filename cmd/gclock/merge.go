@@ -14,6 +14,7 @@ import (
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
 )
@@ -31,8 +32,9 @@ processes into one time-ordered stream, counts messages received before they
 were sent per pair of processes before and after correction, and optionally
 applies the controlled logical clock (-clc), reporting how far it moved each
 process. Writes Chrome trace-event JSON (-chrome), a Perfetto protobuf trace
-(-perfetto; both open in ui.perfetto.dev) and/or a compact binary merged
-trace (-o).
+(-perfetto; both open in ui.perfetto.dev), an OTF2 archive (-otf2; Vampir,
+Scalasca, otf2-print; needs a build with -tags otf2 and libotf2) and/or a
+compact binary merged trace (-o).
 
 flags:
 `
@@ -45,11 +47,12 @@ func mergeCmd(args []string, out io.Writer) error {
 	method := fs.String("method", "auto", "correction: auto, linear, spline, daemon, offset or none")
 	chromePath := fs.String("chrome", "", "write Chrome trace-event JSON to this file")
 	binPath := fs.String("o", "", "write the binary merged trace to this file")
+	otf2Dir := fs.String("otf2", "", "write an OTF2 archive (DIR/traces.otf2, for Vampir, Scalasca, otf2-print) into this directory")
 	pftPath := fs.String("perfetto", "", "write a Perfetto protobuf trace to this file (about a quarter of the JSON's size)")
 	keep := fs.Bool("keep-going", false, "skip corrupt chunks and stop at truncations instead of failing (and list them)")
 	clc := fs.Bool("clc", false, "apply the controlled logical clock after correction (holds the trace in memory)")
 	lmin := fs.Duration("min-latency", 0, "CLC: minimum message latency")
-	gamma := fs.Float64("gamma", 1, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals")
+	gamma := fs.Float64("gamma", causality.DefaultGamma, "CLC: interval scale after a move, in (0,1]; 1 keeps local intervals and every shift, below 1 the shift decays")
 	best := fs.Float64("best-rtt", 0, "keep only this fraction of each sync session's exchanges, those with the lowest round trip (0: all)")
 	truthDir := fs.String("truth", "", "directory of truth-NN.bin files (gclock trace demo): report the error of every corrected timestamp")
 	amortize := fs.Float64("amortize", 0, "CLC: spread each jump backwards over this many times its size (0: forward pass only)")
@@ -60,6 +63,9 @@ func mergeCmd(args []string, out io.Writer) error {
 	if fs.NArg() == 0 {
 		return errors.New("no trace files given (usage: gclock merge [flags] FILE...)")
 	}
+	if *otf2Dir != "" && !otf2.Available {
+		return fmt.Errorf("-otf2: %w", otf2.ErrNotBuilt)
+	}
 	m, err := correct.ParseMethod(*method)
 	if err != nil {
 		return err
@@ -68,7 +74,7 @@ func mergeCmd(args []string, out io.Writer) error {
 	if *verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	opt := timeline.Options{Method: m, BestRTT: *best, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Amortize: *amortize, Log: log}
+	opt := timeline.Options{OTF2: *otf2Dir, Method: m, BestRTT: *best, KeepGoing: *keep, CLC: *clc, MinLatency: lmin.Nanoseconds(), Gamma: *gamma, Amortize: *amortize, Log: log}
 	if *truthDir != "" {
 		if opt.Truth, err = tracegen.ReadTruthDir(*truthDir); err != nil {
 			return err
@@ -181,6 +187,19 @@ func printReport(out io.Writer, rep *timeline.Report) {
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.1f\n", m.Proc, m.Events, m.Moved, m.Jumps, m.MaxShift, m.MeanShift)
 		}
 		tw.Flush()
+	}
+	if o := rep.OTF2; o != nil {
+		fmt.Fprintf(out, "\nOTF2: %d event records from %d events", o.Events, o.Input)
+		if o.Dependencies > 0 {
+			fmt.Fprintf(out, "; %d collective dependencies left out (implied by the collective records)", o.Dependencies)
+		}
+		if o.Unknown > 0 {
+			fmt.Fprintf(out, "; %d messages to or from processes not in the trace left out", o.Unknown)
+		}
+		if o.Clamped > 0 {
+			fmt.Fprintf(out, "; %d events moved forward to keep their location in time order", o.Clamped)
+		}
+		fmt.Fprintln(out)
 	}
 	if rep.UnboundFlows > 0 {
 		fmt.Fprintf(out, "\n%d receives drawn without an arrow: their send was not seen before them\n", rep.UnboundFlows)

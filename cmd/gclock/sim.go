@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
+	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/sim"
 )
 
@@ -83,8 +84,11 @@ func runSim(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	opt := sim.Options{Logger: logger}
-	if !*quiet {
-		opt.Progress = os.Stderr
+	if !*quiet && !*jsonOut {
+		// On a terminal one line, redrawn; in a log, a line every few seconds.
+		p := newProgress(os.Stderr)
+		defer p.done()
+		opt.Progress = p
 	}
 
 	if *list {
@@ -169,7 +173,7 @@ func runSim(args []string) error {
 
 // loadScenario reads a scenario file, or a shipped scenario by name.
 func loadScenario(arg string) (sim.Scenario, error) {
-	b, err := os.ReadFile(arg)
+	b, err := conf.ReadFile(arg)
 	if err == nil {
 		return sim.Parse(b, arg)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/plot"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
@@ -161,6 +162,7 @@ func traceDemo(args []string, out io.Writer) error {
 	seed := fs.Uint64("seed", def.Seed, "random seed")
 	chromeOut := fs.Bool("chrome", true, "also write DIR/merged.json (spline or auto method, with CLC)")
 	pftOut := fs.Bool("perfetto", false, "also write DIR/merged.pftrace (Perfetto protobuf, auto method, with CLC)")
+	otf2Out := fs.Bool("otf2", false, "also write the OTF2 archive DIR/otf2/traces.otf2 (auto method, with CLC; needs a build with -tags otf2)")
 	verbose := fs.Bool("v", false, "log progress")
 	best := fs.Float64("best-rtt", 0, "merge keeping only this fraction of each session's lowest-RTT exchanges (0: all)")
 	plots := fs.String("plots", "", "write trace_error_cdf.png and trace_error_time.png into this directory")
@@ -169,6 +171,9 @@ func traceDemo(args []string, out io.Writer) error {
 	}
 	if *dir == "" {
 		return errors.New("trace demo: -dir is required (where the traces go)")
+	}
+	if *otf2Out && !otf2.Available {
+		return fmt.Errorf("trace demo -otf2: %w", otf2.ErrNotBuilt)
 	}
 	cfg := def
 	cfg.Procs, cfg.Duration, cfg.Sessions, cfg.SyncMessages = *procs, *dur, *sessions, *msgs
@@ -250,8 +255,11 @@ func traceDemo(args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "wrote %v\n", files)
 	}
-	if *chromeOut || *pftOut {
+	if *chromeOut || *pftOut || *otf2Out {
 		opt := timeline.Options{Method: correct.Auto, CLC: true, Log: log}
+		if *otf2Out {
+			opt.OTF2 = filepath.Join(*dir, "otf2")
+		}
 		var written []string
 		var files []*os.File
 		for _, o := range []struct {
@@ -271,6 +279,9 @@ func traceDemo(args []string, out io.Writer) error {
 			*o.dst = f
 			written = append(written, p)
 		}
+		if opt.OTF2 != "" {
+			written = append(written, filepath.Join(opt.OTF2, "traces.otf2"))
+		}
 		_, err := timeline.Run(timeline.Files(paths), opt)
 		for _, f := range files {
 			if cerr := f.Close(); err == nil {
@@ -280,7 +291,7 @@ func traceDemo(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "wrote %s (open in https://ui.perfetto.dev)\n", strings.Join(written, " and "))
+		fmt.Fprintf(out, "wrote %s (JSON and Perfetto open in https://ui.perfetto.dev, OTF2 in Vampir or otf2-print)\n", strings.Join(written, " and "))
 	}
 	return nil
 }

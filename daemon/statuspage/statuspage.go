@@ -6,7 +6,8 @@
 //
 // The daemon samples itself once a second (History.Run) and keeps the last
 // ten minutes. With ?nodes=URL,URL,... the page draws several daemons on
-// the same charts (each daemon's /status.json allows cross-origin reads).
+// the same charts (each daemon's /status.json allows cross-origin reads by
+// the cluster's other pages only, never by any origin).
 package statuspage
 
 import (
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -209,11 +211,30 @@ func Handler(h *History) http.Handler {
 	mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		// Read-only data, as /metrics: another daemon's page may draw it.
-		w.Header().Set("Access-Control-Allow-Origin", "*")
+		// The page reads it from its own origin. Only the cluster's other
+		// pages (SetPeers) may read it from theirs, for the page of all
+		// nodes: never a wildcard, so that a web page elsewhere cannot
+		// make a visitor's browser read the cluster's state.
+		w.Header().Add("Vary", "Origin")
+		if o := r.Header.Get("Origin"); o != "" && h.allowOrigin(o) {
+			w.Header().Set("Access-Control-Allow-Origin", o)
+		}
 		json.NewEncoder(w).Encode(h.Snapshot())
 	})
 	return mux
+}
+
+// allowOrigin says whether origin (a request's Origin header) is one of the
+// peer pages' origins: scheme, host and port exactly as SetPeers gave them.
+func (h *History) allowOrigin(origin string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.peers {
+		if strings.TrimSuffix(p.URL, "/") == origin {
+			return true
+		}
+	}
+	return false
 }
 
 // seconds formats ns as seconds with nine decimals, exactly.

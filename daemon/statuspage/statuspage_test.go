@@ -112,8 +112,30 @@ func TestHandler(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &j); err != nil || j.Node != 3 || j.WidthNs != 42 || len(j.Peers) != 2 || j.Peers[1].URL != "http://10.1.0.3:9190" {
 		t.Errorf("/status.json: %v %+v\n%s", err, j, body)
 	}
-	if res.Header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Errorf("/status.json: no Access-Control-Allow-Origin: another daemon's page cannot draw it")
+	// No wildcard CORS (issue 17): only the cluster's other pages may read
+	// /status.json from their origin; any other origin gets no grant.
+	if v := res.Header.Get("Access-Control-Allow-Origin"); v != "" {
+		t.Errorf("/status.json without an Origin: Access-Control-Allow-Origin %q, want none", v)
+	}
+	for _, tt := range []struct{ origin, want string }{
+		{"http://10.1.0.1:9190", "http://10.1.0.1:9190"}, // a peer's page
+		{"http://10.1.0.3:9190", "http://10.1.0.3:9190"},
+		{"http://evil.example", ""},
+		{"http://10.1.0.1:9191", ""}, // another port of a peer's host
+		{"https://10.1.0.1:9190", ""},
+		{"null", ""},
+		{"*", ""},
+	} {
+		req, _ := http.NewRequest("GET", srv.URL+"/status.json", nil)
+		req.Header.Set("Origin", tt.origin)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if v := res.Header.Get("Access-Control-Allow-Origin"); v != tt.want || !strings.Contains(res.Header.Get("Vary"), "Origin") {
+			t.Errorf("Origin %q: Access-Control-Allow-Origin %q (Vary %q), want %q and Vary: Origin", tt.origin, v, res.Header.Get("Vary"), tt.want)
+		}
 	}
 	if res, _ := get("/status/nothing.js"); res.StatusCode != 404 {
 		t.Errorf("/status/nothing.js: %d, want 404", res.StatusCode)

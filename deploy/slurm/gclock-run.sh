@@ -18,11 +18,16 @@
 #                  as it is and every reader (gclock now, libgclockmpi) replaces it with
 #                  $SLURM_NODEID on its node, so each task of `srun` reads its node's page
 #   GCLOCK_CONFIG  a daemon config whose sync/clock/real_time settings to use; the
-#                  script replaces its node, peers and reference (default: built in,
+#                  script replaces its node, peers, reference, topology and auth (the
+#                  job gets its own key, mode 0600, in GCLOCK_DIR) (default: built in,
 #                  raw clocks, global time = the first node's CLOCK_REALTIME)
+#   GCLOCK_UPSTREAM real_time.upstream of the built-in config (default: kernel: UTC is
+#                  served synced only while the first node's kernel says its CLOCK_REALTIME
+#                  is synchronised, bounds widened by its maxerror; none: its CLOCK_REALTIME
+#                  as it is, for nodes that run no NTP)
 #   GCLOCK_WAIT    seconds to wait for every page to be synced (default: 60)
-#   GCLOCK_DIR     where the generated config and the daemons' logs go
-#                  (default: ./gclock-<job id>; on a shared file system or not)
+#   GCLOCK_DIR     where the generated config, the job's key and the daemons' logs go
+#                  (default: ./gclock-<job id>; on a file system every node reads)
 set -euo pipefail
 
 die() { echo "gclock-run: $*" >&2; exit 1; }
@@ -39,11 +44,19 @@ page_pattern=${page_pattern//%j/$job}
 dir=${GCLOCK_DIR:-$PWD/gclock-$job}
 wait_s=${GCLOCK_WAIT:-60}
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd) # absolute: the config names the key by its path
 
 # The allocation's nodes in Slurm's order: node i (SLURM_NODEID i) gets id i+1.
 mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 [ ${#nodes[@]} -gt 0 ] || die "scontrol show hostnames $SLURM_JOB_NODELIST listed no node"
 n=${#nodes[@]}
+
+# The job's cluster key: made for this job only, mode 0600, in the job's
+# directory (the nodes are off loopback: the daemons refuse to run without
+# one). Any auth section of GCLOCK_CONFIG is replaced by it.
+key=$dir/cluster.key
+rm -f "$key"
+"$GCLOCK" keygen -id 1 -o "$key" || die "gclock keygen -o $key failed"
 
 cfg=$dir/gclock.yaml
 {
@@ -54,13 +67,14 @@ cfg=$dir/gclock.yaml
   if [ "$n" -ge 2 ]; then order="[1, 2]"; else order="[1]"; fi
   echo "reference: {order: $order, failover_after: 10s}"
   echo "topology: {kind: tree, fanout: 8}"
+  echo "auth: {key_file: \"$key\", key_id: 1}"
   if [ -n "${GCLOCK_CONFIG:-}" ]; then
     # The user's sections other than node, peers, reference, topology.
-    awk '/^[a-z_]+:/ { keep = ($1 !~ /^(node|peers|reference|topology):/) } keep' "$GCLOCK_CONFIG"
+    awk '/^[a-z_]+:/ { keep = ($1 !~ /^(node|peers|reference|topology|auth):/) } keep' "$GCLOCK_CONFIG"
   else
     echo "sync: {estimator: center}"
     echo "clock: {source: raw}"
-    echo "real_time: {mode: reference-realtime}"
+    echo "real_time: {mode: reference-realtime, upstream: ${GCLOCK_UPSTREAM:-kernel}}"
     echo "metrics: {listen: \"\"}"
   fi
 } > "$cfg"
@@ -80,7 +94,9 @@ trap stop EXIT
 if ! srun --nodes="$n" --ntasks="$n" --ntasks-per-node=1 --overlap \
   bash -c 'page=${1//%n/$SLURM_NODEID}; for _ in $(seq "$3"); do
       "$2" now -json -page "$page" 2>/dev/null | grep -q "\"status\": \"synced\"" && exit 0; sleep 1
-    done; echo "gclock-run: node $SLURM_NODEID ($(hostname)): page $page not synced after $3 s" >&2; exit 1' \
+    done; why=; "$2" now -json -page "$page" 2>/dev/null | grep -q upstream-unsynchronised &&
+      why=" (the reference node'"'"'s CLOCK_REALTIME is unsynchronised: run NTP there, or GCLOCK_UPSTREAM=none)"
+    echo "gclock-run: node $SLURM_NODEID ($(hostname)): page $page not synced after $3 s$why" >&2; exit 1' \
   _ "$page_pattern" "$GCLOCK" "$wait_s"; then
   die "the daemons did not synchronize: see $dir/gclockd-node*.log"
 fi

@@ -1,11 +1,11 @@
 package engineconf
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/internal/conf"
 )
 
 // Config is the engine's parameters as written in YAML: Liao's constants
@@ -108,8 +108,9 @@ func Default() Config {
 	}
 }
 
-// ErrConfig is wrapped by every error of Validate and ToEngine.
-var ErrConfig = errors.New("invalid engine parameters")
+// ErrConfig is wrapped by every error of Validate and ToEngine: the one
+// configuration error, conf.ErrConfig.
+var ErrConfig = conf.ErrConfig
 
 // Check calls bad once per bad field, with the field's YAML key
 // ("pings_per_round") and what is wrong with it; the caller prefixes the
@@ -193,26 +194,16 @@ func (c *Config) Check(bad func(field, format string, args ...any)) {
 	}
 }
 
-// FieldError is one bad key of Validate.
-type FieldError struct {
-	Field string // the YAML key: pings_per_round
-	Msg   string
-}
-
-// Error formats "field: msg".
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// Unwrap makes errors.Is(err, ErrConfig) true.
-func (e *FieldError) Unwrap() error { return ErrConfig }
+// FieldError is one bad key of Validate (conf.FieldError, the field
+// without its section: pings_per_round).
+type FieldError = conf.FieldError
 
 // Validate checks every key and returns all problems (joined), each a
 // *FieldError naming the key.
 func (c *Config) Validate() error {
-	var errs []error
-	c.Check(func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
-	})
-	return errors.Join(errs...)
+	var e conf.Errors
+	c.Check(e.Add)
+	return e.Err()
 }
 
 // ToEngine converts c into an engine.Config (engine.DefaultConfig with c's

@@ -101,30 +101,3 @@ func TestCheckNamesTheKey(t *testing.T) {
 }
 
 func nan() float64 { z := 0.0; return z / z }
-
-func TestParseDuration(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want Duration
-		ok   bool
-	}{
-		{"500ms", Duration(500 * time.Millisecond), true},
-		{"2s", Duration(2 * time.Second), true},
-		{" 1h30m ", Duration(90 * time.Minute), true},
-		{"1.5us", Duration(1500), true},
-		{"-1ns", -1, true},
-		{"0", 0, true}, // Go accepts a bare 0
-		{"120", 0, false},
-		{"2 s", 0, false},
-		{"", 0, false},
-		{"10 minutes", 0, false},
-	} {
-		got, err := ParseDuration(tt.in)
-		if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
-		}
-		if err != nil && !strings.Contains(err.Error(), "unit") {
-			t.Errorf("ParseDuration(%q) error %q gives no hint about the unit", tt.in, err)
-		}
-	}
-}

@@ -4,11 +4,11 @@
 // same meaning.
 //
 // Config holds the keys, with units in their names (_ppm) or in their
-// values (Duration: "250ms", "2s"); Default gives the engine's own
-// defaults; Check and Validate name the bad field; ToEngine converts to
-// engine.Config. Decode is the strict YAML decoder the simulator uses:
-// unknown fields are refused and every error names the field path and the
-// line.
+// values (conf's Duration: "250ms", "2s"); Default gives the engine's own
+// defaults; Check and Validate name the bad field; ToEngine, the one
+// conversion out of the section, gives the engine.Config. Files are read
+// with the house's strict decoder (internal/conf): unknown fields are
+// refused and every error names the field path and the line.
 //
 //	var c engineconf.Config = engineconf.Default()
 //	// ... decode YAML into c ...

@@ -25,75 +25,23 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 // MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
 
-// UnmarshalYAML parses a duration with a unit; a bad one is a
-// *DurationError naming the line (yaml's decoder does not say which field
-// it was filling: FieldAt finds it, and Decode names it itself).
+// UnmarshalYAML parses a duration with a unit, for yaml's own decoder;
+// a bad one is a *FieldError naming the line (yaml's decoder does not say
+// which field it was filling; Decode names it).
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &DurationError{Line: n.Line, Column: n.Column, Msg: "want a duration such as 250ms, got a " + kindName(n.Kind)}
-	}
-	v, err := ParseDuration(n.Value)
+	v, err := durationOf(n)
 	if err != nil {
-		return &DurationError{Line: n.Line, Column: n.Column, Msg: err.Error()}
+		return &FieldError{Line: n.Line, Msg: err.Error()}
 	}
 	*d = v
 	return nil
 }
 
-// DurationError is a bad duration met by UnmarshalYAML: where it is and
-// what is wrong. Field is empty until the caller fills it (FieldAt).
-type DurationError struct {
-	Line, Column int
-	Field        string // the field path, sync.stale_after
-	Msg          string
-}
-
-// Error formats "line N: field: msg".
-func (e *DurationError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+func durationOf(n *yaml.Node) (Duration, error) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, fmt.Errorf("want a duration such as 250ms, got a %s", kindName(n.Kind))
 	}
-	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
-}
-
-// FieldAt returns the field path (sync.stale_after, peers[1].address) of
-// the value at line and column of the YAML tree root, or "".
-func FieldAt(root *yaml.Node, line, column int) string {
-	var walk func(n *yaml.Node, path string) string
-	walk = func(n *yaml.Node, path string) string {
-		if n == nil {
-			return ""
-		}
-		if n.Line == line && n.Column == column && n.Kind != yaml.DocumentNode {
-			return path
-		}
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				if p := walk(c, path); p != "" {
-					return p
-				}
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				p := n.Content[i].Value
-				if path != "" {
-					p = path + "." + p
-				}
-				if f := walk(n.Content[i+1], p); f != "" {
-					return f
-				}
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				if p := walk(c, fmt.Sprintf("%s[%d]", path, i)); p != "" {
-					return p
-				}
-			}
-		}
-		return ""
-	}
-	return walk(root, "")
+	return ParseDuration(n.Value)
 }
 
 // ParseDuration parses a Go duration string with its unit ("250ms").

@@ -127,6 +127,21 @@ func (d *DaemonMapper) Global(local int64) int64 {
 	return d.maps[c].Global(local)
 }
 
+// Bounder is a Mapper that also knows how far its estimate may be from
+// global time (the daemon's mappings carry their bounds).
+type Bounder interface {
+	// Bound returns the half-width (ns) of the bound on Global(local).
+	Bound(local int64) (halfWidth int64, ok bool)
+}
+
+// Bound returns the half-width of the bound of the mapping in force at
+// local. Unlike Global it touches no cache, so it may run beside Global.
+func (d *DaemonMapper) Bound(local int64) (int64, bool) {
+	c := max(sort.Search(len(d.from), func(i int) bool { return d.from[i] > local })-1, 0)
+	est, lo, _ := d.maps[c].M.At(local)
+	return est - lo, true
+}
+
 // Input is what correction needs from one trace file.
 type Input struct {
 	Meta     format.Meta

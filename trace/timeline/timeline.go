@@ -14,6 +14,7 @@ import (
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
 	"github.com/gclock/gclock/trace/merge"
+	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/perfetto"
 )
 
@@ -38,7 +39,7 @@ type Options struct {
 	BestRTT   float64        // correct.Config.BestRTT: keep the lowest-RTT fraction of each session (0: all)
 	KeepGoing bool           // skip corrupt chunks, stop at truncations, and say so
 	// CLC applies the controlled logical clock after correction, with
-	// MinLatency (ns) and Gamma (0: 1).
+	// MinLatency (ns) and Gamma (0: causality.DefaultGamma).
 	CLC        bool
 	MinLatency int64
 	Gamma      float64
@@ -46,6 +47,9 @@ type Options struct {
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
 	Perfetto   io.Writer // Perfetto protobuf trace output, or nil
+	// OTF2 is the directory of an OTF2 archive to write, or "" (needs a
+	// build with libotf2: otf2.Available).
+	OTF2 string
 	// Truth, if set, holds per process the true global time of every event
 	// in file order; Run then reports the error of the corrected timestamps
 	// (the inputs must be intact: skipped chunks would misalign the truth).
@@ -94,7 +98,8 @@ type Report struct {
 	ErrorSamples []ErrorSample      // every event's error (KeepErrors only)
 	Events       int64
 	MergeTime    time.Duration
-	UnboundFlows int64 // receives drawn without an arrow (send not seen first)
+	UnboundFlows int64       // receives drawn without an arrow (send not seen first)
+	OTF2         *otf2.Stats // what the OTF2 export wrote (OTF2 only)
 }
 
 // Run corrects, merges and writes the inputs.
@@ -162,7 +167,11 @@ func Run(in []Input, opt Options) (*Report, error) {
 	var meta [][2]string
 	meta = append(meta, [2]string{"generator", "gclock merge"}, [2]string{"method", string(opt.Method)})
 	if opt.CLC {
-		meta = append(meta, [2]string{"clc", fmt.Sprintf("min latency %d ns, gamma %g, amortize %g", opt.MinLatency, opt.Gamma, opt.Amortize)})
+		g := opt.Gamma
+		if g == 0 {
+			g = causality.DefaultGamma
+		}
+		meta = append(meta, [2]string{"clc", fmt.Sprintf("min latency %d ns, gamma %g, amortize %g", opt.MinLatency, g, opt.Amortize)})
 	}
 	for i, c := range choices {
 		meta = append(meta, [2]string{fmt.Sprintf("process %d", c.Proc), fmt.Sprintf("%s: %s (%s)", in[i].Name, c.Method, c.Reason)})
@@ -197,6 +206,39 @@ func Run(in []Input, opt Options) (*Report, error) {
 				name = fmt.Sprintf("process %d", f.Meta.Proc)
 			}
 			pw.SetProcess(f.Meta.Proc, name)
+		}
+	}
+	var ow *otf2.Writer
+	if opt.OTF2 != "" {
+		var kv []otf2.KV
+		for _, m := range meta {
+			kv = append(kv, otf2.KV{Key: m[0], Value: m[1]})
+		}
+		bounders := map[uint32]correct.Bounder{}
+		for i, f := range rep.Files {
+			if b, ok := mappers[i].(correct.Bounder); ok {
+				bounders[f.Meta.Proc] = b
+			}
+		}
+		bound := func(proc uint32, raw int64) (int64, bool) {
+			if b := bounders[proc]; b != nil {
+				return b.Bound(raw)
+			}
+			return 0, false
+		}
+		if ow, err = otf2.Create(opt.OTF2, otf2.Options{Metadata: kv, Bound: bound}); err != nil {
+			return nil, err
+		}
+		defer ow.Abort() // a no-op after the Close below
+		ow.SetNames(names)
+		for _, f := range rep.Files {
+			name := f.Meta.Name
+			if name == "" {
+				name = fmt.Sprintf("process %d", f.Meta.Proc)
+			}
+			if err := ow.SetProcess(f.Meta.Proc, name, f.Meta.Host); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var bw *format.Writer
@@ -238,7 +280,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		}
 		if opt.CLC {
 			all = append(all, b...)
-		} else if err := emit(b, cw, pw, bw); err != nil {
+		} else if err := emit(b, cw, pw, ow, bw); err != nil {
 			return nil, err
 		}
 		if rerr == io.EOF {
@@ -276,7 +318,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 			rep.ErrorCLC = ev2.stats()
 		}
 		for i := 0; i < len(all); i += len(buf) {
-			if err := emit(all[i:min(i+len(buf), len(all))], cw, pw, bw); err != nil {
+			if err := emit(all[i:min(i+len(buf), len(all))], cw, pw, ow, bw); err != nil {
 				return nil, err
 			}
 		}
@@ -293,10 +335,24 @@ func Run(in []Input, opt Options) (*Report, error) {
 		}
 		rep.UnboundFlows = pw.Unbound
 	}
+	if ow != nil {
+		if err := ow.Close(); err != nil {
+			return nil, err
+		}
+		st := ow.Stats()
+		rep.OTF2 = &st
+	}
 	return rep, nil
 }
 
-func emit(b []format.Merged, cw *chrome.Writer, pw *perfetto.Writer, bw *format.Writer) error {
+func emit(b []format.Merged, cw *chrome.Writer, pw *perfetto.Writer, ow *otf2.Writer, bw *format.Writer) error {
+	if ow != nil {
+		for i := range b {
+			if err := ow.Write(&b[i]); err != nil {
+				return err
+			}
+		}
+	}
 	if cw != nil {
 		for i := range b {
 			if err := cw.Write(&b[i]); err != nil {

@@ -79,10 +79,20 @@ func Run(name string, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *printCfg {
+		// The effective config, then the checks the daemon makes at start:
+		// a config that prints but would not start fails here too (exit 1).
 		enc := yaml.NewEncoder(stdout)
 		enc.SetIndent(2)
-		defer enc.Close()
-		return enc.Encode(cfg)
+		if err := enc.Encode(cfg); err != nil {
+			return err
+		}
+		if err := enc.Close(); err != nil {
+			return err
+		}
+		if err := daemon.Preflight(cfg); err != nil {
+			return fmt.Errorf("-print-config: the daemon would not start: %w", err)
+		}
+		return nil
 	}
 	level := slog.LevelInfo
 	if *verbose {

@@ -1,0 +1,53 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLockSaysWhoHoldsIt: a lab that waits for another says so, naming the
+// holder's pid, and `gclock lab down` refuses to remove a running lab's
+// namespaces (issue 19: the wait was silent, and down ignored the lock).
+func TestLockSaysWhoHoldsIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab's lock is in /run: root only")
+	}
+	// Take the lock as a running lab would (waiting if a real one runs).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	held, err := acquireLock(ctx, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	pid := "pid " + strconv.Itoa(os.Getpid())
+
+	var buf bytes.Buffer
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	_, err = acquireLock(ctx2, slog.New(slog.NewTextHandler(&buf, nil)))
+	if err == nil || !strings.Contains(err.Error(), pid) {
+		t.Errorf("a second lab: err %v, want a time-out naming %s", err, pid)
+	}
+	if !strings.Contains(buf.String(), "waiting for another lab") || !strings.Contains(buf.String(), pid) || strings.Count(buf.String(), "\n") != 1 {
+		t.Errorf("a second lab said %q, want one line that it waits for %s", buf.String(), pid)
+	}
+	if err := Down(slog.New(slog.DiscardHandler), false); !errors.Is(err, ErrLabBusy) || !strings.Contains(err.Error(), pid) {
+		t.Errorf("down while a lab runs: %v, want ErrLabBusy naming %s", err, pid)
+	}
+	// Released: down takes the lock itself (nothing of ours to remove).
+	syscall.Flock(int(held.Fd()), syscall.LOCK_UN)
+	if err := Check(); err == nil {
+		if err := Down(slog.New(slog.DiscardHandler), false); err != nil {
+			t.Errorf("down with no lab running: %v", err)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package otf2
+
+import (
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gclock/gclock/trace/format"
+)
+
+// recSink keeps the records and definitions (a test double of the archive).
+type recSink struct {
+	recs    []Record
+	defs    *Defs
+	aborted bool
+	failAt  int // fail the n-th event (1-based), 0: never
+}
+
+func (s *recSink) event(r *Record) error {
+	if s.failAt > 0 && len(s.recs)+1 == s.failAt {
+		return errors.New("disk full")
+	}
+	s.recs = append(s.recs, *r)
+	return nil
+}
+func (s *recSink) finish(d *Defs) error { s.defs = d; return nil }
+func (s *recSink) abort()               { s.aborted = true }
+
+func ev(t int64, proc uint32, kind format.Kind, id uint64, peer uint32, value int64) format.Merged {
+	return format.Merged{Event: format.Event{Time: t, Kind: kind, ID: id, Peer: peer, Value: value}, Raw: t + 1000, Proc: proc}
+}
+
+func run(t *testing.T, opt Options, procs []uint32, names []format.Name, evs []format.Merged) (*recSink, *Writer, error) {
+	t.Helper()
+	s := &recSink{}
+	w := newWriter(s, opt)
+	w.SetNames(names)
+	for _, p := range procs {
+		if err := w.SetProcess(p, "p", p/2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range evs {
+		if err := w.Write(&evs[i]); err != nil {
+			return s, w, err
+		}
+	}
+	return s, w, w.Close()
+}
+
+type brief struct {
+	Kind   Kind
+	Loc    uint64
+	Time   uint64
+	Region uint32
+	Peer   uint32
+	Tag    uint32
+	Op     uint8
+}
+
+func briefs(rs []Record) []brief {
+	var out []brief
+	for _, r := range rs {
+		out = append(out, brief{r.Kind, r.Loc, r.Time, r.Region, r.Peer, r.Tag, r.Op})
+	}
+	return out
+}
+
+func TestTranslate(t *testing.T) {
+	names := []format.Name{{Proc: 10, ID: 1, Name: "MPI_Allreduce"}, {Proc: 10, ID: 2, Name: "compute"},
+		{Proc: 20, ID: 1, Name: "MPI_Bcast"}, {Proc: 20, ID: 3, Name: "mark"}, {Proc: 20, ID: 4, Name: "queue"}}
+	cases := []struct {
+		name  string
+		evs   []format.Merged
+		want  []brief
+		stats Stats
+	}{
+		{"user region", []format.Merged{ev(100, 10, format.Enter, 2, 0, 0), ev(150, 10, format.Leave, 2, 0, 0)},
+			[]brief{{Enter, 10 << 16, 100, 0, 0, 0, 0}, {Leave, 10 << 16, 150, 0, 0, 0, 0}}, Stats{Events: 2, Input: 2}},
+		{"collective gets begin and end with its op", []format.Merged{ev(100, 10, format.Enter, 1, 0, 0), ev(150, 10, format.Leave, 1, 0, 0)},
+			[]brief{{Enter, 10 << 16, 100, 0, 0, 0, 0}, {CollBegin, 10 << 16, 100, 0, 0, 0, 0}, {CollEnd, 10 << 16, 150, 0, 0, 0, 11}, {Leave, 10 << 16, 150, 0, 0, 0, 0}}, Stats{Events: 4, Input: 2}},
+		{"bcast op 1", []format.Merged{ev(5, 20, format.Enter, 1, 0, 0), ev(6, 20, format.Leave, 1, 0, 0)},
+			[]brief{{Enter, 20 << 16, 5, 0, 0, 0, 0}, {CollBegin, 20 << 16, 5, 0, 0, 0, 0}, {CollEnd, 20 << 16, 6, 0, 0, 0, 1}, {Leave, 20 << 16, 6, 0, 0, 0, 0}}, Stats{Events: 4, Input: 2}},
+		{"messages by rank, tag from the id's upper half", []format.Merged{ev(100, 10, format.Send, 7<<32|3, 20, 64), ev(130, 20, format.Recv, 7<<32|3, 10, 64)},
+			[]brief{{MpiSend, 10 << 16, 100, 0, 1, 7, 0}, {MpiRecv, 20 << 16, 130, 0, 0, 7, 0}}, Stats{Events: 2, Input: 2}},
+		{"collective dependencies and unknown peers left out", []format.Merged{ev(100, 10, format.Send, collBit|1, 20, 0), ev(110, 10, format.Send, 1, 99, 8)},
+			nil, Stats{Input: 2, Dependencies: 1, Unknown: 1}},
+		{"instant is a zero-length region", []format.Merged{ev(100, 20, format.Instant, 3, 0, 0)},
+			[]brief{{Enter, 20 << 16, 100, 0, 0, 0, 0}, {Leave, 20 << 16, 100, 0, 0, 0, 0}}, Stats{Events: 2, Input: 1}},
+		{"counter is a metric", []format.Merged{ev(100, 20, format.Counter, 4, 0, 42)},
+			[]brief{{Metric, 20 << 16, 100, 0, 0, 0, 0}}, Stats{Events: 1, Input: 1}},
+		{"negative times shift to 0", []format.Merged{ev(-50, 10, format.Enter, 2, 0, 0), ev(-20, 10, format.Leave, 2, 0, 0)},
+			[]brief{{Enter, 10 << 16, 0, 0, 0, 0, 0}, {Leave, 10 << 16, 30, 0, 0, 0, 0}}, Stats{Events: 2, Input: 2}},
+		{"a location never runs backwards", []format.Merged{ev(100, 10, format.Enter, 2, 0, 0), ev(90, 10, format.Leave, 2, 0, 0)},
+			[]brief{{Enter, 10 << 16, 100, 0, 0, 0, 0}, {Leave, 10 << 16, 100, 0, 0, 0, 0}}, Stats{Events: 2, Input: 2, Clamped: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, w, err := run(t, Options{}, []uint32{20, 10}, names, c.evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := briefs(s.recs); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("records\n got %+v\nwant %+v", got, c.want)
+			}
+			if w.Stats() != c.stats {
+				t.Errorf("stats %+v, want %+v", w.Stats(), c.stats)
+			}
+			var n uint64
+			for _, l := range s.defs.Locations {
+				n += l.Events
+			}
+			if n != uint64(len(s.recs)) {
+				t.Errorf("locations count %d events, %d written", n, len(s.recs))
+			}
+		})
+	}
+}
+
+func TestDefinitions(t *testing.T) {
+	names := []format.Name{{Proc: 1, ID: 1, Name: "MPI_Barrier"}, {Proc: 1, ID: 2, Name: "MPI_Send"}, {Proc: 1, ID: 3, Name: "solve"}, {Proc: 2, ID: 4, Name: "MPI_Comm_rank"}}
+	evs := []format.Merged{ev(1000, 1, format.Enter, 1, 0, 0), ev(1100, 1, format.Leave, 1, 0, 0), ev(1200, 1, format.Enter, 2, 0, 0),
+		ev(1300, 1, format.Leave, 2, 0, 0), ev(1400, 1, format.Enter, 3, 0, 0), ev(1500, 2, format.Enter, 4, 0, 0)}
+	evs[5].Track = 3
+	bound := func(proc uint32, raw int64) (int64, bool) { return int64(proc) * 10, proc == 2 }
+	s, w, err := run(t, Options{Bound: bound, Metadata: []KV{{"method", "daemon"}}}, []uint32{2, 1}, names, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := w.Defs()
+	if d.Offset != 1000 || d.Length != 500 || d.Origin != 0 {
+		t.Errorf("clock: offset %d length %d origin %d, want 1000 500 0", d.Offset, d.Length, d.Origin)
+	}
+	wantReg := []RegionDef{{"MPI_Barrier", roleBarrier, paradigmMPI, 1}, {"MPI_Send", rolePoint2Pt, paradigmMPI, 0},
+		{"solve", roleFunction, paradigmUser, 0}, {"MPI_Comm_rank", roleFunction, paradigmMPI, 0}}
+	if !reflect.DeepEqual(d.Regions, wantReg) {
+		t.Errorf("regions %+v, want %+v", d.Regions, wantReg)
+	}
+	// Ranks in process order; every process's track 0 defined, tracks named.
+	if d.Procs[0].Proc != 1 || d.Procs[1].Proc != 2 {
+		t.Errorf("ranks %+v, want processes 1, 2", d.Procs)
+	}
+	wantLoc := []LocationDef{{1 << 16, "p", 0, 7}, {2 << 16, "p", 1, 0}, {2<<16 | 3, "p track 3", 1, 1}}
+	if !reflect.DeepEqual(d.Locations, wantLoc) {
+		t.Errorf("locations %+v, want %+v", d.Locations, wantLoc)
+	}
+	if !reflect.DeepEqual(d.Hosts, []uint32{0, 1}) {
+		t.Errorf("hosts %v", d.Hosts)
+	}
+	for _, r := range s.recs {
+		wantB := r.Loc>>16 == 2
+		if r.HasBound != wantB || (wantB && r.Bound != 20) || r.Raw == 0 {
+			t.Errorf("record %+v: bound %v %d, raw %d", r, r.HasBound, r.Bound, r.Raw)
+		}
+	}
+	if len(d.Metadata) != 1 || PropertyName(d.Metadata[0].Key) != "GCLOCK::METHOD" {
+		t.Errorf("metadata %+v", d.Metadata)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Run("undeclared process", func(t *testing.T) {
+		_, _, err := run(t, Options{}, []uint32{1}, nil, []format.Merged{ev(1, 5, format.Enter, 1, 0, 0)})
+		if err == nil || !strings.Contains(err.Error(), "process 5") {
+			t.Errorf("err %v, want one naming process 5", err)
+		}
+	})
+	t.Run("unknown kind", func(t *testing.T) {
+		_, _, err := run(t, Options{}, []uint32{1}, nil, []format.Merged{ev(1, 1, format.Kind(99), 1, 0, 0)})
+		if err == nil || !strings.Contains(err.Error(), "unknown kind 99") {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("out of order across locations", func(t *testing.T) {
+		_, _, err := run(t, Options{}, []uint32{1, 2}, nil, []format.Merged{ev(-5, 1, format.Enter, 1, 0, 0), ev(-9, 2, format.Enter, 1, 0, 0)})
+		if err == nil || !strings.Contains(err.Error(), "not in time order") {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("declared late", func(t *testing.T) {
+		w := newWriter(&recSink{}, Options{})
+		w.SetProcess(1, "a", 0)
+		e := ev(1, 1, format.Enter, 1, 0, 0)
+		w.Write(&e)
+		if err := w.SetProcess(2, "b", 0); err == nil {
+			t.Error("SetProcess after Write: no error")
+		}
+		if err := w.SetProcess(1, "a", 0); err == nil {
+			t.Error("SetProcess twice: no error")
+		}
+	})
+	t.Run("sink failure aborts", func(t *testing.T) {
+		s := &recSink{failAt: 2}
+		w := newWriter(s, Options{})
+		w.SetProcess(1, "a", 0)
+		var err error
+		for i := range 3 {
+			e := ev(int64(i), 1, format.Enter, 1, 0, 0)
+			if err = w.Write(&e); err != nil {
+				break
+			}
+		}
+		if err == nil || w.Close() == nil || !s.aborted || s.defs != nil {
+			t.Errorf("err %v, aborted %v, finished %v", err, s.aborted, s.defs != nil)
+		}
+	})
+}
+
+func TestPropertyName(t *testing.T) {
+	for in, want := range map[string]string{"method": "GCLOCK::METHOD", "process 3": "GCLOCK::PROCESS_3", "origin_ns": "GCLOCK::ORIGIN_NS", "ü": "GCLOCK::_"} {
+		if got := PropertyName(in); got != want {
+			t.Errorf("PropertyName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzTranslate: any event stream in time order is either refused with an
+// error or written with every location's time non-decreasing and the
+// locations' event counts adding up to the records written.
+func FuzzTranslate(f *testing.F) {
+	f.Add(uint64(1), 50)
+	f.Add(uint64(7), 400)
+	f.Fuzz(func(t *testing.T, seed uint64, n int) {
+		n = min(max(n, 0), 2000)
+		rng := rand.New(rand.NewPCG(seed, 3))
+		names := []format.Name{{Proc: 0, ID: 1, Name: "MPI_Reduce"}, {Proc: 1, ID: 1, Name: "MPI_Scan"}}
+		s := &recSink{}
+		w := newWriter(s, Options{Bound: func(uint32, int64) (int64, bool) { return 5, rng.IntN(2) == 0 }})
+		w.SetNames(names)
+		for p := range uint32(3) {
+			w.SetProcess(p, "p", 0)
+		}
+		tm := rng.Int64N(2000) - 1000
+		for range n {
+			tm += rng.Int64N(50)
+			e := format.Merged{Event: format.Event{Time: tm, Kind: format.Kind(rng.IntN(8)), ID: rng.Uint64N(4) | uint64(rng.IntN(2))<<63,
+				Peer: uint32(rng.IntN(5)), Value: rng.Int64N(100) - 10, Track: uint16(rng.IntN(3))}, Proc: uint32(rng.IntN(4)), Raw: rng.Int64()}
+			if err := w.Write(&e); err != nil {
+				return
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		last := map[uint64]uint64{}
+		for _, r := range s.recs {
+			if r.Time < last[r.Loc] {
+				t.Fatalf("location %d runs backwards: %d after %d", r.Loc, r.Time, last[r.Loc])
+			}
+			last[r.Loc] = r.Time
+		}
+		var sum uint64
+		for _, l := range s.defs.Locations {
+			sum += l.Events
+		}
+		if sum != uint64(len(s.recs)) || int64(len(s.recs)) != w.Stats().Events {
+			t.Fatalf("counts: locations %d, records %d, stats %d", sum, len(s.recs), w.Stats().Events)
+		}
+	})
+}
