@@ -39,7 +39,7 @@ const paceTick = time.Millisecond
 // maxDebt is how far behind its rate the flood may fall before it stops
 // trying to catch up (after a stall, it does not send a burst longer than
 // this much of its rate).
-const maxDebt = 5 * time.Millisecond
+const maxDebt = 20 * time.Millisecond
 
 // BulkConfig is one host's bulk flow: a receiver that discards what it
 // gets, and a sender to the next host at a payload rate.
@@ -259,29 +259,30 @@ func floodFrame(dst, src net.HardwareAddr) []byte {
 }
 
 // RunFlood writes cfg.PPS frames a second until cfg.For is over or ctx
-// ends, and returns how many it wrote.
-func RunFlood(ctx context.Context, cfg FloodConfig) (int64, error) {
+// ends, and returns how many it wrote and for how long. A flood that falls
+// behind (not scheduled) owes at most maxDebt of its rate.
+func RunFlood(ctx context.Context, cfg FloodConfig) (int64, time.Duration, error) {
 	if cfg.PPS <= 0 || cfg.PPS > 1e6 {
-		return 0, fmt.Errorf("flood: %d frames/s: want 1..1000000", cfg.PPS)
+		return 0, 0, fmt.Errorf("flood: %d frames/s: want 1..1000000", cfg.PPS)
 	}
 	if cfg.For <= 0 {
-		return 0, fmt.Errorf("flood: --for %v: want a positive duration", cfg.For)
+		return 0, 0, fmt.Errorf("flood: --for %v: want a positive duration", cfg.For)
 	}
 	src, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {
-		return 0, fmt.Errorf("flood: %w", err)
+		return 0, 0, fmt.Errorf("flood: %w", err)
 	}
 	dst, err := net.InterfaceByName(cfg.Dst)
 	if err != nil {
-		return 0, fmt.Errorf("flood: %w", err)
+		return 0, 0, fmt.Errorf("flood: %w", err)
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, fmt.Errorf("flood: AF_PACKET socket: %w", err)
+		return 0, 0, fmt.Errorf("flood: AF_PACKET socket: %w", err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: src.Index}); err != nil {
-		return 0, fmt.Errorf("flood: bind %s: %w", cfg.Iface, err)
+		return 0, 0, fmt.Errorf("flood: bind %s: %w", cfg.Iface, err)
 	}
 	frame := floodFrame(dst.HardwareAddr, src.HardwareAddr)
 	ctx, cancel := context.WithTimeout(ctx, cfg.For)
@@ -301,13 +302,13 @@ func RunFlood(ctx context.Context, cfg FloodConfig) (int64, error) {
 				if errors.Is(err, unix.ENOBUFS) {
 					continue
 				}
-				return written, fmt.Errorf("flood: write on %s: %w", cfg.Iface, err)
+				return written, time.Since(start), fmt.Errorf("flood: write on %s: %w", cfg.Iface, err)
 			}
 			written++
 		}
 		time.Sleep(paceTick)
 	}
-	return written, nil
+	return written, time.Since(start), nil
 }
 
 // LoadGenMain is `gclock lab loadgen bulk|flood FLAGS`, the command the lab
@@ -343,8 +344,8 @@ func LoadGenMain(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 		c.For = *dur
-		n, err := RunFlood(ctx, c)
-		fmt.Fprintf(w, "flood: %d frames on %s\n", n, c.Iface)
+		n, el, err := RunFlood(ctx, c)
+		fmt.Fprintf(w, "flood: %d frames on %s in %v (%.0f/s)\n", n, c.Iface, el.Round(time.Millisecond), float64(n)/max(el.Seconds(), 1e-9))
 		return err
 	}
 	return fmt.Errorf("loadgen %q: want bulk or flood", args[0])
