@@ -45,7 +45,7 @@ type NTPConfig struct {
 	// ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7,
 	// fe80::/10). Serving the Internet takes ["0.0.0.0/0", "::/0"]. Other
 	// sources get no answer (counted as denied).
-	Allow []string `yaml:"allow"`
+	Allow []string `yaml:"allow,omitempty"`
 	// RateLimit limits each client address's answers (chrony's ratelimit).
 	RateLimit NTPRateLimitConfig `yaml:"rate_limit"`
 }

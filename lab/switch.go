@@ -40,14 +40,20 @@ type SwitchConfig struct {
 	// at the fastest frame) and the warm-up write takes that cost instead.
 	WarmPort  string
 	WarmAfter time.Duration
-	Realtime  bool // SCHED_FIFO release thread
+	Realtime  bool         // SCHED_FIFO release thread
+	Logger    *slog.Logger // nil: discard
+	// FrameLog, if set, is a file the switch writes at Close with one CSV
+	// line per released frame (framelog.go): its kernel arrival stamp, its
+	// release time, when the write started and ended, and the gclock
+	// header of a UDP datagram in it. The truth of every one-way delay an
+	// exchange logs, for the error breakdown in docs/lab.md.
+	FrameLog string
 	// PortRate models every egress port as a FIFO queue in front of a line
 	// of this many bits per second (netmodel.Port): a frame whose link
 	// delay is over waits for the frames ready before it on the same port,
 	// then for its own serialisation. 0: no port model (frames leave at
 	// their link delay).
 	PortRate int64
-	Logger   *slog.Logger // nil: discard
 }
 
 // vnetHdrLen is the size of struct virtio_net_hdr, which PACKET_VNET_HDR
@@ -117,6 +123,8 @@ type Switch struct {
 	// egress[i] is port i's queue (PortRate); guarded by statMu.
 	egress     []netmodel.Port
 	statsSince int64 // CLOCK_REALTIME of the last ResetStats
+
+	frames frameLog // FrameLog's records (switch thread until Close)
 
 	// cutUntil[i]: frames from or to port i are dropped while their
 	// receive stamp (CLOCK_REALTIME) is before it (Partition, faults.go).
@@ -206,6 +214,7 @@ type PortStats struct {
 
 type release struct {
 	at  int64 // CLOCK_REALTIME ns
+	rx  int64 // the frame's kernel arrival stamp, CLOCK_REALTIME ns
 	seq uint64
 	out int
 	buf *[]byte
@@ -278,6 +287,9 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 	}
 	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
 	s.warmFD = -1
+	if cfg.FrameLog != "" {
+		s.frames.start()
+	}
 	open := func() error {
 		for _, name := range cfg.Ports {
 			p, err := openPort(name)
@@ -405,6 +417,11 @@ func (s *Switch) Close() {
 	s.closePorts()
 	if s.releaseRT != nil {
 		s.releaseRT()
+	}
+	if s.cfg.FrameLog != "" {
+		if err := s.frames.writeFile(s.cfg.FrameLog); err != nil {
+			s.log.Warn("switch: frame log", "err", err)
+		}
 	}
 }
 
@@ -567,7 +584,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 			}
 			used = true
 			s.seq++
-			s.push(release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d, queued: s.cfg.PortRate <= 0, wire: wire})
+			s.push(release{at: rx + delay, rx: rx, seq: s.seq, out: o, buf: rb, n: n, dir: d, queued: s.cfg.PortRate <= 0, wire: wire})
 		}
 	}
 	return used
@@ -939,6 +956,9 @@ func (s *Switch) send(r release) {
 	cost := end - start
 	s.lastWrite = end
 	late := start - r.at
+	if s.cfg.FrameLog != "" {
+		s.frames.add(r, (*r.buf)[:r.n], start, end)
+	}
 	s.pool.Put(r.buf)
 	s.statMu.Lock()
 	st := s.dirStats(r.dir)
