@@ -129,6 +129,9 @@ type Switch struct {
 	// cutUntil[i]: frames from or to port i are dropped while their
 	// receive stamp (CLOCK_REALTIME) is before it (Partition, faults.go).
 	cutUntil []atomic.Int64
+	// cutFrom[i], cutTo[i]: the same for frames from port i only, and
+	// for frames to port i only (one-way partitions).
+	cutFrom, cutTo []atomic.Int64
 }
 
 // minProcs is the GOMAXPROCS StartSwitch raises the process to: one P for
@@ -277,6 +280,8 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		stats: map[[2]int]*DirStats{},
 	}
 	s.cutUntil = make([]atomic.Int64, len(cfg.Ports))
+	s.cutFrom = make([]atomic.Int64, len(cfg.Ports))
+	s.cutTo = make([]atomic.Int64, len(cfg.Ports))
 	s.egress = make([]netmodel.Port, len(cfg.Ports))
 	for i := range s.egress {
 		s.egress[i].RateBps = cfg.PortRate

@@ -79,6 +79,8 @@ type labFlags struct {
 	measurements bool
 	state        bool
 	faults       []lab.Fault
+	randFaults   string
+	failover     time.Duration
 	// validate
 	pair     string
 	stagger  bool
@@ -120,7 +122,9 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.StringVar(&f.series, "series", "", "write every evaluation (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
 	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in /run/gclab/gclock")
 	fs.BoolVar(&f.state, "state", false, "every daemon keeps a state file (state-h<i>.json in /run/gclab/gclock; see docs/daemon.md)")
-	fs.Func("fault", "KIND:HOST:AT:FOR, repeatable: kill (SIGKILL, restart after FOR), stop (SIGSTOP, SIGCONT after FOR) or partition (the switch drops the host's frames for FOR), e.g. kill:1:20s:3s", func(v string) error {
+	fs.StringVar(&f.randFaults, "faults", "", "random:SEED: a Jepsen-style schedule of faults, one at a time after the warm-up (kinds, hosts and lengths drawn with SEED); with --failover-after")
+	fs.DurationVar(&f.failover, "failover-after", 0, "run reference failover: hosts 0, 1, 2 are reference.order with this failover_after (default with --faults: 2s; 0: no failover)")
+	fs.Func("fault", "KIND:HOST:AT:FOR, repeatable: kill (SIGKILL, restart after FOR), stop (SIGSTOP, SIGCONT after FOR), partition (the switch drops the host's frames for FOR), partition-out (only the frames it sends), partition-in (only those it receives), e.g. kill:1:20s:3s", func(v string) error {
 		ft, err := lab.ParseFault(v)
 		if err == nil {
 			f.faults = append(f.faults, ft)
@@ -384,6 +388,17 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	gc.Trace = f.plot != "" || f.series != ""
 	gc.Measurements = f.measurements
 	gc.StateFiles, gc.Faults = f.state, f.faults
+	gc.FailoverAfter = f.failover
+	if f.randFaults != "" {
+		rf, err := lab.ParseFaults(f.randFaults, cfg.Hosts, f.warmup, f.duration)
+		if err != nil {
+			return m, fmt.Errorf("--faults: %w", err)
+		}
+		gc.Faults = append(gc.Faults, rf...)
+		if gc.FailoverAfter == 0 {
+			gc.FailoverAfter = 2 * time.Second
+		}
+	}
 	switch f.clocks {
 	case "emulated":
 	case "raw":
@@ -504,6 +519,16 @@ func labPrintGclock(w io.Writer, r lab.GclockResult) {
 		for _, fr := range r.Faults {
 			fmt.Fprintf(w, "%-32s %-4d %6d %6d %8d %8d %10s %12s %8.2f\n", fr.Fault.String(), fr.Host, fr.Reads, fr.Synced,
 				fr.Reads-fr.Inside, fr.Unsynced, us(fr.MaxErrNs), us(fr.MaxHalfWidthNs), fr.BackToSyncedS)
+		}
+	}
+	a := r.Agreement
+	fmt.Fprintf(w, "one time (no truth needed): %d of %d instants with synced reads sharing no point (gap up to %s us); %d synced reads with the truth outside\n",
+		a.Violations, a.Instants, us(a.MaxGap), r.SyncedOutside)
+	if fo := r.Failover; fo != nil {
+		fmt.Fprintf(w, "failover (after %gs, limit %gs = after + one query timeout): last term %d, at most %d reference(s) per term %v\n",
+			fo.AfterS, fo.LimitS, fo.Terms, fo.MaxReferencesPerTerm, fo.ReferencesPerTerm)
+		for _, t := range fo.Takeovers {
+			fmt.Fprintf(w, "  %-32s reference h%d -> h%d after %.2f s\n", t.Fault.String(), t.From, t.To, t.Seconds)
 		}
 	}
 }
