@@ -62,6 +62,10 @@ type labFlags struct {
 	ptpSync  int
 	// gclock run
 	load         int
+	loadOutside  int
+	flood        int
+	portRate     string
+	cross        string
 	clocks       string
 	maxDrift     float64
 	wander       float64
@@ -101,6 +105,10 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
 	fs.IntVar(&f.load, "load", 2, "CPU-bound processes (busy loops) run beside the daemons during the measurement")
+	fs.IntVar(&f.loadOutside, "load-outside", 0, "busy loops run outside the lab's namespaces during the measurement")
+	fs.IntVar(&f.flood, "flood", 0, "softirq load: small frames per second through a veth pair of their own (e.g. 20000)")
+	fs.StringVar(&f.portRate, "port-rate", "", "model every switch port as a FIFO queue on a line of this rate, e.g. 1G (default: none; 1G with --cross)")
+	fs.StringVar(&f.cross, "cross", "", "cross traffic: every host sends a bulk TCP flow to the next at this share of the port rate, e.g. 30%")
 	fs.StringVar(&f.clocks, "clocks", "emulated", "gclock daemons' clocks: emulated (offsets, drifts) or raw (true offset 0, as the peers run)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	dw := lab.DefaultWander()
@@ -198,6 +206,9 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
+	if cfg.PortRate, err = f.portRateBps(); err != nil {
+		return lab.Config{}, err
+	}
 	cfg.FrameLog = f.frameLog
 	level := slog.LevelWarn
 	if f.verbose {
@@ -205,6 +216,43 @@ func (f *labFlags) config() (lab.Config, error) {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return cfg, cfg.Validate()
+}
+
+// defaultCrossRate is the port rate --cross assumes without --port-rate.
+const defaultCrossRate = 1e9
+
+// crossShare is --cross as a share in [0, 1] ("30%" or "0.3").
+func (f *labFlags) crossShare() (float64, error) {
+	c := strings.TrimSpace(f.cross)
+	if c == "" || c == "0" {
+		return 0, nil
+	}
+	scale := 1.0
+	if v, ok := strings.CutSuffix(c, "%"); ok {
+		c, scale = v, 0.01
+	}
+	v, err := strconv.ParseFloat(c, 64)
+	v *= scale
+	if err != nil || !(v >= 0 && v <= 1) {
+		return 0, fmt.Errorf("--cross %q: want a share of the port rate, e.g. 30%% or 0.3", f.cross)
+	}
+	return v, nil
+}
+
+// portRateBps is --port-rate, defaultCrossRate when --cross asks for cross
+// traffic without it.
+func (f *labFlags) portRateBps() (int64, error) {
+	if f.portRate == "" {
+		if c, err := f.crossShare(); err != nil || c == 0 {
+			return 0, err
+		}
+		return defaultCrossRate, nil
+	}
+	r, err := netmodel.ParseRate(f.portRate)
+	if err != nil {
+		return 0, fmt.Errorf("--port-rate: %w", err)
+	}
+	return r, nil
 }
 
 func runLab(args []string) error {
@@ -238,6 +286,10 @@ func runLab(args []string) error {
 			return runLabSpoofSend(args[1:])
 		case "measure": // labmeasure.go
 			return runLabMeasure(args[1:], os.Stdout, os.Stderr)
+		case "loadgen": // run by the lab in its namespaces (--cross, --flood)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return lab.LoadGenMain(ctx, args[1:], os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -266,6 +318,7 @@ func runLab(args []string) error {
 	}
 	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v, %d busy loops beside the daemons\n",
 		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
+	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
 		lab.PrintValidation(os.Stdout, rep.Validation)
@@ -356,6 +409,16 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if f.load < 0 || f.load > 64 {
 		return m, fmt.Errorf("--load %d: want 0..64", f.load)
 	}
+	if f.loadOutside < 0 || f.loadOutside > 64 {
+		return m, fmt.Errorf("--load-outside %d: want 0..64", f.loadOutside)
+	}
+	if f.flood < 0 || f.flood > 1e6 {
+		return m, fmt.Errorf("--flood %d: want 0..1000000 frames/s", f.flood)
+	}
+	cross, err := f.crossShare()
+	if err != nil {
+		return m, err
+	}
 	if f.daemonCfg != "" {
 		dc, err := daemon.Load(f.daemonCfg)
 		if err != nil {
@@ -375,7 +438,8 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if err != nil {
 		return m, err
 	}
-	spec := lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load}
+	spec := lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load,
+		LoadOutside: f.loadOutside, Flood: f.flood, Cross: cross, LoadCommand: []string{exe}}
 	if !f.noValidate {
 		spec.Validate = &vc
 	}
@@ -398,6 +462,30 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	}
 	m.rep, m.gres, m.peers, m.vc, m.pc = rep, rep.Gclock, rep.Peers, vc, pc
 	return m, nil
+}
+
+// labPrintLoad prints the load beside the daemons other than --load: busy
+// loops outside, the flood, the cross traffic and what the ports carried.
+func labPrintLoad(w io.Writer, rep lab.RunReport) {
+	if rep.LoadOutside > 0 || rep.Flood > 0 || rep.Cross > 0 {
+		fmt.Fprintf(w, "load: %d busy loops outside the lab, flood %d frames/s, cross traffic %.0f%% of the port rate\n",
+			rep.LoadOutside, rep.Flood, 100*rep.Cross)
+	}
+	if len(rep.Ports) > 0 {
+		fmt.Fprintf(w, "switch ports: %sbit/s, FIFO; utilisation", netmodel.FormatRate(rep.PortRate))
+		for _, p := range rep.Ports {
+			fmt.Fprintf(w, " p%d %.1f%%", p.Port, 100*p.Util)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "small frames' queue wait (probes, replies, ACKs), us:")
+		for _, d := range rep.Switch {
+			if d.SmallQueueSamples > 0 {
+				fmt.Fprintf(w, "  h%d>h%d p50 %.2f p99 %.2f max %.2f (%d frames)\n", d.In, d.Out,
+					float64(d.SmallQueueP50Ns)/1e3, float64(d.SmallQueueP99Ns)/1e3, float64(d.SmallQueueMaxNs)/1e3, d.SmallQueueSamples)
+			}
+		}
+	}
+	fmt.Fprintf(w, "machine load average (1 min): %.2f at the start, %.2f at the end\n", rep.LoadAvgStart[0], rep.LoadAvgEnd[0])
 }
 
 func labPrintGclock(w io.Writer, r lab.GclockResult) {
