@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gclock/gclock/cmd/internal/complete"
 	"github.com/gclock/gclock/cmd/internal/usage"
 )
 
@@ -33,12 +34,9 @@ in the shell, generated from the commands this binary has. To load it:
 flags:
 `
 
-// compFlag is one flag of a command, for completion: its values when its
-// usage lists them (`text|json`, "star|tree|ring").
-type compFlag struct {
-	name, usage string
-	values      []string
-}
+// compFlag is one flag of a command, for completion (package complete
+// reads them from the help text).
+type compFlag = complete.Flag
 
 // compCmd is one command with its subcommands and flags, for completion.
 type compCmd struct {
@@ -46,33 +44,6 @@ type compCmd struct {
 	subs          []string
 	flags         []compFlag
 	subFlags      map[string][]compFlag // flags of `gclock NAME SUB`
-}
-
-var (
-	// A flag in flag.PrintDefaults output: "  -name type", then its usage
-	// on lines starting with "    \t".
-	flagLine  = regexp.MustCompile(`^  -([A-Za-z0-9][A-Za-z0-9_.-]*)(?: .*)?$`)
-	usageLine = regexp.MustCompile(`^    \t(.*)$`)
-	// A boolean flag with a one-letter name: "  -q\tusage" on one line.
-	shortLine = regexp.MustCompile(`^  -([A-Za-z0-9])\t(.*)$`)
-	// Values listed in a usage: a|b|c (lower-case words, two or more).
-	choices = regexp.MustCompile(`\b[a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)+\b`)
-)
-
-// listed: values after a colon at the end of a usage ("the topology: star,
-// tree, ring").
-var listed = regexp.MustCompile(`:\s*([a-z][a-z0-9-]*(?:,\s*[a-z][a-z0-9-]*)+)\s*$`)
-
-// flagValues returns the values a flag's usage lists, if any.
-func flagValues(usage string) []string {
-	if m := listed.FindStringSubmatch(usage); m != nil {
-		return strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' })
-	}
-	m := choices.FindString(usage)
-	if m == "" {
-		return nil
-	}
-	return strings.Split(m, "|")
 }
 
 // completionModel asks every registered command for its help (as
@@ -115,31 +86,13 @@ func completionModel() []compCmd {
 func parseHelp(name, text string) (flags []compFlag, subs []string) {
 	subRe := regexp.MustCompile(`^\s*(?:usage:)?\s*gclock ` + regexp.QuoteMeta(name) + ` ([a-z][a-z0-9-]*)\b`)
 	seenSub := map[string]bool{}
-	seenFlag := map[string]bool{}
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
+	for _, l := range strings.Split(text, "\n") {
 		if m := subRe.FindStringSubmatch(l); m != nil && !seenSub[m[1]] {
 			seenSub[m[1]] = true
 			subs = append(subs, m[1])
-			continue
 		}
-		if m := shortLine.FindStringSubmatch(l); m != nil && !seenFlag[m[1]] {
-			seenFlag[m[1]] = true
-			flags = append(flags, compFlag{name: m[1], usage: strings.TrimSpace(m[2])})
-			continue
-		}
-		m := flagLine.FindStringSubmatch(l)
-		if m == nil || i+1 >= len(lines) || seenFlag[m[1]] {
-			continue
-		}
-		u := usageLine.FindStringSubmatch(lines[i+1])
-		if u == nil {
-			continue
-		}
-		seenFlag[m[1]] = true
-		flags = append(flags, compFlag{name: m[1], usage: strings.TrimSpace(u[1]), values: flagValues(u[1])})
 	}
-	return flags, subs
+	return complete.Flags(text), subs
 }
 
 // runCompletion is `gclock completion SHELL`.
@@ -169,13 +122,7 @@ func runCompletion(args []string, stdout, stderr io.Writer) error {
 	return w.Flush()
 }
 
-func flagNames(flags []compFlag) string {
-	var b []string
-	for _, f := range flags {
-		b = append(b, "-"+f.name)
-	}
-	return strings.Join(b, " ")
-}
+func flagNames(flags []compFlag) string { return complete.Names(flags) }
 
 func writeBash(w io.Writer, model []compCmd) {
 	var names []string
@@ -219,11 +166,11 @@ _gclock() {
 			all = append(all, f...)
 		}
 		for _, f := range all {
-			if len(f.values) == 0 || seen[f.name] {
+			if len(f.Values) == 0 || seen[f.Name] {
 				continue
 			}
-			seen[f.name] = true
-			fmt.Fprintf(w, "    -%s|--%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", f.name, f.name, strings.Join(f.values, " "))
+			seen[f.Name] = true
+			fmt.Fprintf(w, "    -%s|--%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", f.Name, f.Name, strings.Join(f.Values, " "))
 		}
 	}
 	fmt.Fprint(w, `    esac
@@ -269,7 +216,7 @@ _gclock() {
 	for _, c := range model {
 		fmt.Fprintf(w, "    %s)\n        flags=(", c.name)
 		for _, f := range c.flags {
-			fmt.Fprintf(w, " '-%s:%s'", f.name, zshQuote(f.usage))
+			fmt.Fprintf(w, " '-%s:%s'", f.Name, zshQuote(f.Usage))
 		}
 		fmt.Fprint(w, " )\n        subs=(")
 		for _, s := range c.subs {
@@ -296,10 +243,10 @@ fi
 
 // fishValues is the -x -a part that offers a flag's listed values.
 func fishValues(f compFlag) string {
-	if len(f.values) == 0 {
+	if len(f.Values) == 0 {
 		return ""
 	}
-	return " -x -a " + fishQuote(strings.Join(f.values, " "))
+	return " -x -a " + fishQuote(strings.Join(f.Values, " "))
 }
 
 // fishQuote quotes a string for fish (single quotes; \ and ' escaped).
@@ -325,12 +272,12 @@ func writeFish(w io.Writer, model []compCmd) {
 			fmt.Fprintf(w, "complete -c gclock -n %s -a %s\n", cond, s)
 		}
 		for _, f := range c.flags {
-			fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s%s\n", cond, f.name, fishQuote(f.usage), fishValues(f))
+			fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s%s\n", cond, f.Name, fishQuote(f.Usage), fishValues(f))
 		}
 		for _, sub := range c.subs {
 			subCond := fishQuote("__fish_seen_subcommand_from " + c.name + "; and __fish_seen_subcommand_from " + sub)
 			for _, f := range c.subFlags[sub] {
-				fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s%s\n", subCond, f.name, fishQuote(f.usage), fishValues(f))
+				fmt.Fprintf(w, "complete -c gclock -n %s -o %s -d %s%s\n", subCond, f.Name, fishQuote(f.Usage), fishValues(f))
 			}
 		}
 		if len(c.subs) == 0 && c.name != "help" && c.name != "completion" {

@@ -8,12 +8,14 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/gclock/gclock/cmd/internal/buildinfo"
+	"github.com/gclock/gclock/cmd/internal/complete"
 	"github.com/gclock/gclock/cmd/internal/daemoncmd"
 	"github.com/gclock/gclock/cmd/internal/usage"
 )
@@ -25,6 +27,21 @@ func main() {
 func run(args []string) int {
 	if len(args) == 1 && (args[0] == "version" || args[0] == "-version" || args[0] == "--version") {
 		buildinfo.Read().Fprint(os.Stdout, "gclockd")
+		return 0
+	}
+	if len(args) >= 1 && args[0] == "completion" {
+		// gclockd completion bash|zsh|fish: its flags (and their listed
+		// values) read from its own help.
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, "usage: gclockd completion bash|zsh|fish")
+			return usage.ExitCode
+		}
+		var help bytes.Buffer
+		daemoncmd.Run("gclockd", []string{"-h"}, &help, &help)
+		if err := complete.FlagsOnly(os.Stdout, args[1], "gclockd", complete.Flags(help.String()), []string{"version", "completion"}); err != nil {
+			fmt.Fprintf(os.Stderr, "gclockd completion: %v\n", err)
+			return usage.ExitCode
+		}
 		return 0
 	}
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
