@@ -72,6 +72,16 @@ int gclock_mpi_mode(const char **why);
  * (GCLOCK_MPI_ORIGIN seconds, in ns). */
 int64_t gclock_mpi_origin_ns(void);
 
+/* gclock_timesync runs a sync session now (as ITAC's VT_timesync): every
+ * rank of MPI_COMM_WORLD must call it (it is collective). Each rank
+ * exchanges GCLOCK_MPI_SYNC_ROUNDS ping-pongs with rank 0 and records the
+ * best in its trace, so that `gclock merge -method spline` follows the
+ * clocks' drift between MPI_Init and MPI_Finalize (which always sync).
+ * Returns 1 (session run), 0 (not tracing: nothing done), -1 (an MPI error;
+ * said on stderr). GCLOCK_MPI_SYNC_PERIOD=S runs one at the first
+ * MPI_Barrier on MPI_COMM_WORLD after S seconds since the last. */
+int gclock_timesync(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -418,8 +418,10 @@ static struct {
 	uint64_t reqs_dropped;
 } tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-enum { R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_NAMES };
-static const char *region_names[R_NAMES] = {"", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce"};
+enum { R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_GATHER, R_SCATTER, R_ALLGATHER, R_ALLTOALL, R_SYNC, R_NAMES };
+static const char *region_names[R_NAMES] = {"",           "MPI_Barrier",   "MPI_Bcast",    "MPI_Reduce",
+					    "MPI_Allreduce", "MPI_Gather", "MPI_Scatter", "MPI_Allgather",
+					    "MPI_Alltoall", "gclock_timesync"};
 
 #define COLL_BIT (1ULL << 63)
 
@@ -619,7 +621,7 @@ static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
 			for (int d = 1; d < n; d++)
 				if (dep_offset(d))
 					gct_send(tr.w, 0, (uint32_t)world_of(c, (me + d) % n), k->id, 0);
-		} else if (region == R_BCAST) {
+		} else if (region == R_BCAST || region == R_SCATTER) {
 			if (me == root)
 				for (int d = 1; d < n; d++)
 					if (dep_offset(d))
@@ -643,7 +645,7 @@ static void coll_leave(struct coll *k, int rc)
 			for (int d = 1; d < n; d++)
 				if (dep_offset(d))
 					gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
-		} else if (k->region == R_BCAST) {
+		} else if (k->region == R_BCAST || k->region == R_SCATTER) {
 			if (me != root && root < n && dep_offset((me - root + n) % n))
 				gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
 		} else if (me == root) {
@@ -654,6 +656,208 @@ static void coll_leave(struct coll *k, int rc)
 	}
 	gct_leave(tr.w, 0, (uint64_t)k->region);
 	pthread_mutex_unlock(&tr.mu);
+}
+
+/* ------------------------------------------------------------ clock, sync */
+
+/* The tracer's clock is CLOCK_MONOTONIC_RAW (gct_now). A test build
+ * (-DGCLOCK_MPI_TESTING, mpi/Makefile's libgclockmpi-test.so, never the
+ * installed library) reads GCLOCK_MPI_TEST_CLOCK="off:ppb,off:ppb,..." and
+ * gives world rank i the emulated clock raw + off_i + raw*ppb_i/1e9, so that
+ * the ranks of one machine disagree as the hosts of a cluster do and the
+ * tests can check the correction against the raw clock (the truth). Its
+ * daemon mappings, which map the raw clock, are then not recorded. */
+static int64_t test_off, test_ppb;
+static int test_clock;
+
+static int64_t trace_now(void)
+{
+	int64_t r = gct_now();
+	if (test_clock)
+		return r + test_off + (int64_t)(((__int128)r * test_ppb) / 1000000000);
+	return r;
+}
+
+static int64_t trace_now_cb(void *arg)
+{
+	(void)arg;
+	return trace_now();
+}
+
+static void test_clock_setup(int rank)
+{
+#ifdef GCLOCK_MPI_TESTING
+	const char *v = getenv("GCLOCK_MPI_TEST_CLOCK");
+	if (!v || !*v)
+		return;
+	for (int i = 0; i < rank && v; i++) {
+		v = strchr(v, ',');
+		if (v)
+			v++;
+	}
+	long long off, ppb;
+	if (!v || sscanf(v, "%lld:%lld", &off, &ppb) != 2) {
+		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_TEST_CLOCK=%s: no \"off:ppb\" for rank %d\n",
+			getenv("GCLOCK_MPI_TEST_CLOCK"), rank);
+		exit(1);
+	}
+	test_off = off;
+	test_ppb = ppb;
+	test_clock = 1;
+#else
+	(void)rank;
+#endif
+}
+
+/* Sync sessions. Without a daemon, `gclock merge -method linear|spline`
+ * corrects a rank's stamps from exchanges with rank 0 recorded in its trace
+ * (format.Session, as the Go recorder's Prober sessions; seed 001, ITAC's
+ * and Score-P's sync at MPI_Init and MPI_Finalize). Rank 0 serves every other
+ * rank in turn on a duplicate of MPI_COMM_WORLD (the program's messages are
+ * never mixed with them): sync_rounds ping-pongs of empty messages, rank 0
+ * stamping its send and its receive, the rank its receive and its send on
+ * its own clock; rank 0 then sends its stamps and the rank keeps the
+ * sync_keep exchanges with the shortest round trip (the most symmetric
+ * delays) as one session with reference 0. Every rank takes part whenever
+ * any rank traces (agreed in MPI_Init), so no rank waits forever. */
+static MPI_Comm sync_comm = MPI_COMM_NULL;
+static int sync_on, sync_rounds = 20, sync_keep = 5;
+static int64_t sync_period, sync_last; /* ns on rank 0's clock; 0: no period */
+static uint64_t sync_sessions;
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno != 0 || *end != 0 || x < lo || x > hi) {
+		fprintf(stderr, "libgclockmpi: %s=%s: want an integer in [%ld, %ld]\n", name, v, lo, hi);
+		exit(1);
+	}
+	return x;
+}
+
+static int cmp_rtt(const void *a, const void *b)
+{
+	const gct_sample *x = a, *y = b;
+	int64_t rx = (x->src_recv - x->src_send) - (x->loc_send - x->loc_recv);
+	int64_t ry = (y->src_recv - y->src_send) - (y->loc_send - y->loc_recv);
+	return rx < ry ? -1 : rx > ry;
+}
+
+static int sync_session(uint8_t kind)
+{
+	if (!sync_on)
+		return 0;
+	int n = sync_rounds, rank = tr.world_rank, size = tr.world_size;
+	int64_t *t = calloc((size_t)(2 * n), sizeof *t);
+	gct_sample *s = calloc((size_t)n, sizeof *s);
+	int rc = MPI_SUCCESS;
+	char b = 0;
+	if (!t || !s) {
+		/* Every rank must still take part: fail the job loudly instead. */
+		fprintf(stderr, "libgclockmpi: rank %d: out of memory for a sync session\n", rank);
+		PMPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	if (rank == 0) {
+		for (int p = 1; p < size && rc == MPI_SUCCESS; p++) {
+			for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+				t[2 * k] = trace_now();
+				rc = PMPI_Send(&b, 0, MPI_BYTE, p, k, sync_comm);
+				if (rc == MPI_SUCCESS)
+					rc = PMPI_Recv(&b, 0, MPI_BYTE, p, k, sync_comm, MPI_STATUS_IGNORE);
+				t[2 * k + 1] = trace_now();
+			}
+			if (rc == MPI_SUCCESS)
+				rc = PMPI_Send(t, 2 * n, MPI_INT64_T, p, n, sync_comm);
+		}
+		sync_last = trace_now();
+	} else {
+		for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+			rc = PMPI_Recv(&b, 0, MPI_BYTE, 0, k, sync_comm, MPI_STATUS_IGNORE);
+			s[k].loc_recv = trace_now();
+			s[k].loc_send = trace_now();
+			if (rc == MPI_SUCCESS)
+				rc = PMPI_Send(&b, 0, MPI_BYTE, 0, k, sync_comm);
+		}
+		if (rc == MPI_SUCCESS)
+			rc = PMPI_Recv(t, 2 * n, MPI_INT64_T, 0, n, sync_comm, MPI_STATUS_IGNORE);
+		if (rc == MPI_SUCCESS) {
+			for (int k = 0; k < n; k++) {
+				s[k].src_send = t[2 * k];
+				s[k].src_recv = t[2 * k + 1];
+			}
+			qsort(s, (size_t)n, sizeof *s, cmp_rtt);
+			pthread_mutex_lock(&tr.mu);
+			if (tr.w && gct_session(tr.w, 0, kind, s, (uint32_t)sync_keep) == 0)
+				sync_sessions++;
+			pthread_mutex_unlock(&tr.mu);
+		}
+	}
+	if (rc != MPI_SUCCESS)
+		say("rank %d: a sync session failed (MPI error %d): not recorded", rank, rc);
+	free(t);
+	free(s);
+	return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+/* sync_init agrees on syncing (any rank tracing) and runs the start session. */
+static void sync_init(void)
+{
+	const char *dir = getenv("GCLOCK_MPI_TRACE");
+	int want = dir && *dir && env_long("GCLOCK_MPI_SYNC", 1, 0, 1) != 0;
+	int any = 0;
+	PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!any)
+		return;
+	sync_rounds = (int)env_long("GCLOCK_MPI_SYNC_ROUNDS", 20, 1, 100000);
+	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 5 ? sync_rounds : 5, 1, sync_rounds);
+	sync_period = (int64_t)env_long("GCLOCK_MPI_SYNC_PERIOD", 0, 0, 1000000) * 1000000000LL;
+	if (PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS)
+		return;
+	sync_on = 1;
+	sync_session(GCT_SESSION_START);
+}
+
+static void sync_fini(void)
+{
+	if (!sync_on)
+		return;
+	sync_session(GCT_SESSION_END);
+	sync_on = 0;
+	PMPI_Comm_free(&sync_comm);
+}
+
+/* gclock_timesync: see gclock_mpi.h. */
+int gclock_timesync(void)
+{
+	if (!sync_on)
+		return 0;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_enter(tr.w, 0, R_SYNC);
+	pthread_mutex_unlock(&tr.mu);
+	int r = sync_session(GCT_SESSION_DEMAND);
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_leave(tr.w, 0, R_SYNC);
+	pthread_mutex_unlock(&tr.mu);
+	return r == 0 ? 1 : -1;
+}
+
+/* sync_due runs after every MPI_Barrier on MPI_COMM_WORLD when
+ * GCLOCK_MPI_SYNC_PERIOD is set: rank 0 says whether a period has passed
+ * since the last session (one broadcast), and if so all run one. */
+static void sync_due(MPI_Comm comm)
+{
+	if (!sync_on || sync_period <= 0 || comm != MPI_COMM_WORLD)
+		return;
+	int due = tr.world_rank == 0 && trace_now() - sync_last >= sync_period;
+	if (PMPI_Bcast(&due, 1, MPI_INT, 0, sync_comm) == MPI_SUCCESS && due)
+		gclock_timesync();
 }
 
 static void trace_open(void)
@@ -677,6 +881,13 @@ static void trace_open(void)
 	for (int i = 1; i < R_NAMES; i++)
 		gct_name(tr.w, (uint64_t)i, region_names[i]);
 	pthread_once(&mode_once, choose_mode);
+	if (test_clock) {
+		gct_set_clock(tr.w, trace_now_cb, NULL);
+		say("rank %d: GCLOCK_MPI_TEST_CLOCK (test build): stamps on an emulated clock, off %lld ns, %lld ppb; "
+		    "daemon mappings not recorded",
+		    tr.world_rank, (long long)test_off, (long long)test_ppb);
+		return;
+	}
 	int err = gclock_open(&tr.page, page_path);
 	int r = 0;
 	if (err == 0) {
@@ -688,7 +899,7 @@ static void trace_open(void)
 	}
 	if (r != 1)
 		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping from %s yet (%s); one is recorded as soon as the page "
-		    "has one, and `gclock merge -method daemon` needs one",
+		    "has one (for -method daemon); the sync sessions with rank 0 serve -method linear and spline",
 		    tr.world_rank, page_path, err ? strerror(-err) : r < 0 ? strerror(-r) : "page unsynced");
 }
 
@@ -704,9 +915,10 @@ static void trace_close(void)
 	if (tr.have_page)
 		gclock_close(&tr.page);
 	tr.have_page = 0;
-	if (tr.mappings == 0)
-		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping recorded in the whole run: merge this trace with "
-		    "another -method", tr.world_rank);
+	if (tr.mappings == 0 && !test_clock)
+		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping recorded in the whole run: `gclock merge` corrects "
+		    "this trace with its %llu sync sessions (-method auto, linear or spline)",
+		    tr.world_rank, (unsigned long long)sync_sessions);
 	if (tr.recvs.live > 0 || tr.reqs_dropped > 0)
 		say("rank %d: %zu receive requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
 		    tr.world_rank, tr.recvs.live, (unsigned long long)tr.reqs_dropped);
@@ -720,7 +932,11 @@ int MPI_Init(int *argc, char ***argv)
 	int rc = PMPI_Init(argc, argv);
 	if (rc == MPI_SUCCESS) {
 		job_origin();
+		PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
+		PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
+		test_clock_setup(tr.world_rank);
 		trace_open();
+		sync_init();
 	}
 	return rc;
 }
@@ -730,13 +946,18 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 	if (rc == MPI_SUCCESS) {
 		job_origin();
+		PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
+		PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
+		test_clock_setup(tr.world_rank);
 		trace_open();
+		sync_init();
 	}
 	return rc;
 }
 
 int MPI_Finalize(void)
 {
+	sync_fini();
 	trace_close();
 	return PMPI_Finalize();
 }
@@ -972,6 +1193,8 @@ int MPI_Barrier(MPI_Comm comm)
 	coll_enter(&k, comm, R_BARRIER, -1);
 	int rc = PMPI_Barrier(comm);
 	coll_leave(&k, rc);
+	if (rc == MPI_SUCCESS)
+		sync_due(comm);
 	return rc;
 }
 
@@ -998,6 +1221,46 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_O
 	struct coll k;
 	coll_enter(&k, comm, R_ALLREDUCE, -1);
 	int rc = PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+	       MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_GATHER, root);
+	int rc = PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_SCATTER, root);
+	int rc = PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		  MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLGATHER, -1);
+	int rc = PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		 MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLTOALL, -1);
+	int rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
 	coll_leave(&k, rc);
 	return rc;
 }

@@ -5,7 +5,10 @@
  * CLOCK_MONOTONIC_RAW stamps so that a test can check its value against the
  * page's mapping.
  *
- * usage: ring ROUNDS PAUSE_MS
+ * usage: ring ROUNDS PAUSE_MS [SYNC_EVERY]
+ * With SYNC_EVERY > 0 each round also runs MPI_Gather, MPI_Scatter,
+ * MPI_Allgather and MPI_Alltoall, and every SYNC_EVERY rounds
+ * gclock_timesync() when the library defines it (weak: still no header).
  * prints per rank: "wtime RANK RAW_BEFORE WTIME RAW_AFTER" lines, then
  * "attr RANK IS_GLOBAL FLAG" and "tick RANK WTICK".
  */
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+int gclock_timesync(void) __attribute__((weak));
 
 static long long raw(void)
 {
@@ -39,6 +44,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines: mpirun interleaves the ranks' output */
 	int rounds = argc > 1 ? atoi(argv[1]) : 10;
 	int pause_ms = argc > 2 ? atoi(argv[2]) : 0;
+	int sync_every = argc > 3 ? atoi(argv[3]) : 0;
+	int *all = calloc((size_t)size, sizeof *all), *all2 = calloc((size_t)size, sizeof *all2);
 	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
 	MPI_Comm half;
 	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
@@ -90,6 +97,15 @@ int main(int argc, char **argv)
 		MPI_Reduce(&v, &sum, 1, MPI_INT, MPI_SUM, (r + 1) % size, MPI_COMM_WORLD);
 		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_MAX, half);
+		if (sync_every > 0) {
+			int one = 0;
+			MPI_Gather(&v, 1, MPI_INT, all, 1, MPI_INT, r % size, MPI_COMM_WORLD);
+			MPI_Scatter(all, 1, MPI_INT, &one, 1, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
+			MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+			MPI_Alltoall(all, 1, MPI_INT, all2, 1, MPI_INT, MPI_COMM_WORLD);
+			if (r % sync_every == sync_every - 1 && gclock_timesync)
+				gclock_timesync();
+		}
 		if (pause_ms > 0) {
 			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
 			nanosleep(&ts, NULL);
@@ -103,6 +119,8 @@ int main(int argc, char **argv)
 	printf("attr %d %d %d\n", rank, f ? *g : -1, f);
 	printf("tick %d %g\n", rank, MPI_Wtick());
 	MPI_Comm_free(&half);
+	free(all);
+	free(all2);
 	MPI_Finalize();
 	return 0;
 }

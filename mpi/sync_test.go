@@ -1,0 +1,189 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gclock/gclock/trace/causality"
+	"github.com/gclock/gclock/trace/correct"
+	"github.com/gclock/gclock/trace/format"
+	"github.com/gclock/gclock/trace/timeline"
+)
+
+// testClock is the emulated clock libgclockmpi-test.so gives a rank
+// (GCLOCK_MPI_TEST_CLOCK "off:ppb"): raw + off + trunc(raw*ppb/1e9).
+type testClock struct{ off, ppb int64 }
+
+// at is the rank's clock at the raw instant r (r >= 0), computed as the C
+// code does but without its 128-bit product: trunc((q*1e9+m)*ppb/1e9) is
+// q*ppb + trunc(m*ppb/1e9) when both parts have the sign of ppb.
+func (c testClock) at(r int64) int64 {
+	q, m := r/sec, r%sec
+	return r + c.off + q*c.ppb + m*c.ppb/sec
+}
+
+// raw inverts at: the raw instant whose reading is f (to the ns; at is
+// non-decreasing, so the first raw reading f or more).
+func (c testClock) raw(f int64) int64 {
+	r := f - c.off
+	for range 8 {
+		d := f - c.at(r)
+		if d == 0 {
+			break
+		}
+		r += d
+	}
+	for c.at(r) > f {
+		r--
+	}
+	for c.at(r) < f {
+		r++
+	}
+	return r
+}
+
+func testClockEnv(cs []testClock) string {
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d", c.off, c.ppb)
+	}
+	return b.String()
+}
+
+// syncTruth returns, per process, the true global time of every event of
+// the traces: global time is rank 0's clock (the reference of the sync
+// sessions), so an event stamped f on rank i happened at raw instant
+// clocks[i].raw(f), when rank 0's clock read clocks[0].at of it. It also
+// returns the claimed error: half the longest round trip of the exchanges
+// recorded in any rank's sessions (each exchange's midpoint is within half
+// its round trip of the truth, and the corrections interpolate between
+// session averages of such midpoints).
+func syncTruth(t *testing.T, files []string, clocks []testClock) (map[uint32][]int64, int64, int) {
+	t.Helper()
+	tr := map[uint32][]int64{}
+	var claim int64
+	sessions := 0
+	for _, f := range files {
+		s := summary(t, f)
+		p := s.Meta.Proc
+		if int(p) >= len(clocks) {
+			t.Fatalf("%s: process %d, only %d clocks", f, p, len(clocks))
+		}
+		for _, ss := range s.Sessions {
+			if ss.Ref != 0 {
+				t.Errorf("%s: session %d with reference %d, want 0", f, ss.Index, ss.Ref)
+			}
+			sessions++
+			for _, x := range ss.Samples {
+				if x.RTT() < 0 {
+					t.Errorf("%s: session %d: exchange with round trip %d ns < 0", f, ss.Index, x.RTT())
+				}
+				claim = max(claim, (x.RTT()+1)/2)
+			}
+		}
+		for _, e := range rawEvents(t, f) {
+			tr[p] = append(tr[p], clocks[0].at(clocks[p].raw(e.Time)))
+		}
+	}
+	return tr, claim + 2, sessions // 2 ns: the rounding of the midpoints and of the mappers
+}
+
+func TestTestClockInverse(t *testing.T) {
+	for _, c := range []testClock{{0, 0}, {5e9, 30000}, {-3e6, -30000}, {7, 1}, {0, -999}} {
+		for _, r := range []int64{0, 1, sec - 1, sec, 123456789012345, 987654321098765} {
+			if got := c.raw(c.at(r)); got != r && c.at(got) != c.at(r) {
+				t.Errorf("%+v: raw(at(%d)) = %d", c, r, got)
+			}
+		}
+	}
+}
+
+// TestTraceSyncNoDaemon traces the ring program with no daemon (no page)
+// on ranks whose stamps run on emulated clocks that disagree by
+// milliseconds and tens of ppm (libgclockmpi-test.so): the sync sessions
+// the tracer runs with rank 0 at MPI_Init, at every gclock_timesync and at
+// MPI_Finalize must let `gclock merge` correct them with -method linear,
+// spline and auto to within the claimed error (half the longest recorded
+// round trip), with every message matched and none received before sent;
+// -method daemon must fail with the hint to use another method.
+func TestTraceSyncNoDaemon(t *testing.T) {
+	dir := built(t)
+	clocks := []testClock{{1_000_000, 20_000}, {-3_000_000, -15_000}, {5_000_000_000, 30_000}, {7, -30_000}}
+	tdir := filepath.Join(t.TempDir(), "trace")
+	env := map[string]string{
+		"LD_PRELOAD":            filepath.Join(dir, "libgclockmpi-test.so"),
+		"GCLOCK_MPI_TRACE":      tdir,
+		"GCLOCK_PAGE":           filepath.Join(t.TempDir(), "no-page"),
+		"GCLOCK_MPI_QUIET":      "1",
+		"GCLOCK_MPI_TEST_CLOCK": testClockEnv(clocks),
+	}
+	const rounds, syncEvery = 24, 8
+	if _, stderr, err := mpirun(t, ranks, env, filepath.Join(dir, "ring"), fmt.Sprint(rounds), "5", fmt.Sprint(syncEvery)); err != nil {
+		t.Fatalf("ring: %v\n%s", err, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(tdir, "rank-*.gct"))
+	sort.Strings(files)
+	if len(files) != ranks {
+		t.Fatalf("%d trace files, want %d", len(files), ranks)
+	}
+	truth, claim, sessions := syncTruth(t, files, clocks)
+	// Per rank but 0: MPI_Init, rounds/syncEvery gclock_timesync, MPI_Finalize.
+	if want := (ranks - 1) * (2 + rounds/syncEvery); sessions != want {
+		t.Errorf("%d sync sessions, want %d", sessions, want)
+	}
+	t.Logf("claimed error (half the longest recorded round trip): %d ns", claim)
+	for _, tc := range []struct {
+		method correct.Method
+		want   correct.Method // for ranks 1-3 (rank 0 is the reference: none)
+	}{
+		{correct.Linear, correct.Linear},
+		{correct.Spline, correct.Spline},
+		{correct.Auto, correct.Spline},
+	} {
+		rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: tc.method, Truth: truth})
+		if err != nil {
+			t.Fatalf("-method %s: %v", tc.method, err)
+		}
+		for _, c := range rep.Choices {
+			want := tc.want
+			if c.Proc == 0 {
+				want = correct.None
+			}
+			if c.Method != want {
+				t.Errorf("-method %s: proc %d corrected with %s (%s), want %s", tc.method, c.Proc, c.Method, c.Reason, want)
+			}
+		}
+		tot := causality.Totals(rep.Pairs)
+		t.Logf("-method %s: %d events, |corrected - truth| p50 %d ns, p99 %d ns, max %d ns (proc %d); %d messages, %d received before sent raw, %d corrected",
+			tc.method, rep.Events, rep.Error.P50, rep.Error.P99, rep.Error.Max, rep.Error.WorstProc, tot.Messages, tot.Raw, tot.Corrected)
+		if rep.Error.Max > claim {
+			t.Errorf("-method %s: a corrected stamp is %d ns from the truth (proc %d), beyond the claimed %d ns", tc.method, rep.Error.Max, rep.Error.WorstProc, claim)
+		}
+		if tot.Corrected != 0 || rep.Unmatched != 0 {
+			t.Errorf("-method %s: %d received before sent after correction, %d ends unmatched; want 0 and 0", tc.method, tot.Corrected, rep.Unmatched)
+		}
+		if tot.Raw == 0 {
+			t.Errorf("-method %s: no violation on the raw stamps: the emulated clocks did not disagree", tc.method)
+		}
+		if tot.Messages == 0 {
+			t.Errorf("-method %s: no message", tc.method)
+		}
+	}
+	// Without mappings, -method daemon names the lack of sync data.
+	_, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Daemon})
+	if err == nil || !errors.Is(err, correct.ErrNoSyncData) {
+		t.Errorf("-method daemon without mappings: %v, want an error wrapping correct.ErrNoSyncData", err)
+	}
+	// The sessions are in the format the Go recorder writes.
+	s := summary(t, files[1])
+	if len(s.Sessions) == 0 || s.Sessions[0].Kind != format.SessionStart || s.Sessions[len(s.Sessions)-1].Kind != format.SessionEnd {
+		t.Errorf("rank 1's sessions: %+v, want a start session first and an end session last", s.Sessions)
+	}
+}
