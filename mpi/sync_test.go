@@ -3,7 +3,9 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -65,18 +67,30 @@ func testClockEnv(cs []testClock) string {
 // recorded in any rank's sessions (each exchange's midpoint is within half
 // its round trip of the truth, and the corrections interpolate between
 // session averages of such midpoints).
-func syncTruth(t *testing.T, files []string, clocks []testClock) (map[uint32][]int64, int64, int) {
+//
+// A spline through session points each within e of a straight truth
+// (affine emulated clocks) strays further between them: Fritsch-Butland
+// tangents lie between the neighbouring secants, each off by at most
+// 2e/dx_min, and the Hermite basis functions of the tangents peak at 4/27
+// of the interval, so the spline stays within e*(1 + 16/27*dx/dx_min). The
+// third result is the largest dx/dx_min between a process's sessions.
+func syncTruth(t *testing.T, files []string, clocks []testClock) (map[uint32][]int64, int64, float64) {
 	t.Helper()
 	tr := map[uint32][]int64{}
 	var claim int64
 	sessions := 0
+	spacing := 1.0
 	for _, f := range files {
 		s := summary(t, f)
 		p := s.Meta.Proc
 		if int(p) >= len(clocks) {
 			t.Fatalf("%s: process %d, only %d clocks", f, p, len(clocks))
 		}
+		var at []int64
 		for _, ss := range s.Sessions {
+			if len(ss.Samples) > 0 {
+				at = append(at, ss.Samples[0].LocRecv)
+			}
 			if ss.Ref != 0 {
 				t.Errorf("%s: session %d with reference %d, want 0", f, ss.Index, ss.Ref)
 			}
@@ -88,11 +102,91 @@ func syncTruth(t *testing.T, files []string, clocks []testClock) (map[uint32][]i
 				claim = max(claim, (x.RTT()+1)/2)
 			}
 		}
+		slices.Sort(at)
+		lo, hi := int64(math.MaxInt64), int64(0)
+		for i := 1; i < len(at); i++ {
+			lo, hi = min(lo, at[i]-at[i-1]), max(hi, at[i]-at[i-1])
+		}
+		if len(at) > 2 && lo > 0 {
+			spacing = max(spacing, float64(hi)/float64(lo))
+		}
 		for _, e := range rawEvents(t, f) {
 			tr[p] = append(tr[p], clocks[0].at(clocks[p].raw(e.Time)))
 		}
 	}
-	return tr, claim + 2, sessions // 2 ns: the rounding of the midpoints and of the mappers
+	return tr, claim + 2, spacing // 2 ns: the rounding of the midpoints and of the mappers
+}
+
+// syncSessions counts the sessions of the traces.
+func syncSessions(t *testing.T, files []string) int {
+	t.Helper()
+	n := 0
+	for _, f := range files {
+		n += len(summary(t, f).Sessions)
+	}
+	return n
+}
+
+// checkSyncMerge merges the traces of ranks on the emulated clocks with
+// -method linear, spline and auto and checks every corrected stamp against
+// the truth: within the claimed error (syncTruth), every message matched,
+// some received before sent on the raw stamps (the clocks disagree), none
+// after correction if zeroViolations (else none after the controlled
+// logical clock). say reports the figures.
+func checkSyncMerge(t *testing.T, files []string, clocks []testClock, zeroViolations bool, say func(string, ...any)) {
+	t.Helper()
+	truth, claim, spacing := syncTruth(t, files, clocks)
+	splineClaim := int64(math.Ceil(float64(claim) * (1 + 16.0/27*spacing)))
+	say("no daemon, ranks on emulated clocks (off:ppb %v): claimed error (half the longest round trip of the recorded sync exchanges) %d ns; spline %d ns (sessions spaced up to %.2fx unevenly)\n", clocks, claim, splineClaim, spacing)
+	for _, tc := range []struct {
+		method correct.Method
+		want   correct.Method // for ranks 1-3 (rank 0 is the reference: none)
+	}{
+		{correct.None, correct.None},
+		{correct.Linear, correct.Linear},
+		{correct.Spline, correct.Spline},
+		{correct.Auto, correct.Spline},
+	} {
+		rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: tc.method, Truth: truth, CLC: true})
+		if err != nil {
+			t.Fatalf("-method %s: %v", tc.method, err)
+		}
+		for _, c := range rep.Choices {
+			want := tc.want
+			if c.Proc == 0 {
+				want = correct.None
+			}
+			if c.Method != want {
+				t.Errorf("-method %s: proc %d corrected with %s (%s), want %s", tc.method, c.Proc, c.Method, c.Reason, want)
+			}
+		}
+		tot := causality.Totals(rep.Pairs)
+		clc := causality.Totals(rep.AfterCLC)
+		say("ring traces without a daemon, -method %s: %d events, |corrected - truth| p50 %d ns, p99 %d ns, max %d ns (proc %d); %d messages, received before sent: %d raw, %d corrected, %d after CLC; %d unmatched\n",
+			tc.method, rep.Events, rep.Error.P50, rep.Error.P99, rep.Error.Max, rep.Error.WorstProc, tot.Messages, tot.Raw, tot.Corrected, clc.Corrected, rep.Unmatched)
+		if tc.method == correct.None {
+			if rep.Error.Max <= claim {
+				t.Errorf("uncorrected stamps within %d ns of the truth: the emulated clocks did not disagree", claim)
+			}
+			continue
+		}
+		want := claim
+		if tc.want == correct.Spline {
+			want = splineClaim
+		}
+		if rep.Error.Max > want {
+			t.Errorf("-method %s: a corrected stamp is %d ns from the truth (proc %d), beyond the claimed %d ns", tc.method, rep.Error.Max, rep.Error.WorstProc, want)
+		}
+		if zeroViolations && tot.Corrected != 0 {
+			t.Errorf("-method %s: %d received before sent after correction, want 0", tc.method, tot.Corrected)
+		}
+		if clc.Corrected != 0 || rep.Unmatched != 0 {
+			t.Errorf("-method %s: %d received before sent after CLC, %d ends unmatched; want 0 and 0", tc.method, clc.Corrected, rep.Unmatched)
+		}
+		if tot.Raw == 0 || tot.Messages == 0 {
+			t.Errorf("-method %s: %d messages, %d received before sent on the raw stamps: want the emulated clocks to disagree", tc.method, tot.Messages, tot.Raw)
+		}
+	}
 }
 
 func TestTestClockInverse(t *testing.T) {
@@ -133,49 +227,15 @@ func TestTraceSyncNoDaemon(t *testing.T) {
 	if len(files) != ranks {
 		t.Fatalf("%d trace files, want %d", len(files), ranks)
 	}
-	truth, claim, sessions := syncTruth(t, files, clocks)
-	// Per rank but 0: MPI_Init, rounds/syncEvery gclock_timesync, MPI_Finalize.
-	if want := (ranks - 1) * (2 + rounds/syncEvery); sessions != want {
-		t.Errorf("%d sync sessions, want %d", sessions, want)
+	// Per rank but 0: MPI_Init, gclock_timesync in rounds 8 and 16, MPI_Finalize.
+	if n, want := syncSessions(t, files), (ranks-1)*(2+(rounds-1)/syncEvery); n != want {
+		t.Errorf("%d sync sessions, want %d", n, want)
 	}
-	t.Logf("claimed error (half the longest recorded round trip): %d ns", claim)
-	for _, tc := range []struct {
-		method correct.Method
-		want   correct.Method // for ranks 1-3 (rank 0 is the reference: none)
-	}{
-		{correct.Linear, correct.Linear},
-		{correct.Spline, correct.Spline},
-		{correct.Auto, correct.Spline},
-	} {
-		rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: tc.method, Truth: truth})
-		if err != nil {
-			t.Fatalf("-method %s: %v", tc.method, err)
-		}
-		for _, c := range rep.Choices {
-			want := tc.want
-			if c.Proc == 0 {
-				want = correct.None
-			}
-			if c.Method != want {
-				t.Errorf("-method %s: proc %d corrected with %s (%s), want %s", tc.method, c.Proc, c.Method, c.Reason, want)
-			}
-		}
-		tot := causality.Totals(rep.Pairs)
-		t.Logf("-method %s: %d events, |corrected - truth| p50 %d ns, p99 %d ns, max %d ns (proc %d); %d messages, %d received before sent raw, %d corrected",
-			tc.method, rep.Events, rep.Error.P50, rep.Error.P99, rep.Error.Max, rep.Error.WorstProc, tot.Messages, tot.Raw, tot.Corrected)
-		if rep.Error.Max > claim {
-			t.Errorf("-method %s: a corrected stamp is %d ns from the truth (proc %d), beyond the claimed %d ns", tc.method, rep.Error.Max, rep.Error.WorstProc, claim)
-		}
-		if tot.Corrected != 0 || rep.Unmatched != 0 {
-			t.Errorf("-method %s: %d received before sent after correction, %d ends unmatched; want 0 and 0", tc.method, tot.Corrected, rep.Unmatched)
-		}
-		if tot.Raw == 0 {
-			t.Errorf("-method %s: no violation on the raw stamps: the emulated clocks did not disagree", tc.method)
-		}
-		if tot.Messages == 0 {
-			t.Errorf("-method %s: no message", tc.method)
-		}
-	}
+	// One machine: messages take about a microsecond, as long as the sync
+	// error of 4 oversubscribed ranks, so a few may still be received
+	// before sent after correction; the controlled logical clock removes
+	// those (the lab's 100-us links leave none, TestLab).
+	checkSyncMerge(t, files, clocks, false, t.Logf)
 	// Without mappings, -method daemon names the lack of sync data.
 	_, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Daemon})
 	if err == nil || !errors.Is(err, correct.ErrNoSyncData) {

@@ -721,7 +721,7 @@ static void test_clock_setup(int rank)
  * delays) as one session with reference 0. Every rank takes part whenever
  * any rank traces (agreed in MPI_Init), so no rank waits forever. */
 static MPI_Comm sync_comm = MPI_COMM_NULL;
-static int sync_on, sync_rounds = 20, sync_keep = 5;
+static int sync_on, sync_rounds = 40, sync_keep = 4;
 static int64_t sync_period, sync_last; /* ns on rank 0's clock; 0: no period */
 static uint64_t sync_sessions;
 
@@ -813,8 +813,8 @@ static void sync_init(void)
 	PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!any)
 		return;
-	sync_rounds = (int)env_long("GCLOCK_MPI_SYNC_ROUNDS", 20, 1, 100000);
-	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 5 ? sync_rounds : 5, 1, sync_rounds);
+	sync_rounds = (int)env_long("GCLOCK_MPI_SYNC_ROUNDS", 40, 1, 100000);
+	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 4 ? sync_rounds : 4, 1, sync_rounds);
 	sync_period = (int64_t)env_long("GCLOCK_MPI_SYNC_PERIOD", 0, 0, 1000000) * 1000000000LL;
 	if (PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS)
 		return;

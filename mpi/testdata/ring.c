@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 			MPI_Scatter(all, 1, MPI_INT, &one, 1, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
 			MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
 			MPI_Alltoall(all, 1, MPI_INT, all2, 1, MPI_INT, MPI_COMM_WORLD);
-			if (r % sync_every == sync_every - 1 && gclock_timesync)
+			if (r > 0 && r % sync_every == 0 && gclock_timesync)
 				gclock_timesync();
 		}
 		if (pause_ms > 0) {
