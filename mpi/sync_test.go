@@ -132,8 +132,10 @@ func syncSessions(t *testing.T, files []string) int {
 // the truth: within the claimed error (syncTruth), every message matched,
 // some received before sent on the raw stamps (the clocks disagree), none
 // after correction if zeroViolations (else none after the controlled
-// logical clock). say reports the figures.
-func checkSyncMerge(t *testing.T, files []string, clocks []testClock, zeroViolations bool, say func(string, ...any)) {
+// logical clock), and the number of messages and collective dependencies
+// of rounds rounds of `ring ROUNDS PAUSE SYNC_EVERY` on 4 ranks. say
+// reports the figures.
+func checkSyncMerge(t *testing.T, files []string, clocks []testClock, rounds int, zeroViolations bool, say func(string, ...any)) {
 	t.Helper()
 	truth, claim, spacing := syncTruth(t, files, clocks)
 	splineClaim := int64(math.Ceil(float64(claim) * (1 + 16.0/27*spacing)))
@@ -182,6 +184,13 @@ func checkSyncMerge(t *testing.T, files []string, clocks []testClock, zeroViolat
 		}
 		if clc.Corrected != 0 || rep.Unmatched != 0 {
 			t.Errorf("-method %s: %d received before sent after CLC, %d ends unmatched; want 0 and 0", tc.method, clc.Corrected, rep.Unmatched)
+		}
+		// Per round: checkMerge's 58, and the extra collectives' dependencies:
+		// gather 3 (to the root), scatter 3 (from it), allgather and
+		// alltoall 12 each (offsets 1-3 on 4 ranks), ibarrier and
+		// iallreduce 12 each, ibcast 3, ireduce on the two halves 1 each.
+		if want := int64(rounds * (58 + 3 + 3 + 12 + 12 + 12 + 12 + 3 + 2)); tot.Messages != want {
+			t.Errorf("-method %s: %d messages matched, want %d", tc.method, tot.Messages, want)
 		}
 		if tot.Raw == 0 || tot.Messages == 0 {
 			t.Errorf("-method %s: %d messages, %d received before sent on the raw stamps: want the emulated clocks to disagree", tc.method, tot.Messages, tot.Raw)
@@ -235,7 +244,7 @@ func TestTraceSyncNoDaemon(t *testing.T) {
 	// error of 4 oversubscribed ranks, so a few may still be received
 	// before sent after correction; the controlled logical clock removes
 	// those (the lab's 100-us links leave none, TestLab).
-	checkSyncMerge(t, files, clocks, false, t.Logf)
+	checkSyncMerge(t, files, clocks, rounds, false, t.Logf)
 	// Without mappings, -method daemon names the lack of sync data.
 	_, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Daemon})
 	if err == nil || !errors.Is(err, correct.ErrNoSyncData) {

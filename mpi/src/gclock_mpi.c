@@ -418,10 +418,22 @@ static struct {
 	uint64_t reqs_dropped;
 } tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-enum { R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_GATHER, R_SCATTER, R_ALLGATHER, R_ALLTOALL, R_SYNC, R_NAMES };
-static const char *region_names[R_NAMES] = {"",           "MPI_Barrier",   "MPI_Bcast",    "MPI_Reduce",
-					    "MPI_Allreduce", "MPI_Gather", "MPI_Scatter", "MPI_Allgather",
-					    "MPI_Alltoall", "gclock_timesync"};
+enum {
+	R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_GATHER, R_SCATTER, R_ALLGATHER, R_ALLTOALL, R_SYNC,
+	R_IBARRIER, R_IBCAST, R_IREDUCE, R_IALLREDUCE, R_IGATHER, R_ISCATTER, R_IALLGATHER, R_IALLTOALL, R_NAMES
+};
+static const char *region_names[R_NAMES] = {
+	"",		 "MPI_Barrier",	 "MPI_Bcast",	 "MPI_Reduce",	   "MPI_Allreduce", "MPI_Gather",
+	"MPI_Scatter",	 "MPI_Allgather", "MPI_Alltoall", "gclock_timesync", "MPI_Ibarrier",  "MPI_Ibcast",
+	"MPI_Ireduce",	 "MPI_Iallreduce", "MPI_Igather",  "MPI_Iscatter",    "MPI_Iallgather", "MPI_Ialltoall"};
+
+/* root_to_all: the collectives whose non-roots wait for the root (bcast,
+ * scatter); the other rooted ones have the root wait for all (reduce,
+ * gather). */
+static int root_to_all(int region)
+{
+	return region == R_BCAST || region == R_SCATTER || region == R_IBCAST || region == R_ISCATTER;
+}
 
 #define COLL_BIT (1ULL << 63)
 
@@ -621,7 +633,7 @@ static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
 			for (int d = 1; d < n; d++)
 				if (dep_offset(d))
 					gct_send(tr.w, 0, (uint32_t)world_of(c, (me + d) % n), k->id, 0);
-		} else if (region == R_BCAST || region == R_SCATTER) {
+		} else if (root_to_all(region)) {
 			if (me == root)
 				for (int d = 1; d < n; d++)
 					if (dep_offset(d))
@@ -633,28 +645,60 @@ static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
 	pthread_mutex_unlock(&tr.mu);
 }
 
+/* coll_deps_in_locked records the dependencies a completed collective
+ * implies at this rank (receives from the ranks it waited for). */
+static void coll_deps_in_locked(const struct coll *k)
+{
+	struct comm_info *c = k->c;
+	int n = c->size, me = c->rank, root = k->root;
+	if (root < 0) {
+		for (int d = 1; d < n; d++)
+			if (dep_offset(d))
+				gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
+	} else if (root_to_all(k->region)) {
+		if (me != root && root < n && dep_offset((me - root + n) % n))
+			gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
+	} else if (me == root) {
+		for (int d = 1; d < n; d++)
+			if (dep_offset(d))
+				gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+	}
+}
+
 static void coll_leave(struct coll *k, int rc)
 {
 	if (!k->c)
 		return;
 	pthread_mutex_lock(&tr.mu);
-	struct comm_info *c = k->c;
-	int n = c->size, me = c->rank, root = k->root;
-	if (rc == MPI_SUCCESS) {
-		if (root < 0) {
-			for (int d = 1; d < n; d++)
-				if (dep_offset(d))
-					gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
-		} else if (k->region == R_BCAST || k->region == R_SCATTER) {
-			if (me != root && root < n && dep_offset((me - root + n) % n))
-				gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
-		} else if (me == root) {
-			for (int d = 1; d < n; d++)
-				if (dep_offset(d))
-					gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+	if (rc == MPI_SUCCESS && tr.w)
+		coll_deps_in_locked(k);
+	if (tr.w)
+		gct_leave(tr.w, 0, (uint64_t)k->region);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* Nonblocking collectives: the call is a region and sends its
+ * dependencies at once (it has entered the collective); the receives are
+ * recorded when MPI_Wait or MPI_Test (any form) completes the request (no rank can
+ * complete before the ranks it depends on entered). The pending request
+ * maps to its struct coll, tagged by the low bit (comm_info pointers of
+ * receive requests are aligned). */
+static void icoll_started(struct coll *k, int rc, MPI_Request *req)
+{
+	if (!k->c)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_leave(tr.w, 0, (uint64_t)k->region);
+	if (rc == MPI_SUCCESS && tr.w) {
+		struct coll *p = malloc(sizeof *p);
+		if (!p || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)p | 1) != 0) {
+			free(p);
+			tr.reqs_dropped++;
+		} else {
+			*p = *k;
 		}
 	}
-	gct_leave(tr.w, 0, (uint64_t)k->region);
 	pthread_mutex_unlock(&tr.mu);
 }
 
@@ -1033,8 +1077,16 @@ static void completed(MPI_Request was, const MPI_Status *st)
 {
 	pthread_mutex_lock(&tr.mu);
 	uint64_t c;
-	if (map_del(&tr.recvs, req_key(was), &c) && tr.w)
-		trace_recv_locked(st, (struct comm_info *)(uintptr_t)c);
+	if (map_del(&tr.recvs, req_key(was), &c)) {
+		if (c & 1) {
+			struct coll *k = (struct coll *)(uintptr_t)(c & ~(uint64_t)1);
+			if (tr.w)
+				coll_deps_in_locked(k);
+			free(k);
+		} else if (tr.w) {
+			trace_recv_locked(st, (struct comm_info *)(uintptr_t)c);
+		}
+	}
 	pthread_mutex_unlock(&tr.mu);
 }
 
@@ -1262,5 +1314,82 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
 	coll_enter(&k, comm, R_ALLTOALL, -1);
 	int rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
 	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IBARRIER, -1);
+	int rc = PMPI_Ibarrier(comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IBCAST, root);
+	int rc = PMPI_Ibcast(buf, count, t, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm,
+		MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IREDUCE, root);
+	int rc = PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IALLREDUCE, -1);
+	int rc = PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IGATHER, root);
+	int rc = PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		 MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ISCATTER, root);
+	int rc = PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IALLGATHER, -1);
+	int rc = PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		  MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IALLTOALL, -1);
+	int rc = PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+	icoll_started(&k, rc, req);
 	return rc;
 }

@@ -7,7 +7,8 @@
  *
  * usage: ring ROUNDS PAUSE_MS [SYNC_EVERY]
  * With SYNC_EVERY > 0 each round also runs MPI_Gather, MPI_Scatter,
- * MPI_Allgather and MPI_Alltoall, and every SYNC_EVERY rounds
+ * MPI_Allgather, MPI_Alltoall, MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and
+ * MPI_Ireduce (on the halves), and every SYNC_EVERY rounds
  * gclock_timesync() when the library defines it (weak: still no header).
  * prints per rank: "wtime RANK RAW_BEFORE WTIME RAW_AFTER" lines, then
  * "attr RANK IS_GLOBAL FLAG" and "tick RANK WTICK".
@@ -103,6 +104,17 @@ int main(int argc, char **argv)
 			MPI_Scatter(all, 1, MPI_INT, &one, 1, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
 			MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
 			MPI_Alltoall(all, 1, MPI_INT, all2, 1, MPI_INT, MPI_COMM_WORLD);
+			MPI_Request nb[4];
+			int s1 = 0, s2 = v;
+			MPI_Ibarrier(MPI_COMM_WORLD, &nb[0]);
+			MPI_Iallreduce(&v, &s1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nb[1]);
+			MPI_Ibcast(&s2, 1, MPI_INT, (r + 2) % size, MPI_COMM_WORLD, &nb[2]);
+			MPI_Ireduce(&v, all2, 1, MPI_INT, MPI_MAX, (r + 3) % hsize, half, &nb[3]);
+			MPI_Waitall(2, nb, MPI_STATUSES_IGNORE);
+			MPI_Wait(&nb[2], MPI_STATUS_IGNORE);
+			int done = 0;
+			while (!done)
+				MPI_Test(&nb[3], &done, MPI_STATUS_IGNORE);
 			if (r > 0 && r % sync_every == 0 && gclock_timesync)
 				gclock_timesync();
 		}
