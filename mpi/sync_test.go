@@ -250,8 +250,24 @@ func TestTraceSyncNoDaemon(t *testing.T) {
 	if err == nil || !errors.Is(err, correct.ErrNoSyncData) {
 		t.Errorf("-method daemon without mappings: %v, want an error wrapping correct.ErrNoSyncData", err)
 	}
-	// The sessions are in the format the Go recorder writes.
+	// The sessions are in the format the Go recorder writes; the string
+	// table names every message key's communicator and tag (1<<62 | id>>32)
+	// and every communicator's members (1<<61 | key).
 	s := summary(t, files[1])
+	names := map[uint64]string{}
+	for _, n := range s.Names {
+		names[n.ID] = n.Name
+	}
+	for _, e := range rawEvents(t, files[1]) {
+		if (e.Kind == format.Send || e.Kind == format.Recv) && e.ID>>63 == 0 {
+			if n := names[1<<62|e.ID>>32]; !strings.HasPrefix(n, "MPI communicator ") || !strings.Contains(n, " tag ") {
+				t.Fatalf("rank 1: message id %#x: name %q, want its communicator and tag", e.ID, n)
+			}
+		}
+	}
+	if n := names[1<<61|1]; n != "MPI communicator 00000001: 4 ranks, world ranks 0 1 2 3" {
+		t.Errorf("rank 1: MPI_COMM_WORLD's name %q", n)
+	}
 	if len(s.Sessions) == 0 || s.Sessions[0].Kind != format.SessionStart || s.Sessions[len(s.Sessions)-1].Kind != format.SessionEnd {
 		t.Errorf("rank 1's sessions: %+v, want a start session first and an end session last", s.Sessions)
 	}

@@ -412,7 +412,8 @@ static struct {
 	uint64_t mappings; /* recorded */
 	int world_rank, world_size;
 	struct u64map seqs;   /* (dir, peer, comm key ^ tag) -> next message number */
-	struct u64map recvs;  /* pending MPI_Irecv request -> index in comms + 1 */
+	struct u64map recvs;  /* pending MPI_Irecv request -> its comm_info; nonblocking collective -> struct coll | 1 */
+	struct u64map named;  /* message keys (id >> 32) whose communicator and tag were named */
 	struct comm_info **comms; /* never moved nor freed: pending requests point to them */
 	size_t ncomms;
 	uint64_t reqs_dropped;
@@ -436,6 +437,9 @@ static int root_to_all(int region)
 }
 
 #define COLL_BIT (1ULL << 63)
+/* Name ids of the string table (below these: region names). */
+#define COMM_NAME (1ULL << 61) /* | communicator key: its members */
+#define TAG_NAME (1ULL << 62)  /* | message key (id >> 32): communicator and tag */
 
 static uint64_t req_key(MPI_Request r)
 {
@@ -468,6 +472,11 @@ static uint32_t fnv32(const void *p, size_t n, uint32_t h)
 		h *= 16777619u;
 	}
 	return h;
+}
+
+static int world_of(const struct comm_info *c, int r)
+{
+	return c->world ? c->world[r] : r;
 }
 
 /* comm_locked finds or adds comm; NULL for a communicator the tracer
@@ -517,12 +526,17 @@ static struct comm_info *comm_locked(MPI_Comm comm)
 	}
 	*p = c;
 	tr.comms[tr.ncomms++] = p;
+	if (!inter && tr.w) {
+		/* Name record COMM_NAME | key: the communicator's members. */
+		char b[512];
+		int o = snprintf(b, sizeof b, "MPI communicator %08x: %d ranks, world ranks", (unsigned)c.key, c.size);
+		for (int i = 0; i < c.size && o < (int)sizeof b - 16; i++)
+			o += snprintf(b + o, sizeof b - (size_t)o, " %d", world_of(&c, i));
+		if (o >= (int)sizeof b - 16)
+			snprintf(b + sizeof b - 16, 16, " ...");
+		gct_name(tr.w, COMM_NAME | c.key, b);
+	}
 	return inter ? NULL : p;
-}
-
-static int world_of(const struct comm_info *c, int r)
-{
-	return c->world ? c->world[r] : r;
 }
 
 /* msg_id numbers the messages of one direction, peer, communicator and tag:
@@ -539,6 +553,14 @@ static uint64_t msg_id_locked(int dir, int peer, uint32_t ckey, int tag)
 		*v = n + 1;
 	else
 		map_put(&tr.seqs, key, 1);
+	if (tr.w && !map_get(&tr.named, (uint64_t)tk + 2)) {
+		/* Name record TAG_NAME | (id >> 32): the communicator and tag of
+		 * the messages whose ids carry this key. */
+		char b[96];
+		snprintf(b, sizeof b, "MPI communicator %08x tag %d", (unsigned)ckey, tag);
+		if (map_put(&tr.named, (uint64_t)tk + 2, 1) == 0)
+			gct_name(tr.w, TAG_NAME | tk, b);
+	}
 	return ((uint64_t)tk << 32) | (uint32_t)n;
 }
 
