@@ -1415,3 +1415,30 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 	icoll_started(&k, rc, req);
 	return rc;
 }
+
+/* ------------------------------------------------------------ Fortran */
+
+/* OpenMPI's Fortran bindings (mpif.h, use mpi, use mpi_f08) compute
+ * MPI_WTIME and MPI_WTICK with PMPI_Wtime and PMPI_Wtick, past the C
+ * MPI_Wtime above. These definitions take their symbols (every name
+ * mangling gfortran and OpenMPI use, preloaded or linked before the MPI
+ * libraries), so Fortran programs read the same global time. A Fortran
+ * function of no arguments returning DOUBLE PRECISION is called as a C
+ * function returning double. */
+#define GCLOCK_FORTRAN(name, impl)                                                                                     \
+	double name(void);                                                                                             \
+	double name(void) { return impl(); }
+GCLOCK_FORTRAN(mpi_wtime, MPI_Wtime)
+GCLOCK_FORTRAN(mpi_wtime_, MPI_Wtime)
+GCLOCK_FORTRAN(mpi_wtime__, MPI_Wtime)
+GCLOCK_FORTRAN(MPI_WTIME, MPI_Wtime)
+GCLOCK_FORTRAN(MPI_Wtime_f, MPI_Wtime)
+GCLOCK_FORTRAN(MPI_Wtime_f08, MPI_Wtime)
+GCLOCK_FORTRAN(ompi_wtime_f, MPI_Wtime)
+GCLOCK_FORTRAN(mpi_wtick, MPI_Wtick)
+GCLOCK_FORTRAN(mpi_wtick_, MPI_Wtick)
+GCLOCK_FORTRAN(mpi_wtick__, MPI_Wtick)
+GCLOCK_FORTRAN(MPI_WTICK, MPI_Wtick)
+GCLOCK_FORTRAN(MPI_Wtick_f, MPI_Wtick)
+GCLOCK_FORTRAN(MPI_Wtick_f08, MPI_Wtick)
+GCLOCK_FORTRAN(ompi_wtick_f, MPI_Wtick)
