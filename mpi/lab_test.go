@@ -27,6 +27,7 @@ var (
 	labReps = flag.Int("lab-reps", 300, "TestLab: collbench repetitions")
 	labSeed = flag.Uint64("lab-seed", 1, "TestLab: seed of the lab's links and clocks")
 	labOut  = flag.String("lab-out", "", "TestLab: write the report to this file too")
+	labSync = flag.String("lab-sync", "", "TestLab: GCLOCK_MPI_SYNC_ROUNDS:GCLOCK_MPI_SYNC_KEEP for the run without a daemon (default: the library's)")
 	labDur  = flag.Duration("lab-duration", 150*time.Second, "TestLab: how long the lab's daemons run (20 s of warm-up, then the MPI runs)")
 )
 
@@ -247,9 +248,13 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+
 	// The truth is rank 0's emulated clock at the raw instant (one kernel).
 	ndir := filepath.Join(tmp, "trace-nodaemon")
 	clocks := []testClock{{2_500_000, 12_000}, {-4_000_000, -27_000}, {1_000_000, 30_000}, {-700_000, -8_000}}
-	run(map[string]string{"LD_PRELOAD": filepath.Join(dir, "libgclockmpi-test.so"), "GCLOCK_MPI_TRACE": ndir,
-		"GCLOCK_MPI_TEST_CLOCK": testClockEnv(clocks[:cfg.Hosts]), "GCLOCK_MPI_QUIET": "1"},
-		filepath.Join(dir, "ring"), "40", "20", "10")
+	nenv := map[string]string{"LD_PRELOAD": filepath.Join(dir, "libgclockmpi-test.so"), "GCLOCK_MPI_TRACE": ndir,
+		"GCLOCK_MPI_TEST_CLOCK": testClockEnv(clocks[:cfg.Hosts]), "GCLOCK_MPI_QUIET": "1"}
+	if *labSync != "" {
+		r, k, _ := strings.Cut(*labSync, ":")
+		nenv["GCLOCK_MPI_SYNC_ROUNDS"], nenv["GCLOCK_MPI_SYNC_KEEP"] = r, k
+	}
+	run(nenv, filepath.Join(dir, "ring"), "40", "20", "10")
 	nfiles, _ := filepath.Glob(filepath.Join(ndir, "rank-*.gct"))
 	sort.Strings(nfiles)
 	if n, want := syncSessions(t, nfiles), (cfg.Hosts-1)*(2+39/10); n != want {
