@@ -787,7 +787,7 @@ static void test_clock_setup(int rank)
  * delays) as one session with reference 0. Every rank takes part whenever
  * any rank traces (agreed in MPI_Init), so no rank waits forever. */
 static MPI_Comm sync_comm = MPI_COMM_NULL;
-static int sync_on, sync_rounds = 40, sync_keep = 4;
+static int sync_on, sync_rounds = 200, sync_keep = 2;
 static int64_t sync_period, sync_last; /* ns on rank 0's clock; 0: no period */
 static uint64_t sync_sessions;
 
@@ -879,8 +879,8 @@ static void sync_init(void)
 	PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!any)
 		return;
-	sync_rounds = (int)env_long("GCLOCK_MPI_SYNC_ROUNDS", 40, 1, 100000);
-	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 4 ? sync_rounds : 4, 1, sync_rounds);
+	sync_rounds = (int)env_long("GCLOCK_MPI_SYNC_ROUNDS", 200, 1, 100000);
+	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 2 ? sync_rounds : 2, 1, sync_rounds);
 	sync_period = (int64_t)env_long("GCLOCK_MPI_SYNC_PERIOD", 0, 0, 1000000) * 1000000000LL;
 	if (PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS)
 		return;
