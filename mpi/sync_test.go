@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
@@ -270,5 +271,45 @@ func TestTraceSyncNoDaemon(t *testing.T) {
 	}
 	if len(s.Sessions) == 0 || s.Sessions[0].Kind != format.SessionStart || s.Sessions[len(s.Sessions)-1].Kind != format.SessionEnd {
 		t.Errorf("rank 1's sessions: %+v, want a start session first and an end session last", s.Sessions)
+	}
+}
+
+// TestSyncPeriod: with GCLOCK_MPI_SYNC_PERIOD=1 the ring (a world barrier
+// every round, 100 ms apart, 2.5 s at least) gets on-demand sessions at
+// barriers at least a second apart, besides the start and end sessions.
+func TestSyncPeriod(t *testing.T) {
+	dir := built(t)
+	tdir := filepath.Join(t.TempDir(), "trace")
+	env := map[string]string{
+		"LD_PRELOAD":             filepath.Join(dir, "libgclockmpi.so"),
+		"GCLOCK_MPI_TRACE":       tdir,
+		"GCLOCK_PAGE":            filepath.Join(t.TempDir(), "no-page"),
+		"GCLOCK_MPI_QUIET":       "1",
+		"GCLOCK_MPI_SYNC_PERIOD": "1",
+	}
+	if _, stderr, err := mpirun(t, ranks, env, filepath.Join(dir, "ring"), "25", "100"); err != nil {
+		t.Fatalf("ring: %v\n%s", err, stderr)
+	}
+	for r := 1; r < ranks; r++ {
+		s := summary(t, filepath.Join(tdir, fmt.Sprintf("rank-%05d.gct", r)))
+		var demand []int64
+		for i, ss := range s.Sessions {
+			switch {
+			case i == 0 && ss.Kind != format.SessionStart, i == len(s.Sessions)-1 && ss.Kind != format.SessionEnd,
+				i > 0 && i < len(s.Sessions)-1 && ss.Kind != format.SessionDemand:
+				t.Errorf("rank %d: session %d of %d is %d", r, i, len(s.Sessions), ss.Kind)
+			}
+			if ss.Kind == format.SessionDemand {
+				demand = append(demand, ss.Samples[0].LocRecv)
+			}
+		}
+		if len(demand) < 2 {
+			t.Errorf("rank %d: %d on-demand sessions in 2.5 s with a 1 s period, want 2 or more", r, len(demand))
+		}
+		for i := 1; i < len(demand); i++ {
+			if d := demand[i] - demand[i-1]; d < 900*int64(time.Millisecond) {
+				t.Errorf("rank %d: on-demand sessions %d ms apart, want a second", r, d/1e6)
+			}
+		}
 	}
 }
