@@ -24,9 +24,12 @@ import (
 // the keys Accept names (KeyID always included).
 type AuthConfig struct {
 	// KeyFile is an absolute path to the key file: one key a line, "ID
-	// SECRET", SECRET 64 or more hex digits (32+ bytes) or "base64:" and
-	// the standard base64 of 32+ bytes; blank lines and lines starting
-	// with # are skipped. The file must be a regular file readable by its
+	// SECRET" (a cluster key) or "ID SECRET peer=N" (this node's link key
+	// with node N, from gclock keygen -links), SECRET 64 or more hex
+	// digits (32+ bytes) or "base64:" and the standard base64 of 32+
+	// bytes; blank lines and lines starting with # are skipped. With link
+	// keys, a datagram to or from a peer is sealed with that link's key
+	// only, so a host holding its own links cannot pose as another node. The file must be a regular file readable by its
 	// owner only (mode 0600 or 0400), owned by the daemon's user or root.
 	// Empty: no authentication (see docs/daemon.md for what an attacker
 	// on the network can then do), refused when a peer is off loopback
@@ -75,13 +78,17 @@ func (a *AuthConfig) Keyring() (*wire.Keyring, error) {
 	}
 	want := append([]uint32{a.KeyID}, a.Accept...)
 	var use []wire.Key
-	for _, id := range want {
-		i := slices.IndexFunc(keys, func(k wire.Key) bool { return k.ID == id })
-		if i < 0 {
+	for i, id := range want {
+		if !slices.ContainsFunc(keys, func(k wire.Key) bool { return k.ID == id }) {
 			return nil, fmt.Errorf("auth: key id %d is not in %s", id, a.KeyFile)
 		}
-		if !slices.ContainsFunc(use, func(k wire.Key) bool { return k.ID == id }) {
-			use = append(use, keys[i])
+		if slices.Index(want, id) != i {
+			continue
+		}
+		for _, k := range keys {
+			if k.ID == id {
+				use = append(use, k) // the cluster key and the link keys of that id
+			}
 		}
 	}
 	kr, err := wire.NewKeyring(a.KeyID, use)
@@ -141,8 +148,8 @@ func ParseKeys(r io.Reader) ([]wire.Key, error) {
 			continue
 		}
 		fields := strings.Fields(s)
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("line %d: want \"ID SECRET\", have %d fields", line, len(fields))
+		if len(fields) != 2 && len(fields) != 3 {
+			return nil, fmt.Errorf("line %d: want \"ID SECRET\" or \"ID SECRET peer=N\", have %d fields", line, len(fields))
 		}
 		id, err := strconv.ParseUint(fields[0], 10, 32)
 		if err != nil {
@@ -160,10 +167,22 @@ func ParseKeys(r io.Reader) ([]wire.Key, error) {
 		if len(secret) < wire.MinKeyLen {
 			return nil, fmt.Errorf("line %d: key id %d: %d bytes, need at least %d (gclock keygen makes one)", line, id, len(secret), wire.MinKeyLen)
 		}
-		if slices.ContainsFunc(keys, func(k wire.Key) bool { return k.ID == uint32(id) }) {
+		k := wire.Key{ID: uint32(id), Secret: secret}
+		if len(fields) == 3 {
+			ps, ok := strings.CutPrefix(fields[2], "peer=")
+			peer, err := strconv.ParseUint(ps, 10, 32)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("line %d: key id %d: third field %q: want peer=N, N a node id", line, id, fields[2])
+			}
+			k.Link, k.Peer = true, uint32(peer)
+		}
+		if slices.ContainsFunc(keys, func(o wire.Key) bool { return o.ID == k.ID && o.Link == k.Link && o.Peer == k.Peer }) {
+			if k.Link {
+				return nil, fmt.Errorf("line %d: key id %d for peer %d given twice", line, id, k.Peer)
+			}
 			return nil, fmt.Errorf("line %d: key id %d given twice", line, id)
 		}
-		keys = append(keys, wire.Key{ID: uint32(id), Secret: secret})
+		keys = append(keys, k)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -172,6 +191,21 @@ func ParseKeys(r io.Reader) ([]wire.Key, error) {
 		return nil, errors.New("no key in the file")
 	}
 	return keys, nil
+}
+
+// LinkKeyLines returns node self's key file lines "ID SECRET peer=N", one
+// per peer other than self, derived from the cluster key master
+// (wire.LinkKey).
+func LinkKeyLines(master wire.Key, self uint32, peers []uint32) string {
+	var b strings.Builder
+	for _, p := range peers {
+		if p == self {
+			continue
+		}
+		k := wire.LinkKey(master, self, p)
+		fmt.Fprintf(&b, "%d %s peer=%d\n", k.ID, hex.EncodeToString(k.Secret), p)
+	}
+	return b.String()
 }
 
 // NewKeyLine returns a key file line "ID SECRET" with a fresh random

@@ -54,7 +54,11 @@ func TestParseKeys(t *testing.T) {
 		{"short", "1 abcd\n", nil, "line 1: key id 1: 2 bytes, need at least 32"},
 		{"not hex", "3 " + strings.Repeat("zz", 32), nil, "line 1: key id 3: secret is neither hex"},
 		{"bad id", "x " + hex32, nil, "line 1: key id \"x\" is not a number"},
-		{"three fields", "1 " + hex32 + " extra", nil, "line 1: want \"ID SECRET\""},
+		{"three fields", "1 " + hex32 + " extra", nil, "line 1: key id 1: third field \"extra\": want peer=N"},
+		{"four fields", "1 " + hex32 + " peer=2 x", nil, "line 1: want \"ID SECRET\" or \"ID SECRET peer=N\""},
+		{"link keys", "1 " + hex32 + " peer=2\n1 " + hex32 + " peer=3\n1 " + hex32 + "\n", []uint32{1, 1, 1}, ""},
+		{"link key twice", "1 " + hex32 + " peer=2\n1 " + hex32 + " peer=2\n", nil, "line 2: key id 1 for peer 2 given twice"},
+		{"bad peer", "1 " + hex32 + " peer=-1\n", nil, "want peer=N"},
 		{"duplicate", "1 " + hex32 + "\n1 " + hex32, nil, "line 2: key id 1 given twice"},
 		{"empty", "# nothing\n", nil, "no key in the file"},
 	}
@@ -85,6 +89,7 @@ func TestParseKeys(t *testing.T) {
 func FuzzParseKeys(f *testing.F) {
 	f.Add("1 " + strings.Repeat("ab", 32))
 	f.Add("# c\n2 base64:" + strings.Repeat("QUFB", 11))
+	f.Add("3 " + strings.Repeat("cd", 32) + " peer=4")
 	f.Fuzz(func(t *testing.T, s string) {
 		keys, err := ParseKeys(strings.NewReader(s))
 		if err == nil && len(keys) == 0 {

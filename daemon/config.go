@@ -188,9 +188,28 @@ type RealTimeConfig struct {
 	// faster slew, is detected at the next sample and counted; served time
 	// slews through it.
 	MaxSlewPPM float64 `yaml:"max_slew_ppm"`
+	// Upstream is where the reference learns how good its CLOCK_REALTIME
+	// is, in reference-realtime mode (daemon/upstream.go): kernel (the
+	// default) reads adjtimex with every sample and folds it into served
+	// UTC (bounds widened by maxerror, unsynced while the kernel says
+	// STA_UNSYNC, the leap second passed on); none serves CLOCK_REALTIME
+	// as UTC with no error of its own, as the operator vouches.
+	Upstream string `yaml:"upstream"`
+	// ChronySocket is chronyd's command socket, read with upstream kernel
+	// for chronyd's tracking (stratum, reference id, root delay and
+	// dispersion) when chronyd answers there; empty: not read.
+	ChronySocket string `yaml:"chrony_socket"`
 }
 
 func (r *RealTimeConfig) validate(e *errs) {
+	switch r.Upstream {
+	case UpstreamKernel, UpstreamNone:
+	default:
+		e.add("real_time.upstream", "unknown upstream %q (kernel, none)", r.Upstream)
+	}
+	if r.ChronySocket != "" && !filepath.IsAbs(r.ChronySocket) {
+		e.add("real_time.chrony_socket", "%q: want an absolute path (chronyd's bindcmdaddress)", r.ChronySocket)
+	}
 	switch r.Mode {
 	case RealTimeNone, RealTimeReference, RealTimeMeanDrift:
 	default:
@@ -227,9 +246,10 @@ func DefaultConfig() Config {
 		Clock:      ClockConfig{Source: ClockRaw},
 		Transport:  TransportConfig{KernelTimestamps: true},
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
-		RealTime:   RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500},
-		NTP:        NTPConfig{Stratum: 1},
-		Refclock:   RefclockConfig{Every: Duration(time.Second)},
+		RealTime: RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel,
+			ChronySocket: DefaultChronySocket},
+		NTP:      NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
+		Refclock: RefclockConfig{Every: Duration(time.Second)},
 	}
 }
 

@@ -186,6 +186,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("topology: {kind: explicit, edges: [[1, 2], [2, 3]]}\n"))
 	f.Add([]byte("peers: [{id: 1, address: 'a:1'}]\nreference: {order: [1]}\nnode: {id: 1}\n"))
 	f.Add([]byte("real_time: {mode: reference-realtime}\nntp: {listen: ':123', stratum: 2}\nrefclock: {sock: /run/x.sock, every: 1s}\n"))
+	f.Add([]byte("peers: &p [{id: 1, address: 'a:1'}]\nreference: {order: &o [1, 1, 1]}\ntopology: {edges: [*o, *o]}\n"))
+	f.Add([]byte("sync: &s {stale_after: 1s}\nclock: {<<: *s, source: raw}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
 		if err != nil {

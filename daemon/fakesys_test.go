@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/transport"
 )
@@ -38,6 +39,8 @@ func fakeSys(n *memnet.Network, m *fakeMetrics) sys {
 			return c, nil
 		},
 		serve: m.serve,
+		// A synchronised CLOCK_REALTIME (the machine's kernel may not be).
+		upstream: func() (realtime.Upstream, error) { return realtime.Upstream{Known: true, Synced: true}, nil },
 	}
 }
 

@@ -40,6 +40,10 @@ type fuzzConn struct {
 
 	mu     sync.Mutex
 	writes map[netip.AddrPort]int // bytes written per destination
+	// With kr: the last challenge written to each address (the transport
+	// verifies a peer's window before it accepts anything from it).
+	kr   *wire.Keyring
+	chal map[netip.AddrPort]wire.Packet
 }
 
 func newFuzzConn() *fuzzConn {
@@ -61,8 +65,14 @@ func (c *fuzzConn) ReadFrom(b []byte) (int, netip.AddrPort, error) {
 
 func (c *fuzzConn) WriteTo(b []byte, to netip.AddrPort) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.writes[to] += len(b)
-	c.mu.Unlock()
+	if c.kr != nil {
+		var p wire.Packet
+		if pkt, _, err := c.kr.Open(b); err == nil && p.UnmarshalBinary(pkt) == nil && p.Op.Kind() == wire.OpAuthChallenge {
+			c.chal[to] = p
+		}
+	}
 	return nil
 }
 
@@ -134,6 +144,16 @@ func fuzzCluster(self uint32) Config {
 
 var fuzzStranger = netip.MustParseAddrPort("10.0.0.99:3190")
 
+// fuzzPeerID is the id of n's peer at addr, 0 for none.
+func fuzzPeerID(n *node, addr netip.AddrPort) uint32 {
+	for id, a := range n.peers {
+		if a == addr {
+			return uint32(id)
+		}
+	}
+	return 0
+}
+
 func FuzzDaemonPackets(f *testing.F) {
 	// Seeds: the packets, as a peer would send them.
 	td := wire.Packet{Op: wire.OpTimeDiff, Sender: 1, Seq: 9, Msg: engine.Message{Type: engine.MsgTimeDiff, From: 1, To: 2, Round: 1 << 31,
@@ -171,6 +191,7 @@ func FuzzDaemonPackets(f *testing.F) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		conn := newFuzzConn()
+		conn.kr, conn.chal = kr, map[netip.AddrPort]wire.Packet{}
 		n := bareNode(t, ctx, cfg, conn, kr)
 		defer func() {
 			cancel()
@@ -191,13 +212,28 @@ func FuzzDaemonPackets(f *testing.F) {
 			from := peers[ctl&3]
 			if kr != nil && ctl&8 != 0 {
 				authSeq++
-				b = kr.Seal(b, authSeq) // a key holder's bytes: anything at all
+				b = kr.Seal(b, self, authSeq) // a key holder's bytes: anything at all
 			}
 			if from == fuzzStranger {
 				fromStranger += len(b)
 			}
 			conn.deliver(t, fuzzDatagram{b: b, from: from})
 			delivered++
+			// The peers answer the node's challenges, as their daemons
+			// would (not counted: an answer is neither received nor
+			// dropped).
+			conn.mu.Lock()
+			chal := conn.chal
+			conn.chal = map[netip.AddrPort]wire.Packet{}
+			conn.mu.Unlock()
+			for to, c := range chal {
+				if id := fuzzPeerID(n, to); id != 0 {
+					r := wire.Packet{Op: wire.OpAuthResponse, Sender: id, Seq: c.Seq, Nonce: c.Nonce}
+					rb, _ := r.MarshalBinary()
+					authSeq++
+					conn.deliver(t, fuzzDatagram{b: kr.Seal(rb, self, authSeq), from: to})
+				}
+			}
 			now := n.clk.now()
 			n.mu.Lock()
 			tm := n.eng.Estimate(now)
@@ -207,7 +243,7 @@ func FuzzDaemonPackets(f *testing.F) {
 			}
 		}
 		st := n.ep.Stats()
-		dropped := st.BadTag + st.Replays + st.UnknownSender + st.DecodeErrors
+		dropped := st.BadTag + st.Replays + st.UnknownSender + st.DecodeErrors + st.Misaddressed + st.SeqJumps + st.Unverified
 		if int(st.Received+dropped) != delivered {
 			t.Fatalf("%d datagrams in, %d received + %d dropped (%+v)", delivered, st.Received, dropped, st)
 		}

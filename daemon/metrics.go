@@ -56,6 +56,11 @@ type SourceStats struct {
 	ID                uint32
 	Rounds            uint64 // global resyncs accepted
 	EstimatorRestarts uint64 // estimator windows restarted (inconsistent samples)
+	// Exchanges from the source kept out of the estimators
+	// (gclock_samples_rejected_total): Corrupt ones had timestamps out of
+	// order, BelowFloor ones a round trip impossibly far below the path's
+	// recent floor (engine.Config.FloorSlack; a wrong stamp).
+	RejectedCorrupt, RejectedBelowFloor uint64
 	// Silent: nothing from the source for 3 of its announced global
 	// periods plus a round of probe retries (engine.SourceSnapshot.Silent).
 	Silent bool
@@ -158,7 +163,7 @@ var currentBuild = sync.OnceValue(func() BuildInfo {
 type Collector struct {
 	src                                    Snapshotter
 	offset, estErr, freq, st               *prometheus.Desc
-	srcRounds, restarts                    *prometheus.Desc
+	srcRounds, restarts, rejected          *prometheus.Desc
 	rounds, repeated, retries, rtt, period *prometheus.Desc
 	msg                                    *prometheus.Desc
 	refChanges, silent                     *prometheus.Desc
@@ -184,6 +189,7 @@ func NewCollector(src Snapshotter) *Collector {
 		st:         d("status", "1 for the node's current status, 0 for the others.", "status", "reference"),
 		srcRounds:  d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
 		restarts:   d("estimator_restarts_total", "Estimator windows restarted on inconsistent samples.", "source"),
+		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp).", "source", "reason"),
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
 		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
@@ -218,7 +224,7 @@ func NewCollector(src Snapshotter) *Collector {
 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts,
+	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
 		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
@@ -260,6 +266,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		id := strconv.FormatUint(uint64(src.ID), 10)
 		cnt(c.srcRounds, src.Rounds, id)
 		cnt(c.restarts, src.EstimatorRestarts, id)
+		cnt(c.rejected, src.RejectedCorrupt, id, "corrupt")
+		cnt(c.rejected, src.RejectedBelowFloor, id, "below_floor")
 		g(c.silent, b2f(src.Silent), id)
 		g(c.srcSel, b2f(src.Selected), id)
 		g(c.srcSamples, float64(src.Samples), id)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/refclock"
@@ -38,6 +40,54 @@ type NTPConfig struct {
 	// reference's own NTP source plus one to tell clients the truth about
 	// the chain. The other nodes announce one more.
 	Stratum int `yaml:"stratum"`
+	// Allow lists the client networks answered (CIDRs, or addresses);
+	// empty: ntp.DefaultAllow, loopback and the private and link-local
+	// ranges (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, fc00::/7,
+	// fe80::/10). Serving the Internet takes ["0.0.0.0/0", "::/0"]. Other
+	// sources get no answer (counted as denied).
+	Allow []string `yaml:"allow,omitempty"`
+	// RateLimit limits each client address's answers (chrony's ratelimit).
+	RateLimit NTPRateLimitConfig `yaml:"rate_limit"`
+}
+
+// NTPRateLimitConfig limits the answers per client address (an IPv6 /64
+// counts as one), as chrony's ratelimit does: Burst at once, one every
+// Interval on average; beyond, one request in 2^Leak gets a kiss-o'-death
+// RATE and the others are dropped. The default (1s, 16, 2) never limits an
+// NTP client (they poll every 16 s or more after a burst of at most 8) and
+// holds a flood of 2000 requests/s to an answer a second and 500 KoDs.
+type NTPRateLimitConfig struct {
+	Interval Duration `yaml:"interval"` // 0: no limit
+	Burst    int      `yaml:"burst"`
+	Leak     int      `yaml:"leak"`
+}
+
+func (r NTPRateLimitConfig) limit() ntp.RateLimit {
+	return ntp.RateLimit{Interval: int64(r.Interval), Burst: r.Burst, Leak: r.Leak}
+}
+
+// allowPrefixes parses ntp.allow (empty: ntp.DefaultAllow); a bare address
+// is its own /32 or /128.
+func (c NTPConfig) allowPrefixes() ([]netip.Prefix, error) {
+	if len(c.Allow) == 0 {
+		return ntp.DefaultAllow, nil
+	}
+	var ps []netip.Prefix
+	for _, a := range c.Allow {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			addr, err2 := netip.ParseAddr(a)
+			if err2 != nil {
+				return nil, fmt.Errorf("%q: not a CIDR (10.0.0.0/8) or an address: %w", a, err)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		ps = append(ps, p.Masked())
+	}
+	return ps, nil
 }
 
 // RefclockConfig is the chrony SOCK refclock feed (off by default).
@@ -54,6 +104,12 @@ func (c *Config) validateNTP(e *errs) {
 	n, r := c.NTP, c.Refclock
 	if n.Stratum < 1 || n.Stratum > 15 {
 		e.add("ntp.stratum", "%d outside [1, 15]", n.Stratum)
+	}
+	if _, err := n.allowPrefixes(); err != nil {
+		e.add("ntp.allow", "%v", err)
+	}
+	if err := n.RateLimit.limit().Check(); err != nil {
+		e.add("ntp.rate_limit", "%v (interval 0: no limit)", err)
 	}
 	if n.Listen != "" {
 		checkHostPort(e, "ntp.listen", n.Listen, true)
@@ -146,9 +202,27 @@ func (s *ntpSource) Self() ntp.Server {
 	raw := n.sys.raw()
 	now, ok := n.servedAt(raw)
 	srv := ntp.Server{Synced: ok && now.Status == engine.StatusSynced, Precision: s.precision,
-		Stratum: uint8(n.cfg.NTP.Stratum), RefID: ntp.RefIDString("GCLK")}
+		RefID: ntp.RefIDString("GCLK")}
+	// The reference's stratum: its upstream's plus one when the upstream
+	// is read (chronyd's tracking tells it; the kernel alone only says
+	// there is a source: at least 2), else ntp.stratum. An unsynchronised
+	// upstream answers leap 3, stratum 16 (servedAt is not ok then).
+	stratum := n.cfg.NTP.Stratum
+	if up, has := s.upstream(); has && up.Known {
+		srv.Synced = srv.Synced && up.Synced
+		stratum = max(stratum, 2)
+		if up.Stratum > 0 {
+			stratum = int(up.Stratum) + 1
+		}
+		srv.Leap, srv.RootDelay = up.Leap, up.RootDelay
+		if up.RefID != 0 {
+			srv.RefID = up.RefID
+		}
+	}
+	srv.Stratum = uint8(min(stratum, ntp.MaxStratum))
 	if ref := n.reference(); ref != engine.NodeID(n.cfg.Node.ID) {
-		srv.Stratum = uint8(min(n.cfg.NTP.Stratum+1, 15))
+		srv.Stratum = uint8(min(stratum+1, ntp.MaxStratum))
+		srv.RefID = ntp.RefIDString("GCLK")
 		// The reference id of a stratum >= 2 server is its source's IPv4
 		// address (clients use it to detect loops).
 		local := n.clk.fromRaw(raw)
@@ -181,6 +255,14 @@ func (s *ntpSource) Self() ntp.Server {
 	return srv
 }
 
+// upstream is the upstream state of the served real-time model.
+func (s *ntpSource) upstream() (realtime.Upstream, bool) {
+	if s.n.rt == nil {
+		return realtime.Upstream{}, false
+	}
+	return s.n.rt.upstreamState()
+}
+
 // clockPrecision is log2 of the smallest step between two different reads
 // of CLOCK_MONOTONIC_RAW (NTP's precision field), at most -10.
 func clockPrecision() int8 {
@@ -194,11 +276,17 @@ type extras struct {
 	ntpConn *transport.UDPConn
 	ntpSrv  *ntp.Responder
 	rc      *refclockStats // nil: no feed
+	// rt is the real-time scale whose upstream state is exported (nil: not
+	// reference-realtime).
+	rt *realTime
 }
 
 // openExtras binds the NTP socket (so that a port in use fails the start).
 func (n *node) openExtras() (*extras, error) {
 	x := &extras{}
+	if n.rt != nil && n.cfg.RealTime.Mode == RealTimeReference {
+		x.rt = n.rt
+	}
 	if l := n.cfg.NTP.Listen; l != "" {
 		ap, err := resolve(l)
 		if err != nil {
@@ -208,6 +296,14 @@ func (n *node) openExtras() (*extras, error) {
 			return nil, fmt.Errorf("ntp.listen: %w", err)
 		}
 		x.ntpSrv = ntp.NewResponder(x.ntpConn, &ntpSource{n: n, precision: clockPrecision()}, n.sys.raw, n.log)
+		allow, err := n.cfg.NTP.allowPrefixes()
+		if err == nil {
+			err = x.ntpSrv.SetPolicy(ntp.Policy{Allow: allow, Limit: n.cfg.NTP.RateLimit.limit()})
+		}
+		if err != nil {
+			x.close()
+			return nil, fmt.Errorf("ntp: %w", err) // Validate refuses it first
+		}
 	}
 	if n.cfg.Refclock.Sock != "" {
 		x.rc = &refclockStats{}
@@ -217,11 +313,21 @@ func (n *node) openExtras() (*extras, error) {
 
 var (
 	ntpRequestsDesc = prometheus.NewDesc("gclock_ntp_requests_total",
-		"NTP datagrams received, by result: answered, refused (not a client request), write_error.", []string{"result"}, nil)
+		"NTP datagrams received, by result: answered, refused (not a client request), write_error, denied (not in ntp.allow: "+
+			"dropped), limited (over ntp.rate_limit: dropped), kod (over ntp.rate_limit: a kiss-o'-death RATE sent).", []string{"result"}, nil)
 	ntpUnsyncedDesc = prometheus.NewDesc("gclock_ntp_unsynchronised_replies_total",
 		"NTP replies that said unsynchronised (leap 3, stratum 16): the engine was not synced.", nil, nil)
 	ntpKernelDesc = prometheus.NewDesc("gclock_ntp_kernel_stamps_total",
 		"NTP requests whose receive time was the kernel's stamp.", nil, nil)
+	upSyncedDesc = prometheus.NewDesc("gclock_realtime_upstream_synced",
+		"1 when the reference's CLOCK_REALTIME is synchronised (its kernel says neither STA_UNSYNC nor TIME_ERROR) or "+
+			"real_time.upstream is none, 0 when not: served UTC is then unsynced. Absent until a model is known.", nil, nil)
+	upMaxErrDesc = prometheus.NewDesc("gclock_realtime_upstream_max_error_seconds",
+		"The reference kernel's maxerror of CLOCK_REALTIME when the served model was sampled: the served UTC bounds include it.", nil, nil)
+	upEstErrDesc = prometheus.NewDesc("gclock_realtime_upstream_estimated_error_seconds",
+		"The reference kernel's esterror of CLOCK_REALTIME when the served model was sampled.", nil, nil)
+	upLeapDesc = prometheus.NewDesc("gclock_realtime_upstream_leap",
+		"The leap second announced by the reference's kernel (STA_INS 1, STA_DEL 2, none 0), passed on to NTP clients.", nil, nil)
 	refclockDesc = prometheus.NewDesc("gclock_refclock_samples_total",
 		"chrony SOCK refclock samples, by result: sent, failed (chronyd not reachable), unsynced (none sent: not synced), "+
 			"reference (none sent: this node serves its own CLOCK_REALTIME).", []string{"result"}, nil)
@@ -237,6 +343,12 @@ func (x *extras) Describe(ch chan<- *prometheus.Desc) {
 	if x.rc != nil {
 		ch <- refclockDesc
 	}
+	if x.rt != nil {
+		ch <- upSyncedDesc
+		ch <- upMaxErrDesc
+		ch <- upEstErrDesc
+		ch <- upLeapDesc
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -249,6 +361,9 @@ func (x *extras) Collect(ch chan<- prometheus.Metric) {
 		c(ntpRequestsDesc, st.Answered, "answered")
 		c(ntpRequestsDesc, st.Refused, "refused")
 		c(ntpRequestsDesc, st.WriteErrors, "write_error")
+		c(ntpRequestsDesc, st.Denied, "denied")
+		c(ntpRequestsDesc, st.Limited, "limited")
+		c(ntpRequestsDesc, st.KoD, "kod")
 		c(ntpUnsyncedDesc, st.Unsynced)
 		c(ntpKernelDesc, st.KernelStamps)
 	}
@@ -257,6 +372,21 @@ func (x *extras) Collect(ch chan<- prometheus.Metric) {
 		c(refclockDesc, x.rc.failed.Load(), "failed")
 		c(refclockDesc, x.rc.unsynced.Load(), "unsynced")
 		c(refclockDesc, x.rc.skippedRef.Load(), "reference")
+	}
+	if x.rt != nil {
+		if up, ok := x.rt.upstreamState(); ok {
+			g := func(d *prometheus.Desc, v float64) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+			}
+			synced := 0.0
+			if !up.Known || up.Synced {
+				synced = 1
+			}
+			g(upSyncedDesc, synced)
+			g(upMaxErrDesc, float64(up.MaxErr)/1e9)
+			g(upEstErrDesc, float64(up.EstErr)/1e9)
+			g(upLeapDesc, float64(up.Leap))
+		}
 	}
 }
 

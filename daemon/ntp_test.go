@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,6 +43,11 @@ func TestNTPConfig(t *testing.T) {
 		{"stratum 16", func(c *Config) { c.NTP.Stratum = 16 }, "ntp.stratum", "outside [1, 15]"},
 		{"relative socket", func(c *Config) { c.Refclock.Sock = "chrony.sock" }, "refclock.sock", "absolute path"},
 		{"every 1ms", func(c *Config) { c.Refclock.Every = Duration(time.Millisecond) }, "refclock.every", "outside [10ms, 1h]"},
+		{"allow list", func(c *Config) { c.NTP.Allow = []string{"0.0.0.0/0", "::/0", "192.0.2.7", "::ffff:10.0.0.0/104"} }, "", ""},
+		{"allow not a CIDR", func(c *Config) { c.NTP.Allow = []string{"10.0.0.0/33"} }, "ntp.allow", "not a CIDR"},
+		{"rate limit off", func(c *Config) { c.NTP.RateLimit = NTPRateLimitConfig{} }, "", ""},
+		{"rate limit burst 0", func(c *Config) { c.NTP.RateLimit.Burst = 0 }, "ntp.rate_limit", "burst 0"},
+		{"rate limit leak 20", func(c *Config) { c.NTP.RateLimit.Leak = 20 }, "ntp.rate_limit", "leak 20"},
 	}
 	for _, tc := range cases {
 		c := base()
@@ -63,7 +70,7 @@ func TestNTPConfig(t *testing.T) {
 		t.Errorf("YAML: %v, want line 4: ntp.listen", err)
 	}
 	c, err := Parse([]byte("real_time: {mode: reference-realtime}\nntp: {listen: \":123\"}\nrefclock: {sock: /run/chrony.gclock.sock}\n"))
-	if err != nil || c.NTP.Stratum != 1 || c.Refclock.Every != Duration(time.Second) {
+	if err != nil || c.NTP.Stratum != 1 || c.Refclock.Every != Duration(time.Second) || c.NTP.RateLimit.Burst != 16 || c.NTP.Allow != nil {
 		t.Errorf("YAML with defaults: %+v %+v, %v", c.NTP, c.Refclock, err)
 	}
 }
@@ -101,6 +108,9 @@ func TestRunNTP(t *testing.T) {
 		t.Skip("runs daemons for a few seconds")
 	}
 	cfgs := rtCluster(t, RealTimeReference)
+	for i := range cfgs {
+		cfgs[i].NTP.RateLimit = NTPRateLimitConfig{} // 50 queries a second (TestRunNTPLimits limits)
+	}
 	cfgs[2].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1}}
 	ports := freePorts(t, 3)
 	dir := t.TempDir()
@@ -243,4 +253,101 @@ func scrapeUnix(t *testing.T, sock string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestRunNTPLimits runs a daemon's NTP server with the default policy: a
+// flood from one loopback address (2000 requests as fast as it can) gets
+// the burst and a KoD RATE for about one in four of the rest, nothing for
+// the others; an allow list without loopback answers nothing; the
+// counters say so. Then the NTP socket is released when the daemon fails
+// to start after binding it (a state file it cannot create).
+func TestRunNTPLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs daemons")
+	}
+	cfgs := rtCluster(t, RealTimeReference)[:1]
+	cfgs[0].Peers = cfgs[0].Peers[:1]
+	cfgs[0].Reference.Order = []uint32{1}
+	port := freePorts(t, 1)[0]
+	dir := t.TempDir()
+	cfgs[0].NTP.Listen = fmt.Sprintf("127.0.0.1:%d", port)
+	cfgs[0].Metrics.Listen = "unix:" + filepath.Join(dir, "metrics.sock")
+	_, stop := startCluster(t, cfgs)
+	c, err := net.Dial("udp", cfgs[0].NTP.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var answers, kods int
+	buf := make([]byte, 128)
+	for i := range 2000 {
+		q := ntp.Packet{Version: 4, Mode: ntp.ModeClient, Transmit: uint64(i + 1)}
+		b, _ := q.MarshalBinary()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, err := c.Read(buf)
+		if err != nil {
+			break
+		}
+		var p ntp.Packet
+		if p.UnmarshalBinary(buf[:n]) != nil {
+			continue
+		}
+		if p.Stratum == 0 && p.RefID == ntp.RefIDString("RATE") {
+			kods++
+		} else {
+			answers++
+		}
+	}
+	m := scrapeUnix(t, strings.TrimPrefix(cfgs[0].Metrics.Listen, "unix:"))
+	limited, kod := m[`gclock_ntp_requests_total{result="limited"}`], m[`gclock_ntp_requests_total{result="kod"}`]
+	t.Logf("2000 requests from one address: %d answers, %d KoD RATE read; metrics: %v limited, %v kod, %v answered",
+		answers, kods, limited, kod, m[`gclock_ntp_requests_total{result="answered"}`])
+	// The socket buffers may drop some of the flood and of the KoDs; what
+	// the server read beyond the burst was limited.
+	if answers > 16+5 || answers < 16 || limited < 1000 || kod < limited/4 || kod > limited/2 || kods == 0 || float64(kods) > kod {
+		t.Errorf("flood: %d answers, %d KoD read; metrics %v limited, %v kod", answers, kods, limited, kod)
+	}
+	stop()
+
+	// An allow list without loopback.
+	cfgs = rtCluster(t, RealTimeReference)[:1]
+	cfgs[0].Peers = cfgs[0].Peers[:1]
+	cfgs[0].Reference.Order = []uint32{1}
+	cfgs[0].NTP.Listen = fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	cfgs[0].NTP.Allow = []string{"10.0.0.0/8"}
+	cfgs[0].Metrics.Listen = "unix:" + filepath.Join(dir, "metrics2.sock")
+	_, stop = startCluster(t, cfgs)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		res, err := ntp.Query(ctx, cfgs[0].NTP.Listen)
+		cancel()
+		if err == nil || res.Reply.Mode != 0 {
+			t.Errorf("a source outside ntp.allow was answered: %+v, %v", res.Reply, err)
+		}
+	}
+	if m := scrapeUnix(t, strings.TrimPrefix(cfgs[0].Metrics.Listen, "unix:")); m[`gclock_ntp_requests_total{result="denied"}`] != 3 {
+		t.Errorf("denied counter %v, want 3", m[`gclock_ntp_requests_total{result="denied"}`])
+	}
+	stop()
+
+	// A start that fails after the NTP socket is bound releases it.
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgs[0].Metrics.Listen = ""
+	cfgs[0].State.File = filepath.Join(blocker, "sub", "state.json")
+	if err := Run(context.Background(), cfgs[0], slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "state.file") {
+		t.Fatalf("Run with a state file under a regular file: %v", err)
+	}
+	l, err := net.ListenPacket("udp", cfgs[0].NTP.Listen)
+	if err != nil {
+		t.Fatalf("the NTP socket is still bound after the failed start: %v", err)
+	}
+	l.Close()
 }

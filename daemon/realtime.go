@@ -15,6 +15,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -47,9 +48,18 @@ type realTime struct {
 	fromRaw    func(raw int64) int64 // CLOCK_MONOTONIC_RAW onto the local clock
 	rawNow     func() int64
 	realOffset func() (off, halfWidth int64) // CLOCK_REALTIME - CLOCK_MONOTONIC_RAW
+	// upstream reads CLOCK_REALTIME's own state with every sample (the
+	// reference in reference-realtime mode with real_time.upstream kernel;
+	// nil: not read, upstream.go).
+	upstream func() (realtime.Upstream, error)
 
 	mu sync.Mutex
 	sc *realtime.Scale
+	// What the reference last logged of its upstream: a read failure, the
+	// problem (Upstream.Problem), the leap announced.
+	upFailing bool
+	upProblem string
+	upLeap    uint8
 }
 
 func rtMode(mode string) realtime.Mode {
@@ -76,6 +86,23 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 		return nil, fmt.Errorf("real_time: %w", err)
 	}
 	rt.sc = sc
+	if rt.isRef && c.RealTime.Mode == RealTimeReference && c.RealTime.Upstream != UpstreamNone {
+		kernel := n.sys.upstream
+		if kernel == nil {
+			kernel = readKernelUpstream
+		}
+		failing := false
+		rt.upstream = upstreamReader(kernel, c.RealTime.ChronySocket, func(err error) {
+			switch {
+			case err != nil && !failing:
+				n.log.Info("chronyd's tracking not read: the kernel's clock state alone is the upstream (stratum not known)",
+					"chrony_socket", c.RealTime.ChronySocket, "err", err)
+			case err == nil && failing:
+				n.log.Info("chronyd's tracking read: its stratum, reference id and root delay are the upstream's", "chrony_socket", c.RealTime.ChronySocket)
+			}
+			failing = err != nil
+		})
+	}
 	if !rt.isRef {
 		addr, ok := n.peers[ref]
 		if !ok {
@@ -136,12 +163,18 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 		rt.mu.Lock()
 		rt.sc.Tick(local, in)
 		rd := rt.sc.Ready()
+		rt.mu.Unlock()
 		if rd.Sample {
+			// The upstream is read without the lock (chronyd's socket may
+			// take up to chronyTimeout), the sample right after it.
+			u, uerr := rt.fetchUpstream()
+			rt.mu.Lock()
+			rt.setUpstream(n, u, uerr)
 			g, off, hw := rt.realtimeSample()
 			rt.sc.Sample(g, off, hw)
 			rd.NextTick = rt.sc.Ready().NextTick
+			rt.mu.Unlock()
 		}
-		rt.mu.Unlock()
 		for _, q := range rd.Messages {
 			rt.query(ctx, n, q)
 		}
@@ -149,6 +182,65 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 		// few ppm early or late is one more Tick or a later poll.
 		t.Reset(time.Duration(max(rd.NextTick-rt.local(), 0)))
 	}
+}
+
+// fetchUpstream reads CLOCK_REALTIME's own state (errNoUpstream: not read,
+// real_time.upstream none or not the reference-realtime reference).
+func (rt *realTime) fetchUpstream() (u realtime.Upstream, err error) {
+	if rt.upstream == nil {
+		return realtime.Upstream{}, errNoUpstream
+	}
+	return rt.upstream()
+}
+
+// errNoUpstream: no upstream is read here.
+var errNoUpstream = errors.New("no upstream read")
+
+// setUpstream hands the Scale CLOCK_REALTIME's own state for the sample
+// that follows, and logs its changes. A state that cannot be read is
+// served as unsynchronised: nothing vouches for CLOCK_REALTIME then.
+// Called with rt.mu held.
+func (rt *realTime) setUpstream(n *node, u realtime.Upstream, err error) {
+	if err == errNoUpstream {
+		return
+	}
+	switch {
+	case err != nil && !rt.upFailing:
+		n.log.Warn("cannot read the state of CLOCK_REALTIME: served UTC is unsynced until it can (logged again when it can)", "err", err)
+	case err == nil && rt.upFailing:
+		n.log.Info("the state of CLOCK_REALTIME is read again")
+	}
+	rt.upFailing = err != nil
+	if err != nil {
+		u = realtime.Upstream{Known: true}
+	}
+	if err := rt.sc.SetUpstream(u); err != nil {
+		n.log.Warn("the state of CLOCK_REALTIME is out of range: served as unsynchronised", "err", err)
+		u = realtime.Upstream{Known: true}
+	}
+	if p := u.Problem(); p != rt.upProblem {
+		if p != "" {
+			n.log.Warn("the reference's CLOCK_REALTIME is not synchronised (the kernel says STA_UNSYNC or TIME_ERROR; "+
+				"is chronyd or ntpd running and tracking a source?): served UTC is unsynced, NTP answers leap 3 until it is",
+				"reason", p, "max_error", time.Duration(u.MaxErr))
+		} else {
+			n.log.Info("the reference's CLOCK_REALTIME is synchronised: served UTC includes its error bound",
+				"max_error", time.Duration(u.MaxErr), "est_error", time.Duration(u.EstErr))
+		}
+		rt.upProblem = p
+	}
+	if u.Leap != rt.upLeap {
+		n.log.Info("leap second announcement of CLOCK_REALTIME changed (passed on to NTP clients)", "leap", u.Leap)
+		rt.upLeap = u.Leap
+	}
+}
+
+// upstreamState is the upstream state of the model served (false: no
+// model, or not reference-realtime).
+func (rt *realTime) upstreamState() (realtime.Upstream, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.sc.Upstream()
 }
 
 // realtimeSample is CLOCK_REALTIME minus the local clock now: the offset
@@ -183,11 +275,16 @@ func (rt *realTime) query(ctx context.Context, n *node, q realtime.Message) {
 
 func fromWireInfo(r wire.RealTime) realtime.Message {
 	return realtime.Message{Type: realtime.MsgInfo, Mode: realtime.Mode(r.Mode), At: r.At, Offset: r.Offset,
-		Slope: r.Slope, Err: r.Err, SlopeErr: r.SlopeErr, Prev: r.Prev}
+		Slope: r.Slope, Err: r.Err, SlopeErr: r.SlopeErr, Prev: r.Prev,
+		Up: realtime.Upstream{Known: r.UpKnown, Synced: r.UpSynced, MaxErr: r.UpMaxErr, EstErr: r.UpEstErr, Leap: r.UpLeap,
+			Stratum: r.UpStratum, RefID: r.UpRefID, RootDelay: r.UpRootDelay, RootDisp: r.UpRootDisp}}
 }
 
 func toWireInfo(m realtime.Message) wire.RealTime {
-	return wire.RealTime{Mode: uint8(m.Mode), At: m.At, Offset: m.Offset, Slope: m.Slope, Err: m.Err, SlopeErr: m.SlopeErr, Prev: m.Prev}
+	u := m.Up
+	return wire.RealTime{Mode: uint8(m.Mode), At: m.At, Offset: m.Offset, Slope: m.Slope, Err: m.Err, SlopeErr: m.SlopeErr, Prev: m.Prev,
+		UpKnown: u.Known, UpSynced: u.Synced, UpLeap: u.Leap, UpStratum: u.Stratum, UpRefID: u.RefID,
+		UpMaxErr: u.MaxErr, UpEstErr: u.EstErr, UpRootDelay: u.RootDelay, UpRootDisp: u.RootDisp}
 }
 
 // handleQuery answers a node's OpRealTimeQuery on the reference.

@@ -27,6 +27,9 @@ func rtCluster(t *testing.T, mode string) []Config {
 	for i := range cfgs {
 		c := &cfgs[i]
 		c.RealTime.Mode = mode
+		// The truth of these tests is the machine's CLOCK_REALTIME, whatever
+		// its kernel says of it (TestUpstreamKernel reads the kernel).
+		c.RealTime.Upstream = UpstreamNone
 		c.RealTime.PollEvery = Duration(200 * time.Millisecond)
 		c.Sync.StaleAfter = Duration(time.Second)
 		c.Sync.MaxGlobalPeriod = Duration(400 * time.Millisecond)

@@ -238,6 +238,9 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// The NTP socket is closed on every return: by its server once started
+	// (closing it again is harmless), here when the start fails before.
+	defer ext.close()
 	restored, err := n.restoreState(clk.now()) // state.go
 	if err != nil {
 		conn.Close()
@@ -251,29 +254,38 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	defer cancel()
 	n.ctx = ctx
 
-	epDone := make(chan error, 1)
-	go func() { epDone <- n.ep.Run(ctx) }()
-	rtWait := n.startRealTime(ctx)
-	extWait := ext.start(ctx, n)
+	// Metrics before any goroutine starts: a failure here has nothing to
+	// wait for (only the socket to close).
 	if addr := cfg.Metrics.Listen; addr != "" {
 		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext,
 			// What every Prometheus target exports: CPU, memory, file
 			// descriptors and start time of the process; the Go runtime.
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 		if err != nil {
+			conn.Close()
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", h)
 		// gclock tracking, sources and sourcestats read ControlPath (control.go).
 		mux.Handle(ControlPath, ViewHandler(n, n.SecuritySnapshot))
-		mountStatus(ctx, mux, n, cfg)                  // the live status page (status.go)
+		sample := mountStatus(mux, n, cfg)             // the live status page (status.go)
 		stop, err := sys.serve(metricsBind(addr), mux) // status.go: ":port" is 127.0.0.1:port
 		if err != nil {
+			conn.Close()
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}
 		defer stop()
+		n.wg.Add(1) // waited for with the sends, after cancel
+		go func() {
+			defer n.wg.Done()
+			sample(ctx)
+		}()
 	}
+	epDone := make(chan error, 1)
+	go func() { epDone <- n.ep.Run(ctx) }()
+	rtWait := n.startRealTime(ctx)
+	extWait := ext.start(ctx, n)
 	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
 		"sources", src, "children", children, "clock", cfg.Clock.Source, "kernel_timestamps", cfg.Transport.KernelTimestamps,
 		"real_time", cfg.RealTime.Mode, "authenticated", tcfg.Keyring != nil)
@@ -642,6 +654,9 @@ func (n *node) publish() {
 	if n.rt != nil {
 		u.Timescale, u.Continuous = n.rt.timescale(), true
 		ok = n.rt.apply(ts[:])
+		if up, has := n.rt.upstreamState(); !ok && has && up.Problem() != "" {
+			u.UpstreamUnsynced = true // the page's reason (gclock now)
+		}
 	}
 	if m, fitOK := fitMapping(raw, d, ts); ok && fitOK {
 		if c := n.clk.curve(raw, d); c > 0 {
@@ -706,7 +721,8 @@ func (n *node) Snapshot() Snapshot {
 		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
 	}
 	for _, src := range es.Sources {
-		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, Silent: src.Silent})
+		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, Silent: src.Silent,
+			RejectedCorrupt: src.Corrupt, RejectedBelowFloor: src.BelowFloor})
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),

@@ -21,7 +21,9 @@ import (
 // the daemon then drops engine messages the engine would refuse
 // (engine.CheckMessage: values no engine produces, rounds outside the
 // window, impossible samples) and real-time rate reports outside what
-// sync.max_drift_ppm allows.
+// sync.max_drift_ppm allows, and engine messages addressed to another node
+// (DropMisaddressed: without a key, a datagram to one node replayed to
+// another; such a message is no sign of the sender's life here).
 
 // DropRejectedRate is the reason for a real-time rate report refused.
 const DropRejectedRate = "rejected_rate"
@@ -31,7 +33,8 @@ const DropRejectedRate = "rejected_rate"
 // both are values no sender produces, one caught by the decoder and one by
 // the engine's checks.
 var dropReasons = []string{transport.DropBadTag, transport.DropReplay, transport.DropUnknownSender,
-	transport.DropMalformed, engine.RejectStaleRound, engine.RejectSample, DropRejectedRate}
+	transport.DropMalformed, engine.RejectStaleRound, engine.RejectSample, DropRejectedRate,
+	transport.DropMisaddressed, transport.DropSeqJump, transport.DropUnverified}
 
 // security holds the daemon's own drop counters and the status history.
 type security struct {
@@ -60,6 +63,14 @@ func (s *security) dropped(reason string) uint64 {
 // level (never above: an attacker must not be able to fill the log).
 // Called with n.mu held.
 func (n *node) admitMsg(m engine.Message, local int64) bool {
+	if m.Type != engine.MsgStatusQuery && m.Type != engine.MsgStatusReply && m.To != engine.NodeID(n.cfg.Node.ID) {
+		// The engine would ignore it, but the failover watch would count
+		// it as the sender's sign of life (issue 17: replays of the
+		// reference's datagrams to others kept a dead reference alive).
+		n.sec.drop(transport.DropMisaddressed)
+		n.log.Debug("message dropped", "reason", transport.DropMisaddressed, "type", m.Type, "from", m.From, "to", m.To)
+		return false
+	}
 	err := n.eng.CheckMessage(m, local)
 	if err == nil {
 		return true
@@ -144,7 +155,7 @@ func NewSecurityCollector(snap func() SecuritySnapshot) *SecurityCollector {
 	return &SecurityCollector{
 		snap: snap,
 		dropped: prometheus.NewDesc("gclock_packets_dropped_total",
-			"Datagrams and messages dropped, by reason: bad_tag, replay, unknown_sender, malformed, stale_round, rejected_sample, rejected_rate.",
+			"Datagrams and messages dropped, by reason: bad_tag, replay, unknown_sender, malformed, stale_round, rejected_sample, rejected_rate, misaddressed, seq_jump, unverified.",
 			[]string{"node", "reason"}, nil),
 		stChg: prometheus.NewDesc("gclock_status_changes_total",
 			"Changes of the node's status, by the status changed into (the first status counts as one).",

@@ -11,17 +11,17 @@ import (
 )
 
 // mountStatus serves the live status page (/status, /status.json, package
-// statuspage) on the metrics server's mux, sampling the node every second
-// until ctx ends.
-func mountStatus(ctx context.Context, mux *http.ServeMux, src Snapshotter, cfg Config) {
+// statuspage) on the metrics server's mux; the caller runs sample, which
+// samples the node every second until its context ends.
+func mountStatus(mux *http.ServeMux, src Snapshotter, cfg Config) (sample func(context.Context)) {
 	h := statuspage.NewHistory(func() statuspage.Sample { return statusSample(src.Snapshot()) }, 0)
 	h.SetPeers(peerPages(cfg))
-	go h.Run(ctx)
 	sp := statuspage.Handler(h)
 	mux.Handle("/status", sp)
 	mux.Handle("/status/", sp)
 	mux.Handle("/status.json", sp)
 	mountHealth(mux, src)
+	return h.Run
 }
 
 // mountHealth serves /healthz (the daemon answers: 200) and /readyz (200

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 )
@@ -27,6 +28,9 @@ type sys struct {
 	// serve serves h at metrics.listen (host:port or unix:path) until
 	// stop is called.
 	serve func(addr string, h http.Handler) (stop func(), err error)
+	// upstream reads CLOCK_REALTIME's own state (nil: the kernel's,
+	// readKernelUpstream; tests fake it).
+	upstream func() (realtime.Upstream, error)
 }
 
 // realSys is CLOCK_MONOTONIC_RAW, UDP and HTTP on TCP or a Unix socket.

@@ -514,7 +514,7 @@ sync:
   estimator: hull
   stale_after: 90s
 clock: {source: raw}
-real_time: {mode: reference-realtime}
+real_time: {mode: reference-realtime, upstream: none}
 log: {format: json}
 auth: {insecure: true}
 `), 0o644)
@@ -578,7 +578,9 @@ func runSlurm(t *testing.T, bin, userConfig string) ([]byte, []string) {
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"),
 		"SLURM_JOB_ID=4242", "SLURM_JOB_NODELIST=fake[1-3]", "FAKE_NODES=127.0.0.1 127.0.0.2 127.0.0.3",
 		"GCLOCK_PORT="+strconv.Itoa(port), "GCLOCK_PAGE="+filepath.Join(dir, "page-%j-%n"),
-		"GCLOCK_DIR="+filepath.Join(dir, "job"), "GCLOCK_WAIT=30")
+		"GCLOCK_DIR="+filepath.Join(dir, "job"), "GCLOCK_WAIT=30",
+		// This machine's kernel clock may be unsynchronised: serve CLOCK_REALTIME as it is.
+		"GCLOCK_UPSTREAM=none")
 	if userConfig != "" {
 		cmd.Env = append(cmd.Env, "GCLOCK_CONFIG="+userConfig)
 	}

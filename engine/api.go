@@ -129,8 +129,9 @@ type Ready struct {
 	Messages []Message
 	NextTick int64 // local clock; 0 means no timer wanted
 	Events   []Event
-	// Rounds are the exchanges of each time diff accepted, as the
-	// estimators got them (transmit stamps applied), for measurement logs.
+	// Rounds are the exchanges of each time diff accepted, transmit stamps
+	// applied, for measurement logs: those the floor check then kept out of
+	// the estimators (Config.FloorSlack) are included, corrupt ones are not.
 	// Drivers must not modify them.
 	Rounds []RoundSamples
 }
@@ -241,6 +242,13 @@ type Config struct {
 	// MaxProbeRetries is how many times in a row one probe is retried before
 	// the round is ended: with the samples it has, or abandoned without any.
 	MaxProbeRetries int
+	// FloorSlack turns on the rejection of impossibly fast exchanges
+	// (estimate.FloorFilter, one per source): an exchange whose round trip
+	// lies more than max(FloorSlack, 1/16 of the floor) + MaxDrift x the
+	// responder's hold below the recent floor (the 8th shortest of the last
+	// 256 exchanges) has a wrong stamp and is kept out of the estimators,
+	// counted in SourceSnapshot.BelowFloor. 0 turns it off.
+	FloorSlack time.Duration
 	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
 	// one-way delay. The Hull's shift becomes Granularity - HullMinDelay and
 	// a single exchange bounds the offset within RTT/2 - HullMinDelay. 0 is

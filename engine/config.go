@@ -48,8 +48,12 @@ func DefaultConfig() Config {
 		// most 2 ppm at once (a sudden load change heating the board by a
 		// few degrees within seconds), so a step that size stays inside
 		// the bounds and a larger one is caught as a contradiction.
-		MaxWander:           1e-8 / 1e9,
-		MaxFreqStep:         2e-6,
+		MaxWander:   1e-8 / 1e9,
+		MaxFreqStep: 2e-6,
+		// The fastest exchanges of a path spread over a few us with
+		// software stamps on a loaded host (the lab: 148-153 us at p0-p1 of
+		// the round trip); a stamp gone wrong under load was 20-120 us off.
+		FloorSlack:          2 * time.Microsecond,
 		Granularity:         1,
 		Window:              256,
 		MaxConcurrentRounds: 1,
@@ -107,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if c.NetworkLatencyErrorThresh < 0 {
 		return bad("NetworkLatencyErrorThresh", "%v, must be >= 0", c.NetworkLatencyErrorThresh)
+	}
+	if c.FloorSlack < 0 {
+		return bad("FloorSlack", "%v, must be >= 0 (0: off)", c.FloorSlack)
 	}
 	if c.HullMinDelay < 0 {
 		return bad("HullMinDelay", "%v, must be >= 0", c.HullMinDelay)

@@ -426,11 +426,11 @@ func (m *Member) watch(local int64) {
 	}
 }
 
-// walkFrom moves to the first live node of the order from index j on: this
-// node takes over, another is asked for its status.
+// walkFrom moves to node j of the order: this node takes over, another is
+// asked for its status (its reply, or its silence, moves the walk on).
 func (m *Member) walkFrom(j int, local int64) {
 	old := m.Reference()
-	for ; j < len(m.cfg.Order); j++ {
+	if j < len(m.cfg.Order) {
 		id := m.cfg.Order[j]
 		if id == m.self {
 			m.stuck = false

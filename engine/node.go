@@ -98,7 +98,11 @@ type child struct {
 	samples   []estimate.Sample
 
 	shortestEver int64 // -1 until the first completed round
-	srtt         int64
+	// floor keeps impossibly fast exchanges (a wrong stamp) out of
+	// shortestEver, which a single one would hold down for good, making
+	// every later round look slow and repeat (Config.FloorSlack; nil: off).
+	floor *estimate.FloorFilter
+	srtt  int64
 
 	lastDone uint32 // last round whose TimeDiff was sent; 0: none
 	pending  bool   // lastDone's verdict (report or success) not yet counted
@@ -119,8 +123,9 @@ type source struct {
 	id       NodeID
 	hull     estimate.Estimator
 	sel      estimate.Estimator
-	g        estimate.Mapping // the source's local->global mapping
-	best     estimate.Sample  // best exchange of the last accepted round
+	floor    *estimate.FloorFilter // nil: Config.FloorSlack is 0
+	g        estimate.Mapping      // the source's local->global mapping
+	best     estimate.Sample       // best exchange of the last accepted round
 	haveBest bool
 	round    uint32
 	haveRnd  bool
@@ -175,13 +180,20 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 	n.cfg.Children = append([]NodeID(nil), cfg.Children...)
 	for i, id := range n.cfg.Children {
 		n.childIndex[id] = int32(i)
-		n.children = append(n.children, &child{
+		c := &child{
 			id:           id,
 			heapIdx:      -1,
 			period:       int64(cfg.InitialGlobalPeriod),
 			shortestEver: -1,
 			stats:        ChildSnapshot{Child: id},
-		})
+		}
+		if cfg.FloorSlack > 0 {
+			var err error
+			if c.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift}); err != nil {
+				return nil, fmt.Errorf("engine: node %d: floor filter for child %d: %w: %w", cfg.ID, id, err, ErrConfig)
+			}
+		}
+		n.children = append(n.children, c)
 	}
 	for i, id := range n.cfg.Sources {
 		h, sel, err := est(cfg)
@@ -192,7 +204,14 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 			return nil, fmt.Errorf("engine: node %d: estimator factory returned nil for source %d: %w", cfg.ID, id, ErrConfig)
 		}
 		n.sourceIndex[id] = int32(i)
-		n.sources = append(n.sources, &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}})
+		src := &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}}
+		if cfg.FloorSlack > 0 {
+			src.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift})
+			if err != nil {
+				return nil, fmt.Errorf("engine: node %d: floor filter for source %d: %w: %w", cfg.ID, id, err, ErrConfig)
+			}
+		}
+		n.sources = append(n.sources, src)
 	}
 	return n, nil
 }
@@ -458,7 +477,7 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		n.sendProbe(c, now)
 		return
 	}
-	best := bestRTT(c.samples)
+	best, _ := n.plausibleBest(c)
 	if !c.repeated && c.shortestEver >= 0 && best-c.shortestEver > int64(n.cfg.NetworkLatencyErrorThresh) {
 		// Liao: shortest-this-round - shortest-ever > NETWORK_LATENCY_ERROR_THRESH:
 		// do the round's pings once more.
@@ -472,13 +491,31 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 	n.finishRound(c, now)
 }
 
+// plausibleBest is the shortest round trip of the round so far among the
+// exchanges that fit the child's floor (all of them when none does, or
+// without a floor check), and how many did not fit.
+func (n *Node) plausibleBest(c *child) (best int64, below int) {
+	if c.floor == nil {
+		return bestRTT(c.samples), 0
+	}
+	kept, below := c.floor.Peek(nil, c.samples)
+	if len(kept) == 0 {
+		return bestRTT(c.samples), below
+	}
+	return bestRTT(kept), below
+}
+
 // finishRound sends MyriTimeDiff with the round's exchanges and the node's
 // own mapping to global time.
 func (n *Node) finishRound(c *child, now int64) {
 	if c.heapIdx >= 0 {
 		heap.Remove(&n.timers, c.heapIdx)
 	}
-	best := bestRTT(c.samples)
+	best, below := n.plausibleBest(c)
+	if c.floor != nil {
+		c.floor.Record(c.samples)
+		c.stats.BelowFloor += uint64(below)
+	}
 	if c.shortestEver < 0 || best < c.shortestEver {
 		c.shortestEver = best
 	}
@@ -624,6 +661,19 @@ func (n *Node) heard(s *source, now int64) {
 // rounds, if longer; at up to MaxDrift faster on this clock) plus a
 // round's worth of probe retries.
 func (n *Node) silentAt(s *source) int64 {
+	wait := n.silenceWait(s)
+	if wait >= float64(math.MaxInt64)/2 || (s.heardAt > 0 && int64(wait) > math.MaxInt64-s.heardAt) {
+		return math.MaxInt64
+	}
+	return s.heardAt + int64(wait)
+}
+
+// silenceWait is the engine's silence rule, the one wait (ns, on this
+// clock) after which a source is silent: SilentPeriods of its period (the
+// announced one, or the last interval between rounds if longer) at up to
+// MaxDrift faster, plus a round's worth of probe retries. silentAt counts
+// it from anything heard, renumberable from the last accepted round.
+func (n *Node) silenceWait(s *source) float64 {
 	k := n.cfg.SilentPeriods
 	if k == 0 {
 		k = 3
@@ -635,12 +685,8 @@ func (n *Node) silentAt(s *source) int64 {
 		// children. Wait by what was seen.
 		p = s.lastAt - s.prevAt
 	}
-	wait := math.Ceil(k*float64(p)*(1+n.cfg.MaxDrift)) +
+	return math.Ceil(k*float64(p)*(1+n.cfg.MaxDrift)) +
 		float64(n.cfg.ProbeTimeout)*float64(n.cfg.MaxProbeRetries+1)
-	if wait >= float64(math.MaxInt64)/2 || (s.heardAt > 0 && int64(wait) > math.MaxInt64-s.heardAt) {
-		return math.MaxInt64
-	}
-	return s.heardAt + int64(wait)
 }
 
 // checkSilence marks the sources not heard from in time. Like the self
@@ -686,6 +732,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		n.replySent(s.id, &x, now) // the reply's transmit stamp (stamps.go)
 		if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
 			s.stats.Ignored++
+			s.stats.Corrupt++
 			n.logger.Warn("time diff sample rejected", "source", s.id, "round", m.Round, "sample", x)
 			continue
 		}
@@ -694,7 +741,22 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if len(samples) == 0 {
 		return
 	}
+	// Ready.Rounds has every exchange with a consistent order (the
+	// measurements log), the rejected ones below included.
 	n.out.Rounds = append(n.out.Rounds, RoundSamples{Source: s.id, Round: m.Round, Samples: samples})
+	if s.floor != nil {
+		kept, rejected := s.floor.Filter(make([]estimate.Sample, 0, len(samples)), samples)
+		if rejected > 0 {
+			floor, _ := s.floor.Floor()
+			s.stats.BelowFloor += uint64(rejected)
+			n.logger.Info("exchanges faster than the path's floor rejected", "source", s.id, "round", m.Round,
+				"rejected", rejected, "of", len(samples), "floor_rtt", floor)
+		}
+		samples = kept
+	}
+	if len(samples) == 0 {
+		return
+	}
 	best := samples[0]
 	for _, x := range samples[1:] {
 		if x.RTT() < best.RTT() {
@@ -849,17 +911,11 @@ type bounder interface {
 	Bounds(x int64) (lo, hi int64, ok bool)
 }
 
-// localBounds is what the node knows of its source's clock at x: the
-// intersection of the Hull's guaranteed bounds and the last exchange's own
-// bound, and the point estimate clamped into them.
-func (n *Node) localBounds(s *source, x int64) (est, lo, hi int64, ok bool) {
-	est, lo, hi, ok, _ = n.localBoundsChecked(s, x)
-	return est, lo, hi, ok
-}
-
-// localBoundsChecked is localBounds, also saying whether the Hull's bounds
-// and the last exchange's agreed (consistent): when they do not, some
-// assumption of the clock model is wrong and the union is returned.
+// localBoundsChecked is what the node knows of its source's clock at x:
+// the intersection of the Hull's guaranteed bounds and the last exchange's
+// own bound, and the point estimate clamped into them; consistent says
+// whether the two agreed: when they do not, some assumption of the clock
+// model is wrong and the union is returned.
 func (n *Node) localBoundsChecked(s *source, x int64) (est, lo, hi int64, ok, consistent bool) {
 	consistent = true
 	lo, hi = math.MinInt64, math.MaxInt64

@@ -27,6 +27,10 @@ type SourceSnapshot struct {
 	Restarts   uint64  // estimator windows restarted (inconsistent samples)
 	Rejected   uint64  // rounds an estimator refused
 	Ignored    uint64  // late or duplicate time diffs and corrupt samples
+	// Exchanges kept out of the estimators, by reason: Corrupt ones had
+	// timestamps out of order (also in Ignored); BelowFloor ones a round
+	// trip impossibly far below the path's recent floor (Config.FloorSlack).
+	Corrupt, BelowFloor uint64
 	// Contradictions counts rounds the clock model could not explain
 	// (EvContradiction); Trust is "acquiring", "synced" or "degraded".
 	Contradictions uint64
@@ -53,7 +57,11 @@ type ChildSnapshot struct {
 	Reports     uint64  // error reports received
 	Ignored     uint64  // late or duplicate replies and reports
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
-	SRTT        int64   // smoothed raw round trip, drives the retry timeout
+	// BelowFloor counts exchanges left out of ShortestRTT and of the repeat
+	// decision: their round trip lay impossibly far below the child's recent
+	// floor (Config.FloorSlack).
+	BelowFloor uint64
+	SRTT       int64 // smoothed raw round trip, drives the retry timeout
 }
 
 // Snapshot returns the node's current counters. It allocates; it is meant

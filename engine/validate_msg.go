@@ -228,19 +228,9 @@ func inWindow(last, next uint32) bool {
 	return next > last && uint64(next)-uint64(last) <= MaxRoundJump
 }
 
-// renumberable: nothing accepted from s for SilentPeriods of its period
-// (the longer of the announced one and the last interval between rounds,
-// at MaxDrift) plus a round of probe retries: the engine's silence rule,
-// counted from the last accepted round rather than from anything heard.
+// renumberable: nothing accepted from s for the engine's silence wait
+// (silenceWait), counted from the last accepted round rather than from
+// anything heard.
 func (n *Node) renumberable(s *source, now int64) bool {
-	k := n.cfg.SilentPeriods
-	if k == 0 {
-		k = 3
-	}
-	p := s.period
-	if s.stats.Rounds >= 2 && s.lastAt-s.prevAt > p {
-		p = s.lastAt - s.prevAt
-	}
-	wait := math.Ceil(k*float64(p)*(1+n.cfg.MaxDrift)) + float64(n.cfg.ProbeTimeout)*float64(n.cfg.MaxProbeRetries+1)
-	return float64(now-s.lastAt) > wait
+	return float64(now-s.lastAt) > n.silenceWait(s)
 }

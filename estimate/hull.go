@@ -432,6 +432,15 @@ const (
 	spanMinPoints = 6
 	spanDecay     = 0.125
 	spanGain      = 0.7
+	// spanMinHorizons: a shorter candidate is judged (and can be chosen)
+	// only when its span is at least this many times the distance to the
+	// exchange it predicts, i.e. the time its line is extrapolated over. A
+	// span of one or two rounds has a slope made of the noise within them
+	// (a few us over a second: ppm), which a lucky prediction or two could
+	// make look best; extrapolated over a period, it was 15-35 us off in a
+	// loaded lab run where the whole window's line stayed within 2 us
+	// (docs/lab.md, "Where the error under load came from").
+	spanMinHorizons = 4
 )
 
 // spanCut is the relative local time from which candidate k fits.
@@ -455,8 +464,12 @@ func (h *Hull) scoreSpans(ups, lows []pt) {
 	u, l := ups[best], lows[best]
 	mx := float64(u.x+l.x) / 2
 	md := float64(u.d-l.d) / 2
+	horizon := max(0, (u.x+l.x)/2-h.newest)
 	for k := range spanCands {
 		c, sk, ok := h.centerOver(k, true)
+		if ok && k > 0 && (h.newest-h.minX)>>k < spanMinHorizons*horizon {
+			ok = false // too short to extrapolate this far
+		}
 		if !ok {
 			h.spanErr[k] = math.Inf(1)
 			continue

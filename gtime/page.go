@@ -45,7 +45,7 @@ const (
 	offSlewX      = 104 // int64 local anchor of the slew
 	offSlewC      = 112 // int64 ns correction at SlewX, decays to 0
 	offSlewRate   = 120 // float64 bits: decay rate of the correction
-	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17 | replaced<<18
+	offFlags      = 128 // uint64: status | timescale<<8 | valid<<16 | closed<<17 | replaced<<18 | upstream_unsync<<19
 	offNodes      = 136 // uint64: node id | reference id<<32 (0: unknown; pages of older daemons)
 	layoutEnd     = 144
 
@@ -55,6 +55,11 @@ const (
 	// closed this one; readers reopen the path. Readers that predate the
 	// flag ignore it and see the page closed.
 	flagReplaced = 1 << 18
+	// flagUpstreamUnsync: the served UTC is unsynced because the
+	// reference's own CLOCK_REALTIME is unsynchronised (its kernel says
+	// STA_UNSYNC or TIME_ERROR), not because of the cluster's sync.
+	// Readers that predate it ignore it.
+	flagUpstreamUnsync = 1 << 19
 )
 
 // maxHalfWidth caps a bound's half-width, as estimate.Mapping.At does, so
@@ -184,6 +189,7 @@ type pageData struct {
 	timescale             Timescale
 	valid, closed         bool
 	replaced              bool   // a new page replaced this one at the path (readers reopen)
+	upstreamUnsync        bool   // flagUpstreamUnsync
 	node, reference       uint32 // the publishing daemon's node id and its current reference (0: unknown)
 }
 
@@ -265,6 +271,7 @@ func (w words) loadSeq() (pageData, uint64, error) {
 		d.valid = flags&flagValid != 0
 		d.closed = flags&flagClosed != 0
 		d.replaced = flags&flagReplaced != 0
+		d.upstreamUnsync = flags&flagUpstreamUnsync != 0
 		d.node, d.reference = uint32(nodes), uint32(nodes>>32)
 		return d, s1, d.check()
 	}
@@ -297,6 +304,9 @@ func (w words) store(d *pageData) {
 	}
 	if d.replaced {
 		flags |= flagReplaced
+	}
+	if d.upstreamUnsync {
+		flags |= flagUpstreamUnsync
 	}
 	w.u(offFlags).Store(flags)
 	w.u(offNodes).Store(uint64(d.node) | uint64(d.reference)<<32)

@@ -304,6 +304,9 @@ type Info struct {
 	// clock global time is at the last publish (it changes on failover);
 	// 0 when the daemon did not say (older daemons).
 	Node, Reference uint32
+	// UpstreamUnsynced: the daemon serves no synced UTC because the
+	// reference's own CLOCK_REALTIME is unsynchronised (its kernel says so).
+	UpstreamUnsynced bool
 }
 
 // Info reads the page's metadata and checks whether the writer's process
@@ -321,7 +324,7 @@ func (r *Reader) Info() (Info, error) {
 		Path: r.path, WriterPID: int(d.pid), Updated: d.updated,
 		Age: time.Duration(satmath.Sub(r.now(), d.updated)), StaleAfter: time.Duration(d.staleAfter),
 		MaxDrift: d.maxDrift, Timescale: d.timescale, Valid: d.valid,
-		Node: d.node, Reference: d.reference,
+		Node: d.node, Reference: d.reference, UpstreamUnsynced: d.upstreamUnsync,
 	}
 	if d.pid > 0 && d.pid <= math.MaxInt32 {
 		err := unix.Kill(int(d.pid), 0)

@@ -50,6 +50,9 @@ type Update struct {
 	// Node is the publishing daemon's node id and Reference the node whose
 	// clock global time currently is (it changes on failover); 0: unknown.
 	Node, Reference uint32
+	// UpstreamUnsynced says why a UTC timescale is not synced: the
+	// reference's own CLOCK_REALTIME is unsynchronised (Info reports it).
+	UpstreamUnsynced bool
 }
 
 // Writer publishes to a page. There is one writer per page: NewWriter
@@ -227,7 +230,7 @@ func (w *Writer) Publish(u Update) error {
 		updated: u.Local, staleAfter: int64(u.StaleAfter), maxDrift: u.MaxDrift,
 		slewX: u.Local, slewRate: u.MaxSlewRate,
 		status: u.Status, timescale: u.Timescale, valid: m.Valid,
-		node: u.Node, reference: u.Reference,
+		node: u.Node, reference: u.Reference, upstreamUnsync: u.UpstreamUnsynced,
 	}
 	if next.valid && w.isSet && w.cur.timescale == next.timescale {
 		prev := eval(&w.cur, u.Local).Est

@@ -133,6 +133,7 @@ struct gclock_reader {
 #define GCLOCK_FLAG_VALID (1ULL << 16)
 #define GCLOCK_FLAG_CLOSED (1ULL << 17)
 #define GCLOCK_FLAG_REPLACED (1ULL << 18) /* a restarted daemon replaced this page */
+#define GCLOCK_FLAG_UPSTREAM_UNSYNC (1ULL << 19) /* UTC unsynced: the reference's CLOCK_REALTIME is unsynchronised */
 #define GCLOCK_CHECK_EVERY_NS 100000000LL
 #define GCLOCK_MAX_HALF_WIDTH (INT64_MAX / 4)
 /* Retry a copy that overlapped an update: spin, then yield, for at most

@@ -319,6 +319,12 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	// machine's CLOCK_REALTIME (the reference serves it; every namespace
 	// reads the same one). The mean-drift scale is not evaluated here.
 	realtime := base.RealTime.Mode == daemon.RealTimeReference
+	if realtime {
+		// The truth is CLOCK_REALTIME itself, not UTC: the daemons serve it
+		// without the kernel's view of it (this VM's kernel clock is
+		// unsynchronised; real_time.upstream kernel would serve nothing).
+		base.RealTime.Upstream = daemon.UpstreamNone
+	}
 	if base.RealTime.Mode == daemon.RealTimeMeanDrift {
 		return GclockResult{}, fmt.Errorf("lab: gclock: real_time.mode %s: the lab does not evaluate it (none or %s)",
 			base.RealTime.Mode, daemon.RealTimeReference)

@@ -58,7 +58,10 @@ type Config struct {
 	// RunDir holds per-run files of the peers (configs, sockets, logs). ""
 	// means DefaultRunDir.
 	RunDir string
-	Logger *slog.Logger // nil: discard
+	// FrameLog is SwitchConfig.FrameLog: a CSV of every released frame,
+	// written when the lab goes down ("" none).
+	FrameLog string
+	Logger   *slog.Logger // nil: discard
 }
 
 // DefaultSpinWindow is the default Config.SpinWindow. A timer wake-up on an
@@ -376,6 +379,7 @@ func (l *Lab) build(ctx context.Context) error {
 		SpinWindow: l.cfg.SpinWindow,
 		BusyPoll:   l.cfg.BusyPoll,
 		Realtime:   l.cfg.Realtime,
+		FrameLog:   l.cfg.FrameLog,
 		Logger:     l.log,
 	})
 	if err != nil {

@@ -196,8 +196,10 @@ func TestLabNTP(t *testing.T) {
 		chronys[h] = c
 	}
 	base := LabDaemonConfig()
-	base.RealTime = daemon.RealTimeConfig{Mode: daemon.RealTimeReference, PollEvery: daemon.Duration(200 * time.Millisecond), MaxSlewPPM: 500}
+	base.RealTime = daemon.RealTimeConfig{Mode: daemon.RealTimeReference, PollEvery: daemon.Duration(200 * time.Millisecond), MaxSlewPPM: 500,
+		Upstream: daemon.UpstreamNone}
 	base.NTP.Listen = ":123"
+	base.NTP.RateLimit = daemon.NTPRateLimitConfig{} // the clients below query in a loop
 	gc := DefaultGclockConfig()
 	gc.Command = []string{os.Args[0]}
 	gc.Env = []string{daemonEnv + "=1"}

@@ -2,8 +2,10 @@ package lab
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +35,13 @@ import (
 // with made-up sender ids), unsolicited replies, and copies of captured
 // datagrams as they were. With a key id it appends a trailer under that
 // id with a random tag: it does not have the key.
+//
+// An insider (KeyFile: it holds the cluster key, issue 17) sends only what
+// a key holder sends to wedge a node rather than to lie about time: probes
+// sealed as one peer to another with an auth sequence of 2^63 or more,
+// probes sealed just beyond the jump limit above the last number it saw,
+// the captured datagrams as they were, and captured datagrams sent to
+// another peer than their destination.
 
 // SpoofSendConfig is what the spoofer process is given (as a JSON file).
 type SpoofSendConfig struct {
@@ -45,6 +54,9 @@ type SpoofSendConfig struct {
 	Seed     uint64            `json:"seed"`      // of the choices
 	Report   string            `json:"report"`    // where to write the SpoofSendStats (JSON)
 	MaxDrift float64           `json:"max_drift"` // the daemons' sync.max_drift (real-time rate lies stay within it)
+	// KeyFile makes the spoofer an insider: it seals with the cluster
+	// key in this file (key KeyID) and sends insiderKinds only.
+	KeyFile string `json:"key_file,omitempty"`
 }
 
 // SpoofSendStats counts what the spoofer sent and what came back to it.
@@ -120,7 +132,15 @@ type forger struct {
 	captured []Captured
 	diffs    []Captured // captured time diffs
 	seq      uint32
+	// An insider's keyring (nil: an outsider), and the highest auth
+	// sequence seen in the capture from each peer.
+	keys *wire.Keyring
+	top  map[uint32]uint64
 }
+
+// insiderKinds names what an insider sends, in the order of
+// forgeInsider's cases.
+var insiderKinds = []string{"insider_seq_2^63", "insider_seq_beyond_jump", "replay", "replay_misaddressed"}
 
 // spoofKinds names what the forger sends, in the order of forge's cases.
 var spoofKinds = []string{"probe", "probe_reply", "timediff_far_round", "timediff_bad_floats", "timediff_shifted_copy",
@@ -147,6 +167,20 @@ func newForger(c SpoofSendConfig, captured []Captured) (*forger, error) {
 		return nil, fmt.Errorf("spoof: own address %q is not an IPv4 host:port", c.Own)
 	}
 	f.own = own
+	if c.KeyFile != "" {
+		if f.keys, err = insiderKeyring(c.KeyFile, c.KeyID); err != nil {
+			return nil, err
+		}
+		f.top = map[uint32]uint64{}
+		for _, cp := range captured {
+			if len(cp.Payload) >= wire.HeaderLen+wire.AuthLen {
+				if _, tr, err := f.keys.Open(cp.Payload); err == nil {
+					id := binary.BigEndian.Uint32(cp.Payload[4:])
+					f.top[id] = max(f.top[id], tr.Seq)
+				}
+			}
+		}
+	}
 	for _, cp := range captured {
 		if p, ok := f.open(cp.Payload); ok && p.Op.Kind() == wire.OpTimeDiff {
 			f.diffs = append(f.diffs, cp)
@@ -187,9 +221,83 @@ func (f *forger) pick() (victim, claimed uint32) {
 	return f.peers[v], f.peers[c]
 }
 
+// insiderKeyring reads the cluster key id from a key file of "ID SECRET"
+// lines (daemon.ParseKeys's format; the daemon package is not imported
+// here).
+func insiderKeyring(path string, id uint32) (*wire.Keyring, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("spoof: insider key: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var kid uint32
+		var hexs string
+		if n, _ := fmt.Sscanf(sc.Text(), "%d %s", &kid, &hexs); n != 2 || kid != id {
+			continue
+		}
+		secret, err := hex.DecodeString(hexs)
+		if err != nil {
+			return nil, fmt.Errorf("spoof: insider key %s: key id %d: %w", path, id, err)
+		}
+		return wire.NewKeyring(id, []wire.Key{{ID: id, Secret: secret}})
+	}
+	return nil, fmt.Errorf("spoof: insider key %s: no key id %d in hex", path, id)
+}
+
+// forgeInsider is forge for an insider (f.keys set).
+func (f *forger) forgeInsider() (from, to netip.AddrPort, b []byte, kind int) {
+	victim, claimed := f.pick()
+	from, to = f.addrs[claimed], f.addrs[victim]
+	f.seq++
+	kind = f.rng.IntN(len(insiderKinds))
+	if (kind >= 2 && len(f.captured) == 0) || (kind == 1 && f.top[claimed] == 0) {
+		kind = 0
+	}
+	switch kind {
+	case 0, 1:
+		p := wire.Packet{Op: wire.OpProbe, Sender: claimed, Seq: f.seq}
+		p.Msg = engine.Message{Type: engine.MsgProbe, From: engine.NodeID(claimed), To: engine.NodeID(victim), Round: f.rng.Uint32(), Seq: f.rng.Uint32()}
+		pb, err := p.MarshalBinary()
+		if err != nil {
+			panic(fmt.Sprintf("spoof: forging an insider probe: %v", err)) // a bug of this file
+		}
+		seq := uint64(1)<<63 | f.rng.Uint64()
+		if kind == 1 {
+			// Just beyond the jump limit above the last number seen from
+			// the claimed peer (the capture's; the peer's counter toward
+			// this victim is near it or lower).
+			seq = f.top[claimed] + wire.MaxSeqJump + 1 + uint64(f.rng.IntN(1<<20))
+		}
+		return from, to, f.keys.Seal(pb, victim, seq), kind
+	case 2:
+		c := f.captured[f.rng.IntN(len(f.captured))]
+		return c.From, c.To, c.Payload, kind
+	default:
+		c := f.captured[f.rng.IntN(len(f.captured))]
+		for _, id := range f.peers {
+			if a := f.addrs[id]; a != c.To && a != c.From {
+				return c.From, a, c.Payload, kind
+			}
+		}
+		return c.From, c.To, c.Payload, 2
+	}
+}
+
+// kinds names what this forger sends.
+func (f *forger) kinds() []string {
+	if f.keys != nil {
+		return insiderKinds
+	}
+	return spoofKinds
+}
+
 // forge returns one forged datagram: its source, destination, payload
-// and kind (spoofKinds).
+// and kind (an index into f.kinds()).
 func (f *forger) forge() (from, to netip.AddrPort, b []byte, kind int) {
+	if f.keys != nil {
+		return f.forgeInsider()
+	}
 	victim, claimed := f.pick()
 	from, to = f.addrs[claimed], f.addrs[victim]
 	f.seq++
@@ -361,7 +469,7 @@ func SpoofSend(ctx context.Context, c SpoofSendConfig) (SpoofSendStats, error) {
 			}
 			st.Sent++
 			st.SentBytes += uint64(len(b))
-			st.ByKind[spoofKinds[kind]]++
+			st.ByKind[f.kinds()[kind]]++
 			if from == f.own {
 				st.OwnQueries++
 				st.OwnQueryBytes += uint64(len(b))

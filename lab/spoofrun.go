@@ -42,6 +42,11 @@ type SpoofConfig struct {
 	// Key gives the cluster a key (a file of mode 0600); false runs it
 	// without one, to show what the spoofer then does.
 	Key bool
+	// Insider gives the spoofer the cluster key (Key must be set): it
+	// then sends what a key holder sends to wedge a node (issue 17:
+	// sequence numbers of 2^63 and beyond the jump limit, replays, replays
+	// to another node), not forgeries of time.
+	Insider bool
 	// Capture taps host 1's traffic for this long from the start and
 	// gives the spoofer the copies (replays and shifted time diffs); 0:
 	// none.
@@ -82,6 +87,7 @@ type SpoofNode struct {
 // SpoofResult is one RunSpoof.
 type SpoofResult struct {
 	Key      bool           `json:"key"`
+	Insider  bool           `json:"insider"`
 	Captured int            `json:"captured"`
 	Nodes    []SpoofNode    `json:"nodes"`
 	Spoofer  SpoofSendStats `json:"spoofer"`
@@ -122,8 +128,11 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 		return res, fmt.Errorf("lab: spoof: want capture %v < warmup %v < duration %v", sc.Capture, sc.Warmup, sc.Duration)
 	case sc.EvalEvery < time.Millisecond:
 		return res, fmt.Errorf("lab: spoof: eval interval %v below 1ms", sc.EvalEvery)
+	case sc.Insider && !sc.Key:
+		return res, errors.New("lab: spoof: an insider needs the cluster to have a key")
 	}
-	res.Key = sc.Key
+	res.Key, res.Insider = sc.Key, sc.Insider
+	keyFile := ""
 	dir := filepath.Join(l.cfg.RunDir, "spoof")
 	if err := os.RemoveAll(dir); err != nil {
 		return res, fmt.Errorf("lab: spoof: %w", err)
@@ -143,6 +152,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			return res, fmt.Errorf("lab: spoof: %w", err)
 		}
 		base.Auth = daemon.AuthConfig{KeyFile: kf, KeyID: 1}
+		keyFile = kf
 	}
 	origin := gtime.RawNow()
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x73706f6f66))
@@ -276,6 +286,9 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			scfg := SpoofSendConfig{Peers: peerAddrs, Own: net.JoinHostPort(HostAddr(n).String(), strconv.Itoa(DaemonPort)),
 				KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: capFile, Seed: sc.Seed, Report: report,
 				MaxDrift: base.Sync.MaxDriftPPM / 1e6}
+			if sc.Insider {
+				scfg.KeyFile = keyFile
+			}
 			b, _ := json.Marshal(scfg)
 			cf := filepath.Join(dir, "spoofer-config.json")
 			if err := os.WriteFile(cf, b, 0o644); err != nil {
@@ -446,6 +459,9 @@ func SpoofReport(r SpoofResult) string {
 	key := "without a key"
 	if r.Key {
 		key = "with a cluster key"
+	}
+	if r.Insider {
+		key = "holding the cluster key (an insider)"
 	}
 	s := r.Spoofer
 	fmt.Fprintf(&b, "Spoofer %s: %d datagrams sent (%d bytes; %.0f%% of send slots late), %d captured datagrams to replay; %d queries from its own address (%d bytes) got %d answers (%d bytes).\n",

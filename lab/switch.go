@@ -41,6 +41,12 @@ type SwitchConfig struct {
 	WarmAfter time.Duration
 	Realtime  bool         // SCHED_FIFO release thread
 	Logger    *slog.Logger // nil: discard
+	// FrameLog, if set, is a file the switch writes at Close with one CSV
+	// line per released frame (framelog.go): its kernel arrival stamp, its
+	// release time, when the write started and ended, and the gclock
+	// header of a UDP datagram in it. The truth of every one-way delay an
+	// exchange logs, for the error breakdown in docs/lab.md.
+	FrameLog string
 }
 
 // vnetHdrLen is the size of struct virtio_net_hdr, which PACKET_VNET_HDR
@@ -97,6 +103,8 @@ type Switch struct {
 	statMu sync.Mutex
 	stats  map[[2]int]*DirStats
 
+	frames frameLog // FrameLog's records (switch thread until Close)
+
 	// cutUntil[i]: frames from or to port i are dropped while their
 	// receive stamp (CLOCK_REALTIME) is before it (Partition, faults.go).
 	cutUntil []atomic.Int64
@@ -151,6 +159,7 @@ type DirStats struct {
 
 type release struct {
 	at  int64 // CLOCK_REALTIME ns
+	rx  int64 // the frame's kernel arrival stamp, CLOCK_REALTIME ns
 	seq uint64
 	out int
 	buf *[]byte
@@ -208,6 +217,9 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 	s.cutUntil = make([]atomic.Int64, len(cfg.Ports))
 	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
 	s.warmFD = -1
+	if cfg.FrameLog != "" {
+		s.frames.start()
+	}
 	open := func() error {
 		for _, name := range cfg.Ports {
 			p, err := openPort(name)
@@ -336,6 +348,11 @@ func (s *Switch) Close() {
 	if s.releaseRT != nil {
 		s.releaseRT()
 	}
+	if s.cfg.FrameLog != "" {
+		if err := s.frames.writeFile(s.cfg.FrameLog); err != nil {
+			s.log.Warn("switch: frame log", "err", err)
+		}
+	}
 }
 
 func (s *Switch) dirStats(d [2]int) *DirStats {
@@ -457,7 +474,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 			}
 			used = true
 			s.seq++
-			heap.Push(&s.q, release{at: rx + delay, seq: s.seq, out: o, buf: rb, n: n, dir: d})
+			heap.Push(&s.q, release{at: rx + delay, rx: rx, seq: s.seq, out: o, buf: rb, n: n, dir: d})
 		}
 	}
 	return used
@@ -693,6 +710,9 @@ func (s *Switch) send(r release) {
 	cost := end - start
 	s.lastWrite = end
 	late := start - r.at
+	if s.cfg.FrameLog != "" {
+		s.frames.add(r, (*r.buf)[:r.n], start, end)
+	}
 	s.pool.Put(r.buf)
 	s.statMu.Lock()
 	st := s.dirStats(r.dir)

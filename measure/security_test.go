@@ -123,18 +123,45 @@ func TestNoAmplification(t *testing.T) {
 				from = peer
 			}
 			sent, got := 0, 0
+			authSeq := uint64(1)
 			buf := make([]byte, 65536)
 			for seq := uint32(1); seq <= 5; seq++ {
 				b := getp(tc.sender, seq)
 				if tc.seal {
-					b = kr.Seal(b, uint64(seq)+1)
+					authSeq++
+					b = kr.Seal(b, 1, authSeq) // to rank 0, node id 1
 				}
 				if _, err := from.WriteToUDPAddrPort(b, conn.LocalAddr()); err != nil {
 					t.Fatal(err)
 				}
 				sent += len(b)
-				from.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-				if n, _, err := from.ReadFromUDPAddrPort(buf); err == nil {
+				// What comes back within 300 ms. Rank 0's transport first
+				// challenges a keyed peer (a nonce it must answer, sealed, before
+				// its window is trusted): the key holder answers, as its
+				// endpoint would; a challenge is no answer to the request (it
+				// goes only to a configured peer's address, never to a sender's).
+				deadline := time.Now().Add(300 * time.Millisecond)
+				for {
+					from.SetReadDeadline(deadline)
+					n, src, err := from.ReadFromUDPAddrPort(buf)
+					if err != nil {
+						break
+					}
+					if pkt, _, err := kr.Open(buf[:n]); err == nil {
+						var p wire.Packet
+						if p.UnmarshalBinary(pkt) == nil && p.Op == wire.OpAuthChallenge {
+							if tc.seal {
+								resp := wire.Packet{Op: wire.OpAuthResponse, Sender: tc.sender, Seq: p.Seq, Nonce: p.Nonce}
+								rb, _ := resp.MarshalBinary()
+								authSeq++
+								from.WriteToUDPAddrPort(kr.Seal(rb, 1, authSeq), src)
+								// and the request again, now that the window is known
+								authSeq++
+								from.WriteToUDPAddrPort(kr.Seal(getp(tc.sender, seq), 1, authSeq), conn.LocalAddr())
+							}
+							continue
+						}
+					}
 					got += n
 				}
 			}

@@ -674,13 +674,12 @@ func TestRealDaemon(t *testing.T) {
 	}
 	var worst float64
 	n := 0
-	// MPI_Wtime is relative to the job's origin ("origin RANK NS", the same
-	// on every rank): the truth is made relative to it in int64 first.
-	origin := map[int]int64{}
+	// MPI_Wtime is relative to the job's origin, the same on every rank
+	// ("origin RANK NS"): the truth is taken relative to it in int64 first.
+	origin := map[string]int64{}
 	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) == 3 && f[0] == "origin" {
-			r, _ := strconv.Atoi(f[1])
-			origin[r], _ = strconv.ParseInt(f[2], 10, 64)
+			origin[f[1]], _ = strconv.ParseInt(f[2], 10, 64)
 		}
 	}
 	for _, l := range strings.Split(out, "\n") {
@@ -689,12 +688,11 @@ func TestRealDaemon(t *testing.T) {
 			continue
 		}
 		n++
-		r, _ := strconv.Atoi(f[1])
 		a, _ := strconv.ParseInt(f[3], 10, 64)
 		b, _ := strconv.ParseInt(f[7], 10, 64)
-		a, b = a-origin[r], b-origin[r]
+		a, b = a-origin[f[1]], b-origin[f[1]]
 		w, lo, hi := parseF(t, f[4]), parseF(t, f[5]), parseF(t, f[6])
-		// The truth at the read lies in [a, b] (ns since the origin).
+		// The truth at the read lies in [a, b] (seconds since the origin).
 		if tol := float64(tolNs(w)); f[2] != "1" || lo*1e9 > float64(b)+tol || hi*1e9 < float64(a)-tol {
 			t.Errorf("%q: the bounds [%.9f, %.9f] exclude the truth [%d, %d] ns", l, lo, hi, a, b)
 		}

@@ -16,6 +16,12 @@
 // then bounds its offset error, as RFC 5905 intends. Root delay is 0: the
 // bound already covers every delay upstream of this server.
 //
+// A Responder answers only the networks of its Policy's allow list (the
+// daemon's default: DefaultAllow, loopback and private ranges) and limits
+// each source's answers (RateLimit, as chrony's ratelimit: a burst, then
+// one per interval; beyond, a kiss-o'-death RATE for one request in
+// 2^leak, nothing for the rest); Stats count the denied, limited and KoD.
+//
 // Responder runs Respond on a socket (transport.UDPConn: kernel receive
 // stamps) for a Source, the daemon's served time (daemon/ntp.go, the
 // `ntp` config section); Query is a minimal SNTP client for tests. Stock

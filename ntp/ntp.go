@@ -19,6 +19,8 @@ const (
 // Leap indicators.
 const (
 	LeapNone    = 0
+	LeapInsert  = 1 // the last minute of the day has 61 seconds
+	LeapDelete  = 2 // the last minute of the day has 59 seconds
 	LeapUnsync  = 3 // clock unsynchronised (alarm)
 	MaxStratum  = 16
 	unixToNTP   = 2208988800 // seconds from 1900-01-01 to 1970-01-01
@@ -162,6 +164,14 @@ type Server struct {
 	RefID     uint32 // "GCLK" for a primary, else the IPv4 address of its source
 	Precision int8   // log2 seconds of the clock's reading precision
 	RefTime   int64  // ns since the Unix epoch of the last update (0: unknown)
+	// Leap is the leap second announced for the end of the UTC day
+	// (LeapNone, LeapInsert, LeapDelete), passed on from the upstream.
+	Leap uint8
+	// RootDelay is the round-trip delay to the primary source (ns; 0 for a
+	// primary). The readings' MaxErr includes half of it: root dispersion
+	// is MaxErr - RootDelay/2, so that root distance (RFC 5905: root delay
+	// / 2 + root dispersion) is the readings' bound.
+	RootDelay int64
 }
 
 // Respond answers the client request req with a server reply written into
@@ -197,14 +207,16 @@ func Respond(out, req []byte, rx, tx Reading, srv Server) (int, error) {
 	if srv.RefTime != 0 {
 		p.RefTime = Timestamp(srv.RefTime)
 	}
-	if !srv.Synced || !rx.OK || !tx.OK || srv.Stratum == 0 || srv.Stratum >= MaxStratum {
+	if !srv.Synced || !rx.OK || !tx.OK || srv.Stratum == 0 || srv.Stratum >= MaxStratum || srv.Leap >= LeapUnsync {
 		p.Leap, p.Stratum = LeapUnsync, MaxStratum
 		p.RootDispersion = math.MaxUint32
 	} else {
 		// Each timestamp is within its MaxErr of UTC; the precision's
 		// half-step and the ns rounding of the NTP format are below 1 ns
-		// of the rounding up in Short.
-		p.RootDispersion = Short(max(rx.MaxErr, tx.MaxErr) + 1)
+		// of the rounding up in Short. Root delay / 2 is part of MaxErr.
+		d := max(srv.RootDelay, 0)
+		p.Leap, p.RootDelay = srv.Leap, Short(d)
+		p.RootDispersion = Short(max(max(rx.MaxErr, tx.MaxErr)+1-d/2, 1))
 	}
 	return p.MarshalBinaryTo(out)
 }

@@ -100,6 +100,37 @@ func TestRespond(t *testing.T) {
 	}
 }
 
+// TestRespondUpstream: a server below a stratum-2 upstream passes on the
+// leap announcement and the root delay, and its root distance (delay/2 +
+// dispersion) is still the readings' bound, not more than a step of the
+// short format above it.
+func TestRespondUpstream(t *testing.T) {
+	const now = int64(1_764_032_400_000_000_000)
+	for _, tt := range []struct {
+		leap  uint8
+		delay int64
+	}{
+		{LeapInsert, 4_000_000},
+		{LeapDelete, 0},
+		{LeapNone, 30_000_000},
+	} {
+		srv := Server{Synced: true, Stratum: 3, RefID: 0x0a000001, Leap: tt.leap, RootDelay: tt.delay}
+		rx := Reading{Time: now, MaxErr: 16_000_000, OK: true}
+		out := make([]byte, HeaderLen)
+		n, err := Respond(out, request(4, 1), rx, rx, srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Packet
+		p.UnmarshalBinary(out[:n])
+		dist := ShortNs(p.RootDelay)/2 + ShortNs(p.RootDispersion)
+		if p.Leap != tt.leap || p.Stratum != 3 || ShortNs(p.RootDelay) < tt.delay-15259 || dist < rx.MaxErr || dist > rx.MaxErr+2*15259 {
+			t.Errorf("leap %d delay %d: reply leap %d stratum %d root delay %d ns, root distance %d ns, want >= %d",
+				tt.leap, tt.delay, p.Leap, p.Stratum, ShortNs(p.RootDelay), dist, rx.MaxErr)
+		}
+	}
+}
+
 func TestRespondUnsynced(t *testing.T) {
 	good := Server{Synced: true, Stratum: 2, RefID: 0x0a4d0001}
 	r := Reading{Time: 1e18, MaxErr: 10, OK: true}
@@ -112,6 +143,7 @@ func TestRespondUnsynced(t *testing.T) {
 		{"no receive reading", Reading{}, r, good},
 		{"no transmit reading", r, Reading{}, good},
 		{"stratum 0", r, r, Server{Synced: true}},
+		{"leap 3 from upstream", r, r, Server{Synced: true, Stratum: 2, Leap: LeapUnsync}},
 	}
 	for _, c := range cases {
 		out := make([]byte, HeaderLen)

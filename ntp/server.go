@@ -40,6 +40,18 @@ type Stats struct {
 	Unsynced     uint64 // replies that said "unsynchronised" (leap 3, stratum 16)
 	KernelStamps uint64 // requests whose receive time was the kernel's stamp
 	WriteErrors  uint64
+	Denied       uint64 // from a source outside the allow list: dropped
+	Limited      uint64 // over the source's rate limit: dropped
+	KoD          uint64 // over the source's rate limit: answered with a kiss-o'-death RATE
+}
+
+// Policy is who a Responder answers and how often (SetPolicy).
+type Policy struct {
+	// Allow lists the client networks answered; nil: every address, an
+	// empty list: none. The daemon's default is DefaultAllow.
+	Allow []netip.Prefix
+	// Limit is the per-source rate limit (zero: none).
+	Limit RateLimit
 }
 
 // Responder answers NTP client requests on a socket.
@@ -49,7 +61,25 @@ type Responder struct {
 	rawNow func() int64
 	log    *slog.Logger
 
-	received, answered, refused, unsynced, kernel, writeErrs atomic.Uint64
+	allow   []netip.Prefix
+	lim     *limiter // nil: no limit
+	kodPoll int8
+
+	received, answered, refused, unsynced, kernel, writeErrs, denied, limited, kods atomic.Uint64
+}
+
+// SetPolicy sets the allow list and the rate limit; call it before Serve.
+func (s *Responder) SetPolicy(p Policy) error {
+	if err := p.Limit.Check(); err != nil {
+		return err
+	}
+	s.allow = p.Allow
+	s.lim = nil
+	if p.Limit.Interval > 0 {
+		s.lim = newLimiter(p.Limit)
+		s.kodPoll = pollFor(p.Limit.Interval)
+	}
+	return nil
 }
 
 // NewResponder makes a responder; Serve runs it. rawNow reads
@@ -64,11 +94,14 @@ func NewResponder(conn Conn, src Source, rawNow func() int64, log *slog.Logger) 
 // Stats returns the counters so far.
 func (s *Responder) Stats() Stats {
 	return Stats{Received: s.received.Load(), Answered: s.answered.Load(), Refused: s.refused.Load(),
-		Unsynced: s.unsynced.Load(), KernelStamps: s.kernel.Load(), WriteErrors: s.writeErrs.Load()}
+		Unsynced: s.unsynced.Load(), KernelStamps: s.kernel.Load(), WriteErrors: s.writeErrs.Load(),
+		Denied: s.denied.Load(), Limited: s.limited.Load(), KoD: s.kods.Load()}
 }
 
 // Serve answers requests until ctx is done (it then closes the socket and
-// returns nil) or the socket fails. The request's arrival is its kernel
+// returns nil) or the socket fails. A request from outside the policy's
+// allow list is dropped, one over its source's rate limit dropped or
+// answered with a KoD RATE (SetPolicy). The request's arrival is its kernel
 // receive stamp when the socket has one, else the time the read returned;
 // the reply's transmit time is read just before the write (the write's
 // latency, a few microseconds, is what clients see as path asymmetry).
@@ -94,6 +127,29 @@ func (s *Responder) Serve(ctx context.Context) error {
 		}
 		user := s.rawNow()
 		s.received.Add(1)
+		if !allowed(s.allow, from.Addr()) {
+			s.denied.Add(1)
+			continue
+		}
+		if s.lim != nil {
+			switch s.lim.take(from.Addr(), user) {
+			case drop:
+				s.limited.Add(1)
+				continue
+			case kod:
+				m, err := KissOfDeath(out, buf[:n], "RATE", s.kodPoll)
+				if err != nil {
+					s.refused.Add(1)
+					continue
+				}
+				if err := s.conn.WriteTo(out[:m], from); err != nil {
+					s.writeErrs.Add(1)
+					continue
+				}
+				s.kods.Add(1)
+				continue
+			}
+		}
 		rxRaw := user
 		if kernel != 0 && kernel <= user {
 			rxRaw = kernel

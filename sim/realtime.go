@@ -25,6 +25,68 @@ type RealTimeSpec struct {
 	MaxSlewPPM float64 `yaml:"max_slew_ppm" json:"max_slew_ppm"`
 	// Clock is the reference's emulated CLOCK_REALTIME.
 	Clock RealtimeClockSpec `yaml:"clock" json:"clock"`
+	// Upstream, if set, emulates the reference kernel's adjtimex (the
+	// daemon's real_time.upstream kernel) and UTC apart from
+	// CLOCK_REALTIME: the truth becomes UTC. Unset: CLOCK_REALTIME is the
+	// truth and no upstream is read (real_time.upstream none).
+	Upstream *UpstreamSpec `yaml:"upstream" json:"upstream,omitempty"`
+}
+
+// UpstreamSpec is the reference kernel's view of its CLOCK_REALTIME, as a
+// fake adjtimex returns it, and the hidden truth behind it.
+type UpstreamSpec struct {
+	// UTCOffset is CLOCK_REALTIME - UTC: the upstream's true error, which
+	// only the evaluator sees.
+	UTCOffset Duration `yaml:"utc_offset" json:"utc_offset"`
+	// MaxError and EstError are what adjtimex reports (maxerror,
+	// esterror); a MaxError below |UTCOffset| is a kernel that lies.
+	MaxError Duration `yaml:"max_error" json:"max_error"`
+	EstError Duration `yaml:"est_error" json:"est_error"`
+	// Stratum is the upstream's stratum (chronyd's tracking; 0: unknown).
+	Stratum int `yaml:"stratum" json:"stratum"`
+	// Unsynced are the spans (since the start) in which the kernel says
+	// STA_UNSYNC (maxerror 16 s, as Linux sets then).
+	Unsynced []Span `yaml:"unsynced" json:"unsynced,omitempty"`
+	// Leap announces a leap second (insert or delete) from Leap.At on.
+	Leap *LeapSpec `yaml:"leap" json:"leap,omitempty"`
+}
+
+// Span is [From, To) since the start.
+type Span struct {
+	From Duration `yaml:"from" json:"from"`
+	To   Duration `yaml:"to" json:"to"`
+}
+
+// LeapSpec is a leap second announced from At on.
+type LeapSpec struct {
+	At   Duration `yaml:"at" json:"at"`
+	Kind string   `yaml:"kind" json:"kind"` // insert | delete
+}
+
+// unsyncedAt: the kernel says unsynchronised at d since the start.
+func (u *UpstreamSpec) unsyncedAt(d int64) bool {
+	for _, sp := range u.Unsynced {
+		if d >= int64(sp.From) && d < int64(sp.To) {
+			return true
+		}
+	}
+	return false
+}
+
+// adjtimex is what the fake kernel reports at d since the start: all the
+// code under test sees of the upstream.
+func (u *UpstreamSpec) adjtimex(d int64) realtime.Upstream {
+	up := realtime.Upstream{Known: true, Synced: true, MaxErr: int64(u.MaxError), EstErr: int64(u.EstError), Stratum: uint8(u.Stratum)}
+	if u.unsyncedAt(d) {
+		up = realtime.Upstream{Known: true, MaxErr: 16e9, EstErr: 16e9}
+	}
+	if u.Leap != nil && d >= int64(u.Leap.At) {
+		up.Leap = realtime.LeapInsert
+		if u.Leap.Kind == "delete" {
+			up.Leap = realtime.LeapDelete
+		}
+	}
+	return up
 }
 
 // RealtimeClockSpec is the reference's CLOCK_REALTIME as NTP disciplines
@@ -94,6 +156,28 @@ func (s *RealTimeSpec) validate(bad func(field, format string, a ...any)) {
 	}
 	if !finiteIn(s.MaxSlewPPM, 0, 1e5) {
 		bad("real_time.max_slew_ppm", "%v out of range [0, 100000] (0: 500)", s.MaxSlewPPM)
+	}
+	if u := s.Upstream; u != nil {
+		if s.mode() != realtime.ModeReference {
+			bad("real_time.upstream", "only with mode reference-realtime (mean-drift serves its own chain, not UTC)")
+		}
+		if u.MaxError < 0 || u.MaxError > Duration(16*time.Second) {
+			bad("real_time.upstream.max_error", "%v out of range [0, 16s]", u.MaxError)
+		}
+		if u.EstError < 0 || u.EstError > Duration(16*time.Second) {
+			bad("real_time.upstream.est_error", "%v out of range [0, 16s]", u.EstError)
+		}
+		if u.Stratum < 0 || u.Stratum > 15 {
+			bad("real_time.upstream.stratum", "%d out of range [0, 15]", u.Stratum)
+		}
+		for i, sp := range u.Unsynced {
+			if sp.From < 0 || sp.To <= sp.From {
+				bad(fmt.Sprintf("real_time.upstream.unsynced[%d]", i), "want 0 <= from < to, got %v..%v", sp.From, sp.To)
+			}
+		}
+		if l := u.Leap; l != nil && (l.At < 0 || (l.Kind != "insert" && l.Kind != "delete")) {
+			bad("real_time.upstream.leap", "at %v kind %q: want at >= 0 and kind insert or delete", l.At, l.Kind)
+		}
 	}
 	c := &s.Clock
 	if !finiteIn(c.FreqPPM, -1000, 1000) {
@@ -210,6 +294,15 @@ type RealTimeResult struct {
 	PollFails uint64 `json:"poll_fails"`
 	Segments  int    `json:"segments"`
 	Messages  uint64 `json:"messages"`
+	// With an upstream: UpstreamUnserved counts synced engine readings not
+	// served because the node knew the upstream unsynchronised;
+	// UpstreamLate the synced reads served inside an unsynced span later
+	// than one poll plus a second after it began (the node cannot know
+	// sooner: must be 0); LeapNodes the nodes that know the announced leap
+	// at the end.
+	UpstreamUnserved int `json:"upstream_unserved,omitempty"`
+	UpstreamLate     int `json:"upstream_late,omitempty"`
+	LeapNodes        int `json:"leap_nodes,omitempty"`
 	// Mean is the reference's mean rate (mean-drift), TrueMean the mean of
 	// the clocks' rates against the reference's at the end.
 	Mean     float64 `json:"mean,omitempty"`
@@ -288,6 +381,9 @@ func (r *runner) rtDrain(id int) {
 		noise := r.rt.spec.noise()
 		e := int64((2*r.rt.rng.Float64() - 1) * float64(noise))
 		real := n.clk.Ideal(r.now) + r.rt.spec.Clock.offsetAt(r.now) + e
+		if u := r.rt.spec.Upstream; u != nil {
+			rn.sc.SetUpstream(u.adjtimex(r.now - Origin))
+		}
 		rn.sc.Sample(g, real-g, noise+int64(r.sc.Clocks.Granularity+r.sc.Clocks.Jitter))
 		if len(r.rt.spec.Clock.Steps) > 0 {
 			r.rt.sampled[g] = r.now
@@ -317,7 +413,11 @@ func (r *runner) rtDrain(id int) {
 func (r *runner) rtTruth(t int64) (int64, bool) {
 	ref := r.nodes[r.ref].clk
 	if r.rt.spec.mode() == realtime.ModeReference {
-		return ref.Ideal(t) + r.rt.spec.Clock.offsetAt(t), true
+		v := ref.Ideal(t) + r.rt.spec.Clock.offsetAt(t)
+		if u := r.rt.spec.Upstream; u != nil {
+			v -= int64(u.UTCOffset) // UTC
+		}
+		return v, true
 	}
 	return r.rt.nodes[r.ref].sc.Map(ref.Ideal(t))
 }
@@ -338,6 +438,9 @@ func (r *runner) rtEvaluate(i int, local int64, tm engine.Time, counted bool) {
 	if tm.Status == engine.StatusUnsynced || !rn.sc.Apply(ts) {
 		if counted && tm.Status == engine.StatusSynced {
 			rr.res.Unserved++
+			if up, ok := rn.sc.Upstream(); ok && up.Problem() != "" {
+				rr.res.UpstreamUnserved++
+			}
 		}
 		rn.page.have = false // the page says unsynced; the next publish starts afresh
 		return
@@ -394,6 +497,9 @@ func (r *runner) rtEvaluate(i int, local int64, tm engine.Time, counted bool) {
 		res.Blind++
 		return
 	}
+	if u := rr.spec.Upstream; u != nil && u.unsyncedAt(r.now-Origin) && u.unsyncedAt(r.now-Origin-rr.spec.poll()-int64(time.Second)) {
+		res.UpstreamLate++
+	}
 	res.Reads++
 	if s.Earliest <= truth && truth <= s.Latest {
 		res.Covered++
@@ -434,6 +540,9 @@ func (r *runner) rtResult() *RealTimeResult {
 		res.PollFails += st.PollFails
 		if i == r.ref {
 			res.Jumps, res.Segments, res.Mean = st.Jumps, st.Segments, st.Mean
+		}
+		if up, ok := rn.sc.Upstream(); ok && up.Leap != realtime.LeapNone {
+			res.LeapNodes++
 		}
 	}
 	if res.Mode == "mean-drift" {

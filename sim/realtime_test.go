@@ -90,3 +90,52 @@ func TestRealTimeScenarioChecked(t *testing.T) {
 		t.Errorf("a slew beyond max_slew_ppm went unseen: coverage %.6f, %d jumps", rt.Coverage, rt.Jumps)
 	}
 }
+
+// TestRealTimeUpstream runs realtime-upstream (a fake adjtimex on the
+// reference): served UTC holds UTC itself, not just CLOCK_REALTIME, no
+// node serves synced time through the span its reference's kernel says
+// unsynchronised, and the leap announcement reaches every node. A kernel
+// whose maxerror is below the true error (1 ms < 1.5 ms) is caught.
+func TestRealTimeUpstream(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		maxErr Duration
+		cover  bool
+	}{
+		{"honest kernel", Duration(2 * time.Millisecond), true},
+		{"maxerror below the true error", Duration(time.Millisecond), false},
+	} {
+		sc, err := Shipped("realtime-upstream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.RealTime.Upstream.MaxError = tt.maxErr
+		res, err := Run(context.Background(), sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := res.RealTime
+		t.Logf("%s: %d reads, coverage %.6f, max |err| %d ns, max width %d ns, unserved %d (upstream %d), late %d, leap nodes %d",
+			tt.name, rt.Reads, rt.Coverage, rt.MaxAbsErr, rt.MaxWidth, rt.Unserved, rt.UpstreamUnserved, rt.UpstreamLate, rt.LeapNodes)
+		if (rt.Coverage == 1) != tt.cover {
+			t.Errorf("%s: coverage %.6f (%d of %d)", tt.name, rt.Coverage, rt.Covered, rt.Reads)
+		}
+		if !tt.cover {
+			continue
+		}
+		// 40 s of 10 evaluations/s on 8 nodes, less what the nodes learn
+		// within a poll.
+		if rt.UpstreamUnserved < 8*10*(40-3) || rt.UpstreamLate != 0 {
+			t.Errorf("unsynced upstream: %d synced engine reads unserved, %d served late", rt.UpstreamUnserved, rt.UpstreamLate)
+		}
+		if rt.LeapNodes != sc.Nodes {
+			t.Errorf("%d nodes know the leap second, want %d", rt.LeapNodes, sc.Nodes)
+		}
+		if rt.MaxWidth < 2*int64(2*time.Millisecond) {
+			t.Errorf("max width %d ns: the 2 ms maxerror not folded in", rt.MaxWidth)
+		}
+		if rt.Reads < int(sc.Duration-sc.Eval.Warmup-Duration(40*time.Second))/int(sc.Eval.Interval)*sc.Nodes*9/10 {
+			t.Errorf("only %d reads served", rt.Reads)
+		}
+	}
+}

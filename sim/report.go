@@ -93,6 +93,10 @@ func WriteTable(w io.Writer, res *Result) error {
 			"max |served - truth| %s, max width %s, served rate per local ns [%.6f, %.6f], %d backward; %d jumps detected, %d polls (%d failed), %d segments, %d messages\n",
 			rt.Mode, rt.Reads, rt.Coverage, rt.Blind, rt.Unserved, FormatNs(float64(rt.MaxAbsErr)), FormatNs(float64(rt.MaxWidth)),
 			rt.MinRate, rt.MaxRate, rt.Backward, rt.Jumps, rt.Polls, rt.PollFails, rt.Segments, rt.Messages)
+		if rt.UpstreamUnserved+rt.UpstreamLate+rt.LeapNodes > 0 {
+			fmt.Fprintf(w, "upstream: %d synced engine reads unserved (the reference's CLOCK_REALTIME unsynchronised), %d served late in an unsynced span, %d nodes know the leap second\n",
+				rt.UpstreamUnserved, rt.UpstreamLate, rt.LeapNodes)
+		}
 		if rt.Mode == "mean-drift" {
 			fmt.Fprintf(w, "mean rate 1%+.4f ppm, the clocks' mean 1%+.4f ppm\n", (rt.Mean-1)*1e6, (rt.TrueMean-1)*1e6)
 		}

@@ -155,6 +155,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("nodes: 4\nphases: [{start: 0s, loss: 2}]\n"))
 	f.Add([]byte("a: &x {b: *x}\n"))
+	f.Add([]byte(aliasBomb(20)))
+	f.Add([]byte("links: &l {loss: 0.1}\nphases: [{<<: *l, start: 0s}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b, "fuzz.yaml")
 		if err == nil {

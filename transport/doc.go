@@ -31,10 +31,13 @@
 //     flagged and acknowledged, requests and replies included.
 //
 // Authentication (auth.go): with Config.Keyring every datagram written is
-// sealed with a truncated HMAC-SHA256 tag and a fresh sequence number, and
-// every datagram read is opened before it is decoded; Config.Peers binds
-// sender ids to source addresses; a per-sender replay window drops copies.
-// Stats counts the drops by reason (DropReasons).
+// sealed for its destination node with a truncated HMAC-SHA256 tag and a
+// fresh sequence number from that destination's counter, and every
+// datagram read is opened before it is decoded; Config.Peers binds sender
+// ids to source addresses; a per-sender replay window drops copies and
+// refuses jumps, and a peer's window is set by a challenge (after a start,
+// a jump or a replay) so that nothing captured before a restart is
+// accepted after it. Stats counts the drops by reason (DropReasons).
 //
 // Timestamps: every exchange reports a Timing on the local clock, user-space
 // stamps always and kernel stamps when the connection is a StampedConn.

@@ -228,6 +228,10 @@ type Stats struct {
 	BadTag        uint64 // datagrams without the right authentication tag (dropped: DropBadTag)
 	Replays       uint64 // authenticated datagrams with a sequence number seen before (dropped: DropReplay)
 	UnknownSender uint64 // datagrams from a sender that is not a peer, or not at its address (dropped: DropUnknownSender)
+	Misaddressed  uint64 // authenticated datagrams sealed for another node (dropped: DropMisaddressed)
+	SeqJumps      uint64 // authenticated datagrams whose sequence number jumps beyond wire.MaxSeqJump (dropped: DropSeqJump)
+	Unverified    uint64 // authenticated datagrams from a peer not yet verified by a challenge (dropped: DropUnverified)
+	Challenges    uint64 // challenges sent to peers (auth.go)
 	DupRequests   uint64 // repeated requests answered from the reply cache
 	DupMessages   uint64 // repeated one-way messages not delivered again
 	Stale         uint64 // replies and ACKs nobody waits for (late or duplicate)
@@ -271,13 +275,15 @@ type Endpoint struct {
 	done    chan struct{}
 	closed  bool
 
-	bufPool sync.Pool
-	gate    *gate
-	authSeq atomic.Uint64
+	bufPool  sync.Pool
+	gate     *gate
+	authSeqs authCounters              // per-destination trailer sequence numbers
+	peerIDs  map[netip.AddrPort]uint32 // Peers reversed: the destination id of an address
 
 	sent, sentBytes, sentAcks, retrans, received, decodeErrs atomic.Uint64
 	dupReq, dupMsg, stale, timeouts                          atomic.Uint64
 	dropTag, dropReplay, dropSender                          atomic.Uint64
+	dropDest, dropJump, dropUnverified, challenges           atomic.Uint64
 
 	refused refusals
 }
@@ -333,7 +339,11 @@ func New(cfg Config) (*Endpoint, error) {
 	e.seq.Store(seq - 1)
 	e.bufPool.New = func() any { b := make([]byte, wire.MaxPacket); return &b }
 	e.gate = newGate(&e.cfg)
-	e.authSeq.Store(initialAuthSeq())
+	e.authSeqs = newAuthCounters(cfg.Peers)
+	e.peerIDs = make(map[netip.AddrPort]uint32, len(cfg.Peers))
+	for id, a := range cfg.Peers {
+		e.peerIDs[netip.AddrPortFrom(a.Addr().Unmap(), a.Port())] = id
+	}
 	return e, nil
 }
 
@@ -348,6 +358,8 @@ func (e *Endpoint) Stats() Stats {
 		DupRequests: e.dupReq.Load(), DupMessages: e.dupMsg.Load(), Stale: e.stale.Load(),
 		Timeouts: e.timeouts.Load(), Evicted: evicted,
 		BadTag: e.dropTag.Load(), Replays: e.dropReplay.Load(), UnknownSender: e.dropSender.Load(),
+		Misaddressed: e.dropDest.Load(), SeqJumps: e.dropJump.Load(), Unverified: e.dropUnverified.Load(),
+		Challenges: e.challenges.Load(),
 	}
 }
 
@@ -375,6 +387,17 @@ func (e *Endpoint) Run(ctx context.Context) error {
 	defer e.shutdown()
 	buf := make([]byte, wire.MaxPacket)
 	var pkt wire.Packet
+	if e.cfg.Keyring != nil {
+		// Ask every peer for its sequence number now, so that its first
+		// datagrams are not dropped as unverified (auth.go).
+		now := time.Now()
+		for id, addr := range e.gate.peers {
+			if id != e.cfg.ID {
+				e.gate.window(id)
+				e.challenge(id, addr, now)
+			}
+		}
+	}
 	for {
 		var (
 			n        int
@@ -394,10 +417,17 @@ func (e *Endpoint) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("transport: read: %w", err)
 		}
-		raw, reason := e.gate.admit(buf[:n], from)
-		if reason != "" {
-			e.countDrop(reason)
-			e.log.Debug("transport: dropped datagram", "from", from, "reason", reason)
+		now := time.Now()
+		raw, v := e.gate.admit(buf[:n], from, now)
+		if v.challenge != 0 {
+			e.challenge(v.challenge, v.chalAddr, now)
+		}
+		if v.reason != "" {
+			e.countDrop(v.reason)
+			e.log.Debug("transport: dropped datagram", "from", from, "reason", v.reason)
+			continue
+		}
+		if v.consumed { // an answered challenge: the window moved, nothing to hand on
 			continue
 		}
 		if err := pkt.UnmarshalBinary(raw); err != nil {
@@ -446,6 +476,12 @@ func (e *Endpoint) dispatch(ctx context.Context, in *Incoming, raw []byte) {
 		}
 		e.complete(pendKey{in.From, p.Seq, reqOp}, true, in, raw)
 	case wire.ClassRequest:
+		if p.Op.Kind() == wire.OpAuthChallenge {
+			if e.cfg.Keyring != nil {
+				e.answerChallenge(in)
+			}
+			return
+		}
 		e.serveRequest(ctx, in)
 	case wire.ClassOneWay:
 		k := msgKey{in.From, p.Sender, p.Seq}
@@ -523,7 +559,7 @@ func (e *Endpoint) serveRequest(ctx context.Context, in *Incoming) {
 		e.dupReq.Add(1)
 		if !e.cfg.AckEvery && ent.reply != nil {
 			// The reply is the ACK: the requester lost it, send it again.
-			e.write(ent.reply, in.From, nil)
+			e.write(ent.reply, in.From, p.Sender, nil)
 		}
 		// Under AckEvery the reply is retransmitted on its own until acked.
 		return
@@ -559,19 +595,19 @@ func (e *Endpoint) serveRequest(ctx context.Context, in *Incoming) {
 	if !e.cfg.AckEvery {
 		obs, ok := e.cfg.Handler.(ReplyObserver)
 		if !ok {
-			e.write(b, in.From, nil)
+			e.write(b, in.From, p.Sender, nil)
 			return
 		}
 		var kernelTx int64
 		sendUser := e.clk.Now()
-		e.write(b, in.From, &kernelTx)
+		e.write(b, in.From, p.Sender, &kernelTx)
 		obs.ReplySent(in.From, &reply, sendUser, kernelTx)
 		return
 	}
 	// The goroutine must not touch in or p: the receive loop reuses them.
-	peer, key := in.From, pendKey{in.From, p.Seq, rop}
+	peer, dest, key := in.From, p.Sender, pendKey{in.From, p.Seq, rop}
 	go func() {
-		if _, err := e.reliable(ctx, peer, b, key, true); err != nil {
+		if _, err := e.reliable(ctx, peer, dest, b, key, true); err != nil {
 			e.log.Debug("transport: reply never acknowledged", "to", peer, "seq", key.seq, "err", err)
 		}
 	}()
@@ -586,14 +622,15 @@ func (e *Endpoint) sendAck(to netip.AddrPort, p *wire.Packet) {
 		return
 	}
 	e.sentAcks.Add(1)
-	e.write(b[:n], to, nil)
+	e.write(b[:n], to, p.Sender, nil)
 }
 
-// write seals and sends one datagram and returns the kernel transmit
-// stamp if any. Every call seals afresh: a retransmission or a repeated
-// reply gets a new authentication sequence number.
-func (e *Endpoint) write(b []byte, to netip.AddrPort, kernelTx *int64) {
-	e.seal(b, func(b []byte) {
+// write seals and sends one datagram to node dest (0: unknown) at to and
+// returns the kernel transmit stamp if any. Every call seals afresh: a
+// retransmission or a repeated reply gets a new authentication sequence
+// number.
+func (e *Endpoint) write(b []byte, to netip.AddrPort, dest uint32, kernelTx *int64) {
+	e.seal(b, dest, func(b []byte) {
 		e.sent.Add(1)
 		e.sentBytes.Add(uint64(len(b)))
 		var err error
@@ -678,6 +715,7 @@ func (e *Endpoint) Request(ctx context.Context, peer netip.AddrPort, req *wire.P
 		return nil, tm, fmt.Errorf("transport: request %v to %v: %w", req.Op, peer, err)
 	}
 	b := (*bp)[:n]
+	dest := e.peerID(peer)
 	k := pendKey{peer, req.Seq, req.Op.Kind()}
 	w, err := e.register(k, true, e.cfg.AckEvery)
 	if err != nil {
@@ -699,7 +737,7 @@ func (e *Endpoint) Request(ctx context.Context, peer netip.AddrPort, req *wire.P
 		timer.Reset(e.timeout(peer, tm.Attempts))
 		tm.SendUser = e.clk.Now()
 		tm.SendKernel = 0
-		e.write(b, peer, &tm.SendKernel)
+		e.write(b, peer, dest, &tm.SendKernel)
 		for wait := true; wait; {
 			select {
 			case a := <-w.reply:
@@ -754,14 +792,14 @@ func (e *Endpoint) Send(ctx context.Context, peer netip.AddrPort, msg *wire.Pack
 	}
 	if !msg.Op.Reliable() {
 		tm := Timing{Attempts: 1, SendUser: e.clk.Now()}
-		e.write(b, peer, &tm.SendKernel)
+		e.write(b, peer, e.peerID(peer), &tm.SendKernel)
 		return tm, nil
 	}
-	return e.reliable(ctx, peer, b, pendKey{peer, msg.Seq, msg.Op.Kind()}, true)
+	return e.reliable(ctx, peer, e.peerID(peer), b, pendKey{peer, msg.Seq, msg.Op.Kind()}, true)
 }
 
-// reliable transmits b until the ACK for k arrives.
-func (e *Endpoint) reliable(ctx context.Context, peer netip.AddrPort, b []byte, k pendKey, measure bool) (Timing, error) {
+// reliable transmits b to node dest at peer until the ACK for k arrives.
+func (e *Endpoint) reliable(ctx context.Context, peer netip.AddrPort, dest uint32, b []byte, k pendKey, measure bool) (Timing, error) {
 	var tm Timing
 	w, err := e.register(k, false, true)
 	if err != nil {
@@ -782,7 +820,7 @@ func (e *Endpoint) reliable(ctx context.Context, peer netip.AddrPort, b []byte, 
 		timer.Reset(e.timeout(peer, tm.Attempts))
 		tm.SendUser = e.clk.Now()
 		tm.SendKernel = 0
-		e.write(b, peer, &tm.SendKernel)
+		e.write(b, peer, dest, &tm.SendKernel)
 		select {
 		case a := <-w.ack:
 			tm.RecvUser, tm.RecvKernel = a.recvUser, a.recvKernel

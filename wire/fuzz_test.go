@@ -71,7 +71,9 @@ func FuzzRoundTrip(f *testing.F) {
 		p.Status.Local, p.Status.Time.Est = a, c
 		p.Page.Addr, p.Page.Data = uint64(a), data
 		p.AckOp = Op(round)
-		p.RealTime = RealTime{Rate: x, RateErr: float64(n), Mode: uint8(round), At: a, Offset: c, Slope: x, Err: c, SlopeErr: float64(seq), After: c, Prev: a}
+		p.RealTime = RealTime{Rate: x, RateErr: float64(n), Mode: uint8(round), At: a, Offset: c, Slope: x, Err: c, SlopeErr: float64(seq), After: c, Prev: a,
+			UpKnown: a&1 == 1, UpSynced: a&2 != 0, UpLeap: uint8(seq & 3), UpStratum: uint8(seq >> 2 & 15), UpRefID: seq >> 8,
+			UpMaxErr: int64(n), UpEstErr: int64(round), UpRootDelay: int64(seq & 0xff), UpRootDisp: int64(n >> 4)}
 		b, err := p.MarshalBinary()
 		if err != nil {
 			return // invalid packets are refused by the encoder; fine

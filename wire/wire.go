@@ -66,6 +66,8 @@ const (
 	OpRealTimeQuery Op = 0x15                       // request: a node's clock rate vs the reference; asks for the real-time scale (daemon real_time modes)
 	OpRealTimeInfo  Op = 0x16                       // reply to OpRealTimeQuery: the reference's real-time offset or mean-drift segment
 	OpPut           Op = 0x17                       // one-way: application data in a Page body (Addr a tag, Data the payload); gclock measure's collectives
+	OpAuthChallenge Op = 0x18                       // request: a random Nonce; the answer proves the peer's auth sequence fresh (transport, docs/daemon.md "Security")
+	OpAuthResponse  Op = 0x19                       // reply to OpAuthChallenge: the same Nonce, sealed with the responder's current auth sequence
 )
 
 // Kind returns the op without the reliable flag.
@@ -97,9 +99,9 @@ const (
 // Class returns the protocol role of the op's kind.
 func (o Op) Class() Class {
 	switch o.Kind() {
-	case OpProbe, OpStatusQuery, OpGetPage, OpRealTimeQuery:
+	case OpProbe, OpStatusQuery, OpGetPage, OpRealTimeQuery, OpAuthChallenge:
 		return ClassRequest
-	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo:
+	case OpProbeReply, OpStatusReply, OpPageGrant, OpRealTimeInfo, OpAuthResponse:
 		return ClassReply
 	case OpTimeDiff, OpErrReport, OpPeriodChange, OpPut:
 		return ClassOneWay
@@ -120,6 +122,8 @@ func (o Op) ReplyOp() (Op, bool) {
 		return OpPageGrant, true
 	case OpRealTimeQuery:
 		return OpRealTimeInfo, true
+	case OpAuthChallenge:
+		return OpAuthResponse, true
 	}
 	return 0, false
 }
@@ -154,6 +158,10 @@ func (o Op) String() string {
 		s = "realtime-info"
 	case OpPut:
 		s = "put"
+	case OpAuthChallenge:
+		s = "auth-challenge"
+	case OpAuthResponse:
+		s = "auth-response"
 	default:
 		s = fmt.Sprintf("op(0x%02x)", uint8(o.Kind()))
 	}
@@ -284,12 +292,23 @@ type RealTime struct {
 	Err      int64
 	SlopeErr float64
 	Prev     int64
+
+	// Info, reference-realtime: the state of the reference's
+	// CLOCK_REALTIME read with the model's sample (realtime.Upstream).
+	// UpKnown false: not read, every other Up field zero. UpLeap is NTP's
+	// leap indicator (0..2), UpStratum the upstream's stratum (0: not
+	// known, at most 15); the errors are ns, >= 0.
+	UpKnown, UpSynced                           bool
+	UpLeap, UpStratum                           uint8
+	UpRefID                                     uint32
+	UpMaxErr, UpEstErr, UpRootDelay, UpRootDisp int64
 }
 
 // Packet is one datagram: the header fields and the body of its op. Only the
 // body that belongs to Op is encoded: Msg for the engine ops, Status for
 // OpStatusReply, Page for OpGetPage and OpPageGrant; AckOp for OpAck;
-// OpStatusQuery has none; RealTime for OpRealTimeQuery and OpRealTimeInfo.
+// OpStatusQuery has none; RealTime for OpRealTimeQuery and OpRealTimeInfo;
+// Nonce for OpAuthChallenge and OpAuthResponse.
 type Packet struct {
 	Op     Op     // kind and reliable flag
 	Sender uint32 // sender's node id; equals Msg.From for engine messages
@@ -304,6 +323,9 @@ type Packet struct {
 	// that ACKs of a reply and of a request with equal sequence numbers
 	// are told apart.
 	AckOp Op
+	// Nonce is the body of OpAuthChallenge and OpAuthResponse: a random
+	// number the challenger picked, echoed by the response.
+	Nonce uint64
 }
 
 // Sizes of the bodies.
@@ -317,7 +339,11 @@ const (
 	periodChangeLen = engineCommonLen + 8
 	statusLen       = 5*8 + 1 + 4
 	rtQueryLen      = 3 * 8
-	rtInfoLen       = 1 + 6*8
+	rtInfoLen       = 1 + 6*8 + rtUpLen
+	// rtUpLen: flags (known, synced, leap<<2), stratum, reference id and
+	// four errors.
+	rtUpLen  = 1 + 1 + 4 + 4*8
+	nonceLen = 8 // OpAuthChallenge and OpAuthResponse: equal sizes, no amplification
 
 	// Requests are padded with zeros to the size of their replies, so
 	// that no reply is larger than the request it answers: a forged
@@ -366,6 +392,8 @@ func (p *Packet) bodyLen() (int, error) {
 		return rtQueryLen + rtQueryPad, nil
 	case OpRealTimeInfo:
 		return rtInfoLen, nil
+	case OpAuthChallenge, OpAuthResponse:
+		return nonceLen, nil
 	}
 	return 0, fmt.Errorf("wire: encode: op 0x%02x: %w", uint8(p.Op), ErrOp)
 }
@@ -508,6 +536,22 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put64(uint64(rt.Err))
 		put64(math.Float64bits(rt.SlopeErr))
 		put64(uint64(rt.Prev))
+		var fl byte
+		if rt.UpKnown {
+			fl |= 1
+		}
+		if rt.UpSynced {
+			fl |= 2
+		}
+		b[o], b[o+1] = fl|rt.UpLeap<<2, rt.UpStratum
+		o += 2
+		put32(rt.UpRefID)
+		put64(uint64(rt.UpMaxErr))
+		put64(uint64(rt.UpEstErr))
+		put64(uint64(rt.UpRootDelay))
+		put64(uint64(rt.UpRootDisp))
+	case OpAuthChallenge, OpAuthResponse:
+		put64(p.Nonce)
 	}
 	if o != n {
 		// Unreachable unless bodyLen and the encoder disagree.
@@ -605,6 +649,7 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 	p.Page = Page{}
 	p.RealTime = RealTime{}
 	p.AckOp = 0
+	p.Nonce = 0
 	r := reader{b: b, o: HeaderLen}
 	kind := h.Op.Kind()
 	if kind <= OpPeriodChange {
@@ -726,12 +771,26 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 			rt.Err = r.i64("realtime-info.err")
 			rt.SlopeErr = r.f64("realtime-info.slope_err")
 			rt.Prev = r.i64("realtime-info.prev")
+			fo := r.o
+			fl := r.u8("realtime-info.up_flags")
+			if r.err == nil && fl>>4 != 0 {
+				r.err = &DecodeError{Field: "realtime-info.up_flags", Offset: fo, Err: ErrValue, Detail: fmt.Sprintf("%#x, want bits 0-3 only", fl)}
+			}
+			rt.UpKnown, rt.UpSynced, rt.UpLeap = fl&1 != 0, fl&2 != 0, fl>>2&3
+			rt.UpStratum = r.u8("realtime-info.up_stratum")
+			rt.UpRefID = r.u32("realtime-info.up_refid")
+			rt.UpMaxErr = r.i64("realtime-info.up_max_err")
+			rt.UpEstErr = r.i64("realtime-info.up_est_err")
+			rt.UpRootDelay = r.i64("realtime-info.up_root_delay")
+			rt.UpRootDisp = r.i64("realtime-info.up_root_disp")
 		}
 		if r.err == nil {
 			if field, v := rt.invalid(kind); field != "" {
 				r.err = &DecodeError{Field: name + "." + field, Offset: off, Err: ErrValue, Detail: fmt.Sprint(v)}
 			}
 		}
+	case OpAuthChallenge, OpAuthResponse:
+		p.Nonce = r.u64("auth.nonce")
 	}
 	if r.err == nil && kind <= OpPeriodChange {
 		if field, v := invalidMsg(kind, &p.Msg); field != "" {
@@ -769,6 +828,21 @@ func (rt *RealTime) invalid(kind Op) (string, any) {
 		return "err", rt.Err
 	case !fin(rt.SlopeErr) || rt.SlopeErr < 0:
 		return "slope_err", rt.SlopeErr
+	case rt.UpLeap > 2:
+		return "up_leap", rt.UpLeap
+	case rt.UpStratum > 15:
+		return "up_stratum", rt.UpStratum
+	case rt.UpMaxErr < 0:
+		return "up_max_err", rt.UpMaxErr
+	case rt.UpEstErr < 0:
+		return "up_est_err", rt.UpEstErr
+	case rt.UpRootDelay < 0:
+		return "up_root_delay", rt.UpRootDelay
+	case rt.UpRootDisp < 0:
+		return "up_root_disp", rt.UpRootDisp
+	case !rt.UpKnown && (rt.UpSynced || rt.UpLeap != 0 || rt.UpStratum != 0 || rt.UpRefID != 0 ||
+		rt.UpMaxErr != 0 || rt.UpEstErr != 0 || rt.UpRootDelay != 0 || rt.UpRootDisp != 0):
+		return "up_known", false
 	}
 	return "", nil
 }

@@ -40,6 +40,10 @@ func samplePackets() []Packet {
 		{Op: OpAck, Sender: 2, Seq: 45, AckOp: OpPeriodChange | ReliableFlag},
 		{Op: OpPut | ReliableFlag, Sender: 3, Seq: 8, Page: Page{Addr: 1<<32 | 7, Data: []byte{1, 2, 3}}},
 		{Op: OpPut, Sender: 3, Seq: 9, Page: Page{Addr: 2}},
+		{Op: OpRealTimeInfo, Sender: 1, Seq: 7, RealTime: RealTime{Mode: 1, At: 123456789, Offset: 1.7e18, Slope: -2.5e-5, Err: 12, SlopeErr: 5e-4, Prev: -7,
+			UpKnown: true, UpSynced: true, UpLeap: 1, UpStratum: 2, UpRefID: 0x0a000001, UpMaxErr: 16e9, UpEstErr: 3, UpRootDelay: 4, UpRootDisp: 5}},
+		{Op: OpAuthChallenge, Sender: 2, Seq: 10, Nonce: 0xdeadbeef01234567},
+		{Op: OpAuthResponse, Sender: 1, Seq: 10, Nonce: 0xdeadbeef01234567},
 	}
 }
 
@@ -252,6 +256,8 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint64(b[HeaderLen+25:], uint64(1<<63))
 			return b
 		}, "realtime-info.err", HeaderLen, ErrValue},
+		{"realtime upstream flags", func() []byte { b := valid(t, 11); b[HeaderLen+1+6*8] = 0x10; return b }, "realtime-info.up_flags", HeaderLen + 1 + 6*8, ErrValue},
+		{"realtime upstream stratum 16", func() []byte { b := valid(t, 11); b[HeaderLen+1+6*8] = 1; b[HeaderLen+2+6*8] = 16; return b }, "realtime-info.up_stratum", HeaderLen, ErrValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +291,10 @@ func TestEncodeErrors(t *testing.T) {
 		{"bad status", Packet{Op: OpStatusReply, Status: Status{Time: engine.Time{Status: 7}}}, ErrValue},
 		{"realtime rate infinite", Packet{Op: OpRealTimeQuery, RealTime: RealTime{Rate: math.Inf(1)}}, ErrValue},
 		{"realtime slope error negative", Packet{Op: OpRealTimeInfo, RealTime: RealTime{SlopeErr: -1}}, ErrValue},
+		{"realtime upstream leap 3", Packet{Op: OpRealTimeInfo, RealTime: RealTime{UpKnown: true, UpLeap: 3}}, ErrValue},
+		{"realtime upstream stratum 16", Packet{Op: OpRealTimeInfo, RealTime: RealTime{UpKnown: true, UpStratum: 16}}, ErrValue},
+		{"realtime upstream max error negative", Packet{Op: OpRealTimeInfo, RealTime: RealTime{UpKnown: true, UpMaxErr: -1}}, ErrValue},
+		{"realtime upstream fields without known", Packet{Op: OpRealTimeInfo, RealTime: RealTime{UpSynced: true}}, ErrValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/wire"
 )
 
 func TestKeygen(t *testing.T) {
@@ -28,6 +31,48 @@ func TestKeygen(t *testing.T) {
 	}
 	if err := runKeygen([]string{"-id", "4294967296"}, &a); err == nil {
 		t.Fatal("id beyond uint32 accepted")
+	}
+}
+
+// TestKeygenLinks: node files derived from one master open each other's
+// datagrams, and refuse the wrong flags.
+func TestKeygenLinks(t *testing.T) {
+	master := filepath.Join(t.TempDir(), "master.key")
+	var m bytes.Buffer
+	if err := runKeygen([]string{"-id", "3"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(master, m.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rings := map[uint32]*wire.Keyring{}
+	for _, n := range []uint32{1, 2} {
+		var out bytes.Buffer
+		if err := runKeygen([]string{"-links", "-id", "3", "-master", master, "-node", fmt.Sprint(n), "-peers", "1,2,3"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := daemon.ParseKeys(&out)
+		if err != nil || len(keys) != 2 || !keys[0].Link {
+			t.Fatalf("node %d: %v, %v", n, keys, err)
+		}
+		if rings[n], err = wire.NewKeyring(3, keys); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := wire.Packet{Op: wire.OpStatusQuery, Sender: 1, Seq: 1}
+	b, _ := p.MarshalBinary()
+	if _, _, err := rings[2].Open(rings[1].Seal(b, 2, 1)); err != nil {
+		t.Fatalf("node 2 cannot open node 1's datagram: %v", err)
+	}
+	for _, args := range [][]string{
+		{"-links", "-master", master, "-node", "4", "-peers", "1,2,3", "-id", "3"},
+		{"-links", "-master", master, "-node", "1", "-peers", "1,2,3", "-id", "9"},
+		{"-links", "-node", "1", "-peers", "1,2"},
+		{"-links", "-master", master, "-node", "1", "-peers", "1,x", "-id", "3"},
+	} {
+		if err := runKeygen(args, io.Discard); err == nil {
+			t.Errorf("keygen %v accepted", args)
+		}
 	}
 }
 

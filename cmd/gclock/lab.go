@@ -80,6 +80,7 @@ type labFlags struct {
 	stagger  bool
 	interval time.Duration
 	pingpong bool
+	frameLog string
 }
 
 func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
@@ -121,6 +122,7 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.StringVar(&f.pair, "pair", "0,1", "validation: the two hosts A,B probed both ways")
 	fs.DurationVar(&f.interval, "interval", 2*time.Millisecond, "validation: time between the probes of one direction")
 	fs.BoolVar(&f.pingpong, "pingpong", false, "validation: only A probes and B answers each probe at once (the daemons' pattern); B>A is measured on the answers")
+	fs.StringVar(&f.frameLog, "frame-log", "", "the switch writes every released frame (arrival stamp, release, write, gclock header) to this CSV file at the end")
 	fs.BoolVar(&f.stagger, "stagger", true, "validation: B's probes half an interval after A's (false: both directions at once)")
 }
 
@@ -192,6 +194,7 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
+	cfg.FrameLog = f.frameLog
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug

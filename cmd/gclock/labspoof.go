@@ -24,7 +24,11 @@ at --rate datagrams a second from the end of the warm-up; the reference is
 stopped at --kill-ref. Once with a cluster key and once without (--key
 both), it reports per host the evaluations with the truth outside the
 bounds, the worst error and width while synced, failover and the drop
-counters (docs/daemon.md, "Security"). Root.
+counters (docs/daemon.md, "Security"). With --insider the spoofer holds the
+cluster key and sends what a key holder sends to wedge a node: probes sealed
+with sequence numbers of 2^63 and beyond the jump limit, replays, and
+replays to another node than their destination (one run, with the key).
+Root.
 
 flags:
 `
@@ -42,6 +46,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Duration("warmup", d.Warmup, "the attack starts here; evaluations before are not counted")
 	kill := fs.Duration("kill-ref", d.KillRefAt, "stop the reference's daemon at this time (0: never)")
 	seed := fs.Uint64("seed", d.Seed, "seed of the clocks and of the forgeries")
+	insider := fs.Bool("insider", false, "the spoofer holds the cluster key (implies --key on)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
@@ -58,6 +63,9 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 		keys = []bool{true, false}
 	default:
 		return fmt.Errorf("lab spoof: --key %q: want on, off or both", *key)
+	}
+	if *insider {
+		keys = []bool{true}
 	}
 	if err := lab.Check(); err != nil {
 		return err
@@ -78,6 +86,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 		sc := d
 		sc.Command, sc.SpoofCommand = []string{self, "daemon"}, []string{self, "lab", "spoof-send"}
 		sc.Daemons, sc.Key, sc.Rate, sc.Capture, sc.Duration, sc.Warmup, sc.KillRefAt, sc.Seed = *daemons, k, *rate, *capture, *duration, *warmup, *kill, *seed
+		sc.Insider = *insider
 		l, err := lab.Up(ctx, cfg)
 		if err != nil {
 			return err

@@ -70,6 +70,10 @@ type nowReport struct {
 	// time is (0: the daemon did not say).
 	Node      uint32 `json:"node"`
 	Reference uint32 `json:"reference"`
+	// Reason says why the status is not synced when the daemon knows a
+	// cause beyond its own sync: "upstream-unsynchronised" (the
+	// reference's CLOCK_REALTIME is not synchronised, so no UTC is served).
+	Reason string `json:"reason,omitempty"`
 }
 
 // nowReading is one read of the page with what gclock now prints.
@@ -246,6 +250,9 @@ func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
 		DaemonPID: in.WriterPID, DaemonAlive: in.WriterAlive, AgeNs: int64(in.Age),
 		Node: in.Node, Reference: in.Reference,
 	}
+	if in.UpstreamUnsynced && t.Status != gtime.StatusSynced {
+		rep.Reason = "upstream-unsynchronised"
+	}
 	bounded := t.Earliest != math.MinInt64 && t.Latest != math.MaxInt64
 	if bounded {
 		w := t.Width()
@@ -264,6 +271,8 @@ func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
 		fmt.Fprintf(stdout, "earliest     %s (%s)\n", formatGlobal(t.Earliest, in.Timescale), signedDur(t.Earliest-t.Est))
 		fmt.Fprintf(stdout, "latest       %s (%s)\n", formatGlobal(t.Latest, in.Timescale), signedDur(t.Latest-t.Est))
 		fmt.Fprintf(stdout, "width        %v\n", time.Duration(t.Width()))
+	} else if rep.Reason != "" {
+		fmt.Fprintf(stdout, "bounds       unbounded (no UTC: see reason)\n")
 	} else {
 		fmt.Fprintf(stdout, "bounds       unbounded (no estimate yet)\n")
 	}
@@ -276,6 +285,10 @@ func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
 	}
 	fmt.Fprintf(stdout, "status       %s (daemon %s; page updated %v ago, stale after %v)\n",
 		t.Status, daemon, in.Age.Round(time.Microsecond), in.StaleAfter)
+	if rep.Reason != "" {
+		fmt.Fprintf(stdout, "reason       %s: the reference's CLOCK_REALTIME is not synchronised to UTC (its kernel says "+
+			"STA_UNSYNC: is its NTP daemon running and tracking a source?)\n", rep.Reason)
+	}
 	if in.Reference != 0 {
 		fmt.Fprintf(stdout, "reference    node %d (this daemon: node %d)\n", in.Reference, in.Node)
 	}

@@ -205,6 +205,52 @@ func TestNowCheck(t *testing.T) {
 	}
 }
 
+// TestNowUpstreamReason: a UTC page the daemon publishes unsynced because
+// the reference's CLOCK_REALTIME is unsynchronised says so, in JSON and in
+// text, and gclock now fails on it; a synced page names no reason.
+func TestNowUpstreamReason(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "page")
+	w, err := gtime.NewWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	local := gtime.RawNow()
+	for _, tt := range []struct {
+		up     bool
+		status gtime.Status
+		reason string
+	}{
+		{true, gtime.StatusUnsynced, "upstream-unsynchronised"},
+		{false, gtime.StatusUnsynced, ""},
+		{false, gtime.StatusSynced, ""},
+	} {
+		local++
+		u := gtime.Update{Local: local, Status: tt.status, StaleAfter: time.Minute, MaxDrift: 1e-4, MaxSlewRate: 5e-4,
+			Timescale: gtime.TimescaleRealtime, UpstreamUnsynced: tt.up, Node: 1, Reference: 1}
+		if tt.status == gtime.StatusSynced {
+			u.Mapping = estimate.Mapping{X0: local, Y0: 1.7e18, W0: 1500, Valid: true}
+		}
+		if err := w.Publish(u); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		err := runNow([]string{"-page", path, "-json"}, &out, &errb)
+		var rep nowReport
+		if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
+			t.Fatalf("bad JSON %q: %v", out.String(), jerr)
+		}
+		if rep.Reason != tt.reason || (err == nil) != (tt.status == gtime.StatusSynced) {
+			t.Errorf("upstream unsynced %v, %v: reason %q, err %v; want reason %q", tt.up, tt.status, rep.Reason, err, tt.reason)
+		}
+		out.Reset()
+		runNow([]string{"-page", path}, &out, &out)
+		if has := strings.Contains(out.String(), "reason       upstream-unsynchronised"); has != (tt.reason != "") {
+			t.Errorf("upstream unsynced %v: text output:\n%s", tt.up, out.String())
+		}
+	}
+}
+
 // TestNowJSONError: with -json, a failure before any reading (no page) is a
 // JSON object naming the page and the error, and the command still fails.
 func TestNowJSONError(t *testing.T) {

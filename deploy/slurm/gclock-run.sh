@@ -21,6 +21,10 @@
 #                  script replaces its node, peers, reference, topology and auth (the
 #                  job gets its own key, mode 0600, in GCLOCK_DIR) (default: built in,
 #                  raw clocks, global time = the first node's CLOCK_REALTIME)
+#   GCLOCK_UPSTREAM real_time.upstream of the built-in config (default: kernel: UTC is
+#                  served synced only while the first node's kernel says its CLOCK_REALTIME
+#                  is synchronised, bounds widened by its maxerror; none: its CLOCK_REALTIME
+#                  as it is, for nodes that run no NTP)
 #   GCLOCK_WAIT    seconds to wait for every page to be synced (default: 60)
 #   GCLOCK_DIR     where the generated config, the job's key and the daemons' logs go
 #                  (default: ./gclock-<job id>; on a file system every node reads)
@@ -70,7 +74,7 @@ cfg=$dir/gclock.yaml
   else
     echo "sync: {estimator: center}"
     echo "clock: {source: raw}"
-    echo "real_time: {mode: reference-realtime}"
+    echo "real_time: {mode: reference-realtime, upstream: ${GCLOCK_UPSTREAM:-kernel}}"
     echo "metrics: {listen: \"\"}"
   fi
 } > "$cfg"
@@ -90,7 +94,9 @@ trap stop EXIT
 if ! srun --nodes="$n" --ntasks="$n" --ntasks-per-node=1 --overlap \
   bash -c 'page=${1//%n/$SLURM_NODEID}; for _ in $(seq "$3"); do
       "$2" now -json -page "$page" 2>/dev/null | grep -q "\"status\": \"synced\"" && exit 0; sleep 1
-    done; echo "gclock-run: node $SLURM_NODEID ($(hostname)): page $page not synced after $3 s" >&2; exit 1' \
+    done; why=; "$2" now -json -page "$page" 2>/dev/null | grep -q upstream-unsynchronised &&
+      why=" (the reference node'"'"'s CLOCK_REALTIME is unsynchronised: run NTP there, or GCLOCK_UPSTREAM=none)"
+    echo "gclock-run: node $SLURM_NODEID ($(hostname)): page $page not synced after $3 s$why" >&2; exit 1' \
   _ "$page_pattern" "$GCLOCK" "$wait_s"; then
   die "the daemons did not synchronize: see $dir/gclockd-node*.log"
 fi

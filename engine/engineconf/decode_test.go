@@ -47,10 +47,10 @@ func TestDecodeErrorsNameFieldAndLine(t *testing.T) {
 		{"twice", "engine:\n  window: 4\n  window: 8\n", []string{"given twice", "line 3: engine.window"}},
 		{"bare number", "engine:\n  stale_after: 120\n", []string{"duration \"120\"", "unit", "line 2: engine.stale_after"}},
 		{"duration mapping", "engine:\n  probe_timeout: {a: 1}\n", []string{"want a duration", "line 2: engine.probe_timeout"}},
-		{"not a number", "engine:\n  pings_per_round: three\n", []string{"bad int", "line 2: engine.pings_per_round"}},
+		{"not a number", "engine:\n  pings_per_round: three\n", []string{`want a whole number, got "three"`, "line 2: engine.pings_per_round"}},
 		{"section a list", "engine: [1]\n", []string{"want a mapping", "line 1: engine"}},
 		{"list a scalar", "list: 3\n", []string{"want a list", "line 1: list"}},
-		{"negative uint", "id: -1\n", []string{"bad uint32", "line 1: id"}},
+		{"negative uint", "id: -1\n", []string{`want a whole number in 0..4294967295, got "-1"`, "line 1: id"}},
 		{"top a scalar", "3\n", []string{"line 1: want a mapping"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,16 @@
 //     previous model's bounds (a step, or a faster slew) is counted
 //     (Stats.Jumps), logged, and the model restarts from it.
 //
+//     The reference's CLOCK_REALTIME is not UTC by itself: its driver
+//     also reads the clock's own state (SetUpstream, an Upstream: the
+//     kernel's adjtimex and chronyd's tracking) with every sample, and
+//     the model carries it to the nodes. Apply widens both bounds by the
+//     upstream's maxerror (plus UpstreamGrowth per ns since it was read,
+//     as the kernel grows it), so that UTC itself is inside, and serves
+//     nothing while the upstream is unsynchronised (Upstream().Problem).
+//     The driver passes the leap announcement, stratum and reference id
+//     on to NTP clients.
+//
 //   - ModeMeanDrift: served(g) runs at the mean rate of all the cluster's
 //     clocks. Nodes report their rate against the reference (Inputs.Rate,
 //     see Rate); the reference averages them with its own (1), counting a

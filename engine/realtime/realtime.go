@@ -73,6 +73,9 @@ type Message struct {
 	Mode                  Mode
 	At, Offset, Err, Prev int64
 	Slope, SlopeErr       float64
+	// Up (reference-realtime): the state of the reference's CLOCK_REALTIME
+	// read with the model's sample (zero: not read).
+	Up Upstream
 }
 
 // Check names the first field no sender produces (the limits wire's decoder
@@ -100,6 +103,11 @@ func (m *Message) Check() error {
 			return bad("err", m.Err)
 		case !fin(m.SlopeErr) || m.SlopeErr < 0:
 			return bad("slope_err", m.SlopeErr)
+		case m.Mode != ModeReference && m.Up != (Upstream{}):
+			return bad("up", "set outside reference-realtime")
+		}
+		if err := m.Up.Check(); err != nil {
+			return fmt.Errorf("real-time message from %d: %w", m.From, err)
 		}
 	default:
 		return bad("type", m.Type)
@@ -209,6 +217,8 @@ type Stats struct {
 type offModel struct {
 	At, Offset, Err int64
 	Slope, SlopeErr float64
+	// Up is the upstream state read with the sample at At.
+	Up Upstream
 }
 
 func (m offModel) at(g int64) (off, err int64, ok bool) {
@@ -283,6 +293,9 @@ type Scale struct {
 	reports map[engine.NodeID]rateReport
 	mean    float64
 	meanErr float64
+
+	// up is the upstream state the next sample carries (SetUpstream).
+	up Upstream
 
 	st         Stats
 	failStreak int
@@ -399,7 +412,7 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 		return
 	}
 	e := max(halfWidth, 0)
-	smp := offModel{At: g, Offset: off, Err: e}
+	smp := offModel{At: g, Offset: off, Err: e, Up: s.up}
 	if s.haveOff {
 		pred, perr, ok := s.off.at(g)
 		if d := off - pred; !ok || d > perr+e || d < -perr-e {
@@ -409,7 +422,7 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 			s.st.Jumps++
 			s.log.Warn("reference CLOCK_REALTIME moved outside its bounds (step or fast slew): served time slews to it",
 				"moved_ns", d, "bound_ns", perr+e, "jumps", s.st.Jumps)
-			s.off = offModel{At: g, Offset: off, Err: e, Slope: s.off.Slope, SlopeErr: s.cfg.MaxSlew}
+			s.off = offModel{At: g, Offset: off, Err: e, Slope: s.off.Slope, SlopeErr: s.cfg.MaxSlew, Up: s.up}
 			s.last, s.haveLast = smp, true
 			return
 		}
@@ -418,7 +431,7 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 		fd := float64(g - s.last.At)
 		s.off = offModel{At: g, Offset: off, Err: e,
 			Slope:    float64(off-s.last.Offset) / fd,
-			SlopeErr: s.cfg.MaxSlew + float64(e+s.last.Err)/fd}
+			SlopeErr: s.cfg.MaxSlew + float64(e+s.last.Err)/fd, Up: s.up}
 		s.haveOff = true
 	}
 	s.last, s.haveLast = smp, true
@@ -510,7 +523,7 @@ func (s *Scale) Answer(q Message, local int64) (Message, error) {
 	if s.cfg.Mode == ModeReference {
 		if s.haveOff {
 			o := s.off
-			r.Mode, r.At, r.Offset, r.Slope, r.Err, r.SlopeErr = ModeReference, o.At, o.Offset, o.Slope, o.Err, o.SlopeErr
+			r.Mode, r.At, r.Offset, r.Slope, r.Err, r.SlopeErr, r.Up = ModeReference, o.At, o.Offset, o.Slope, o.Err, o.SlopeErr, o.Up
 		}
 		return r, nil
 	}
@@ -597,7 +610,7 @@ func (s *Scale) accept(r Message, gk int64) error {
 			return fmt.Errorf("model slope %g +- %g, error %d ns: implausible", r.Slope, r.SlopeErr, r.Err)
 		}
 		if !s.haveOff || r.At >= s.off.At {
-			s.off = offModel{At: r.At, Offset: r.Offset, Err: r.Err, Slope: r.Slope, SlopeErr: r.SlopeErr}
+			s.off = offModel{At: r.At, Offset: r.Offset, Err: r.Err, Slope: r.Slope, SlopeErr: r.SlopeErr, Up: r.Up}
 			s.haveOff = true
 		}
 		return nil

@@ -62,7 +62,10 @@ func (s *Scale) Map(g int64) (int64, bool) {
 // Apply turns the engine's readings (global time on the reference's clock)
 // into served time, bounds included: g + O(g) and the chain both increase
 // with g, so the bounds stay bounds. False: no model yet, or a reading the
-// models cannot map; the reading must then not be served as synced.
+// models cannot map, or (reference-realtime) an upstream that is not
+// synchronised (Upstream says why); the reading must then not be served
+// as synced. The upstream's error bound, grown since it was read, widens
+// both bounds.
 func (s *Scale) Apply(ts []engine.Time) bool {
 	for i := range ts {
 		t := &ts[i]
@@ -77,10 +80,20 @@ func (s *Scale) Apply(ts []engine.Time) bool {
 			}
 			// g + O(g) increases with g (|slope| << 1), and so do its
 			// bounds: the lower bound is reached at Earliest.
-			var oe, ol, oh int64
+			// The upstream's own error (CLOCK_REALTIME - UTC) widens both
+			// bounds; an unsynchronised upstream serves no UTC at all.
+			if s.off.Up.Problem() != "" {
+				return false
+			}
+			var oe, ol, oh, ul, uh int64
+			var ok4, ok5 bool
 			oe, _, ok1 = s.off.at(t.Est)
 			ol, xl, ok2 = s.off.at(t.Earliest)
 			oh, xh, ok3 = s.off.at(t.Latest)
+			ul, ok4 = s.off.Up.errAt(t.Earliest, s.off.At)
+			uh, ok5 = s.off.Up.errAt(t.Latest, s.off.At)
+			ok2, ok3 = ok2 && ok4, ok3 && ok5
+			xl, xh = xl+ul, xh+uh
 			e, l, h = t.Est+oe, t.Earliest+ol, t.Latest+oh
 		} else {
 			if len(s.segs) == 0 {

@@ -106,12 +106,19 @@ func Decode(n *yaml.Node, path string, v any) error {
 		return fmt.Errorf("conf: Decode into %T: want a non-nil pointer", v)
 	}
 	d := decoder{}
-	return d.value(n, path, rv.Elem())
+	if err := d.value(n, path, rv.Elem()); err != nil {
+		d.errs = append(d.errs, err)
+	}
+	return errors.Join(d.errs...)
 }
 
 type decoder struct {
-	aliased   int // values decoded through aliases
-	aliasLine int // line of the outermost alias being expanded (0: none)
+	aliased   int  // values decoded through aliases
+	aliasLine int  // line of the outermost alias being expanded (0: none)
+	fatal     bool // an alias bomb: stop at once, report nothing more
+	// errs are the bad fields found so far: a mapping's fields are all
+	// decoded, each bad one reported, so that a file's errors come at once.
+	errs []error
 }
 
 func bad(path string, n *yaml.Node, format string, args ...any) error {
@@ -133,6 +140,7 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) error {
 	}
 	if d.aliasLine > 0 {
 		if d.aliased++; d.aliased > MaxAliasValues {
+			d.fatal = true
 			return &FieldError{Field: path, Line: d.aliasLine,
 				Msg: fmt.Sprintf("aliases expand to more than %d values (an alias bomb?): write the values out", MaxAliasValues)}
 		}
@@ -193,12 +201,29 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) error {
 		}
 		p := reflect.New(v.Type())
 		if err := n.Decode(p.Interface()); err != nil {
-			return bad(path, n, "bad %s %q: %s", v.Kind(), n.Value, strings.TrimPrefix(err.Error(), "yaml: "))
+			return bad(path, n, "%s, got %q", wantScalar(v.Type()), n.Value)
 		}
 		v.Set(p.Elem())
 		return nil
 	}
 	return bad(path, n, "cannot decode into %s", v.Type())
+}
+
+// wantScalar says in words what a scalar field takes.
+func wantScalar(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "want true or false"
+	case reflect.Int, reflect.Int64:
+		return "want a whole number"
+	case reflect.Int8, reflect.Int16, reflect.Int32:
+		return fmt.Sprintf("want a whole number in %d..%d", int64(-1)<<(t.Bits()-1), int64(1)<<(t.Bits()-1)-1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("want a whole number in 0..%d", uint64(1)<<t.Bits()-1)
+	case reflect.Float32, reflect.Float64:
+		return "want a number"
+	}
+	return "want a " + t.Kind().String()
 }
 
 // fields decodes a mapping into a struct: merged mappings first (the
@@ -243,7 +268,8 @@ func (d *decoder) fields(n *yaml.Node, path string, v reflect.Value) error {
 			return bad(path, k, "a field name must be a plain word, got a %s", kindName(k.Kind))
 		}
 		if seen[k.Value] {
-			return bad(fp, k, "given twice")
+			d.errs = append(d.errs, bad(fp, k, "given twice"))
+			continue
 		}
 		seen[k.Value] = true
 		idx := -1
@@ -259,10 +285,14 @@ func (d *decoder) fields(n *yaml.Node, path string, v reflect.Value) error {
 			}
 		}
 		if idx < 0 {
-			return bad(fp, k, "unknown field %q (known: %s)", k.Value, strings.Join(names, ", "))
+			d.errs = append(d.errs, bad(fp, k, "unknown field %q (known: %s)", k.Value, strings.Join(names, ", ")))
+			continue
 		}
 		if err := d.value(val, fp, v.Field(idx)); err != nil {
-			return err
+			if d.fatal {
+				return err
+			}
+			d.errs = append(d.errs, err) // and go on: every bad field at once
 		}
 	}
 	return nil

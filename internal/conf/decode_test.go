@@ -86,8 +86,8 @@ func TestDecodeErrorsNameFieldAndLine(t *testing.T) {
 		{"twice", "seed: 1\nseed: 2\n", "seed", 2, "given twice"},
 		{"bare number duration", "in:\n  every: 120\n", "in.every", 2, `duration "120": want a number with a unit`},
 		{"duration a list", "in:\n  every: [1s]\n", "in.every", 2, "want a duration such as 250ms, got a sequence"},
-		{"not a number", "id: one\n", "id", 1, `bad uint32 "one"`},
-		{"negative uint", "id: -1\n", "id", 1, `bad uint32 "-1"`},
+		{"not a number", "id: one\n", "id", 1, `want a whole number in 0..4294967295, got "one"`},
+		{"negative uint", "id: -1\n", "id", 1, `want a whole number in 0..4294967295, got "-1"`},
 		{"section a list", "in: [1]\n", "in", 1, "want a mapping of fields, got a sequence"},
 		{"list a scalar", "list: 3\n", "list", 1, "want a list, got a scalar"},
 		{"pair of three", "pairs: [[1, 2, 3]]\n", "pairs[0]", 1, "want a list of 2 values"},
@@ -206,4 +206,40 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("error %v (%T): want a *FieldError wrapping ErrConfig", err, err)
 		}
 	})
+}
+
+// TestDecodeReportsEveryField: a file's bad fields come at once, each with
+// its line and path, in words (issue 19: decoding stopped at the first and
+// said "cannot unmarshal !!str `abc` into uint32").
+func TestDecodeReportsEveryField(t *testing.T) {
+	type inner struct {
+		Adaptive bool    `yaml:"adaptive"`
+		Ratio    float64 `yaml:"ratio"`
+	}
+	type cfg struct {
+		ID    uint32 `yaml:"id"`
+		Sync  inner  `yaml:"sync"`
+		Nodes int    `yaml:"nodes"`
+	}
+	var c cfg
+	_, err := Unmarshal([]byte("id: abc\nsync:\n  adaptive: maybe\n  ratio: lots\n  extra: 1\nnodes: 7\n"), &c)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`line 1: id: want a whole number in 0..4294967295, got "abc"`,
+		`line 3: sync.adaptive: want true or false, got "maybe"`,
+		`line 4: sync.ratio: want a number, got "lots"`,
+		`line 5: sync.extra: unknown field "extra"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if c.Nodes != 7 {
+		t.Errorf("the good fields after the bad ones: nodes %d, want 7 decoded", c.Nodes)
+	}
+	if strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "!!str") {
+		t.Errorf("Go's or yaml's words leak: %v", err)
+	}
 }

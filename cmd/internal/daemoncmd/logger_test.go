@@ -62,6 +62,8 @@ func TestWarnTimescale(t *testing.T) {
 
 type testStatus int
 
+type nodeID uint32 // as engine.NodeID
+
 func (s testStatus) String() string { return [...]string{"unsynced", "synced"}[s] }
 
 // TestLoggerReadable: each key once per line (the engine adds node=ID to a
@@ -71,7 +73,7 @@ func TestLoggerReadable(t *testing.T) {
 	for _, format := range []string{daemon.LogText, daemon.LogJSON} {
 		var buf bytes.Buffer
 		l := NewLogger(&buf, format, slog.LevelInfo).With("node", 2)
-		l = l.With("node", 2) // the engine's With on the daemon's logger
+		l = l.With("node", nodeID(2)) // the engine's With (a named type) on the daemon's logger
 		l.Info("status changed", "node", 2, "from", testStatus(0), "to", testStatus(1), "after", 1500*time.Millisecond, "peer", 3)
 		out := strings.TrimSpace(buf.String())
 		if n := strings.Count(out, "node"); n != 1 {

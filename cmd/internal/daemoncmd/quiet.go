@@ -117,7 +117,13 @@ func (h *quietHandler) Handle(ctx context.Context, r slog.Record) error {
 // dup reports whether a is already on the line with the same value.
 func (h *quietHandler) dup(a slog.Attr) bool {
 	v, ok := h.with[a.Key]
-	return ok && !h.group && v.Equal(a.Value.Resolve())
+	if !ok || h.group {
+		return false
+	}
+	// The same value, or the same text of it: the engine's node=NodeID(2)
+	// (a named type, so slog keeps it as Any) is the daemon's node=2.
+	r := a.Value.Resolve()
+	return v.Equal(r) || v.String() == r.String()
 }
 
 // dedup drops the record's attributes that a WithAttrs above carries with

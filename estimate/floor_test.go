@@ -1,0 +1,161 @@
+package estimate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// ex is an exchange on raw clocks (true offset 0) sent at t with one-way
+// delays fwd and back and the responder holding it for hold, all ns.
+func ex(t, fwd, hold, back int64) Sample {
+	return Sample{SrcSend: t, LocRecv: t + fwd, LocSend: t + fwd + hold, SrcRecv: t + fwd + hold + back}
+}
+
+// labRound is n exchanges 5 ms apart from t like the lab's on its default
+// link (seeded by t): one-way delays of 73.5 us plus the link's pareto
+// excess (a Lomax of shape 3 and mean 28.9 us), holds of 30 us to 1 ms.
+func labRound(t int64, n int) []Sample {
+	rng := rand.New(rand.NewPCG(uint64(t), 21))
+	lomax := func() int64 { return int64(57_700 * (math.Pow(1-rng.Float64(), -1.0/3) - 1)) }
+	r := make([]Sample, n)
+	for i := range r {
+		r[i] = ex(t+int64(i)*5_000_000, 73_500+lomax(), 30_000+rng.Int64N(1_000_000), 73_500+lomax())
+	}
+	return r
+}
+
+// fastest is the index of r's exchange with the shortest round trip.
+func fastest(r []Sample) int {
+	k := 0
+	for i := range r {
+		if r[i].RTT() < r[k].RTT() {
+			k = i
+		}
+	}
+	return k
+}
+
+// TestFloorFilter feeds rounds of recorded-style exchanges and checks
+// which the filter keeps.
+func TestFloorFilter(t *testing.T) {
+	const t0 = int64(500e9)
+	type round struct {
+		r        []Sample
+		rejected int
+	}
+	// late returns r with exchange i's reply stamped d ns late (T3 later:
+	// the round trip comes out d shorter), as the lab's bad runs showed.
+	// i < 0 counts from the fastest exchange.
+	late := func(r []Sample, i int, d int64) []Sample {
+		r = append([]Sample(nil), r...)
+		if i < 0 {
+			i = fastest(r)
+		}
+		r[i].LocSend += d
+		return r
+	}
+	// at returns a round of n exchanges on a path whose floor is floor ns
+	// each way, the responder holding each for hold.
+	at := func(t int64, n int, floor, hold int64) []Sample {
+		r := make([]Sample, n)
+		for i := range r {
+			r[i] = ex(t+int64(i)*5_000_000, floor+int64(i%5)*300, hold, floor+int64(i%3)*300)
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		cfg     FloorConfig
+		rounds  []round
+		wantFlr int64 // the most Floor() may be at the end, 0: not checked
+	}{
+		{"too little history: nothing rejected", FloorConfig{Slack: 2000},
+			[]round{{late(labRound(t0, 20), 3, 60_000), 0}}, 0},
+		{"steady path: all kept", FloorConfig{Slack: 2000},
+			[]round{{labRound(t0, 60), 0}, {labRound(t0+1e9, 60), 0}}, 0},
+		{"one reply 50 us late: rejected", FloorConfig{Slack: 2000},
+			[]round{{labRound(t0, 60), 0}, {late(labRound(t0+1e9, 60), -1, 50_000), 1}}, 0},
+		{"one reply 8 us late: inside the slack (1/16 of 150 us)", FloorConfig{Slack: 2000},
+			[]round{{at(t0, 60, 75_000, 50_000), 0}, {late(at(t0+1e9, 60, 75_000, 50_000), 3, 8_000), 0}}, 0},
+		{"one reply 11 us late: beyond it", FloorConfig{Slack: 2000},
+			[]round{{at(t0, 60, 75_000, 50_000), 0}, {late(at(t0+1e9, 60, 75_000, 50_000), 3, 11_000), 1}}, 0},
+		{"in the first round: rejected once there are 32", FloorConfig{Slack: 2000},
+			[]round{{late(labRound(t0, 60), 10, 50_000), 1}}, 0},
+		{"three bad in one round after 240 good: all rejected", FloorConfig{Slack: 2000},
+			[]round{{at(t0, 60, 75_000, 50_000), 0}, {at(t0+1e8, 60, 75_000, 50_000), 0},
+				{at(t0+2e8, 60, 75_000, 50_000), 0}, {at(t0+3e8, 60, 75_000, 50_000), 0}, {late(late(late(at(t0+1e9, 60, 75_000, 50_000), 0, 50_000), 7, 20_000), 9, 90_000), 3}}, 0},
+		{"three bad among the first 120: the third stands for the floor", FloorConfig{Slack: 2000},
+			[]round{{at(t0, 60, 75_000, 50_000), 0}, {late(late(late(at(t0+1e9, 60, 75_000, 50_000), 0, 50_000), 7, 20_000), 9, 90_000), 2}}, 0},
+		{"a slow responder's hold on drifting clocks widens the slack", FloorConfig{Slack: 500, SlackFrac: 0.001, MaxSkew: 200e-6},
+			[]round{{at(t0, 60, 20_000, 5_000), 0}, {append(at(t0+1e9, 59, 20_000, 5_000), ex(t0+2e9, 20_000, 10_000_000, 20_000-1_500)), 0}}, 0},
+		{"the same exchange without the hold allowance", FloorConfig{Slack: 500, SlackFrac: 0.001},
+			[]round{{at(t0, 60, 20_000, 5_000), 0}, {append(at(t0+1e9, 59, 20_000, 5_000), ex(t0+2e9, 20_000, 10_000_000, 20_000-1_500)), 1}}, 0},
+		{"the path got 30 us faster: followed once 8 of 256 show it", FloorConfig{Slack: 2000},
+			[]round{
+				{at(t0, 60, 75_000, 40_000), 0}, {at(t0+1e9, 60, 75_000, 40_000), 0},
+				{at(t0+2e9, 60, 75_000, 40_000), 0}, {at(t0+3e9, 60, 75_000, 40_000), 0},
+				{at(t0+4e9, 5, 60_000, 40_000), 5},
+				{at(t0+5e9, 60, 60_000, 40_000), 0},
+			}, 121_000},
+		{"negative round trips are the caller's business", FloorConfig{Slack: 2000},
+			[]round{{labRound(t0, 60), 0}, {[]Sample{{SrcSend: 10, LocRecv: 0, LocSend: 100, SrcRecv: 20}}, 0}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := NewFloorFilter(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range tt.rounds {
+				kept, rej := f.Filter(nil, r.r)
+				if rej != r.rejected || len(kept)+rej != len(r.r) {
+					t.Errorf("round %d: kept %d rejected %d of %d, want %d rejected", i, len(kept), rej, len(r.r), r.rejected)
+				}
+			}
+			if tt.wantFlr != 0 {
+				if got, ok := f.Floor(); !ok || got > tt.wantFlr {
+					t.Errorf("Floor() = %d, %v, want at most %d", got, ok, tt.wantFlr)
+				}
+			}
+		})
+	}
+}
+
+// TestFloorFilterKeepsOrderAndReset: the kept exchanges keep their order
+// and Reset forgets the history.
+func TestFloorFilterKeepsOrderAndReset(t *testing.T) {
+	f, err := NewFloorFilter(FloorConfig{Slack: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := labRound(1e12, 60)
+	k := fastest(r)
+	r[k].LocSend += 60_000
+	kept, rej := f.Filter(nil, r)
+	if rej != 1 || len(kept) != 59 || kept[k] != r[k+1] || (k > 0 && kept[k-1] != r[k-1]) {
+		t.Fatalf("rejected %d, kept %d; kept[%d] = %v, want %v", rej, len(kept), k, kept[k], r[k+1])
+	}
+	if _, ok := f.Floor(); !ok {
+		t.Fatal("no floor after 60 exchanges")
+	}
+	f.Reset()
+	if _, ok := f.Floor(); ok {
+		t.Fatal("a floor after Reset")
+	}
+}
+
+// TestFloorConfigValidate names the bad field.
+func TestFloorConfigValidate(t *testing.T) {
+	for _, c := range []FloorConfig{
+		{Slack: 0}, {Slack: 1, History: 31}, {Slack: 1, SlackFrac: 1}, {Slack: 1, SlackFrac: -0.1},
+		{Slack: 1, MaxSkew: 0.6}, {Slack: 1, MaxSkew: -1},
+	} {
+		if _, err := NewFloorFilter(c); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	if _, err := NewFloorFilter(FloorConfig{Slack: 1}); err != nil {
+		t.Errorf("defaults refused: %v", err)
+	}
+}
