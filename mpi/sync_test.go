@@ -189,8 +189,10 @@ func checkSyncMerge(t *testing.T, files []string, clocks []testClock, rounds int
 		// Per round: checkMerge's 58, and the extra collectives' dependencies:
 		// gather 3 (to the root), scatter 3 (from it), allgather and
 		// alltoall 12 each (offsets 1-3 on 4 ranks), ibarrier and
-		// iallreduce 12 each, ibcast 3, ireduce on the two halves 1 each.
-		if want := int64(rounds * (58 + 3 + 3 + 12 + 12 + 12 + 12 + 3 + 2)); tot.Messages != want {
+		// iallreduce 12 each, ibcast 3, ireduce on the two halves 1 each;
+		// gatherv 3, scatterv 3, allgatherv, alltoallv and both
+		// reduce_scatters 12 each.
+		if want := int64(rounds * (58 + 3 + 3 + 12 + 12 + 12 + 12 + 3 + 2 + 3 + 3 + 12 + 12 + 12 + 12)); tot.Messages != want {
 			t.Errorf("-method %s: %d messages matched, want %d", tc.method, tot.Messages, want)
 		}
 		if tot.Raw == 0 || tot.Messages == 0 {

@@ -421,19 +421,22 @@ static struct {
 
 enum {
 	R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_GATHER, R_SCATTER, R_ALLGATHER, R_ALLTOALL, R_SYNC,
-	R_IBARRIER, R_IBCAST, R_IREDUCE, R_IALLREDUCE, R_IGATHER, R_ISCATTER, R_IALLGATHER, R_IALLTOALL, R_NAMES
+	R_IBARRIER, R_IBCAST, R_IREDUCE, R_IALLREDUCE, R_IGATHER, R_ISCATTER, R_IALLGATHER, R_IALLTOALL,
+	R_GATHERV, R_SCATTERV, R_ALLGATHERV, R_ALLTOALLV, R_REDUCE_SCATTER_BLOCK, R_REDUCE_SCATTER, R_NAMES
 };
 static const char *region_names[R_NAMES] = {
 	"",		 "MPI_Barrier",	 "MPI_Bcast",	 "MPI_Reduce",	   "MPI_Allreduce", "MPI_Gather",
 	"MPI_Scatter",	 "MPI_Allgather", "MPI_Alltoall", "gclock_timesync", "MPI_Ibarrier",  "MPI_Ibcast",
-	"MPI_Ireduce",	 "MPI_Iallreduce", "MPI_Igather",  "MPI_Iscatter",    "MPI_Iallgather", "MPI_Ialltoall"};
+	"MPI_Ireduce",	 "MPI_Iallreduce", "MPI_Igather",  "MPI_Iscatter",    "MPI_Iallgather", "MPI_Ialltoall",
+	"MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter"};
 
 /* root_to_all: the collectives whose non-roots wait for the root (bcast,
  * scatter); the other rooted ones have the root wait for all (reduce,
  * gather). */
 static int root_to_all(int region)
 {
-	return region == R_BCAST || region == R_SCATTER || region == R_IBCAST || region == R_ISCATTER;
+	return region == R_BCAST || region == R_SCATTER || region == R_IBCAST || region == R_ISCATTER ||
+	       region == R_SCATTERV;
 }
 
 #define COLL_BIT (1ULL << 63)
@@ -1413,6 +1416,64 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
 	coll_enter(&k, comm, R_IALLTOALL, -1);
 	int rc = PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
 	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
+		MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_GATHERV, root);
+	int rc = PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf, int rcount,
+		 MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_SCATTERV, root);
+	int rc = PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
+		   MPI_Datatype rtype, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLGATHERV, -1);
+	int rc = PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf,
+		  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLTOALLV, -1);
+	int rc = PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_REDUCE_SCATTER_BLOCK, -1);
+	int rc = PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, t, op, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_REDUCE_SCATTER, -1);
+	int rc = PMPI_Reduce_scatter(sbuf, rbuf, rcounts, t, op, comm);
+	coll_leave(&k, rc);
 	return rc;
 }
 

@@ -7,7 +7,8 @@
  *
  * usage: ring ROUNDS PAUSE_MS [SYNC_EVERY]
  * With SYNC_EVERY > 0 each round also runs MPI_Gather, MPI_Scatter,
- * MPI_Allgather, MPI_Alltoall, MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and
+ * MPI_Allgather, MPI_Alltoall, their v variants, MPI_Reduce_scatter_block,
+ * MPI_Reduce_scatter, MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and
  * MPI_Ireduce (on the halves), and every SYNC_EVERY rounds
  * gclock_timesync() when the library defines it (weak: still no header).
  * prints per rank: "wtime RANK RAW_BEFORE WTIME RAW_AFTER" lines, then
@@ -104,6 +105,17 @@ int main(int argc, char **argv)
 			MPI_Scatter(all, 1, MPI_INT, &one, 1, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
 			MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
 			MPI_Alltoall(all, 1, MPI_INT, all2, 1, MPI_INT, MPI_COMM_WORLD);
+			int *cnt = calloc((size_t)size, sizeof *cnt), *dsp = calloc((size_t)size, sizeof *dsp);
+			for (int i = 0; i < size; i++)
+				cnt[i] = 1, dsp[i] = i;
+			MPI_Gatherv(&v, 1, MPI_INT, all, cnt, dsp, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
+			MPI_Scatterv(all, cnt, dsp, MPI_INT, &one, 1, MPI_INT, r % size, MPI_COMM_WORLD);
+			MPI_Allgatherv(&v, 1, MPI_INT, all, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+			MPI_Alltoallv(all, cnt, dsp, MPI_INT, all2, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+			MPI_Reduce_scatter_block(all, &one, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+			MPI_Reduce_scatter(all, &one, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+			free(cnt);
+			free(dsp);
 			MPI_Request nb[4];
 			int s1 = 0, s2 = v;
 			MPI_Ibarrier(MPI_COMM_WORLD, &nb[0]);
