@@ -28,7 +28,11 @@
  * (MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, with the dependencies
  * they imply as messages) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
  * with the daemon's mappings read from the page whenever it changed, so that
- * `gclock merge -method daemon` on the files of DIR puts them on global time.
+ * `gclock merge -method daemon` on the files of DIR puts them on global time,
+ * and with sync sessions with rank 0 (at MPI_Init, MPI_Finalize and
+ * gclock_timesync), so that `gclock merge -method linear|spline|auto` does
+ * it without a daemon. Fortran's MPI_WTIME and MPI_WTICK read the same
+ * clock. docs/mpi.md lists the traced calls and the variables.
  */
 #ifndef GCLOCK_MPI_H
 #define GCLOCK_MPI_H
