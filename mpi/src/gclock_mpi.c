@@ -882,9 +882,16 @@ static void sync_init(void)
 	PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (!any)
 		return;
-	sync_rounds = (int)env_long("GCLOCK_MPI_SYNC_ROUNDS", 200, 1, 100000);
-	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 2 ? sync_rounds : 2, 1, sync_rounds);
-	sync_period = (int64_t)env_long("GCLOCK_MPI_SYNC_PERIOD", 0, 0, 1000000) * 1000000000LL;
+	/* Rank 0's rounds and period for all: the ping-pongs and the periodic
+	 * broadcasts must match on every rank even if their environments differ. */
+	int64_t agreed[2] = {env_long("GCLOCK_MPI_SYNC_ROUNDS", 200, 1, 100000),
+			     (int64_t)env_long("GCLOCK_MPI_SYNC_PERIOD", 0, 0, 1000000) * 1000000000LL};
+	PMPI_Bcast(agreed, 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	sync_rounds = (int)agreed[0];
+	sync_period = agreed[1];
+	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 2 ? sync_rounds : 2, 1, 100000);
+	if (sync_keep > sync_rounds)
+		sync_keep = sync_rounds;
 	if (PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS)
 		return;
 	sync_on = 1;
