@@ -26,6 +26,8 @@ func (n *node) reference() engine.NodeID { return engine.NodeID(n.ref.Load()) }
 func (n *node) noteMember() {
 	n.ref.Store(uint32(n.eng.Reference()))
 	n.changes.Store(n.eng.Changes())
+	n.term.Store(n.eng.Term())
+	n.stale.Store(n.eng.StaleTerm())
 }
 
 // statusReply answers a status query with the Member's reply: global time
@@ -33,14 +35,20 @@ func (n *node) noteMember() {
 // nothing.
 func (n *node) statusReply(in *transport.Incoming, reply *wire.Packet) error {
 	from := engine.NodeID(in.Packet.Sender)
-	q := engine.Message{Type: engine.MsgStatusQuery, From: from, To: engine.NodeID(n.cfg.Node.ID), Seq: in.Packet.Seq}
+	st := &in.Packet.Status
+	q := engine.Message{Type: engine.MsgStatusQuery, From: from, To: engine.NodeID(n.cfg.Node.ID), Seq: in.Packet.Seq,
+		Term: st.Term, Flags: st.Flags, Sent: st.Sent}
 	now := n.clk.now()
 	r := n.step(q, now)
 	o, found := takeReply(&r, engine.MsgStatusReply, from, q.Seq)
 	if found {
 		reply.Status.Reference = uint32(o.Reference)
+		reply.Status.Term, reply.Status.Flags = o.Term, o.Flags
 	}
 	n.dispatch(r)
+	if !found && q.Flags&engine.FlagResign != 0 {
+		return fmt.Errorf("resignation from node %d for term %d: needs no answer: %w", from, q.Term, transport.ErrNotReady)
+	}
 	if !found {
 		// Every daemon of a cluster started together asks the others at
 		// once: expected, the asker decides without this answer (logged at
@@ -60,7 +68,8 @@ func (n *node) statusQuery(ctx context.Context, addr netip.AddrPort, m engine.Me
 	after := n.cfg.Reference.FailoverAfter.D()
 	ctx, cancel := context.WithTimeout(ctx, min(max(after/2, 50*time.Millisecond), time.Second))
 	defer cancel()
-	reply, _, err := n.ep.Request(ctx, addr, &wire.Packet{Op: wire.OpStatusQuery, Sender: n.cfg.Node.ID, Seq: m.Seq})
+	reply, _, err := n.ep.Request(ctx, addr, &wire.Packet{Op: wire.OpStatusQuery, Sender: n.cfg.Node.ID, Seq: m.Seq,
+		Status: wire.Status{Term: m.Term, Flags: m.Flags, Sent: m.Sent}})
 	if err != nil {
 		n.log.Debug("status query failed", "to", m.To, "err", err)
 		return
@@ -70,6 +79,6 @@ func (n *node) statusQuery(ctx context.Context, addr netip.AddrPort, m engine.Me
 		return
 	}
 	rm := engine.Message{Type: engine.MsgStatusReply, From: engine.NodeID(reply.Sender), To: m.From, Seq: m.Seq,
-		Reference: engine.NodeID(reply.Status.Reference)}
+		Reference: engine.NodeID(reply.Status.Reference), Term: reply.Status.Term, Flags: reply.Status.Flags}
 	n.dispatch(n.step(rm, n.clk.now()))
 }

@@ -83,7 +83,15 @@ func TestLogsQuiet(t *testing.T) {
 		seen[node+" "+msg.FindString(line)]++
 	}
 	for k, n := range seen {
-		if n > 2 {
+		// The status lines carry no node: each daemon may change twice
+		// (the reference: stale until a majority acknowledged its
+		// heartbeat, then synced; the follower: unsynced, stale until it
+		// hears a leased heartbeat, synced).
+		limit := 2
+		if strings.Contains(k, "status changed") {
+			limit = 4
+		}
+		if n > limit {
 			t.Errorf("%q logged %d times in 4 s:\n%s", k, n, out)
 		}
 	}

@@ -22,7 +22,11 @@ type Snapshot struct {
 	// ReferenceChanges counts the reference changes this node made
 	// (failover, or joining the current reference at start).
 	ReferenceChanges uint64
-	Status           string // gtime/engine status name: unsynced, synced, stale, no-daemon
+	// Term is the reference election's current term; StaleTerm counts the
+	// engine messages refused because they came from an older term.
+	Term      uint32
+	StaleTerm uint64
+	Status    string // gtime/engine status name: unsynced, synced, stale, no-daemon
 	// Offset is global time minus the local clock now (est(x) - x): large
 	// between hosts booted at different times, it is the mapping's offset.
 	Offset time.Duration
@@ -167,6 +171,7 @@ type Collector struct {
 	rounds, repeated, retries, rtt, period *prometheus.Desc
 	msg                                    *prometheus.Desc
 	refChanges, silent                     *prometheus.Desc
+	term, staleTerm                        *prometheus.Desc
 	build                                  BuildInfo
 
 	// chronyc tracking (the selected source) and sourcestats (each source).
@@ -197,6 +202,8 @@ func NewCollector(src Snapshotter) *Collector {
 		period:     d("global_period_seconds", "Current global resync period of a child, seconds.", "child"),
 		msg:        d("sync_messages_total", "Sync messages by type and direction.", "type", "direction"),
 		refChanges: d("reference_changes_total", "Reference changes made by this node (failover, joining the current reference)."),
+		term:       d("reference_term", "Current term of the reference election (engine.Member): the reference of term t is reference.order[t mod len]."),
+		staleTerm:  d("stale_term_messages_total", "Engine messages refused because they came from an older term (a reference that has not yet learned it was replaced)."),
 		silent:     d("source_silent", "1 while a source has been silent for 3 of its global periods and a round of retries.", "source"),
 		build:      currentBuild(),
 
@@ -225,7 +232,7 @@ func NewCollector(src Snapshotter) *Collector {
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
-		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent,
+		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
 		c.srcShortRTT, c.srcSmooRTT} {
@@ -247,6 +254,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.estErr, s.EstimatedError.Seconds())
 	g(c.freq, s.FrequencyAdjustment)
 	cnt(c.refChanges, s.ReferenceChanges)
+	g(c.term, float64(s.Term))
+	cnt(c.staleTerm, s.StaleTerm)
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, c.build.Version, c.build.Revision, c.build.GoVersion)
 	g(c.refID, float64(s.Reference))
 	g(c.selfPeriod, s.SelfPeriod.Seconds())

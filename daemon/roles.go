@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/topology"
@@ -119,12 +120,34 @@ func (c *Config) referenceOrder() []engine.NodeID {
 	return order
 }
 
+// clusterIDs is every node of the cluster, this one and its peers: the
+// electorate of the reference election.
+func (c *Config) clusterIDs() []engine.NodeID {
+	ids := []engine.NodeID{engine.NodeID(c.Node.ID)}
+	for _, p := range c.Peers {
+		if !slices.Contains(ids, engine.NodeID(p.ID)) {
+			ids = append(ids, engine.NodeID(p.ID))
+		}
+	}
+	for _, id := range c.referenceOrder() {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // newMember builds the node's engine.Member: the configured engine, the
 // reference order and the roles of each reference.
 func (c *Config) newMember(log *slog.Logger) (*engine.Member, error) {
 	return engine.NewMember(engine.MemberConfig{
-		Engine:        c.EngineConfig(nil, nil),
-		Order:         c.referenceOrder(),
+		Engine:  c.EngineConfig(nil, nil),
+		Order:   c.referenceOrder(),
+		Cluster: c.clusterIDs(),
+		// The transport's reply cache remembers (sender, seq) for 30 s:
+		// a restarted daemon's status queries must not reuse its
+		// previous life's numbers (engine.MemberConfig.FirstSeq).
+		FirstSeq:      uint32(time.Now().UnixMicro()),
 		FailoverAfter: c.Reference.FailoverAfter.D(),
 		Roles: func(ref engine.NodeID, gone []engine.NodeID) ([]engine.NodeID, []engine.NodeID, error) {
 			return c.FailoverRoles(ref, gone, log)

@@ -20,6 +20,7 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -93,6 +94,8 @@ type node struct {
 	eng     *engine.Member // the engine, through reference changes (engine/member.go)
 	ref     atomic.Uint32  // eng.Reference(), readable without mu
 	changes atomic.Uint64  // eng.Changes()
+	term    atomic.Uint32  // eng.Term()
+	stale   atomic.Uint64  // eng.StaleTerm()
 	next    int64
 	last    int64         // latest local time given to the engine
 	clamped atomic.Uint64 // stamps raised to last (see lockedLocal)
@@ -330,6 +333,12 @@ func (n *node) loop(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	every := n.cfg.GlobalTime.PublishEvery.D()
+	if len(n.cfg.Reference.Order) > 1 {
+		// The page's promise ends with the lease (publish), renewed
+		// every failover_after/12: republish often enough that it does
+		// not lapse between two publications.
+		every = min(every, max(n.cfg.Reference.FailoverAfter.D()/8, time.Millisecond))
+	}
 	pub := time.NewTicker(every)
 	defer pub.Stop()
 	var save <-chan time.Time // state.go
@@ -645,8 +654,19 @@ func (n *node) publish() {
 		ts[i] = n.eng.Estimate(n.clk.fromRaw(raw + int64(i)*d))
 	}
 	n.mu.Unlock()
+	// Under reference failover a synced page must say stale once the
+	// Member's lease ends (a paused daemon's page would otherwise promise
+	// the old scale after another node took over): its StaleAfter ends
+	// there at the latest.
+	staleAfter := n.cfg.Sync.StaleAfter.D()
+	n.mu.Lock()
+	leaseLeft := satmath.Sub(n.eng.LeaseEnd(), n.clk.fromRaw(raw))
+	n.mu.Unlock()
+	if ts[0].Status == engine.StatusSynced && leaseLeft < int64(staleAfter) {
+		staleAfter = time.Duration(max(leaseLeft, 1))
+	}
 	u := gtime.Update{
-		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: n.cfg.Sync.StaleAfter.D(),
+		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: staleAfter,
 		MaxDrift: n.engCfg.MaxDrift, MaxSlewRate: n.engCfg.MaxSlewRate,
 		Node: n.cfg.Node.ID, Reference: n.ref.Load(),
 	}
@@ -713,6 +733,7 @@ func (n *node) Snapshot() Snapshot {
 	t1 := n.eng.Estimate(now + int64(time.Second))
 	n.mu.Unlock()
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
+		Term: n.term.Load(), StaleTerm: n.stale.Load(),
 		Status: t.Status.String(), TakenAt: time.Now()}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)

@@ -72,7 +72,9 @@ func (n *node) admitMsg(m engine.Message, local int64) bool {
 		return false
 	}
 	err := n.eng.CheckMessage(m, local)
-	if err == nil {
+	if err == nil || errors.Is(err, engine.ErrStaleTerm) {
+		// An older term's message goes on to the Member, which refuses it,
+		// counts it and tells the sender the current term.
 		return true
 	}
 	var re *engine.RejectError

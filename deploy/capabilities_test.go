@@ -97,7 +97,7 @@ reference: {order: [1]}
 clock: {source: raw}
 global_time: {shm_path: %s%s}
 state: {file: %s}
-real_time: {mode: reference-realtime}
+real_time: {mode: reference-realtime, upstream: none} # capabilities, not the VM's unsynchronised kernel
 `, port, filepath.Join(home, "run", "page"), pageGroup, filepath.Join(home, "state", "state.json"))
 		if ntpListen != "" {
 			cfg += "ntp: {listen: \"" + ntpListen + "\"}\n"

@@ -92,7 +92,47 @@ type Message struct {
 
 	// StatusReply: the reference the sender follows.
 	Reference NodeID
+
+	// Term is the sender's election term (member.go): every message
+	// carries it. The reference of term t is Order[t mod len(Order)], so a
+	// term names at most one reference. A Member refuses an engine
+	// message of an older term and follows the reference of a newer one.
+	// A vote request carries the term it asks for.
+	Term uint32
+	// Flags qualify a status query or reply for the election (FlagVote,
+	// FlagBeat, FlagLease); 0 on every other message.
+	Flags uint8
+	// Sent is a heartbeat's global send time (the reference's clock, or
+	// its frozen line): a follower renews its lease only on a heartbeat
+	// its own bounds show to be fresh.
+	Sent int64
 }
+
+// Message flags of the election (Message.Flags).
+const (
+	// FlagVote: a status query asks for a vote for its sender as the
+	// reference of Term; on the reply, the vote is granted.
+	FlagVote uint8 = 1 << iota
+	// FlagBeat: a status query is the reference's heartbeat; on the
+	// reply, the responder follows the sender in Term (an acknowledgement
+	// that renews the reference's lease).
+	FlagBeat
+	// FlagLease: a heartbeat whose sender held a majority's lease when it
+	// sent it; a follower promises time only while it has heard one
+	// recently. On a reference's status reply: it holds its lease.
+	FlagLease
+	// FlagResign: a status query tells the nodes that voted for its sender
+	// in Term that it gave up that term (no majority): their votes no
+	// longer bind them.
+	FlagResign
+	// FlagScale: on a vote request, the candidate holds bounded global
+	// time, so that its takeover continues the scale; a voter that holds
+	// it refuses a candidate that does not (which would restart global
+	// time from its own clock).
+	FlagScale
+	// FlagsAll is every defined flag: a decoder refuses others.
+	FlagsAll = FlagVote | FlagBeat | FlagLease | FlagResign | FlagScale
+)
 
 // EventKind classifies what an engine reports for logs and plots.
 type EventKind uint8

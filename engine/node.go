@@ -98,11 +98,7 @@ type child struct {
 	samples   []estimate.Sample
 
 	shortestEver int64 // -1 until the first completed round
-	// floor keeps impossibly fast exchanges (a wrong stamp) out of
-	// shortestEver, which a single one would hold down for good, making
-	// every later round look slow and repeat (Config.FloorSlack; nil: off).
-	floor *estimate.FloorFilter
-	srtt  int64
+	srtt         int64
 
 	lastDone uint32 // last round whose TimeDiff was sent; 0: none
 	pending  bool   // lastDone's verdict (report or success) not yet counted
@@ -180,20 +176,13 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 	n.cfg.Children = append([]NodeID(nil), cfg.Children...)
 	for i, id := range n.cfg.Children {
 		n.childIndex[id] = int32(i)
-		c := &child{
+		n.children = append(n.children, &child{
 			id:           id,
 			heapIdx:      -1,
 			period:       int64(cfg.InitialGlobalPeriod),
 			shortestEver: -1,
 			stats:        ChildSnapshot{Child: id},
-		}
-		if cfg.FloorSlack > 0 {
-			var err error
-			if c.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift}); err != nil {
-				return nil, fmt.Errorf("engine: node %d: floor filter for child %d: %w: %w", cfg.ID, id, err, ErrConfig)
-			}
-		}
-		n.children = append(n.children, c)
+		})
 	}
 	for i, id := range n.cfg.Sources {
 		h, sel, err := est(cfg)
@@ -477,7 +466,7 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		n.sendProbe(c, now)
 		return
 	}
-	best, _ := n.plausibleBest(c)
+	best := bestRTT(c.samples)
 	if !c.repeated && c.shortestEver >= 0 && best-c.shortestEver > int64(n.cfg.NetworkLatencyErrorThresh) {
 		// Liao: shortest-this-round - shortest-ever > NETWORK_LATENCY_ERROR_THRESH:
 		// do the round's pings once more.
@@ -491,31 +480,13 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 	n.finishRound(c, now)
 }
 
-// plausibleBest is the shortest round trip of the round so far among the
-// exchanges that fit the child's floor (all of them when none does, or
-// without a floor check), and how many did not fit.
-func (n *Node) plausibleBest(c *child) (best int64, below int) {
-	if c.floor == nil {
-		return bestRTT(c.samples), 0
-	}
-	kept, below := c.floor.Peek(nil, c.samples)
-	if len(kept) == 0 {
-		return bestRTT(c.samples), below
-	}
-	return bestRTT(kept), below
-}
-
 // finishRound sends MyriTimeDiff with the round's exchanges and the node's
 // own mapping to global time.
 func (n *Node) finishRound(c *child, now int64) {
 	if c.heapIdx >= 0 {
 		heap.Remove(&n.timers, c.heapIdx)
 	}
-	best, below := n.plausibleBest(c)
-	if c.floor != nil {
-		c.floor.Record(c.samples)
-		c.stats.BelowFloor += uint64(below)
-	}
+	best := bestRTT(c.samples)
 	if c.shortestEver < 0 || best < c.shortestEver {
 		c.shortestEver = best
 	}
@@ -614,6 +585,30 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 			c.due = min(c.due, c.lastEnd+c.period)
 			heap.Fix(&n.timers, c.heapIdx)
 		}
+	}
+}
+
+// ChildReturned tells the node that child id has just started again, or
+// come back (it asked who the reference is, as a node does when it starts
+// or hears nothing): the long period it had earned with its old state is no
+// longer right for it, since a restarted child needs rounds to trust its
+// source again. Its period goes back to InitialGlobalPeriod (if longer),
+// announced, and an idle child gets a round at once. Not a child: nothing.
+func (n *Node) ChildReturned(id NodeID, local int64) {
+	i, ok := n.childIndex[id]
+	if !ok || !n.started {
+		return
+	}
+	now := n.advance(local, "child returned")
+	c := n.children[i]
+	if init := int64(n.cfg.InitialGlobalPeriod); c.period > init {
+		c.period = init
+		n.event(now, EvPeriodChange, c.id, float64(c.period))
+		n.announcePeriod(c)
+	}
+	if c.state == idle && c.heapIdx >= 0 && c.due > now {
+		c.due = now
+		heap.Fix(&n.timers, c.heapIdx)
 	}
 }
 

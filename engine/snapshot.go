@@ -57,11 +57,7 @@ type ChildSnapshot struct {
 	Reports     uint64  // error reports received
 	Ignored     uint64  // late or duplicate replies and reports
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
-	// BelowFloor counts exchanges left out of ShortestRTT and of the repeat
-	// decision: their round trip lay impossibly far below the child's recent
-	// floor (Config.FloorSlack).
-	BelowFloor uint64
-	SRTT       int64 // smoothed raw round trip, drives the retry timeout
+	SRTT        int64   // smoothed raw round trip, drives the retry timeout
 }
 
 // Snapshot returns the node's current counters. It allocates; it is meant

@@ -100,15 +100,6 @@ func NewFloorFilter(cfg FloorConfig) (*FloorFilter, error) {
 // round joins the history afterwards. Samples with a negative round trip
 // are left to the caller's own checks (they are kept, not counted).
 func (f *FloorFilter) Filter(dst, round []Sample) (kept []Sample, rejected int) {
-	dst, rejected = f.Peek(dst, round)
-	f.Record(round)
-	return dst, rejected
-}
-
-// Peek is Filter without adding round to the history: a caller that
-// looks at a round before it is complete (a source deciding whether to
-// repeat its probes) peeks, and records the round once when it is done.
-func (f *FloorFilter) Peek(dst, round []Sample) (kept []Sample, rejected int) {
 	floor, ok := f.floorWith(round)
 	for _, s := range round {
 		if ok && f.below(s, floor) {
@@ -117,14 +108,10 @@ func (f *FloorFilter) Peek(dst, round []Sample) (kept []Sample, rejected int) {
 			dst = append(dst, s)
 		}
 	}
-	return dst, rejected
-}
-
-// Record adds round's round trips to the history.
-func (f *FloorFilter) Record(round []Sample) {
 	for _, s := range round {
 		f.push(s.RTT())
 	}
+	return dst, rejected
 }
 
 // Floor returns the floor the history alone gives (ok false while it holds

@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,26 @@ const (
 	// FaultPartition: the switch drops every frame from or to the host
 	// for For.
 	FaultPartition = "partition"
+	// FaultPartitionOut: the switch drops every frame from the host (it
+	// can hear, not speak) for For; FaultPartitionIn every frame to it
+	// (it can speak, not hear). One-way partitions.
+	FaultPartitionOut = "partition-out"
+	FaultPartitionIn  = "partition-in"
 )
+
+// knownFault reports whether kind is a fault kind.
+func knownFault(kind string) bool {
+	switch kind {
+	case FaultKill, FaultStop, FaultPartition, FaultPartitionOut, FaultPartitionIn:
+		return true
+	}
+	return false
+}
+
+// partition reports whether kind is a partition (one-way or not).
+func partition(kind string) bool {
+	return kind == FaultPartition || kind == FaultPartitionOut || kind == FaultPartitionIn
+}
 
 // Fault is one event of a run: at At (from the daemons' start) Kind
 // happens to Host for For.
@@ -43,8 +63,8 @@ func (f Fault) end() time.Duration { return f.At + f.For }
 // validate checks a fault against the run.
 func (f Fault) validate(i, hosts int, d time.Duration) error {
 	switch {
-	case f.Kind != FaultKill && f.Kind != FaultStop && f.Kind != FaultPartition:
-		return fmt.Errorf("gclock: faults[%d].kind %q: want kill, stop or partition", i, f.Kind)
+	case !knownFault(f.Kind):
+		return fmt.Errorf("gclock: faults[%d].kind %q: want kill, stop, partition, partition-out or partition-in", i, f.Kind)
 	case f.Host < 0 || f.Host >= hosts:
 		return fmt.Errorf("gclock: faults[%d].host %d: want 0..%d", i, f.Host, hosts-1)
 	case f.At <= 0 || f.For <= 0 || f.end() >= d:
@@ -63,10 +83,26 @@ func (s *Switch) Partition(host int, d time.Duration) error {
 	return nil
 }
 
+// PartitionOneWay drops every frame from port host (out true) or to it
+// (out false) whose receive stamp falls within the next d.
+func (s *Switch) PartitionOneWay(host int, out bool, d time.Duration) error {
+	if host < 0 || host >= len(s.cutUntil) {
+		return fmt.Errorf("lab: switch: partition: port %d: want 0..%d", host, len(s.cutUntil)-1)
+	}
+	c := s.cutTo
+	if out {
+		c = s.cutFrom
+	}
+	c[host].Store(nowRealtime() + d.Nanoseconds())
+	return nil
+}
+
 // cut reports whether a frame from in to out received at rx (CLOCK_REALTIME)
-// falls in a partition of either port.
+// falls in a partition of either port, or in a one-way partition of in's
+// sending or out's receiving.
 func (s *Switch) cut(in, out int, rx int64) bool {
-	return rx < s.cutUntil[in].Load() || rx < s.cutUntil[out].Load()
+	return rx < s.cutUntil[in].Load() || rx < s.cutUntil[out].Load() ||
+		rx < s.cutFrom[in].Load() || rx < s.cutTo[out].Load()
 }
 
 // Signal sends sig to the process's group.
@@ -201,6 +237,10 @@ func (fr *faultRunner) step(at time.Duration, procs []*Proc) error {
 				if err := fr.l.sw.Partition(h, f.For); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
+			case FaultPartitionOut, FaultPartitionIn:
+				if err := fr.l.sw.PartitionOneWay(h, f.Kind == FaultPartitionOut, f.For); err != nil {
+					return fmt.Errorf("lab: gclock: %v: %w", f, err)
+				}
 			}
 		}
 		if fr.started[i] && !fr.ended[i] && at >= f.end() {
@@ -234,15 +274,16 @@ func (fr *faultRunner) resume(procs []*Proc) {
 }
 
 // ParseFault parses KIND:HOST:AT:FOR (kill:1:20s:3s, stop:2:40s:10s,
-// partition:3:15s:30s), the `gclock lab --fault` syntax.
+// partition:3:15s:30s, partition-in:0:30s:8s), the `gclock lab --fault`
+// syntax.
 func ParseFault(s string) (Fault, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) != 4 {
 		return Fault{}, fmt.Errorf("fault %q: want KIND:HOST:AT:FOR (kill:1:20s:3s)", s)
 	}
 	f := Fault{Kind: parts[0]}
-	if f.Kind != FaultKill && f.Kind != FaultStop && f.Kind != FaultPartition {
-		return Fault{}, fmt.Errorf("fault %q: kind %q: want kill, stop or partition", s, f.Kind)
+	if !knownFault(f.Kind) {
+		return Fault{}, fmt.Errorf("fault %q: kind %q: want kill, stop, partition, partition-out or partition-in", s, f.Kind)
 	}
 	h, err := strconv.Atoi(parts[1])
 	if err != nil || h < 0 {
@@ -256,4 +297,43 @@ func ParseFault(s string) (Fault, error) {
 		return Fault{}, fmt.Errorf("fault %q: for %q: want a positive duration (3s)", s, parts[3])
 	}
 	return f, nil
+}
+
+// RandomFaults is a Jepsen-style schedule (`gclock lab --faults
+// random:SEED`): from warmup to the end of a run of duration on hosts
+// hosts, one fault at a time of a kind, host and length drawn with seed
+// (kill, stop and the three partitions, 2 to 12 s), each followed by a
+// quiet gap of 8 to 20 s in which the cluster must settle. The reference
+// (host 0, and whoever took over) is hit as often as any host.
+func RandomFaults(seed uint64, hosts int, warmup, duration time.Duration) []Fault {
+	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
+	kinds := []string{FaultKill, FaultStop, FaultPartition, FaultPartitionOut, FaultPartitionIn}
+	var out []Fault
+	at := warmup + 2*time.Second
+	for {
+		f := Fault{At: at, Host: rng.IntN(hosts), Kind: kinds[rng.IntN(len(kinds))],
+			For: time.Duration(2+rng.IntN(11)) * time.Second}
+		if f.end()+5*time.Second >= duration {
+			return out
+		}
+		out = append(out, f)
+		at = f.end() + time.Duration(8+rng.IntN(13))*time.Second
+	}
+}
+
+// ParseFaults parses the `gclock lab --faults` value: random:SEED.
+func ParseFaults(s string, hosts int, warmup, duration time.Duration) ([]Fault, error) {
+	v, ok := strings.CutPrefix(s, "random:")
+	if !ok {
+		return nil, fmt.Errorf("faults %q: want random:SEED", s)
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("faults %q: seed %q: want an unsigned integer", s, v)
+	}
+	fs := RandomFaults(seed, hosts, warmup, duration)
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("faults %q: a run of %v (warm-up %v) leaves no room for a fault: want a longer --duration", s, duration, warmup)
+	}
+	return fs, nil
 }

@@ -68,6 +68,11 @@ type GclockConfig struct {
 	// Faults are killed, paused and partitioned daemons during the run
 	// (faults.go); GclockResult.Faults condenses each.
 	Faults []Fault
+	// FailoverAfter, when positive, runs reference failover: the first
+	// three hosts (ids 1, 2, 3) are reference.order, failover_after is
+	// this, and GclockResult.Failover measures the elections. 0: host 0
+	// is the reference alone.
+	FailoverAfter time.Duration
 	// Until, when closed after the warm-up, ends the run early (as if
 	// Duration had passed); the traffic rates count the time actually run.
 	Until <-chan struct{}
@@ -276,6 +281,16 @@ type GclockResult struct {
 	Series  []SeriesPoint   `json:"-"`
 	Faults  []FaultResult   `json:"faults,omitempty"`
 	Logs    string          `json:"logs"` // directory of the daemons' configs and logs
+	// Agreement is the check that needs no truth (eval.Agreement): at
+	// every evaluation after the warm-up the synced page reads of all
+	// hosts share a point. Violations must be 0.
+	Agreement eval.Agreement `json:"agreement"`
+	// SyncedOutside counts the synced reads after the warm-up whose
+	// bounds missed the truth (the reference's emulated clock: after a
+	// takeover, the scale the new reference continues).
+	SyncedOutside uint64 `json:"synced_outside"`
+	// Failover measures the elections (GclockConfig.FailoverAfter).
+	Failover *FailoverFigures `json:"failover,omitempty"`
 }
 
 // hostClock is the evaluator's copy of a host's emulated clock.
@@ -364,6 +379,13 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
 		c.Peers = peers
 		c.Reference.Order = []uint32{1}
+		if gc.FailoverAfter > 0 {
+			c.Reference.Order = nil
+			for k := range min(3, n) {
+				c.Reference.Order = append(c.Reference.Order, uint32(k+1))
+			}
+			c.Reference.FailoverAfter = daemon.Duration(gc.FailoverAfter)
+		}
 		if c.Auth.KeyFile == "" {
 			// A --daemon-config without a key: the lab's namespaces are
 			// private (see LabDaemonConfig), said explicitly.
@@ -401,7 +423,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		if err := f.validate(i, n, gc.Duration); err != nil {
 			return GclockResult{}, fmt.Errorf("lab: %w", err)
 		}
-		if f.Kind == FaultPartition && l.sw == nil {
+		if partition(f.Kind) && l.sw == nil {
 			return GclockResult{}, fmt.Errorf("lab: gclock: faults[%d]: a partition needs the switch (not a direct link)", i)
 		}
 	}
@@ -437,6 +459,10 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	}
 	fs := newFaultRunner(l, gc.Faults, startDaemon)
 	defer fs.resume(procs)
+	var el *elections
+	if gc.FailoverAfter > 0 {
+		el = newElections(gc, n)
+	}
 	var atWarmup []traffic
 	tick := time.NewTicker(gc.EvalEvery)
 	defer tick.Stop()
@@ -473,6 +499,9 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			end = r
 			break
 		}
+		if el != nil {
+			el.watch(dir, time.Duration(r-start), fs)
+		}
 		truth := clocks[0].at(r)
 		if realtime {
 			off, _ := transport.RealtimeOffset()
@@ -497,6 +526,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			}
 			ev.add(i, r-start, r >= warm, t, truth)
 		}
+		ev.instant(r - start)
 	}
 	final := scrapeAll(dir, n)
 	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(end-warm)/1e9)
@@ -504,6 +534,9 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		res.Clocks = append(res.Clocks, h.truth)
 	}
 	res.Logs = dir
+	if el != nil {
+		res.Failover = el.figures()
+	}
 	if len(gc.Faults) > 0 {
 		res.Faults = faultResults(res.Series, gc.Faults, n, gc.Duration)
 		if !gc.Trace {
@@ -639,6 +672,11 @@ type evaluator struct {
 	gc     GclockConfig
 	hosts  []*eval.Acc // after warm-up, per host
 	series []SeriesPoint
+	// This instant's counted reads, for the agreement check; the check
+	// and the synced reads outside their bounds.
+	now     []eval.Read
+	agree   eval.Agreement
+	outside uint64
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {
@@ -664,8 +702,20 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 		return
 	}
 	// The page has no separate monotonic estimate: Est never goes back.
-	e.hosts[host].Add(eval.Read{At: at, Est: t.Est, Earliest: t.Earliest, Latest: t.Latest, Mono: t.Est,
-		Status: eval.Status(t.Status), Truth: truth})
+	rd := eval.Read{At: at, Est: t.Est, Earliest: t.Earliest, Latest: t.Latest, Mono: t.Est,
+		Status: eval.Status(t.Status), Truth: truth}
+	e.hosts[host].Add(rd)
+	e.now = append(e.now, rd)
+	if rd.Status == eval.Synced && (truth < rd.Earliest || truth > rd.Latest) {
+		e.outside++
+	}
+}
+
+// instant ends one evaluation instant: its synced reads must share a
+// point.
+func (e *evaluator) instant(at int64) {
+	e.agree.Check(at, e.now)
+	e.now = e.now[:0]
 }
 
 // gclockSummary lays out eval's summary of host id (-1: all but the
@@ -714,6 +764,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		sum.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(conv.rounds, sync, warmS)
 	}
 	res.Summary = sum
+	res.Agreement, res.SyncedOutside = e.agree, e.outside
 	return res
 }
 

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(spoofEnv) == "1" { // spoof_test.go
 		os.Exit(runTestSpoofer(os.Args[1:]))
 	}
+	if os.Getenv(loadgenEnv) == "1" { // load_test.go
+		os.Exit(runTestLoadGen(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

@@ -55,6 +55,9 @@ type Config struct {
 	// Realtime runs the switch's release thread under SCHED_FIFO, so that a
 	// CPU-bound load beside the lab does not delay releases.
 	Realtime bool
+	// PortRate is SwitchConfig.PortRate: every egress port a FIFO queue in
+	// front of a line of this many bits per second (0: none).
+	PortRate int64
 	// RunDir holds per-run files of the peers (configs, sockets, logs). ""
 	// means DefaultRunDir.
 	RunDir string
@@ -114,6 +117,12 @@ func (c Config) Validate() error {
 	}
 	if c.BusyPoll < 0 || c.BusyPoll > time.Second {
 		return fmt.Errorf("busy-poll %v: want 0 (off)..1s", c.BusyPoll)
+	}
+	if c.PortRate < 0 || c.PortRate > netmodel.MaxRateBps {
+		return fmt.Errorf("port rate %d bit/s: want 0 (none)..%g", c.PortRate, netmodel.MaxRateBps)
+	}
+	if c.PortRate > 0 && c.Link.Direct {
+		return fmt.Errorf("port rate %s: a direct link has no switch", netmodel.FormatRate(c.PortRate))
 	}
 	if err := c.Link.Validate(); err != nil {
 		return err
@@ -379,6 +388,7 @@ func (l *Lab) build(ctx context.Context) error {
 		SpinWindow: l.cfg.SpinWindow,
 		BusyPoll:   l.cfg.BusyPoll,
 		Realtime:   l.cfg.Realtime,
+		PortRate:   l.cfg.PortRate,
 		FrameLog:   l.cfg.FrameLog,
 		Logger:     l.log,
 	})
@@ -570,12 +580,27 @@ func (l *Lab) ExecEnv(host int, argv, env []string, opt ExecOptions) (*Proc, err
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("lab: exec: host %d: empty command", host)
 	}
+	return l.execIn(HostNS(host), host, argv, env, opt)
+}
+
+// execIn is ExecEnv in namespace ns ("": this process's own, outside the
+// lab's); host only labels the Proc.
+func (l *Lab) execIn(ns string, host int, argv, env []string, opt ExecOptions) (*Proc, error) {
+	where := "host " + strconv.Itoa(host)
+	if ns == "" {
+		where = "the root namespace"
+	} else if ns != HostNS(host) {
+		where = ns
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.down {
-		return nil, fmt.Errorf("lab: exec %s in host %d: lab is down", argv[0], host)
+		return nil, fmt.Errorf("lab: exec %s in %s: lab is down", argv[0], where)
 	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", HostNS(host)}, argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if ns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	}
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -587,7 +612,7 @@ func (l *Lab) ExecEnv(host int, argv, env []string, opt ExecOptions) (*Proc, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := startOrdinary(cmd); err != nil {
-		return nil, fmt.Errorf("lab: exec %s in host %d: %w", argv[0], host, err)
+		return nil, fmt.Errorf("lab: exec %s in %s: %w", argv[0], where, err)
 	}
 	p := &Proc{Host: host, Argv: argv, cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -595,7 +620,7 @@ func (l *Lab) ExecEnv(host int, argv, env []string, opt ExecOptions) (*Proc, err
 		close(p.done)
 	}()
 	l.procs = append(l.procs, p)
-	l.log.Debug("started", "host", host, "argv", argv, "pid", cmd.Process.Pid)
+	l.log.Debug("started", "where", where, "argv", argv, "pid", cmd.Process.Pid)
 	return p, nil
 }
 

@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/gclock/gclock/netmodel"
 )
 
 // RunSpec is one `gclock lab` run: a lab, its switch validated, gclock's
@@ -22,6 +27,18 @@ type RunSpec struct {
 	Validate *ValidateConfig
 	// Load is the number of CPU-bound processes beside the daemons (0..64).
 	Load int
+	// LoadOutside is the number of busy loops outside the lab's namespaces
+	// (StartLoadOutside, 0..64).
+	LoadOutside int
+	// Flood is the softirq load in frames per second (StartFlood; 0: none).
+	Flood int
+	// Cross is the cross traffic's share of the port rate (StartCross; 0:
+	// none; needs Lab.PortRate).
+	Cross float64
+	// LoadCommand (and LoadEnv added to its environment) runs the load
+	// generators: `gclock` (LoadGenMain behind `gclock lab loadgen`).
+	// Required for Flood and Cross.
+	LoadCommand, LoadEnv []string
 	// Progress, if set, gets a line when the daemons start.
 	Progress io.Writer
 }
@@ -38,7 +55,19 @@ type RunReport struct {
 	// (frames, drops, its release lateness and write cost).
 	Switch []DirStats `json:"switch,omitempty"`
 	Load   int        `json:"load"`
-	Clocks string     `json:"clocks"` // emulated or raw
+	// The load beside it (RunSpec) and the switch's port model.
+	LoadOutside int     `json:"load_outside,omitempty"`
+	Flood       int     `json:"flood_pps,omitempty"`
+	Cross       float64 `json:"cross,omitempty"`
+	PortRate    int64   `json:"port_rate_bps,omitempty"`
+	// Ports: what every egress port's queue sent during the run (with a
+	// port rate).
+	Ports []PortStats `json:"ports,omitempty"`
+	// LoadAvg is the machine's load average (1, 5, 15 min, /proc/loadavg)
+	// when the daemons started and when they stopped.
+	LoadAvgStart [3]float64 `json:"loadavg_start"`
+	LoadAvgEnd   [3]float64 `json:"loadavg_end"`
+	Clocks       string     `json:"clocks"` // emulated or raw
 	// Wander is the emulated clocks' frequency change (emulated only).
 	Wander *Wander `json:"wander,omitempty"`
 	// Summary and Nodes are gclock's, under `gclock sim --json`'s names.
@@ -71,6 +100,21 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	if spec.Load < 0 || spec.Load > 64 {
 		return rep, fmt.Errorf("lab: run: load %d: want 0..64", spec.Load)
 	}
+	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
+		return rep, fmt.Errorf("lab: run: load outside %d: want 0..64", spec.LoadOutside)
+	}
+	if spec.Flood < 0 || spec.Flood > 1e6 {
+		return rep, fmt.Errorf("lab: run: flood %d frames/s: want 0..1000000", spec.Flood)
+	}
+	if !(spec.Cross >= 0 && spec.Cross <= 1) {
+		return rep, fmt.Errorf("lab: run: cross traffic %v: want a share of the port rate in [0, 1]", spec.Cross)
+	}
+	if spec.Cross > 0 && cfg.PortRate <= 0 {
+		return rep, fmt.Errorf("lab: run: cross traffic %v needs a port rate (--port-rate)", spec.Cross)
+	}
+	if (spec.Cross > 0 || spec.Flood > 0) && len(spec.LoadCommand) == 0 {
+		return rep, fmt.Errorf("lab: run: cross traffic and flood need the load generator command (RunSpec.LoadCommand)")
+	}
 	for _, p := range spec.Peers {
 		if p != PeerChrony && p != PeerPTP4L {
 			return rep, fmt.Errorf("lab: run: unknown peer %q (want %s, %s)", p, PeerChrony, PeerPTP4L)
@@ -83,7 +127,8 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	defer l.Down()
 
 	rep = RunReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
-		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: spec.Load, Clocks: "raw"}
+		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: spec.Load, Clocks: "raw",
+		LoadOutside: spec.LoadOutside, Flood: spec.Flood, Cross: spec.Cross, PortRate: cfg.PortRate}
 	if gc.Emulate {
 		rep.Clocks, rep.Wander = "emulated", &gc.Wander
 	}
@@ -92,20 +137,17 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 			return rep, err
 		}
 	}
-	if spec.Load > 0 {
-		stopLoad, err := l.StartLoad(spec.Load)
-		if err != nil {
-			return rep, err
-		}
-		defer stopLoad()
+	if err := startLoads(ctx, l, spec, max(gc.Duration, pc.Duration)+loadMargin); err != nil {
+		return rep, err
 	}
 	if spec.Progress != nil {
 		peers := ""
 		if len(spec.Peers) > 0 {
 			peers = " and " + strings.Join(spec.Peers, ", ")
 		}
-		fmt.Fprintf(spec.Progress, "gclock lab: running gclock daemons%s for %v with %d busy loops beside them\n", peers, gc.Duration, spec.Load)
+		fmt.Fprintf(spec.Progress, "gclock lab: running gclock daemons%s for %v with %s\n", peers, gc.Duration, describeLoad(spec, cfg.PortRate))
 	}
+	rep.LoadAvgStart = LoadAvg()
 	var results []PeerResult
 	var perr error
 	done := make(chan struct{})
@@ -120,8 +162,10 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	}
 	gres, gerr := l.RunGclock(ctx, gc)
 	<-done
+	rep.LoadAvgEnd = LoadAvg()
 	if sw := l.Switch(); sw != nil {
 		rep.Switch = sw.Stats()
+		rep.Ports = sw.PortStats()
 	}
 	if gerr != nil {
 		return rep, gerr
@@ -140,4 +184,64 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	}
 	rep.Gclock, rep.Peers = gres, results
 	return rep, nil
+}
+
+// loadMargin is how much longer than the run the load generators may run
+// (the lab stops them at its end; the bound is for a lab that dies).
+const loadMargin = 30 * time.Second
+
+// startLoads starts every load spec asks for, each stopped when l goes down
+// (Down stops every process the lab started).
+func startLoads(ctx context.Context, l *Lab, spec RunSpec, d time.Duration) error {
+	if spec.Load > 0 {
+		if _, err := l.StartLoad(spec.Load); err != nil {
+			return err
+		}
+	}
+	if spec.LoadOutside > 0 {
+		if _, err := l.StartLoadOutside(spec.LoadOutside); err != nil {
+			return err
+		}
+	}
+	if spec.Flood > 0 {
+		if _, err := l.StartFlood(ctx, spec.LoadCommand, spec.LoadEnv, spec.Flood, d); err != nil {
+			return err
+		}
+	}
+	if spec.Cross > 0 {
+		if _, err := l.StartCross(spec.LoadCommand, spec.LoadEnv, spec.Cross, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeLoad says in words what load a run has beside the daemons.
+func describeLoad(spec RunSpec, portRate int64) string {
+	s := fmt.Sprintf("%d busy loops beside them", spec.Load)
+	if spec.LoadOutside > 0 {
+		s += fmt.Sprintf(", %d outside the lab", spec.LoadOutside)
+	}
+	if spec.Flood > 0 {
+		s += fmt.Sprintf(", a flood of %d frames/s (softirq)", spec.Flood)
+	}
+	if spec.Cross > 0 {
+		s += fmt.Sprintf(", cross traffic at %.0f%% of %sbit/s ports", 100*spec.Cross, netmodel.FormatRate(portRate))
+	}
+	return s
+}
+
+// LoadAvg reads the machine's load average (1, 5 and 15 minutes) from
+// /proc/loadavg; zeros when it cannot.
+func LoadAvg() [3]float64 {
+	var v [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return v
+	}
+	f := strings.Fields(string(b))
+	for i := 0; i < 3 && i < len(f); i++ {
+		v[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return v
 }

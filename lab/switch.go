@@ -2,6 +2,7 @@ package lab
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,12 @@ type SwitchConfig struct {
 	// header of a UDP datagram in it. The truth of every one-way delay an
 	// exchange logs, for the error breakdown in docs/lab.md.
 	FrameLog string
+	// PortRate models every egress port as a FIFO queue in front of a line
+	// of this many bits per second (netmodel.Port): a frame whose link
+	// delay is over waits for the frames ready before it on the same port,
+	// then for its own serialisation. 0: no port model (frames leave at
+	// their link delay).
+	PortRate int64
 }
 
 // vnetHdrLen is the size of struct virtio_net_hdr, which PACKET_VNET_HDR
@@ -93,21 +100,38 @@ type Switch struct {
 	// Owned by the switch thread.
 	lastWrite int64 // CLOCK_REALTIME of the last release
 	q         releaseHeap
-	seq       uint64
-	macs      map[[6]byte]int
-	rngs      map[[2]int]*rand.Rand
-	outs      []int
-	plan      []int64
-	pool      sync.Pool
+	// pend holds the frames on their way to a port's queue (PortRate) by
+	// ready time, when the link has a floor: a frame joins its queue up to
+	// lookahead before it is ready, without the thread spinning for it.
+	pend      releaseHeap
+	lookahead int64
+	// bulk holds the releases of frames larger than smallFrame (bulk
+	// data): the thread wakes for them but never spins, so that cross
+	// traffic does not keep it busy up to the kernel's real-time
+	// throttling, which stopped it for up to 56 ms a second. Such a frame
+	// leaves up to a wake-up late.
+	bulk releaseHeap
+	seq  uint64
+	macs map[[6]byte]int
+	rngs map[[2]int]*rand.Rand
+	outs []int
+	plan []int64
+	pool sync.Pool
 
 	statMu sync.Mutex
 	stats  map[[2]int]*DirStats
+	// egress[i] is port i's queue (PortRate); guarded by statMu.
+	egress     []netmodel.Port
+	statsSince int64 // CLOCK_REALTIME of the last ResetStats
 
 	frames frameLog // FrameLog's records (switch thread until Close)
 
 	// cutUntil[i]: frames from or to port i are dropped while their
 	// receive stamp (CLOCK_REALTIME) is before it (Partition, faults.go).
 	cutUntil []atomic.Int64
+	// cutFrom[i], cutTo[i]: the same for frames from port i only, and
+	// for frames to port i only (one-way partitions).
+	cutFrom, cutTo []atomic.Int64
 }
 
 // minProcs is the GOMAXPROCS StartSwitch raises the process to: one P for
@@ -121,6 +145,13 @@ const fineSpin = int64(10 * time.Microsecond)
 // minWarmLead is the least time before a release a warm-up write starts:
 // closer, it would delay the release itself.
 const minWarmLead = int64(20 * time.Microsecond)
+
+// readMargin is how much later than its kernel receive stamp the switch may
+// read a frame without breaking its ports' FIFO order: a frame joins its
+// port's queue up to the link's floor minus readMargin before it is ready,
+// when every frame that could be ready before it has been read unless one
+// waited longer than that in the socket.
+const readMargin = int64(20 * time.Microsecond)
 
 // maxSleep caps one blocking poll of the switch thread: a stop-the-world
 // pause of the Go runtime waits at most this long for it.
@@ -141,10 +172,13 @@ type DirStats struct {
 	Duplicated int64 `json:"duplicated"` // delivered twice
 	Reordered  int64 `json:"reordered"`  // released without delay (reorder)
 	// Partitioned counts the frames dropped by Partition (also in Dropped).
-	Partitioned int64   `json:"partitioned,omitempty"`
-	SendErrors  int64   `json:"send_errors"`
-	lateness    []int32 // release lateness samples, ns
-	writeCost   []int32 // write(2) durations, ns
+	Partitioned int64 `json:"partitioned,omitempty"`
+	SendErrors  int64 `json:"send_errors"`
+	// Bytes is the frames' size as the switch read them (GSO frames whole).
+	Bytes     int64   `json:"bytes"`
+	lateness  []int32 // release lateness samples, ns
+	writeCost []int32 // write(2) durations, ns
+	queueWait []int32 // port queue waits of small frames, ns
 	// Filled by Stats: how late write(2) was called after the frame's
 	// release time, ns.
 	LatenessP50Ns   int64 `json:"lateness_p50_ns"`
@@ -155,6 +189,30 @@ type DirStats struct {
 	// it, after the host's receive stamp was taken.
 	WriteP50Ns int64 `json:"write_p50_ns"`
 	WriteP99Ns int64 `json:"write_p99_ns"`
+	// With a port model (SwitchConfig.PortRate): how long the small frames
+	// (at most smallFrame bytes: probes, replies, ACKs) of this direction
+	// waited in the egress port's queue behind the frames before them.
+	SmallQueueP50Ns   int64 `json:"small_queue_p50_ns,omitempty"`
+	SmallQueueP99Ns   int64 `json:"small_queue_p99_ns,omitempty"`
+	SmallQueueMaxNs   int64 `json:"small_queue_max_ns,omitempty"`
+	SmallQueueSamples int   `json:"small_queue_samples,omitempty"`
+}
+
+// smallFrame is the largest frame whose queue wait DirStats reports: the
+// daemons' probes and replies, PTP and NTP messages and TCP ACKs are
+// smaller, bulk data is not.
+const smallFrame = 256
+
+// PortStats is what one egress port's queue (SwitchConfig.PortRate) sent
+// since the switch started or its stats were reset.
+type PortStats struct {
+	Port      int     `json:"port"` // egress port (host index)
+	RateBps   int64   `json:"rate_bps"`
+	Frames    int64   `json:"frames"`
+	WireBytes int64   `json:"wire_bytes"` // netmodel.WireBytes of every frame
+	BusyNs    int64   `json:"busy_ns"`    // the frames' serialisation time
+	ElapsedNs int64   `json:"elapsed_ns"`
+	Util      float64 `json:"utilisation"` // BusyNs / ElapsedNs
 }
 
 type release struct {
@@ -165,6 +223,10 @@ type release struct {
 	buf *[]byte
 	n   int
 	dir [2]int
+	// queued: at is the delivery time; otherwise (with a port model) at is
+	// when the frame joins its egress port's queue.
+	queued bool
+	wire   int // netmodel.WireBytes of the frame
 }
 
 type releaseHeap []release
@@ -197,6 +259,9 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 	if cfg.SpinWindow == 0 {
 		cfg.SpinWindow = DefaultSpinWindow
 	}
+	if cfg.PortRate < 0 || cfg.PortRate > netmodel.MaxRateBps {
+		return nil, fmt.Errorf("switch: port rate %d bit/s: want 0 (none)..%g", cfg.PortRate, netmodel.MaxRateBps)
+	}
 	// The switch thread keeps its P while it sleeps in a raw ppoll, so the
 	// rest of the process needs more than one.
 	if runtime.GOMAXPROCS(0) < minProcs {
@@ -215,6 +280,16 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		stats: map[[2]int]*DirStats{},
 	}
 	s.cutUntil = make([]atomic.Int64, len(cfg.Ports))
+	s.cutFrom = make([]atomic.Int64, len(cfg.Ports))
+	s.cutTo = make([]atomic.Int64, len(cfg.Ports))
+	s.egress = make([]netmodel.Port, len(cfg.Ports))
+	for i := range s.egress {
+		s.egress[i].RateBps = cfg.PortRate
+	}
+	s.statsSince = nowRealtime()
+	if cfg.PortRate > 0 {
+		s.lookahead = max(0, int64(cfg.Link.Floor())-readMargin)
+	}
 	s.pool.New = func() any { b := make([]byte, maxFrame); return &b }
 	s.warmFD = -1
 	if cfg.FrameLog != "" {
@@ -263,7 +338,7 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		}
 		return nil, err
 	}
-	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
+	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "port_rate", netmodel.FormatRate(cfg.PortRate), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
 	return s, nil
 }
 
@@ -392,6 +467,16 @@ func (s *Switch) Stats() []DirStats {
 			}
 			q = eval.Quantiles(w, 0.5, 0.99)
 			c.WriteP50Ns, c.WriteP99Ns = q[0], q[1]
+			c.queueWait = nil
+			if len(st.queueWait) > 0 {
+				v := make([]int64, len(st.queueWait))
+				for k, x := range st.queueWait {
+					v[k] = int64(x)
+				}
+				q = eval.Quantiles(v, 0.5, 0.99, 1)
+				c.SmallQueueP50Ns, c.SmallQueueP99Ns, c.SmallQueueMaxNs = q[0], q[1], q[2]
+				c.SmallQueueSamples = len(v)
+			}
 			out = append(out, c)
 		}
 	}
@@ -401,10 +486,35 @@ func (s *Switch) Stats() []DirStats {
 // WarmUps is how many warm-up writes the switch made (see WarmAfter).
 func (s *Switch) WarmUps() int64 { return s.warmups.Load() }
 
-// ResetStats forgets every counter and lateness sample.
+// PortStats returns every egress port's counters (nil without a port
+// model).
+func (s *Switch) PortStats() []PortStats {
+	if s.cfg.PortRate <= 0 {
+		return nil
+	}
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	el := nowRealtime() - s.statsSince
+	out := make([]PortStats, len(s.egress))
+	for i := range s.egress {
+		p := &s.egress[i]
+		out[i] = PortStats{Port: i, RateBps: p.RateBps, Frames: p.Frames(), WireBytes: p.Bytes(), BusyNs: p.BusyNs(), ElapsedNs: el}
+		if el > 0 {
+			out[i].Util = float64(p.BusyNs()) / float64(el)
+		}
+	}
+	return out
+}
+
+// ResetStats forgets every counter and lateness sample (and the ports'
+// counters, not their queues).
 func (s *Switch) ResetStats() {
 	s.statMu.Lock()
 	s.stats = map[[2]int]*DirStats{}
+	for i := range s.egress {
+		s.egress[i].ResetCounters()
+	}
+	s.statsSince = nowRealtime()
 	s.statMu.Unlock()
 }
 
@@ -438,6 +548,10 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 		s.outs = s.appendFlood(s.outs, in)
 	}
 	used := false
+	wire := 0
+	if s.cfg.PortRate > 0 {
+		wire = frameWireBytes(buf[:n])
+	}
 	for _, o := range s.outs {
 		d := [2]int{in, o}
 		m := s.cfg.Link.Model(in, o)
@@ -449,6 +563,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 		s.statMu.Lock()
 		st := s.dirStats(d)
 		st.Frames++
+		st.Bytes += int64(len(frame))
 		if cut {
 			st.Partitioned++
 		}
@@ -474,7 +589,7 @@ func (s *Switch) handleFrame(in int, bp *[]byte, n int, rx int64) bool {
 			}
 			used = true
 			s.seq++
-			heap.Push(&s.q, release{at: rx + delay, rx: rx, seq: s.seq, out: o, buf: rb, n: n, dir: d})
+			s.push(release{at: rx + delay, rx: rx, seq: s.seq, out: o, buf: rb, n: n, dir: d, queued: s.cfg.PortRate <= 0, wire: wire})
 		}
 	}
 	return used
@@ -579,19 +694,35 @@ func (s *Switch) loop(started chan<- error) {
 	var warmed uint64 // seq of the last frame written to the warm-up port
 	warmAfter := s.cfg.WarmAfter.Nanoseconds()
 	var budget, refilled int64
+	// polled: pfds' revents say which ports have frames (a poll ran since
+	// the last receiveAll), so that only those are read: under cross
+	// traffic a recvmsg on every port per wake-up kept the thread busy.
+	polled := false
 	for !s.closed.Load() {
-		if s.receiveAll(oob) {
+		if s.receiveAll(oob, pfds, polled) {
 			active = nowRealtime()
 		}
+		polled = false
 		now := nowRealtime()
-		for len(s.q) > 0 && s.q[0].at <= now {
-			s.send(heap.Pop(&s.q).(release))
+		for len(s.pend) > 0 && s.pend[0].at-s.lookahead <= now {
+			s.dispatch(heap.Pop(&s.pend).(release))
+		}
+		for r, ok := s.popDue(now); ok; r, ok = s.popDue(now) {
+			s.dispatch(r)
 			now = nowRealtime()
 			active = now
 		}
 		wait := int64(maxSleep)
 		if len(s.q) > 0 {
 			wait = min(wait, s.q[0].at-now)
+		}
+		// The next frame to join a port's queue: a wake-up, never a spin.
+		waitPend := int64(maxSleep)
+		if len(s.pend) > 0 {
+			waitPend = max(0, min(waitPend, s.pend[0].at-s.lookahead-now))
+		}
+		if len(s.bulk) > 0 {
+			waitPend = max(0, min(waitPend, s.bulk[0].at-now))
 		}
 		// Warm-up: after an idle spell, write the next frame to the
 		// warm-up port once, inside the spin window, so that its own
@@ -605,26 +736,31 @@ func (s *Switch) loop(started chan<- error) {
 			s.warmups.Add(1)
 			continue
 		}
+		// The busy budget refills at half the elapsed time, up to
+		// busyBudgetMax, and pays for busy-polling and spinning: the thread
+		// never waits busily more than half the time, so that with the work
+		// of a busy link (copies, the receivers' softirq inside its writes)
+		// the kernel's real-time throttling (95% of each second) never stops
+		// it, and a link busy for long falls back to sleeping. Cross traffic
+		// at 70% of 1 Gbit/s kept it busy polling and spinning until the
+		// throttling stopped it for up to 56 ms a second.
+		budget = min(busyBudgetMax, budget+(now-refilled)/2)
+		refilled = now
 		// The last microseconds before a release: spin on the clock alone.
 		// A port poll is a system call (about a microsecond here), which
 		// would make every release late by up to that much.
 		if len(s.q) > 0 && wait > 0 && wait <= fineSpin {
 			for at := s.q[0].at; nowRealtime() < at; {
 			}
+			budget -= nowRealtime() - now
 			// Release now: reading the ports first would cost a system
 			// call per port.
-			for len(s.q) > 0 && s.q[0].at <= nowRealtime() {
-				s.send(heap.Pop(&s.q).(release))
+			for r, ok := s.popDue(nowRealtime()); ok; r, ok = s.popDue(nowRealtime()) {
+				s.dispatch(r)
 			}
 			active = nowRealtime()
 			continue
 		}
-		// The busy-poll budget refills at half the elapsed time, up to
-		// busyBudgetMax: the thread never polls more than half the time, so
-		// the kernel's real-time throttling (95% of each second) never
-		// stops it, and a link busy for long falls back to sleeping.
-		budget = min(busyBudgetMax, budget+(now-refilled)/2)
-		refilled = now
 		if hot := now-active < busy; hot && budget > 0 {
 			// Busy-poll: at most until the next release or the end of the
 			// window, then look at the queue again.
@@ -632,9 +768,10 @@ func (s *Switch) loop(started chan<- error) {
 			if warmDue && wait > spin {
 				until = wait - spin // back for the warm-up at the spin window
 			}
-			deadline := now + min(until, busy-(now-active), budget)
+			deadline := now + min(until, busy-(now-active), budget, waitPend)
 			t := now
 			for t < deadline {
+				polled = true
 				if s.readable(pfds) {
 					break
 				}
@@ -644,21 +781,33 @@ func (s *Switch) loop(started chan<- error) {
 			continue
 		}
 		if wait > spin {
-			rawPpoll(pfds, wait-spin)
+			rawPpoll(pfds, min(wait-spin, waitPend))
+			polled = true
 			continue
 		}
-		// Spin until the head is nearly due or a frame arrives.
-		deadline := now + wait - fineSpin
+		// Spin until the head is nearly due or a frame arrives; sleep
+		// instead when the budget is spent.
+		deadline := now + min(wait-fineSpin, waitPend)
+		if budget <= 0 {
+			rawPpoll(pfds, deadline-now)
+			polled = true
+			continue
+		}
 		for nowRealtime() < deadline {
+			polled = true
 			if s.readable(pfds) {
 				break
 			}
 		}
+		budget -= nowRealtime() - now
 	}
 	for _, r := range s.q {
 		s.pool.Put(r.buf)
 	}
-	s.q = nil
+	for _, r := range append(s.pend, s.bulk...) {
+		s.pool.Put(r.buf)
+	}
+	s.q, s.pend, s.bulk = nil, nil, nil
 }
 
 // readable polls the ports without blocking.
@@ -672,9 +821,13 @@ func (s *Switch) readable(pfds []unix.PollFd) bool {
 	return int(n) > 0
 }
 
-// receiveAll reads every frame waiting on every port.
-func (s *Switch) receiveAll(oob []byte) (got bool) {
+// receiveAll reads every frame waiting on every port (with polled, on the
+// ports whose pfds entry has revents).
+func (s *Switch) receiveAll(oob []byte, pfds []unix.PollFd, polled bool) (got bool) {
 	for in, p := range s.ports {
+		if polled && pfds[in].Revents == 0 {
+			continue
+		}
 		for {
 			bp := s.pool.Get().(*[]byte)
 			n, oobn, flags, err := recvmsg(p.fd, *bp, oob)
@@ -700,6 +853,104 @@ func (s *Switch) receiveAll(oob []byte) (got bool) {
 		}
 	}
 	return got
+}
+
+// dispatch handles a due entry of the release queue: a frame whose link
+// delay is over joins its egress port's queue (and comes back at its
+// delivery time); a frame that was queued is sent.
+func (s *Switch) dispatch(r release) {
+	if r.queued {
+		s.send(r)
+		return
+	}
+	s.statMu.Lock()
+	depart, wait := s.egress[r.out].Enqueue(r.at, r.wire)
+	if r.n-vnetHdrLen <= smallFrame {
+		st := s.dirStats(r.dir)
+		if len(st.queueWait) < latenessCap {
+			st.queueWait = append(st.queueWait, int32(min(wait, 1<<31-1)))
+		}
+	}
+	s.statMu.Unlock()
+	r.at, r.queued = depart, true
+	s.push(r)
+}
+
+// push queues an entry on the heap it belongs to: a frame that is to join
+// its port's queue on pend (with a lookahead) or q, a release of bulk data
+// on bulk, any other release on q.
+func (s *Switch) push(r release) {
+	switch {
+	case !r.queued && s.lookahead > 0:
+		heap.Push(&s.pend, r)
+	case r.queued && r.n-vnetHdrLen > smallFrame:
+		heap.Push(&s.bulk, r)
+	default:
+		heap.Push(&s.q, r)
+	}
+}
+
+// popDue pops the earliest entry of q and bulk that is due at now.
+func (s *Switch) popDue(now int64) (release, bool) {
+	fromQ := len(s.q) > 0 && s.q[0].at <= now
+	if len(s.bulk) > 0 && s.bulk[0].at <= now && (!fromQ || s.bulk[0].at < s.q[0].at) {
+		return heap.Pop(&s.bulk).(release), true
+	}
+	if fromQ {
+		return heap.Pop(&s.q).(release), true
+	}
+	return release{}, false
+}
+
+// frameWireBytes is the wire size (netmodel.WireBytes) of a frame read with
+// its vnet header: a GSO frame (TCP or UDP over IPv4 or IPv6) counts as the
+// segments a NIC would send, each with its own headers.
+func frameWireBytes(b []byte) int {
+	frame := b[vnetHdrLen:]
+	gsoType := b[1] &^ 0x80 // without VIRTIO_NET_HDR_GSO_ECN
+	gsoSize := int(binary.NativeEndian.Uint16(b[4:6]))
+	if gsoType == 0 || gsoSize == 0 {
+		return netmodel.WireBytes(len(frame))
+	}
+	hdr, ok := l4HeaderEnd(frame)
+	if !ok {
+		return netmodel.WireBytes(len(frame))
+	}
+	return netmodel.SegmentedWireBytes(len(frame), hdr, gsoSize)
+}
+
+// l4HeaderEnd is the offset of the first payload byte of an IPv4 or IPv6
+// TCP or UDP frame (no VLAN tag, no IPv6 extension headers).
+func l4HeaderEnd(f []byte) (int, bool) {
+	if len(f) < 14 {
+		return 0, false
+	}
+	var off int
+	var proto byte
+	switch binary.BigEndian.Uint16(f[12:14]) {
+	case 0x0800:
+		if len(f) < 14+20 {
+			return 0, false
+		}
+		off, proto = 14+int(f[14]&0x0f)*4, f[14+9]
+	case 0x86dd:
+		if len(f) < 14+40 {
+			return 0, false
+		}
+		off, proto = 14+40, f[14+6]
+	default:
+		return 0, false
+	}
+	switch proto {
+	case unix.IPPROTO_TCP:
+		if len(f) < off+20 {
+			return 0, false
+		}
+		return off + int(f[off+12]>>4)*4, true
+	case unix.IPPROTO_UDP:
+		return off + 8, len(f) >= off+8
+	}
+	return 0, false
 }
 
 func (s *Switch) send(r release) {

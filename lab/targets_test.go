@@ -85,3 +85,62 @@ func TestFrugalConfig(t *testing.T) {
 		t.Errorf("estimator %q, want center (the lab's)", s.Estimator)
 	}
 }
+
+// TestBusyTargetsCheckRun: issue 21's busy targets, and the worst host's
+// median (the reference, host 0, never counts).
+func TestBusyTargetsCheckRun(t *testing.T) {
+	node := func(p50 int64) GclockSummary {
+		return GclockSummary{Summary: Summary{Evaluations: 100, ErrorP50Ns: p50}}
+	}
+	base := RunReport{
+		Summary: GclockSummary{Summary: Summary{Evaluations: 300, ErrorP50Ns: 400, ErrorP99Ns: 4000}, BoundCoverage: 1,
+			ConvergenceRoundsPerNodePerS: 0.8, RoundsPerNodePerS: 0.15},
+		Nodes:   []GclockSummary{node(5000), node(300), node(900), node(400)},
+		Compare: map[string]Summary{PeerChrony: {Evaluations: 10, ErrorP50Ns: 2000, ErrorP99Ns: 7000}},
+	}
+	mod := func(f func(*RunReport)) RunReport {
+		r := base
+		r.Nodes = append([]GclockSummary(nil), base.Nodes...)
+		f(&r)
+		return r
+	}
+	tests := []struct {
+		name    string
+		r       RunReport
+		failing []string
+	}{
+		{"all met (the reference's 5 us does not count)", base, nil},
+		{"median above 0.5 us", mod(func(r *RunReport) { r.Summary.ErrorP50Ns = 501 }), []string{"median", "chrony median"}},
+		{"a fifth of chrony's", mod(func(r *RunReport) {
+			r.Compare = map[string]Summary{PeerChrony: {Evaluations: 10, ErrorP50Ns: 1999, ErrorP99Ns: 7000}}
+		}), []string{"chrony median"}},
+		{"p99 above 5 us", mod(func(r *RunReport) { r.Summary.ErrorP99Ns = 5001 }), []string{"p99 |error|"}},
+		{"one host above 1 us", mod(func(r *RunReport) { r.Nodes[2] = node(1001) }), []string{"worst host"}},
+		{"no hosts", mod(func(r *RunReport) { r.Nodes = r.Nodes[:1] }), []string{"worst host"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var failed []string
+			for _, c := range BusyTargets().CheckRun(tc.r) {
+				if !c.Met {
+					failed = append(failed, c.Name)
+				}
+			}
+			if len(failed) != len(tc.failing) {
+				t.Fatalf("failed %q, want %q", failed, tc.failing)
+			}
+			for i := range failed {
+				if !strings.HasPrefix(failed[i], tc.failing[i]) {
+					t.Errorf("failed %q, want %q", failed, tc.failing)
+				}
+			}
+		})
+	}
+	// The default targets do not check the hosts.
+	if n, m := len(DefaultTargets().CheckRun(base)), len(DefaultTargets().Check(base.Summary, base.Compare)); n != m {
+		t.Errorf("DefaultTargets().CheckRun: %d checks, Check %d", n, m)
+	}
+	if ns, h := WorstHostMedian(base.Nodes); ns != 900 || h != 2 {
+		t.Errorf("WorstHostMedian = %d, h%d; want 900, h2", ns, h)
+	}
+}

@@ -134,6 +134,36 @@ func (m Model) Sample(r *rand.Rand) int64 {
 	return int64(math.Round(d))
 }
 
+// Floor is the least delay Plan can give a frame: the distribution's lower
+// end (0 for normal jitter, whose tail is unbounded, and for a model that
+// reorders, whose held-back frames skip the delay).
+func (m Model) Floor() time.Duration {
+	if m.Reorder > 0 {
+		return 0
+	}
+	var f float64
+	switch m.Dist {
+	case DistNone:
+		f = float64(m.Delay)
+	case DistUniform:
+		f = float64(m.Delay - m.Jitter)
+	case DistPareto:
+		f = float64(m.Delay) - float64(m.Jitter)*paretoTailPerJitter
+	}
+	if !(f > 0) {
+		return 0
+	}
+	return time.Duration(math.Floor(f))
+}
+
+// Floor is the least delay of either direction (Model.Floor).
+func (l Link) Floor() time.Duration {
+	if l.Direct {
+		return 0
+	}
+	return min(l.Forward.Floor(), l.Reverse.Floor())
+}
+
 // Quantiles returns the delay quantiles (each q in [0,1]) of the model's
 // delay distribution, estimated from n draws of a generator seeded with
 // seed. It is what a validation compares the delivered delays with.

@@ -233,3 +233,45 @@ func TestLinkModelDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestModelFloor: Floor is the least delay Plan gives, and Plan reaches
+// within a few percent of the jitter above it.
+func TestModelFloor(t *testing.T) {
+	us := time.Microsecond
+	tests := []struct {
+		m    Model
+		want time.Duration
+	}{
+		{Model{Delay: 100 * us}, 100 * us},
+		{Model{Delay: 100 * us, Jitter: 30 * us, Dist: DistUniform}, 70 * us},
+		{Model{Delay: 100 * us, Jitter: 300 * us, Dist: DistUniform}, 0},
+		{Model{Delay: 100 * us, Jitter: 50 * us, Dist: DistPareto}, 71132}, // 100 - 50/sqrt(3) us
+		{Model{Delay: 100 * us, Jitter: 10 * us, Dist: DistNormal}, 0},
+		{Model{Delay: 100 * us, Reorder: 0.01}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.m.String(), func(t *testing.T) {
+			got := tt.m.Floor()
+			if got != tt.want {
+				t.Fatalf("Floor = %v, want %v", got, tt.want)
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			low := int64(math.MaxInt64)
+			for range 20000 {
+				for _, d := range tt.m.Plan(r, nil) {
+					if d < int64(got) {
+						t.Fatalf("Plan gave %d ns, below the floor %v", d, got)
+					}
+					low = min(low, d)
+				}
+			}
+			if tt.m.Jitter > 0 && tt.m.Dist != DistNormal && low > int64(got)+int64(tt.m.Jitter)/20 {
+				t.Errorf("least of 20000 draws %d ns, more than Jitter/20 above the floor %v", low, got)
+			}
+		})
+	}
+	l := Link{Forward: Model{Delay: 100 * us}, Reverse: Model{Delay: 80 * us}}
+	if l.Floor() != 80*us || (Link{Direct: true}).Floor() != 0 {
+		t.Errorf("Link.Floor: %v, direct %v", l.Floor(), Link{Direct: true}.Floor())
+	}
+}

@@ -23,12 +23,20 @@ type FailoverStats struct {
 	MaxJump int64 `json:"max_jump_ns"`
 	// Backwards counts reads whose Est was below the node's previous one.
 	Backwards int `json:"backwards"`
-	// BackInSync is, per fault, the time from the stop until every running
-	// node read synced time from the current view of one running
-	// reference; -1 if that never happened.
+	// BackInSync is, per fault, the time from the stop or pause (a
+	// partition: from its heal) until every running node read synced time
+	// from the current view of one running reference; -1 if that never
+	// happened.
 	BackInSync []Duration `json:"back_in_sync"`
 	// Changes is the number of reference changes over all nodes.
 	Changes uint64 `json:"reference_changes"`
+	// Terms is the highest election term reached (engine.Member.Term).
+	Terms uint32 `json:"terms"`
+	// TwoReferences counts the evaluations at which more than one node
+	// was a reference under its majority lease (must be 0).
+	TwoReferences uint64 `json:"two_references"`
+	// StaleTerm counts the engine messages refused for an older term.
+	StaleTerm uint64 `json:"stale_term_refused"`
 }
 
 // scale is one reference's time scale: its ideal clock, through its
@@ -46,6 +54,92 @@ type failoverState struct {
 	haveLast []bool
 	stats    FailoverStats
 	done     []bool
+	// cuts are the partition faults in force (indexes into Faults).
+	cuts []int
+	sc   *Scenario
+}
+
+// cut reports whether a partition in force drops what from sends to to.
+func (f *failoverState) cut(from, to int) bool {
+	for _, k := range f.cuts {
+		ft := &f.sc.Faults[k]
+		inFrom, inTo := slices.Contains(ft.Nodes, from), slices.Contains(ft.Nodes, to)
+		switch ft.OneWay {
+		case "out":
+			if inFrom && !inTo {
+				return true
+			}
+		case "in":
+			if !inFrom && inTo {
+				return true
+			}
+		default:
+			if inFrom != inTo {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// faultOn starts pause or partition fault k.
+func (r *runner) faultOn(k int) {
+	ft := &r.sc.Faults[k]
+	if ft.Kind == FaultPartition {
+		r.fo.cuts = append(r.fo.cuts, k)
+		return
+	}
+	n := &r.nodes[ft.Node]
+	if n.down || n.paused {
+		return
+	}
+	n.paused = true
+	n.tickGen++
+	r.fo.haveLast[ft.Node] = false
+}
+
+// faultOff ends pause or partition fault k: a paused node steps what
+// waited for it, then runs its timers.
+func (r *runner) faultOff(k int) error {
+	ft := &r.sc.Faults[k]
+	if ft.Kind == FaultPartition {
+		r.fo.cuts = slices.DeleteFunc(r.fo.cuts, func(c int) bool { return c == k })
+		return nil
+	}
+	i := ft.Node
+	n := &r.nodes[i]
+	if !n.paused {
+		return nil
+	}
+	n.paused = false
+	q := n.queue
+	n.queue = nil
+	local := n.clk.Read(r.now)
+	for _, m := range q {
+		n.eng.Step(*m, local)
+	}
+	n.eng.Tick(local)
+	return r.drain(i, local)
+}
+
+// checkLeases counts the evaluations at which two nodes are references
+// under their lease, and notes the highest term.
+func (r *runner) checkLeases() {
+	leased := 0
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		if n.down {
+			continue
+		}
+		m := n.mem
+		r.fo.stats.Terms = max(r.fo.stats.Terms, m.Term())
+		if m.Reference() == engine.NodeID(i) && m.Leased(n.clk.Read(r.now)) {
+			leased++
+		}
+	}
+	if leased > 1 {
+		r.fo.stats.TwoReferences++
+	}
 }
 
 // members reports whether the run drives engine.Member (the default
@@ -60,8 +154,12 @@ func (r *runner) newMember(i int, cfg engine.Config) (*engine.Member, error) {
 	}
 	ids := toIDs(order)
 	self := i
+	all := make([]engine.NodeID, r.sc.Nodes)
+	for k := range all {
+		all[k] = engine.NodeID(k)
+	}
 	return engine.NewMember(engine.MemberConfig{
-		Engine: cfg, Order: ids, FailoverAfter: time.Duration(r.sc.Failover.After),
+		Engine: cfg, Order: ids, Cluster: all, FailoverAfter: time.Duration(r.sc.Failover.After),
 		Roles: func(ref engine.NodeID, gone []engine.NodeID) ([]engine.NodeID, []engine.NodeID, error) {
 			return r.failoverRoles(self, int(ref), gone)
 		},
@@ -153,6 +251,7 @@ func (r *runner) up(i int) error {
 		return fmt.Errorf("restarting node %d: %w", i, err)
 	}
 	r.fo.stats.Changes += n.mem.Changes()
+	r.fo.stats.StaleTerm += n.mem.StaleTerm()
 	n.mem, n.eng, n.down = m, m, false
 	n.tickGen++
 	r.push(event{t: r.now, kind: evTick, node: int32(i), gen: n.tickGen})
@@ -180,7 +279,7 @@ func (r *runner) checkBackInSync() {
 	ref := engine.NodeID(math.MaxUint32)
 	for i := range r.nodes {
 		n := &r.nodes[i]
-		if n.down {
+		if n.down || n.paused {
 			continue
 		}
 		local := n.clk.Read(r.now)
@@ -188,18 +287,27 @@ func (r *runner) checkBackInSync() {
 		if ref == math.MaxUint32 {
 			ref = cur
 		}
-		if cur != ref || r.nodes[cur].down || n.mem.Serving(local) != cur || n.mem.Estimate(local).Status != engine.StatusSynced {
+		if cur != ref || r.nodes[cur].down || r.nodes[cur].paused || n.mem.Serving(local) != cur || n.mem.Estimate(local).Status != engine.StatusSynced {
 			ok = false
 			break
 		}
 	}
 	for k, ft := range r.sc.Faults {
-		if f.done[k] || r.now < Origin+int64(ft.Down) {
+		// A partition is judged from its heal: while it lasts, the side
+		// without a majority rightly serves no promise.
+		from := Origin + int64(ft.Down)
+		if ft.Kind == FaultPartition {
+			if ft.Up == 0 {
+				continue
+			}
+			from = Origin + int64(ft.Up)
+		}
+		if f.done[k] || r.now < from {
 			continue
 		}
-		if ok && r.now > Origin+int64(ft.Down) {
+		if ok && r.now > from {
 			f.done[k] = true
-			f.stats.BackInSync[k] = Duration(r.now - Origin - int64(ft.Down))
+			f.stats.BackInSync[k] = Duration(r.now - from)
 		}
 	}
 }
@@ -214,6 +322,7 @@ func (r *runner) failoverResult() *FailoverStats {
 	for i := range r.nodes {
 		if !r.nodes[i].down {
 			s.Changes += r.nodes[i].mem.Changes()
+			s.StaleTerm += r.nodes[i].mem.StaleTerm()
 		}
 	}
 	return &s

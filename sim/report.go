@@ -88,6 +88,21 @@ func WriteTable(w io.Writer, res *Result) error {
 		"synced/stale/degraded/unsynced = share of reads in each status;\n"+
 		"\"all\" includes the reference, whose reads differ from its ideal clock by read jitter and granularity.\n",
 		quantiles)
+	a := res.Agreement
+	fmt.Fprintf(w, "\none time (no truth needed): %d of %d instants with synced reads sharing no point", a.Violations, a.Instants)
+	if a.Violations > 0 {
+		fmt.Fprintf(w, " (gap up to %s, first at %v)", FormatNs(float64(a.MaxGap)), time.Duration(a.First-Origin))
+	}
+	fmt.Fprintln(w)
+	if f := res.Failover; f != nil {
+		var back []string
+		for _, d := range f.BackInSync {
+			back = append(back, time.Duration(d).String())
+		}
+		fmt.Fprintf(w, "failover: %d reference changes, last term %d, %d evaluations with two leased references, %d messages of an older term refused;\n"+
+			"back in sync after each fault %v, largest jump of served time %s, %d reads backwards\n",
+			f.Changes, f.Terms, f.TwoReferences, f.StaleTerm, back, FormatNs(float64(f.MaxJump)), f.Backwards)
+	}
 	if rt := res.RealTime; rt != nil {
 		fmt.Fprintf(w, "\nreal time (%s): %d synced served reads, coverage %.6f against the true served scale, %d blind (after a CLOCK_REALTIME step, before the next model), %d unserved;\n"+
 			"max |served - truth| %s, max width %s, served rate per local ns [%.6f, %.6f], %d backward; %d jumps detected, %d polls (%d failed), %d segments, %d messages\n",

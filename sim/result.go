@@ -38,6 +38,10 @@ type Result struct {
 	Failover *FailoverStats `json:"failover,omitempty"`
 	// RealTime evaluates the served time scale (scenario real_time).
 	RealTime *RealTimeResult `json:"real_time,omitempty"`
+	// Agreement is the check that needs no truth (eval.Agreement): at
+	// every evaluation after the warm-up, the synced reads of all nodes
+	// share a point. Violations must be 0.
+	Agreement eval.Agreement `json:"agreement"`
 }
 
 func (r *runner) result(wall time.Duration) *Result {
@@ -66,6 +70,7 @@ func (r *runner) result(wall time.Duration) *Result {
 	res.Summary = summary(-1, all.Summary(), msgs, len(r.nodes), secs)
 	res.Others = summary(-1, others.Summary(), msgs, len(r.nodes), secs)
 	res.Failover = r.failoverResult()
+	res.Agreement = r.agree
 	return res
 }
 

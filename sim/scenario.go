@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -61,13 +62,32 @@ type FailoverSpec struct {
 	After Duration `yaml:"after" json:"after,omitempty"`
 }
 
-// Fault stops a node at Down (from the run's start) and starts it again,
-// with a fresh engine and the same clock, at Up (0: never).
+// Fault is one fault from Down (from the run's start) to Up (0: to the
+// end). Kind says which:
+//
+//   - "stop" (the default, a kill): Node stops; at Up it starts again with
+//     a fresh engine and the same clock (a restart).
+//   - "pause" (SIGSTOP, SIGCONT): Node neither ticks nor steps; what
+//     reaches it waits, as in a stopped process's socket buffer, and at Up
+//     it continues with its state and steps what waited.
+//   - "partition": the links between Nodes and the other nodes are cut;
+//     OneWay "out" cuts only what Nodes send to the others, "in" only what
+//     they receive from them, "" both ways.
 type Fault struct {
-	Node int      `yaml:"node" json:"node"`
-	Down Duration `yaml:"down" json:"down"`
-	Up   Duration `yaml:"up" json:"up,omitempty"`
+	Kind   string   `yaml:"kind" json:"kind,omitempty"`
+	Node   int      `yaml:"node" json:"node"`
+	Nodes  []int    `yaml:"nodes" json:"nodes,omitempty"`
+	OneWay string   `yaml:"one_way" json:"one_way,omitempty"`
+	Down   Duration `yaml:"down" json:"down"`
+	Up     Duration `yaml:"up" json:"up,omitempty"`
 }
+
+// Fault kinds.
+const (
+	FaultStop      = "stop"
+	FaultPause     = "pause"
+	FaultPartition = "partition"
+)
 
 // TopologySpec names the graph the nodes form.
 type TopologySpec struct {
@@ -289,6 +309,26 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, f := range s.Faults {
+		switch f.Kind {
+		case "", FaultStop, FaultPause:
+			if len(f.Nodes) > 0 || f.OneWay != "" {
+				bad(fmt.Sprintf("faults[%d].nodes", i), "only a partition takes nodes and one_way; %s takes node", f.Kind)
+			}
+		case FaultPartition:
+			if len(f.Nodes) == 0 || len(f.Nodes) >= s.Nodes {
+				bad(fmt.Sprintf("faults[%d].nodes", i), "%v: a partition cuts 1 to %d nodes from the others", f.Nodes, s.Nodes-1)
+			}
+			for k, id := range f.Nodes {
+				if id < 0 || id >= s.Nodes || slices.Index(f.Nodes, id) != k {
+					bad(fmt.Sprintf("faults[%d].nodes[%d]", i, k), "%d is not a node (0..%d) or is named twice", id, s.Nodes-1)
+				}
+			}
+			if f.OneWay != "" && f.OneWay != "in" && f.OneWay != "out" {
+				bad(fmt.Sprintf("faults[%d].one_way", i), "%q, want in, out or empty (both ways)", f.OneWay)
+			}
+		default:
+			bad(fmt.Sprintf("faults[%d].kind", i), "%q, want stop, pause or partition", f.Kind)
+		}
 		if f.Node < 0 || f.Node >= s.Nodes {
 			bad(fmt.Sprintf("faults[%d].node", i), "%d is not a node (0..%d)", f.Node, s.Nodes-1)
 		}

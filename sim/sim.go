@@ -90,6 +90,8 @@ const (
 	evUp        // a fault starts node again
 	evRTTick    // a real-time Scale's timer (realtime.go)
 	evRTDeliver // a real-time message arrives
+	evFaultOn   // a pause or partition starts (node: the fault's index)
+	evFaultOff  // a pause or partition ends (node: the fault's index)
 )
 
 type event struct {
@@ -130,6 +132,8 @@ type nodeState struct {
 	stats     *eval.Acc
 	mem       *engine.Member // eng as a Member (nil with Options.NewNode)
 	down      bool           // stopped by a fault
+	paused    bool           // paused by a fault: messages wait in queue
+	queue     []*engine.Message
 }
 
 // runner is one simulation in progress.
@@ -149,6 +153,9 @@ type runner struct {
 	trace  *Trace
 	rec    *Recording
 	plotIx map[int]int
+
+	agree eval.Agreement // synced reads of each instant share a point
+	reads []eval.Read    // this instant's reads (evaluate)
 
 	sources, children [][]int        // roles under the first reference
 	fo                *failoverState // nil with Options.NewNode (sim/failover.go)
@@ -185,7 +192,7 @@ func Run(ctx context.Context, sc Scenario, opt Options) (*Result, error) {
 		rng:   rand.New(rand.NewPCG(sc.Seed, mix64(sc.Seed^0x51ab))),
 		links: netmodel.Net{Spec: sc.Links, Seed: mix64(sc.Seed ^ 0x11ce)}}
 	if members {
-		r.fo = &failoverState{scales: map[engine.NodeID]scale{}, lastEst: make([]int64, sc.Nodes), lastT: make([]int64, sc.Nodes),
+		r.fo = &failoverState{sc: &r.sc, scales: map[engine.NodeID]scale{}, lastEst: make([]int64, sc.Nodes), lastT: make([]int64, sc.Nodes),
 			haveLast: make([]bool, sc.Nodes), done: make([]bool, len(sc.Faults))}
 		r.fo.stats.BackInSync = make([]Duration, len(sc.Faults))
 		for k := range r.fo.stats.BackInSync {
@@ -275,7 +282,14 @@ func (r *runner) setup() error {
 		r.push(event{t: Origin + r.schedNoise(Origin), kind: evTick, node: int32(i)})
 	}
 	r.push(event{t: Origin + int64(sc.Eval.Interval), kind: evEval})
-	for _, f := range sc.Faults {
+	for k, f := range sc.Faults {
+		if f.Kind == FaultPause || f.Kind == FaultPartition {
+			r.push(event{t: Origin + int64(f.Down), kind: evFaultOn, node: int32(k)})
+			if f.Up != 0 {
+				r.push(event{t: Origin + int64(f.Up), kind: evFaultOff, node: int32(k)})
+			}
+			continue
+		}
 		r.push(event{t: Origin + int64(f.Down), kind: evDown, node: int32(f.Node)})
 		if f.Up != 0 {
 			r.push(event{t: Origin + int64(f.Up), kind: evUp, node: int32(f.Node)})
@@ -431,6 +445,10 @@ func (r *runner) loop(ctx context.Context, start time.Time) error {
 			r.down(int(e.node))
 		case evUp:
 			err = r.up(int(e.node))
+		case evFaultOn:
+			r.faultOn(int(e.node))
+		case evFaultOff:
+			err = r.faultOff(int(e.node))
 		}
 		if err != nil {
 			return err
@@ -441,8 +459,8 @@ func (r *runner) loop(ctx context.Context, start time.Time) error {
 
 func (r *runner) tick(e event) error {
 	n := &r.nodes[e.node]
-	if e.gen != n.tickGen {
-		return nil // superseded timer
+	if e.gen != n.tickGen || n.paused {
+		return nil // superseded timer, or paused (a new one at the resume)
 	}
 	local := n.clk.Read(e.t)
 	n.eng.Tick(local)
@@ -453,6 +471,10 @@ func (r *runner) deliver(e event) error {
 	n := &r.nodes[e.node]
 	if n.down {
 		return nil // lost: the node is stopped
+	}
+	if n.paused {
+		n.queue = append(n.queue, e.msg) // waits in the socket buffer
+		return nil
 	}
 	local := n.clk.Read(e.t)
 	n.eng.Step(*e.msg, local)
@@ -474,6 +496,9 @@ func (r *runner) drain(id int, local int64) error {
 			return fmt.Errorf("node %d sent a %d message to node %d (not a neighbour of the cluster of %d)", id, m.Type, m.To, len(r.nodes))
 		}
 		n.sent++
+		if r.fo != nil && r.fo.cut(id, to) {
+			continue // a partition fault cuts the link
+		}
 		depart := r.now + r.schedNoise(r.now)
 		ld := r.sc.loadAt(depart - Origin)
 		r.buf = r.links.Transmit(r.rng, id, to, ld.Load, r.buf)
@@ -591,7 +616,18 @@ func (r *runner) evaluate() {
 		if !counted {
 			continue
 		}
-		n.stats.Add(eval.Read{At: r.now, Est: tm.Est, Earliest: tm.Earliest, Latest: tm.Latest, Mono: tm.Mono,
-			Status: eval.Status(tm.Status), Truth: truth})
+		rd := eval.Read{At: r.now, Est: tm.Est, Earliest: tm.Earliest, Latest: tm.Latest, Mono: tm.Mono,
+			Status: eval.Status(tm.Status), Truth: truth}
+		n.stats.Add(rd)
+		r.reads = append(r.reads, rd)
 	}
+	if counted {
+		// One global time: every synced read of this instant shares a
+		// point, whatever scale the evaluator thinks each node is on.
+		r.agree.Check(r.now, r.reads)
+		if r.fo != nil {
+			r.checkLeases()
+		}
+	}
+	r.reads = r.reads[:0]
 }

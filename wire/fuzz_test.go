@@ -53,6 +53,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint8(OpProbeReply), uint32(1), uint32(2), uint32(3), int64(-4), int64(5), float64(0.5), uint16(2), []byte("page"))
 	f.Add(uint8(OpRealTimeQuery), uint32(1), uint32(2), uint32(3), int64(-4), int64(5), float64(1.00001), uint16(2), []byte{})
 	f.Add(uint8(OpRealTimeInfo), uint32(1), uint32(2), uint32(2), int64(-4), int64(5), float64(1e-5), uint16(2), []byte{})
+	f.Add(uint8(OpStatusQuery), uint32(1), uint32(2), uint32(3), int64(-4), int64(5), float64(0), uint16(engine.FlagBeat|engine.FlagLease), []byte{})
 	f.Add(uint8(OpTimeDiff|ReliableFlag), uint32(0), uint32(0), uint32(0), int64(0), int64(0), float64(0), uint16(1024), []byte{})
 	f.Fuzz(func(t *testing.T, op uint8, sender, seq, round uint32, a, c int64, x float64, n uint16, data []byte) {
 		p := Packet{Op: Op(op), Sender: sender, Seq: seq}
@@ -60,6 +61,7 @@ func FuzzRoundTrip(f *testing.F) {
 			p.Msg.Type = engine.MsgType(p.Op.Kind())
 			p.Msg.From = engine.NodeID(sender)
 			p.Msg.Round = round
+			p.Msg.Term = seq ^ round
 			p.Msg.T2, p.Msg.T3, p.Msg.Err = a, c, x
 			p.Msg.Mapping.X0, p.Msg.Mapping.Skew, p.Msg.Mapping.Valid = a, x, c&1 == 1
 			p.Msg.Samples = make([]estimate.Sample, int(n)%(MaxSamples+1))
@@ -69,6 +71,7 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		}
 		p.Status.Local, p.Status.Time.Est = a, c
+		p.Status.Term, p.Status.Flags, p.Status.Sent = round, uint8(n), c
 		p.Page.Addr, p.Page.Data = uint64(a), data
 		p.AckOp = Op(round)
 		p.RealTime = RealTime{Rate: x, RateErr: float64(n), Mode: uint8(round), At: a, Offset: c, Slope: x, Err: c, SlopeErr: float64(seq), After: c, Prev: a,

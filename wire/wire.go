@@ -13,8 +13,11 @@ import (
 // Version is the format version written into every header. A decoder
 // rejects any other version instead of guessing at its layout. Version 2
 // pads requests to the size of their replies (no amplification) and
-// checks the mapping's floats (docs/daemon.md, "Security").
-const Version = 2
+// checks the mapping's floats (docs/daemon.md, "Security"). Version 3
+// carries the election's term in every engine message and the term,
+// flags and heartbeat time in the status query and reply (engine
+// member.go).
+const Version = 3
 
 // Magic is the first two bytes of every packet ("GC"): it rejects stray
 // datagrams (a port scan, another protocol on the same port) cheaply.
@@ -257,6 +260,14 @@ type Status struct {
 	// Reference is the node the responder currently takes as the
 	// reference (daemon reference failover).
 	Reference uint32
+	// Term and Flags are the election's (engine.Message.Term and Flags),
+	// on the query and on the reply. Flags outside engine.FlagsAll are
+	// refused.
+	Term  uint32
+	Flags uint8
+	// Sent is a heartbeat query's global send time
+	// (engine.Message.Sent); the reply does not carry it.
+	Sent int64
 }
 
 // Page is the body of OpGetPage (Addr only) and OpPageGrant (Addr and Data),
@@ -330,14 +341,15 @@ type Packet struct {
 
 // Sizes of the bodies.
 const (
-	engineCommonLen = 12 // To, Round, Seq
+	engineCommonLen = 16 // To, Round, Seq, Term
 	probeReplyLen   = engineCommonLen + 16
 	mappingLen      = 6*8 + 1
 	timeDiffFixed   = engineCommonLen + 2 + mappingLen
 	sampleLen       = 32
 	errReportLen    = engineCommonLen + 8
 	periodChangeLen = engineCommonLen + 8
-	statusLen       = 5*8 + 1 + 4
+	statusLen       = 5*8 + 1 + 4 + 4 + 1 // ... Reference, Term, Flags
+	statusQueryLen  = 4 + 1 + 8           // Term, Flags, Sent
 	rtQueryLen      = 3 * 8
 	rtInfoLen       = 1 + 6*8 + rtUpLen
 	// rtUpLen: flags (known, synced, leap<<2), stratum, reference id and
@@ -349,7 +361,7 @@ const (
 	// that no reply is larger than the request it answers: a forged
 	// source address gets no amplification.
 	probePad   = probeReplyLen - engineCommonLen
-	statusPad  = statusLen
+	statusPad  = statusLen - statusQueryLen
 	rtQueryPad = rtInfoLen - rtQueryLen
 )
 
@@ -378,7 +390,7 @@ func (p *Packet) bodyLen() (int, error) {
 	case OpAck:
 		return 1, nil
 	case OpStatusQuery:
-		return statusPad, nil
+		return statusQueryLen + statusPad, nil
 	case OpStatusReply:
 		return statusLen, nil
 	case OpGetPage:
@@ -437,6 +449,9 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 	if p.Op.Kind() == OpStatusReply && !validStatus(p.Status.Time.Status) {
 		return 0, fmt.Errorf("wire: encode status-reply: status %d: %w", p.Status.Time.Status, ErrValue)
 	}
+	if k := p.Op.Kind(); (k == OpStatusQuery || k == OpStatusReply) && p.Status.Flags&^engine.FlagsAll != 0 {
+		return 0, fmt.Errorf("wire: encode %v: flags 0x%02x: %w", p.Op, p.Status.Flags, ErrValue)
+	}
 	if k := p.Op.Kind(); k == OpRealTimeQuery || k == OpRealTimeInfo {
 		if field, v := p.RealTime.invalid(k); field != "" {
 			return 0, fmt.Errorf("wire: encode %v: %s = %v: %w", p.Op, field, v, ErrValue)
@@ -462,12 +477,17 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		put32(uint32(m.To))
 		put32(m.Round)
 		put32(m.Seq)
+		put32(m.Term)
 	}
 	pad := func(k int) { clear(b[o : o+k]); o += k }
 	switch p.Op.Kind() {
 	case OpProbe:
 		pad(probePad)
 	case OpStatusQuery:
+		put32(p.Status.Term)
+		b[o] = p.Status.Flags
+		o++
+		put64(uint64(p.Status.Sent))
 		pad(statusPad)
 	case OpProbeReply:
 		put64(uint64(m.T2))
@@ -510,6 +530,9 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		b[o] = byte(s.Time.Status)
 		o++
 		put32(s.Reference)
+		put32(s.Term)
+		b[o] = s.Flags
+		o++
 	case OpAck:
 		if p.AckOp.Class() == ClassUnknown || p.AckOp.Kind() == OpAck {
 			return 0, fmt.Errorf("wire: encode ack: acknowledged op 0x%02x: %w", uint8(p.AckOp), ErrValue)
@@ -633,6 +656,16 @@ func (r *reader) u8(field string) uint8 {
 	return v
 }
 
+// flags reads the election's flags, refusing any outside engine.FlagsAll.
+func (r *reader) flags(field string) uint8 {
+	off := r.o
+	v := r.u8(field)
+	if r.err == nil && v&^engine.FlagsAll != 0 {
+		r.err = &DecodeError{Field: field, Offset: off, Err: ErrValue, Detail: fmt.Sprintf("0x%02x, known 0x%02x", v, engine.FlagsAll)}
+	}
+	return v
+}
+
 // UnmarshalBinary decodes one packet that fills b exactly. It copies what it
 // keeps (samples, page data), reusing p's slices when their capacity allows,
 // so decoding into the same Packet again does not allocate. On error p is
@@ -659,11 +692,15 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		m.To = engine.NodeID(r.u32("msg.to"))
 		m.Round = r.u32("msg.round")
 		m.Seq = r.u32("msg.seq")
+		m.Term = r.u32("msg.term")
 	}
 	switch kind {
 	case OpProbe:
 		r.zeros("probe.pad", probePad)
 	case OpStatusQuery:
+		p.Status.Term = r.u32("status-query.term")
+		p.Status.Flags = r.flags("status-query.flags")
+		p.Status.Sent = r.i64("status-query.sent")
 		r.zeros("status-query.pad", statusPad)
 	case OpProbeReply:
 		p.Msg.T2 = r.i64("probereply.t2")
@@ -733,6 +770,8 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		}
 		s.Time.Status = engine.Status(v)
 		s.Reference = r.u32("status.reference")
+		s.Term = r.u32("status.term")
+		s.Flags = r.flags("status.flags")
 	case OpAck:
 		off := r.o
 		v := Op(r.u8("ack.op"))

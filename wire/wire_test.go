@@ -21,7 +21,7 @@ func samplePackets() []Packet {
 		page[i] = byte(i * 7)
 	}
 	return []Packet{
-		{Op: OpProbe, Sender: 0, Seq: 1, Msg: engine.Message{Type: engine.MsgProbe, From: 0, To: 3, Round: 9, Seq: 27}},
+		{Op: OpProbe, Sender: 0, Seq: 1, Msg: engine.Message{Type: engine.MsgProbe, From: 0, To: 3, Round: 9, Seq: 27, Term: 7}},
 		{Op: OpProbeReply, Sender: 3, Seq: 1, Msg: engine.Message{Type: engine.MsgProbeReply, From: 3, To: 0, Round: 9, Seq: 27,
 			T2: MaxTime - 5 - 60e9, T3: MaxTime - 5}},
 		{Op: OpTimeDiff, Sender: 0, Seq: math.MaxUint32, Msg: engine.Message{Type: engine.MsgTimeDiff, From: 0, To: 2, Round: 1, Seq: 2,
@@ -31,7 +31,7 @@ func samplePackets() []Packet {
 		{Op: OpErrReport | ReliableFlag, Sender: 2, Seq: 44, Msg: engine.Message{Type: engine.MsgErrReport, From: 2, To: 0, Round: 3, Err: 2.75}},
 		{Op: OpAck, Sender: 0, Seq: 44, AckOp: OpErrReport | ReliableFlag},
 		{Op: OpStatusQuery, Sender: 9, Seq: 100},
-		{Op: OpStatusReply, Sender: 1, Seq: 100, Status: Status{Local: 123456789, Time: engine.Time{Est: 5, Earliest: 4, Latest: 6, Mono: 5, Status: engine.StatusStale}, Reference: 2}},
+		{Op: OpStatusReply, Sender: 1, Seq: 100, Status: Status{Local: 123456789, Time: engine.Time{Est: 5, Earliest: 4, Latest: 6, Mono: 5, Status: engine.StatusStale}, Reference: 2, Term: 5, Flags: engine.FlagVote | engine.FlagLease}},
 		{Op: OpGetPage, Sender: 1, Seq: 5, Page: Page{Addr: 0xdeadbeef000}},
 		{Op: OpPageGrant | ReliableFlag, Sender: 2, Seq: 5, Page: Page{Addr: 0xdeadbeef000, Data: page}},
 		{Op: OpRealTimeQuery, Sender: 3, Seq: 6, RealTime: RealTime{Rate: 1.00004, RateErr: 2e-7, After: math.MinInt64}},
@@ -44,6 +44,7 @@ func samplePackets() []Packet {
 			UpKnown: true, UpSynced: true, UpLeap: 1, UpStratum: 2, UpRefID: 0x0a000001, UpMaxErr: 16e9, UpEstErr: 3, UpRootDelay: 4, UpRootDisp: 5}},
 		{Op: OpAuthChallenge, Sender: 2, Seq: 10, Nonce: 0xdeadbeef01234567},
 		{Op: OpAuthResponse, Sender: 1, Seq: 10, Nonce: 0xdeadbeef01234567},
+		{Op: OpStatusQuery, Sender: 2, Seq: 101, Status: Status{Term: 4, Flags: engine.FlagBeat | engine.FlagLease, Sent: 1_700_000_000_123_456_789}},
 	}
 }
 
@@ -91,7 +92,7 @@ func TestHeaderLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{'G', 'C', 2, 0x93, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1}
+	want := []byte{'G', 'C', Version, 0x93, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("bytes\n got % x\nwant % x", b, want)
 	}
@@ -181,7 +182,9 @@ func TestDecodeErrors(t *testing.T) {
 			return b
 		}, "body", HeaderLen + probeReplyLen, ErrLength},
 		{"probe padding", func() []byte { b := valid(t, probe); b[len(b)-3] = 1; return b }, "probe.pad", HeaderLen + probeReplyLen - 3, ErrValue},
-		{"status query padding", func() []byte { b := valid(t, 6); b[HeaderLen] = 0xff; return b }, "status-query.pad", HeaderLen, ErrValue},
+		{"status query padding", func() []byte { b := valid(t, 6); b[len(b)-1] = 0xff; return b }, "status-query.pad", HeaderLen + statusLen - 1, ErrValue},
+		{"status query flags", func() []byte { b := valid(t, 6); b[HeaderLen+4] = 0x80; return b }, "status-query.flags", HeaderLen + 4, ErrValue},
+		{"status reply flags", func() []byte { b := valid(t, status); b[len(b)-1] = 0x40; return b }, "status.flags", len(valid(t, status)) - 1, ErrValue},
 		{"realtime query padding", func() []byte { b := valid(t, 10); b[len(b)-1] = 1; return b }, "realtime-query.pad", HeaderLen + rtInfoLen - 1, ErrValue},
 		{"mapping skew NaN", func() []byte {
 			b := valid(t, timediff)
@@ -225,14 +228,14 @@ func TestDecodeErrors(t *testing.T) {
 		}, "probereply.t3", HeaderLen, ErrValue},
 		{"sample count beyond data", func() []byte {
 			b := valid(t, timediff)
-			binary.BigEndian.PutUint16(b[HeaderLen+12:], 3)
+			binary.BigEndian.PutUint16(b[HeaderLen+16:], 3)
 			return b
-		}, "timediff.count", 26, ErrLength},
+		}, "timediff.count", 30, ErrLength},
 		{"sample count huge", func() []byte {
 			b := valid(t, timediff)
-			binary.BigEndian.PutUint16(b[HeaderLen+12:], 0xffff)
+			binary.BigEndian.PutUint16(b[HeaderLen+16:], 0xffff)
 			return b
-		}, "timediff.count", 26, ErrTooLarge},
+		}, "timediff.count", 30, ErrTooLarge},
 		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 4; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
 		{"status value", func() []byte { b := valid(t, status); b[HeaderLen+40] = 9; return b }, "status.status", HeaderLen + 40, ErrValue},
 		{"status no-daemon", func() []byte { b := valid(t, status); b[HeaderLen+40] = 3; return b }, "status.status", HeaderLen + 40, ErrValue},
@@ -248,8 +251,8 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint64(b[HeaderLen:], math.Float64bits(math.NaN()))
 			return b
 		}, "realtime-query.rate", HeaderLen, ErrValue},
-		{"period zero", func() []byte { b := valid(t, periodChange); clear(b[len(b)-8:]); return b }, "periodchange.period", HeaderLen + 12, ErrValue},
-		{"period negative", func() []byte { b := valid(t, periodChange); b[len(b)-8] = 0x80; return b }, "periodchange.period", HeaderLen + 12, ErrValue},
+		{"period zero", func() []byte { b := valid(t, periodChange); clear(b[len(b)-8:]); return b }, "periodchange.period", HeaderLen + 16, ErrValue},
+		{"period negative", func() []byte { b := valid(t, periodChange); b[len(b)-8] = 0x80; return b }, "periodchange.period", HeaderLen + 16, ErrValue},
 		{"realtime mode", func() []byte { b := valid(t, 11); b[HeaderLen] = 3; return b }, "realtime-info.mode", HeaderLen, ErrValue},
 		{"realtime negative err", func() []byte {
 			b := valid(t, 11)
@@ -289,6 +292,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"ack of an ack", Packet{Op: OpAck, AckOp: OpAck}, ErrValue},
 		{"period zero", Packet{Op: OpPeriodChange, Msg: engine.Message{Type: engine.MsgPeriodChange}}, ErrValue},
 		{"bad status", Packet{Op: OpStatusReply, Status: Status{Time: engine.Time{Status: 7}}}, ErrValue},
+		{"unknown flags", Packet{Op: OpStatusQuery, Status: Status{Flags: 0x80}}, ErrValue},
 		{"realtime rate infinite", Packet{Op: OpRealTimeQuery, RealTime: RealTime{Rate: math.Inf(1)}}, ErrValue},
 		{"realtime slope error negative", Packet{Op: OpRealTimeInfo, RealTime: RealTime{SlopeErr: -1}}, ErrValue},
 		{"realtime upstream leap 3", Packet{Op: OpRealTimeInfo, RealTime: RealTime{UpKnown: true, UpLeap: 3}}, ErrValue},

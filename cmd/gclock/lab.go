@@ -62,6 +62,10 @@ type labFlags struct {
 	ptpSync  int
 	// gclock run
 	load         int
+	loadOutside  int
+	flood        int
+	portRate     string
+	cross        string
 	clocks       string
 	maxDrift     float64
 	wander       float64
@@ -75,6 +79,8 @@ type labFlags struct {
 	measurements bool
 	state        bool
 	faults       []lab.Fault
+	randFaults   string
+	failover     time.Duration
 	// validate
 	pair     string
 	stagger  bool
@@ -99,6 +105,10 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
 	fs.IntVar(&f.load, "load", 2, "CPU-bound processes (busy loops) run beside the daemons during the measurement")
+	fs.IntVar(&f.loadOutside, "load-outside", 0, "busy loops run outside the lab's namespaces during the measurement")
+	fs.IntVar(&f.flood, "flood", 0, "softirq load: small frames per second through a veth pair of their own (e.g. 20000)")
+	fs.StringVar(&f.portRate, "port-rate", "", "model every switch port as a FIFO queue on a line of this rate, e.g. 1G (default: none; 1G with --cross)")
+	fs.StringVar(&f.cross, "cross", "", "cross traffic: every host sends a bulk TCP flow to the next at this share of the port rate, e.g. 30%")
 	fs.StringVar(&f.clocks, "clocks", "emulated", "gclock daemons' clocks: emulated (offsets, drifts) or raw (true offset 0, as the peers run)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	dw := lab.DefaultWander()
@@ -112,7 +122,9 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.StringVar(&f.series, "series", "", "write every evaluation (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
 	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in /run/gclab/gclock")
 	fs.BoolVar(&f.state, "state", false, "every daemon keeps a state file (state-h<i>.json in /run/gclab/gclock; see docs/daemon.md)")
-	fs.Func("fault", "KIND:HOST:AT:FOR, repeatable: kill (SIGKILL, restart after FOR), stop (SIGSTOP, SIGCONT after FOR) or partition (the switch drops the host's frames for FOR), e.g. kill:1:20s:3s", func(v string) error {
+	fs.StringVar(&f.randFaults, "faults", "", "random:SEED: a Jepsen-style schedule of faults, one at a time after the warm-up (kinds, hosts and lengths drawn with SEED); with --failover-after")
+	fs.DurationVar(&f.failover, "failover-after", 0, "run reference failover: hosts 0, 1, 2 are reference.order with this failover_after (default with --faults: 2s; 0: no failover)")
+	fs.Func("fault", "KIND:HOST:AT:FOR, repeatable: kill (SIGKILL, restart after FOR), stop (SIGSTOP, SIGCONT after FOR), partition (the switch drops the host's frames for FOR), partition-out (only the frames it sends), partition-in (only those it receives), e.g. kill:1:20s:3s", func(v string) error {
 		ft, err := lab.ParseFault(v)
 		if err == nil {
 			f.faults = append(f.faults, ft)
@@ -194,6 +206,9 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
+	if cfg.PortRate, err = f.portRateBps(); err != nil {
+		return lab.Config{}, err
+	}
 	cfg.FrameLog = f.frameLog
 	level := slog.LevelWarn
 	if f.verbose {
@@ -201,6 +216,43 @@ func (f *labFlags) config() (lab.Config, error) {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return cfg, cfg.Validate()
+}
+
+// defaultCrossRate is the port rate --cross assumes without --port-rate.
+const defaultCrossRate = 1e9
+
+// crossShare is --cross as a share in [0, 1] ("30%" or "0.3").
+func (f *labFlags) crossShare() (float64, error) {
+	c := strings.TrimSpace(f.cross)
+	if c == "" || c == "0" {
+		return 0, nil
+	}
+	scale := 1.0
+	if v, ok := strings.CutSuffix(c, "%"); ok {
+		c, scale = v, 0.01
+	}
+	v, err := strconv.ParseFloat(c, 64)
+	v *= scale
+	if err != nil || !(v >= 0 && v <= 1) {
+		return 0, fmt.Errorf("--cross %q: want a share of the port rate, e.g. 30%% or 0.3", f.cross)
+	}
+	return v, nil
+}
+
+// portRateBps is --port-rate, defaultCrossRate when --cross asks for cross
+// traffic without it.
+func (f *labFlags) portRateBps() (int64, error) {
+	if f.portRate == "" {
+		if c, err := f.crossShare(); err != nil || c == 0 {
+			return 0, err
+		}
+		return defaultCrossRate, nil
+	}
+	r, err := netmodel.ParseRate(f.portRate)
+	if err != nil {
+		return 0, fmt.Errorf("--port-rate: %w", err)
+	}
+	return r, nil
 }
 
 func runLab(args []string) error {
@@ -234,6 +286,10 @@ func runLab(args []string) error {
 			return runLabSpoofSend(args[1:])
 		case "measure": // labmeasure.go
 			return runLabMeasure(args[1:], os.Stdout, os.Stderr)
+		case "loadgen": // run by the lab in its namespaces (--cross, --flood)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return lab.LoadGenMain(ctx, args[1:], os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -262,6 +318,7 @@ func runLab(args []string) error {
 	}
 	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v, %d busy loops beside the daemons\n",
 		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
+	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
 		lab.PrintValidation(os.Stdout, rep.Validation)
@@ -331,6 +388,17 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	gc.Trace = f.plot != "" || f.series != ""
 	gc.Measurements = f.measurements
 	gc.StateFiles, gc.Faults = f.state, f.faults
+	gc.FailoverAfter = f.failover
+	if f.randFaults != "" {
+		rf, err := lab.ParseFaults(f.randFaults, cfg.Hosts, f.warmup, f.duration)
+		if err != nil {
+			return m, fmt.Errorf("--faults: %w", err)
+		}
+		gc.Faults = append(gc.Faults, rf...)
+		if gc.FailoverAfter == 0 {
+			gc.FailoverAfter = 2 * time.Second
+		}
+	}
 	switch f.clocks {
 	case "emulated":
 	case "raw":
@@ -340,6 +408,16 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	}
 	if f.load < 0 || f.load > 64 {
 		return m, fmt.Errorf("--load %d: want 0..64", f.load)
+	}
+	if f.loadOutside < 0 || f.loadOutside > 64 {
+		return m, fmt.Errorf("--load-outside %d: want 0..64", f.loadOutside)
+	}
+	if f.flood < 0 || f.flood > 1e6 {
+		return m, fmt.Errorf("--flood %d: want 0..1000000 frames/s", f.flood)
+	}
+	cross, err := f.crossShare()
+	if err != nil {
+		return m, err
 	}
 	if f.daemonCfg != "" {
 		dc, err := daemon.Load(f.daemonCfg)
@@ -360,7 +438,8 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if err != nil {
 		return m, err
 	}
-	spec := lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load}
+	spec := lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load,
+		LoadOutside: f.loadOutside, Flood: f.flood, Cross: cross, LoadCommand: []string{exe}}
 	if !f.noValidate {
 		spec.Validate = &vc
 	}
@@ -383,6 +462,30 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	}
 	m.rep, m.gres, m.peers, m.vc, m.pc = rep, rep.Gclock, rep.Peers, vc, pc
 	return m, nil
+}
+
+// labPrintLoad prints the load beside the daemons other than --load: busy
+// loops outside, the flood, the cross traffic and what the ports carried.
+func labPrintLoad(w io.Writer, rep lab.RunReport) {
+	if rep.LoadOutside > 0 || rep.Flood > 0 || rep.Cross > 0 {
+		fmt.Fprintf(w, "load: %d busy loops outside the lab, flood %d frames/s, cross traffic %.0f%% of the port rate\n",
+			rep.LoadOutside, rep.Flood, 100*rep.Cross)
+	}
+	if len(rep.Ports) > 0 {
+		fmt.Fprintf(w, "switch ports: %sbit/s, FIFO; utilisation", netmodel.FormatRate(rep.PortRate))
+		for _, p := range rep.Ports {
+			fmt.Fprintf(w, " p%d %.1f%%", p.Port, 100*p.Util)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "small frames' queue wait (probes, replies, ACKs), us:")
+		for _, d := range rep.Switch {
+			if d.SmallQueueSamples > 0 {
+				fmt.Fprintf(w, "  h%d>h%d p50 %.2f p99 %.2f max %.2f (%d frames)\n", d.In, d.Out,
+					float64(d.SmallQueueP50Ns)/1e3, float64(d.SmallQueueP99Ns)/1e3, float64(d.SmallQueueMaxNs)/1e3, d.SmallQueueSamples)
+			}
+		}
+	}
+	fmt.Fprintf(w, "machine load average (1 min): %.2f at the start, %.2f at the end\n", rep.LoadAvgStart[0], rep.LoadAvgEnd[0])
 }
 
 func labPrintGclock(w io.Writer, r lab.GclockResult) {
@@ -416,6 +519,16 @@ func labPrintGclock(w io.Writer, r lab.GclockResult) {
 		for _, fr := range r.Faults {
 			fmt.Fprintf(w, "%-32s %-4d %6d %6d %8d %8d %10s %12s %8.2f\n", fr.Fault.String(), fr.Host, fr.Reads, fr.Synced,
 				fr.Reads-fr.Inside, fr.Unsynced, us(fr.MaxErrNs), us(fr.MaxHalfWidthNs), fr.BackToSyncedS)
+		}
+	}
+	a := r.Agreement
+	fmt.Fprintf(w, "one time (no truth needed): %d of %d instants with synced reads sharing no point (gap up to %s us); %d synced reads with the truth outside\n",
+		a.Violations, a.Instants, us(a.MaxGap), r.SyncedOutside)
+	if fo := r.Failover; fo != nil {
+		fmt.Fprintf(w, "failover (after %gs, limit %gs = after + one query timeout): last term %d, at most %d reference(s) per term %v\n",
+			fo.AfterS, fo.LimitS, fo.Terms, fo.MaxReferencesPerTerm, fo.ReferencesPerTerm)
+		for _, t := range fo.Takeovers {
+			fmt.Fprintf(w, "  %-32s reference h%d -> h%d after %.2f s\n", t.Fault.String(), t.From, t.To, t.Seconds)
 		}
 	}
 }

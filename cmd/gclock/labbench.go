@@ -16,31 +16,79 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 )
 
-// labBenchRun is one seed of `gclock lab bench`.
+// labBenchRun is one run (a profile, a seed) of `gclock lab bench`.
 type labBenchRun struct {
-	Seed   uint64            `json:"seed"`
-	Report lab.RunReport     `json:"report"`
-	Checks []lab.TargetCheck `json:"checks"`
+	Profile string            `json:"profile"`
+	Seed    uint64            `json:"seed"`
+	Report  lab.RunReport     `json:"report"`
+	Checks  []lab.TargetCheck `json:"checks"`
 }
 
 // labBenchReport is `gclock lab bench --json`.
 type labBenchReport struct {
-	Command  string        `json:"command"`
-	Date     string        `json:"date"`
-	Machine  string        `json:"machine"`
-	Targets  lab.Targets   `json:"targets"`
-	Runs     []labBenchRun `json:"runs"`
-	Tally    []labTally    `json:"tally"`    // per target: runs that met it
-	Complete bool          `json:"complete"` // false: interrupted, Runs holds what finished
+	Command  string                 `json:"command"`
+	Date     string                 `json:"date"`
+	Machine  string                 `json:"machine"`
+	Profiles []string               `json:"profiles"`
+	Targets  map[string]lab.Targets `json:"targets"` // per profile
+	Runs     []labBenchRun          `json:"runs"`
+	Tally    []labTally             `json:"tally"`    // per profile and target: runs that met it
+	Complete bool                   `json:"complete"` // false: interrupted, Runs holds what finished
 }
 
 type labTally struct {
-	Name string `json:"name"`
-	Met  int    `json:"met"`
-	Runs int    `json:"runs"`
+	Profile string `json:"profile"`
+	Name    string `json:"name"`
+	Met     int    `json:"met"`
+	Runs    int    `json:"runs"`
+}
+
+// benchProfile is one row setting of `gclock lab bench --profile`: what it
+// changes in the flags and the targets its runs are held to.
+type benchProfile struct {
+	Name    string
+	Targets lab.Targets
+	apply   func(*labFlags)
+}
+
+// parseProfiles reads --profile: quiet (the flags as given), busy (--load
+// 4 and --load-outside 2) and crossNN (--cross NN%, on --port-rate or
+// 1 Gbit/s ports).
+func parseProfiles(s string) ([]benchProfile, error) {
+	var out []benchProfile
+	seen := map[string]bool{}
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("--profile %q: %s twice", s, name)
+		}
+		seen[name] = true
+		switch {
+		case name == "quiet":
+			out = append(out, benchProfile{name, lab.DefaultTargets(), func(*labFlags) {}})
+		case name == "busy":
+			out = append(out, benchProfile{name, lab.BusyTargets(), func(f *labFlags) { f.load, f.loadOutside = 4, 2 }})
+		case strings.HasPrefix(name, "cross"):
+			pct, err := strconv.Atoi(strings.TrimPrefix(name, "cross"))
+			if err != nil || pct < 1 || pct > 100 {
+				return nil, fmt.Errorf("--profile %q: %q: want crossNN with NN a percentage of the port rate, 1..100", s, name)
+			}
+			out = append(out, benchProfile{name, lab.BusyTargets(), func(f *labFlags) { f.cross = strconv.Itoa(pct) + "%" }})
+		default:
+			return nil, fmt.Errorf("--profile %q: %q: unknown (want quiet, busy or crossNN, e.g. cross30)", s, name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--profile %q: no profile", s)
+	}
+	return out, nil
 }
 
 // parseSeeds reads "1-6", "1,3,5" or a mix ("1-3,7").
@@ -92,9 +140,16 @@ func runLabBench(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: gclock lab bench [flags]
 
-Runs the lab comparison (gclock lab --compare chrony,ptp4l) once per seed, each
-on a lab built anew, and writes a report: one row per run and, per accuracy
-target (docs/lab.md), how many runs met it. --seeds 1-6 takes about 9 minutes.
+Runs the lab comparison (gclock lab --compare chrony,ptp4l) once per profile and
+seed, each on a lab built anew, and writes a report: one row per run with the
+machine's load average and, per profile and accuracy target (docs/lab.md),
+PASS or FAIL for every run. --seeds 1-6 takes about 9 minutes a profile.
+
+Profiles (--profile, comma-separated, run seed by seed in turn):
+  quiet     the flags as given (today's default lab), held to the default targets
+  busy      --load 4 and --load-outside 2, held to the busy targets (issue 21)
+  crossNN   --cross NN% (bulk TCP flows host to host at NN% of the port rate,
+            1 Gbit/s FIFO ports unless --port-rate), held to the busy targets
 
 flags (and every flag of gclock lab):
 `)
@@ -104,6 +159,8 @@ flags (and every flag of gclock lab):
 	f.register(fs, 4)
 	seeds := fs.String("seeds", "1-6", "the runs' seeds: 1-6, 1,3,5 or 1-3,7")
 	out := fs.String("o", "", "also write the Markdown report to this file")
+	profiles := fs.String("profile", "quiet", "the rows' settings: quiet, busy, crossNN (e.g. quiet,busy,cross30,cross70)")
+	strict := fs.Bool("strict", false, "exit with an error when a run missed a target")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
@@ -119,31 +176,53 @@ flags (and every flag of gclock lab):
 	if err != nil {
 		return err
 	}
+	profs, err := parseProfiles(*profiles)
+	if err != nil {
+		return err
+	}
 	peers, err := f.peers()
 	if err != nil {
 		return err
 	}
-	if _, err := f.config(); err != nil {
-		return err
+	for _, p := range profs {
+		g := f
+		p.apply(&g)
+		if _, err := g.config(); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		if _, err := g.crossShare(); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep := labBenchReport{Command: "gclock lab bench " + strings.Join(args, " "), Date: time.Now().UTC().Format(time.RFC3339),
-		Machine: machineLine(), Targets: lab.DefaultTargets()}
-	for i, s := range ss {
-		f.seed = s
-		fmt.Fprintf(stderr, "gclock lab bench: run %d of %d (seed %d)\n", i+1, len(ss), s)
-		m, err := labMeasure(ctx, &f, peers)
-		if err != nil {
-			if ctx.Err() != nil && len(rep.Runs) > 0 {
-				fmt.Fprintf(stderr, "gclock lab bench: interrupted; reporting the %d runs that finished\n", len(rep.Runs))
-				break
-			}
-			return fmt.Errorf("bench: seed %d: %w", s, err)
-		}
-		rep.Runs = append(rep.Runs, labBenchRun{Seed: s, Report: m.rep, Checks: rep.Targets.Check(m.rep.Summary, m.rep.Compare)})
+		Machine: machineLine(), Targets: map[string]lab.Targets{}}
+	for _, p := range profs {
+		rep.Profiles = append(rep.Profiles, p.Name)
+		rep.Targets[p.Name] = p.Targets
 	}
-	rep.Complete = len(rep.Runs) == len(ss)
+	total, n := len(ss)*len(profs), 0
+run:
+	for _, s := range ss {
+		for _, p := range profs {
+			n++
+			g := f
+			p.apply(&g)
+			g.seed = s
+			fmt.Fprintf(stderr, "gclock lab bench: run %d of %d (profile %s, seed %d)\n", n, total, p.Name, s)
+			m, err := labMeasure(ctx, &g, peers)
+			if err != nil {
+				if ctx.Err() != nil && len(rep.Runs) > 0 {
+					fmt.Fprintf(stderr, "gclock lab bench: interrupted; reporting the %d runs that finished\n", len(rep.Runs))
+					break run
+				}
+				return fmt.Errorf("bench: profile %s, seed %d: %w", p.Name, s, err)
+			}
+			rep.Runs = append(rep.Runs, labBenchRun{Profile: p.Name, Seed: s, Report: m.rep, Checks: p.Targets.CheckRun(m.rep)})
+		}
+	}
+	rep.Complete = len(rep.Runs) == total
 	rep.Tally = tally(rep.Runs)
 	if f.json {
 		if err := labWriteJSON(stdout, rep); err != nil {
@@ -162,19 +241,29 @@ flags (and every flag of gclock lab):
 			return fmt.Errorf("bench: -o %s: %w", *out, err)
 		}
 	}
+	if *strict {
+		missed := 0
+		for _, t := range rep.Tally {
+			missed += t.Runs - t.Met
+		}
+		if missed > 0 {
+			return fmt.Errorf("bench: --strict: %d target checks missed (see the report)", missed)
+		}
+	}
 	return nil
 }
 
 func tally(runs []labBenchRun) []labTally {
 	var out []labTally
-	idx := map[string]int{}
+	idx := map[[2]string]int{}
 	for _, r := range runs {
 		for _, c := range r.Checks {
-			i, ok := idx[c.Name]
+			k := [2]string{r.Profile, c.Name}
+			i, ok := idx[k]
 			if !ok {
 				i = len(out)
-				idx[c.Name] = i
-				out = append(out, labTally{Name: c.Name})
+				idx[k] = i
+				out = append(out, labTally{Profile: r.Profile, Name: c.Name})
 			}
 			out[i].Runs++
 			if c.Met {
@@ -185,13 +274,31 @@ func tally(runs []labBenchRun) []labTally {
 	return out
 }
 
+// describeProfile says what a profile's runs had beside the daemons.
+func describeProfile(rep lab.RunReport) string {
+	s := fmt.Sprintf("--load %d", rep.Load)
+	if rep.LoadOutside > 0 {
+		s += fmt.Sprintf(", %d busy loops outside", rep.LoadOutside)
+	}
+	if rep.Flood > 0 {
+		s += fmt.Sprintf(", flood %d frames/s", rep.Flood)
+	}
+	if rep.Cross > 0 {
+		s += fmt.Sprintf(", cross traffic %.0f%%", 100*rep.Cross)
+	}
+	if rep.PortRate > 0 {
+		s += fmt.Sprintf(", %sbit/s FIFO ports", netmodel.FormatRate(rep.PortRate))
+	}
+	return s
+}
+
 // writeLabBench writes the report as Markdown.
 func writeLabBench(w io.Writer, r labBenchReport) {
 	fmt.Fprintf(w, "# gclock lab bench\n\n`%s`, %s, on %s.\n\n", r.Command, r.Date, r.Machine)
 	if len(r.Runs) > 0 {
 		p := r.Runs[0].Report
-		fmt.Fprintf(w, "%d hosts (h0 the reference, a star), link %s each way, %v per run with the first %v left out, %d busy loops beside the daemons, gclock on %s clocks; the peers on h0->h1 on the real clock (true offset 0). |error| in us over the hosts other than the reference.\n\n",
-			p.Hosts, p.Link, time.Duration(p.DurationNs), time.Duration(p.WarmupNs), p.Load, p.Clocks)
+		fmt.Fprintf(w, "%d hosts (h0 the reference, a star), link %s each way, %v per run with the first %v left out, gclock on %s clocks; the peers on h0->h1 on the real clock (true offset 0). |error| in us over the hosts other than the reference; load: the machine's 1-min load average when the daemons started and stopped.\n\n",
+			p.Hosts, p.Link, time.Duration(p.DurationNs), time.Duration(p.WarmupNs), p.Clocks)
 		if p.Wander != nil {
 			fmt.Fprintf(w, "Emulated clocks' wander: %v.\n\n", p.Wander)
 		}
@@ -199,8 +306,8 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 	if !r.Complete {
 		fmt.Fprintf(w, "Interrupted: %d runs finished.\n\n", len(r.Runs))
 	}
-	fmt.Fprintln(w, "| seed | gclock median / p99 / max | in bounds | converging: resyncs/s (exchanges/s) | after: resyncs/s (exchanges/s) | chrony median / p99 | ptp4l median / p99 | chrony / gclock median | targets met |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| profile | seed | gclock median / p99 / max | worst host median | in bounds | mean bound width | chrony median / p99 | ptp4l median / p99 | chrony / gclock median | resyncs/s converging (after) | load | port utilisation | targets met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	us := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
 	peer := func(c map[string]lab.Summary, name string) string {
 		s, ok := c[name]
@@ -209,10 +316,10 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 		}
 		return fmt.Sprintf("%.2f / %.2f", float64(s.ErrorP50Ns)/1e3, float64(s.ErrorP99Ns)/1e3)
 	}
-	var medians []int64
+	medians := map[string][]int64{}
 	for _, run := range r.Runs {
 		s := run.Report.Summary
-		medians = append(medians, s.ErrorP50Ns)
+		medians[run.Profile] = append(medians[run.Profile], s.ErrorP50Ns)
 		ratio := "-"
 		if c, ok := run.Report.Compare[lab.PeerChrony]; ok && s.ErrorP50Ns > 0 {
 			ratio = fmt.Sprintf("%.1fx", float64(c.ErrorP50Ns)/float64(s.ErrorP50Ns))
@@ -223,19 +330,66 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 				met++
 			}
 		}
-		fmt.Fprintf(w, "| %d | %s / %s / %s | %.1f%% | %.2f (%.1f) | %.3f (%.2f) | %s | %s | %s | %d of %d |\n", run.Seed,
-			us(s.ErrorP50Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), 100*s.BoundCoverage,
-			s.ConvergenceRoundsPerNodePerS, s.ConvergenceExchangesPerNodePerS, s.RoundsPerNodePerS, s.ExchangesPerNodePerS,
-			peer(run.Report.Compare, lab.PeerChrony), peer(run.Report.Compare, lab.PeerPTP4L), ratio, met, len(run.Checks))
+		worst := "-"
+		if ns, h := lab.WorstHostMedian(run.Report.Nodes); h > 0 {
+			worst = fmt.Sprintf("%s (h%d)", us(ns), h)
+		}
+		util := "-"
+		if ps := run.Report.Ports; len(ps) > 0 {
+			lo, hi := ps[0].Util, ps[0].Util
+			for _, p := range ps {
+				lo, hi = min(lo, p.Util), max(hi, p.Util)
+			}
+			util = fmt.Sprintf("%.0f-%.0f%%", 100*lo, 100*hi)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s / %s / %s | %s | %.1f%% | %.1f | %s | %s | %s | %.2f (%.3f) | %.1f-%.1f | %s | %d of %d |\n", run.Profile, run.Seed,
+			us(s.ErrorP50Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), worst, 100*s.BoundCoverage, s.BoundWidthMeanNs/1e3,
+			peer(run.Report.Compare, lab.PeerChrony), peer(run.Report.Compare, lab.PeerPTP4L), ratio,
+			s.ConvergenceRoundsPerNodePerS, s.RoundsPerNodePerS, run.Report.LoadAvgStart[0], run.Report.LoadAvgEnd[0], util, met, len(run.Checks))
 	}
-	fmt.Fprintln(w, "\n| target | runs that met it |\n|---|---|")
-	for _, t := range r.Tally {
-		fmt.Fprintf(w, "| %s | %d of %d |\n", strings.ReplaceAll(t.Name, "|", "\\|"), t.Met, t.Runs)
+	for _, prof := range r.Profiles {
+		var runs []labBenchRun
+		for _, run := range r.Runs {
+			if run.Profile == prof {
+				runs = append(runs, run)
+			}
+		}
+		if len(runs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n## %s: %s\n\n| target |", prof, describeProfile(runs[0].Report))
+		for _, run := range runs {
+			fmt.Fprintf(w, " seed %d |", run.Seed)
+		}
+		fmt.Fprint(w, " runs that met it |\n|---|")
+		for range runs {
+			fmt.Fprint(w, "---|")
+		}
+		fmt.Fprintln(w, "---|")
+		for _, t := range r.Tally {
+			if t.Profile != prof {
+				continue
+			}
+			fmt.Fprintf(w, "| %s |", strings.ReplaceAll(t.Name, "|", "\\|"))
+			for _, run := range runs {
+				cell := "-"
+				for _, c := range run.Checks {
+					if c.Name == t.Name {
+						cell = "FAIL " + c.Got
+						if c.Met {
+							cell = "PASS " + c.Got
+						}
+					}
+				}
+				fmt.Fprintf(w, " %s |", strings.ReplaceAll(cell, "|", "\\|"))
+			}
+			fmt.Fprintf(w, " %d of %d |\n", t.Met, t.Runs)
+		}
+		if m := medians[prof]; len(m) > 0 {
+			sort.Slice(m, func(i, j int) bool { return m[i] < m[j] })
+			fmt.Fprintf(w, "\ngclock's median |error| over the runs: %s us (lowest) to %s us (highest), %s us in the middle run.\n",
+				us(m[0]), us(m[len(m)-1]), us(m[len(m)/2]))
+		}
 	}
-	if len(medians) > 0 {
-		sort.Slice(medians, func(i, j int) bool { return medians[i] < medians[j] })
-		fmt.Fprintf(w, "\ngclock's median |error| over the runs: %s us (lowest) to %s us (highest), %s us in the middle run.\n",
-			us(medians[0]), us(medians[len(medians)-1]), us(medians[len(medians)/2]))
-	}
-	fmt.Fprintln(w, "\nA resync is one of Liao's global resynchronisations: a round of probe/reply exchanges with the reference, then the time difference; the exchanges are counted in brackets.")
+	fmt.Fprintln(w, "\nA resync is one of Liao's global resynchronisations: a round of probe/reply exchanges with the reference, then the time difference. Profiles: quiet is the flags as given; busy adds --load 4 and 2 busy loops outside the lab's namespaces; crossNN sends a bulk TCP flow from every host to the next through the switch at NN% of the port rate, the switch's ports FIFO queues (docs/lab.md, Load).")
 }

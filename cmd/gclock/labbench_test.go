@@ -41,24 +41,39 @@ func TestParseSeeds(t *testing.T) {
 }
 
 func TestLabBenchReport(t *testing.T) {
-	run := func(seed uint64, p50 int64) labBenchRun {
+	run := func(profile string, seed uint64, p50 int64, tg lab.Targets) labBenchRun {
 		rep := lab.RunReport{Hosts: 4, Link: "pareto:100us:50us", DurationNs: 60e9, WarmupNs: 10e9, Load: 2, Clocks: "emulated",
 			Summary: lab.GclockSummary{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: p50, ErrorP99Ns: 900, ErrorMaxNs: 1000},
-				BoundCoverage: 1, ConvergenceRoundsPerNodePerS: 0.9, ConvergenceExchangesPerNodePerS: 27, RoundsPerNodePerS: 0.15, ExchangesPerNodePerS: 4.5},
-			Compare: map[string]lab.Summary{lab.PeerChrony: {Evaluations: 10, ErrorP50Ns: 2000, ErrorP99Ns: 7000}}}
-		return labBenchRun{Seed: seed, Report: rep, Checks: lab.DefaultTargets().Check(rep.Summary, rep.Compare)}
+				BoundCoverage: 1, BoundWidthMeanNs: 250e3, ConvergenceRoundsPerNodePerS: 0.9, ConvergenceExchangesPerNodePerS: 27, RoundsPerNodePerS: 0.15, ExchangesPerNodePerS: 4.5},
+			Nodes: []lab.GclockSummary{{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: 30}},
+				{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: p50}}, {Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: 3 * p50}}},
+			Compare:      map[string]lab.Summary{lab.PeerChrony: {Evaluations: 10, ErrorP50Ns: 2000, ErrorP99Ns: 7000}},
+			LoadAvgStart: [3]float64{1.5, 1, 1}, LoadAvgEnd: [3]float64{2.25, 1, 1}}
+		if profile == "cross30" {
+			rep.Cross, rep.PortRate = 0.3, 1e9
+			rep.Ports = []lab.PortStats{{Port: 0, Util: 0.29}, {Port: 1, Util: 0.31}}
+		}
+		return labBenchRun{Profile: profile, Seed: seed, Report: rep, Checks: tg.CheckRun(rep)}
 	}
-	r := labBenchReport{Command: "gclock lab bench --seeds 1-2", Machine: "test", Runs: []labBenchRun{run(1, 150), run(2, 400)}, Complete: true}
+	r := labBenchReport{Command: "gclock lab bench --seeds 1-2 --profile quiet,cross30", Machine: "test", Profiles: []string{"quiet", "cross30"},
+		Runs: []labBenchRun{run("quiet", 1, 150, lab.DefaultTargets()), run("cross30", 1, 300, lab.BusyTargets()),
+			run("quiet", 2, 400, lab.DefaultTargets()), run("cross30", 2, 400, lab.BusyTargets())}, Complete: true}
 	r.Tally = tally(r.Runs)
 	var b bytes.Buffer
 	writeLabBench(&b, r)
 	out := b.String()
 	for _, want := range []string{
-		"| 1 | 0.150 / 0.900 / 1.000 | 100.0% | 0.90 (27.0) | 0.150 (4.50) | 2.00 / 7.00 | - | 13.3x | 7 of 7 |",
-		"| 2 | 0.400 / 0.900 / 1.000 | 100.0% | 0.90 (27.0) | 0.150 (4.50) | 2.00 / 7.00 | - | 5.0x | 5 of 7 |",
-		"| median \\|error\\| <= 0.300 us | 1 of 2 |",
-		"| chrony median / gclock median >= 10 | 1 of 2 |",
-		"| p99 below chrony's | 2 of 2 |",
+		"| quiet | 1 | 0.150 / 0.900 / 1.000 | 0.450 (h2) | 100.0% | 250.0 | 2.00 / 7.00 | - | 13.3x | 0.90 (0.150) | 1.5-2.2 | - | 7 of 7 |",
+		"| quiet | 2 | 0.400 / 0.900 / 1.000 | 1.200 (h2) | 100.0% | 250.0 | 2.00 / 7.00 | - | 5.0x | 0.90 (0.150) | 1.5-2.2 | - | 5 of 7 |",
+		"| cross30 | 1 | 0.300 / 0.900 / 1.000 | 0.900 (h2) | 100.0% | 250.0 | 2.00 / 7.00 | - | 6.7x | 0.90 (0.150) | 1.5-2.2 | 29-31% | 8 of 8 |",
+		"## quiet: --load 2\n",
+		"## cross30: --load 2, cross traffic 30%, 1Gbit/s FIFO ports\n",
+		"| target | seed 1 | seed 2 | runs that met it |",
+		"| median \\|error\\| <= 0.300 us | PASS 0.150 us | FAIL 0.400 us | 1 of 2 |",
+		"| chrony median / gclock median >= 10 | PASS 13.3x | FAIL 5.0x | 1 of 2 |",
+		"| median \\|error\\| <= 0.500 us | PASS 0.300 us | PASS 0.400 us | 2 of 2 |",
+		"| worst host median \\|error\\| <= 1.000 us | PASS 0.900 us (h2) | FAIL 1.200 us (h2) | 1 of 2 |",
+		"| p99 below chrony's | PASS 0.90 vs 7.00 us | PASS 0.90 vs 7.00 us | 2 of 2 |",
 		"0.150 us (lowest) to 0.400 us (highest)",
 	} {
 		if !strings.Contains(out, want) {
@@ -67,9 +82,65 @@ func TestLabBenchReport(t *testing.T) {
 	}
 }
 
+func TestParseProfiles(t *testing.T) {
+	tests := []struct {
+		in    string
+		names []string
+		err   string
+	}{
+		{"quiet", []string{"quiet"}, ""},
+		{"quiet,busy,cross30,cross70", []string{"quiet", "busy", "cross30", "cross70"}, ""},
+		{" busy , cross100", []string{"busy", "cross100"}, ""},
+		{"", nil, "no profile"},
+		{"loud", nil, "unknown"},
+		{"cross0", nil, "1..100"},
+		{"cross101", nil, "1..100"},
+		{"crossx", nil, "crossNN"},
+		{"busy,busy", nil, "twice"},
+	}
+	for _, tc := range tests {
+		ps, err := parseProfiles(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseProfiles(%q): err %v, want one with %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		var names []string
+		for _, p := range ps {
+			names = append(names, p.Name)
+		}
+		if err != nil || !slices.Equal(names, tc.names) {
+			t.Errorf("parseProfiles(%q) = %v, %v; want %v", tc.in, names, err, tc.names)
+		}
+	}
+	// What each profile changes, on top of the flags as given.
+	ps, _ := parseProfiles("quiet,busy,cross30")
+	for _, tc := range []struct {
+		p                 benchProfile
+		load, outside     int
+		cross             string
+		medianNs, hostMed float64
+	}{
+		{ps[0], 2, 0, "", 300, 0},
+		{ps[1], 4, 2, "", 500, 1000},
+		{ps[2], 2, 0, "30%", 500, 1000},
+	} {
+		f := labFlags{load: 2}
+		tc.p.apply(&f)
+		if f.load != tc.load || f.loadOutside != tc.outside || f.cross != tc.cross {
+			t.Errorf("%s: load %d outside %d cross %q, want %d %d %q", tc.p.Name, f.load, f.loadOutside, f.cross, tc.load, tc.outside, tc.cross)
+		}
+		if tc.p.Targets.MedianNs != tc.medianNs || tc.p.Targets.HostMedianNs != tc.hostMed {
+			t.Errorf("%s: targets %+v", tc.p.Name, tc.p.Targets)
+		}
+	}
+}
+
 func TestLabBenchFlags(t *testing.T) {
 	// Bad flags are refused before any lab is built (no root needed).
-	for _, args := range [][]string{{"--seeds", "x"}, {"--compare", "ntpd"}, {"--link", "bogus"}, {"extra"}} {
+	for _, args := range [][]string{{"--seeds", "x"}, {"--compare", "ntpd"}, {"--link", "bogus"}, {"extra"},
+		{"--profile", "loud"}, {"--profile", "cross30", "--port-rate", "fast"}, {"--cross", "200%"}, {"--link", "direct", "--profile", "cross30"}} {
 		var out, errb bytes.Buffer
 		if err := runLabBench(args, &out, &errb); err == nil {
 			t.Errorf("runLabBench(%q) succeeded", args)
