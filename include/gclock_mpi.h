@@ -28,7 +28,11 @@
  * (MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, with the dependencies
  * they imply as messages) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
  * with the daemon's mappings read from the page whenever it changed, so that
- * `gclock merge -method daemon` on the files of DIR puts them on global time.
+ * `gclock merge -method daemon` on the files of DIR puts them on global time,
+ * and with sync sessions with rank 0 (at MPI_Init, MPI_Finalize and
+ * gclock_timesync), so that `gclock merge -method linear|spline|auto` does
+ * it without a daemon. Fortran's MPI_WTIME and MPI_WTICK read the same
+ * clock. docs/mpi.md lists the traced calls and the variables.
  */
 #ifndef GCLOCK_MPI_H
 #define GCLOCK_MPI_H
@@ -71,6 +75,16 @@ int gclock_mpi_mode(const char **why);
 /* gclock_mpi_origin_ns returns the origin subtracted from global time
  * (GCLOCK_MPI_ORIGIN seconds, in ns). */
 int64_t gclock_mpi_origin_ns(void);
+
+/* gclock_timesync runs a sync session now (as ITAC's VT_timesync): every
+ * rank of MPI_COMM_WORLD must call it (it is collective). Each rank
+ * exchanges GCLOCK_MPI_SYNC_ROUNDS ping-pongs with rank 0 and records the
+ * best in its trace, so that `gclock merge -method spline` follows the
+ * clocks' drift between MPI_Init and MPI_Finalize (which always sync).
+ * Returns 1 (session run), 0 (not tracing: nothing done), -1 (an MPI error;
+ * said on stderr). GCLOCK_MPI_SYNC_PERIOD=S runs one at the first
+ * MPI_Barrier on MPI_COMM_WORLD after S seconds since the last. */
+int gclock_timesync(void);
 
 #ifdef __cplusplus
 }

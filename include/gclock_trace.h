@@ -79,6 +79,10 @@ typedef struct gct_writer gct_writer;
 
 /* gct_now returns CLOCK_MONOTONIC_RAW in ns. */
 int64_t gct_now(void);
+/* gct_set_clock makes the stamped helpers (gct_enter ... gct_recv) read
+ * now(arg) instead of gct_now; NULL restores gct_now. Call it before the
+ * first event. Tests use it to give processes emulated clocks. */
+void gct_set_clock(gct_writer *w, int64_t (*now)(void *arg), void *arg);
 /* gct_open creates path and writes the meta chunk; NULL on error (errno). */
 gct_writer *gct_open(const char *path, uint32_t proc, uint32_t host, const char *name, uint32_t flags);
 /* gct_event appends an event with an explicit local time; times must not
@@ -150,6 +154,8 @@ struct gct_writer {
     uint32_t n;
     int64_t last;
     int have_map;       /* last_map holds the last mapping recorded */
+    int64_t (*now)(void *);
+    void *now_arg;
     gct_mapping last_map;
     uint8_t buf[24 + 32 * GCT_CHUNK_EVENTS];
 };
@@ -298,9 +304,16 @@ int gct_event(gct_writer *w, int64_t t, uint8_t kind, uint64_t id, int64_t value
 /* gct__stamped reads the clock under the lock so that the file stays in time order. */
 static int gct__stamped(gct_writer *w, uint8_t kind, uint16_t track, uint64_t id, int64_t value, uint32_t peer) {
     pthread_mutex_lock(&w->mu);
-    int r = gct__event_locked(w, gct_now(), kind, id, value, peer, track);
+    int r = gct__event_locked(w, w->now ? w->now(w->now_arg) : gct_now(), kind, id, value, peer, track);
     pthread_mutex_unlock(&w->mu);
     return r;
+}
+
+void gct_set_clock(gct_writer *w, int64_t (*now)(void *arg), void *arg) {
+    pthread_mutex_lock(&w->mu);
+    w->now = now;
+    w->now_arg = arg;
+    pthread_mutex_unlock(&w->mu);
 }
 
 int gct_enter(gct_writer *w, uint16_t track, uint64_t region) { return gct__stamped(w, GCT_ENTER, track, region, 0, 0); }

@@ -228,6 +228,10 @@ type ClockTruth struct {
 	DriftPPM  float64 `json:"drift_ppm"`
 	Emulated  bool    `json:"emulated"`
 	Reference bool    `json:"reference,omitempty"`
+	// Config rebuilds the host's emulated clock (Emulated only): an
+	// evaluator's own copy, e.g. the truth of programs run in the lab
+	// (Config.New, then Ideal at raw instants in increasing order).
+	Config daemon.EmulatedClockConfig `json:"-"`
 }
 
 // GclockSummary is the evaluation of one host (ID = host index) or of all
@@ -368,6 +372,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			}
 			h.emu = emu
 			h.truth.Emulated, h.truth.OffsetNs, h.truth.DriftPPM = true, int64(h.conf.Offset), h.conf.DriftPPM
+			h.truth.Config = h.conf
 		}
 		clocks[i] = h
 		c := base

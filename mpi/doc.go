@@ -7,15 +7,19 @@
 //     gclock page (include/gclock.h), with the C API of include/gclock_mpi.h
 //     (bounds, mode, origin). Preloaded (mpirun -x LD_PRELOAD=...) or linked
 //     before -lmpi. With GCLOCK_MPI_TRACE=DIR it records every rank's
-//     messages and collectives, and the daemon's mappings, in gclock's trace
-//     format (include/gclock_trace.h), so that `gclock merge -method daemon`
-//     corrects C/MPI traces as it does Go traces.
+//     messages and collectives, the daemon's mappings and sync sessions
+//     with rank 0, in gclock's trace format (include/gclock_trace.h), so
+//     that `gclock merge` corrects C/MPI traces as it does Go traces, with
+//     a daemon (-method daemon) or without (linear, spline).
+//     Makefile's libgclockmpi-test.so is the tests' build: it can give each
+//     rank an emulated trace clock (GCLOCK_MPI_TEST_CLOCK).
 //   - src/collbench.c: the sample program. Times MPI_Reduce and MPI_Allreduce on
 //     every rank after an MPI_Barrier on the local clock and from a common
 //     start in global time, and prints each rank's deviation from the
 //     ranks' mean, as seed 003 (Hayakawa et al.) did with a hardware counter.
 //   - testdata/ring.c: an ordinary MPI program (no gclock header) exercising
-//     every traced call; testdata/api.c prints the C API's answers.
+//     every traced call; testdata/api.c prints the C API's answers;
+//     testdata/wtime.f90 prints Fortran's MPI_WTIME.
 //
 // The tests build them with mpicc and run them with mpirun on 4 ranks of
 // this machine, against pages written by gtime.Writer with known mappings

@@ -118,7 +118,11 @@ func mergeCmd(args []string, out io.Writer) error {
 		}
 	}
 	if err != nil {
-		if !*keep {
+		switch {
+		case errors.Is(err, correct.ErrNoSyncData):
+			return fmt.Errorf("%w (hint: -method auto picks per process what its trace holds; daemon needs a daemon's mappings, "+
+				"linear and spline the sync sessions of a recorder with a Prober or of libgclockmpi; `gclock trace info` lists them)", err)
+		case !*keep && (errors.Is(err, format.ErrCorrupt) || errors.Is(err, format.ErrTruncated)):
 			return fmt.Errorf("%w (hint: -keep-going merges what is readable)", err)
 		}
 		return err

@@ -74,8 +74,9 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 	}
 	in := []string{files[0], files[1], cut, files[3]}
 	js := filepath.Join(dir, "m.json")
-	if err := mergeCmd(append([]string{"-chrome", js}, in...), &out); err == nil || !strings.Contains(err.Error(), "cut.gct") {
-		t.Fatalf("merge of a truncated file: %v", err)
+	if err := mergeCmd(append([]string{"-chrome", js}, in...), &out); err == nil || !strings.Contains(err.Error(), "cut.gct") ||
+		!strings.Contains(err.Error(), "hint: -keep-going") {
+		t.Fatalf("merge of a truncated file: %v (want the file named and the -keep-going hint)", err)
 	}
 	out.Reset()
 	if err := mergeCmd(append([]string{"-keep-going", "-clc", "-chrome", js, "-o", filepath.Join(dir, "m.gcm")}, in...), &out); err != nil {

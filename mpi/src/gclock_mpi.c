@@ -412,16 +412,37 @@ static struct {
 	uint64_t mappings; /* recorded */
 	int world_rank, world_size;
 	struct u64map seqs;   /* (dir, peer, comm key ^ tag) -> next message number */
-	struct u64map recvs;  /* pending MPI_Irecv request -> index in comms + 1 */
+	struct u64map recvs;  /* pending MPI_Irecv request -> its comm_info; nonblocking collective -> struct coll | 1 */
+	struct u64map named;  /* message keys (id >> 32) whose communicator and tag were named */
 	struct comm_info **comms; /* never moved nor freed: pending requests point to them */
 	size_t ncomms;
 	uint64_t reqs_dropped;
 } tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-enum { R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_NAMES };
-static const char *region_names[R_NAMES] = {"", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce"};
+enum {
+	R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_GATHER, R_SCATTER, R_ALLGATHER, R_ALLTOALL, R_SYNC,
+	R_IBARRIER, R_IBCAST, R_IREDUCE, R_IALLREDUCE, R_IGATHER, R_ISCATTER, R_IALLGATHER, R_IALLTOALL,
+	R_GATHERV, R_SCATTERV, R_ALLGATHERV, R_ALLTOALLV, R_REDUCE_SCATTER_BLOCK, R_REDUCE_SCATTER, R_NAMES
+};
+static const char *region_names[R_NAMES] = {
+	"",		 "MPI_Barrier",	 "MPI_Bcast",	 "MPI_Reduce",	   "MPI_Allreduce", "MPI_Gather",
+	"MPI_Scatter",	 "MPI_Allgather", "MPI_Alltoall", "gclock_timesync", "MPI_Ibarrier",  "MPI_Ibcast",
+	"MPI_Ireduce",	 "MPI_Iallreduce", "MPI_Igather",  "MPI_Iscatter",    "MPI_Iallgather", "MPI_Ialltoall",
+	"MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter"};
+
+/* root_to_all: the collectives whose non-roots wait for the root (bcast,
+ * scatter); the other rooted ones have the root wait for all (reduce,
+ * gather). */
+static int root_to_all(int region)
+{
+	return region == R_BCAST || region == R_SCATTER || region == R_IBCAST || region == R_ISCATTER ||
+	       region == R_SCATTERV;
+}
 
 #define COLL_BIT (1ULL << 63)
+/* Name ids of the string table (below these: region names). */
+#define COMM_NAME (1ULL << 61) /* | communicator key: its members */
+#define TAG_NAME (1ULL << 62)  /* | message key (id >> 32): communicator and tag */
 
 static uint64_t req_key(MPI_Request r)
 {
@@ -454,6 +475,11 @@ static uint32_t fnv32(const void *p, size_t n, uint32_t h)
 		h *= 16777619u;
 	}
 	return h;
+}
+
+static int world_of(const struct comm_info *c, int r)
+{
+	return c->world ? c->world[r] : r;
 }
 
 /* comm_locked finds or adds comm; NULL for a communicator the tracer
@@ -503,12 +529,17 @@ static struct comm_info *comm_locked(MPI_Comm comm)
 	}
 	*p = c;
 	tr.comms[tr.ncomms++] = p;
+	if (!inter && tr.w) {
+		/* Name record COMM_NAME | key: the communicator's members. */
+		char b[512];
+		int o = snprintf(b, sizeof b, "MPI communicator %08x: %d ranks, world ranks", (unsigned)c.key, c.size);
+		for (int i = 0; i < c.size && o < (int)sizeof b - 16; i++)
+			o += snprintf(b + o, sizeof b - (size_t)o, " %d", world_of(&c, i));
+		if (o >= (int)sizeof b - 16)
+			snprintf(b + sizeof b - 16, 16, " ...");
+		gct_name(tr.w, COMM_NAME | c.key, b);
+	}
 	return inter ? NULL : p;
-}
-
-static int world_of(const struct comm_info *c, int r)
-{
-	return c->world ? c->world[r] : r;
 }
 
 /* msg_id numbers the messages of one direction, peer, communicator and tag:
@@ -525,6 +556,14 @@ static uint64_t msg_id_locked(int dir, int peer, uint32_t ckey, int tag)
 		*v = n + 1;
 	else
 		map_put(&tr.seqs, key, 1);
+	if (tr.w && !map_get(&tr.named, (uint64_t)tk + 2)) {
+		/* Name record TAG_NAME | (id >> 32): the communicator and tag of
+		 * the messages whose ids carry this key. */
+		char b[96];
+		snprintf(b, sizeof b, "MPI communicator %08x tag %d", (unsigned)ckey, tag);
+		if (map_put(&tr.named, (uint64_t)tk + 2, 1) == 0)
+			gct_name(tr.w, TAG_NAME | tk, b);
+	}
 	return ((uint64_t)tk << 32) | (uint32_t)n;
 }
 
@@ -619,7 +658,7 @@ static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
 			for (int d = 1; d < n; d++)
 				if (dep_offset(d))
 					gct_send(tr.w, 0, (uint32_t)world_of(c, (me + d) % n), k->id, 0);
-		} else if (region == R_BCAST) {
+		} else if (root_to_all(region)) {
 			if (me == root)
 				for (int d = 1; d < n; d++)
 					if (dep_offset(d))
@@ -631,29 +670,270 @@ static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
 	pthread_mutex_unlock(&tr.mu);
 }
 
+/* coll_deps_in_locked records the dependencies a completed collective
+ * implies at this rank (receives from the ranks it waited for). */
+static void coll_deps_in_locked(const struct coll *k)
+{
+	struct comm_info *c = k->c;
+	int n = c->size, me = c->rank, root = k->root;
+	if (root < 0) {
+		for (int d = 1; d < n; d++)
+			if (dep_offset(d))
+				gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
+	} else if (root_to_all(k->region)) {
+		if (me != root && root < n && dep_offset((me - root + n) % n))
+			gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
+	} else if (me == root) {
+		for (int d = 1; d < n; d++)
+			if (dep_offset(d))
+				gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+	}
+}
+
 static void coll_leave(struct coll *k, int rc)
 {
 	if (!k->c)
 		return;
 	pthread_mutex_lock(&tr.mu);
-	struct comm_info *c = k->c;
-	int n = c->size, me = c->rank, root = k->root;
-	if (rc == MPI_SUCCESS) {
-		if (root < 0) {
-			for (int d = 1; d < n; d++)
-				if (dep_offset(d))
-					gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
-		} else if (k->region == R_BCAST) {
-			if (me != root && root < n && dep_offset((me - root + n) % n))
-				gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
-		} else if (me == root) {
-			for (int d = 1; d < n; d++)
-				if (dep_offset(d))
-					gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+	if (rc == MPI_SUCCESS && tr.w)
+		coll_deps_in_locked(k);
+	if (tr.w)
+		gct_leave(tr.w, 0, (uint64_t)k->region);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* Nonblocking collectives: the call is a region and sends its
+ * dependencies at once (it has entered the collective); the receives are
+ * recorded when MPI_Wait or MPI_Test (any form) completes the request (no rank can
+ * complete before the ranks it depends on entered). The pending request
+ * maps to its struct coll, tagged by the low bit (comm_info pointers of
+ * receive requests are aligned). */
+static void icoll_started(struct coll *k, int rc, MPI_Request *req)
+{
+	if (!k->c)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_leave(tr.w, 0, (uint64_t)k->region);
+	if (rc == MPI_SUCCESS && tr.w) {
+		struct coll *p = malloc(sizeof *p);
+		if (!p || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)p | 1) != 0) {
+			free(p);
+			tr.reqs_dropped++;
+		} else {
+			*p = *k;
 		}
 	}
-	gct_leave(tr.w, 0, (uint64_t)k->region);
 	pthread_mutex_unlock(&tr.mu);
+}
+
+/* ------------------------------------------------------------ clock, sync */
+
+/* The tracer's clock is CLOCK_MONOTONIC_RAW (gct_now). A test build
+ * (-DGCLOCK_MPI_TESTING, mpi/Makefile's libgclockmpi-test.so, never the
+ * installed library) reads GCLOCK_MPI_TEST_CLOCK="off:ppb,off:ppb,..." and
+ * gives world rank i the emulated clock raw + off_i + raw*ppb_i/1e9, so that
+ * the ranks of one machine disagree as the hosts of a cluster do and the
+ * tests can check the correction against the raw clock (the truth). Its
+ * daemon mappings, which map the raw clock, are then not recorded. */
+static int64_t test_off, test_ppb;
+static int test_clock;
+
+static int64_t trace_now(void)
+{
+	int64_t r = gct_now();
+	if (test_clock)
+		return r + test_off + (int64_t)(((__int128)r * test_ppb) / 1000000000);
+	return r;
+}
+
+static int64_t trace_now_cb(void *arg)
+{
+	(void)arg;
+	return trace_now();
+}
+
+static void test_clock_setup(int rank)
+{
+#ifdef GCLOCK_MPI_TESTING
+	const char *v = getenv("GCLOCK_MPI_TEST_CLOCK");
+	if (!v || !*v)
+		return;
+	for (int i = 0; i < rank && v; i++) {
+		v = strchr(v, ',');
+		if (v)
+			v++;
+	}
+	long long off, ppb;
+	if (!v || sscanf(v, "%lld:%lld", &off, &ppb) != 2) {
+		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_TEST_CLOCK=%s: no \"off:ppb\" for rank %d\n",
+			getenv("GCLOCK_MPI_TEST_CLOCK"), rank);
+		exit(1);
+	}
+	test_off = off;
+	test_ppb = ppb;
+	test_clock = 1;
+#else
+	(void)rank;
+#endif
+}
+
+/* Sync sessions. Without a daemon, `gclock merge -method linear|spline`
+ * corrects a rank's stamps from exchanges with rank 0 recorded in its trace
+ * (format.Session, as the Go recorder's Prober sessions; seed 001, ITAC's
+ * and Score-P's sync at MPI_Init and MPI_Finalize). Rank 0 serves every other
+ * rank in turn on a duplicate of MPI_COMM_WORLD (the program's messages are
+ * never mixed with them): sync_rounds ping-pongs of empty messages, rank 0
+ * stamping its send and its receive, the rank its receive and its send on
+ * its own clock; rank 0 then sends its stamps and the rank keeps the
+ * sync_keep exchanges with the shortest round trip (the most symmetric
+ * delays) as one session with reference 0. Every rank takes part whenever
+ * any rank traces (agreed in MPI_Init), so no rank waits forever. */
+static MPI_Comm sync_comm = MPI_COMM_NULL;
+static int sync_on, sync_rounds = 200, sync_keep = 2;
+static int64_t sync_period, sync_last; /* ns on rank 0's clock; 0: no period */
+static uint64_t sync_sessions;
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno != 0 || *end != 0 || x < lo || x > hi) {
+		fprintf(stderr, "libgclockmpi: %s=%s: want an integer in [%ld, %ld]\n", name, v, lo, hi);
+		exit(1);
+	}
+	return x;
+}
+
+static int cmp_rtt(const void *a, const void *b)
+{
+	const gct_sample *x = a, *y = b;
+	int64_t rx = (x->src_recv - x->src_send) - (x->loc_send - x->loc_recv);
+	int64_t ry = (y->src_recv - y->src_send) - (y->loc_send - y->loc_recv);
+	return rx < ry ? -1 : rx > ry;
+}
+
+static int sync_session(uint8_t kind)
+{
+	if (!sync_on)
+		return 0;
+	int n = sync_rounds, rank = tr.world_rank, size = tr.world_size;
+	int64_t *t = calloc((size_t)(2 * n), sizeof *t);
+	gct_sample *s = calloc((size_t)n, sizeof *s);
+	int rc = MPI_SUCCESS;
+	char b = 0;
+	if (!t || !s) {
+		/* Every rank must still take part: fail the job loudly instead. */
+		fprintf(stderr, "libgclockmpi: rank %d: out of memory for a sync session\n", rank);
+		PMPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	if (rank == 0) {
+		for (int p = 1; p < size && rc == MPI_SUCCESS; p++) {
+			for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+				t[2 * k] = trace_now();
+				rc = PMPI_Send(&b, 0, MPI_BYTE, p, k, sync_comm);
+				if (rc == MPI_SUCCESS)
+					rc = PMPI_Recv(&b, 0, MPI_BYTE, p, k, sync_comm, MPI_STATUS_IGNORE);
+				t[2 * k + 1] = trace_now();
+			}
+			if (rc == MPI_SUCCESS)
+				rc = PMPI_Send(t, 2 * n, MPI_INT64_T, p, n, sync_comm);
+		}
+		sync_last = trace_now();
+	} else {
+		for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+			rc = PMPI_Recv(&b, 0, MPI_BYTE, 0, k, sync_comm, MPI_STATUS_IGNORE);
+			s[k].loc_recv = trace_now();
+			s[k].loc_send = trace_now();
+			if (rc == MPI_SUCCESS)
+				rc = PMPI_Send(&b, 0, MPI_BYTE, 0, k, sync_comm);
+		}
+		if (rc == MPI_SUCCESS)
+			rc = PMPI_Recv(t, 2 * n, MPI_INT64_T, 0, n, sync_comm, MPI_STATUS_IGNORE);
+		if (rc == MPI_SUCCESS) {
+			for (int k = 0; k < n; k++) {
+				s[k].src_send = t[2 * k];
+				s[k].src_recv = t[2 * k + 1];
+			}
+			qsort(s, (size_t)n, sizeof *s, cmp_rtt);
+			pthread_mutex_lock(&tr.mu);
+			if (tr.w && gct_session(tr.w, 0, kind, s, (uint32_t)sync_keep) == 0)
+				sync_sessions++;
+			pthread_mutex_unlock(&tr.mu);
+		}
+	}
+	if (rc != MPI_SUCCESS)
+		say("rank %d: a sync session failed (MPI error %d): not recorded", rank, rc);
+	free(t);
+	free(s);
+	return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+/* sync_init agrees on syncing (any rank tracing) and runs the start session. */
+static void sync_init(void)
+{
+	const char *dir = getenv("GCLOCK_MPI_TRACE");
+	int want = dir && *dir && env_long("GCLOCK_MPI_SYNC", 1, 0, 1) != 0;
+	int any = 0;
+	PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!any)
+		return;
+	/* Rank 0's rounds and period for all: the ping-pongs and the periodic
+	 * broadcasts must match on every rank even if their environments differ. */
+	int64_t agreed[2] = {env_long("GCLOCK_MPI_SYNC_ROUNDS", 200, 1, 100000),
+			     (int64_t)env_long("GCLOCK_MPI_SYNC_PERIOD", 0, 0, 1000000) * 1000000000LL};
+	PMPI_Bcast(agreed, 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
+	sync_rounds = (int)agreed[0];
+	sync_period = agreed[1];
+	sync_keep = (int)env_long("GCLOCK_MPI_SYNC_KEEP", sync_rounds < 2 ? sync_rounds : 2, 1, 100000);
+	if (sync_keep > sync_rounds)
+		sync_keep = sync_rounds;
+	if (PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS)
+		return;
+	sync_on = 1;
+	sync_session(GCT_SESSION_START);
+}
+
+static void sync_fini(void)
+{
+	if (!sync_on)
+		return;
+	sync_session(GCT_SESSION_END);
+	sync_on = 0;
+	PMPI_Comm_free(&sync_comm);
+}
+
+/* gclock_timesync: see gclock_mpi.h. */
+int gclock_timesync(void)
+{
+	if (!sync_on)
+		return 0;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_enter(tr.w, 0, R_SYNC);
+	pthread_mutex_unlock(&tr.mu);
+	int r = sync_session(GCT_SESSION_DEMAND);
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_leave(tr.w, 0, R_SYNC);
+	pthread_mutex_unlock(&tr.mu);
+	return r == 0 ? 1 : -1;
+}
+
+/* sync_due runs after every MPI_Barrier on MPI_COMM_WORLD when
+ * GCLOCK_MPI_SYNC_PERIOD is set: rank 0 says whether a period has passed
+ * since the last session (one broadcast), and if so all run one. */
+static void sync_due(MPI_Comm comm)
+{
+	if (!sync_on || sync_period <= 0 || comm != MPI_COMM_WORLD)
+		return;
+	int due = tr.world_rank == 0 && trace_now() - sync_last >= sync_period;
+	if (PMPI_Bcast(&due, 1, MPI_INT, 0, sync_comm) == MPI_SUCCESS && due)
+		gclock_timesync();
 }
 
 static void trace_open(void)
@@ -677,6 +957,13 @@ static void trace_open(void)
 	for (int i = 1; i < R_NAMES; i++)
 		gct_name(tr.w, (uint64_t)i, region_names[i]);
 	pthread_once(&mode_once, choose_mode);
+	if (test_clock) {
+		gct_set_clock(tr.w, trace_now_cb, NULL);
+		say("rank %d: GCLOCK_MPI_TEST_CLOCK (test build): stamps on an emulated clock, off %lld ns, %lld ppb; "
+		    "daemon mappings not recorded",
+		    tr.world_rank, (long long)test_off, (long long)test_ppb);
+		return;
+	}
 	int err = gclock_open(&tr.page, page_path);
 	int r = 0;
 	if (err == 0) {
@@ -688,7 +975,7 @@ static void trace_open(void)
 	}
 	if (r != 1)
 		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping from %s yet (%s); one is recorded as soon as the page "
-		    "has one, and `gclock merge -method daemon` needs one",
+		    "has one (for -method daemon); the sync sessions with rank 0 serve -method linear and spline",
 		    tr.world_rank, page_path, err ? strerror(-err) : r < 0 ? strerror(-r) : "page unsynced");
 }
 
@@ -704,9 +991,10 @@ static void trace_close(void)
 	if (tr.have_page)
 		gclock_close(&tr.page);
 	tr.have_page = 0;
-	if (tr.mappings == 0)
-		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping recorded in the whole run: merge this trace with "
-		    "another -method", tr.world_rank);
+	if (tr.mappings == 0 && !test_clock)
+		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping recorded in the whole run: `gclock merge` corrects "
+		    "this trace with its %llu sync sessions (-method auto, linear or spline)",
+		    tr.world_rank, (unsigned long long)sync_sessions);
 	if (tr.recvs.live > 0 || tr.reqs_dropped > 0)
 		say("rank %d: %zu receive requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
 		    tr.world_rank, tr.recvs.live, (unsigned long long)tr.reqs_dropped);
@@ -720,7 +1008,11 @@ int MPI_Init(int *argc, char ***argv)
 	int rc = PMPI_Init(argc, argv);
 	if (rc == MPI_SUCCESS) {
 		job_origin();
+		PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
+		PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
+		test_clock_setup(tr.world_rank);
 		trace_open();
+		sync_init();
 	}
 	return rc;
 }
@@ -730,13 +1022,18 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 	if (rc == MPI_SUCCESS) {
 		job_origin();
+		PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
+		PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
+		test_clock_setup(tr.world_rank);
 		trace_open();
+		sync_init();
 	}
 	return rc;
 }
 
 int MPI_Finalize(void)
 {
+	sync_fini();
 	trace_close();
 	return PMPI_Finalize();
 }
@@ -812,8 +1109,16 @@ static void completed(MPI_Request was, const MPI_Status *st)
 {
 	pthread_mutex_lock(&tr.mu);
 	uint64_t c;
-	if (map_del(&tr.recvs, req_key(was), &c) && tr.w)
-		trace_recv_locked(st, (struct comm_info *)(uintptr_t)c);
+	if (map_del(&tr.recvs, req_key(was), &c)) {
+		if (c & 1) {
+			struct coll *k = (struct coll *)(uintptr_t)(c & ~(uint64_t)1);
+			if (tr.w)
+				coll_deps_in_locked(k);
+			free(k);
+		} else if (tr.w) {
+			trace_recv_locked(st, (struct comm_info *)(uintptr_t)c);
+		}
+	}
 	pthread_mutex_unlock(&tr.mu);
 }
 
@@ -972,6 +1277,8 @@ int MPI_Barrier(MPI_Comm comm)
 	coll_enter(&k, comm, R_BARRIER, -1);
 	int rc = PMPI_Barrier(comm);
 	coll_leave(&k, rc);
+	if (rc == MPI_SUCCESS)
+		sync_due(comm);
 	return rc;
 }
 
@@ -1001,3 +1308,205 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_O
 	coll_leave(&k, rc);
 	return rc;
 }
+
+int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+	       MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_GATHER, root);
+	int rc = PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_SCATTER, root);
+	int rc = PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		  MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLGATHER, -1);
+	int rc = PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		 MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLTOALL, -1);
+	int rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IBARRIER, -1);
+	int rc = PMPI_Ibarrier(comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IBCAST, root);
+	int rc = PMPI_Ibcast(buf, count, t, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm,
+		MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IREDUCE, root);
+	int rc = PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IALLREDUCE, -1);
+	int rc = PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IGATHER, root);
+	int rc = PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+		 MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ISCATTER, root);
+	int rc = PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IALLGATHER, -1);
+	int rc = PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		  MPI_Comm comm, MPI_Request *req)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_IALLTOALL, -1);
+	int rc = PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+	icoll_started(&k, rc, req);
+	return rc;
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
+		MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_GATHERV, root);
+	int rc = PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf, int rcount,
+		 MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_SCATTERV, root);
+	int rc = PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
+		   MPI_Datatype rtype, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLGATHERV, -1);
+	int rc = PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf,
+		  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_ALLTOALLV, -1);
+	int rc = PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_REDUCE_SCATTER_BLOCK, -1);
+	int rc = PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, t, op, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	struct coll k;
+	coll_enter(&k, comm, R_REDUCE_SCATTER, -1);
+	int rc = PMPI_Reduce_scatter(sbuf, rbuf, rcounts, t, op, comm);
+	coll_leave(&k, rc);
+	return rc;
+}
+
+/* ------------------------------------------------------------ Fortran */
+
+/* OpenMPI's Fortran bindings (mpif.h, use mpi, use mpi_f08) compute
+ * MPI_WTIME and MPI_WTICK with PMPI_Wtime and PMPI_Wtick, past the C
+ * MPI_Wtime above. These definitions take their symbols (every name
+ * mangling gfortran and OpenMPI use, preloaded or linked before the MPI
+ * libraries), so Fortran programs read the same global time. A Fortran
+ * function of no arguments returning DOUBLE PRECISION is called as a C
+ * function returning double. */
+#define GCLOCK_FORTRAN(name, impl)                                                                                     \
+	double name(void);                                                                                             \
+	double name(void) { return impl(); }
+GCLOCK_FORTRAN(mpi_wtime, MPI_Wtime)
+GCLOCK_FORTRAN(mpi_wtime_, MPI_Wtime)
+GCLOCK_FORTRAN(mpi_wtime__, MPI_Wtime)
+GCLOCK_FORTRAN(MPI_WTIME, MPI_Wtime)
+GCLOCK_FORTRAN(MPI_Wtime_f, MPI_Wtime)
+GCLOCK_FORTRAN(MPI_Wtime_f08, MPI_Wtime)
+GCLOCK_FORTRAN(ompi_wtime_f, MPI_Wtime)
+GCLOCK_FORTRAN(mpi_wtick, MPI_Wtick)
+GCLOCK_FORTRAN(mpi_wtick_, MPI_Wtick)
+GCLOCK_FORTRAN(mpi_wtick__, MPI_Wtick)
+GCLOCK_FORTRAN(MPI_WTICK, MPI_Wtick)
+GCLOCK_FORTRAN(MPI_Wtick_f, MPI_Wtick)
+GCLOCK_FORTRAN(MPI_Wtick_f08, MPI_Wtick)
+GCLOCK_FORTRAN(ompi_wtick_f, MPI_Wtick)

@@ -5,7 +5,12 @@
  * CLOCK_MONOTONIC_RAW stamps so that a test can check its value against the
  * page's mapping.
  *
- * usage: ring ROUNDS PAUSE_MS
+ * usage: ring ROUNDS PAUSE_MS [SYNC_EVERY]
+ * With SYNC_EVERY > 0 each round also runs MPI_Gather, MPI_Scatter,
+ * MPI_Allgather, MPI_Alltoall, their v variants, MPI_Reduce_scatter_block,
+ * MPI_Reduce_scatter, MPI_Ibarrier, MPI_Iallreduce, MPI_Ibcast and
+ * MPI_Ireduce (on the halves), and every SYNC_EVERY rounds
+ * gclock_timesync() when the library defines it (weak: still no header).
  * prints per rank: "wtime RANK RAW_BEFORE WTIME RAW_AFTER" lines, then
  * "attr RANK IS_GLOBAL FLAG" and "tick RANK WTICK".
  */
@@ -14,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+int gclock_timesync(void) __attribute__((weak));
 
 static long long raw(void)
 {
@@ -39,6 +46,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines: mpirun interleaves the ranks' output */
 	int rounds = argc > 1 ? atoi(argv[1]) : 10;
 	int pause_ms = argc > 2 ? atoi(argv[2]) : 0;
+	int sync_every = argc > 3 ? atoi(argv[3]) : 0;
+	int *all = calloc((size_t)size, sizeof *all), *all2 = calloc((size_t)size, sizeof *all2);
 	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
 	MPI_Comm half;
 	MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
@@ -90,6 +99,37 @@ int main(int argc, char **argv)
 		MPI_Reduce(&v, &sum, 1, MPI_INT, MPI_SUM, (r + 1) % size, MPI_COMM_WORLD);
 		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 		MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_MAX, half);
+		if (sync_every > 0) {
+			int one = 0;
+			MPI_Gather(&v, 1, MPI_INT, all, 1, MPI_INT, r % size, MPI_COMM_WORLD);
+			MPI_Scatter(all, 1, MPI_INT, &one, 1, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
+			MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+			MPI_Alltoall(all, 1, MPI_INT, all2, 1, MPI_INT, MPI_COMM_WORLD);
+			int *cnt = calloc((size_t)size, sizeof *cnt), *dsp = calloc((size_t)size, sizeof *dsp);
+			for (int i = 0; i < size; i++)
+				cnt[i] = 1, dsp[i] = i;
+			MPI_Gatherv(&v, 1, MPI_INT, all, cnt, dsp, MPI_INT, (r + 1) % size, MPI_COMM_WORLD);
+			MPI_Scatterv(all, cnt, dsp, MPI_INT, &one, 1, MPI_INT, r % size, MPI_COMM_WORLD);
+			MPI_Allgatherv(&v, 1, MPI_INT, all, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+			MPI_Alltoallv(all, cnt, dsp, MPI_INT, all2, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+			MPI_Reduce_scatter_block(all, &one, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+			MPI_Reduce_scatter(all, &one, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+			free(cnt);
+			free(dsp);
+			MPI_Request nb[4];
+			int s1 = 0, s2 = v;
+			MPI_Ibarrier(MPI_COMM_WORLD, &nb[0]);
+			MPI_Iallreduce(&v, &s1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nb[1]);
+			MPI_Ibcast(&s2, 1, MPI_INT, (r + 2) % size, MPI_COMM_WORLD, &nb[2]);
+			MPI_Ireduce(&v, all2, 1, MPI_INT, MPI_MAX, (r + 3) % hsize, half, &nb[3]);
+			MPI_Waitall(2, nb, MPI_STATUSES_IGNORE);
+			MPI_Wait(&nb[2], MPI_STATUS_IGNORE);
+			int done = 0;
+			while (!done)
+				MPI_Test(&nb[3], &done, MPI_STATUS_IGNORE);
+			if (r > 0 && r % sync_every == 0 && gclock_timesync)
+				gclock_timesync();
+		}
 		if (pause_ms > 0) {
 			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
 			nanosleep(&ts, NULL);
@@ -103,6 +143,8 @@ int main(int argc, char **argv)
 	printf("attr %d %d %d\n", rank, f ? *g : -1, f);
 	printf("tick %d %g\n", rank, MPI_Wtick());
 	MPI_Comm_free(&half);
+	free(all);
+	free(all2);
 	MPI_Finalize();
 	return 0;
 }

@@ -24,6 +24,11 @@ const (
 	None   Method = "none"   // identity (the reference)
 )
 
+// ErrNoSyncData is wrapped by the errors of an explicit method the trace's
+// sync data cannot support (daemon without mappings, linear without two
+// sessions, ...): the fix is another -method, not a damaged file.
+var ErrNoSyncData = errors.New("not enough sync data for this method")
+
 // DropFrac is the share of exchanges with the highest round trip ignored by
 // the linear fit: seed 001 drops 10% because those most likely waited for a
 // descheduled process.
@@ -187,10 +192,28 @@ func BuildConfig(in []Input, cfg Config) ([]Mapper, []Choice, error) {
 	}
 	mappers := make([]Mapper, len(in))
 	choices := make([]Choice, len(in))
+	// refOf counts, per process, the other inputs whose sessions name it
+	// as their reference: a process without sessions of its own that
+	// others synced against is the timescale of session-based corrections
+	// (the C/MPI tracer's rank 0, which cannot know at MPI_Init whether a
+	// daemon will be used instead).
+	refOf := map[uint32]int{}
+	for _, y := range in {
+		for _, s := range y.Sessions {
+			if s.Ref != y.Meta.Proc {
+				refOf[s.Ref]++
+				break
+			}
+		}
+	}
 	for i, x := range in {
 		c := Choice{Proc: x.Meta.Proc, Name: x.Meta.Name, SharedOf: -1}
 		sessions := x.Sessions
-		if len(sessions) == 0 && x.Meta.Flags&format.FlagReference == 0 {
+		sessRef := 0
+		if len(sessions) == 0 {
+			sessRef = refOf[x.Meta.Proc]
+		}
+		if len(sessions) == 0 && sessRef == 0 && x.Meta.Flags&format.FlagReference == 0 {
 			for j, y := range in {
 				if j != i && y.Meta.Host == x.Meta.Host && len(y.Sessions) > 0 {
 					sessions = y.Sessions
@@ -202,7 +225,7 @@ func BuildConfig(in []Input, cfg Config) ([]Mapper, []Choice, error) {
 		if cfg.BestRTT > 0 && cfg.BestRTT < 1 {
 			sessions = bestRTT(sessions, cfg.BestRTT)
 		}
-		mp, err := build(x, sessions, m, &c)
+		mp, err := build(x, sessions, m, sessRef, &c)
 		if err != nil {
 			return nil, nil, fmt.Errorf("correct process %d (%s): %w", x.Meta.Proc, x.Meta.Name, err)
 		}
@@ -233,14 +256,19 @@ func countSamples(ss []format.Session) int {
 	return n
 }
 
-func build(x Input, sessions []format.Session, m Method, c *Choice) (Mapper, error) {
+// build makes the mapper of x; sessRef > 0 says that x has no sessions and
+// that sessRef other processes synced against it.
+func build(x Input, sessions []format.Session, m Method, sessRef int, c *Choice) (Mapper, error) {
 	ref := x.Meta.Flags&format.FlagReference != 0
+	refReason := fmt.Sprintf("reference of the sync sessions of %d processes", sessRef)
 	if m == Auto {
 		switch {
 		case ref:
 			m, c.Reason = None, "reference clock"
 		case len(x.Mappings) > 0:
 			m, c.Reason = Daemon, fmt.Sprintf("%d daemon mappings recorded", len(x.Mappings))
+		case sessRef > 0:
+			m, c.Reason = None, refReason
 		case len(sessions) >= 3:
 			m, c.Reason = Spline, fmt.Sprintf("%d sync sessions", len(sessions))
 		case len(sessions) == 2:
@@ -250,6 +278,8 @@ func build(x Input, sessions []format.Session, m Method, c *Choice) (Mapper, err
 		default:
 			m, c.Reason = None, "NO SYNC DATA: timestamps left uncorrected"
 		}
+	} else if sessRef > 0 && (m == Linear || m == Spline || m == Offset) {
+		m, c.Reason = None, refReason
 	} else {
 		c.Reason = "chosen by flag"
 	}
@@ -267,14 +297,14 @@ func build(x Input, sessions []format.Session, m Method, c *Choice) (Mapper, err
 	case Daemon:
 		d, err := NewDaemonMapper(x.Mappings)
 		if err != nil {
-			return nil, fmt.Errorf("daemon mapping: %w", err)
+			return nil, fmt.Errorf("daemon mapping: %w (%w)", err, ErrNoSyncData)
 		}
 		c.Mappings = len(d.from)
 		c.SkewPPM = d.maps[len(d.maps)-1].M.Skew * 1e6
 		return d, nil
 	case Offset:
 		if len(sessions) == 0 {
-			return nil, errors.New("offset correction needs a sync session, the trace has none")
+			return nil, fmt.Errorf("offset correction needs a sync session, the trace has none: %w", ErrNoSyncData)
 		}
 		p, err := estimate.Condense(sessions[0].Samples)
 		if err != nil {
@@ -284,7 +314,7 @@ func build(x Input, sessions []format.Session, m Method, c *Choice) (Mapper, err
 		return LinearMapper{estimate.Mapping{X0: p.X, Y0: p.Y, Valid: true}}, nil
 	case Linear:
 		if len(sessions) < 2 {
-			return nil, fmt.Errorf("linear correction needs 2 sync sessions, the trace has %d", len(sessions))
+			return nil, fmt.Errorf("linear correction needs 2 sync sessions, the trace has %d: %w", len(sessions), ErrNoSyncData)
 		}
 		var all []estimate.Sample
 		for _, s := range sessions {
@@ -301,7 +331,7 @@ func build(x Input, sessions []format.Session, m Method, c *Choice) (Mapper, err
 		return LinearMapper{mp}, nil
 	case Spline:
 		if len(sessions) < 2 {
-			return nil, fmt.Errorf("spline correction needs at least 2 sync sessions, the trace has %d", len(sessions))
+			return nil, fmt.Errorf("spline correction needs at least 2 sync sessions, the trace has %d: %w", len(sessions), ErrNoSyncData)
 		}
 		pts := make([]estimate.Point, 0, len(sessions))
 		for _, s := range sessions {

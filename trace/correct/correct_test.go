@@ -213,3 +213,69 @@ func TestBestRTT(t *testing.T) {
 		t.Fatal("BestRTT 1.5 accepted")
 	}
 }
+
+// TestSessionReference: a process without sessions of its own that others
+// synced against (the C/MPI tracer's rank 0, flagged neither reference nor
+// anything else, on the same host id as the others) is the timescale of the
+// session-based methods and borrows no one's sessions; with daemon mappings
+// it follows them under auto and daemon; daemon without mappings wraps
+// ErrNoSyncData.
+func TestSessionReference(t *testing.T) {
+	const sec = int64(1e9)
+	line := func(x int64) int64 { return 5_000_000 + x + x/50_000 }
+	rng := rand.New(rand.NewPCG(2, 2))
+	other := Input{Meta: format.Meta{Proc: 1, Host: 7, Flags: format.FlagSyncedHost, Name: "rank 1"}}
+	for i, x := range []int64{0, 2 * sec, 4 * sec} {
+		s := session(rng, uint32(i), x, 20, 0, line)
+		s.Ref = 0
+		other.Sessions = append(other.Sessions, s)
+	}
+	maps := []format.DaemonMapping{{From: 0, Mapping: estimate.Mapping{X0: 0, Y0: 42, Valid: true}}}
+	tests := []struct {
+		name    string
+		method  Method
+		maps    bool
+		want0   Method
+		want1   Method
+		wantErr bool
+	}{
+		{"auto no daemon", Auto, false, None, Spline, false},
+		{"linear", Linear, false, None, Linear, false},
+		{"spline", Spline, false, None, Spline, false},
+		{"offset", Offset, false, None, Offset, false},
+		{"auto with mappings", Auto, true, Daemon, Spline, false},
+		{"daemon without mappings", Daemon, false, "", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rank0 := Input{Meta: format.Meta{Proc: 0, Host: 7, Flags: format.FlagSyncedHost, Name: "rank 0"}}
+			if tc.maps {
+				rank0.Mappings = maps
+			}
+			ms, cs, err := Build([]Input{rank0, other}, tc.method)
+			if tc.wantErr {
+				if !errors.Is(err, ErrNoSyncData) {
+					t.Fatalf("err %v, want one wrapping ErrNoSyncData", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cs[0].Method != tc.want0 || cs[1].Method != tc.want1 {
+				t.Fatalf("methods %s (%s), %s (%s); want %s, %s", cs[0].Method, cs[0].Reason, cs[1].Method, cs[1].Reason, tc.want0, tc.want1)
+			}
+			if cs[0].SharedOf != -1 {
+				t.Errorf("rank 0 borrowed the sessions of process %d", cs[0].SharedOf)
+			}
+			if tc.want0 == None {
+				if g := ms[0].Global(123); g != 123 {
+					t.Errorf("rank 0: Global(123) = %d, want the identity", g)
+				}
+				if !strings.Contains(cs[0].Reason, "reference of the sync sessions of 1 processes") {
+					t.Errorf("rank 0's reason %q", cs[0].Reason)
+				}
+			}
+		})
+	}
+}
