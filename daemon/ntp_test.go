@@ -147,12 +147,13 @@ func TestRunNTP(t *testing.T) {
 			if d := res.Offset.Nanoseconds(); d > disp+res.Delay.Nanoseconds()/2+1000 || -d > disp+res.Delay.Nanoseconds()/2+1000 {
 				t.Errorf("node %d: offset %v beyond root dispersion %d ns + delay/2 %v", i+1, res.Offset, disp, res.Delay/2)
 			}
-			// Under 2 ms, the offset check above still tells a node serving
+			// Under 2.5 ms, the offset check above still tells a node serving
 			// its own clock (+3 ms). Under CI load (other packages beside
 			// this one) the served bound widened to 1.1-1.6 ms at the
-			// maximum slew rate while CLOCK_REALTIME samples came late (a
+			// maximum slew rate while CLOCK_REALTIME samples came late (up to
+			// 1.8 ms; a
 			// 1-ms limit failed there; the bound held the truth).
-			if disp > int64(2*time.Millisecond) {
+			if disp > int64(2500*time.Microsecond) {
 				t.Errorf("node %d: root dispersion %d ns: too wide to tell a node serving its own clock (+3 ms)", i+1, disp)
 			}
 			wantStratum, wantRef := uint8(2), ntp.RefIDString("\x7f\x00\x00\x01")
