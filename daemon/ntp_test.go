@@ -149,9 +149,8 @@ func TestRunNTP(t *testing.T) {
 			}
 			// Under 2.5 ms, the offset check above still tells a node serving
 			// its own clock (+3 ms). Under CI load (other packages beside
-			// this one) the served bound widened to 1.1-1.6 ms at the
-			// maximum slew rate while CLOCK_REALTIME samples came late (up to
-			// 1.8 ms; a
+			// this one) the served bound widened to 1.1-1.8 ms at the
+			// maximum slew rate while CLOCK_REALTIME samples came late (a
 			// 1-ms limit failed there; the bound held the truth).
 			if disp > int64(2500*time.Microsecond) {
 				t.Errorf("node %d: root dispersion %d ns: too wide to tell a node serving its own clock (+3 ms)", i+1, disp)
