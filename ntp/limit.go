@@ -147,15 +147,9 @@ func pollFor(interval int64) int8 {
 // at least minPoll, and returns its length; the request is checked as
 // Respond checks it.
 func KissOfDeath(out, req []byte, code string, minPoll int8) (int, error) {
-	var q Packet
-	if err := q.UnmarshalBinary(req); err != nil {
+	q, err := parseRequest(req)
+	if err != nil {
 		return 0, err
-	}
-	if q.Mode != ModeClient {
-		return 0, fmt.Errorf("%w: mode %d", ErrMode, q.Mode)
-	}
-	if q.Version != 3 && q.Version != 4 {
-		return 0, fmt.Errorf("%w: version %d", ErrVersion, q.Version)
 	}
 	p := Packet{Leap: LeapUnsync, Version: q.Version, Mode: ModeServer, Stratum: 0,
 		Poll: max(q.Poll, minPoll), RefID: RefIDString(code), Origin: q.Transmit}

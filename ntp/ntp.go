@@ -174,6 +174,23 @@ type Server struct {
 	RootDelay int64
 }
 
+// parseRequest decodes a client request and refuses what a server does
+// not answer: too short (ErrShort), not mode 3 (ErrMode), not version 3 or
+// 4 (ErrVersion).
+func parseRequest(req []byte) (Packet, error) {
+	var q Packet
+	if err := q.UnmarshalBinary(req); err != nil {
+		return q, err
+	}
+	if q.Mode != ModeClient {
+		return q, fmt.Errorf("%w: mode %d", ErrMode, q.Mode)
+	}
+	if q.Version != 3 && q.Version != 4 {
+		return q, fmt.Errorf("%w: version %d", ErrVersion, q.Version)
+	}
+	return q, nil
+}
+
 // Respond answers the client request req with a server reply written into
 // out (at least HeaderLen bytes) and returns its length (HeaderLen, which
 // is never more than len(req)). rx is the server's reading at the
@@ -182,15 +199,9 @@ type Server struct {
 // are refused with an error wrapping ErrShort, ErrMode or ErrVersion: the
 // caller drops them silently.
 func Respond(out, req []byte, rx, tx Reading, srv Server) (int, error) {
-	var q Packet
-	if err := q.UnmarshalBinary(req); err != nil {
+	q, err := parseRequest(req)
+	if err != nil {
 		return 0, err
-	}
-	if q.Mode != ModeClient {
-		return 0, fmt.Errorf("%w: mode %d", ErrMode, q.Mode)
-	}
-	if q.Version != 3 && q.Version != 4 {
-		return 0, fmt.Errorf("%w: version %d", ErrVersion, q.Version)
 	}
 	p := Packet{
 		Leap: LeapNone, Version: q.Version, Mode: ModeServer,
