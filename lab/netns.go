@@ -172,9 +172,9 @@ const LockPath = "/run/gclab.lock"
 // says once (log, Warn: the CLI shows warnings) that it waits and for which process, and writes its
 // own pid into the file once it holds the lock.
 func acquireLock(ctx context.Context, log *slog.Logger) (*os.File, error) {
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := openLock()
 	if err != nil {
-		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
+		return nil, err
 	}
 	said := false
 	for {
@@ -202,6 +202,15 @@ func acquireLock(ctx context.Context, log *slog.Logger) (*os.File, error) {
 	}
 }
 
+// openLock opens LockPath (created owner-only, never through a symlink).
+func openLock() (*os.File, error) {
+	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
+	}
+	return f, nil
+}
+
 // lockHolder names the process that holds the lock file, as it wrote it.
 func lockHolder(f *os.File) string {
 	b := make([]byte, 32)
@@ -225,9 +234,9 @@ var ErrLabBusy = errors.New("another lab is running")
 // runs: a running lab holds LockPath, and removing its namespaces under it
 // would break it. force removes them all the same.
 func Down(log *slog.Logger, force bool) error {
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := openLock()
 	if err != nil {
-		return fmt.Errorf("lab: lock %s: %w", LockPath, err)
+		return err
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
