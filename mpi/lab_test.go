@@ -291,15 +291,7 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+
 	out = wtimeOut
 	var errs []float64
 	outside := 0
-	// MPI_Wtime is relative to the job's origin ("origin RANK NS", the same
-	// on every rank): the truth is made relative to it in int64 first.
-	origin := map[int]int64{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "origin" {
-			r, _ := strconv.Atoi(f[1])
-			origin[r], _ = strconv.ParseInt(f[2], 10, 64)
-		}
-	}
+	origin := rankOrigins(out) // MPI_Wtime is relative to the job's origin
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 3 && f[0] == "mode" {
@@ -313,9 +305,8 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+
 		}
 		a, _ := strconv.ParseInt(f[3], 10, 64)
 		b, _ := strconv.ParseInt(f[7], 10, 64)
-		r, _ := strconv.Atoi(f[1])
 		w, lo, hi := parseF(t, f[4])*1e9, parseF(t, f[5])*1e9, parseF(t, f[6])*1e9
-		ta, tb := float64(truth(a)-origin[r]), float64(truth(b)-origin[r])
+		ta, tb := float64(truth(a)-origin[f[1]]), float64(truth(b)-origin[f[1]])
 		if tol := float64(tolNs(w / 1e9)); lo > tb+tol || hi < ta-tol {
 			outside++
 		}

@@ -314,20 +314,32 @@ func TestAPI(t *testing.T) {
 func jobOrigin(t *testing.T, out string, m estimate.Mapping) int64 {
 	t.Helper()
 	var origin int64 = -1
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) != 3 || f[0] != "origin" {
-			continue
-		}
-		o, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || (origin >= 0 && o != origin) {
-			t.Fatalf("origin line %q: want one origin on every rank (first %d)", l, origin)
+	for rank, o := range rankOrigins(out) {
+		if o < 0 || (origin >= 0 && o != origin) {
+			t.Fatalf("rank %s's origin %d: want one origin on every rank (another: %d)", rank, o, origin)
 		}
 		origin = o
 	}
 	now, _, _ := m.At(gtime.RawNow())
 	if origin <= 0 || origin%sec != 0 || origin > now || now-origin > 60*sec {
 		t.Fatalf("job origin %d: want a whole second within the minute before the estimate now %d", origin, now)
+	}
+	return origin
+}
+
+// rankOrigins reads the job origin each rank printed ("origin RANK NS"),
+// by rank; -1 for a number that does not parse. MPI_Wtime is relative to
+// it: a test makes the truth relative to it in int64 first.
+func rankOrigins(out string) map[string]int64 {
+	origin := map[string]int64{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "origin" {
+			o, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				o = -1
+			}
+			origin[f[1]] = o
+		}
 	}
 	return origin
 }
@@ -674,14 +686,7 @@ func TestRealDaemon(t *testing.T) {
 	}
 	var worst float64
 	n := 0
-	// MPI_Wtime is relative to the job's origin, the same on every rank
-	// ("origin RANK NS"): the truth is taken relative to it in int64 first.
-	origin := map[string]int64{}
-	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "origin" {
-			origin[f[1]], _ = strconv.ParseInt(f[2], 10, 64)
-		}
-	}
+	origin := rankOrigins(out) // MPI_Wtime is relative to the job's origin
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		if len(f) != 8 || f[0] != "bounds" {
