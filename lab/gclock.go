@@ -504,7 +504,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		}
 		truth := clocks[0].at(r)
 		if realtime {
-			off, _ := transport.RealtimeOffset()
+			off, _ := transport.WallRawOffset()
 			truth = r + off
 		}
 		for i, rd := range readers {

@@ -37,7 +37,7 @@ type RTTResult struct {
 	User, Kernel RTTStats
 	// Retried probes were excluded (ambiguous round trip).
 	Retried int
-	// MaxHalfWidth is the widest realtime/raw sandwich seen (ns), the bound
+	// MaxHalfWidth is the widest wall/raw sandwich seen (ns), the bound
 	// on the kernel-stamp conversion error from the clock reads.
 	MaxHalfWidth int64
 	// Missing counts exchanges without all four kernel stamps.
