@@ -24,8 +24,8 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/internal/rawclock"
+	"github.com/gclock/gclock/internal/refclock"
 	"github.com/gclock/gclock/ntp"
-	"github.com/gclock/gclock/refclock"
 	"github.com/gclock/gclock/transport"
 )
 
