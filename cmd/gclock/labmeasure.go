@@ -267,10 +267,11 @@ func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer)
 			KeptLate    *measure.Result     `json:"kept_late,omitempty"` // the same stamps, late executions kept
 			Gclock      lab.GclockSummary   `json:"gclock"`
 			Nodes       []lab.GclockSummary `json:"gclock_nodes"`
+			PageBusy    uint64              `json:"page_busy_reads"` // the evaluator's page reads that found a daemon mid-update
 			Switch      []lab.DirStats      `json:"switch,omitempty"`
 			Checks      []measure.Check     `json:"checks"`
 		}{r.Spec.Link, r.Spec.Lab.Seed, r.Spec.Load, r.Spec.LoadOutside, r.Spec.Cross, r.Spec.Lab.PortRate,
-			[2][3]float64{r.LoadAvgStart, r.LoadAvgEnd}, r.Result, r.KeptLate, r.Run.Gclock.Summary, r.Run.Gclock.Nodes, r.Switch, r.Checks()})
+			[2][3]float64{r.LoadAvgStart, r.LoadAvgEnd}, r.Result, r.KeptLate, r.Run.Gclock.Summary, r.Run.Gclock.Nodes, r.Run.Gclock.PageBusyReads, r.Switch, r.Checks()})
 	}
 	w := stdout
 	if f.out != "" {
