@@ -16,6 +16,7 @@ import (
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/measure"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // MeasurePort is the UDP port of `gclock measure` on the lab's hosts.
@@ -150,7 +151,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	// daemons do, on the lab's private links (-insecure, said explicitly).
 	auth := []string{"-insecure"}
 	if i := slices.Index(mc.Args, "-op"); i >= 0 && i+1 < len(mc.Args) && mc.Args[i+1] == measure.OpPage {
-		line, err := daemon.NewKeyLine(1)
+		line, err := keyfile.NewLine(1)
 		if err != nil {
 			return res, fmt.Errorf("lab: measure: %w", err)
 		}
