@@ -1195,12 +1195,7 @@ int MPI_Comm_free(MPI_Comm *comm)
 	return rc;
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
-{
-	trace_send(dest, tag, comm, count, t);
-	return PMPI_Send(buf, count, t, dest, tag, comm);
-}
-
+/* Sends, every mode: recorded at the call (before the message can arrive). */
 #define SEND_WRAP(NAME, PARAMS, ARGS)                                                                                  \
 	int MPI_##NAME PARAMS                                                                                          \
 	{                                                                                                              \
@@ -1208,23 +1203,14 @@ int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_
 		return PMPI_##NAME ARGS;                                                                               \
 	}
 #define SEND_PARAMS const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm
+SEND_WRAP(Send, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
+SEND_WRAP(Ssend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
+SEND_WRAP(Isend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
 SEND_WRAP(Bsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
 SEND_WRAP(Rsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
 SEND_WRAP(Issend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
 SEND_WRAP(Ibsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
 SEND_WRAP(Irsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
-
-int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
-{
-	trace_send(dest, tag, comm, count, t);
-	return PMPI_Ssend(buf, count, t, dest, tag, comm);
-}
-
-int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req)
-{
-	trace_send(dest, tag, comm, count, t);
-	return PMPI_Isend(buf, count, t, dest, tag, comm, req);
-}
 
 int MPI_Recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
