@@ -75,7 +75,7 @@ func restartForged(t *testing.T, forge bool) (out, afterForged time.Duration, ou
 		r := openPage(t, c2.GlobalTime.ShmPath, 2, deadline)
 		defer func() { r.Close() }()
 		waitPageSyncedBy(t, read, r, 2, deadline)
-		time.Sleep(3 * time.Minute) // the rounds at the longest period (16 s)
+		time.Sleep(100 * time.Second) // the rounds at the longest period (16 s)
 		stop2()
 		if err := d.wait(); err != nil {
 			t.Fatalf("node 2: %v", err)
