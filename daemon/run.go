@@ -441,6 +441,10 @@ func (n *node) dispatch(r engine.Ready) {
 		case engine.MsgTimeDiff:
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpTimeDiff, m) })
 		case engine.MsgErrReport:
+			// The error report and the period change travel with the
+			// reliable flag: one-way messages whose loss the engine would
+			// not notice (Mocha section 4: only flagged messages are
+			// acknowledged). A lost TimeDiff only loses one round.
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpErrReport|wire.ReliableFlag, m) })
 		case engine.MsgPeriodChange:
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpPeriodChange|wire.ReliableFlag, m) })

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/gclock/gclock/daemon/statuspage"
+	"github.com/gclock/gclock/daemon/internal/statuspage"
 	"github.com/gclock/gclock/gtime"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gclock/gclock/daemon/statuspage"
+	"github.com/gclock/gclock/daemon/internal/statuspage"
 )
 
 func TestPeerPages(t *testing.T) {
