@@ -42,6 +42,7 @@ type measureFlags struct {
 	keyFile  string
 	keyID    uint
 	insecure bool
+	interlv  bool
 }
 
 func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
@@ -60,6 +61,7 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 		fs.IntVar(&f.count, "count", 100, "messages per size and direction")
 		fs.DurationVar(&f.period, "period", 2*time.Millisecond, "time between two messages")
 		fs.StringVar(&f.sizes, "sizes", "64-65536", "message sizes in bytes: a list (64,1024) or a range of powers of two (64-65536)")
+		fs.BoolVar(&f.interlv, "interleave", false, "send the sizes in turn, each spread over the whole run (default: size after size)")
 		return
 	}
 	fs.StringVar(&f.op, "op", OpAllreduce, "operation: barrier, reduce, allreduce, page, cmd (the command after --)")
@@ -197,7 +199,7 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		if err != nil {
 			return err
 		}
-		cfg.Sizes = sz
+		cfg.Sizes, cfg.Interleave = sz, f.interlv
 	} else {
 		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command, cfg.SpinWindow = f.op, f.runs, f.start, f.repeat, fs.Args(), f.spin
 		if cfg.Op != OpCmd && fs.NArg() > 0 {

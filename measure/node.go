@@ -60,6 +60,11 @@ type Config struct {
 	Command []string // OpCmd
 	// Sizes are the latency test's message sizes (bytes).
 	Sizes []int
+	// Interleave sends the latency test's sizes in turn (64 B, 128 B, ...,
+	// 64 B, ...: every size spread over the whole run) instead of all the
+	// messages of one size, then the next: a clock error that changes
+	// during the run (a drift step) then reaches every size alike.
+	Interleave bool
 	// SetupTimeout bounds the wait for a synced page and for the peers.
 	SetupTimeout time.Duration
 	// SpinWindow: 0 (the default) busy-waits for every scheduled start,

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/netip"
 	"sync"
@@ -150,30 +151,59 @@ func TestLoopbackOps(t *testing.T) {
 }
 
 // TestLoopbackLatency sends the latency test's messages over loopback with
-// kernel stamps; node 1's global time is 2 us ahead, so the estimate is 2
-// us long one way and 2 us short the other, and the bounds hold.
+// kernel stamps, size after size and interleaved; node 1's global time is
+// 2 us ahead, so the estimate is 2 us long one way and 2 us short the
+// other, and the bounds hold.
 func TestLoopbackLatency(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Op, cfg.Count, cfg.Period, cfg.Lead, cfg.Sizes = OpLatency, 5, time.Millisecond, 20*time.Millisecond, []int{64, 40000, 65536}
-	stamps := runLoopback(t, cfg, 2, true, []int64{0, 2000}, 3000)
-	res, err := Analyze(stamps, identity)
-	if err != nil {
-		t.Fatal(err)
+	for _, interleave := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interleave=%v", interleave), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Op, cfg.Count, cfg.Period, cfg.Lead, cfg.Sizes = OpLatency, 5, time.Millisecond, 20*time.Millisecond, []int{64, 40000, 65536}
+			cfg.Interleave = interleave
+			stamps := runLoopback(t, cfg, 2, true, []int64{0, 2000}, 3000)
+			res, err := Analyze(stamps, identity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Latency) != 6 || res.LostMsgs != 0 {
+				t.Fatalf("%d points, %d lost; want 6 (3 sizes, 2 ways), 0 lost", len(res.Latency), res.LostMsgs)
+			}
+			for _, p := range res.Latency {
+				want := 2000.0
+				if p.From == 1 {
+					want = -2000
+				}
+				if p.N != 5 || math.Abs(p.Err.MeanNs-want) > 1 || p.Err.Coverage != 1 {
+					t.Errorf("%d->%d %d B: n %d, mean error %.0f ns (want %.0f), coverage %.2f", p.From, p.To, p.Size, p.N, p.Err.MeanNs, want, p.Err.Coverage)
+				}
+				if p.TrueP50 <= 0 {
+					t.Errorf("%d->%d %d B: true latency %.0f ns", p.From, p.To, p.Size, p.TrueP50)
+				}
+			}
+		})
 	}
-	if len(res.Latency) != 6 || res.LostMsgs != 0 {
-		t.Fatalf("%d points, %d lost; want 6 (3 sizes, 2 ways), 0 lost", len(res.Latency), res.LostMsgs)
-	}
-	for _, p := range res.Latency {
-		want := 2000.0
-		if p.From == 1 {
-			want = -2000
-		}
-		if p.N != 5 || math.Abs(p.Err.MeanNs-want) > 1 || p.Err.Coverage != 1 {
-			t.Errorf("%d->%d %d B: n %d, mean error %.0f ns (want %.0f), coverage %.2f", p.From, p.To, p.Size, p.N, p.Err.MeanNs, want, p.Err.Coverage)
-		}
-		if p.TrueP50 <= 0 {
-			t.Errorf("%d->%d %d B: true latency %.0f ns", p.From, p.To, p.Size, p.TrueP50)
-		}
+}
+
+// TestLatencyMsgOrder: size after size, or every size in turn
+// (Interleave); always alternating directions, Count messages per size
+// and direction.
+func TestLatencyMsgOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		interleave bool
+		want       [][2]int // (from, size) of messages 0..
+	}{
+		{"size after size", false, [][2]int{{0, 64}, {1, 64}, {0, 64}, {1, 64}, {0, 1024}, {1, 1024}, {0, 1024}, {1, 1024}}},
+		{"interleaved", true, [][2]int{{0, 64}, {1, 64}, {0, 1024}, {1, 1024}, {0, 64}, {1, 64}, {0, 1024}, {1, 1024}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &node{cfg: Config{Count: 2, Sizes: []int{64, 1024}, Interleave: tc.interleave}}
+			for e, w := range tc.want {
+				if from, size := n.latencyMsg(e); from != w[0] || size != w[1] {
+					t.Errorf("message %d: from %d, %d B; want from %d, %d B", e, from, size, w[0], w[1])
+				}
+			}
+		})
 	}
 }
 
