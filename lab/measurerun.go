@@ -33,6 +33,10 @@ type MeasureSpec struct {
 	// Load is the number of CPU-bound processes beside the daemons and
 	// nodes (0..64).
 	Load int
+	// LoadOutside is the number of busy loops outside the lab's
+	// namespaces (StartLoadOutside, 0..64): with Load 4 and LoadOutside 2,
+	// `gclock lab bench --profile busy`'s load.
+	LoadOutside int
 	// Latency runs the latency test instead of an operation.
 	Latency bool
 	// The operation (measure.Op*), its executions per iteration
@@ -50,6 +54,8 @@ type MeasureSpec struct {
 	Sizes         string
 	LatencyCount  int
 	LatencyPeriod time.Duration
+	// Interleave sends the sizes in turn (measure.Config.Interleave).
+	Interleave bool
 	// Progress, if set, gets a line when the lab is about to run.
 	Progress io.Writer
 }
@@ -92,6 +98,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if spec.Load < 0 || spec.Load > 64 {
 		return out, fmt.Errorf("lab: measure: load %d: want 0..64", spec.Load)
 	}
+	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
+		return out, fmt.Errorf("lab: measure: load outside %d: want 0..64", spec.LoadOutside)
+	}
 	if len(spec.Gclock.Command) == 0 {
 		return out, errors.New("lab: measure: gclock command: empty (want the gclock binary and \"daemon\")")
 	}
@@ -103,6 +112,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 			return out, fmt.Errorf("lab: measure: %w", err)
 		}
 		mc.Args = []string{"-sizes", spec.Sizes, "-count", strconv.Itoa(spec.LatencyCount), "-period", spec.LatencyPeriod.String()}
+		if spec.Interleave {
+			mc.Args = append(mc.Args, "-interleave")
+		}
 		mc.Expect = lead + time.Duration(2*spec.LatencyCount*len(sz))*spec.LatencyPeriod + time.Second
 	} else {
 		if spec.Op == measure.OpCmd {
@@ -126,6 +138,13 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 			return out, err
 		}
 		defer stopLoad()
+	}
+	if spec.LoadOutside > 0 {
+		stopOut, err := l.StartLoadOutside(spec.LoadOutside)
+		if err != nil {
+			return out, err
+		}
+		defer stopOut()
 	}
 	if sw := l.Switch(); sw != nil {
 		sw.ResetStats()
