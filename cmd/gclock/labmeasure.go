@@ -24,6 +24,7 @@ const labMeasureUsage = `usage:
   gclock lab measure latency [flags]   one-way latency per size between hosts 0 and 1, against the truth
   gclock lab measure report [-dir D]   the headline figures: the default operation on the default lab, the
                                        latency on a symmetric and on an asymmetric link; report.md and PNGs in D
+  gclock lab measure liao-fig2 [-fig3] Liao's figures 2 and 3: latency on host 1, idle/loaded x adaptive or not
 
 Builds a lab (root), runs gclock daemons on emulated clocks, waits for their
 warm-up, then runs 'gclock measure' in every host namespace: the operation's
@@ -99,6 +100,9 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 }
 
 func runLabMeasure(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "liao-fig2" {
+		return runLabLiaoFig(args[1:], stdout, stderr)
+	}
 	mode := ""
 	if len(args) > 0 && (args[0] == "latency" || args[0] == "report") {
 		mode, args = args[0], args[1:]

@@ -1,0 +1,114 @@
+package lab
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/measure"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestLiaoDaemonConfig: both configurations are valid daemon configs as
+// the lab writes them; the adaptive one may move its period between 1 s
+// and 8 s, the non-adaptive one keeps 8 s; everything else is the lab's.
+func TestLiaoDaemonConfig(t *testing.T) {
+	lab := LabDaemonConfig()
+	for _, tc := range []struct {
+		adaptive           bool
+		initial, min, maxP time.Duration
+	}{
+		{true, time.Second, time.Second, 8 * time.Second},
+		{false, 8 * time.Second, 8 * time.Second, 8 * time.Second},
+	} {
+		c := LiaoDaemonConfig(tc.adaptive)
+		s := c.Sync
+		if s.Adaptive != tc.adaptive || time.Duration(s.InitialGlobalPeriod) != tc.initial ||
+			time.Duration(s.MinGlobalPeriod) != tc.min || time.Duration(s.MaxGlobalPeriod) != tc.maxP {
+			t.Errorf("adaptive %v: adaptive %v, periods %v / %v..%v; want %v..%v from %v", tc.adaptive, s.Adaptive,
+				s.InitialGlobalPeriod, s.MinGlobalPeriod, s.MaxGlobalPeriod, tc.min, tc.maxP, tc.initial)
+		}
+		if s.Estimator != lab.Sync.Estimator || s.PingsPerRound != lab.Sync.PingsPerRound || !c.Auth.Insecure {
+			t.Errorf("adaptive %v: not the lab's configuration otherwise: %+v", tc.adaptive, s)
+		}
+		// As RunGclock checks each host's configuration.
+		c.Node.ID = 2
+		c.Peers = []daemon.Peer{{ID: 1, Address: "10.9.0.1:3190"}, {ID: 2, Address: "10.9.0.2:3190"}}
+		c.Reference.Order = []uint32{1}
+		b, err := yaml.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := daemon.Parse(b); err != nil {
+			t.Errorf("adaptive %v: %v", tc.adaptive, err)
+		}
+	}
+	if math.Abs(LiaoDriftPPM-3.814697265625) > 1e-12 {
+		t.Errorf("LiaoDriftPPM %v, want 1/2^18 = 3.814697265625 ppm", LiaoDriftPPM)
+	}
+}
+
+// latencyStamps makes the stamps of n messages each way of each size:
+// true latency 100 us + size ns, host 1's global time off by errNs.
+func latencyStamps(sizes []int, n int, errNs int64) []measure.Stamp {
+	var ss []measure.Stamp
+	at := func(raw, off int64) gtime.Time {
+		return gtime.Time{Est: raw + off, Earliest: raw + off - 5000, Latest: raw + off + 5000, Status: gtime.StatusSynced}
+	}
+	e := 0
+	for k := range n {
+		for _, sz := range sizes {
+			for from := range 2 {
+				tx := int64(1e9 + e*int(time.Millisecond))
+				rx := tx + 100_000 + int64(sz)
+				off := []int64{0, errNs}
+				ss = append(ss,
+					measure.Stamp{Exec: e, Mode: measure.ModeLatency, Rank: from, Event: measure.EventTx, Peer: 1 - from, Size: sz, Raw: tx, Local: tx, Global: at(tx, off[from]), Retro: at(tx, off[from])},
+					measure.Stamp{Exec: e, Mode: measure.ModeLatency, Rank: 1 - from, Event: measure.EventRx, Peer: from, Size: sz, Raw: rx, Local: rx, Global: at(rx, off[1-from]), Retro: at(rx, off[1-from])})
+				e++
+			}
+		}
+		_ = k
+	}
+	return ss
+}
+
+// TestLiaoFigReport: the tables and the figure of four curves whose host
+// 1 is off by known amounts: each curve's error 0->1 is that amount, 1->0
+// its opposite, the truth inside the bounds (+-5 us) when the error is
+// smaller than 10 us.
+func TestLiaoFigReport(t *testing.T) {
+	sizes := []int{64, 1024, 65536}
+	f := LiaoFig{Spec: DefaultLiaoFigSpec(DefaultMeasureSpec())}
+	errs := []int64{200, -300, 2000, 20000}
+	for i, st := range LiaoSettings() {
+		res, err := measure.Analyze(latencyStamps(sizes, 5, errs[i]), func(raw int64) int64 { return raw })
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Curves = append(f.Curves, LiaoCurve{Setting: st, Report: MeasureReport{Spec: f.Spec.Base, Result: res}})
+	}
+	var b bytes.Buffer
+	if err := f.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| idle, non-adaptive |", "| loaded, adaptive |",
+		"| 200 ns / 200 ns / 200 ns | +200 ns / -200 ns | 100.00% of 30 |",
+		"| 20.00 us / 20.00 us / 20.00 us | +20.00 us / -20.00 us | 0.00% of 30 |",
+		"| idle, adaptive | 1024 B | 5 | 100.72 us / 101.02 us | -300 ns / 300 ns | +300 ns / 300 ns |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if err := f.Plot(filepath.Join(t.TempDir(), "fig.svg")); err != nil {
+		t.Fatal(err)
+	}
+}
