@@ -49,6 +49,10 @@ type MeasureSpec struct {
 	// SpinWindow is the nodes' -spin-window: 0 busy-waits for every
 	// scheduled start (measure.Config.SpinWindow).
 	SpinWindow time.Duration
+	// NodeRealtime is the nodes' -realtime: SCHED_FIFO at this priority
+	// while they wait for a start and run the operation (0: none;
+	// measure.Config.Realtime; needs a SpinWindow).
+	NodeRealtime int
 	// The latency test: message sizes (measure.ParseSizes), messages per
 	// size and direction, time between two messages.
 	Sizes         string
@@ -98,6 +102,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if spec.Load < 0 || spec.Load > 64 {
 		return out, fmt.Errorf("lab: measure: load %d: want 0..64", spec.Load)
 	}
+	if spec.NodeRealtime != 0 && (spec.NodeRealtime < 0 || spec.NodeRealtime > 99 || spec.SpinWindow <= 0 || spec.SpinWindow > time.Millisecond) {
+		return out, fmt.Errorf("lab: measure: node realtime %d, spin window %v: want a priority 1..99 and a spin window of 1ns..1ms", spec.NodeRealtime, spec.SpinWindow)
+	}
 	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
 		return out, fmt.Errorf("lab: measure: load outside %d: want 0..64", spec.LoadOutside)
 	}
@@ -122,6 +129,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 		}
 		mc.Args = []string{"-op", spec.Op, "-runs", strconv.Itoa(spec.Runs), "-start", spec.Start, "-period", spec.Period.String(),
 			"-count", strconv.Itoa(spec.Count), "-repeat", strconv.Itoa(spec.Repeat), "-spin-window", spec.SpinWindow.String()}
+		if spec.NodeRealtime > 0 {
+			mc.Args = append(mc.Args, "-realtime", strconv.Itoa(spec.NodeRealtime))
+		}
 		mc.Expect = lead + time.Duration(spec.Runs)*spec.Period + time.Second
 	}
 	if spec.Progress != nil {
