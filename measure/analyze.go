@@ -300,11 +300,18 @@ func AnalyzeWith(stamps []Stamp, truth Truth, opt Options) (*Result, error) {
 		}
 		if k.mode == ModeScheduled {
 			// ReproMPI's window: an execution with a node that started
-			// late is invalid.
+			// late is invalid. Late after the window's opening, the
+			// earliest of the nodes' instants: a node that overran the
+			// previous period took a later slot of the grid (nextSlot)
+			// and is late by that much, however punctual for its own.
 			res.Scheduled++
 			isLate := false
+			window := int64(math.MaxInt64)
 			for _, p := range ps {
-				d := p.start.Global.Est - p.start.Target
+				window = min(window, p.start.Target)
+			}
+			for _, p := range ps {
+				d := p.start.Global.Est - window
 				late = append(late, float64(d))
 				isLate = isLate || d > limit
 			}
