@@ -2,10 +2,15 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gclock/gclock/daemon"
@@ -91,6 +96,10 @@ type LiaoFigSpec struct {
 	BusyLoad, BusyOutside int
 	// Settings are the curves (LiaoSettings when empty).
 	Settings []LiaoSetting
+	// Keep, if set, is a directory that keeps every curve's stamp files,
+	// the reference's configuration (the truth) and its figures
+	// (KeepLiaoCurve), from which LoadLiaoFig draws the figure again.
+	Keep string
 }
 
 // DefaultLiaoFigSpec: base is the measurement to run (gclock's commands
@@ -151,6 +160,159 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 		}
 		c.Report, c.LoadAvg[1] = r, LoadAvg()[0]
 		f.Curves = append(f.Curves, c)
+		if spec.Keep != "" {
+			if err := f.keep(spec.Keep, c); err != nil {
+				return f, err
+			}
+		}
+	}
+	return f, nil
+}
+
+// Slug is the setting's directory name under LiaoFigSpec.Keep.
+func (s LiaoSetting) Slug() string {
+	return strings.ReplaceAll(strings.ReplaceAll(s.String(), ", ", "-"), "non-adaptive", "nonadaptive")
+}
+
+// liaoMeta is what Keep writes besides the stamps: the figure's settings
+// (fig.json) and each curve's (curve.json).
+type liaoMeta struct {
+	Fig3          bool          `json:"fig3"`
+	StepAfter     time.Duration `json:"step_after_ns"`
+	BusyLoad      int           `json:"busy_load"`
+	BusyOutside   int           `json:"busy_outside"`
+	Link          string        `json:"link"`
+	MaxDriftPPM   float64       `json:"max_drift_ppm"`
+	Wander        Wander        `json:"wander"`
+	Warmup        time.Duration `json:"warmup_ns"`
+	Sizes         string        `json:"sizes"`
+	LatencyCount  int           `json:"latency_count"`
+	LatencyPeriod time.Duration `json:"latency_period_ns"`
+	Seed          uint64        `json:"seed"`
+}
+
+type liaoCurveMeta struct {
+	Setting LiaoSetting   `json:"setting"`
+	Start   time.Time     `json:"start"`
+	LoadAvg [2]float64    `json:"load_avg_1min"`
+	Gclock  GclockSummary `json:"gclock"`
+}
+
+// keep copies curve c's stamp files and the reference's configuration
+// into dir/<slug> and writes the figure's and the curve's settings.
+func (f LiaoFig) keep(dir string, c LiaoCurve) error {
+	s, b := f.Spec, f.Spec.Base
+	meta := liaoMeta{Fig3: s.Fig3, StepAfter: s.StepAfter, BusyLoad: s.BusyLoad, BusyOutside: s.BusyOutside, Link: b.Link,
+		MaxDriftPPM: b.Gclock.MaxDriftPPM, Wander: b.Gclock.Wander, Warmup: b.Gclock.Warmup, Sizes: b.Sizes,
+		LatencyCount: b.LatencyCount, LatencyPeriod: b.LatencyPeriod, Seed: b.Lab.Seed}
+	if s.Fig3 {
+		meta.Wander.Steps = append(append([]WanderStep(nil), meta.Wander.Steps...), WanderStep{After: s.StepAfter, DeltaPPM: LiaoDriftPPM})
+	}
+	cd := filepath.Join(dir, c.Setting.Slug())
+	if err := os.MkdirAll(cd, 0o755); err != nil {
+		return fmt.Errorf("lab: liao: keep: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, "fig.json"), meta); err != nil {
+		return err
+	}
+	cm := liaoCurveMeta{Setting: c.Setting, Start: c.Start, LoadAvg: c.LoadAvg, Gclock: c.Report.Run.Gclock.Summary}
+	if err := writeJSON(filepath.Join(cd, "curve.json"), cm); err != nil {
+		return err
+	}
+	run := c.Report.Run.Dir
+	for src, dst := range map[string]string{
+		filepath.Join(run, "stamps-r0.csv"):                   "stamps-r0.csv",
+		filepath.Join(run, "stamps-r1.csv"):                   "stamps-r1.csv",
+		filepath.Join(filepath.Dir(run), "gclock", "h0.yaml"): "reference.yaml",
+	} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("lab: liao: keep: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(cd, dst), data, 0o644); err != nil {
+			return fmt.Errorf("lab: liao: keep: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("lab: liao: %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("lab: liao: %w", err)
+	}
+	return nil
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("lab: liao: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("lab: liao: %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadLiaoFig reads a figure kept by MeasureLiaoFig (LiaoFigSpec.Keep)
+// and analyses every curve's stamps again against the truth rebuilt from
+// the kept reference configuration: the same tables and figure without a
+// lab. Settings without a directory are left out.
+func LoadLiaoFig(dir string) (LiaoFig, error) {
+	var meta liaoMeta
+	if err := readJSON(filepath.Join(dir, "fig.json"), &meta); err != nil {
+		return LiaoFig{}, err
+	}
+	base := DefaultMeasureSpec()
+	base.Link, base.Sizes, base.LatencyCount, base.LatencyPeriod, base.Lab.Seed = meta.Link, meta.Sizes, meta.LatencyCount, meta.LatencyPeriod, meta.Seed
+	base.Gclock.MaxDriftPPM, base.Gclock.Wander, base.Gclock.Warmup = meta.MaxDriftPPM, meta.Wander, meta.Warmup
+	base.Latency, base.Interleave = true, true
+	if meta.Fig3 && len(base.Gclock.Wander.Steps) > 0 {
+		// The step is the figure's, said by Fig3 and StepAfter.
+		base.Gclock.Wander.Steps = base.Gclock.Wander.Steps[:len(base.Gclock.Wander.Steps)-1]
+	}
+	f := LiaoFig{Spec: LiaoFigSpec{Base: base, Fig3: meta.Fig3, StepAfter: meta.StepAfter, BusyLoad: meta.BusyLoad, BusyOutside: meta.BusyOutside}}
+	for _, st := range LiaoSettings() {
+		cd := filepath.Join(dir, st.Slug())
+		if _, err := os.Stat(cd); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		var cm liaoCurveMeta
+		if err := readJSON(filepath.Join(cd, "curve.json"), &cm); err != nil {
+			return f, err
+		}
+		truth, err := referenceTruth(filepath.Join(cd, "reference.yaml"))
+		if err != nil {
+			return f, err
+		}
+		var stamps []measure.Stamp
+		for _, name := range []string{"stamps-r0.csv", "stamps-r1.csv"} {
+			path := filepath.Join(cd, name)
+			fh, err := os.Open(path)
+			if err != nil {
+				return f, fmt.Errorf("lab: liao: %w", err)
+			}
+			ss, err := measure.ReadStamps(fh, path)
+			fh.Close()
+			if err != nil {
+				return f, fmt.Errorf("lab: liao: %w", err)
+			}
+			stamps = append(stamps, ss...)
+		}
+		res, err := measure.Analyze(stamps, truth)
+		if err != nil {
+			return f, fmt.Errorf("lab: liao: %s: %w", cd, err)
+		}
+		rep := MeasureReport{Spec: base, Result: res}
+		rep.Run.Gclock.Summary = cm.Gclock
+		f.Curves = append(f.Curves, LiaoCurve{Setting: cm.Setting, Report: rep, LoadAvg: cm.LoadAvg, Start: cm.Start})
+	}
+	if len(f.Curves) == 0 {
+		return f, fmt.Errorf("lab: liao: %s: no curve kept (want directories such as %s)", dir, LiaoSettings()[0].Slug())
 	}
 	return f, nil
 }

@@ -2,7 +2,9 @@ package lab
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,5 +112,87 @@ func TestLiaoFigReport(t *testing.T) {
 	}
 	if err := f.Plot(filepath.Join(t.TempDir(), "fig.svg")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLiaoFigKeepAndLoad: a curve kept (its stamps, the reference's
+// configuration, its settings) is read back by LoadLiaoFig with the same
+// analysis against the truth rebuilt from the kept configuration.
+func TestLiaoFigKeepAndLoad(t *testing.T) {
+	run := t.TempDir()
+	mdir, gdir := filepath.Join(run, "measure"), filepath.Join(run, "gclock")
+	for _, d := range []string{mdir, gdir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The reference on an emulated clock: the truth is its ideal reading.
+	ref := LabDaemonConfig()
+	ref.Node.ID = 1
+	ref.Peers = []daemon.Peer{{ID: 1, Address: "10.9.0.1:3190"}, {ID: 2, Address: "10.9.0.2:3190"}}
+	ref.Reference.Order = []uint32{1}
+	ref.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: daemon.EmulatedClockConfig{Offset: daemon.Duration(3 * time.Millisecond), DriftPPM: 10, OriginRaw: 1}}
+	b, err := yaml.Marshal(&ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gdir, "h0.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	truth, err := referenceTruth(filepath.Join(gdir, "h0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := latencyStamps([]int{64, 4096}, 4, 500)
+	for r := range 2 {
+		var mine []measure.Stamp
+		for _, s := range ss {
+			if s.Rank == r {
+				mine = append(mine, s)
+			}
+		}
+		var buf bytes.Buffer
+		if err := measure.WriteStamps(&buf, mine); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mdir, fmt.Sprintf("stamps-r%d.csv", r)), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := measure.Analyze(ss, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := DefaultLiaoFigSpec(DefaultMeasureSpec())
+	spec.Fig3 = true
+	st := LiaoSetting{Loaded: true, Adaptive: false}
+	c := LiaoCurve{Setting: st, Start: time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC), LoadAvg: [2]float64{1.5, 2.5},
+		Report: MeasureReport{Spec: spec.Base, Result: res, Run: MeasureResult{Dir: mdir}}}
+	c.Report.Run.Gclock.Summary.ErrorP50Ns = 123
+	f := LiaoFig{Spec: spec, Curves: []LiaoCurve{c}}
+	keep := t.TempDir()
+	if err := f.keep(keep, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadLiaoFig(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Curves) != 1 || got.Curves[0].Setting != st || !got.Spec.Fig3 || got.Spec.StepAfter != spec.StepAfter ||
+		got.Curves[0].Report.Run.Gclock.Summary.ErrorP50Ns != 123 || got.Curves[0].LoadAvg != c.LoadAvg {
+		t.Fatalf("loaded %+v", got)
+	}
+	var want, have bytes.Buffer
+	if err := f.WriteMarkdown(&want); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.WriteMarkdown(&have); err != nil {
+		t.Fatal(err)
+	}
+	if want.String() != have.String() {
+		t.Errorf("the figure read back differs:\n%s\nwant\n%s", have.String(), want.String())
+	}
+	if _, err := LoadLiaoFig(t.TempDir()); err == nil {
+		t.Error("an empty directory was read as a figure")
 	}
 }

@@ -36,7 +36,8 @@ var curveColors = []color.Color{
 // PlotLatencyCurves draws several latency measurements of the messages
 // from rank `from` to the other rank (Liao's figures 2 and 3: the
 // latencies collected on one node, one curve per setting) in three
-// panels: the median latency per size measured in global time, each with
+// panels: the median latency per size measured in global time (log-log:
+// 64 KB takes some 20 times 64 B's), each with
 // its true median dashed; the error of each size (mean, and the 10th to
 // 90th percentile of the signed errors as bars); and every message's
 // error over the run's time.
@@ -51,7 +52,9 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	lat, errp, tp := plot.New(), plot.New(), plot.New()
 	lat.Title.Text = title
 	lat.X.Label.Text = "message size (bytes, log scale)"
-	lat.Y.Label.Text = fmt.Sprintf("one-way latency %d->%d (us)", from, 1-from)
+	lat.Y.Label.Text = fmt.Sprintf("one-way latency %d->%d (us, log scale)", from, 1-from)
+	lat.Y.Scale = plot.LogScale{}
+	lat.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	errp.Title.Text = "error of each size against the truth: mean, bars p10-p90"
 	errp.X.Label.Text = lat.X.Label.Text
 	errp.Y.Label.Text = "estimate - truth (us)"

@@ -26,7 +26,9 @@ Each curve is its own lab run (a 20-s warm-up, then 24 s of messages, the
 sizes interleaved), its error against the lab's truth beside it. -fig3 adds
 1/2^18 (3.81 ppm) to host 1's drift 2 s into the measurement. About 4 minutes
 for the four curves when no other lab runs. Writes D/liao-fig2.md (or
-liao-fig3.md) and the figure D/liao-fig2.png (liao-fig3.png).
+liao-fig3.md), the figure D/liao-fig2.png (liao-fig3.png) and every curve's
+stamps and truth in D/liao-fig2-runs (-fig3: liao-fig3-runs); -from RUNS
+draws the figure and the tables again from such a directory, without a lab.
 (docs/measure.md)
 
 flags (and gclock lab measure's):
@@ -42,6 +44,7 @@ func runLabLiaoFig(args []string, stdout, stderr io.Writer) error {
 	fig3 := fs.Bool("fig3", false, "figure 3: host 1's drift changes by 1/2^18 during the measurement")
 	stepIn := fs.Duration("step-in", 2*time.Second, "figure 3: the drift step this long after the warm-up")
 	busyOut := fs.Int("load-outside-busy", 2, "the loaded curves' busy loops outside the lab's namespaces")
+	from := fs.String("from", "", "draw the figure and the tables from the runs kept in this directory (no lab)")
 	// This figure's defaults (DefaultLiaoFigSpec), before the flags.
 	for name, v := range map[string]string{"sizes": "64,256,1024,4096,16384,65536", "latency-count": "80",
 		"latency-period": "25ms", "warmup": "20s", "load": "4", "dir": "."} {
@@ -63,30 +66,44 @@ func runLabLiaoFig(args []string, stdout, stderr io.Writer) error {
 	if *busyOut < 0 || *busyOut > 64 {
 		return fmt.Errorf("--load-outside-busy %d: want 0..64", *busyOut)
 	}
-	if err := lab.Check(); err != nil {
-		return err
-	}
-	base, err := f.spec(stderr)
-	if err != nil {
-		return err
-	}
-	spec := lab.DefaultLiaoFigSpec(base)
-	// The flags as given (the defaults above are DefaultLiaoFigSpec's).
-	spec.Base.Sizes, spec.Base.LatencyCount, spec.Base.LatencyPeriod, spec.Base.Gclock.Warmup = f.sizes, f.lcount, f.lperiod, f.warmup
-	spec.Fig3, spec.StepAfter = *fig3, f.warmup+*stepIn
-	spec.BusyLoad, spec.BusyOutside = f.load, *busyOut
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	var fig lab.LiaoFig
 	name := "liao-fig2"
-	if *fig3 {
-		name = "liao-fig3"
-	}
-	if err := os.MkdirAll(f.dir, 0o755); err != nil {
-		return err
-	}
-	fig, err := lab.MeasureLiaoFig(ctx, spec)
-	if err != nil {
-		return err
+	if *from != "" {
+		var err error
+		if fig, err = lab.LoadLiaoFig(*from); err != nil {
+			return err
+		}
+		if fig.Spec.Fig3 {
+			name = "liao-fig3"
+		}
+		if err := os.MkdirAll(f.dir, 0o755); err != nil {
+			return err
+		}
+	} else {
+		if err := lab.Check(); err != nil {
+			return err
+		}
+		base, err := f.spec(stderr)
+		if err != nil {
+			return err
+		}
+		spec := lab.DefaultLiaoFigSpec(base)
+		// The flags as given (the defaults above are DefaultLiaoFigSpec's).
+		spec.Base.Sizes, spec.Base.LatencyCount, spec.Base.LatencyPeriod, spec.Base.Gclock.Warmup = f.sizes, f.lcount, f.lperiod, f.warmup
+		spec.Fig3, spec.StepAfter = *fig3, f.warmup+*stepIn
+		spec.BusyLoad, spec.BusyOutside = f.load, *busyOut
+		if *fig3 {
+			name = "liao-fig3"
+		}
+		spec.Keep = filepath.Join(f.dir, name+"-runs")
+		if err := os.MkdirAll(f.dir, 0o755); err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if fig, err = lab.MeasureLiaoFig(ctx, spec); err != nil {
+			return err
+		}
 	}
 	plotFile := f.plot
 	if plotFile == "" {
