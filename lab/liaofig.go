@@ -116,10 +116,11 @@ func DefaultLiaoFigSpec(base MeasureSpec) LiaoFigSpec {
 type LiaoCurve struct {
 	Setting LiaoSetting
 	Report  MeasureReport
-	// LoadAvg is the machine's 1-minute load average before and after
-	// the run.
-	LoadAvg [2]float64
-	Start   time.Time
+	// LoadAvg is the machine's 1-minute load average when the curve was
+	// asked for (before waiting for the machine's lab lock) and when its
+	// run was done; Start and Done are those two moments.
+	LoadAvg     [2]float64
+	Start, Done time.Time
 }
 
 // LiaoFig is the paper's figure 2 (or 3) measured in the lab.
@@ -158,7 +159,7 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 		if err != nil {
 			return f, fmt.Errorf("lab: liao: %v: %w", st, err)
 		}
-		c.Report, c.LoadAvg[1] = r, LoadAvg()[0]
+		c.Report, c.LoadAvg[1], c.Done = r, LoadAvg()[0], time.Now().UTC()
 		f.Curves = append(f.Curves, c)
 		if spec.Keep != "" {
 			if err := f.keep(spec.Keep, c); err != nil {
@@ -195,6 +196,7 @@ type liaoCurveMeta struct {
 	Setting LiaoSetting   `json:"setting"`
 	Start   time.Time     `json:"start"`
 	LoadAvg [2]float64    `json:"load_avg_1min"`
+	Done    time.Time     `json:"done"`
 	Gclock  GclockSummary `json:"gclock"`
 }
 
@@ -215,7 +217,7 @@ func (f LiaoFig) keep(dir string, c LiaoCurve) error {
 	if err := writeJSON(filepath.Join(dir, "fig.json"), meta); err != nil {
 		return err
 	}
-	cm := liaoCurveMeta{Setting: c.Setting, Start: c.Start, LoadAvg: c.LoadAvg, Gclock: c.Report.Run.Gclock.Summary}
+	cm := liaoCurveMeta{Setting: c.Setting, Start: c.Start, Done: c.Done, LoadAvg: c.LoadAvg, Gclock: c.Report.Run.Gclock.Summary}
 	if err := writeJSON(filepath.Join(cd, "curve.json"), cm); err != nil {
 		return err
 	}
@@ -309,7 +311,7 @@ func LoadLiaoFig(dir string) (LiaoFig, error) {
 		}
 		rep := MeasureReport{Spec: base, Result: res}
 		rep.Run.Gclock.Summary = cm.Gclock
-		f.Curves = append(f.Curves, LiaoCurve{Setting: cm.Setting, Report: rep, LoadAvg: cm.LoadAvg, Start: cm.Start})
+		f.Curves = append(f.Curves, LiaoCurve{Setting: cm.Setting, Report: rep, LoadAvg: cm.LoadAvg, Start: cm.Start, Done: cm.Done})
 	}
 	if len(f.Curves) == 0 {
 		return f, fmt.Errorf("lab: liao: %s: no curve kept (want directories such as %s)", dir, LiaoSettings()[0].Slug())
@@ -375,20 +377,24 @@ func (f LiaoFig) WriteMarkdown(w io.Writer) error {
 	if s.Fig3 {
 		fmt.Fprintf(w, " Figure 3: host 1's drift changes by +1/2^18 (%.3f ppm) %v after the daemons start (%v into the measurement).", LiaoDriftPPM, s.StepAfter, s.StepAfter-b.Gclock.Warmup)
 	}
-	fmt.Fprintf(w, "\n\n| curve | started (UTC) | load avg before, after | daemons: host 1 \\|error\\| p50 / p99 | resyncs/s | messages 0->1 (lost, both ways) | \\|error\\| 0->1 p50 / p99 / max | mean error 0->1 / 1->0 | truth inside the bounds |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n\n| curve | run done (UTC) | load avg (1 min) at the end | daemons: host 1 \\|error\\| p50 / p99 | resyncs/s | messages 0->1 (lost, both ways) | \\|error\\| 0->1 p50 / p99 / max | mean error 0->1 / 1->0 | truth inside the bounds |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range f.Curves {
+		done := "?"
+		if !c.Done.IsZero() {
+			done = c.Done.Format("15:04:05")
+		}
 		r := c.Report
 		g := r.Run.Gclock.Summary
 		abs, mean, in, n := errOf(r.Result, 0)
 		_, mean10, in10, n10 := errOf(r.Result, 1)
 		if n == 0 {
-			fmt.Fprintf(w, "| %s | %s | %.1f, %.1f | %s / %s | %.3f | 0 (%d) | | | |\n", c.Setting, c.Start.Format("15:04:05"), c.LoadAvg[0], c.LoadAvg[1],
+			fmt.Fprintf(w, "| %s | %s | %.1f | %s / %s | %.3f | 0 (%d) | | | |\n", c.Setting, done, c.LoadAvg[1],
 				nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), g.RoundsPerNodePerS, r.Result.LostMsgs)
 			continue
 		}
 		slices.Sort(abs)
-		fmt.Fprintf(w, "| %s | %s | %.1f, %.1f | %s / %s | %.3f | %d (%d) | %s / %s / %s | %s / %s | %.2f%% of %d |\n",
-			c.Setting, c.Start.Format("15:04:05"), c.LoadAvg[0], c.LoadAvg[1], nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), g.RoundsPerNodePerS,
+		fmt.Fprintf(w, "| %s | %s | %.1f | %s / %s | %.3f | %d (%d) | %s / %s / %s | %s / %s | %.2f%% of %d |\n",
+			c.Setting, done, c.LoadAvg[1], nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), g.RoundsPerNodePerS,
 			n, r.Result.LostMsgs, nsStr(liaoQuantile(abs, 0.5)), nsStr(liaoQuantile(abs, 0.99)), nsStr(abs[len(abs)-1]), signedNs(mean), signedNs(mean10),
 			100*float64(in+in10)/float64(max(1, n+n10)), n+n10)
 	}
