@@ -286,9 +286,16 @@ type GclockResult struct {
 	// hosts share a point. Violations must be 0.
 	Agreement eval.Agreement `json:"agreement"`
 	// SyncedOutside counts the synced reads after the warm-up whose
-	// bounds missed the truth (the reference's emulated clock: after a
-	// takeover, the scale the new reference continues).
-	SyncedOutside uint64 `json:"synced_outside"`
+	// bounds missed the truth: global time in the scale of the term the
+	// read claims (scales.go; the first reference's clock, then the line
+	// each reference that took over froze and published). SyncedUnjudged
+	// counts the synced reads of a term whose scale no reference page
+	// showed (not judged; must be 0), ScaleRedefinitions the reads of a
+	// reference page that defined its term's scale anew (a reference
+	// restarted within its term).
+	SyncedOutside      uint64 `json:"synced_outside"`
+	SyncedUnjudged     uint64 `json:"synced_unjudged"`
+	ScaleRedefinitions uint64 `json:"scale_redefinitions"`
 	// Failover measures the elections (GclockConfig.FailoverAfter).
 	Failover *FailoverFigures `json:"failover,omitempty"`
 }
@@ -464,6 +471,8 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		el = newElections(gc, n)
 	}
 	var atWarmup []traffic
+	scales := newTermScales() // scales.go
+	reads, claims := make([]gtime.Time, n), make([]gtime.Scale, n)
 	tick := time.NewTicker(gc.EvalEvery)
 	defer tick.Stop()
 	end := start + gc.Duration.Nanoseconds()
@@ -502,13 +511,10 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		if el != nil {
 			el.watch(dir, time.Duration(r-start), fs)
 		}
-		truth := clocks[0].at(r)
-		if realtime {
-			off, _ := transport.RealtimeOffset()
-			truth = r + off
-		}
+		// Read every page at r first: a reference's page defines its
+		// term's scale, against which the reads of that term are judged.
 		for i, rd := range readers {
-			t, err := rd.At(r)
+			t, sc, err := rd.AtScale(r)
 			if err != nil {
 				return GclockResult{}, fmt.Errorf("lab: gclock: host %d: %w", i, err)
 			}
@@ -516,20 +522,33 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 				// Closed or replaced by a restarted daemon: read the
 				// page now at the path, if any.
 				if nr, err := gtime.Open(filepath.Join(dir, fmt.Sprintf("page-h%d", i))); err == nil {
-					if t2, err := nr.At(r); err == nil {
+					if t2, sc2, err := nr.AtScale(r); err == nil {
 						rd.Close()
-						readers[i], t = nr, t2
+						readers[i], t, sc = nr, t2, sc2
 					} else {
 						nr.Close()
 					}
 				}
 			}
-			ev.add(i, r-start, r >= warm, t, truth)
+			reads[i], claims[i] = t, sc
+			scales.learn(i, sc)
+		}
+		for i, t := range reads {
+			var truth int64
+			known := true
+			if realtime {
+				off, _ := transport.RealtimeOffset()
+				truth = r + off
+			} else {
+				truth, known = scales.truth(claims[i].Term, r, clocks)
+			}
+			ev.add(i, r-start, r >= warm, t, truth, known)
 		}
 		ev.instant(r - start)
 	}
 	final := scrapeAll(dir, n)
 	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(end-warm)/1e9)
+	res.ScaleRedefinitions = scales.redefined
 	for _, h := range clocks {
 		res.Clocks = append(res.Clocks, h.truth)
 	}
@@ -674,9 +693,10 @@ type evaluator struct {
 	series []SeriesPoint
 	// This instant's counted reads, for the agreement check; the check
 	// and the synced reads outside their bounds.
-	now     []eval.Read
-	agree   eval.Agreement
-	outside uint64
+	now      []eval.Read
+	agree    eval.Agreement
+	outside  uint64
+	unjudged uint64
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {
@@ -693,7 +713,10 @@ func (e *evaluator) options() eval.Options {
 	return eval.Options{Interval: int64(e.gc.EvalEvery), Exact: true}
 }
 
-func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64) {
+// add takes host's read t at run time at; truth is global time in the
+// scale the read claims, known false when that scale is not known (truth
+// is then the evaluator's best guess, and a synced read is not judged).
+func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64, known bool) {
 	if e.gc.Trace {
 		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satmath.Sub(t.Est, truth),
 			LoNs: satmath.Sub(t.Earliest, truth), HiNs: satmath.Sub(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
@@ -706,7 +729,11 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 		Status: eval.Status(t.Status), Truth: truth}
 	e.hosts[host].Add(rd)
 	e.now = append(e.now, rd)
-	if rd.Status == eval.Synced && (truth < rd.Earliest || truth > rd.Latest) {
+	switch {
+	case rd.Status != eval.Synced:
+	case !known:
+		e.unjudged++
+	case truth < rd.Earliest || truth > rd.Latest:
 		e.outside++
 	}
 }
@@ -764,7 +791,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		sum.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(conv.rounds, sync, warmS)
 	}
 	res.Summary = sum
-	res.Agreement, res.SyncedOutside = e.agree, e.outside
+	res.Agreement, res.SyncedOutside, res.SyncedUnjudged = e.agree, e.outside, e.unjudged
 	return res
 }
 

@@ -116,9 +116,10 @@ func DefaultLiaoFigSpec(base MeasureSpec) LiaoFigSpec {
 type LiaoCurve struct {
 	Setting LiaoSetting
 	Report  MeasureReport
-	// LoadAvg is the machine's 1-minute load average when the curve was
-	// asked for (before waiting for the machine's lab lock) and when its
-	// run was done; Start and Done are those two moments.
+	// LoadAvg is the machine's 1-minute load average when the nodes
+	// started and when they were done (MeasureReport.LoadAvgStart and
+	// LoadAvgEnd); Start is when the curve was asked for (before the wait
+	// for the machine's lab lock), Done when its run was over.
 	LoadAvg     [2]float64
 	Start, Done time.Time
 }
@@ -154,12 +155,13 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 			w.Steps = append(append([]WanderStep(nil), w.Steps...), WanderStep{After: spec.StepAfter, DeltaPPM: LiaoDriftPPM})
 			ms.Gclock.Wander = w
 		}
-		c := LiaoCurve{Setting: st, Start: time.Now().UTC(), LoadAvg: [2]float64{LoadAvg()[0], 0}}
+		c := LiaoCurve{Setting: st, Start: time.Now().UTC()}
 		r, err := Measure(ctx, ms)
 		if err != nil {
 			return f, fmt.Errorf("lab: liao: %v: %w", st, err)
 		}
-		c.Report, c.LoadAvg[1], c.Done = r, LoadAvg()[0], time.Now().UTC()
+		c.Report, c.Done = r, time.Now().UTC()
+		c.LoadAvg = [2]float64{r.LoadAvgStart[0], r.LoadAvgEnd[0]}
 		f.Curves = append(f.Curves, c)
 		if spec.Keep != "" {
 			if err := f.keep(spec.Keep, c); err != nil {
@@ -377,7 +379,7 @@ func (f LiaoFig) WriteMarkdown(w io.Writer) error {
 	if s.Fig3 {
 		fmt.Fprintf(w, " Figure 3: host 1's drift changes by +1/2^18 (%.3f ppm) %v after the daemons start (%v into the measurement).", LiaoDriftPPM, s.StepAfter, s.StepAfter-b.Gclock.Warmup)
 	}
-	fmt.Fprintf(w, "\n\n| curve | run done (UTC) | load avg (1 min) at the end | daemons: host 1 \\|error\\| p50 / p99 | resyncs/s | messages 0->1 (lost, both ways) | \\|error\\| 0->1 p50 / p99 / max | mean error 0->1 / 1->0 | truth inside the bounds |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n\n| curve | run done (UTC) | load avg (1 min) at the nodes' start, end | daemons: host 1 \\|error\\| p50 / p99 | resyncs/s | messages 0->1 (lost, both ways) | \\|error\\| 0->1 p50 / p99 / max | mean error 0->1 / 1->0 | truth inside the bounds |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range f.Curves {
 		done := "?"
 		if !c.Done.IsZero() {
@@ -388,13 +390,13 @@ func (f LiaoFig) WriteMarkdown(w io.Writer) error {
 		abs, mean, in, n := errOf(r.Result, 0)
 		_, mean10, in10, n10 := errOf(r.Result, 1)
 		if n == 0 {
-			fmt.Fprintf(w, "| %s | %s | %.1f | %s / %s | %.3f | 0 (%d) | | | |\n", c.Setting, done, c.LoadAvg[1],
+			fmt.Fprintf(w, "| %s | %s | %.1f, %.1f | %s / %s | %.3f | 0 (%d) | | | |\n", c.Setting, done, c.LoadAvg[0], c.LoadAvg[1],
 				nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), g.RoundsPerNodePerS, r.Result.LostMsgs)
 			continue
 		}
 		slices.Sort(abs)
-		fmt.Fprintf(w, "| %s | %s | %.1f | %s / %s | %.3f | %d (%d) | %s / %s / %s | %s / %s | %.2f%% of %d |\n",
-			c.Setting, done, c.LoadAvg[1], nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), g.RoundsPerNodePerS,
+		fmt.Fprintf(w, "| %s | %s | %.1f, %.1f | %s / %s | %.3f | %d (%d) | %s / %s / %s | %s / %s | %.2f%% of %d |\n",
+			c.Setting, done, c.LoadAvg[0], c.LoadAvg[1], nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), g.RoundsPerNodePerS,
 			n, r.Result.LostMsgs, nsStr(liaoQuantile(abs, 0.5)), nsStr(liaoQuantile(abs, 0.99)), nsStr(abs[len(abs)-1]), signedNs(mean), signedNs(mean10),
 			100*float64(in+in10)/float64(max(1, n+n10)), n+n10)
 	}

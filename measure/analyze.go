@@ -300,10 +300,10 @@ func AnalyzeWith(stamps []Stamp, truth Truth, opt Options) (*Result, error) {
 		}
 		if k.mode == ModeScheduled {
 			// ReproMPI's window: an execution with a node that started
-			// late is invalid. Late after the window's opening, the
-			// earliest of the nodes' instants: a node that overran the
-			// previous period took a later slot of the grid (nextSlot)
-			// and is late by that much, however punctual for its own.
+			// late is invalid. The window opens at the execution's
+			// earliest scheduled instant: a node that fell behind and
+			// took a later slot of the grid (nextSlot) started late for
+			// this execution however punctual it was for its own slot.
 			res.Scheduled++
 			isLate := false
 			window := int64(math.MaxInt64)
