@@ -34,42 +34,69 @@ draws the figure and the tables again from such a directory, without a lab.
 flags (and gclock lab measure's):
 `
 
-// runLabLiaoFig is `gclock lab measure liao-fig2`.
-func runLabLiaoFig(args []string, stdout, stderr io.Writer) error {
+// liaoArgs is `gclock lab measure liao-fig2`'s command line.
+type liaoArgs struct {
+	f    labMeasureFlags
+	spec lab.LiaoFigSpec // without Keep (set from f.dir and the figure)
+	from string
+	fig3 bool
+}
+
+// parseLiaoArgs reads the flags: gclock lab measure's, with this figure's
+// defaults (DefaultLiaoFigSpec's sizes, messages and warm-up; the loaded
+// curves' load from -load and -load-outside, 4 and 2), and its own.
+func parseLiaoArgs(args []string, stderr io.Writer) (liaoArgs, error) {
+	var a liaoArgs
 	fs := flag.NewFlagSet("gclock lab measure liao-fig2", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), labLiaoUsage); fs.PrintDefaults() }
-	var f labMeasureFlags
-	f.register(fs)
-	fig3 := fs.Bool("fig3", false, "figure 3: host 1's drift changes by 1/2^18 during the measurement")
+	a.f.register(fs)
+	fs.BoolVar(&a.fig3, "fig3", false, "figure 3: host 1's drift changes by 1/2^18 during the measurement")
 	stepIn := fs.Duration("step-in", 2*time.Second, "figure 3: the drift step this long after the warm-up")
-	busyOut := fs.Int("load-outside-busy", 2, "the loaded curves' busy loops outside the lab's namespaces")
-	from := fs.String("from", "", "draw the figure and the tables from the runs kept in this directory (no lab)")
-	// This figure's defaults (DefaultLiaoFigSpec), before the flags.
+	fs.StringVar(&a.from, "from", "", "draw the figure and the tables from the runs kept in this directory (no lab)")
 	for name, v := range map[string]string{"sizes": "64,256,1024,4096,16384,65536", "latency-count": "80",
-		"latency-period": "25ms", "warmup": "20s", "load": "4", "dir": "."} {
+		"latency-period": "25ms", "warmup": "20s", "load": "4", "load-outside": "2", "dir": "."} {
 		if err := fs.Set(name, v); err != nil {
-			return err
+			return a, err
 		}
 		fs.Lookup(name).DefValue = v
 	}
-	fs.Lookup("load").Usage = "the loaded curves' busy loops in the hosts' namespaces"
+	fs.Lookup("load").Usage = "the loaded curves' busy loops in the hosts' namespaces (the idle curves have none)"
+	fs.Lookup("load-outside").Usage = "the loaded curves' busy loops outside the lab's namespaces (the idle curves have none)"
 	if err := usage.Parse(fs, args); err != nil {
-		return err
+		return a, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("liao-fig2: unexpected argument %q", fs.Arg(0))
+		return a, fmt.Errorf("liao-fig2: unexpected argument %q", fs.Arg(0))
 	}
 	if *stepIn <= 0 {
-		return fmt.Errorf("--step-in %v: want a positive time", *stepIn)
+		return a, fmt.Errorf("--step-in %v: want a positive time", *stepIn)
 	}
-	if *busyOut < 0 || *busyOut > 64 {
-		return fmt.Errorf("--load-outside-busy %d: want 0..64", *busyOut)
+	if a.from != "" {
+		return a, nil
 	}
+	base, err := a.f.spec(stderr)
+	if err != nil {
+		return a, err
+	}
+	a.spec = lab.DefaultLiaoFigSpec(base)
+	// The flags as given (their defaults above are DefaultLiaoFigSpec's).
+	a.spec.Base.Sizes, a.spec.Base.LatencyCount, a.spec.Base.LatencyPeriod, a.spec.Base.Gclock.Warmup = a.f.sizes, a.f.lcount, a.f.lperiod, a.f.warmup
+	a.spec.Fig3, a.spec.StepAfter = a.fig3, a.f.warmup+*stepIn
+	a.spec.BusyLoad, a.spec.BusyOutside = base.Load, base.LoadOutside
+	return a, nil
+}
+
+// runLabLiaoFig is `gclock lab measure liao-fig2`.
+func runLabLiaoFig(args []string, stdout, stderr io.Writer) error {
+	a, err := parseLiaoArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	f, from := a.f, &a.from
 	var fig lab.LiaoFig
 	name := "liao-fig2"
 	if *from != "" {
-		var err error
 		if fig, err = lab.LoadLiaoFig(*from); err != nil {
 			return err
 		}
@@ -83,16 +110,8 @@ func runLabLiaoFig(args []string, stdout, stderr io.Writer) error {
 		if err := lab.Check(); err != nil {
 			return err
 		}
-		base, err := f.spec(stderr)
-		if err != nil {
-			return err
-		}
-		spec := lab.DefaultLiaoFigSpec(base)
-		// The flags as given (the defaults above are DefaultLiaoFigSpec's).
-		spec.Base.Sizes, spec.Base.LatencyCount, spec.Base.LatencyPeriod, spec.Base.Gclock.Warmup = f.sizes, f.lcount, f.lperiod, f.warmup
-		spec.Fig3, spec.StepAfter = *fig3, f.warmup+*stepIn
-		spec.BusyLoad, spec.BusyOutside = f.load, *busyOut
-		if *fig3 {
+		spec := a.spec
+		if a.fig3 {
 			name = "liao-fig3"
 		}
 		spec.Keep = filepath.Join(f.dir, name+"-runs")
