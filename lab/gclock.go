@@ -210,8 +210,9 @@ func LabDaemonConfig() daemon.Config {
 	// over the minute of a run, is what limits a host's median (60 a
 	// round left a host 0.3-0.8 us off in one run in four under load;
 	// docs/lab.md, "What limits the per-host median"). A round counts as
-	// one resync; after convergence that is 20 exchanges a second, about
-	// chrony's 16 at its lab polling interval. The window keeps about as
+	// one resync; after convergence that is 22-24 exchanges a second
+	// (33-38 when cross traffic makes rounds repeat), chrony's 16 at its
+	// lab polling interval. The window keeps about as
 	// many rounds as with 60.
 	s.PingsPerRound = 120
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
