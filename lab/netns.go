@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -176,29 +177,69 @@ func acquireLock(ctx context.Context, log *slog.Logger) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	said := false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			f.Truncate(0)
-			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-			return f, nil
-		}
-		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
-			f.Close()
-			return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
-		}
-		if !said && err == syscall.EWOULDBLOCK {
-			said = true
-			log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", lockHolder(f))
-		}
-		select {
-		case <-ctx.Done():
-			holder := lockHolder(f)
-			f.Close()
+	err = waitFlock(ctx, f, func() {
+		log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", lockHolder(f))
+	})
+	if err != nil {
+		holder := lockHolder(f)
+		f.Close()
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
 		}
+		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return f, nil
+}
+
+// waitFlock takes f's exclusive flock, calling waiting once if another
+// holds it, and waits in the kernel until it is released or ctx ends. A
+// waiter blocked in flock(2) wakes when the holder lets go, so it takes
+// the lock before a process that releases it and asks again a moment later
+// (a series of runs, `gclock lab bench`); the 200-ms poll this replaces
+// lost to such a series for 10 minutes and more (2026-11-27). A wait that
+// ctx ends leaves its flock(2) on a duplicate descriptor, closed as soon as
+// the call returns, so a lock taken after the give-up is released at once.
+func waitFlock(ctx context.Context, f *os.File, waiting func()) error {
+	fd := int(f.Fd())
+	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if err != syscall.EWOULDBLOCK {
+		return err
+	}
+	waiting()
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		return err
+	}
+	var abandoned atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for {
+			if err = syscall.Flock(dup, syscall.LOCK_EX); err != syscall.EINTR {
+				break
+			}
+		}
+		if abandoned.Load() {
+			syscall.Flock(dup, syscall.LOCK_UN)
+		}
+		syscall.Close(dup)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		abandoned.Store(true)
+		select {
+		case err := <-done: // taken meanwhile: keep it only if ctx allows
+			if err == nil && ctx.Err() != nil {
+				syscall.Flock(fd, syscall.LOCK_UN)
+			}
+		default:
+		}
+		return ctx.Err()
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // SpoofConfig says how RunSpoof runs daemons under a spoofer's attack.
@@ -143,7 +144,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 	res.Logs = dir
 	base := spoofDaemonConfig()
 	if sc.Key {
-		line, err := daemon.NewKeyLine(1)
+		line, err := keyfile.NewLine(1)
 		if err != nil {
 			return res, fmt.Errorf("lab: spoof: %w", err)
 		}
