@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/transport"
 )
 
@@ -28,9 +29,9 @@ type EndpointPair struct {
 // host's namespace.
 func listenIn(host int) (*transport.UDPConn, error) {
 	var c *transport.UDPConn
-	err := InNetns(HostNS(host), func() error {
+	err := netlab.InNetns(netlab.HostNS(host), func() error {
 		var err error
-		c, err = transport.ListenUDP(netip.AddrPortFrom(HostAddr(host), 0).String(), transport.UDPOptions{})
+		c, err = transport.ListenUDP(netip.AddrPortFrom(netlab.HostAddr(host), 0).String(), transport.UDPOptions{})
 		return err
 	})
 	return c, err
@@ -42,12 +43,12 @@ func listenIn(host int) (*transport.UDPConn, error) {
 func (l *Lab) StartEndpoints(ctx context.Context, base transport.Config, srv transport.Handler) (*EndpointPair, error) {
 	cc, err := listenIn(0)
 	if err != nil {
-		return nil, fmt.Errorf("lab: client socket in %s: %w", HostNS(0), err)
+		return nil, fmt.Errorf("lab: client socket in %s: %w", netlab.HostNS(0), err)
 	}
 	sc, err := listenIn(1)
 	if err != nil {
 		cc.Close()
-		return nil, fmt.Errorf("lab: server socket in %s: %w", HostNS(1), err)
+		return nil, fmt.Errorf("lab: server socket in %s: %w", netlab.HostNS(1), err)
 	}
 	ccfg, scfg := base, base
 	ccfg.ID, ccfg.Conn, ccfg.Handler = 1, cc, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // TestFailoverPause is issue 17's split brain in the lab: three daemons
@@ -21,7 +23,7 @@ func TestFailoverPause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 38-s lab")
 	}
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {

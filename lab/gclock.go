@@ -20,6 +20,7 @@ import (
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/transport"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -318,8 +319,8 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	if err := gc.Validate(); err != nil {
 		return GclockResult{}, fmt.Errorf("lab: %w", err)
 	}
-	n := l.cfg.Hosts
-	dir := filepath.Join(l.cfg.RunDir, "gclock")
+	n := l.Config().Hosts
+	dir := filepath.Join(l.Config().RunDir, "gclock")
 	if err := os.RemoveAll(dir); err != nil {
 		return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
 	}
@@ -349,9 +350,9 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	clocks := make([]*hostClock, n)
 	var peers []daemon.Peer
 	for i := range n {
-		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(DaemonPort))})
+		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(DaemonPort))})
 	}
-	var procs []*Proc
+	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(3 * time.Second)
@@ -423,18 +424,18 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		if err := f.validate(i, n, gc.Duration); err != nil {
 			return GclockResult{}, fmt.Errorf("lab: %w", err)
 		}
-		if partition(f.Kind) && l.sw == nil {
+		if partition(f.Kind) && l.Switch() == nil {
 			return GclockResult{}, fmt.Errorf("lab: gclock: faults[%d]: a partition needs the switch (not a direct link)", i)
 		}
 	}
-	startDaemon := func(i int) (*Proc, error) {
+	startDaemon := func(i int) (*netlab.Proc, error) {
 		logf, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("h%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("lab: gclock: %w", err)
 		}
 		defer logf.Close()
 		argv := append(append([]string(nil), gc.Command...), "-config", filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)))
-		p, err := l.ExecEnv(i, argv, gc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.ExecEnv(i, argv, gc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		if err != nil {
 			return nil, fmt.Errorf("lab: gclock: %w", err)
 		}
@@ -550,7 +551,7 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 // by procs[i]) and opens it; what names the caller in errors ("gclock",
 // "spoof"). The readers opened so far are returned with an error too:
 // closePages closes them.
-func openPages(ctx context.Context, what, dir string, procs []*Proc) ([]*gtime.Reader, error) {
+func openPages(ctx context.Context, what, dir string, procs []*netlab.Proc) ([]*gtime.Reader, error) {
 	readers := make([]*gtime.Reader, len(procs))
 	for i := range procs {
 		path := filepath.Join(dir, fmt.Sprintf("page-h%d", i))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // daemonEnv makes the test binary run `gclock daemon -config FILE` instead
@@ -24,9 +25,6 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(spoofEnv) == "1" { // spoof_test.go
 		os.Exit(runTestSpoofer(os.Args[1:]))
-	}
-	if os.Getenv(loadgenEnv) == "1" { // load_test.go
-		os.Exit(runTestLoadGen(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -56,7 +54,7 @@ func runTestDaemon(args []string) int {
 // traffic was counted. Accuracy is measured by `gclock lab` (docs/lab.md).
 func TestRunGclock(t *testing.T) {
 	needLab(t)
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {

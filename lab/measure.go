@@ -15,6 +15,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 )
 
@@ -64,11 +65,11 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	if mc.Expect <= 0 || mc.Margin < 0 {
 		return res, fmt.Errorf("lab: measure: expect %v, margin %v: want a positive expected run time", mc.Expect, mc.Margin)
 	}
-	hosts := l.cfg.Hosts
+	hosts := l.Config().Hosts
 	if mc.Latency {
 		hosts = 2
 	}
-	dir := filepath.Join(l.cfg.RunDir, "measure")
+	dir := filepath.Join(l.Config().RunDir, "measure")
 	if err := os.RemoveAll(dir); err != nil {
 		return res, fmt.Errorf("lab: measure: %w", err)
 	}
@@ -89,7 +90,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		r   GclockResult
 		err error
 	}
-	gdir := filepath.Join(l.cfg.RunDir, "gclock")
+	gdir := filepath.Join(l.Config().RunDir, "gclock")
 	// A previous run's pages and configs must not be taken for this run's.
 	if err := os.RemoveAll(gdir); err != nil {
 		return res, fmt.Errorf("lab: measure: %w", err)
@@ -102,7 +103,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	// RunGclock recreates its directory, then writes the configs and starts
 	// the daemons: wait for every page.
 	deadline := time.Now().Add(15 * time.Second)
-	for h := 0; h < l.cfg.Hosts; {
+	for h := 0; h < l.Config().Hosts; {
 		if _, err := os.Stat(filepath.Join(gdir, fmt.Sprintf("page-h%d", h))); err == nil {
 			h++
 			continue
@@ -132,7 +133,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	}
 	var peers []string
 	for i := range hosts {
-		peers = append(peers, net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(MeasurePort)))
+		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(MeasurePort)))
 	}
 	// The nodes' key: op page needs one (its server answers 8-KB pages
 	// to short requests); the other ops run without, as the lab's
@@ -149,7 +150,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		}
 		auth = []string{"-key", kf}
 	}
-	var procs []*Proc
+	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(2 * time.Second)
@@ -170,7 +171,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		if err != nil {
 			return res, fmt.Errorf("lab: measure: %w", err)
 		}
-		p, err := l.ExecEnv(i, argv, mc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.ExecEnv(i, argv, mc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
 			return res, fmt.Errorf("lab: measure: %w", err)

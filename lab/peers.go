@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gclock/gclock/eval"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // Peer names accepted by RunPeers.
@@ -80,7 +82,7 @@ type PeerResult struct {
 // results in the order asked. Each peer's processes are stopped when it
 // returns; Down stops them too if the caller is interrupted.
 func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]PeerResult, error) {
-	if err := pc.Validate(l.cfg.Hosts); err != nil {
+	if err := pc.Validate(l.Config().Hosts); err != nil {
 		return nil, fmt.Errorf("lab: peers: %w", err)
 	}
 	for _, n := range names {
@@ -108,7 +110,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 				errs[i] = fmt.Errorf("lab: %s: %w", n, err)
 				return
 			}
-			r.Link = l.cfg.Link.String()
+			r.Link = l.Config().Link.String()
 			var e []int64
 			for _, rd := range r.Readings {
 				if rd.AtNs >= pc.Warmup.Nanoseconds() {
@@ -117,7 +119,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 			}
 			r.Summary = eval.SummarizeErrors(e)
 			if r.Summary.Evaluations == 0 {
-				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.cfg.RunDir)
+				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.Config().RunDir)
 				return
 			}
 			out[i] = r
@@ -130,7 +132,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 // peerDir makes a fresh private directory for one peer instance (chronyd
 // refuses a socket directory others can read).
 func (l *Lab) peerDir(name string) (string, error) {
-	d := filepath.Join(l.cfg.RunDir, name)
+	d := filepath.Join(l.Config().RunDir, name)
 	if err := os.RemoveAll(d); err != nil {
 		return "", err
 	}
@@ -159,8 +161,8 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\n", dir, dir)
 	}
 	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
-	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", HostAddr(pc.Server))
-	var procs []*Proc
+	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))
+	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(2 * time.Second)
@@ -179,7 +181,7 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 			return PeerResult{}, err
 		}
 		// -x: never touch the clock; -d: foreground, log to stderr.
-		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
 			return PeerResult{}, err
@@ -291,7 +293,7 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 	}
 	var res PeerResult
 	res.Peer = PeerPTP4L
-	var procs []*Proc
+	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(2 * time.Second)
@@ -329,7 +331,7 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 		if err != nil {
 			return res, err
 		}
-		opt := ExecOptions{Stdout: logf, Stderr: logf}
+		opt := netlab.ExecOptions{Stdout: logf, Stderr: logf}
 		var pw *os.File
 		if h.slave {
 			slaveLog = filepath.Join(dir, "ptp4l.log")
@@ -341,7 +343,7 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 			lines, pw = pr, w
 			opt.Stdout = pw
 		}
-		argv := []string{"ptp4l", "-f", cf, "-i", HostIf, "-S", "-4", "-m", "-q"}
+		argv := []string{"ptp4l", "-f", cf, "-i", netlab.HostIf, "-S", "-4", "-m", "-q"}
 		p, err := l.Exec(h.host, argv, opt)
 		logf.Close()
 		if pw != nil {
@@ -383,7 +385,7 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 			return res, nil
 		case r, ok := <-ch:
 			if !ok {
-				return res, fmt.Errorf("ptp4l slave in host %d stopped writing (log: %s)", pc.Client, l.cfg.RunDir)
+				return res, fmt.Errorf("ptp4l slave in host %d stopped writing (log: %s)", pc.Client, l.Config().RunDir)
 			}
 			res.Readings = append(res.Readings, r)
 		}

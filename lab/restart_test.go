@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // restartFaults is TestRestarts' timeline (4 hosts, host 0 the reference).
@@ -30,7 +32,7 @@ func TestRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 95-s lab")
 	}
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {

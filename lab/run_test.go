@@ -8,20 +8,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // TestRun runs a short `gclock lab` run through the library: the switch
 // validated, three daemons evaluated, the report filled as --json prints it.
 func TestRun(t *testing.T) {
 	needLab(t)
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir = 3, t.TempDir()
 	gc := DefaultGclockConfig()
 	gc.Command, gc.Env = []string{os.Args[0]}, []string{daemonEnv + "=1"}
 	gc.Duration, gc.Warmup = 14*time.Second, 7*time.Second
 	pc := DefaultPeerConfig()
 	pc.Duration, pc.Warmup = gc.Duration, gc.Warmup
-	vc := DefaultValidateConfig()
+	vc := netlab.DefaultValidateConfig()
 	vc.Probes = 200
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), RunSpec{Lab: cfg, Gclock: gc, Peer: pc, Validate: &vc, Load: 1, Progress: &progress})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -517,7 +518,7 @@ func SpoofSendFile(ctx context.Context, path string) error {
 // sees for d (AF_PACKET, in the host's namespace): a tap on the wire.
 func capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Captured, error) {
 	var fd int
-	err := InNetns(HostNS(host), func() error {
+	err := netlab.InNetns(netlab.HostNS(host), func() error {
 		var err error
 		// ETH_P_ALL: the kernel shows a tap the host's outgoing frames
 		// only on an all-protocols socket.
@@ -565,3 +566,6 @@ func capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Cap
 	}
 	return out, nil
 }
+
+// htons puts a 16-bit value in network byte order.
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -25,6 +25,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // SpoofConfig says how RunSpoof runs daemons under a spoofer's attack.
@@ -122,8 +123,8 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 		return res, errors.New("lab: spoof: the daemon and spoofer commands are required")
 	case n < 2:
 		return res, fmt.Errorf("lab: spoof: %d daemons, want at least 2", n)
-	case l.cfg.Hosts < n+1:
-		return res, fmt.Errorf("lab: spoof: %d hosts, want %d (the daemons and the spoofer)", l.cfg.Hosts, n+1)
+	case l.Config().Hosts < n+1:
+		return res, fmt.Errorf("lab: spoof: %d hosts, want %d (the daemons and the spoofer)", l.Config().Hosts, n+1)
 	case sc.Warmup <= sc.Capture || sc.Warmup >= sc.Duration:
 		return res, fmt.Errorf("lab: spoof: want capture %v < warmup %v < duration %v", sc.Capture, sc.Warmup, sc.Duration)
 	case sc.EvalEvery < time.Millisecond:
@@ -133,7 +134,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 	}
 	res.Key, res.Insider = sc.Key, sc.Insider
 	keyFile := ""
-	dir := filepath.Join(l.cfg.RunDir, "spoof")
+	dir := filepath.Join(l.Config().RunDir, "spoof")
 	if err := os.RemoveAll(dir); err != nil {
 		return res, fmt.Errorf("lab: spoof: %w", err)
 	}
@@ -160,7 +161,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 	var order []uint32
 	peerAddrs := map[uint32]string{}
 	for i := range n {
-		a := net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(DaemonPort))
+		a := net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(DaemonPort))
 		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: a})
 		order = append(order, uint32(i+1))
 		peerAddrs[uint32(i+1)] = a
@@ -197,7 +198,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 		}
 	}
 	start := time.Now()
-	procs := make([]*Proc, n)
+	procs := make([]*netlab.Proc, n)
 	defer func() {
 		for _, p := range procs {
 			if p != nil {
@@ -211,7 +212,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			return res, fmt.Errorf("lab: spoof: %w", err)
 		}
 		argv := append(append([]string(nil), sc.Command...), "-config", filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)))
-		procs[i], err = l.ExecEnv(i, argv, sc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		procs[i], err = l.ExecEnv(i, argv, sc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
 			return res, fmt.Errorf("lab: spoof: %w", err)
@@ -245,7 +246,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 	for i := range nodes {
 		nodes[i].Host = i
 	}
-	var spoofer *Proc
+	var spoofer *netlab.Proc
 	report := filepath.Join(dir, "spoofer.json")
 	defer func() {
 		if spoofer != nil {
@@ -283,7 +284,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			if sc.Key {
 				keyID = 1
 			}
-			scfg := SpoofSendConfig{Peers: peerAddrs, Own: net.JoinHostPort(HostAddr(n).String(), strconv.Itoa(DaemonPort)),
+			scfg := SpoofSendConfig{Peers: peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(n).String(), strconv.Itoa(DaemonPort)),
 				KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: capFile, Seed: sc.Seed, Report: report,
 				MaxDrift: base.Sync.MaxDriftPPM / 1e6}
 			if sc.Insider {
@@ -298,7 +299,7 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 			if err != nil {
 				return res, fmt.Errorf("lab: spoof: %w", err)
 			}
-			spoofer, err = l.ExecEnv(n, append(append([]string(nil), sc.SpoofCommand...), "-config", cf), sc.SpoofEnv, ExecOptions{Stdout: logf, Stderr: logf})
+			spoofer, err = l.ExecEnv(n, append(append([]string(nil), sc.SpoofCommand...), "-config", cf), sc.SpoofEnv, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 			logf.Close()
 			if err != nil {
 				return res, fmt.Errorf("lab: spoof: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/timeline"
@@ -60,13 +61,13 @@ func TestLab(t *testing.T) {
 		t.Skip("the lab run is long and needs root: go test ./mpi -run TestLab -lab -v")
 	}
 	dir := built(t)
-	if err := lab.Check(); err != nil {
+	if err := netlab.Check(); err != nil {
 		t.Skipf("no lab here: %v", err)
 	}
 	gclock := gclockBinary(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := lab.DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Seed = *labSeed
 	cfg.RunDir = filepath.Join(t.TempDir(), "lab")
 	l, err := lab.Up(ctx, cfg)

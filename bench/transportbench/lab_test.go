@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/transport"
 )
 
@@ -14,7 +14,7 @@ import (
 // (as the lab's own tests do).
 func needLab(t *testing.T) {
 	t.Helper()
-	if err := lab.Check(); err != nil {
+	if err := netlab.Check(); err != nil {
 		t.Skipf("lab integration test needs root and network namespaces: %v", err)
 	}
 	if os.Getenv("GCLOCK_LAB_SKIP") != "" {

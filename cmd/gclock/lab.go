@@ -19,6 +19,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/sim"
 )
@@ -98,9 +99,9 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of tables")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the link models")
 	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
-	fs.DurationVar(&f.spin, "spin", lab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
-	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
-	fs.DurationVar(&f.warm, "warm-after", lab.DefaultWarmAfter, "the switch makes a warm-up write before a release after this long without one (0: never)")
+	fs.DurationVar(&f.spin, "spin", netlab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
+	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
+	fs.DurationVar(&f.warm, "warm-after", netlab.DefaultWarmAfter, "the switch makes a warm-up write before a release after this long without one (0: never)")
 	fs.IntVar(&f.probes, "probes", 2000, "validation probes per direction (one every -interval)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
@@ -175,8 +176,8 @@ func (f *labFlags) wanderModel() (lab.Wander, error) {
 }
 
 // validateConfig is the validation the flags ask for.
-func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
-	vc := lab.DefaultValidateConfig()
+func (f *labFlags) validateConfig() (netlab.ValidateConfig, error) {
+	vc := netlab.DefaultValidateConfig()
 	vc.Probes = f.probes
 	vc.Stagger = f.stagger
 	vc.Interval = f.interval
@@ -190,12 +191,12 @@ func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
 	return vc, nil
 }
 
-func (f *labFlags) config() (lab.Config, error) {
+func (f *labFlags) config() (netlab.Config, error) {
 	link, err := netmodel.ParseLink(f.link)
 	if err != nil {
-		return lab.Config{}, fmt.Errorf("--link: %w", err)
+		return netlab.Config{}, fmt.Errorf("--link: %w", err)
 	}
-	cfg := lab.DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts = f.hosts
 	cfg.Link = link
 	if link.Direct && f.hosts != 2 {
@@ -207,7 +208,7 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
 	if cfg.PortRate, err = f.portRateBps(); err != nil {
-		return lab.Config{}, err
+		return netlab.Config{}, err
 	}
 	cfg.FrameLog = f.frameLog
 	level := slog.LevelWarn
@@ -266,10 +267,10 @@ func runLab(args []string) error {
 			case len(args) > 1:
 				return usage.Errorf("lab down takes only -force (got %q)", args[1:])
 			}
-			if err := lab.Check(); err != nil {
+			if err := netlab.Check(); err != nil {
 				return err
 			}
-			return lab.Down(slog.New(slog.NewTextHandler(os.Stderr, nil)), force)
+			return netlab.Down(slog.New(slog.NewTextHandler(os.Stderr, nil)), force)
 		case "validate":
 			return runLabValidate(args[1:])
 		case "up":
@@ -289,7 +290,7 @@ func runLab(args []string) error {
 		case "loadgen": // run by the lab in its namespaces (--cross, --flood)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return lab.LoadGenMain(ctx, args[1:], os.Stderr)
+			return netlab.LoadGenMain(ctx, args[1:], os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -321,7 +322,7 @@ func runLab(args []string) error {
 	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
-		lab.PrintValidation(os.Stdout, rep.Validation)
+		netlab.PrintValidation(os.Stdout, rep.Validation)
 	}
 	fmt.Printf("\ngclock (%s clocks; host 0 is the reference), %v run, first %v excluded; daemon logs in %s\n",
 		f.clocks, f.duration, f.warmup, gres.Logs)
@@ -363,7 +364,7 @@ type labMeasurement struct {
 	rep   lab.RunReport
 	gres  lab.GclockResult
 	peers []lab.PeerResult
-	vc    lab.ValidateConfig
+	vc    netlab.ValidateConfig
 	pc    lab.PeerConfig
 }
 
@@ -583,7 +584,7 @@ func runLabValidate(args []string) error {
 	}
 	fmt.Printf("link %s, switch realtime=%v spin=%v; one-way delays from kernel TX/RX timestamps (us):\n",
 		cfg.Link, cfg.Realtime, cfg.SpinWindow)
-	lab.PrintValidation(os.Stdout, rs)
+	netlab.PrintValidation(os.Stdout, rs)
 	return nil
 }
 
@@ -607,7 +608,7 @@ func runLabUp(args []string) error {
 	}
 	defer l.Down()
 	fmt.Fprintf(os.Stderr, "gclock lab: %d hosts up (ip netns exec %s ...), link %s; Ctrl-C removes them\n",
-		cfg.Hosts, lab.HostNS(0), cfg.Link)
+		cfg.Hosts, netlab.HostNS(0), cfg.Link)
 	<-ctx.Done()
 	return nil
 }

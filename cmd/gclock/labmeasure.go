@@ -15,6 +15,7 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 	"github.com/gclock/gclock/netmodel"
 )
@@ -78,7 +79,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
 	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
-	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
+	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.StringVar(&f.op, "op", measure.OpAllreduce, "operation: barrier, reduce, allreduce, page")
 	fs.IntVar(&f.runs, "runs", 300, "iterations (each: a scheduled and a barrier-started execution)")
@@ -114,7 +115,7 @@ func runLabMeasure(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (subcommands: latency, report)", fs.Arg(0))
 	}
-	if err := lab.Check(); err != nil {
+	if err := netlab.Check(); err != nil {
 		return err
 	}
 	spec, err := f.spec(stderr)

@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"bytes"
@@ -667,3 +667,6 @@ func (p *Proc) Stop(grace time.Duration) {
 	_ = unix.Kill(-pgid, unix.SIGKILL)
 	<-p.done
 }
+
+// Logger returns the lab's logger (Config.Logger, or one that discards).
+func (l *Lab) Logger() *slog.Logger { return l.log }
