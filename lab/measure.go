@@ -86,10 +86,6 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	gc.Until = nodesDone
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type gout struct {
-		r   GclockResult
-		err error
-	}
 	gdir := filepath.Join(l.Config().RunDir, "gclock")
 	// A previous run's pages and configs must not be taken for this run's.
 	if err := os.RemoveAll(gdir); err != nil {
@@ -100,24 +96,8 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		r, err := l.RunGclock(ctx, gc)
 		gdone <- gout{r, err}
 	}()
-	// RunGclock recreates its directory, then writes the configs and starts
-	// the daemons: wait for every page.
-	deadline := time.Now().Add(15 * time.Second)
-	for h := 0; h < l.Config().Hosts; {
-		if _, err := os.Stat(filepath.Join(gdir, fmt.Sprintf("page-h%d", h))); err == nil {
-			h++
-			continue
-		}
-		select {
-		case g := <-gdone:
-			return res, fmt.Errorf("lab: measure: the daemons stopped before their pages appeared: %v", g.err)
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("lab: measure: no page of host %d after 15 s (see %s)", h, gdir)
-		}
+	if err := waitPages(ctx, gdir, l.Config().Hosts, gdone); err != nil {
+		return res, err
 	}
 	truth, err := referenceTruth(filepath.Join(gdir, "h0.yaml"))
 	if err != nil {
@@ -131,52 +111,15 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		return res, ctx.Err()
 	case <-time.After(gc.Warmup):
 	}
-	var peers []string
-	for i := range hosts {
-		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(MeasurePort)))
-	}
-	// The nodes' key: op page needs one (its server answers 8-KB pages
-	// to short requests); the other ops run without, as the lab's
-	// daemons do, on the lab's private links (-insecure, said explicitly).
-	auth := []string{"-insecure"}
-	if i := slices.Index(mc.Args, "-op"); i >= 0 && i+1 < len(mc.Args) && mc.Args[i+1] == measure.OpPage {
-		line, err := daemon.NewKeyLine(1)
-		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
-		}
-		kf := filepath.Join(dir, "cluster.key")
-		if err := os.WriteFile(kf, []byte(line), 0o600); err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
-		}
-		auth = []string{"-key", kf}
-	}
 	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(2 * time.Second)
 		}
 	}()
-	for i := range hosts {
-		argv := append([]string(nil), mc.Command...)
-		if mc.Latency {
-			argv = append(argv, "latency")
-		}
-		argv = append(argv, auth...)
-		argv = append(argv, "-rank", strconv.Itoa(i), "-peers", strings.Join(peers, ","),
-			"-page", filepath.Join(gdir, fmt.Sprintf("page-h%d", i)),
-			"-clock-config", filepath.Join(gdir, fmt.Sprintf("h%d.yaml", i)),
-			"-o", filepath.Join(dir, fmt.Sprintf("stamps-r%d.csv", i)))
-		argv = append(argv, mc.Args...)
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-h%d.log", i)))
-		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
-		}
-		p, err := l.ExecEnv(i, argv, mc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
-		logf.Close()
-		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
-		}
-		procs = append(procs, p)
+	procs, err = l.startNodes(mc, hosts, dir, gdir)
+	if err != nil {
+		return res, err
 	}
 	for _, p := range procs {
 		select {
@@ -201,20 +144,104 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		return res, fmt.Errorf("lab: measure: %w", g.err)
 	}
 	res.Gclock = g.r
+	res.Stamps, err = readStamps(dir, hosts)
+	return res, err
+}
+
+// gout is what RunGclock returned.
+type gout struct {
+	r   GclockResult
+	err error
+}
+
+// waitPages waits for the pages of hosts daemons in gdir: RunGclock
+// recreates its directory, then writes the configs and starts the daemons.
+func waitPages(ctx context.Context, gdir string, hosts int, gdone <-chan gout) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for h := 0; h < hosts; {
+		if _, err := os.Stat(filepath.Join(gdir, fmt.Sprintf("page-h%d", h))); err == nil {
+			h++
+			continue
+		}
+		select {
+		case g := <-gdone:
+			return fmt.Errorf("lab: measure: the daemons stopped before their pages appeared: %v", g.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: measure: no page of host %d after 15 s (see %s)", h, gdir)
+		}
+	}
+	return nil
+}
+
+// startNodes starts `gclock measure` on hosts 0..hosts-1, reading the
+// daemons' pages and configs in gdir, writing stamps and logs to dir.
+func (l *Lab) startNodes(mc MeasureConfig, hosts int, dir, gdir string) ([]*netlab.Proc, error) {
+	var peers []string
+	for i := range hosts {
+		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(MeasurePort)))
+	}
+	// The nodes' key: op page needs one (its server answers 8-KB pages
+	// to short requests); the other ops run without, as the lab's
+	// daemons do, on the lab's private links (-insecure, said explicitly).
+	auth := []string{"-insecure"}
+	if i := slices.Index(mc.Args, "-op"); i >= 0 && i+1 < len(mc.Args) && mc.Args[i+1] == measure.OpPage {
+		line, err := daemon.NewKeyLine(1)
+		if err != nil {
+			return nil, fmt.Errorf("lab: measure: %w", err)
+		}
+		kf := filepath.Join(dir, "cluster.key")
+		if err := os.WriteFile(kf, []byte(line), 0o600); err != nil {
+			return nil, fmt.Errorf("lab: measure: %w", err)
+		}
+		auth = []string{"-key", kf}
+	}
+	var procs []*netlab.Proc
+	for i := range hosts {
+		argv := append([]string(nil), mc.Command...)
+		if mc.Latency {
+			argv = append(argv, "latency")
+		}
+		argv = append(argv, auth...)
+		argv = append(argv, "-rank", strconv.Itoa(i), "-peers", strings.Join(peers, ","),
+			"-page", filepath.Join(gdir, fmt.Sprintf("page-h%d", i)),
+			"-clock-config", filepath.Join(gdir, fmt.Sprintf("h%d.yaml", i)),
+			"-o", filepath.Join(dir, fmt.Sprintf("stamps-r%d.csv", i)))
+		argv = append(argv, mc.Args...)
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-h%d.log", i)))
+		if err != nil {
+			return procs, fmt.Errorf("lab: measure: %w", err)
+		}
+		p, err := l.ExecEnv(i, argv, mc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
+		logf.Close()
+		if err != nil {
+			return procs, fmt.Errorf("lab: measure: %w", err)
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+// readStamps reads the nodes' stamps-r<i>.csv in dir.
+func readStamps(dir string, hosts int) ([]measure.Stamp, error) {
+	var out []measure.Stamp
 	for i := range hosts {
 		path := filepath.Join(dir, fmt.Sprintf("stamps-r%d.csv", i))
 		f, err := os.Open(path)
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return out, fmt.Errorf("lab: measure: %w", err)
 		}
 		ss, err := measure.ReadStamps(f, path)
 		f.Close()
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return out, fmt.Errorf("lab: measure: %w", err)
 		}
-		res.Stamps = append(res.Stamps, ss...)
+		out = append(out, ss...)
 	}
-	return res, nil
+	return out, nil
 }
 
 // referenceTruth rebuilds the reference's clock from its daemon's

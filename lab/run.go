@@ -92,34 +92,8 @@ type RunReport struct {
 func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	var rep RunReport
 	cfg, gc, pc := spec.Lab, spec.Gclock, spec.Peer
-	if err := pc.Validate(cfg.Hosts); err != nil {
+	if err := spec.check(); err != nil {
 		return rep, err
-	}
-	if err := gc.Validate(); err != nil {
-		return rep, err
-	}
-	if spec.Load < 0 || spec.Load > 64 {
-		return rep, fmt.Errorf("lab: run: load %d: want 0..64", spec.Load)
-	}
-	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
-		return rep, fmt.Errorf("lab: run: load outside %d: want 0..64", spec.LoadOutside)
-	}
-	if spec.Flood < 0 || spec.Flood > 1e6 {
-		return rep, fmt.Errorf("lab: run: flood %d frames/s: want 0..1000000", spec.Flood)
-	}
-	if !(spec.Cross >= 0 && spec.Cross <= 1) {
-		return rep, fmt.Errorf("lab: run: cross traffic %v: want a share of the port rate in [0, 1]", spec.Cross)
-	}
-	if spec.Cross > 0 && cfg.PortRate <= 0 {
-		return rep, fmt.Errorf("lab: run: cross traffic %v needs a port rate (--port-rate)", spec.Cross)
-	}
-	if (spec.Cross > 0 || spec.Flood > 0) && len(spec.LoadCommand) == 0 {
-		return rep, fmt.Errorf("lab: run: cross traffic and flood need the load generator command (RunSpec.LoadCommand)")
-	}
-	for _, p := range spec.Peers {
-		if p != PeerChrony && p != PeerPTP4L {
-			return rep, fmt.Errorf("lab: run: unknown peer %q (want %s, %s)", p, PeerChrony, PeerPTP4L)
-		}
 	}
 	l, err := Up(ctx, cfg)
 	if err != nil {
@@ -185,6 +159,41 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	}
 	rep.Gclock, rep.Peers = gres, results
 	return rep, nil
+}
+
+// check reports the first field of spec that Run cannot run.
+func (spec RunSpec) check() error {
+	cfg := spec.Lab
+	if err := spec.Peer.Validate(cfg.Hosts); err != nil {
+		return err
+	}
+	if err := spec.Gclock.Validate(); err != nil {
+		return err
+	}
+	if spec.Load < 0 || spec.Load > 64 {
+		return fmt.Errorf("lab: run: load %d: want 0..64", spec.Load)
+	}
+	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
+		return fmt.Errorf("lab: run: load outside %d: want 0..64", spec.LoadOutside)
+	}
+	if spec.Flood < 0 || spec.Flood > 1e6 {
+		return fmt.Errorf("lab: run: flood %d frames/s: want 0..1000000", spec.Flood)
+	}
+	if !(spec.Cross >= 0 && spec.Cross <= 1) {
+		return fmt.Errorf("lab: run: cross traffic %v: want a share of the port rate in [0, 1]", spec.Cross)
+	}
+	if spec.Cross > 0 && cfg.PortRate <= 0 {
+		return fmt.Errorf("lab: run: cross traffic %v needs a port rate (--port-rate)", spec.Cross)
+	}
+	if (spec.Cross > 0 || spec.Flood > 0) && len(spec.LoadCommand) == 0 {
+		return fmt.Errorf("lab: run: cross traffic and flood need the load generator command (RunSpec.LoadCommand)")
+	}
+	for _, p := range spec.Peers {
+		if p != PeerChrony && p != PeerPTP4L {
+			return fmt.Errorf("lab: run: unknown peer %q (want %s, %s)", p, PeerChrony, PeerPTP4L)
+		}
+	}
+	return nil
 }
 
 // loadMargin is how much longer than the run the load generators may run

@@ -55,7 +55,7 @@ func Lab(ctx context.Context, cfg LabConfig) ([]Row, error) {
 			return rows, fmt.Errorf("transportbench: lab at loss %g: %w", loss, err)
 		}
 		if cfg.FragTime > 0 {
-			if err := setFragTime(ctx, cfg.FragTime); err != nil {
+			if err := setFragTime(ctx, l, cfg.FragTime); err != nil {
 				l.Down()
 				return rows, err
 			}
@@ -116,12 +116,12 @@ func labPages(ctx context.Context, l *lab.Lab, cfg LabConfig, ackEvery bool) (Ro
 }
 
 // setFragTime sets net.ipv4.ipfrag_time in both hosts of the lab.
-func setFragTime(ctx context.Context, d time.Duration) error {
+func setFragTime(ctx context.Context, l *lab.Lab, d time.Duration) error {
 	secs := max(int64(d/time.Second), 1)
 	for h := range 2 {
-		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", netlab.HostNS(h), "sysctl", "-qw", "net.ipv4.ipfrag_time="+strconv.FormatInt(secs, 10)).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", l.HostNS(h), "sysctl", "-qw", "net.ipv4.ipfrag_time="+strconv.FormatInt(secs, 10)).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("transportbench: ipfrag_time in %s: %w (%s)", netlab.HostNS(h), err, out)
+			return fmt.Errorf("transportbench: ipfrag_time in %s: %w (%s)", l.HostNS(h), err, out)
 		}
 	}
 	return nil

@@ -32,15 +32,16 @@ const labUsage = `usage:
   gclock lab [flags]            build the lab, validate its switch, run the comparison, clean up
   gclock lab validate [flags]   build a lab, measure what its switch delivers, clean up
   gclock lab up [flags]         build the lab and keep it until interrupted (for manual work)
-  gclock lab down               remove every gclab-* namespace and the processes inside them
+  gclock lab down [-force]      remove what ended labs left (gclab-* namespaces, the processes inside them)
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
   gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against gclock's accuracy targets
   gclock lab measure [latency|report] [flags]  distributed operations and one-way latency timed in global time, against the truth (docs/measure.md)
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
   gclock lab spoof [flags]      daemons under a spoofer's forged and replayed datagrams, with and without a cluster key (docs/daemon.md)
 
-The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
-gclab-sw running gclock's userspace switch. Runs as root. Link syntax:
+The lab: hosts gclab-RUN-h0.. (10.77.0.(i+1)/24 on eth0; RUN is the pid of
+the lab's process and a count), one switch namespace gclab-RUN-sw running
+gclock's userspace switch. Runs as root. Link syntax:
   direct | fixed:100us | uniform|normal|pareto:DELAY:JITTER [/REVERSE] [,loss=1%][,dup=..][,reorder=..][,asym=20us]
 
 flags:
@@ -607,8 +608,8 @@ func runLabUp(args []string) error {
 		return err
 	}
 	defer l.Down()
-	fmt.Fprintf(os.Stderr, "gclock lab: %d hosts up (ip netns exec %s ...), link %s; Ctrl-C removes them\n",
-		cfg.Hosts, netlab.HostNS(0), cfg.Link)
+	fmt.Fprintf(os.Stderr, "gclock lab: %d hosts up as namespaces %s..h%d (ip netns exec %s ...), link %s; Ctrl-C removes them\n",
+		cfg.Hosts, l.HostNS(0), cfg.Hosts-1, l.HostNS(0), cfg.Link)
 	<-ctx.Done()
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -23,17 +22,17 @@ func TestLockSaysWhoHoldsIt(t *testing.T) {
 	// Take the lock as a running lab would (waiting if a real one runs).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	held, err := acquireLock(ctx, slog.New(slog.DiscardHandler))
+	release, _, err := lockLab(ctx, slog.New(slog.DiscardHandler), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Close()
+	defer release()
 	pid := "pid " + strconv.Itoa(os.Getpid())
 
 	var buf bytes.Buffer
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel2()
-	_, err = acquireLock(ctx2, slog.New(slog.NewTextHandler(&buf, nil)))
+	_, _, err = lockLab(ctx2, slog.New(slog.NewTextHandler(&buf, nil)), false)
 	if err == nil || !strings.Contains(err.Error(), pid) {
 		t.Errorf("a second lab: err %v, want a time-out naming %s", err, pid)
 	}
@@ -44,7 +43,7 @@ func TestLockSaysWhoHoldsIt(t *testing.T) {
 		t.Errorf("down while a lab runs: %v, want ErrLabBusy naming %s", err, pid)
 	}
 	// Released: down takes the lock itself (nothing of ours to remove).
-	syscall.Flock(int(held.Fd()), syscall.LOCK_UN)
+	release()
 	if err := Check(); err == nil {
 		if err := Down(slog.New(slog.DiscardHandler), false); err != nil {
 			t.Errorf("down with no lab running: %v", err)
