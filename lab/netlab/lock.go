@@ -23,11 +23,14 @@ const LockPath = "/run/gclab.lock"
 
 // procLock is this process's hold on LockPath: one flock however many of
 // its labs are up.
-var procLock struct {
+var procLock procLockState
+
+type procLockState struct {
 	sync.Mutex
 	f          *os.File // LockPath, flocked; nil: not held
 	concurrent int      // labs up with Config.Concurrent
 	alone      bool     // a lab up without it
+	waiting    int      // lockLab calls waiting: the last Down keeps f for them
 }
 
 // lockLab waits until this process may bring up a lab, until ctx ends:
@@ -39,16 +42,35 @@ var procLock struct {
 // back (and LockPath with the process's last lab).
 func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release func(), first bool, err error) {
 	said := false
+	waiting := false
+	defer func() {
+		if waiting {
+			procLock.Lock()
+			procLock.waiting--
+			procLock.drop()
+			procLock.Unlock()
+		}
+	}()
 	for {
 		holder, err := func() (string, error) {
 			procLock.Lock()
 			defer procLock.Unlock()
 			switch {
-			case procLock.f != nil && concurrent && !procLock.alone && procLock.concurrent > 0:
+			case procLock.f != nil && !procLock.alone && procLock.concurrent == 0:
+				// Kept by the last Down for a waiting lab of this
+				// process: no lab runs, on the machine either.
+				procLock.take(concurrent)
+				release, first = releaseLab(concurrent), true
+				return "", nil
+			case procLock.f != nil && concurrent && !procLock.alone:
 				procLock.concurrent++
 				release, first = releaseLab(concurrent), false
 				return "", nil
 			case procLock.f != nil:
+				if !waiting {
+					waiting = true
+					procLock.waiting++
+				}
 				return fmt.Sprintf("pid %d: a lab of this process", os.Getpid()), errBusy
 			}
 			f, held, err := tryFlock()
@@ -59,11 +81,7 @@ func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release fu
 				return held, errBusy
 			}
 			procLock.f = f
-			if concurrent {
-				procLock.concurrent = 1
-			} else {
-				procLock.alone = true
-			}
+			procLock.take(concurrent)
 			release, first = releaseLab(concurrent), true
 			return "", nil
 		}()
@@ -88,6 +106,24 @@ func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release fu
 // errBusy: LockPath or this process's labs are taken.
 var errBusy = errors.New("lab lock busy")
 
+// take counts a lab up under the held lock; procLock is locked.
+func (pl *procLockState) take(concurrent bool) {
+	if concurrent {
+		pl.concurrent++
+	} else {
+		pl.alone = true
+	}
+}
+
+// drop releases LockPath when no lab of this process is up or waits for
+// it; procLock is locked.
+func (pl *procLockState) drop() {
+	if pl.concurrent == 0 && !pl.alone && pl.waiting == 0 && pl.f != nil {
+		pl.f.Close() // releases the flock
+		pl.f = nil
+	}
+}
+
 // releaseLab returns the release of a lab taken by lockLab.
 func releaseLab(concurrent bool) func() {
 	var once sync.Once
@@ -100,10 +136,7 @@ func releaseLab(concurrent bool) func() {
 			} else {
 				procLock.alone = false
 			}
-			if procLock.concurrent == 0 && !procLock.alone && procLock.f != nil {
-				procLock.f.Close() // releases the flock
-				procLock.f = nil
-			}
+			procLock.drop()
 		})
 	}
 }
