@@ -169,7 +169,14 @@ func runFailover(t *testing.T, topo TopologyConfig, fn failoverNet) {
 		cfgs[i].Reference.FailoverAfter = Duration(cmp.Or(fn.failoverAfter, 400*time.Millisecond))
 		cfgs[i].Sync.ProbeTimeout = Duration(20 * time.Millisecond)
 	}
-	cfgs[1].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 2}}
+	cfgs[1].Clock = ClockConfig{Source: ClockEmulated, Emulated: EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 2,
+		OriginRaw: fn.sys.raw()}}
+	// The test's own copy of node 2's clock: with the scale node 2
+	// publishes once it took over, global time of its term exactly.
+	clock2, err := cfgs[1].Clock.Emulated.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	kr := clusterKey(t, cfgs) // failover with authenticated traffic
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -286,6 +293,35 @@ func runFailover(t *testing.T, topo TopologyConfig, fn failoverNet) {
 	}
 	waitSynced(2)
 	time.Sleep(time.Second)
+	// Node 2's page defines its term's scale (its frozen line); node 3's
+	// synced reads of that term hold it.
+	r := fn.sys.raw()
+	tm2, sc2, err := readers[1].AtScale(r)
+	if err != nil || !sc2.Defined || sc2.Term == 0 || sc2.X0 == 0 {
+		t.Fatalf("node 2's page after the takeover: scale %+v (%v), want its frozen line in a new term", sc2, err)
+	}
+	if g := sc2.At(clock2.Ideal(r)); g < tm2.Earliest || g > tm2.Latest {
+		t.Errorf("node 2's scale gives %d, outside its own page's bounds [%d, %d]", g, tm2.Earliest, tm2.Latest)
+	}
+	var judged int
+	for range 20 {
+		r := fn.sys.raw()
+		tm, sc, err := readers[2].AtScale(r)
+		if err != nil || sc.Defined || sc.Term != sc2.Term {
+			t.Fatalf("node 3's page: scale %+v (%v), want term %d and no definition", sc, err, sc2.Term)
+		}
+		if tm.Status == gtime.StatusSynced {
+			judged++
+			if g := sc2.At(clock2.Ideal(r)); g < tm.Earliest || g > tm.Latest {
+				t.Errorf("node 3: synced [%d, %d] misses global time %d of term %d by %d ns", tm.Earliest, tm.Latest, g, sc.Term,
+					max(tm.Earliest-g, g-tm.Latest))
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if judged == 0 {
+		t.Error("node 3: no synced read after the takeover")
+	}
 
 	// The old reference comes back: it must follow node 2.
 	ctx1b, stop1b := context.WithCancel(ctx)

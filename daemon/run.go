@@ -410,9 +410,10 @@ func (n *node) loop(ctx context.Context) error {
 func (n *node) dispatch(r engine.Ready) {
 	for _, ev := range r.Events {
 		switch ev.Kind {
-		case engine.EvGlobalResync, engine.EvContradiction, engine.EvTrustChange:
+		case engine.EvGlobalResync, engine.EvContradiction, engine.EvTrustChange, engine.EvReferenceChange:
 			// Publish at once: a contradiction must reach readers before
-			// they are promised time the data no longer support.
+			// they are promised time the data no longer support, and a
+			// new term (and a new reference's scale) must reach the page.
 			select {
 			case n.pub <- struct{}{}:
 			default:
@@ -653,6 +654,9 @@ func (n *node) publish() {
 	for i := range ts {
 		ts[i] = n.eng.Estimate(n.clk.fromRaw(raw + int64(i)*d))
 	}
+	// The reading's term, and the term's definition of global time when
+	// this node is its reference (gtime.Scale): the same instant.
+	term, fm, defined := n.eng.Scale()
 	n.mu.Unlock()
 	// Under reference failover a synced page must say stale once the
 	// Member's lease ends (a paused daemon's page would otherwise promise
@@ -668,7 +672,12 @@ func (n *node) publish() {
 	u := gtime.Update{
 		Local: raw, Status: gtime.Status(ts[0].Status), StaleAfter: staleAfter,
 		MaxDrift: n.engCfg.MaxDrift, MaxSlewRate: n.engCfg.MaxSlewRate,
-		Node: n.cfg.Node.ID, Reference: n.ref.Load(),
+		Node: n.cfg.Node.ID, Reference: n.ref.Load(), Term: term,
+	}
+	if defined && n.rt == nil {
+		// On the reference timescale only: a UTC scale is the reference's
+		// CLOCK_REALTIME, not this line.
+		u.Scale = gtime.Scale{Term: term, Defined: true, X0: fm.X0, Y0: fm.Y0, Skew: fm.Skew}
 	}
 	ok := true
 	if n.rt != nil {

@@ -317,6 +317,22 @@ func (m *Member) In(local int64) int64 { return m.view.in(local) }
 // over, and whether it did.
 func (m *Member) Frozen() (estimate.Mapping, bool) { return m.view.fm, m.view.frozen }
 
+// Scale returns the definition of global time in the current term when
+// this member is that term's reference and serves it (not while it asks
+// who the reference is): global time at local time l is
+// fm.Y0 + (l - fm.X0)(1 + fm.Skew). It is the identity for a reference
+// that did not take over (global time is its clock) and the frozen line
+// for one that did. A follower does not know it exactly: ok is false.
+func (m *Member) Scale() (term uint32, fm estimate.Mapping, ok bool) {
+	if m.Reference() != m.self || !m.started || m.discovering {
+		return m.term, estimate.Mapping{}, false
+	}
+	if m.view.frozen {
+		return m.term, m.view.fm, true
+	}
+	return m.term, estimate.Mapping{Valid: true}, true
+}
+
 // Numbers returns the largest round and period-change numbers sent.
 func (m *Member) Numbers() (round, seq uint32) { return m.view.maxRound, m.view.maxSeq }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -171,6 +172,9 @@ func TestMemberFailover(t *testing.T) {
 			t.Fatalf("node %d: %v before the stop", id, st)
 		}
 	}
+	if term, sc, ok := n.ms[1].Scale(); !ok || term != 0 || sc != (estimate.Mapping{Valid: true}) {
+		t.Errorf("the first reference's scale %+v of term %d (ok %v), want the identity in term 0", sc, term, ok)
+	}
 	n.down[1] = true
 	stopped := n.now
 	handover := int64(0)
@@ -209,6 +213,15 @@ func TestMemberFailover(t *testing.T) {
 	}
 	if fm, ok := n.ms[2].Frozen(); !ok || !fm.Valid {
 		t.Error("node 2 did not freeze its line")
+	}
+	// The scale node 2 publishes is its frozen line: with its clock it
+	// gives its own global time to the ns; the followers publish none.
+	term, sc, ok := n.ms[2].Scale()
+	if l := n.local(2); !ok || term != n.ms[2].Term() || term == 0 || sc.Y0+(l-sc.X0)+int64(math.Round(sc.Skew*float64(l-sc.X0))) != n.ms[2].Estimate(l).Est {
+		t.Errorf("node 2's scale %+v of term %d (ok %v): not its global time %d at %d", sc, term, ok, n.ms[2].Estimate(l).Est, l)
+	}
+	if _, _, ok := n.ms[3].Scale(); ok {
+		t.Error("follower 3 defines a scale")
 	}
 	if worstJump > 20_000 {
 		t.Errorf("largest step of global time beyond the elapsed time: %d ns", worstJump)

@@ -598,3 +598,58 @@ func TestInfoNodes(t *testing.T) {
 		}
 	}
 }
+
+// A reading's term and its scale definition go through the page from the
+// same copy as the reading; a scale whose term is not the update's, or
+// whose rate is not finite, is refused; a page without one says the term
+// only.
+func TestScaleThroughPage(t *testing.T) {
+	w, r, _ := newPair(t)
+	u := baseUpdate(RawNow())
+	tests := []struct {
+		name  string
+		term  uint32
+		scale Scale
+		want  Scale
+		ok    bool
+	}{
+		{"follower", 3, Scale{}, Scale{Term: 3}, true},
+		{"identity", 0, Scale{Defined: true}, Scale{Defined: true}, true},
+		{"frozen", 7, Scale{Term: 7, Defined: true, X0: 1 << 50, Y0: -(1 << 40), Skew: -12.5e-6},
+			Scale{Term: 7, Defined: true, X0: 1 << 50, Y0: -(1 << 40), Skew: -12.5e-6}, true},
+		{"undefined scale fields dropped", 4, Scale{Term: 9, X0: 5}, Scale{Term: 4}, true},
+		{"other term", 5, Scale{Term: 4, Defined: true}, Scale{}, false},
+		{"rate", 5, Scale{Term: 5, Defined: true, Skew: math.NaN()}, Scale{}, false},
+	}
+	for _, tt := range tests {
+		u.Local++
+		u.Term, u.Scale = tt.term, tt.scale
+		err := w.Publish(u)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: publish error %v, want ok %v", tt.name, err, tt.ok)
+			continue
+		}
+		if !tt.ok {
+			if !errors.Is(err, ErrUpdate) {
+				t.Errorf("%s: %v, want ErrUpdate", tt.name, err)
+			}
+			continue
+		}
+		tm, sc, err := r.AtScale(u.Local)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if sc != tt.want || tm.Status != StatusSynced {
+			t.Errorf("%s: read %+v (%v), want %+v", tt.name, sc, tm.Status, tt.want)
+		}
+		if in, _ := r.Info(); in.Term != tt.term {
+			t.Errorf("%s: Info term %d, want %d", tt.name, in.Term, tt.term)
+		}
+	}
+	s := Scale{Defined: true, X0: 1000, Y0: 5000, Skew: 1e-3}
+	for _, c := range []struct{ l, want int64 }{{1000, 5000}, {2000, 6001}, {0, 3999}} {
+		if got := s.At(c.l); got != c.want {
+			t.Errorf("Scale.At(%d) = %d, want %d", c.l, got, c.want)
+		}
+	}
+}

@@ -267,6 +267,23 @@ func (r *Reader) At(local int64) (Time, error) {
 	return eval(&c.d, local), nil
 }
 
+// AtScale is At with the election term the reading belongs to, from the
+// same copy of the page: Scale.Term is the term, and Scale is that term's
+// definition of global time when the page's writer is the term's reference
+// (Scale.Defined; see Scale). A reading claims the scale of its term: an
+// evaluator judges a synced reading against that scale, which changes
+// with the term after a failover.
+func (r *Reader) AtScale(local int64) (Time, Scale, error) {
+	if r.closed.Load() {
+		return Time{}, Scale{}, fmt.Errorf("gtime: read %s: %w", r.path, ErrClosed)
+	}
+	c, err := r.snapshot(r.now())
+	if err != nil {
+		return Time{}, Scale{}, fmt.Errorf("gtime: read %s: %w", r.path, err)
+	}
+	return eval(&c.d, local), c.d.scale, nil
+}
+
 // Mapping returns the daemon's current local->global mapping as published
 // (local clock = CLOCK_MONOTONIC_RAW) and the local time it was published
 // at. It satisfies trace.MappingSource, so a trace recorder can log a live
@@ -304,6 +321,9 @@ type Info struct {
 	// clock global time is at the last publish (it changes on failover);
 	// 0 when the daemon did not say (older daemons).
 	Node, Reference uint32
+	// Term is the election term of the last publish (0 without failover
+	// or from older daemons).
+	Term uint32
 	// UpstreamUnsynced: the daemon serves no synced UTC because the
 	// reference's own CLOCK_REALTIME is unsynchronised (its kernel says so).
 	UpstreamUnsynced bool
@@ -324,7 +344,7 @@ func (r *Reader) Info() (Info, error) {
 		Path: r.path, WriterPID: int(d.pid), Updated: d.updated,
 		Age: time.Duration(satmath.Sub(r.now(), d.updated)), StaleAfter: time.Duration(d.staleAfter),
 		MaxDrift: d.maxDrift, Timescale: d.timescale, Valid: d.valid,
-		Node: d.node, Reference: d.reference, UpstreamUnsynced: d.upstreamUnsync,
+		Node: d.node, Reference: d.reference, Term: d.term, UpstreamUnsynced: d.upstreamUnsync,
 	}
 	if d.pid > 0 && d.pid <= math.MaxInt32 {
 		err := unix.Kill(int(d.pid), 0)

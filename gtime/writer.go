@@ -53,6 +53,12 @@ type Update struct {
 	// UpstreamUnsynced says why a UTC timescale is not synced: the
 	// reference's own CLOCK_REALTIME is unsynchronised (Info reports it).
 	UpstreamUnsynced bool
+	// Term is the election term the published reading belongs to (0
+	// without failover); Scale, when Defined, is that term's definition
+	// of global time, published by the term's reference only (its Term
+	// must be Term).
+	Term  uint32
+	Scale Scale
 }
 
 // Writer publishes to a page. There is one writer per page: NewWriter
@@ -231,6 +237,10 @@ func (w *Writer) Publish(u Update) error {
 		slewX: u.Local, slewRate: u.MaxSlewRate,
 		status: u.Status, timescale: u.Timescale, valid: m.Valid,
 		node: u.Node, reference: u.Reference, upstreamUnsync: u.UpstreamUnsynced,
+		term: u.Term, scale: u.Scale,
+	}
+	if !u.Scale.Defined {
+		next.scale = Scale{Term: u.Term}
 	}
 	if next.valid && w.isSet && w.cur.timescale == next.timescale {
 		prev := eval(&w.cur, u.Local).Est
@@ -274,6 +284,10 @@ func (u *Update) check() error {
 		return bad("Timescale", u.Timescale, "unknown timescale")
 	case u.StaleAfter <= 0:
 		return bad("StaleAfter", u.StaleAfter, "must be > 0")
+	case u.Scale.Defined && u.Scale.Term != u.Term:
+		return bad("Scale.Term", u.Scale.Term, fmt.Sprintf("must be the update's Term %d", u.Term))
+	case u.Scale.Defined && (!finite(u.Scale.Skew) || math.Abs(u.Scale.Skew) >= 0.5):
+		return bad("Scale.Skew", u.Scale.Skew, "must be finite, |skew| < 0.5")
 	case !finite(u.MaxDrift) || u.MaxDrift < 0 || u.MaxDrift >= 0.5:
 		return bad("MaxDrift", u.MaxDrift, "must be in [0, 0.5)")
 	case !finite(u.MaxSlewRate) || u.MaxSlewRate <= 0 || u.MaxSlewRate >= 0.5:

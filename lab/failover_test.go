@@ -35,18 +35,36 @@ func TestFailoverPause(t *testing.T) {
 	gc.Env = []string{daemonEnv + "=1"}
 	gc.Duration, gc.Warmup = 38*time.Second, 10*time.Second
 	gc.FailoverAfter = 2 * time.Second
+	gc.Trace = true // the series: which synced reads came after the takeover
 	gc.Faults = []Fault{{At: 14 * time.Second, Host: 0, Kind: FaultStop, For: 10 * time.Second}}
 	res, err := l.RunGclock(context.Background(), gc)
 	if err != nil {
 		t.Fatalf("RunGclock: %v", err)
 	}
 	fo, a := res.Failover, res.Agreement
-	t.Logf("agreement %+v; synced reads outside %d; failover %+v", a, res.SyncedOutside, *fo)
+	t.Logf("agreement %+v; synced reads outside %d (unjudged %d, scale redefinitions %d); failover %+v", a, res.SyncedOutside,
+		res.SyncedUnjudged, res.ScaleRedefinitions, *fo)
 	for _, n := range res.Nodes {
 		t.Logf("host %d: %d reads, coverage %.5f, statuses %v, longest not synced %.2f s", n.ID, n.Evaluations, n.BoundCoverage, n.StatusShare, n.LongestNotSyncedS)
 	}
 	if a.Violations != 0 || a.Instants == 0 {
 		t.Errorf("%d of %d instants with disjoint synced pages (gap up to %d ns), want 0", a.Violations, a.Instants, a.MaxGap)
+	}
+	// The truth: every read judged against the scale of the term it
+	// claims (host 0's clock, then the line host 1 froze at the takeover
+	// and publishes), so the reads after the takeover count too.
+	if res.SyncedOutside != 0 || res.SyncedUnjudged != 0 || res.ScaleRedefinitions != 0 {
+		t.Errorf("%d synced reads with the truth outside, %d not judged (no scale for their term), %d scale redefinitions: want 0",
+			res.SyncedOutside, res.SyncedUnjudged, res.ScaleRedefinitions)
+	}
+	var after int // synced reads of host 2 after the takeover, judged against host 1's line
+	for _, p := range res.Series {
+		if p.Host == 2 && p.Synced && time.Duration(p.AtNs) > gc.Faults[0].At+gc.FailoverAfter+time.Second {
+			after++
+		}
+	}
+	if after == 0 {
+		t.Error("host 2: no synced read after the takeover")
 	}
 	if fo.MaxReferencesPerTerm != 1 || fo.Terms < 1 {
 		t.Errorf("references per term %v (at most %d), last term %d: want one per term and a new term", fo.ReferencesPerTerm, fo.MaxReferencesPerTerm, fo.Terms)

@@ -287,9 +287,16 @@ type GclockResult struct {
 	// hosts share a point. Violations must be 0.
 	Agreement eval.Agreement `json:"agreement"`
 	// SyncedOutside counts the synced reads after the warm-up whose
-	// bounds missed the truth (the reference's emulated clock: after a
-	// takeover, the scale the new reference continues).
-	SyncedOutside uint64 `json:"synced_outside"`
+	// bounds missed the truth: global time in the scale of the term the
+	// read claims (scales.go; the first reference's clock, then the line
+	// each reference that took over froze and published). SyncedUnjudged
+	// counts the synced reads of a term whose scale no reference page
+	// showed (not judged; must be 0), ScaleRedefinitions the reads of a
+	// reference page that defined its term's scale anew (a reference
+	// restarted within its term).
+	SyncedOutside      uint64 `json:"synced_outside"`
+	SyncedUnjudged     uint64 `json:"synced_unjudged"`
+	ScaleRedefinitions uint64 `json:"scale_redefinitions"`
 	// Failover measures the elections (GclockConfig.FailoverAfter).
 	Failover *FailoverFigures `json:"failover,omitempty"`
 }
@@ -359,6 +366,8 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 		return GclockResult{}, err
 	}
 	r.ev = newEvaluator(r.n, gc)
+	r.scales = newTermScales()
+	r.reads, r.claims = make([]gtime.Time, r.n), make([]gtime.Scale, r.n)
 	if len(gc.Faults) > 0 {
 		r.ev.gc.Trace = true // faultResults reads the series
 	}
@@ -389,6 +398,10 @@ type gclockRun struct {
 
 	start, warm, end int64 // CLOCK_MONOTONIC_RAW
 	atWarmup         []traffic
+
+	scales *termScales   // scales.go: each term's scale, from the reference pages
+	reads  []gtime.Time  // this instant's reads, by host
+	claims []gtime.Scale // the scale each read claims
 }
 
 // daemonBase is the daemon config every host's starts from (GclockConfig.Base
@@ -582,16 +595,13 @@ func (r *gclockRun) checkAlive() error {
 	return nil
 }
 
-// evaluate reads every host's page at the raw instant now against the
-// truth at now.
+// evaluate reads every host's page at the raw instant now, then judges
+// each read against global time in the scale of the term it claims.
 func (r *gclockRun) evaluate(now int64) error {
-	truth := r.clocks[0].at(now)
-	if r.realtime {
-		off, _ := transport.RealtimeOffset()
-		truth = now + off
-	}
+	// Read every page at now first: a reference's page defines its
+	// term's scale, against which the reads of that term are judged.
 	for i, rd := range r.readers {
-		t, err := rd.At(now)
+		t, sc, err := rd.AtScale(now)
 		if err != nil {
 			return fmt.Errorf("lab: gclock: host %d: %w", i, err)
 		}
@@ -599,15 +609,27 @@ func (r *gclockRun) evaluate(now int64) error {
 			// Closed or replaced by a restarted daemon: read the
 			// page now at the path, if any.
 			if nr, err := gtime.Open(r.path("page-h%d", i)); err == nil {
-				if t2, err := nr.At(now); err == nil {
+				if t2, sc2, err := nr.AtScale(now); err == nil {
 					rd.Close()
-					r.readers[i], t = nr, t2
+					r.readers[i], t, sc = nr, t2, sc2
 				} else {
 					nr.Close()
 				}
 			}
 		}
-		r.ev.add(i, now-r.start, now >= r.warm, t, truth)
+		r.reads[i], r.claims[i] = t, sc
+		r.scales.learn(i, sc)
+	}
+	for i, t := range r.reads {
+		var truth int64
+		known := true
+		if r.realtime {
+			off, _ := transport.RealtimeOffset()
+			truth = now + off
+		} else {
+			truth, known = r.scales.truth(r.claims[i].Term, now, r.clocks)
+		}
+		r.ev.add(i, now-r.start, now >= r.warm, t, truth, known)
 	}
 	r.ev.instant(now - r.start)
 	return nil
@@ -618,6 +640,7 @@ func (r *gclockRun) result() GclockResult {
 	gc := r.gc
 	final := scrapeAll(r.dir, r.n)
 	res := r.ev.result(r.atWarmup, final, float64(gc.Warmup)/1e9, float64(r.end-r.warm)/1e9)
+	res.ScaleRedefinitions = r.scales.redefined
 	for _, h := range r.clocks {
 		res.Clocks = append(res.Clocks, h.truth)
 	}
@@ -762,9 +785,10 @@ type evaluator struct {
 	series []SeriesPoint
 	// This instant's counted reads, for the agreement check; the check
 	// and the synced reads outside their bounds.
-	now     []eval.Read
-	agree   eval.Agreement
-	outside uint64
+	now      []eval.Read
+	agree    eval.Agreement
+	outside  uint64
+	unjudged uint64
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {
@@ -781,7 +805,10 @@ func (e *evaluator) options() eval.Options {
 	return eval.Options{Interval: int64(e.gc.EvalEvery), Exact: true}
 }
 
-func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64) {
+// add takes host's read t at run time at; truth is global time in the
+// scale the read claims, known false when that scale is not known (truth
+// is then the evaluator's best guess, and a synced read is not judged).
+func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64, known bool) {
 	if e.gc.Trace {
 		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satmath.Sub(t.Est, truth),
 			LoNs: satmath.Sub(t.Earliest, truth), HiNs: satmath.Sub(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
@@ -794,7 +821,11 @@ func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth in
 		Status: eval.Status(t.Status), Truth: truth}
 	e.hosts[host].Add(rd)
 	e.now = append(e.now, rd)
-	if rd.Status == eval.Synced && (truth < rd.Earliest || truth > rd.Latest) {
+	switch {
+	case rd.Status != eval.Synced:
+	case !known:
+		e.unjudged++
+	case truth < rd.Earliest || truth > rd.Latest:
 		e.outside++
 	}
 }
@@ -852,7 +883,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		sum.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(conv.rounds, sync, warmS)
 	}
 	res.Summary = sum
-	res.Agreement, res.SyncedOutside = e.agree, e.outside
+	res.Agreement, res.SyncedOutside, res.SyncedUnjudged = e.agree, e.outside, e.unjudged
 	return res
 }
 

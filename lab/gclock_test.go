@@ -139,16 +139,21 @@ func TestEvaluator(t *testing.T) {
 	e := newEvaluator(2, gc)
 	truth := int64(1_000_000)
 	// Host 1: three synced readings, one outside its bounds, one unsynced.
-	e.add(1, 0, false, gtime.Time{Est: truth + 999, Earliest: truth, Latest: truth + 2000, Status: gtime.StatusSynced}, truth)
-	e.add(1, 1, true, gtime.Time{Est: truth + 100, Earliest: truth - 50, Latest: truth + 250, Status: gtime.StatusSynced}, truth)
-	e.add(1, 2, true, gtime.Time{Est: truth - 300, Earliest: truth - 400, Latest: truth - 10, Status: gtime.StatusSynced}, truth)
-	e.add(1, 3, true, gtime.Time{Est: truth, Earliest: truth - 100, Latest: truth + 100, Status: gtime.StatusStale}, truth)
-	e.add(1, 4, true, gtime.Time{Est: 0, Earliest: -1 << 62, Latest: 1 << 62, Status: gtime.StatusUnsynced}, truth)
-	e.add(0, 4, true, gtime.Time{Est: truth, Earliest: truth, Latest: truth, Status: gtime.StatusSynced}, truth)
+	e.add(1, 0, false, gtime.Time{Est: truth + 999, Earliest: truth, Latest: truth + 2000, Status: gtime.StatusSynced}, truth, true)
+	e.add(1, 1, true, gtime.Time{Est: truth + 100, Earliest: truth - 50, Latest: truth + 250, Status: gtime.StatusSynced}, truth, true)
+	e.add(1, 2, true, gtime.Time{Est: truth - 300, Earliest: truth - 400, Latest: truth - 10, Status: gtime.StatusSynced}, truth, true)
+	e.add(1, 3, true, gtime.Time{Est: truth, Earliest: truth - 100, Latest: truth + 100, Status: gtime.StatusStale}, truth, true)
+	e.add(1, 4, true, gtime.Time{Est: 0, Earliest: -1 << 62, Latest: 1 << 62, Status: gtime.StatusUnsynced}, truth, true)
+	e.add(0, 4, true, gtime.Time{Est: truth, Earliest: truth, Latest: truth, Status: gtime.StatusSynced}, truth, true)
+	// A synced read of a term whose scale is unknown is not judged.
+	e.add(0, 5, true, gtime.Time{Est: truth, Earliest: truth + 5, Latest: truth + 9, Status: gtime.StatusSynced}, truth, false)
 	w := []traffic{{ok: true, exchanges: 10, rounds: 1, messages: 21}, {ok: true}}
 	f := []traffic{{ok: true, exchanges: 40, rounds: 3, messages: 81}, {ok: true, messages: 2}}
 	r := e.result(w, f, 10, 20)
 	s := r.Summary
+	if r.SyncedOutside != 1 || r.SyncedUnjudged != 1 {
+		t.Errorf("synced outside %d, unjudged %d: want 1 and 1", r.SyncedOutside, r.SyncedUnjudged)
+	}
 	if s.Evaluations != 3 || s.ErrorMaxNs != 300 || s.ErrorP50Ns != 100 {
 		t.Errorf("summary %+v: want 3 evaluations, max 300, p50 100", s)
 	}
@@ -171,5 +176,53 @@ func TestEvaluator(t *testing.T) {
 	}
 	if s.MessagesPerNodePerS != 62.0/2/20 {
 		t.Errorf("messages/node/s %v, want %v", s.MessagesPerNodePerS, 62.0/2/20)
+	}
+}
+
+// Each read is judged against the scale of the term it claims, as that
+// term's reference defines it on its own clock.
+func TestTermScales(t *testing.T) {
+	offset := func(ns int64) *hostClock {
+		c, err := (daemon.EmulatedClockConfig{Offset: daemon.Duration(ns), OriginRaw: 1}).New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &hostClock{emu: c}
+	}
+	clocks := []*hostClock{offset(0), offset(3_000_000), offset(-2_000_000)}
+	ts := newTermScales()
+	const raw = int64(10_000_000_000)
+	if g, ok := ts.truth(0, raw, clocks); ok || g != raw {
+		t.Errorf("nothing seen: %d, %v; want host 0's clock %d, not known", g, ok, raw)
+	}
+	ts.learn(1, gtime.Scale{Term: 0})       // a follower's page defines nothing
+	ts.learn(0, gtime.Scale{Defined: true}) // term 0: host 0's clock
+	// Term 4: host 1 froze its estimate of host 0's clock at its local
+	// time raw+3 ms, 2 ppm fast.
+	frozen := gtime.Scale{Term: 4, Defined: true, X0: raw + 3_000_000, Y0: raw + 150, Skew: 2e-6}
+	ts.learn(1, frozen)
+	tests := []struct {
+		term uint32
+		at   int64
+		want int64
+		ok   bool
+	}{
+		{0, raw + 1e9, raw + 1e9, true},
+		{4, raw, raw + 150, true},
+		{4, raw + 1e9, raw + 1e9 + 150 + 2000, true},
+		{3, raw, raw + 150, false}, // unknown: the newest known term's scale
+	}
+	for _, tt := range tests {
+		if g, ok := ts.truth(tt.term, tt.at, clocks); g != tt.want || ok != tt.ok {
+			t.Errorf("term %d at %d: %d (%v), want %d (%v)", tt.term, tt.at, g, ok, tt.want, tt.ok)
+		}
+	}
+	ts.learn(1, frozen)
+	if ts.redefined != 0 {
+		t.Errorf("the same definition again counted as %d redefinitions", ts.redefined)
+	}
+	ts.learn(1, gtime.Scale{Term: 4, Defined: true}) // restarted within term 4: its clock
+	if g, _ := ts.truth(4, raw, clocks); ts.redefined != 1 || g != raw+3_000_000 {
+		t.Errorf("after a redefinition: %d (%d redefinitions), want host 1's clock %d and 1", g, ts.redefined, raw+3_000_000)
 	}
 }

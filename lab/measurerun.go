@@ -34,6 +34,15 @@ type MeasureSpec struct {
 	// Load is the number of CPU-bound processes beside the daemons and
 	// nodes (0..64).
 	Load int
+	// LoadOutside, Flood and Cross are the load beside the lab, as
+	// RunSpec has them (`gclock lab bench --profile busy` is Load 4 and
+	// LoadOutside 2): busy loops outside the lab's namespaces, softirq
+	// frames a second, the cross traffic's share of Lab.PortRate. Flood
+	// and Cross need LoadCommand (the gclock binary), run with Env.
+	LoadOutside int
+	Flood       int
+	Cross       float64
+	LoadCommand []string
 	// Latency runs the latency test instead of an operation.
 	Latency bool
 	// The operation (measure.Op*), its executions per iteration
@@ -71,6 +80,15 @@ type MeasureReport struct {
 	Result *measure.Result   // the analysis against the truth
 	Run    MeasureResult     // the stamps, the truth and the daemons' evaluation
 	Switch []netlab.DirStats // what the switch did during the run (nil on a direct link)
+	// KeptLate is the same stamps analysed with the late scheduled
+	// executions kept (measure.Options.LateLimitNs -1): the global-time
+	// stamps' error over every execution, whether or not ReproMPI's rule
+	// leaves it out of Result (nil for the latency test).
+	KeptLate *measure.Result
+	// LoadAvgStart and LoadAvgEnd are the machine's load average (1, 5,
+	// 15 min) when the lab and its load were up and when the nodes were
+	// done.
+	LoadAvgStart, LoadAvgEnd [3]float64
 }
 
 // Measure builds a lab (root), runs the daemons and their warm-up, runs
@@ -90,8 +108,10 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return out, err
 	}
-	if spec.Load < 0 || spec.Load > 64 {
-		return out, fmt.Errorf("lab: measure: load %d: want 0..64", spec.Load)
+	loads := RunSpec{Load: spec.Load, LoadOutside: spec.LoadOutside, Flood: spec.Flood, Cross: spec.Cross,
+		LoadCommand: spec.LoadCommand, LoadEnv: spec.Env}
+	if err := checkLoads(loads, cfg.PortRate); err != nil {
+		return out, fmt.Errorf("lab: measure: %w", err)
 	}
 	if len(spec.Gclock.Command) == 0 {
 		return out, errors.New("lab: measure: gclock command: empty (want the gclock binary and \"daemon\")")
@@ -121,17 +141,17 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 		return out, err
 	}
 	defer l.Down()
-	if spec.Load > 0 {
-		stopLoad, err := l.StartLoad(spec.Load)
-		if err != nil {
-			return out, err
-		}
-		defer stopLoad()
+	// The loads run until the lab goes down (Down stops them), at most as
+	// long as the daemons may run, plus a margin.
+	if err := startLoads(ctx, l, loads, spec.Gclock.Warmup+4*mc.Expect+mc.Margin+loadMargin); err != nil {
+		return out, err
 	}
 	if sw := l.Switch(); sw != nil {
 		sw.ResetStats()
 	}
+	out.LoadAvgStart = LoadAvg()
 	r, err := l.RunMeasure(ctx, mc)
+	out.LoadAvgEnd = LoadAvg()
 	if err != nil {
 		return out, err
 	}
@@ -143,6 +163,11 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 		return out, err
 	}
 	out.Result, out.Run = res, r
+	if !spec.Latency {
+		if out.KeptLate, err = measure.AnalyzeWith(r.Stamps, r.Truth, measure.Options{LateLimitNs: -1}); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
 }
 
@@ -167,7 +192,10 @@ func (r MeasureReport) WriteMarkdown(w io.Writer) error {
 	if !s.Gclock.Emulate {
 		clocks = "raw"
 	}
-	fmt.Fprintf(w, "Lab: link %s, %s clocks (drifts up to +-%g ppm), %d busy loops, %v warm-up; %s.\n", s.Link, clocks, s.Gclock.MaxDriftPPM, s.Load, s.Gclock.Warmup, what)
+	fmt.Fprintf(w, "Lab: link %s, %s clocks (drifts up to +-%g ppm), %s, %v warm-up; %s.\n", s.Link, clocks, s.Gclock.MaxDriftPPM,
+		describeLoad(RunSpec{Load: s.Load, LoadOutside: s.LoadOutside, Flood: s.Flood, Cross: s.Cross}, s.Lab.PortRate), s.Gclock.Warmup, what)
+	fmt.Fprintf(w, "Load average (1, 5, 15 min): %.2f %.2f %.2f when the nodes started, %.2f %.2f %.2f when they were done.\n",
+		r.LoadAvgStart[0], r.LoadAvgStart[1], r.LoadAvgStart[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2])
 	fmt.Fprintf(w, "The daemons over the same run (hosts 1.., |global time - truth|): median %s, p99 %s, truth inside the bounds %.2f%%.\n",
 		nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), 100*g.BoundCoverage)
 	if len(r.Switch) == 0 {
@@ -182,6 +210,12 @@ func (r MeasureReport) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "The switch over the run: %d frames, %d dropped by the link model, %d send errors, release lateness p99 %s (worst direction).\n\n",
 			frames, drops, errs, nsStr(float64(late)))
+	}
+	if k := r.KeptLate; k != nil {
+		if g := k.Method(measure.MethodGlobal); g != nil && g.Err != nil {
+			fmt.Fprintf(w, "The global-time method (b) over all %d scheduled executions, the %d late ones kept: |error| median %s, p99 %s, truth inside the bounds %.2f%% of %d.\n\n",
+				k.Scheduled, k.LateExecs, nsStr(g.Err.P50AbsNs), nsStr(g.Err.P99AbsNs), 100*g.Err.Coverage, g.Err.BoundsN)
+		}
 	}
 	tg := measure.DefaultTargets()
 	var tp *measure.Targets

@@ -170,23 +170,8 @@ func (spec RunSpec) check() error {
 	if err := spec.Gclock.Validate(); err != nil {
 		return err
 	}
-	if spec.Load < 0 || spec.Load > 64 {
-		return fmt.Errorf("lab: run: load %d: want 0..64", spec.Load)
-	}
-	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
-		return fmt.Errorf("lab: run: load outside %d: want 0..64", spec.LoadOutside)
-	}
-	if spec.Flood < 0 || spec.Flood > 1e6 {
-		return fmt.Errorf("lab: run: flood %d frames/s: want 0..1000000", spec.Flood)
-	}
-	if !(spec.Cross >= 0 && spec.Cross <= 1) {
-		return fmt.Errorf("lab: run: cross traffic %v: want a share of the port rate in [0, 1]", spec.Cross)
-	}
-	if spec.Cross > 0 && cfg.PortRate <= 0 {
-		return fmt.Errorf("lab: run: cross traffic %v needs a port rate (--port-rate)", spec.Cross)
-	}
-	if (spec.Cross > 0 || spec.Flood > 0) && len(spec.LoadCommand) == 0 {
-		return fmt.Errorf("lab: run: cross traffic and flood need the load generator command (RunSpec.LoadCommand)")
+	if err := checkLoads(spec, cfg.PortRate); err != nil {
+		return fmt.Errorf("lab: run: %w", err)
 	}
 	for _, p := range spec.Peers {
 		if p != PeerChrony && p != PeerPTP4L {
@@ -199,6 +184,30 @@ func (spec RunSpec) check() error {
 // loadMargin is how much longer than the run the load generators may run
 // (the lab stops them at its end; the bound is for a lab that dies).
 const loadMargin = 30 * time.Second
+
+// checkLoads checks the loads spec asks for (Load, LoadOutside, Flood,
+// Cross and LoadCommand) on a lab whose ports run at portRate bit/s.
+func checkLoads(spec RunSpec, portRate int64) error {
+	if spec.Load < 0 || spec.Load > 64 {
+		return fmt.Errorf("load %d: want 0..64", spec.Load)
+	}
+	if spec.LoadOutside < 0 || spec.LoadOutside > 64 {
+		return fmt.Errorf("load outside %d: want 0..64", spec.LoadOutside)
+	}
+	if spec.Flood < 0 || spec.Flood > 1e6 {
+		return fmt.Errorf("flood %d frames/s: want 0..1000000", spec.Flood)
+	}
+	if !(spec.Cross >= 0 && spec.Cross <= 1) {
+		return fmt.Errorf("cross traffic %v: want a share of the port rate in [0, 1]", spec.Cross)
+	}
+	if spec.Cross > 0 && portRate <= 0 {
+		return fmt.Errorf("cross traffic %v needs a port rate (--port-rate)", spec.Cross)
+	}
+	if (spec.Cross > 0 || spec.Flood > 0) && len(spec.LoadCommand) == 0 {
+		return fmt.Errorf("cross traffic and flood need the load generator command (RunSpec.LoadCommand)")
+	}
+	return nil
+}
 
 // startLoads starts every load spec asks for, each stopped when l goes down
 // (Down stops every process the lab started).

@@ -300,11 +300,18 @@ func AnalyzeWith(stamps []Stamp, truth Truth, opt Options) (*Result, error) {
 		}
 		if k.mode == ModeScheduled {
 			// ReproMPI's window: an execution with a node that started
-			// late is invalid.
+			// late is invalid. The window opens at the execution's
+			// earliest scheduled instant: a node that fell behind and
+			// took a later slot of the grid (nextSlot) started late for
+			// this execution however punctual it was for its own slot.
 			res.Scheduled++
 			isLate := false
+			window := int64(math.MaxInt64)
 			for _, p := range ps {
-				d := p.start.Global.Est - p.start.Target
+				window = min(window, p.start.Target)
+			}
+			for _, p := range ps {
+				d := p.start.Global.Est - window
 				late = append(late, float64(d))
 				isLate = isLate || d > limit
 			}

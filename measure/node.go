@@ -443,7 +443,8 @@ func (n *node) loop(ctx context.Context, s0 int64) error {
 // the next instant of the grid s0 + m*Period at least a quarter period
 // ahead, so that one slow iteration does not make every later start late.
 // Nodes that fall behind alike pick the same slot; a node that picks
-// another is late for that iteration, which its stamps show.
+// another is late for that iteration: its stamps carry its own target,
+// and Analyze judges every node against the execution's earliest one.
 func (n *node) nextSlot(s0 int64, k int) int64 {
 	p := n.cfg.Period.Nanoseconds()
 	t := s0 + int64(k)*p

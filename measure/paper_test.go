@@ -263,3 +263,48 @@ func TestPaperSyntheticFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLateAgainstCommonWindow: a scheduled execution's window opens at
+// the earliest target of its nodes, so a node that fell behind and aimed
+// at a later slot of the grid (20 ms on) is late for the execution
+// however punctual it was for its own slot (lab, load 17: 100 of 300
+// executions had nodes aiming at different slots).
+func TestLateAgainstCommonWindow(t *testing.T) {
+	const slot = 20_000_000
+	tests := []struct {
+		name    string
+		targets [2]int64 // each node's target
+		starts  [2]int64 // each node's start (global = raw)
+		late    bool
+		maxLate float64 // the largest lateness Analyze saw (LateP99Ns of two values)
+	}{
+		{"on time", [2]int64{slot, slot}, [2]int64{slot, slot + 50_000}, false, 50_000},
+		{"one late", [2]int64{slot, slot}, [2]int64{slot, slot + 150_000}, true, 150_000},
+		{"later slot, punctual for it", [2]int64{slot, 2 * slot}, [2]int64{slot, 2*slot + 10}, true, slot + 10},
+		{"earlier slot taken by the other", [2]int64{2 * slot, slot}, [2]int64{2*slot + 30_000, slot}, true, slot + 30_000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var ss []Stamp
+			for r := range 2 {
+				s := st(0, ModeScheduled, r, EventStart, tc.starts[r], 0, tc.starts[r], 100)
+				s.Target = tc.targets[r]
+				end := tc.starts[r] + 1_000_000
+				ss = append(ss, s, st(0, ModeScheduled, r, EventEnd, end, 0, end, 100))
+			}
+			res, err := Analyze(ss, func(raw int64) int64 { return raw })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.LateExecs == 1; got != tc.late || res.Scheduled != 1 {
+				t.Errorf("late executions %d of %d, want late %v", res.LateExecs, res.Scheduled, tc.late)
+			}
+			if res.LateP99Ns != tc.maxLate {
+				t.Errorf("lateness p99 %v ns, want %v", res.LateP99Ns, tc.maxLate)
+			}
+			if g := res.Method(MethodGlobal); (g != nil) == tc.late {
+				t.Errorf("global-time method present %v, want %v (a late execution is left out)", g != nil, !tc.late)
+			}
+		})
+	}
+}

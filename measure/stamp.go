@@ -85,7 +85,9 @@ type Stamp struct {
 	// and the daemon's status.
 	Global gtime.Time
 	// Target is the scheduled global instant of a ModeScheduled start (0
-	// otherwise): Global.Est - Target is how late the node started.
+	// otherwise). A node that fell behind may aim at a later instant than
+	// the others; how late it started is Global.Est minus the earliest
+	// Target of the execution's nodes (Analyze).
 	Target int64
 	// Retro is the node's global time at Raw as its daemon's page gives it
 	// at the end of the measurement: the mapping of then, fitted over the

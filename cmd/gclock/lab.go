@@ -526,6 +526,10 @@ func labPrintGclock(w io.Writer, r lab.GclockResult) {
 	a := r.Agreement
 	fmt.Fprintf(w, "one time (no truth needed): %d of %d instants with synced reads sharing no point (gap up to %s us); %d synced reads with the truth outside\n",
 		a.Violations, a.Instants, us(a.MaxGap), r.SyncedOutside)
+	if r.SyncedUnjudged > 0 || r.ScaleRedefinitions > 0 {
+		fmt.Fprintf(w, "the truth is the scale of the term each read claims: %d synced reads of a term whose scale no reference page showed (not judged); %d reads of a reference page that redefined its term's scale\n",
+			r.SyncedUnjudged, r.ScaleRedefinitions)
+	}
 	if fo := r.Failover; fo != nil {
 		fmt.Fprintf(w, "failover (after %gs, limit %gs = after + one query timeout): last term %d, at most %d reference(s) per term %v\n",
 			fo.AfterS, fo.LimitS, fo.Terms, fo.MaxReferencesPerTerm, fo.ReferencesPerTerm)

@@ -37,17 +37,22 @@ flags:
 `
 
 type labMeasureFlags struct {
-	hosts     int
-	link      string
-	seed      uint64
-	warmup    time.Duration
-	load      int
-	clocks    string
-	maxDrift  float64
-	daemonCfg string
-	realtime  bool
-	busy      time.Duration
-	verbose   bool
+	hosts  int
+	link   string
+	seed   uint64
+	warmup time.Duration
+	load   int
+	// the load beside the lab, as gclock lab has it
+	profile     string
+	loadOutside int
+	cross       string
+	portRate    string
+	clocks      string
+	maxDrift    float64
+	daemonCfg   string
+	realtime    bool
+	busy        time.Duration
+	verbose     bool
 	// the operation
 	op     string
 	runs   int
@@ -67,6 +72,10 @@ type labMeasureFlags struct {
 	plotErr string
 	dir     string
 	json    bool
+	// evidence
+	runDir       string
+	series       string
+	measurements bool
 }
 
 func (f *labMeasureFlags) register(fs *flag.FlagSet) {
@@ -75,6 +84,10 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the link models and the clocks")
 	fs.DurationVar(&f.warmup, "warmup", 10*time.Second, "the daemons' convergence before the nodes start")
 	fs.IntVar(&f.load, "load", 0, "CPU-bound processes (busy loops) beside the daemons and nodes")
+	fs.StringVar(&f.profile, "profile", "", "the load of a gclock lab bench profile, over the flags: quiet (as given), busy (--load 4 --load-outside 2) or crossNN (--cross NN%)")
+	fs.IntVar(&f.loadOutside, "load-outside", 0, "busy loops outside the lab's namespaces")
+	fs.StringVar(&f.cross, "cross", "", "cross traffic: every host sends a bulk TCP flow to the next at this share of the port rate, e.g. 30%")
+	fs.StringVar(&f.portRate, "port-rate", "", "model every switch port as a FIFO queue on a line of this rate, e.g. 1G (default: none; 1G with --cross)")
 	fs.StringVar(&f.clocks, "clocks", "emulated", "the daemons' and nodes' clocks: emulated (offsets, drifts) or raw")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
@@ -97,6 +110,9 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.plotErr, "plot-errors", "", "draw each method's |error| distribution into FILE.png or FILE.svg")
 	fs.StringVar(&f.dir, "dir", "measure-report", "report: the directory of report.md and the figures")
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON")
+	fs.StringVar(&f.runDir, "run-dir", netlab.DefaultRunDir, "the lab's run directory: the daemons' configs, pages and logs (gclock/), the nodes' stamps and logs (measure/), kept after the run")
+	fs.StringVar(&f.series, "series", "", "write the daemons' evaluation against the truth (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
+	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in the run directory's gclock/")
 }
 
 func runLabMeasure(args []string, stdout, stderr io.Writer) error {
@@ -146,8 +162,32 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	if _, err := netmodel.ParseLink(f.link); err != nil {
 		return spec, fmt.Errorf("--link: %w", err)
 	}
-	if f.load < 0 || f.load > 64 {
-		return spec, fmt.Errorf("--load %d: want 0..64", f.load)
+	// The load, as gclock lab and its bench take it (a profile applied
+	// over the flags, as the bench applies it).
+	lf := labFlags{load: f.load, loadOutside: f.loadOutside, cross: f.cross, portRate: f.portRate}
+	if f.profile != "" {
+		profs, err := parseProfiles(f.profile)
+		if err != nil {
+			return spec, err
+		}
+		if len(profs) != 1 {
+			return spec, fmt.Errorf("--profile %q: want one profile (gclock lab bench runs several)", f.profile)
+		}
+		profs[0].apply(&lf)
+	}
+	if lf.load < 0 || lf.load > 64 {
+		return spec, fmt.Errorf("--load %d: want 0..64", lf.load)
+	}
+	if lf.loadOutside < 0 || lf.loadOutside > 64 {
+		return spec, fmt.Errorf("--load-outside %d: want 0..64", lf.loadOutside)
+	}
+	cross, err := lf.crossShare()
+	if err != nil {
+		return spec, err
+	}
+	portRate, err := lf.portRateBps()
+	if err != nil {
+		return spec, err
 	}
 	if f.op == measure.OpCmd {
 		return spec, fmt.Errorf("--op cmd: run gclock measure -op cmd on your nodes; the lab runs the built-in operations")
@@ -156,8 +196,10 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	if err != nil {
 		return spec, fmt.Errorf("cannot find the gclock binary to run the daemons and nodes: %w", err)
 	}
-	spec.Link, spec.Load, spec.Command = f.link, f.load, []string{exe, "measure"}
+	spec.Link, spec.Command = f.link, []string{exe, "measure"}
+	spec.Load, spec.LoadOutside, spec.Cross, spec.LoadCommand = lf.load, lf.loadOutside, cross, []string{exe}
 	cfg := &spec.Lab
+	cfg.PortRate, cfg.RunDir = portRate, f.runDir
 	cfg.Hosts, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, f.seed, f.realtime, f.busy
 	level := slog.LevelWarn
 	if f.verbose {
@@ -168,6 +210,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	gc := &spec.Gclock
 	gc.Command = []string{exe, "daemon"}
 	gc.Warmup, gc.Seed, gc.MaxDriftPPM = f.warmup, f.seed, f.maxDrift
+	gc.Trace, gc.Measurements = f.series != "", f.measurements
 	switch f.clocks {
 	case "emulated":
 	case "raw":
@@ -190,6 +233,11 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 
 func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer) error {
 	latency := r.Spec.Latency
+	if f.series != "" {
+		if err := labSeries(r.Run.Gclock, f.series); err != nil {
+			return err
+		}
+	}
 	if f.plot != "" {
 		plot := measure.PlotDeviations
 		if latency {
@@ -208,11 +256,21 @@ func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Link   string            `json:"link"`
-			Result *measure.Result   `json:"result"`
-			Gclock lab.GclockSummary `json:"gclock"`
-			Checks []measure.Check   `json:"checks"`
-		}{r.Spec.Link, r.Result, r.Run.Gclock.Summary, r.Checks()})
+			Link        string              `json:"link"`
+			Seed        uint64              `json:"seed"`
+			Load        int                 `json:"load"`
+			LoadOutside int                 `json:"load_outside"`
+			Cross       float64             `json:"cross,omitempty"`
+			PortRate    int64               `json:"port_rate_bps,omitempty"`
+			LoadAvg     [2][3]float64       `json:"loadavg"` // at the nodes' start and end
+			Result      *measure.Result     `json:"result"`
+			KeptLate    *measure.Result     `json:"kept_late,omitempty"` // the same stamps, late executions kept
+			Gclock      lab.GclockSummary   `json:"gclock"`
+			Nodes       []lab.GclockSummary `json:"gclock_nodes"`
+			Switch      []netlab.DirStats   `json:"switch,omitempty"`
+			Checks      []measure.Check     `json:"checks"`
+		}{r.Spec.Link, r.Spec.Lab.Seed, r.Spec.Load, r.Spec.LoadOutside, r.Spec.Cross, r.Spec.Lab.PortRate,
+			[2][3]float64{r.LoadAvgStart, r.LoadAvgEnd}, r.Result, r.KeptLate, r.Run.Gclock.Summary, r.Run.Gclock.Nodes, r.Switch, r.Checks()})
 	}
 	w := stdout
 	if f.out != "" {
