@@ -11,7 +11,7 @@ import (
 )
 
 // Transport endpoints of the lab run in this process: their sockets are
-// opened inside a host namespace (InNetns) and then used from ordinary
+// opened inside a host namespace (netlab.Lab.InHost) and then used from ordinary
 // goroutines, so that a datagram from host 0 to host 1 crosses the veth
 // pairs and the lab's switch, which applies the link model (loss,
 // duplication, reordering, delay) to every Ethernet frame.

@@ -181,8 +181,7 @@ func TestLabNTP(t *testing.T) {
 			t.Skipf("%s not installed (ci/deps.sh installs ntpsec-ntpdig, ntpsec-ntpdate and chrony)", c)
 		}
 	}
-	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	cfg := parallelLab(t, 3)
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

@@ -282,7 +282,7 @@ func TestNsOwner(t *testing.T) {
 
 // TestConcurrentLabs brings up two Concurrent labs at once: each has
 // namespaces of its own, an exclusive Up waits for both, one's Down leaves
-// the other's namespaces, and CleanupEnded removes a namespace of an ended
+// the other's namespaces, and cleanupEnded removes a namespace of an ended
 // process's lab but none of a running one.
 func TestConcurrentLabs(t *testing.T) {
 	needLab(t)
@@ -342,7 +342,7 @@ func TestConcurrentLabs(t *testing.T) {
 	if out, err := exec.Command("ip", "netns", "add", dead).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %s: %v", out, err)
 	}
-	if err := CleanupEnded(nil); err != nil {
+	if err := cleanupEnded(nil); err != nil {
 		t.Fatalf("CleanupEnded: %v", err)
 	}
 	if has(dead) {

@@ -116,8 +116,8 @@ func (l *Lab) StartCross(command, env []string, share float64, d time.Duration) 
 		}
 	}
 	for i := range l.cfg.Hosts {
-		to := HostAddr((i+1)%l.cfg.Hosts).String() + ":" + strconv.Itoa(BulkPort)
-		argv := append(append([]string{}, command...), "lab", "loadgen", "bulk", "-listen", ":"+strconv.Itoa(BulkPort),
+		to := HostAddr((i+1)%l.cfg.Hosts).String() + ":" + strconv.Itoa(bulkPort)
+		argv := append(append([]string{}, command...), "lab", "loadgen", "bulk", "-listen", ":"+strconv.Itoa(bulkPort),
 			"-to", to, "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-for", d.String())
 		logf, err := os.Create(filepath.Join(l.cfg.RunDir, fmt.Sprintf("bulk-h%d.log", i)))
 		if err != nil {

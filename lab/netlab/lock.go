@@ -31,6 +31,7 @@ type procLockState struct {
 	concurrent int      // labs up with Config.Concurrent
 	alone      bool     // a lab up without it
 	waiting    int      // lockLab calls waiting: the last Down keeps f for them
+	held       int      // HoldLock calls not yet released: f stays
 }
 
 // lockLab waits until this process may bring up a lab, until ctx ends:
@@ -103,6 +104,54 @@ func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release fu
 	}
 }
 
+// HoldLock takes LockPath for this process until release, waiting (as Up
+// does) until ctx ends: the labs the process brings up meanwhile wait for
+// one another only, never for another process's. A test binary holds it
+// for all its labs, so that its tests do not queue one by one behind
+// other processes' labs. waited is how long it waited.
+func HoldLock(ctx context.Context, log *slog.Logger) (release func(), waited time.Duration, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	said := false
+	for {
+		procLock.Lock()
+		if procLock.f == nil {
+			f, holder, err := tryFlock()
+			if err != nil {
+				procLock.Unlock()
+				return nil, 0, err
+			}
+			if holder != "" {
+				procLock.Unlock()
+				if !said {
+					said = true
+					log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
+				}
+				select {
+				case <-ctx.Done():
+					return nil, time.Since(start), fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			procLock.f = f
+		}
+		procLock.held++
+		procLock.Unlock()
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				procLock.Lock()
+				defer procLock.Unlock()
+				procLock.held--
+				procLock.drop()
+			})
+		}, time.Since(start), nil
+	}
+}
+
 // errBusy: LockPath or this process's labs are taken.
 var errBusy = errors.New("lab lock busy")
 
@@ -118,7 +167,7 @@ func (pl *procLockState) take(concurrent bool) {
 // drop releases LockPath when no lab of this process is up or waits for
 // it; procLock is locked.
 func (pl *procLockState) drop() {
-	if pl.concurrent == 0 && !pl.alone && pl.waiting == 0 && pl.f != nil {
+	if pl.concurrent == 0 && !pl.alone && pl.waiting == 0 && pl.held == 0 && pl.f != nil {
 		pl.f.Close() // releases the flock
 		pl.f = nil
 	}
@@ -208,13 +257,13 @@ func Down(log *slog.Logger, force bool) error {
 	}
 	if f != nil {
 		defer f.Close()
-		return Cleanup(log)
+		return cleanup(log)
 	}
 	if force {
 		log.Warn("removing the namespaces of a running lab (-force)", "holder", holder)
-		return Cleanup(log)
+		return cleanup(log)
 	}
-	if err := CleanupEnded(log); err != nil {
+	if err := cleanupEnded(log); err != nil {
 		return err
 	}
 	return fmt.Errorf("lab: down: %w (%s, lock %s): removed what ended labs left; it removes its own namespaces when it ends; stop it, or pass -force", ErrLabBusy, holder, LockPath)

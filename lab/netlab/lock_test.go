@@ -50,3 +50,48 @@ func TestLockSaysWhoHoldsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldLock: while this process holds the lab lock (HoldLock), its labs
+// come and go without giving it up (a second open of the lock file cannot
+// take it between them), and release gives it up.
+func TestHoldLock(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the lab's lock is in /run: root only")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	release, _, err := HoldLock(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := func() bool {
+		f, holder, err := tryFlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != nil {
+			f.Close()
+		}
+		return holder == ""
+	}
+	for i := range 2 {
+		rel, first, err := lockLab(context.Background(), slog.New(slog.DiscardHandler), i == 1)
+		if err != nil {
+			t.Fatalf("lab %d under the hold: %v", i, err)
+		}
+		if !first {
+			t.Errorf("lab %d under the hold: first false, want true (no lab of this process was up)", i)
+		}
+		rel()
+		if free() {
+			t.Fatalf("the lock was free after lab %d went down under the hold", i)
+		}
+	}
+	release()
+	procLock.Lock()
+	kept := procLock.f != nil
+	procLock.Unlock()
+	if kept {
+		t.Error("the lock file still open (the flock held) after release")
+	}
+}

@@ -66,18 +66,18 @@ func running(pid int) bool {
 	return err == nil || err == unix.EPERM
 }
 
-// Cleanup removes every namespace under Prefix, whichever lab made it,
+// cleanup removes every namespace under Prefix, whichever lab made it,
 // and kills the processes still inside them: `gclock lab down` when no
 // lab runs (or with -force), and what Up runs first when it takes
 // LockPath (no lab runs then, so all are leftovers). It touches nothing
 // else.
-func Cleanup(log *slog.Logger) error {
+func cleanup(log *slog.Logger) error {
 	return removeNamespaces(log, func(string) bool { return true })
 }
 
-// CleanupEnded removes the namespaces under Prefix of labs whose process
+// cleanupEnded removes the namespaces under Prefix of labs whose process
 // has ended (a crash, a SIGKILL), safe while other labs run.
-func CleanupEnded(log *slog.Logger) error {
+func cleanupEnded(log *slog.Logger) error {
 	return removeNamespaces(log, func(ns string) bool {
 		pid := nsOwner(ns)
 		return pid > 0 && pid != os.Getpid() && !running(pid)
@@ -111,11 +111,11 @@ func removeNamespaces(log *slog.Logger, match func(ns string) bool) error {
 	return errors.Join(errs...)
 }
 
-// InHost runs fn on an OS thread inside host's namespace (InNetns): the
+// InHost runs fn on an OS thread inside host's namespace (inNetns): the
 // sockets fn opens belong to the host.
 func (l *Lab) InHost(host int, fn func() error) error {
 	if host < 0 || host >= l.cfg.Hosts {
 		return fmt.Errorf("lab: host %d: want 0..%d", host, l.cfg.Hosts-1)
 	}
-	return InNetns(l.HostNS(host), fn)
+	return inNetns(l.HostNS(host), fn)
 }

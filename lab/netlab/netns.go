@@ -40,21 +40,21 @@ type Config struct {
 	// release thread stops sleeping and spins on the clock. 0 means
 	// DefaultSpinWindow.
 	SpinWindow time.Duration
-	// BusyPoll is SwitchConfig.BusyPoll; DefaultConfig sets DefaultBusyPoll.
+	// BusyPoll is switchConfig.BusyPoll; DefaultConfig sets DefaultBusyPoll.
 	BusyPoll time.Duration
-	// WarmAfter is SwitchConfig.WarmAfter (the lab adds the warm-up veth
+	// WarmAfter is switchConfig.WarmAfter (the lab adds the warm-up veth
 	// pair); DefaultConfig sets DefaultWarmAfter, 0 turns it off.
 	WarmAfter time.Duration
 	// Realtime runs the switch's release thread under SCHED_FIFO, so that a
 	// CPU-bound load beside the lab does not delay releases.
 	Realtime bool
-	// PortRate is SwitchConfig.PortRate: every egress port a FIFO queue in
+	// PortRate is switchConfig.PortRate: every egress port a FIFO queue in
 	// front of a line of this many bits per second (0: none).
 	PortRate int64
 	// RunDir holds per-run files of the peers (configs, sockets, logs). ""
 	// means DefaultRunDir.
 	RunDir string
-	// FrameLog is SwitchConfig.FrameLog: a CSV of every released frame,
+	// FrameLog is switchConfig.FrameLog: a CSV of every released frame,
 	// written when the lab goes down ("" none).
 	FrameLog string
 	// Concurrent lets this lab run beside this process's other Concurrent
@@ -205,7 +205,7 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	if first {
-		if err := Cleanup(log); err != nil {
+		if err := cleanup(log); err != nil {
 			release()
 			return nil, err
 		}
@@ -244,7 +244,7 @@ func (l *Lab) build(ctx context.Context) error {
 		l.log.Info("lab up", "hosts", n, "link", "direct veth", "prefix", l.prefix)
 		return nil
 	}
-	if err := l.startSwitch(ctx); err != nil {
+	if err := l.upSwitch(ctx); err != nil {
 		return err
 	}
 	l.log.Info("lab up", "hosts", n, "link", l.cfg.Link.String(), "prefix", l.prefix)
@@ -257,7 +257,7 @@ func addNamespace(ctx context.Context, ns string) error {
 		return fmt.Errorf("lab: %w: %w", ErrNoNetns, err)
 	}
 	// No IPv6: its autoconfiguration chatter would cross the switch.
-	if err := InNetns(ns, func() error {
+	if err := inNetns(ns, func() error {
 		for _, f := range []string{"all", "default"} {
 			p := "/proc/sys/net/ipv6/conf/" + f + "/disable_ipv6"
 			if err := os.WriteFile(p, []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -307,9 +307,9 @@ func (l *Lab) linkHost(ctx context.Context, i int) error {
 	return nil
 }
 
-// startSwitch makes the warm-up veth pair (with WarmAfter) and starts the
+// upSwitch makes the warm-up veth pair (with WarmAfter) and starts the
 // switch on the hosts' ports.
-func (l *Lab) startSwitch(ctx context.Context) error {
+func (l *Lab) upSwitch(ctx context.Context) error {
 	ports := make([]string, l.cfg.Hosts)
 	for i := range ports {
 		ports[i] = portName(i)
@@ -326,7 +326,7 @@ func (l *Lab) startSwitch(ctx context.Context) error {
 			}
 		}
 	}
-	sw, err := StartSwitch(SwitchConfig{
+	sw, err := startSwitch(switchConfig{
 		WarmPort:   warm,
 		WarmAfter:  l.cfg.WarmAfter,
 		Namespace:  l.SwitchNS(),
@@ -424,11 +424,11 @@ func ipCmd(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// InNetns runs fn on an OS thread that has entered the network namespace ns
+// inNetns runs fn on an OS thread that has entered the network namespace ns
 // (a name made by `ip netns add`). Sockets fn creates belong to ns and stay
 // usable from any goroutine afterwards. fn must not start goroutines that
 // expect to be inside ns.
-func InNetns(ns string, fn func() error) error {
+func inNetns(ns string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -21,8 +21,8 @@ import (
 	"github.com/gclock/gclock/internal/sockts"
 )
 
-// SwitchConfig says which ports a Switch joins and how it delays frames.
-type SwitchConfig struct {
+// switchConfig says which ports a Switch joins and how it delays frames.
+type switchConfig struct {
 	Namespace  string   // the namespace holding the ports ("" = this thread's)
 	Ports      []string // interface names; port i is host i's link
 	Link       netmodel.Link
@@ -87,7 +87,7 @@ const latenessCap = 1 << 20
 // serves every direction, so its lateness is the same each way; Stats
 // reports it.
 type Switch struct {
-	cfg   SwitchConfig
+	cfg   switchConfig
 	log   *slog.Logger
 	ports []swPort
 
@@ -134,7 +134,7 @@ type Switch struct {
 	cutFrom, cutTo []atomic.Int64
 }
 
-// minProcs is the GOMAXPROCS StartSwitch raises the process to: one P for
+// minProcs is the GOMAXPROCS startSwitch raises the process to: one P for
 // the switch thread, the rest for everything else; one more for each
 // further switch running at once (concurrent labs).
 const minProcs = 4
@@ -193,7 +193,7 @@ type DirStats struct {
 	// it, after the host's receive stamp was taken.
 	WriteP50Ns int64 `json:"write_p50_ns"`
 	WriteP99Ns int64 `json:"write_p99_ns"`
-	// With a port model (SwitchConfig.PortRate): how long the small frames
+	// With a port model (switchConfig.PortRate): how long the small frames
 	// (at most smallFrame bytes: probes, replies, ACKs) of this direction
 	// waited in the egress port's queue behind the frames before them.
 	SmallQueueP50Ns   int64 `json:"small_queue_p50_ns,omitempty"`
@@ -207,7 +207,7 @@ type DirStats struct {
 // smaller, bulk data is not.
 const smallFrame = 256
 
-// PortStats is what one egress port's queue (SwitchConfig.PortRate) sent
+// PortStats is what one egress port's queue (switchConfig.PortRate) sent
 // since the switch started or its stats were reset.
 type PortStats struct {
 	Port      int     `json:"port"` // egress port (host index)
@@ -251,9 +251,9 @@ func (h *releaseHeap) Pop() any {
 	return x
 }
 
-// StartSwitch opens a socket on every port inside cfg.Namespace and starts
+// startSwitch opens a socket on every port inside cfg.Namespace and starts
 // forwarding. Close stops it.
-func StartSwitch(cfg SwitchConfig) (*Switch, error) {
+func startSwitch(cfg switchConfig) (*Switch, error) {
 	if len(cfg.Ports) < 2 {
 		return nil, fmt.Errorf("switch: %d ports: want at least 2", len(cfg.Ports))
 	}
@@ -309,7 +309,7 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 }
 
 // newSwitch is the switch of cfg before its ports are open.
-func newSwitch(cfg SwitchConfig, log *slog.Logger) *Switch {
+func newSwitch(cfg switchConfig, log *slog.Logger) *Switch {
 	s := &Switch{
 		cfg:   cfg,
 		log:   log,
@@ -360,7 +360,7 @@ func (s *Switch) openPorts() error {
 	if s.cfg.Namespace == "" {
 		return open()
 	}
-	return InNetns(s.cfg.Namespace, open)
+	return inNetns(s.cfg.Namespace, open)
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

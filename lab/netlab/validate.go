@@ -220,7 +220,7 @@ func warmUp(sa, sb int, a, b [4]byte, port int) (sentA, sentB uint32, err error)
 
 func openProbe(ns string, addr [4]byte, port int) (int, error) {
 	var fd int
-	err := InNetns(ns, func() error {
+	err := inNetns(ns, func() error {
 		var err error
 		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
