@@ -19,7 +19,6 @@ type Measurement struct {
 	estimate.Sample
 }
 
-
 // ReadMeasurements parses a log.measurements CSV. name is used in errors
 // (which give the line and the column). A file that ends in the middle of
 // a line (a daemon killed while writing) is an error naming that line.
