@@ -121,22 +121,8 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	if err != nil {
 		return res, err
 	}
-	for _, p := range procs {
-		select {
-		case <-p.Done():
-		case g := <-gdone:
-			return res, fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): raise the expected run time", p.Host, g.err)
-		case <-ctx.Done():
-			return res, ctx.Err()
-		}
-		if err := p.Err(); err != nil {
-			log := filepath.Join(dir, fmt.Sprintf("node-h%d.log", p.Host))
-			tail, _ := os.ReadFile(log)
-			if len(tail) > 600 {
-				tail = tail[len(tail)-600:]
-			}
-			return res, fmt.Errorf("lab: measure: host %d's node failed (%v): %s (log %s)", p.Host, err, strings.TrimSpace(string(tail)), log)
-		}
+	if err := waitNodes(ctx, procs, gdone, dir); err != nil {
+		return res, err
 	}
 	close(nodesDone)
 	g := <-gdone
@@ -146,6 +132,29 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	res.Gclock = g.r
 	res.Stamps, err = readStamps(dir, hosts)
 	return res, err
+}
+
+// waitNodes waits for every node to end, and reports the first that
+// failed (with its log's tail) or the daemons stopping first.
+func waitNodes(ctx context.Context, procs []*netlab.Proc, gdone <-chan gout, dir string) error {
+	for _, p := range procs {
+		select {
+		case <-p.Done():
+		case g := <-gdone:
+			return fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): raise the expected run time", p.Host, g.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := p.Err(); err != nil {
+			log := filepath.Join(dir, fmt.Sprintf("node-h%d.log", p.Host))
+			tail, _ := os.ReadFile(log)
+			if len(tail) > 600 {
+				tail = tail[len(tail)-600:]
+			}
+			return fmt.Errorf("lab: measure: host %d's node failed (%v): %s (log %s)", p.Host, err, strings.TrimSpace(string(tail)), log)
+		}
+	}
+	return nil
 }
 
 // gout is what RunGclock returned.

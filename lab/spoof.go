@@ -294,6 +294,8 @@ func (f *forger) kinds() []string {
 
 // forge returns one forged datagram: its source, destination, payload
 // and kind (an index into f.kinds()).
+// Its length is the catalogue of spoofKinds, one case each, kept in one
+// switch so that a kind's index and its datagram sit side by side.
 func (f *forger) forge() (from, to netip.AddrPort, b []byte, kind int) {
 	if f.keys != nil {
 		return f.forgeInsider()
