@@ -83,7 +83,7 @@ if ! command -v systemd-analyze >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install systemd (deploy's unit-file test will skip and say so)"
 fi
-# Headless Chromium loads the daemon's status page (daemon/statuspage browser tests):
+# Headless Chromium loads the daemon's status page (daemon/internal/statuspage browser tests):
 # about 100 MB to download. A block of its own, as OpenMPI's.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive

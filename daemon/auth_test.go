@@ -18,6 +18,7 @@ import (
 	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // clusterKey writes a key file (mode 0600) for cfgs, sets their auth
@@ -25,7 +26,7 @@ import (
 func clusterKey(t *testing.T, cfgs []Config) *wire.Keyring {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cluster.key")
-	line, err := NewKeyLine(7)
+	line, err := keyfile.NewLine(7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,72 +43,11 @@ func clusterKey(t *testing.T, cfgs []Config) *wire.Keyring {
 	return kr
 }
 
-func TestParseKeys(t *testing.T) {
-	hex32 := strings.Repeat("ab", 32)
-	tests := []struct {
-		name, in string
-		ids      []uint32
-		err      string
-	}{
-		{"hex", "1 " + hex32 + "\n", []uint32{1}, ""},
-		{"base64 and comments", "# rotation\n\n1 " + hex32 + "\n  2 base64:" + strings.Repeat("QUFB", 11) + "\n", []uint32{1, 2}, ""},
-		{"short", "1 abcd\n", nil, "line 1: key id 1: 2 bytes, need at least 32"},
-		{"not hex", "3 " + strings.Repeat("zz", 32), nil, "line 1: key id 3: secret is neither hex"},
-		{"bad id", "x " + hex32, nil, "line 1: key id \"x\" is not a number"},
-		{"three fields", "1 " + hex32 + " extra", nil, "line 1: key id 1: third field \"extra\": want peer=N"},
-		{"four fields", "1 " + hex32 + " peer=2 x", nil, "line 1: want \"ID SECRET\" or \"ID SECRET peer=N\""},
-		{"link keys", "1 " + hex32 + " peer=2\n1 " + hex32 + " peer=3\n1 " + hex32 + "\n", []uint32{1, 1, 1}, ""},
-		{"link key twice", "1 " + hex32 + " peer=2\n1 " + hex32 + " peer=2\n", nil, "line 2: key id 1 for peer 2 given twice"},
-		{"bad peer", "1 " + hex32 + " peer=-1\n", nil, "want peer=N"},
-		{"duplicate", "1 " + hex32 + "\n1 " + hex32, nil, "line 2: key id 1 given twice"},
-		{"empty", "# nothing\n", nil, "no key in the file"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			keys, err := ParseKeys(strings.NewReader(tt.in))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(keys) != len(tt.ids) {
-				t.Fatalf("keys %v", keys)
-			}
-			for i, k := range keys {
-				if k.ID != tt.ids[i] || len(k.Secret) < wire.MinKeyLen {
-					t.Fatalf("key %d: %d (%d bytes)", i, k.ID, len(k.Secret))
-				}
-			}
-		})
-	}
-}
-
-func FuzzParseKeys(f *testing.F) {
-	f.Add("1 " + strings.Repeat("ab", 32))
-	f.Add("# c\n2 base64:" + strings.Repeat("QUFB", 11))
-	f.Add("3 " + strings.Repeat("cd", 32) + " peer=4")
-	f.Fuzz(func(t *testing.T, s string) {
-		keys, err := ParseKeys(strings.NewReader(s))
-		if err == nil && len(keys) == 0 {
-			t.Fatal("no error and no key")
-		}
-		for _, k := range keys {
-			if len(k.Secret) < wire.MinKeyLen {
-				t.Fatalf("short key %d accepted", k.ID)
-			}
-		}
-	})
-}
-
 // TestKeyFileRefused: the daemon refuses a key file others can read, a
 // missing key id, and config mistakes, with the file and the reason.
 func TestKeyFileRefused(t *testing.T) {
 	dir := t.TempDir()
-	line, _ := NewKeyLine(1)
+	line, _ := keyfile.NewLine(1)
 	write := func(name string, mode os.FileMode) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(line), mode); err != nil {
@@ -122,8 +62,8 @@ func TestKeyFileRefused(t *testing.T) {
 	for _, mode := range []os.FileMode{0o640, 0o604, 0o660, 0o644} {
 		p := write(fmt.Sprintf("k%o.key", mode), mode)
 		a := AuthConfig{KeyFile: p, KeyID: 1}
-		if _, err := a.Keyring(); !errors.Is(err, ErrKeyFilePerm) || !strings.Contains(err.Error(), p) {
-			t.Errorf("mode %o: %v, want ErrKeyFilePerm naming the file", mode, err)
+		if _, err := a.Keyring(); !errors.Is(err, keyfile.ErrPerm) || !strings.Contains(err.Error(), p) {
+			t.Errorf("mode %o: %v, want keyfile.ErrPerm naming the file", mode, err)
 		}
 	}
 	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1}).Keyring(); err != nil {

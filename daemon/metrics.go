@@ -27,6 +27,16 @@ type Snapshot struct {
 	Term      uint32
 	StaleTerm uint64
 	Status    string // gtime/engine status name: unsynced, synced, stale, no-daemon
+	// Served is the timescale this node serves (the page, NTP, gclock
+	// now: "reference" for global time, "realtime" or "mean-drift" for
+	// UTC) and ServedStatus its status: Status itself on the reference
+	// timescale; with real_time, unsynced while there is no model of UTC
+	// or the reference's CLOCK_REALTIME is unsynchronised, whatever
+	// global time's status. ServedReason says why UTC is not served ("" when
+	// it is, or on the reference timescale).
+	Served       string
+	ServedStatus string
+	ServedReason string
 	// Offset is global time minus the local clock now (est(x) - x): large
 	// between hosts booted at different times, it is the mapping's offset.
 	Offset time.Duration

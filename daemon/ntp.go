@@ -24,8 +24,8 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/internal/rawclock"
+	"github.com/gclock/gclock/internal/refclock"
 	"github.com/gclock/gclock/ntp"
-	"github.com/gclock/gclock/refclock"
 	"github.com/gclock/gclock/transport"
 )
 
@@ -165,9 +165,9 @@ func (n *node) servedAt(raw int64) (engine.Time, bool) {
 	return ts[0], true
 }
 
-// isRealtimeRef: this node is the reference and serves its own
+// servesOwnWall: this node is the reference and serves its own
 // CLOCK_REALTIME (a refclock would only feed chronyd its own clock back).
-func (n *node) isRealtimeRef() bool {
+func (n *node) servesOwnWall() bool {
 	return n.cfg.RealTime.Mode == RealTimeReference && n.reference() == engine.NodeID(n.cfg.Node.ID)
 }
 
@@ -429,7 +429,7 @@ type refclockStats struct {
 
 // runRefclock sends chronyd a sample every refclock.every: offset = served
 // global time - CLOCK_REALTIME at one instant (a CLOCK_MONOTONIC_RAW read
-// and the realtime offset of transport.RealtimeOffset, the median of five
+// and the wall-raw offset of transport.WallRawOffset, the median of five
 // sandwiched reads). Nothing is sent while the engine is not synced (chronyd
 // then sees the refclock go silent and stops using it) nor while this node
 // is the reference serving its own CLOCK_REALTIME.
@@ -449,12 +449,12 @@ func (n *node) runRefclock(ctx context.Context, st *refclockStats) {
 			return
 		case <-t.C:
 		}
-		if n.isRealtimeRef() {
+		if n.servesOwnWall() {
 			st.skippedRef.Add(1)
 			continue
 		}
 		raw := n.sys.raw()
-		off, _ := transport.RealtimeOffset()
+		off, _ := transport.WallRawOffset()
 		g, ok := n.servedAt(raw)
 		if !ok || g.Status != engine.StatusSynced {
 			st.unsynced.Add(1)

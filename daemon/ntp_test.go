@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/internal/refclock"
 	"github.com/gclock/gclock/ntp"
-	"github.com/gclock/gclock/refclock"
 )
 
 func TestNTPConfig(t *testing.T) {

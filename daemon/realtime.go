@@ -3,7 +3,7 @@ package daemon
 // The real-time modes (Jezequel 5.4) live in engine/realtime, a pure state
 // machine (see its package doc for the semantics). This file is its
 // driver: a goroutine that ticks it on the local clock, samples the
-// reference's CLOCK_REALTIME when it asks (transport.RealtimeOffset), hands
+// reference's CLOCK_REALTIME when it asks (transport.WallRawOffset), hands
 // a node's rate (realtime.Rate over the engine) and lower bound of global
 // time with every Tick, sends its queries with transport requests and
 // answers the other nodes' queries in HandleRequest. At publish the
@@ -29,11 +29,11 @@ import (
 	"github.com/gclock/gclock/wire"
 )
 
-// realtimeReadMargin is added to the sandwich half-width of a realtime
+// wallReadMargin is added to the sandwich half-width of a wall-clock
 // sample: the median of five sandwiches was within -3..+10 ns of the truth
-// at p1..p99 (transport.RealtimeOffset), one sandwich 100-200 ns off now
+// at p1..p99 (transport.WallRawOffset), one sandwich 100-200 ns off now
 // and then without showing it in its width.
-const realtimeReadMargin = 200
+const wallReadMargin = 200
 
 // realTime drives one daemon's realtime.Scale.
 type realTime struct {
@@ -44,10 +44,10 @@ type realTime struct {
 	refAddr netip.AddrPort
 
 	// Hooks, replaced by unit tests.
-	local      func() int64          // the local clock (global time on the reference)
-	fromRaw    func(raw int64) int64 // CLOCK_MONOTONIC_RAW onto the local clock
-	rawNow     func() int64
-	realOffset func() (off, halfWidth int64) // CLOCK_REALTIME - CLOCK_MONOTONIC_RAW
+	local         func() int64          // the local clock (global time on the reference)
+	fromRaw       func(raw int64) int64 // CLOCK_MONOTONIC_RAW onto the local clock
+	rawNow        func() int64
+	wallRawOffset func() (off, halfWidth int64) // CLOCK_REALTIME - CLOCK_MONOTONIC_RAW
 	// upstream reads CLOCK_REALTIME's own state with every sample (the
 	// reference in reference-realtime mode with real_time.upstream kernel;
 	// nil: not read, upstream.go).
@@ -73,7 +73,7 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	c := n.cfg
 	rt := &realTime{
 		mode: c.RealTime.Mode, id: c.Node.ID, ref: ref, isRef: c.Node.ID == uint32(ref),
-		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: n.sys.raw, realOffset: transport.RealtimeOffset,
+		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: n.sys.raw, wallRawOffset: transport.WallRawOffset,
 	}
 	poll := int64(c.RealTime.PollEvery)
 	sc, err := realtime.New(realtime.Config{
@@ -146,7 +146,7 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 			st := rt.sc.Stats()
 			rt.mu.Unlock()
 			n.log.Info("real time stopping", "mode", rt.mode, "reference", rt.isRef, "polls", st.Polls, "poll_failures", st.PollFails,
-				"replies", st.Replies, "realtime_jumps", st.Jumps, "segments", st.Segments, "mean_rate", st.Mean, "mean_rate_err", st.MeanErr)
+				"replies", st.Replies, "wall_jumps", st.Jumps, "segments", st.Segments, "mean_rate", st.Mean, "mean_rate_err", st.MeanErr)
 			return
 		case <-t.C:
 		}
@@ -170,7 +170,7 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 			u, uerr := rt.fetchUpstream()
 			rt.mu.Lock()
 			rt.setUpstream(n, u, uerr)
-			g, off, hw := rt.realtimeSample()
+			g, off, hw := rt.wallSample()
 			rt.sc.Sample(g, off, hw)
 			rd.NextTick = rt.sc.Ready().NextTick
 			rt.mu.Unlock()
@@ -243,15 +243,15 @@ func (rt *realTime) upstreamState() (realtime.Upstream, bool) {
 	return rt.sc.Upstream()
 }
 
-// realtimeSample is CLOCK_REALTIME minus the local clock now: the offset
+// wallSample is CLOCK_REALTIME minus the local clock now: the offset
 // is valid anywhere in the [r1, r2] window of its reads.
-func (rt *realTime) realtimeSample() (g, off, err int64) {
+func (rt *realTime) wallSample() (g, off, err int64) {
 	r1 := rt.rawNow()
-	o, hw := rt.realOffset()
+	o, hw := rt.wallRawOffset()
 	r2 := rt.rawNow()
 	mid := r1 + (r2-r1)/2
 	g = rt.fromRaw(mid)
-	return g, mid + o - g, hw + realtimeReadMargin
+	return g, mid + o - g, hw + wallReadMargin
 }
 
 // query sends one of the Scale's queries to the reference and steps its

@@ -61,7 +61,7 @@ func TestRealTimeDriver(t *testing.T) {
 						n.rt.local = func() int64 { return time.Now().UnixNano() }
 						n.rt.rawNow = n.rt.local
 						n.rt.fromRaw = func(r int64) int64 { return r }
-						n.rt.realOffset = func() (int64, int64) { return off + (time.Now().UnixNano()-start)*30/1_000_000, 20 }
+						n.rt.wallRawOffset = func() (int64, int64) { return off + (time.Now().UnixNano()-start)*30/1_000_000, 20 }
 						if n.rt.upstream != nil {
 							n.rt.upstream = func() (realtime.Upstream, error) { return upstreamFromKernel(tc.kernel), nil }
 						}

@@ -434,7 +434,7 @@ func TestRealTimeStep(t *testing.T) {
 		// The reference samples once a second; the page is republished
 		// every 100 ms.
 		if k%10 == 0 {
-			rt.Sample(f.raw, f.off, 20+realtimeReadMargin) // what realtimeSample makes of a 20 ns sandwich
+			rt.Sample(f.raw, f.off, 20+wallReadMargin) // what wallSample makes of a 20 ns sandwich
 			stepped = false
 		}
 		if publishRef(t, w, rt, f.raw) {

@@ -17,6 +17,7 @@ import (
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/memnet"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // Issue 17's insider cases end to end: daemons on internal/memnet in a
@@ -353,7 +354,7 @@ func TestRunLinkKeys(t *testing.T) {
 		var node3 *wire.Keyring
 		for i := range cfgs {
 			path := filepath.Join(dir, fmt.Sprintf("node%d.key", i+1))
-			if err := os.WriteFile(path, []byte(LinkKeyLines(master, uint32(i+1), ids)), 0o600); err != nil {
+			if err := os.WriteFile(path, []byte(keyfile.LinkLines(master, uint32(i+1), ids)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cfgs[i].Auth = AuthConfig{KeyFile: path, KeyID: 5}

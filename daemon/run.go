@@ -441,6 +441,10 @@ func (n *node) dispatch(r engine.Ready) {
 		case engine.MsgTimeDiff:
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpTimeDiff, m) })
 		case engine.MsgErrReport:
+			// The error report and the period change travel with the
+			// reliable flag: one-way messages whose loss the engine would
+			// not notice (Mocha section 4: only flagged messages are
+			// acknowledged). A lost TimeDiff only loses one round.
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpErrReport|wire.ReliableFlag, m) })
 		case engine.MsgPeriodChange:
 			n.goSend(func(ctx context.Context) { n.oneWay(ctx, addr, wire.OpPeriodChange|wire.ReliableFlag, m) })
@@ -744,6 +748,7 @@ func (n *node) Snapshot() Snapshot {
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
 		Term: n.term.Load(), StaleTerm: n.stale.Load(),
 		Status: t.Status.String(), TakenAt: time.Now()}
+	s.Served, s.ServedStatus, s.ServedReason = n.served(t)
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
@@ -767,6 +772,28 @@ func (n *node) Snapshot() Snapshot {
 		}
 	}
 	return s
+}
+
+// served is the timescale this node serves and the status of t (global
+// time now) as served: on UTC, what publish would write to the page
+// (unsynced while UTC has no model or an unsynchronised upstream), and
+// why UTC is not served.
+func (n *node) served(t engine.Time) (timescale, status, reason string) {
+	if n.rt == nil {
+		return gtime.TimescaleReference.String(), t.Status.String(), ""
+	}
+	timescale = n.rt.timescale().String()
+	ts := []engine.Time{t}
+	if t.Status == engine.StatusUnsynced {
+		return timescale, t.Status.String(), "global time unsynced"
+	}
+	if n.rt.apply(ts) {
+		return timescale, ts[0].Status.String(), ""
+	}
+	if up, has := n.rt.upstreamState(); has && up.Problem() != "" {
+		return timescale, engine.StatusUnsynced.String(), up.Problem()
+	}
+	return timescale, engine.StatusUnsynced.String(), "no model of UTC yet"
 }
 
 // takeReply removes from r the engine's answer of type t to (to, seq): it

@@ -245,7 +245,7 @@ func (s State) usable(node uint32, boot, clockID string, now int64, maxAge time.
 var ErrStateFilePerm = errors.New("state file writable by others")
 
 // ReadState reads and validates the state file at path; a missing file
-// is (State{}, false, nil). As the key file (ReadKeyFile), the state file
+// is (State{}, false, nil). As the key file (keyfile.Read), the state file
 // must be a regular file (not a symbolic link) owned by the daemon's user
 // or root and not writable by group or others: anything else may have
 // been planted (issue 17: a planted file gave stale reads 5 ms off with

@@ -7,7 +7,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/gclock/gclock/daemon/statuspage"
+	"github.com/gclock/gclock/daemon/internal/statuspage"
+	"github.com/gclock/gclock/gtime"
 )
 
 // mountStatus serves the live status page (/status, /status.json, package
@@ -25,9 +26,17 @@ func mountStatus(mux *http.ServeMux, src Snapshotter, cfg Config) (sample func(c
 }
 
 // mountHealth serves /healthz (the daemon answers: 200) and /readyz (200
-// when this node's global time is synced, 503 with the status otherwise),
-// for Kubernetes probes and load balancers: /status.json answers 200
-// whatever the status.
+// when the time this node serves is synced, 503 with the status
+// otherwise), for Kubernetes probes and load balancers: /status.json
+// answers 200 whatever the status.
+//
+// /readyz follows what clients get (the page, NTP, gclock now), as
+// chronyc waitsync and a Kubernetes probe on a time service are meant:
+// with real_time, the served UTC's status, so a node whose reference's
+// CLOCK_REALTIME is unsynchronised is not ready though global time is
+// synced. /readyz?scale=global answers for global time alone (the
+// cluster's sync, as before real_time folded its upstream in);
+// scale=served is the default.
 func mountHealth(mux *http.ServeMux, src Snapshotter) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -35,15 +44,29 @@ func mountHealth(mux *http.ServeMux, src Snapshotter) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		s := src.Snapshot()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if s.Status != "synced" {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "not ready: status %s (node %d, reference %d)\n", s.Status, s.Node, s.Reference)
+		scale := r.URL.Query().Get("scale")
+		if scale != "" && scale != "served" && scale != "global" {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "scale %q: want served (the default: what the page and NTP serve) or global (global time alone)\n", scale)
 			return
 		}
-		fmt.Fprintf(w, "ready: synced, bound width %v (node %d, reference %d)\n", s.Width, s.Node, s.Reference)
+		s := src.Snapshot()
+		status, what := s.Status, "global time"
+		if scale != "global" && s.ServedStatus != "" && s.Served != gtime.TimescaleReference.String() {
+			status, what = s.ServedStatus, "UTC ("+s.Served+")"
+		}
+		if status != "synced" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			why := ""
+			if what != "global time" && s.ServedReason != "" {
+				why = ": " + s.ServedReason
+			}
+			fmt.Fprintf(w, "not ready: %s %s%s (global time %s; node %d, reference %d)\n", what, status, why, s.Status, s.Node, s.Reference)
+			return
+		}
+		fmt.Fprintf(w, "ready: %s synced, bound width %v (node %d, reference %d)\n", what, s.Width, s.Node, s.Reference)
 	})
 }
 
@@ -51,6 +74,9 @@ func mountHealth(mux *http.ServeMux, src Snapshotter) {
 func statusSample(s Snapshot) statuspage.Sample {
 	out := statuspage.Sample{Node: s.Node, Reference: s.Reference, Status: s.Status,
 		OffsetNs: int64(s.Offset), WidthNs: int64(s.Width), DriftPPM: s.FrequencyAdjustment * 1e6}
+	if s.Served != "" && s.Served != gtime.TimescaleReference.String() {
+		out.Served, out.ServedStatus, out.ServedReason = s.Served, s.ServedStatus, s.ServedReason
+	}
 	if s.SelfPeriod > 0 {
 		out.Periods = append(out.Periods, statuspage.Period{Name: "self", Seconds: s.SelfPeriod.Seconds()})
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gclock/gclock/daemon/statuspage"
+	"github.com/gclock/gclock/daemon/internal/statuspage"
 )
 
 func TestPeerPages(t *testing.T) {
@@ -140,29 +140,44 @@ func TestRunMetricsOnLoopback(t *testing.T) {
 }
 
 // TestHealthEndpoints: /healthz answers 200 whatever the status; /readyz
-// answers 200 only when synced, 503 otherwise (a Kubernetes readiness probe
-// on /status.json saw 200 while unsynced).
+// answers 200 only when the time served is synced, 503 otherwise (a
+// Kubernetes readiness probe on /status.json saw 200 while unsynced). With
+// UTC served, /readyz follows UTC's status (issue 17: it said ready on a
+// reference whose CLOCK_REALTIME was unsynchronised), /readyz?scale=global
+// global time's.
 func TestHealthEndpoints(t *testing.T) {
 	for _, tt := range []struct {
-		status      string
-		healthz     int
-		readyz      int
-		readyzMatch string
+		name                         string
+		status                       string
+		served, servedStatus, reason string
+		path                         string
+		healthz                      int
+		readyz                       int
+		readyzMatch                  string
 	}{
-		{"synced", 200, 200, "ready: synced"},
-		{"unsynced", 200, 503, "status unsynced"},
-		{"acquiring", 200, 503, "status acquiring"},
-		{"degraded", 200, 503, "status degraded"},
-		{"stale", 200, 503, "status stale"},
+		{"synced", "synced", "", "", "", "/readyz", 200, 200, "ready: global time synced"},
+		{"unsynced", "unsynced", "", "", "", "/readyz", 200, 503, "global time unsynced"},
+		{"acquiring", "acquiring", "", "", "", "/readyz", 200, 503, "global time acquiring"},
+		{"degraded", "degraded", "", "", "", "/readyz", 200, 503, "global time degraded"},
+		{"stale", "stale", "", "", "", "/readyz", 200, 503, "global time stale"},
+		{"global served", "synced", "reference", "synced", "", "/readyz?scale=served", 200, 200, "ready: global time synced"},
+		{"utc synced", "synced", "realtime", "synced", "", "/readyz", 200, 200, "ready: UTC (realtime) synced"},
+		{"upstream unsynced", "synced", "realtime", "unsynced", "upstream-unsynchronised", "/readyz", 200, 503,
+			"not ready: UTC (realtime) unsynced: upstream-unsynchronised (global time synced"},
+		{"upstream unsynced, global asked", "synced", "realtime", "unsynced", "upstream-unsynchronised", "/readyz?scale=global", 200, 200,
+			"ready: global time synced"},
+		{"utc stale", "stale", "mean-drift", "stale", "", "/readyz", 200, 503, "UTC (mean-drift) stale"},
+		{"unknown scale", "synced", "", "", "", "/readyz?scale=utc", 200, 400, `scale "utc"`},
 	} {
-		t.Run(tt.status, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			mux := http.NewServeMux()
-			mountHealth(mux, fixedSnapshot{Node: 2, Reference: 1, Status: tt.status, Width: 3 * time.Microsecond})
+			mountHealth(mux, fixedSnapshot{Node: 2, Reference: 1, Status: tt.status, Width: 3 * time.Microsecond,
+				Served: tt.served, ServedStatus: tt.servedStatus, ServedReason: tt.reason})
 			for _, c := range []struct {
 				path  string
 				code  int
 				match string
-			}{{"/healthz", tt.healthz, "ok"}, {"/readyz", tt.readyz, tt.readyzMatch}} {
+			}{{"/healthz", tt.healthz, "ok"}, {tt.path, tt.readyz, tt.readyzMatch}} {
 				rec := httptest.NewRecorder()
 				mux.ServeHTTP(rec, httptest.NewRequest("GET", c.path, nil))
 				if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.match) {

@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -131,6 +134,21 @@ func TestUpstreamKernel(t *testing.T) {
 		t.Errorf("reference metrics: upstream synced %v, max error %v s, unsynchronised NTP replies %v; want 0, %v..16, >= 5",
 			m["gclock_realtime_upstream_synced"], m["gclock_realtime_upstream_max_error_seconds"], m[`gclock_ntp_unsynchronised_replies_total`], float64(k.MaxErrUs)/1e6)
 	}
+	// Readiness follows the served UTC (the reference node 1 holds global
+	// time by definition): not ready, saying why; global time alone is.
+	for _, c := range []struct {
+		path  string
+		code  int
+		match string
+	}{
+		{"/readyz", http.StatusServiceUnavailable, "not ready: UTC (realtime) unsynced: upstream-unsynchronised"},
+		{"/readyz?scale=global", http.StatusOK, "ready: global time synced"},
+	} {
+		code, body := getUnix(t, strings.TrimPrefix(cfgs[0].Metrics.Listen, "unix:"), c.path)
+		if code != c.code || !strings.Contains(body, c.match) {
+			t.Errorf("node 1 %s: %d %q, want %d with %q", c.path, code, body, c.code, c.match)
+		}
+	}
 	var out strings.Builder
 	for i, f := range flagged {
 		fmt.Fprintf(&out, " node %d flagged %v, %d answers (leap 3, stratum 16);", i+1, f, answers[i])
@@ -206,4 +224,24 @@ func TestNTPSelfUpstream(t *testing.T) {
 			t.Errorf("%s: announced synced", tt.name)
 		}
 	}
+}
+
+// getUnix GETs path from a daemon's metrics server on a Unix socket.
+func getUnix(t *testing.T, sock, path string) (int, string) {
+	t.Helper()
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := c.Get("http://gclock" + path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return resp.StatusCode, string(b)
 }

@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // TestConfigExamples: the production example serves UTC from raw clocks;
@@ -551,7 +552,7 @@ func checkJobKey(t *testing.T, c daemon.Config) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("the job's key %s: mode %v, want 0600", c.Auth.KeyFile, fi.Mode().Perm())
 	}
-	if _, err := daemon.ReadKeyFile(c.Auth.KeyFile); err != nil {
+	if _, err := keyfile.Read(c.Auth.KeyFile); err != nil {
 		t.Errorf("the job's key: %v", err)
 	}
 }

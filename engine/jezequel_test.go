@@ -300,8 +300,10 @@ func TestMonoSlewRate(t *testing.T) {
 	n.Read(2e9 + 100_000)
 	r0 := n.Read(3e9 + 100_000)
 	// Now the source says we are 100 us ahead: Est drops by ~100 us, Mono
-	// may only slow down by 500 ppm.
+	// may only slow down by 500 ppm. (A lone contradicting round is held
+	// until the next confirms it: two rounds say so.)
 	n.Step(childRound(3, 3e9, 100_000, 10_000), 3e9+140_000)
+	n.Step(childRound(4, 3e9+50_000, 100_000, 10_000), 3e9+190_000)
 	x := int64(3e9 + 200_000)
 	r1 := n.Read(x)
 	dx := x - (3e9 + 100_000)

@@ -145,6 +145,15 @@ type source struct {
 	upUnsure bool
 	warnedAt int64 // local time of the last contradiction warning
 
+	// A round that contradicts the bounds already held (or the restored
+	// prior) is held, not used, until the next round says whether the
+	// data moved (it contradicts them too) or the held one was an outlier
+	// (trust.go, hold): one forged datagram must not throw away what the
+	// node knows.
+	haveHeld  bool
+	heldTrust trust
+	heldGood  int
+
 	stats SourceSnapshot
 }
 
@@ -717,6 +726,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		n.ignore(m, "late or duplicate time diff")
 		return
 	}
+	prevG, prevRound, prevHaveRnd := s.g, s.round, s.haveRnd
 	s.round, s.haveRnd = m.Round, true
 	if m.Mapping.Valid {
 		s.g = m.Mapping
@@ -767,8 +777,12 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	bx, _ := best.Mid()
 	projected, haveProj := n.sourceOffset(s, bx)
 	contra := 0
-	if n.outsideClaim(s, samples) {
+	if n.outsideClaim(s, samples) || n.outsidePrior(s, samples) {
 		contra = ContraOutside
+	}
+	if n.hold(s, samples, contra, now) { // trust.go
+		s.g, s.round, s.haveRnd = prevG, prevRound, prevHaveRnd // nothing of it is taken
+		return
 	}
 	n.setHullSpan(s, best, now)
 	hullErr := n.feed(s, s.hull, samples, now)

@@ -144,6 +144,31 @@ func (n *Node) withPrior(x int64, t Time, skew float64) (Time, float64, bool) {
 	return Time{Est: clamp(t.Est, lo, hi), Earliest: lo, Latest: hi, Status: st}, skew, false
 }
 
+// outsidePrior reports whether an exchange of the round contradicts the
+// restored prior, as outsideClaim does for the sources' bounds: the
+// source's send (on global time through the source's mapping, at its
+// earliest) after the prior's latest at the local receive, or its receive
+// (at its latest) before the prior's earliest at the local send.
+func (n *Node) outsidePrior(s *source, samples []estimate.Sample) bool {
+	if !n.havePrior || !s.g.Valid {
+		return false
+	}
+	g := int64(n.cfg.Granularity)
+	for _, x := range samples {
+		_, sendLo, _ := s.g.At(x.SrcSend)
+		_, _, phi, _ := n.priorBounds(x.LocRecv)
+		if phi < math.MaxInt64-g && sendLo > phi+g {
+			return true
+		}
+		_, _, recvHi := s.g.At(x.SrcRecv)
+		_, plo, _, _ := n.priorBounds(x.LocSend)
+		if plo > math.MinInt64+g && recvHi < plo-g {
+			return true
+		}
+	}
+	return false
+}
+
 // settlePrior drops the prior once a source is trusted or the sources'
 // bounds exclude it. Called at the end of Tick and Step.
 func (n *Node) settlePrior(now int64) {

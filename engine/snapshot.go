@@ -35,6 +35,9 @@ type SourceSnapshot struct {
 	// (EvContradiction); Trust is "acquiring", "synced" or "degraded".
 	Contradictions uint64
 	Trust          string
+	// Outliers counts contradicting rounds the next round did not
+	// confirm: held back and discarded (trust.go, hold).
+	Outliers uint64
 
 	// Liveness (Config.SilentPeriods).
 	GlobalPeriod int64  // the global period the source announced (MsgPeriodChange), InitialGlobalPeriod before

@@ -94,6 +94,50 @@ func (n *Node) outsideClaim(s *source, samples []estimate.Sample) bool {
 	return false
 }
 
+// hold decides what a round whose exchanges contradict the bounds held
+// through s (contra, ContraOutside) does, and reports whether the round
+// is held back (not used). A lone contradicting round is held: reads
+// through s say degraded (nothing is promised while it is open), but the
+// estimators, the source's mapping and the restored prior are kept. The
+// next round decides: if it contradicts them too, the data moved (a
+// frequency step, a wrong prior) and the source re-acquires from it, as
+// without the hold; if it agrees with them, the held round was an outlier
+// (one forged datagram, a glitch): it is discarded and the source's trust
+// is what it was. So one datagram costs at most a round of degraded reads,
+// never a re-acquisition (issue 17: after a restart, one forged round
+// kept a node out of sync for three more rounds, 75 s at 16-s periods,
+// and threw its restored prior away).
+func (n *Node) hold(s *source, samples []estimate.Sample, contra int, now int64) bool {
+	if s.haveHeld {
+		s.haveHeld = false
+		if contra != 0 {
+			n.logger.Info("the next round confirms the held one: the data moved", "source", s.id)
+			return false // judge re-acquires from this round
+		}
+		s.stats.Outliers++
+		n.logger.Warn("a round that contradicted the bounds was not confirmed by the next one: discarded", "source", s.id,
+			"outliers", s.stats.Outliers)
+		if s.trust != s.heldTrust {
+			n.event(now, EvTrustChange, s.id, float64(s.heldTrust))
+		}
+		s.trust, s.good = s.heldTrust, s.heldGood
+		return false
+	}
+	if contra == 0 {
+		return false
+	}
+	s.haveHeld, s.heldTrust, s.heldGood = true, s.trust, s.good
+	s.stats.Contradictions++
+	n.event(now, EvContradiction, s.id, float64(contra))
+	if s.trust != trustDegraded {
+		n.logger.Warn("a round contradicts the bounds: held until the next round confirms it or not, reads degraded meanwhile",
+			"source", s.id, "cause", contraName(contra), "was", s.trust.String(), "samples", len(samples))
+		n.event(now, EvTrustChange, s.id, float64(trustDegraded))
+	}
+	s.trust = trustDegraded
+	return true
+}
+
 // driftBeyondModel reports whether the hull's whole skew range lies beyond
 // ±MaxDrift: the clock runs faster or slower than the model allows.
 func (n *Node) driftBeyondModel(s *source) bool {

@@ -297,6 +297,10 @@ type GclockResult struct {
 	SyncedOutside      uint64 `json:"synced_outside"`
 	SyncedUnjudged     uint64 `json:"synced_unjudged"`
 	ScaleRedefinitions uint64 `json:"scale_redefinitions"`
+	// PageBusyReads counts the page reads that found a daemon in the
+	// middle of an update for a reader's whole 100-ms budget
+	// (gtime.ErrBusy; the evaluator read again, readPatient).
+	PageBusyReads uint64 `json:"page_busy_reads"`
 	// Failover measures the elections (GclockConfig.FailoverAfter).
 	Failover *FailoverFigures `json:"failover,omitempty"`
 }
@@ -601,9 +605,15 @@ func (r *gclockRun) evaluate(now int64) error {
 	// Read every page at now first: a reference's page defines its
 	// term's scale, against which the reads of that term are judged.
 	for i, rd := range r.readers {
-		t, sc, err := rd.AtScale(now)
+		var sc gtime.Scale
+		t, busy, err := readPatient(func(at int64) (gtime.Time, error) {
+			t, s, err := rd.AtScale(at)
+			sc = s
+			return t, err
+		}, now, pageBusyRetries)
+		r.ev.busy += busy
 		if err != nil {
-			return fmt.Errorf("lab: gclock: host %d: %w", i, err)
+			return fmt.Errorf("lab: gclock: host %d: %w (after %d busy reads)", i, err, busy)
 		}
 		if t.Status == gtime.StatusNoDaemon {
 			// Closed or replaced by a restarted daemon: read the
@@ -624,7 +634,7 @@ func (r *gclockRun) evaluate(now int64) error {
 		var truth int64
 		known := true
 		if r.realtime {
-			off, _ := transport.RealtimeOffset()
+			off, _ := transport.WallRawOffset()
 			truth = now + off
 		} else {
 			truth, known = r.scales.truth(r.claims[i].Term, now, r.clocks)
@@ -789,6 +799,29 @@ type evaluator struct {
 	agree    eval.Agreement
 	outside  uint64
 	unjudged uint64
+	busy     uint64 // page reads that found the page busy (readPatient)
+}
+
+// pageBusyRetries is how many more times the evaluator reads a page for
+// one instant when it is busy (gtime.ErrBusy: the daemon stayed in the
+// middle of an update for the reader's 100-ms budget, descheduled on a
+// loaded machine; a lab measure run at load 20 ended on one).
+const pageBusyRetries = 20
+
+// readPatient is at(r), read again up to retries more times while it
+// fails with gtime.ErrBusy; busy counts the reads that did. r is fixed,
+// so a later read gives that instant's global time as exactly.
+func readPatient(at func(int64) (gtime.Time, error), r int64, retries int) (t gtime.Time, busy uint64, err error) {
+	for {
+		t, err = at(r)
+		if !errors.Is(err, gtime.ErrBusy) || busy == uint64(retries) {
+			if errors.Is(err, gtime.ErrBusy) {
+				busy++
+			}
+			return t, busy, err
+		}
+		busy++
+	}
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {
@@ -884,6 +917,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 	}
 	res.Summary = sum
 	res.Agreement, res.SyncedOutside, res.SyncedUnjudged = e.agree, e.outside, e.unjudged
+	res.PageBusyReads = e.busy
 	return res
 }
 

@@ -143,7 +143,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	defer l.Down()
 	// The loads run until the lab goes down (Down stops them), at most as
 	// long as the daemons may run, plus a margin.
-	if err := startLoads(ctx, l, loads, spec.Gclock.Warmup+4*mc.Expect+mc.Margin+loadMargin); err != nil {
+	if err := startLoads(ctx, l, loads, spec.Gclock.Warmup+measureCap(mc)+loadMargin); err != nil {
 		return out, err
 	}
 	if sw := l.Switch(); sw != nil {
@@ -198,6 +198,9 @@ func (r MeasureReport) WriteMarkdown(w io.Writer) error {
 		r.LoadAvgStart[0], r.LoadAvgStart[1], r.LoadAvgStart[2], r.LoadAvgEnd[0], r.LoadAvgEnd[1], r.LoadAvgEnd[2])
 	fmt.Fprintf(w, "The daemons over the same run (hosts 1.., |global time - truth|): median %s, p99 %s, truth inside the bounds %.2f%%.\n",
 		nsStr(float64(g.ErrorP50Ns)), nsStr(float64(g.ErrorP99Ns)), 100*g.BoundCoverage)
+	if b := r.Run.Gclock.PageBusyReads; b > 0 {
+		fmt.Fprintf(w, "The evaluator found a page in the middle of an update for 100 ms %d times and read it again.\n", b)
+	}
 	if len(r.Switch) == 0 {
 		fmt.Fprintln(w)
 	}

@@ -99,7 +99,7 @@ type offsetSource struct{ asked atomic.Int64 }
 
 func (s *offsetSource) At(raw int64) ntp.Reading {
 	s.asked.Add(1)
-	off, _ := transport.RealtimeOffset()
+	off, _ := transport.WallRawOffset()
 	return ntp.Reading{Time: raw + off + 3_000_000, MaxErr: 250_000, OK: true}
 }
 

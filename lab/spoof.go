@@ -222,7 +222,7 @@ func (f *forger) pick() (victim, claimed uint32) {
 }
 
 // insiderKeyring reads the cluster key id from a key file of "ID SECRET"
-// lines (daemon.ParseKeys's format; the daemon package is not imported
+// lines (keyfile.Parse's format; the daemon package is not imported
 // here).
 func insiderKeyring(path string, id uint32) (*wire.Keyring, error) {
 	b, err := os.ReadFile(path)

@@ -26,6 +26,7 @@ import (
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/lab/netlab"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // SpoofConfig says how RunSpoof runs daemons under a spoofer's attack.
@@ -222,7 +223,7 @@ func (r *spoofRun) writeConfigs() error {
 	r.res.Logs = dir
 	r.base = spoofDaemonConfig()
 	if sc.Key {
-		line, err := daemon.NewKeyLine(1)
+		line, err := keyfile.NewLine(1)
 		if err != nil {
 			return fmt.Errorf("lab: spoof: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
@@ -83,9 +84,9 @@ func TestTransportThroughSwitch(t *testing.T) {
 			const reqs, msgs = 300, 150
 			var wg sync.WaitGroup
 			var mu sync.Mutex
-			var res transport.PageResult
+			var res workload.PageResult
 			wg.Go(func() {
-				r, err := transport.RunPageClient(ctx, p.Client, p.ServerAddr, transport.PageClientConfig{Requests: reqs, Concurrency: 8, PageSize: 1024})
+				r, err := workload.RunPageClient(ctx, p.Client, p.ServerAddr, workload.PageClientConfig{Requests: reqs, Concurrency: 8, PageSize: 1024})
 				if err != nil {
 					t.Errorf("page client: %v", err)
 				}

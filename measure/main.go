@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/clock"
-	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/conf"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 type measureFlags struct {
@@ -249,13 +249,13 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 	return WriteStampFile(out, stamps)
 }
 
-// keyring reads a key file as the daemon does (daemon.ReadKeyFile: mode
+// keyring reads a key file as the daemon does (keyfile.Read: mode
 // and owner checked) and seals with key id.
 func keyring(file string, id uint) (*wire.Keyring, error) {
 	if id > 1<<32-1 {
 		return nil, fmt.Errorf("-key-id %d: want 0..%d", id, uint32(1<<32-1))
 	}
-	keys, err := daemon.ReadKeyFile(file)
+	keys, err := keyfile.Read(file)
 	if err != nil {
 		return nil, fmt.Errorf("-key: %w", err)
 	}

@@ -2,6 +2,9 @@ package measure
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"net/netip"
 	"sync"
@@ -220,5 +223,48 @@ func TestWaitUntilBusyWaits(t *testing.T) {
 	reads = 0
 	if err := n.waitUntil(ctx, 1<<62); err != context.Canceled || reads > 1024 {
 		t.Errorf("cancelled wait: %v after %d readings", err, reads)
+	}
+}
+
+// TestPatientGlobal: a node reads its page again for the same raw instant
+// while the daemon is in the middle of an update (gtime.ErrBusy), up to
+// its retries; other errors are returned at once.
+func TestPatientGlobal(t *testing.T) {
+	other := errors.New("closed")
+	tests := []struct {
+		name    string
+		busy    int
+		fail    error
+		reads   int
+		wantErr error
+	}{
+		{"clean", 0, nil, 1, nil},
+		{"busy three times", 3, nil, 4, nil},
+		{"busy up to the last retry", BusyRetries, nil, BusyRetries + 1, nil},
+		{"busy beyond", BusyRetries + 5, nil, BusyRetries + 1, gtime.ErrBusy},
+		{"other error", 0, other, 1, other},
+	}
+	for _, tc := range tests {
+		reads := 0
+		g := patientGlobal(func(raw int64) (gtime.Time, error) {
+			reads++
+			if raw != 1234 {
+				t.Fatalf("%s: read raw %d, want 1234", tc.name, raw)
+			}
+			if reads <= tc.busy {
+				return gtime.Time{}, fmt.Errorf("page: %w", gtime.ErrBusy)
+			}
+			if tc.fail != nil {
+				return gtime.Time{}, tc.fail
+			}
+			return gtime.Time{Est: 99, Status: gtime.StatusSynced}, nil
+		}, BusyRetries, slog.New(slog.DiscardHandler))
+		got, err := g(1234)
+		if reads != tc.reads || !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+			t.Errorf("%s: %d reads, err %v; want %d, %v", tc.name, reads, err, tc.reads, tc.wantErr)
+		}
+		if err == nil && got.Est != 99 {
+			t.Errorf("%s: got %+v", tc.name, got)
+		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // testKeyring is a cluster key for the tests.
@@ -272,7 +272,7 @@ func TestLatencyRxBounded(t *testing.T) {
 // -insecure refuses to start.
 func TestNodeMainKey(t *testing.T) {
 	dir := t.TempDir()
-	line, err := daemon.NewKeyLine(1)
+	line, err := keyfile.NewLine(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ type realtimeSource struct {
 
 func (s *realtimeSource) At(raw int64) ntp.Reading {
 	s.asked.Store(raw)
-	off, _ := transport.RealtimeOffset()
+	off, _ := transport.WallRawOffset()
 	return ntp.Reading{Time: raw + off + s.offset, MaxErr: s.maxErr, OK: true}
 }
 

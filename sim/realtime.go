@@ -24,7 +24,7 @@ type RealTimeSpec struct {
 	// assumes (0: 500, the kernel PLL's limit).
 	MaxSlewPPM float64 `yaml:"max_slew_ppm" json:"max_slew_ppm"`
 	// Clock is the reference's emulated CLOCK_REALTIME.
-	Clock RealtimeClockSpec `yaml:"clock" json:"clock"`
+	Clock WallClockSpec `yaml:"clock" json:"clock"`
 	// Upstream, if set, emulates the reference kernel's adjtimex (the
 	// daemon's real_time.upstream kernel) and UTC apart from
 	// CLOCK_REALTIME: the truth becomes UTC. Unset: CLOCK_REALTIME is the
@@ -89,30 +89,30 @@ func (u *UpstreamSpec) adjtimex(d int64) realtime.Upstream {
 	return up
 }
 
-// RealtimeClockSpec is the reference's CLOCK_REALTIME as NTP disciplines
+// WallClockSpec is the reference's CLOCK_REALTIME as NTP disciplines
 // it: CLOCK_REALTIME - the reference's clock (ideal reading) is Offset,
 // plus FreqPPM per ns since the start (the frequency correction), plus
 // every step from its At on, plus every slew ramping at RatePPM from its
 // At until Delta is absorbed (adjtime).
-type RealtimeClockSpec struct {
+type WallClockSpec struct {
 	Offset  Duration `yaml:"offset" json:"offset"`
 	FreqPPM float64  `yaml:"freq_ppm" json:"freq_ppm"`
 	// SampleNoise bounds the error of one CLOCK_REALTIME sample (uniform in
 	// +-SampleNoise; 0: 100ns); the driver adds the clock's granularity and
 	// jitter to the half-width it passes on.
 	SampleNoise Duration       `yaml:"sample_noise" json:"sample_noise"`
-	Steps       []RealtimeStep `yaml:"steps" json:"steps,omitempty"`
-	Slews       []RealtimeSlew `yaml:"slews" json:"slews,omitempty"`
+	Steps       []WallStep `yaml:"steps" json:"steps,omitempty"`
+	Slews       []WallSlew `yaml:"slews" json:"slews,omitempty"`
 }
 
-// RealtimeStep steps CLOCK_REALTIME by Delta at At (since the start).
-type RealtimeStep struct {
+// WallStep steps CLOCK_REALTIME by Delta at At (since the start).
+type WallStep struct {
 	At    Duration `yaml:"at" json:"at"`
 	Delta Duration `yaml:"delta" json:"delta"`
 }
 
-// RealtimeSlew slews CLOCK_REALTIME by Delta from At on, at RatePPM.
-type RealtimeSlew struct {
+// WallSlew slews CLOCK_REALTIME by Delta from At on, at RatePPM.
+type WallSlew struct {
 	At      Duration `yaml:"at" json:"at"`
 	Delta   Duration `yaml:"delta" json:"delta"`
 	RatePPM float64  `yaml:"rate_ppm" json:"rate_ppm"`
@@ -204,7 +204,7 @@ func (s *RealTimeSpec) validate(bad func(field, format string, a ...any)) {
 
 // offsetAt is the emulated CLOCK_REALTIME minus the reference's ideal
 // clock at truth t (only the evaluator and the sampling driver read it).
-func (c *RealtimeClockSpec) offsetAt(t int64) int64 {
+func (c *WallClockSpec) offsetAt(t int64) int64 {
 	d := t - Origin
 	o := int64(c.Offset) + int64(math.Round(c.FreqPPM*1e-6*float64(d)))
 	for _, st := range c.Steps {

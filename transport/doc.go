@@ -44,10 +44,11 @@
 // UDPConn asks the kernel for software receive and transmit stamps
 // (SO_TIMESTAMPING; transmit stamps come back on the error queue, matched by
 // OPT_ID) and converts them from CLOCK_REALTIME to CLOCK_MONOTONIC_RAW with
-// an offset sampled right after each packet (RealtimeOffset).
+// an offset sampled right after each packet (WallRawOffset).
 //
-// The page-transfer benchmark of the paper is RunPageBench, between two
-// endpoints through a lossy Relay; `gclock bench-transport` prints it, and
-// MeasureRTT compares user-space and kernel round trips. See
-// docs/transport.md for the figures.
+// PageServer is the responder of the paper's page-transfer workload
+// (measure's communication test serves pages with it). The benchmark
+// itself (the page client, the lossy Relay, the RTT measurement) lives in
+// bench/workload, and `gclock bench-transport` prints it through
+// bench/transportbench. See docs/transport.md for the figures.
 package transport

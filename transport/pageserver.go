@@ -8,6 +8,9 @@ import (
 	"github.com/gclock/gclock/wire"
 )
 
+// PageSize is Mocha's page: 8 KB.
+const PageSize = 8192
+
 // PageServer is the responder of the page-transfer workload (Mocha's
 // getpserver): it answers OpGetPage with an OpPageGrant carrying a page of
 // PageSize bytes whose content is a function of the address, so that a

@@ -1,10 +1,5 @@
 package transport
 
-import (
-	"github.com/gclock/gclock/engine"
-	"github.com/gclock/gclock/estimate"
-)
-
 // Every stamp this package gives lies on the safe side of the event it
 // stands for, which is what the hull bounds need (estimate.Sample):
 //
@@ -40,22 +35,4 @@ func (t Timing) RecvStamp() int64 {
 		return t.RecvKernel
 	}
 	return t.RecvUser
-}
-
-// ProbeSample turns a probe exchange started by the source (Liao: node 0
-// starts every exchange) into a sample in the child's orientation:
-// SrcSend = T1 and SrcRecv = T4 from the source's Timing, LocRecv = T2 and
-// LocSend = T3 from the child's reply, which should carry
-// Incoming.RecvStamp as T2 and a clock read just before replying as T3.
-// ok is false when the probe was retransmitted (the reply may answer an
-// earlier copy) or the stamps are out of order.
-func ProbeSample(tm Timing, reply *engine.Message) (s estimate.Sample, ok bool) {
-	if tm.Attempts != 1 || reply == nil || reply.Type != engine.MsgProbeReply {
-		return s, false
-	}
-	s = estimate.Sample{SrcSend: tm.SendStamp(), LocRecv: reply.T2, LocSend: reply.T3, SrcRecv: tm.RecvStamp()}
-	if s.SrcRecv < s.SrcSend || s.LocSend < s.LocRecv {
-		return s, false
-	}
-	return s, true
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/gclock/gclock/internal/sockts"
 )
 
-// realNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
-func realNow() int64 {
+// wallNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
+func wallNow() int64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &ts); err != nil {
 		return 0
@@ -27,15 +27,15 @@ func realNow() int64 {
 	return ts.Nano()
 }
 
-// RealtimeOffset samples CLOCK_REALTIME - CLOCK_MONOTONIC_RAW by reading
-// the realtime clock between two raw reads, against the raw midpoint.
-// It takes the median of realtimeSandwiches sandwiches; halfWidth, half
+// WallRawOffset samples CLOCK_REALTIME - CLOCK_MONOTONIC_RAW by reading
+// the wall clock (CLOCK_REALTIME) between two raw reads, against the raw midpoint.
+// It takes the median of wallRawSandwiches sandwiches; halfWidth, half
 // the raw span of the widest, bounds the error from the read order.
-func RealtimeOffset() (offset, halfWidth int64) {
-	var offs [realtimeSandwiches]int64
+func WallRawOffset() (offset, halfWidth int64) {
+	var offs [wallRawSandwiches]int64
 	for i := range offs {
 		r1 := rawclock.Now()
-		rt := realNow()
+		rt := wallNow()
 		r2 := rawclock.Now()
 		offs[i] = rt - (r1 + (r2-r1)/2)
 		halfWidth = max(halfWidth, (r2-r1+1)/2)
@@ -44,14 +44,14 @@ func RealtimeOffset() (offset, halfWidth int64) {
 	return offs[len(offs)/2], halfWidth
 }
 
-// realtimeSandwiches is how many sandwiches RealtimeOffset takes the median
+// wallRawSandwiches is how many sandwiches WallRawOffset takes the median
 // of. One sandwich's midpoint is within 5 ns of the true offset half of the
 // time but 100-200 ns off one time in ten (cache misses and preemption
 // inside a system call, not visible in its width); the median of five was
 // within -3..+10 ns at p1..p99 on this machine (4 s of samples), against
 // -109..+191 ns for the narrowest of five. Fifteen clock reads cost about
 // 3 us per packet.
-const realtimeSandwiches = 5
+const wallRawSandwiches = 5
 
 // UDPOptions configures ListenUDP.
 type UDPOptions struct {
@@ -68,15 +68,19 @@ type UDPOptions struct {
 	// datagrams on loopback under CPU load when 64-KB messages came 1 ms
 	// apart (measure's latency test; RcvbufErrors in /proc/net/snmp).
 	ReadBuffer int
+	// WriteBuffer is the socket's send buffer in bytes; zero keeps the
+	// kernel's default (net.core.wmem_default). The loopback page benchmark
+	// sets 4 MB for bursts of 8-KB pages.
+	WriteBuffer int
 }
 
 // UDPConn is a UDP socket implementing PacketConn and StampedConn. Kernel
 // stamps are CLOCK_REALTIME; UDPConn converts them to CLOCK_MONOTONIC_RAW
-// with an offset sampled by RealtimeOffset right after each receive and
+// with an offset sampled by WallRawOffset right after each receive and
 // send, so the conversion error is the sandwich half-width (a few hundred
-// ns with system-call clock reads) plus the realtime clock's NTP slew
+// ns with system-call clock reads) plus the wall clock's NTP slew
 // between the stamp and the sample (at most 500 ppm of the few tens of us
-// between them, so tens of ns). A realtime step in that window makes one
+// between them, so tens of ns). A wall-clock step in that window makes one
 // stamp wrong by the step; stamps that land after the user-space time
 // of the same event are dropped (0) for that reason.
 type UDPConn struct {
@@ -125,6 +129,12 @@ func ListenUDP(addr string, opt UDPOptions) (*UDPConn, error) {
 	if err := c.SetReadBuffer(rb); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("transport: listen %s: receive buffer of %d bytes: %w", addr, rb, err)
+	}
+	if opt.WriteBuffer > 0 {
+		if err := c.SetWriteBuffer(opt.WriteBuffer); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("transport: listen %s: send buffer of %d bytes: %w", addr, opt.WriteBuffer, err)
+		}
 	}
 	u := &UDPConn{c: c, raw: rc, wait: opt.TxStampWait, oob: make([]byte, 256), errOOB: make([]byte, 256)}
 	if u.wait <= 0 {
@@ -224,13 +234,13 @@ func (u *UDPConn) ReadFromStamped(b []byte) (int, netip.AddrPort, int64, error) 
 		return n, from, 0, err
 	}
 	user := rawclock.Now()
-	off, hw := RealtimeOffset()
+	off, hw := WallRawOffset()
 	real, ok := parseTimestamping(u.oob[:oobn])
 	var k int64
 	if ok {
 		k = real - off
 		if k > user {
-			k = 0 // a realtime step between stamp and sample: do not trust it
+			k = 0 // a wall-clock step between stamp and sample: do not trust it
 		}
 	}
 	u.mu.Lock()
@@ -285,7 +295,7 @@ func (u *UDPConn) WriteToStamped(b []byte, to netip.AddrPort) (int64, error) {
 		if got && int32(key-id) >= 0 {
 			u.nextID = key + 1
 			user := rawclock.Now()
-			off, hw := RealtimeOffset()
+			off, hw := WallRawOffset()
 			k := real - off
 			u.mu.Lock()
 			if k > user {
@@ -365,7 +375,7 @@ func parseTimestamping(oob []byte) (int64, bool) {
 }
 
 // StampStats reports how many kernel stamps UDPConn converted or missed,
-// and the widest realtime/raw sandwich seen (the bound on the conversion
+// and the widest wall/raw sandwich seen (the bound on the conversion
 // error from the clock reads).
 type StampStats struct {
 	RxStamps, TxStamps uint64
@@ -376,7 +386,7 @@ type StampStats struct {
 	RxMissing uint64
 	TxMissing uint64 // sends whose stamp did not come within TxStampWait
 	// Implausible stamps were later than the user-space stamp of the same
-	// event after conversion (a realtime step in between) and were dropped.
+	// event after conversion (a wall-clock step in between) and were dropped.
 	RxImplausible, TxImplausible uint64
 	MaxHalfWidth                 int64 // ns
 }

@@ -174,16 +174,6 @@ func (o Op) String() string {
 	return s
 }
 
-// DefaultReliable reports whether an engine message type should travel with
-// the reliable flag when ACKs are omitted: the error report and the period
-// change, one-way messages whose loss the engine would not notice (Mocha
-// section 4: only flagged messages are acknowledged). Probes are answered
-// by their replies; a lost TimeDiff only loses one round, which the next
-// round replaces.
-func DefaultReliable(t engine.MsgType) bool {
-	return t == engine.MsgErrReport || t == engine.MsgPeriodChange
-}
-
 // Sentinel errors wrapped by DecodeError and EncodeError.
 var (
 	ErrShort    = errors.New("input too short")

@@ -135,9 +135,6 @@ func TestOpClass(t *testing.T) {
 			t.Errorf("%v.ReplyOp() = %v, %v; want %v", tt.op, r, ok, tt.reply)
 		}
 	}
-	if !DefaultReliable(engine.MsgErrReport) || !DefaultReliable(engine.MsgPeriodChange) || DefaultReliable(engine.MsgProbe) || DefaultReliable(engine.MsgTimeDiff) {
-		t.Error("DefaultReliable: only error reports and period changes are flagged")
-	}
 	if OpProbe.WithReliable(true) != OpProbe|ReliableFlag || (OpProbe|ReliableFlag).WithReliable(false) != OpProbe {
 		t.Error("WithReliable")
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
@@ -20,7 +21,7 @@ import (
 type LabConfig struct {
 	Losses   []float64     // per-frame loss probabilities, each direction; one lab per value
 	Delay    time.Duration // one-way link delay (no jitter)
-	Client   transport.PageClientConfig
+	Client   workload.PageClientConfig
 	Warmup   int // unmeasured requests first, so the timeout is learned
 	Endpoint transport.Config
 	Seed     uint64
@@ -96,7 +97,7 @@ func labPages(ctx context.Context, l *lab.Lab, cfg LabConfig, ackEvery bool) (Ro
 	c0, s0 := p.Client.Stats(), p.Server.Stats()
 	sw := l.Switch()
 	sw.ResetStats()
-	res, err := transport.RunPageClient(ctx, p.Client, p.ServerAddr, cfg.Client)
+	res, err := workload.RunPageClient(ctx, p.Client, p.ServerAddr, cfg.Client)
 	if err != nil {
 		return row, err
 	}

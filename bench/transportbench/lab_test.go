@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/transport"
 )
@@ -32,7 +33,7 @@ func TestLab(t *testing.T) {
 	cfg.MinRTO = 2 * time.Millisecond
 	rows, err := Lab(ctx, LabConfig{
 		Losses: []float64{0.02}, Delay: 50 * time.Microsecond, Warmup: 20, Endpoint: cfg, Seed: 3,
-		Client: transport.PageClientConfig{Requests: 200, Concurrency: 1, PageSize: transport.PageSize},
+		Client: workload.PageClientConfig{Requests: 200, Concurrency: 1, PageSize: transport.PageSize},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,13 @@ import (
 	"log/slog"
 	"net/netip"
 
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/transport"
 )
 
 // LoopbackConfig is the experiment on loopback (gclock bench-transport).
 type LoopbackConfig struct {
-	Client   transport.PageClientConfig
+	Client   workload.PageClientConfig
 	Losses   []float64 // relay loss rates per datagram and direction, in percent
 	Dup      float64   // relay duplication per datagram and direction, in percent
 	Seed     uint64    // the relay's drops; run r of a pair uses Seed + r
@@ -39,7 +40,7 @@ func Loopback(ctx context.Context, cfg LoopbackConfig) ([]Row, error) {
 				order = []bool{false, true}
 			}
 			for _, every := range order {
-				res, err := transport.RunLoopbackPages(ctx, transport.LoopbackPageConfig{
+				res, err := workload.RunLoopbackPages(ctx, workload.LoopbackPageConfig{
 					Client: cfg.Client, AckEvery: every, Loss: l / 100, Dup: cfg.Dup / 100, Seed: cfg.Seed + uint64(r), Endpoint: cfg.Endpoint, Warmup: cfg.Warmup,
 				})
 				if err != nil {
@@ -90,21 +91,21 @@ func Serve(ctx context.Context, addr string, pageSize int, ackEvery bool, cfg tr
 
 // Peer runs the client side from listen against the page server at
 // server, and returns its result and its endpoint's counters.
-func Peer(ctx context.Context, server netip.AddrPort, listen string, client transport.PageClientConfig, ackEvery bool, cfg transport.Config) (transport.PageResult, transport.Stats, error) {
+func Peer(ctx context.Context, server netip.AddrPort, listen string, client workload.PageClientConfig, ackEvery bool, cfg transport.Config) (workload.PageResult, transport.Stats, error) {
 	conn, err := transport.ListenUDP(listen, transport.UDPOptions{})
 	if err != nil {
-		return transport.PageResult{}, transport.Stats{}, err
+		return workload.PageResult{}, transport.Stats{}, err
 	}
 	cfg.ID, cfg.Conn, cfg.AckEvery = 1, conn, ackEvery
 	ep, err := transport.New(cfg)
 	if err != nil {
 		conn.Close()
-		return transport.PageResult{}, transport.Stats{}, err
+		return workload.PageResult{}, transport.Stats{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- ep.Run(ctx) }()
-	res, err := transport.RunPageClient(ctx, ep, server, client)
+	res, err := workload.RunPageClient(ctx, ep, server, client)
 	st := ep.Stats()
 	cancel()
 	<-done

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/transport"
 )
 
@@ -51,18 +52,18 @@ type Row struct {
 
 // Report is gclock bench-transport's output (-json).
 type Report struct {
-	Command string                `json:"command"`
-	Config  map[string]any        `json:"config,omitempty"`
-	Rows    []Row                 `json:"pages,omitempty"`
-	RTT     *transport.RTTResult  `json:"rtt,omitempty"`
-	Remote  *transport.PageResult `json:"remote,omitempty"` // Peer: the client's result
-	Stats   *transport.Stats      `json:"stats,omitempty"`  // Peer: the client's counters
+	Command string               `json:"command"`
+	Config  map[string]any       `json:"config,omitempty"`
+	Rows    []Row                `json:"pages,omitempty"`
+	RTT     *workload.RTTResult  `json:"rtt,omitempty"`
+	Remote  *workload.PageResult `json:"remote,omitempty"` // Peer: the client's result
+	Stats   *transport.Stats     `json:"stats,omitempty"`  // Peer: the client's counters
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
 // rowOf fills the timing part of a row from a page client's result.
-func (r *Row) fill(mode bool, res transport.PageResult) {
+func (r *Row) fill(mode bool, res workload.PageResult) {
 	r.Mode = AckOmission
 	if mode {
 		r.Mode = AckPerMessage
@@ -124,7 +125,7 @@ func WriteLoopback(w io.Writer, rep Report) {
 		fmt.Fprintln(tw, "stamps\tmin us\tp50 us\tp99 us\t")
 		for _, s := range []struct {
 			name string
-			v    transport.RTTStats
+			v    workload.RTTStats
 		}{{"user space", r.User}, {"kernel (SO_TIMESTAMPING)", r.Kernel}} {
 			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t\n", s.name, float64(s.v.Min)/1e3, float64(s.v.P50)/1e3, float64(s.v.P99)/1e3)
 		}
@@ -135,7 +136,7 @@ func WriteLoopback(w io.Writer, rep Report) {
 
 // WriteLab prints the rows of Lab: client is the workload, delay the
 // one-way link delay.
-func WriteLab(w io.Writer, rows []Row, client transport.PageClientConfig, delay time.Duration) {
+func WriteLab(w io.Writer, rows []Row, client workload.PageClientConfig, delay time.Duration) {
 	fmt.Fprintf(w, "page transfer between lab hosts through the switch (%d requests of %d bytes, concurrency %d, link %v each way)\n",
 		client.Requests, client.PageSize, client.Concurrency, delay)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

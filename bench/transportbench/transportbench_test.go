@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/transport"
 )
 
@@ -67,7 +68,7 @@ func TestWriteLab(t *testing.T) {
 		{Mode: AckPerMessage, LossPct: 2, Messages: 800, MessagesPerReq: 4, Acks: 400, Frames: 2400, Dropped: 50, ElapsedS: 1.5},
 		{Mode: AckOmission, LossPct: 2, Messages: 400, MessagesPerReq: 2, Frames: 1400, Dropped: 30, ElapsedS: 1, SpeedupPct: 50},
 	}
-	WriteLab(&b, rows, transport.PageClientConfig{Requests: 200, Concurrency: 1, PageSize: 8192}, 50*time.Microsecond)
+	WriteLab(&b, rows, workload.PageClientConfig{Requests: 200, Concurrency: 1, PageSize: 8192}, 50*time.Microsecond)
 	out := b.String()
 	for _, want := range []string{"(200 requests of 8192 bytes, concurrency 1, link 50µs each way)", "+50%", "ack-per-message", "2400", "same lab"} {
 		if !strings.Contains(out, want) {
@@ -86,7 +87,7 @@ func TestWriteLab(t *testing.T) {
 func TestLoopback(t *testing.T) {
 	cfg := transport.Config{MinRTO: 5 * time.Millisecond}
 	rows, err := Loopback(t.Context(), LoopbackConfig{
-		Client: transport.PageClientConfig{Requests: 50, Concurrency: 1, PageSize: transport.PageSize},
+		Client: workload.PageClientConfig{Requests: 50, Concurrency: 1, PageSize: transport.PageSize},
 		Losses: []float64{0, 5}, Seed: 1, Warmup: 5, Repeat: 1, Endpoint: cfg,
 	})
 	if err != nil {

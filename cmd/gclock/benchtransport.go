@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/bench/transportbench"
+	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/transport"
 )
@@ -92,7 +93,7 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	epCfg := transport.Config{InitialRTO: *initialRTO, MinRTO: *minRTO, MaxRTO: *maxRTO, Logger: log}
-	client := transport.PageClientConfig{Requests: *requests, Concurrency: *concurrency, PageSize: *pageSize}
+	client := workload.PageClientConfig{Requests: *requests, Concurrency: *concurrency, PageSize: *pageSize}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -121,7 +122,7 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *probes > 0 {
-		r, err := transport.MeasureRTT(ctx, transport.RTTConfig{Probes: *probes, Interval: *interval})
+		r, err := workload.MeasureRTT(ctx, workload.RTTConfig{Probes: *probes, Interval: *interval})
 		if err != nil {
 			return fmt.Errorf("round trips: %w", err)
 		}
@@ -137,7 +138,7 @@ func benchTransport(args []string, stdout, stderr io.Writer) error {
 }
 
 // benchPeer runs the client side against a remote page server.
-func benchPeer(ctx context.Context, peer, listen string, client transport.PageClientConfig, ackEvery bool, cfg transport.Config, jsonOut bool, w io.Writer) error {
+func benchPeer(ctx context.Context, peer, listen string, client workload.PageClientConfig, ackEvery bool, cfg transport.Config, jsonOut bool, w io.Writer) error {
 	server, err := netip.ParseAddrPort(peer)
 	if err != nil {
 		return fmt.Errorf("-peer %q: %w", peer, err)
@@ -216,7 +217,7 @@ func runLabBenchTransport(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := transportbench.LabConfig{
 		Losses: rates, Delay: *delay, Warmup: *warmup, Endpoint: ep, Seed: *seed, Logger: log, FragTime: *fragTime,
-		Client: transport.PageClientConfig{Requests: *requests, Concurrency: *concurrency, PageSize: *pageSize},
+		Client: workload.PageClientConfig{Requests: *requests, Concurrency: *concurrency, PageSize: *pageSize},
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
-	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 func init() {
@@ -61,7 +61,7 @@ func runKeygen(args []string, stdout io.Writer) error {
 	var err error
 	if *links {
 		line, err = keygenLinks(uint32(*id), *master, *node, *peers)
-	} else if line, err = daemon.NewKeyLine(uint32(*id)); err != nil {
+	} else if line, err = keyfile.NewLine(uint32(*id)); err != nil {
 		err = fmt.Errorf("keygen: %w", err)
 	}
 	if err != nil {
@@ -98,7 +98,7 @@ func keygenLinks(id uint32, master string, node uint, peers string) (string, err
 	if master == "" || peers == "" || node > 1<<32-1 {
 		return "", errors.New("keygen: -links needs -master FILE, -node N (0..4294967295) and -peers 1,2,3")
 	}
-	keys, err := daemon.ReadKeyFile(master)
+	keys, err := keyfile.Read(master)
 	if err != nil {
 		return "", fmt.Errorf("keygen: -master: %w", err)
 	}
@@ -117,5 +117,5 @@ func keygenLinks(id uint32, master string, node uint, peers string) (string, err
 	if !slices.Contains(ids, uint32(node)) {
 		return "", fmt.Errorf("keygen: -node %d is not among -peers %s", node, peers)
 	}
-	return daemon.LinkKeyLines(keys[i], uint32(node), ids), nil
+	return keyfile.LinkLines(keys[i], uint32(node), ids), nil
 }

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 func TestKeygen(t *testing.T) {
@@ -22,7 +22,7 @@ func TestKeygen(t *testing.T) {
 	if err := runKeygen(nil, &b); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := daemon.ParseKeys(bytes.NewReader(append(a.Bytes(), b.Bytes()...)))
+	keys, err := keyfile.Parse(bytes.NewReader(append(a.Bytes(), b.Bytes()...)))
 	if err != nil || len(keys) != 2 || keys[0].ID != 42 || keys[1].ID != 1 {
 		t.Fatalf("keys %v, %v", keys, err)
 	}
@@ -51,7 +51,7 @@ func TestKeygenLinks(t *testing.T) {
 		if err := runKeygen([]string{"-links", "-id", "3", "-master", master, "-node", fmt.Sprint(n), "-peers", "1,2,3"}, &out); err != nil {
 			t.Fatal(err)
 		}
-		keys, err := daemon.ParseKeys(&out)
+		keys, err := keyfile.Parse(&out)
 		if err != nil || len(keys) != 2 || !keys[0].Link {
 			t.Fatalf("node %d: %v, %v", n, keys, err)
 		}
@@ -94,7 +94,7 @@ func TestKeygenFile(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
-	keys, err := daemon.ReadKeyFile(path)
+	keys, err := keyfile.Read(path)
 	if err != nil || len(keys) != 1 || keys[0].ID != 3 {
 		t.Fatalf("the daemon reads %v, %v", keys, err)
 	}

@@ -48,20 +48,20 @@ flags:
 `
 
 type labFlags struct {
-	hosts    int
-	duration time.Duration
-	warmup   time.Duration
-	link     string
-	compare  string
-	json     bool
-	seed     uint64
-	realtime bool
-	spin     time.Duration
-	busy     time.Duration
-	warm     time.Duration
-	probes   int
-	verbose  bool
-	ptpSync  int
+	hosts     int
+	duration  time.Duration
+	warmup    time.Duration
+	link      string
+	compare   string
+	json      bool
+	seed      uint64
+	schedFIFO bool
+	spin      time.Duration
+	busy      time.Duration
+	warm      time.Duration
+	probes    int
+	verbose   bool
+	ptpSync   int
 	// gclock run
 	load         int
 	loadOutside  int
@@ -99,7 +99,8 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.StringVar(&f.compare, "compare", "", "peers to measure on the same link: chrony,ptp4l")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of tables")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the link models")
-	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
+	fs.BoolVar(&f.schedFIFO, "sched-fifo", true, "run the switch thread under SCHED_FIFO")
+	usage.Alias(fs, "realtime", "sched-fifo")
 	fs.DurationVar(&f.spin, "spin", netlab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
 	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
 	fs.DurationVar(&f.warm, "warm-after", netlab.DefaultWarmAfter, "the switch makes a warm-up write before a release after this long without one (0: never)")
@@ -204,7 +205,7 @@ func (f *labFlags) config() (netlab.Config, error) {
 		cfg.Hosts = 2
 	}
 	cfg.Seed = f.seed
-	cfg.Realtime = f.realtime
+	cfg.Realtime = f.schedFIFO
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
@@ -318,7 +319,7 @@ func runLab(args []string) error {
 	if f.json {
 		return labWriteJSON(os.Stdout, rep)
 	}
-	fmt.Printf("lab: %d hosts, link %s, switch realtime=%v, %d busy loops beside the daemons\n",
+	fmt.Printf("lab: %d hosts, link %s, switch sched-fifo=%v, %d busy loops beside the daemons\n",
 		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
 	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
@@ -587,7 +588,7 @@ func runLabValidate(args []string) error {
 	if f.json {
 		return labWriteJSON(os.Stdout, rs)
 	}
-	fmt.Printf("link %s, switch realtime=%v spin=%v; one-way delays from kernel TX/RX timestamps (us):\n",
+	fmt.Printf("link %s, switch sched-fifo=%v spin=%v; one-way delays from kernel TX/RX timestamps (us):\n",
 		cfg.Link, cfg.Realtime, cfg.SpinWindow)
 	netlab.PrintValidation(os.Stdout, rs)
 	return nil

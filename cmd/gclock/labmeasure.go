@@ -50,7 +50,7 @@ type labMeasureFlags struct {
 	clocks      string
 	maxDrift    float64
 	daemonCfg   string
-	realtime    bool
+	schedFIFO   bool
 	busy        time.Duration
 	verbose     bool
 	// the operation
@@ -91,7 +91,8 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clocks, "clocks", "emulated", "the daemons' and nodes' clocks: emulated (offsets, drifts) or raw")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
-	fs.BoolVar(&f.realtime, "realtime", true, "run the switch thread under SCHED_FIFO")
+	fs.BoolVar(&f.schedFIFO, "sched-fifo", true, "run the switch thread under SCHED_FIFO")
+	usage.Alias(fs, "realtime", "sched-fifo")
 	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.StringVar(&f.op, "op", measure.OpAllreduce, "operation: barrier, reduce, allreduce, page")
@@ -200,7 +201,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	spec.Load, spec.LoadOutside, spec.Cross, spec.LoadCommand = lf.load, lf.loadOutside, cross, []string{exe}
 	cfg := &spec.Lab
 	cfg.PortRate, cfg.RunDir = portRate, f.runDir
-	cfg.Hosts, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, f.seed, f.realtime, f.busy
+	cfg.Hosts, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, f.seed, f.schedFIFO, f.busy
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
@@ -267,10 +268,11 @@ func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer)
 			KeptLate    *measure.Result     `json:"kept_late,omitempty"` // the same stamps, late executions kept
 			Gclock      lab.GclockSummary   `json:"gclock"`
 			Nodes       []lab.GclockSummary `json:"gclock_nodes"`
+			PageBusy    uint64              `json:"page_busy_reads"` // the evaluator's page reads that found a daemon mid-update
 			Switch      []netlab.DirStats   `json:"switch,omitempty"`
 			Checks      []measure.Check     `json:"checks"`
 		}{r.Spec.Link, r.Spec.Lab.Seed, r.Spec.Load, r.Spec.LoadOutside, r.Spec.Cross, r.Spec.Lab.PortRate,
-			[2][3]float64{r.LoadAvgStart, r.LoadAvgEnd}, r.Result, r.KeptLate, r.Run.Gclock.Summary, r.Run.Gclock.Nodes, r.Switch, r.Checks()})
+			[2][3]float64{r.LoadAvgStart, r.LoadAvgEnd}, r.Result, r.KeptLate, r.Run.Gclock.Summary, r.Run.Gclock.Nodes, r.Run.Gclock.PageBusyReads, r.Switch, r.Checks()})
 	}
 	w := stdout
 	if f.out != "" {

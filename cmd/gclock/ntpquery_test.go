@@ -16,7 +16,7 @@ import (
 type fixedSource struct{}
 
 func (fixedSource) At(raw int64) ntp.Reading {
-	off, _ := transport.RealtimeOffset()
+	off, _ := transport.WallRawOffset()
 	return ntp.Reading{Time: raw + off + 2_000_000, MaxErr: 100_000, OK: true}
 }
 

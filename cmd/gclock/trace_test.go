@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gclock/gclock/trace/chrome"
-	"github.com/gclock/gclock/trace/perfetto"
+	"github.com/gclock/gclock/internal/chromecheck"
+	"github.com/gclock/gclock/internal/perfettocheck"
 )
 
 func TestTraceDemoInfoMerge(t *testing.T) {
@@ -26,7 +26,7 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := chrome.Validate(f)
+	rep, err := chromecheck.Validate(f)
 	f.Close()
 	if err != nil || rep.Processes != 4 || rep.Flows == 0 {
 		t.Fatalf("demo JSON: %v %+v", err, rep)
@@ -35,7 +35,7 @@ func TestTraceDemoInfoMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt, err := perfetto.Decode(pb)
+	pt, err := perfettocheck.Decode(pb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package engineconf
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/internal/conf"
@@ -10,102 +12,99 @@ import (
 
 // Config is the engine's parameters as written in YAML: Liao's constants
 // in their paper's names in lower case, the clock model, the estimators'
-// windows and the hull's options (engine.Config's fields, units in the
-// names: _ppm, _ppm_per_s; durations with their unit). The simulator's
-// scenario embeds it as engine:, the daemon's configuration as sync:.
+// windows and the hull's options (units in the names: _ppm, _ppm_per_s;
+// durations with their unit). Each field's engine tag names the
+// engine.Config field it sets and the unit between the two (binding):
+// engine.Config is the source of truth for the defaults and the meaning,
+// Config only says how a key is written. The simulator's scenario embeds it
+// as engine:, the daemon's configuration as sync:.
 //
 // Where 0 says "choose for me", the embedding chooses: the simulator
 // derives max_drift_ppm, max_wander_ppm_per_s, max_freq_step_ppm and
 // granularity from its clock model when they are 0; the daemon passes them
 // to the engine as written.
 type Config struct {
-	Estimator string `yaml:"estimator" json:"estimator"` // minrtt | regression | hull | center
+	Estimator string `yaml:"estimator" json:"estimator" engine:"Estimator"` // minrtt | regression | hull | center
 	// Adaptive: Liao's adaptive periods; false keeps the periods fixed
 	// (the paper's baseline).
-	Adaptive                  bool     `yaml:"adaptive" json:"adaptive"`
-	PingsPerRound             int      `yaml:"pings_per_round" json:"pings_per_round"`
-	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh" json:"network_latency_error_thresh"`
-	DifferenceThresh          Duration `yaml:"difference_thresh" json:"difference_thresh"`
+	Adaptive                  bool     `yaml:"adaptive" json:"adaptive" engine:"Adaptive"`
+	PingsPerRound             int      `yaml:"pings_per_round" json:"pings_per_round" engine:"PingsPerRound"`
+	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh" json:"network_latency_error_thresh" engine:"NetworkLatencyErrorThresh"`
+	DifferenceThresh          Duration `yaml:"difference_thresh" json:"difference_thresh" engine:"DifferenceThresh"`
 	// ErrorThresh is the accumulated err/difference_thresh that halves a
 	// period.
-	ErrorThresh         float64  `yaml:"error_thresh" json:"error_thresh"`
-	SuccessThresh       int      `yaml:"success_thresh" json:"success_thresh"`
-	MinGlobalPeriod     Duration `yaml:"min_global_period" json:"min_global_period"`
-	MaxGlobalPeriod     Duration `yaml:"max_global_period" json:"max_global_period"`
-	InitialGlobalPeriod Duration `yaml:"initial_global_period" json:"initial_global_period"`
-	MinSelfPeriod       Duration `yaml:"min_self_period" json:"min_self_period"`
-	MaxSelfPeriod       Duration `yaml:"max_self_period" json:"max_self_period"`
-	LargeDriftPPM       float64  `yaml:"large_drift_ppm" json:"large_drift_ppm"`
-	ProbeTimeout        Duration `yaml:"probe_timeout" json:"probe_timeout"`
-	StaleAfter          Duration `yaml:"stale_after" json:"stale_after"`
-	MaxSlewPPM          float64  `yaml:"max_slew_ppm" json:"max_slew_ppm"`
+	ErrorThresh         float64  `yaml:"error_thresh" json:"error_thresh" engine:"ErrorThresh"`
+	SuccessThresh       int      `yaml:"success_thresh" json:"success_thresh" engine:"SuccessThresh"`
+	MinGlobalPeriod     Duration `yaml:"min_global_period" json:"min_global_period" engine:"MinGlobalPeriod"`
+	MaxGlobalPeriod     Duration `yaml:"max_global_period" json:"max_global_period" engine:"MaxGlobalPeriod"`
+	InitialGlobalPeriod Duration `yaml:"initial_global_period" json:"initial_global_period" engine:"InitialGlobalPeriod"`
+	MinSelfPeriod       Duration `yaml:"min_self_period" json:"min_self_period" engine:"MinSelfPeriod"`
+	MaxSelfPeriod       Duration `yaml:"max_self_period" json:"max_self_period" engine:"MaxSelfPeriod"`
+	LargeDriftPPM       float64  `yaml:"large_drift_ppm" json:"large_drift_ppm" engine:"LargeDrift,ppm"`
+	ProbeTimeout        Duration `yaml:"probe_timeout" json:"probe_timeout" engine:"ProbeTimeout"`
+	StaleAfter          Duration `yaml:"stale_after" json:"stale_after" engine:"StaleAfter"`
+	MaxSlewPPM          float64  `yaml:"max_slew_ppm" json:"max_slew_ppm" engine:"MaxSlewRate,ppm"`
 	// MaxDriftPPM and MaxWanderPPMPerS are what the engine assumes of the
 	// clocks (engine.Config.MaxDrift, MaxWander).
-	MaxDriftPPM      float64 `yaml:"max_drift_ppm" json:"max_drift_ppm"`
-	MaxWanderPPMPerS float64 `yaml:"max_wander_ppm_per_s" json:"max_wander_ppm_per_s"`
+	MaxDriftPPM      float64 `yaml:"max_drift_ppm" json:"max_drift_ppm" engine:"MaxDrift,ppm"`
+	MaxWanderPPMPerS float64 `yaml:"max_wander_ppm_per_s" json:"max_wander_ppm_per_s" engine:"MaxWander,ppm_per_s"`
 	// MaxFreqStepPPM is the largest instant change of the frequency
 	// between a node and its source that the bounds allow for
 	// (engine.Config.MaxFreqStep); with max_wander_ppm_per_s it is the
 	// clock model's stated limit on frequency change (docs/daemon.md,
 	// "The clock model").
-	MaxFreqStepPPM float64 `yaml:"max_freq_step_ppm" json:"max_freq_step_ppm"`
+	MaxFreqStepPPM float64 `yaml:"max_freq_step_ppm" json:"max_freq_step_ppm" engine:"MaxFreqStep,ppm"`
 	// AcquireRounds is how many rounds in a row must agree with the clock
 	// model before reads say synced (engine.Config.AcquireRounds; 0: the
 	// engine's default).
-	AcquireRounds int `yaml:"acquire_rounds" json:"acquire_rounds,omitempty"`
+	AcquireRounds int `yaml:"acquire_rounds" json:"acquire_rounds,omitempty" engine:"AcquireRounds"`
 	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
 	// one-way delay (engine.Config.HullMinDelay). The hull's point sets are
 	// brought together by it, which tightens the offset and drift bounds
 	// from about the round trip to about the granularity. 0: causality
 	// only.
-	HullMinDelay Duration `yaml:"hull_min_delay,omitempty" json:"hull_min_delay,omitempty"`
+	HullMinDelay Duration `yaml:"hull_min_delay,omitempty" json:"hull_min_delay,omitempty" engine:"HullMinDelay"`
 	// HullMaxSpan limits the time span of the hull's samples
 	// (engine.Config.HullMaxSpan): 0 chooses it after every round from the
 	// round trip, the period and max_wander_ppm_per_s; negative keeps the
 	// whole window.
-	HullMaxSpan Duration `yaml:"hull_max_span,omitempty" json:"hull_max_span,omitempty"`
+	HullMaxSpan Duration `yaml:"hull_max_span,omitempty" json:"hull_max_span,omitempty" engine:"HullMaxSpan"`
 	// Granularity is the clock read granularity the hull assumes.
-	Granularity Duration `yaml:"granularity" json:"granularity"`
+	Granularity Duration `yaml:"granularity" json:"granularity" engine:"Granularity"`
 	// Window is the rounds each estimator keeps (0: the engine's default).
-	Window int `yaml:"window" json:"window,omitempty"`
+	Window int `yaml:"window" json:"window,omitempty" engine:"Window,zero_default"`
 	// ContinuousDrift applies the drift continuously instead of once per
 	// self period.
-	ContinuousDrift bool `yaml:"continuous_drift" json:"continuous_drift,omitempty"`
+	ContinuousDrift bool `yaml:"continuous_drift" json:"continuous_drift,omitempty" engine:"ContinuousDrift"`
 	// MaxConcurrentRounds is how many children a node syncs at once
 	// (1 by default, Liao's node 0; 0: no limit).
-	MaxConcurrentRounds int `yaml:"max_concurrent_rounds" json:"max_concurrent_rounds,omitempty"`
+	MaxConcurrentRounds int `yaml:"max_concurrent_rounds" json:"max_concurrent_rounds,omitempty" engine:"MaxConcurrentRounds"`
 	// RetryRTTs and MaxProbeRetries: a probe whose reply has not come
 	// after this many round trips (at least probe_timeout) is sent again,
 	// up to max_probe_retries times.
-	RetryRTTs       float64 `yaml:"retry_rtts" json:"retry_rtts"`
-	MaxProbeRetries int     `yaml:"max_probe_retries" json:"max_probe_retries"`
+	RetryRTTs       float64 `yaml:"retry_rtts" json:"retry_rtts" engine:"RetryRTTs"`
+	MaxProbeRetries int     `yaml:"max_probe_retries" json:"max_probe_retries" engine:"MaxProbeRetries"`
 	// DiscountDelay: an error report counts only the part of a projection
 	// error that the exchange's queueing cannot explain
 	// (engine.Config.DiscountDelay).
-	DiscountDelay bool `yaml:"discount_delay" json:"discount_delay,omitempty"`
+	DiscountDelay bool `yaml:"discount_delay" json:"discount_delay,omitempty" engine:"DiscountDelay"`
 }
 
 // Default is engine.DefaultConfig in YAML units, so that a file that says
 // nothing runs the engine as its owner tuned it.
 func Default() Config {
+	var c Config
 	e := engine.DefaultConfig()
-	return Config{
-		Estimator: e.Estimator, Adaptive: e.Adaptive, PingsPerRound: e.PingsPerRound,
-		NetworkLatencyErrorThresh: Duration(e.NetworkLatencyErrorThresh),
-		DifferenceThresh:          Duration(e.DifferenceThresh),
-		ErrorThresh:               e.ErrorThresh, SuccessThresh: e.SuccessThresh,
-		MinGlobalPeriod: Duration(e.MinGlobalPeriod), MaxGlobalPeriod: Duration(e.MaxGlobalPeriod),
-		InitialGlobalPeriod: Duration(e.InitialGlobalPeriod),
-		MinSelfPeriod:       Duration(e.MinSelfPeriod), MaxSelfPeriod: Duration(e.MaxSelfPeriod),
-		LargeDriftPPM: e.LargeDrift * 1e6, ProbeTimeout: Duration(e.ProbeTimeout),
-		StaleAfter: Duration(e.StaleAfter), MaxSlewPPM: e.MaxSlewRate * 1e6,
-		MaxDriftPPM: e.MaxDrift * 1e6, MaxWanderPPMPerS: e.MaxWander * 1e15,
-		MaxFreqStepPPM: e.MaxFreqStep * 1e6, AcquireRounds: e.AcquireRounds,
-		HullMinDelay: Duration(e.HullMinDelay), HullMaxSpan: Duration(e.HullMaxSpan),
-		Granularity: Duration(e.Granularity), Window: e.Window, ContinuousDrift: e.ContinuousDrift,
-		MaxConcurrentRounds: e.MaxConcurrentRounds, RetryRTTs: e.RetryRTTs, MaxProbeRetries: e.MaxProbeRetries,
-		DiscountDelay: e.DiscountDelay,
+	cv, ev := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&e).Elem()
+	for _, b := range bindings {
+		sec, eng := cv.Field(b.sec), ev.Field(b.eng)
+		if b.scale != 0 {
+			sec.SetFloat(eng.Float() * b.scale)
+		} else {
+			sec.Set(eng.Convert(sec.Type()))
+		}
 	}
+	return c
 }
 
 // ErrConfig is wrapped by every error of Validate and ToEngine: the one
@@ -212,29 +211,18 @@ func (c *Config) Validate() error {
 // The conversion is returned even when the error is not nil.
 func (c Config) ToEngine() (engine.Config, error) {
 	e := engine.DefaultConfig()
-	e.Estimator, e.Adaptive, e.PingsPerRound = c.Estimator, c.Adaptive, c.PingsPerRound
-	e.NetworkLatencyErrorThresh = c.NetworkLatencyErrorThresh.D()
-	e.DifferenceThresh = c.DifferenceThresh.D()
-	e.ErrorThresh, e.SuccessThresh = c.ErrorThresh, c.SuccessThresh
-	e.MinGlobalPeriod, e.MaxGlobalPeriod = c.MinGlobalPeriod.D(), c.MaxGlobalPeriod.D()
-	e.InitialGlobalPeriod = c.InitialGlobalPeriod.D()
-	e.MinSelfPeriod, e.MaxSelfPeriod = c.MinSelfPeriod.D(), c.MaxSelfPeriod.D()
-	e.LargeDrift = c.LargeDriftPPM / 1e6
-	e.ProbeTimeout, e.StaleAfter = c.ProbeTimeout.D(), c.StaleAfter.D()
-	e.MaxSlewRate = c.MaxSlewPPM / 1e6
-	e.MaxDrift = c.MaxDriftPPM / 1e6
-	e.MaxWander = c.MaxWanderPPMPerS / 1e15 // per ns, per ns
-	e.MaxFreqStep = c.MaxFreqStepPPM / 1e6
-	e.AcquireRounds = c.AcquireRounds
-	e.HullMinDelay, e.HullMaxSpan = c.HullMinDelay.D(), c.HullMaxSpan.D()
-	e.Granularity = c.Granularity.D()
-	if c.Window != 0 {
-		e.Window = c.Window
+	cv, ev := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&e).Elem()
+	for _, b := range bindings {
+		sec, eng := cv.Field(b.sec), ev.Field(b.eng)
+		switch {
+		case b.zeroDefault && sec.IsZero():
+			// 0 in the file: keep the engine's default.
+		case b.scale != 0:
+			eng.SetFloat(sec.Float() / b.scale)
+		default:
+			eng.Set(sec.Convert(eng.Type()))
+		}
 	}
-	e.ContinuousDrift = c.ContinuousDrift
-	e.MaxConcurrentRounds = c.MaxConcurrentRounds
-	e.RetryRTTs, e.MaxProbeRetries = c.RetryRTTs, c.MaxProbeRetries
-	e.DiscountDelay = c.DiscountDelay
 	if err := c.Validate(); err != nil {
 		return e, err
 	}
@@ -242,4 +230,56 @@ func (c Config) ToEngine() (engine.Config, error) {
 		return e, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return e, nil
+}
+
+// binding is one key of Config bound to its engine.Config field by the
+// field's engine tag: "Name" (the same value; a Duration becomes a
+// time.Duration), "Name,ppm" (ppm in the file, a fraction in the engine),
+// "Name,ppm_per_s" (ppm per second in the file, per ns per ns in the
+// engine), and ",zero_default" (0 in the file keeps the engine's default).
+// The tags are the one place a key meets its engine field: Default and
+// ToEngine both walk them, so a new key is a field of engine.Config and a
+// tagged field here (TestEveryEngineFieldBound keeps the two in step).
+type binding struct {
+	sec, eng    int     // field indexes in Config and engine.Config
+	scale       float64 // file value = engine value * scale; 0: the same value
+	zeroDefault bool
+}
+
+// bindings are Config's engine tags, read once.
+var bindings = bind()
+
+func bind() []binding {
+	var out []binding
+	ct, et := reflect.TypeFor[Config](), reflect.TypeFor[engine.Config]()
+	for i := range ct.NumField() {
+		tag, ok := ct.Field(i).Tag.Lookup("engine")
+		if !ok {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		f, ok := et.FieldByName(name)
+		if !ok || len(f.Index) != 1 {
+			panic(fmt.Sprintf("engineconf: %s's engine tag names %q, not a field of engine.Config", ct.Field(i).Name, name))
+		}
+		b := binding{sec: i, eng: f.Index[0]}
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "":
+			case "ppm":
+				b.scale = 1e6
+			case "ppm_per_s":
+				b.scale = 1e15 // ppm per second = 1e-6 / 1e9 per ns per ns
+			case "zero_default":
+				b.zeroDefault = true
+			default:
+				panic(fmt.Sprintf("engineconf: %s's engine tag: unknown option %q", ct.Field(i).Name, o))
+			}
+		}
+		if b.scale == 0 && !ct.Field(i).Type.ConvertibleTo(f.Type) || b.scale != 0 && (ct.Field(i).Type.Kind() != reflect.Float64 || f.Type.Kind() != reflect.Float64) {
+			panic(fmt.Sprintf("engineconf: %s (%s) cannot hold engine.Config.%s (%s)", ct.Field(i).Name, ct.Field(i).Type, name, f.Type))
+		}
+		out = append(out, b)
+	}
+	return out
 }

@@ -101,3 +101,67 @@ func TestCheckNamesTheKey(t *testing.T) {
 }
 
 func nan() float64 { z := 0.0; return z / z }
+
+// TestEveryEngineFieldBound: every key of the section names its
+// engine.Config field (engine tag), no field is bound twice, and every
+// engine.Config field is a key unless it is listed here with the reason.
+func TestEveryEngineFieldBound(t *testing.T) {
+	notKeys := map[string]string{
+		"ID": "the topology", "Sources": "the topology", "Children": "the topology",
+		"FloorSlack":      "the engine's own tuning of the floor estimator",
+		"ReadUncertainty": "the daemon's measured clock reads",
+		"SilentPeriods":   "the engine's own silence rule",
+	}
+	ct, et := reflect.TypeFor[Config](), reflect.TypeFor[engine.Config]()
+	bound := map[string]string{}
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		tag, ok := f.Tag.Lookup("engine")
+		if !ok {
+			t.Errorf("Config.%s (yaml %q) has no engine tag: bind it to its engine.Config field", f.Name, f.Tag.Get("yaml"))
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if prev, dup := bound[name]; dup {
+			t.Errorf("engine.Config.%s bound by both Config.%s and Config.%s", name, prev, f.Name)
+		}
+		bound[name] = f.Name
+	}
+	for i := range et.NumField() {
+		name := et.Field(i).Name
+		_, isKey := bound[name]
+		_, listed := notKeys[name]
+		switch {
+		case isKey && listed:
+			t.Errorf("engine.Config.%s is a key and listed as not one", name)
+		case !isKey && !listed:
+			t.Errorf("engine.Config.%s is no key of the section: add a tagged field to Config, or list it in notKeys with the reason", name)
+		}
+	}
+	if len(bindings) != len(bound) {
+		t.Errorf("%d bindings for %d tagged fields", len(bindings), len(bound))
+	}
+}
+
+// TestDefaultRoundTrips: every key set to a value other than its default
+// reaches its engine field with the unit applied, and Default read back
+// from engine.DefaultConfig gives the YAML units.
+func TestDefaultRoundTrips(t *testing.T) {
+	d := Default()
+	for _, tt := range []struct {
+		key  string
+		got  float64
+		want float64
+	}{
+		{"large_drift_ppm", d.LargeDriftPPM, 20}, {"max_slew_ppm", d.MaxSlewPPM, 500},
+		{"max_drift_ppm", d.MaxDriftPPM, 200}, {"max_wander_ppm_per_s", d.MaxWanderPPMPerS, 0.01},
+		{"max_freq_step_ppm", d.MaxFreqStepPPM, 2},
+	} {
+		if diff := tt.got - tt.want; diff > 1e-9*tt.want || diff < -1e-9*tt.want {
+			t.Errorf("Default %s = %g, want %g", tt.key, tt.got, tt.want)
+		}
+	}
+	if d.DifferenceThresh.D() != 2*time.Microsecond || d.Estimator != "minrtt" || d.Window != 256 {
+		t.Errorf("Default: difference_thresh %v, estimator %q, window %d", d.DifferenceThresh, d.Estimator, d.Window)
+	}
+}

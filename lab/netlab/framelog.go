@@ -35,7 +35,7 @@ type frameLog struct {
 }
 
 func (f *frameLog) start() {
-	f.offStart, f.hwStart = transport.RealtimeOffset()
+	f.offStart, f.hwStart = transport.WallRawOffset()
 	f.recs = make([]frameRec, 0, 1<<14)
 }
 
@@ -73,7 +73,7 @@ func parseGclockFrame(eth []byte) (op uint8, sender, seq uint32, dport uint16) {
 // writeFile writes the log as CSV: a comment line with the realtime - raw
 // offsets, then in,out,rx_ns,at_ns,start_ns,end_ns,op,sender,seq,dport.
 func (f *frameLog) writeFile(path string) error {
-	f.offEnd, f.hwEnd = transport.RealtimeOffset()
+	f.offEnd, f.hwEnd = transport.WallRawOffset()
 	fh, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("frame log: %w", err)

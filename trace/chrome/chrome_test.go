@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gclock/gclock/internal/chromecheck"
 	"github.com/gclock/gclock/trace/format"
 )
 
@@ -106,7 +107,7 @@ func TestEveryEventValid(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		ev := synth(seed, 4, 3000)
 		out := write(t, ev)
-		rep, err := Validate(bytes.NewReader(out))
+		rep, err := chromecheck.Validate(bytes.NewReader(out))
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -150,8 +151,8 @@ func TestAppendMicros(t *testing.T) {
 			t.Errorf("AppendMicros(%d) = %s, want %s", tc.ns, got, tc.want)
 		}
 		if tc.ns != -1<<63 {
-			if back, err := ParseMicros(tc.want); err != nil || back != tc.ns {
-				t.Errorf("ParseMicros(%s) = %d, %v", tc.want, back, err)
+			if back, err := chromecheck.ParseMicros(tc.want); err != nil || back != tc.ns {
+				t.Errorf("chromecheck.ParseMicros(%s) = %d, %v", tc.want, back, err)
 			}
 		}
 	}
@@ -225,19 +226,19 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Validate(strings.NewReader(tc.doc))
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			_, err := chromecheck.Validate(strings.NewReader(tc.doc))
+			if !errors.Is(err, chromecheck.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an ErrInvalid containing %q", err, tc.want)
 			}
 		})
 	}
 	// The same pieces, well formed, pass: the rules above reject what they
 	// name and nothing else.
-	rep, err := Validate(strings.NewReader(`{"traceEvents":[` + x + `,` + s1 + `,` + x2 + `,` + f1 + `],"metadata":{"origin_ns":"5"}}`))
+	rep, err := chromecheck.Validate(strings.NewReader(`{"traceEvents":[` + x + `,` + s1 + `,` + x2 + `,` + f1 + `],"metadata":{"origin_ns":"5"}}`))
 	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "5" {
 		t.Fatalf("well-formed flow: %v %+v", err, rep)
 	}
-	rep, err = Validate(strings.NewReader(m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":"0x1f","flow_out":true},` +
+	rep, err = chromecheck.Validate(strings.NewReader(m(`{"ph":"X","name":"a","pid":1,"tid":0,"ts":1,"dur":0,"bind_id":"0x1f","flow_out":true},` +
 		`{"ph":"B","name":"b","pid":2,"tid":0,"ts":2,"bind_id":31,"flow_in":true,"flow_out":true},{"ph":"E","pid":2,"tid":0,"ts":3},` +
 		`{"ph":"X","name":"c","pid":3,"tid":0,"ts":4,"dur":1,"bind_id":31,"flow_in":true}`)))
 	if err != nil || rep.FlowsV2 != 1 || rep.Flows != 0 {
@@ -258,8 +259,8 @@ const legacyOutput = `{"displayTimeUnit":"ns","traceEvents":[
 `
 
 func TestValidateRejectsLegacyOutput(t *testing.T) {
-	_, err := Validate(strings.NewReader(legacyOutput))
-	if !errors.Is(err, ErrInvalid) {
+	_, err := chromecheck.Validate(strings.NewReader(legacyOutput))
+	if !errors.Is(err, chromecheck.ErrInvalid) {
 		t.Fatalf("legacy output accepted: %v", err)
 	}
 	// Each of its four faults is caught on its own, in the order Validate
@@ -274,11 +275,11 @@ func TestValidateRejectsLegacyOutput(t *testing.T) {
 		{noUnit, "flow_invalid_id"},
 		{numericID, "binds to no slice"},
 	} {
-		if _, err := Validate(strings.NewReader(tc.doc)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		if _, err := chromecheck.Validate(strings.NewReader(tc.doc)); !errors.Is(err, chromecheck.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
 	}
-	rep, err := Validate(strings.NewReader(withCat))
+	rep, err := chromecheck.Validate(strings.NewReader(withCat))
 	if err != nil || rep.Flows != 1 || rep.Metadata["origin_ns"] != "1000" {
 		t.Fatalf("mended legacy output: %v %+v", err, rep)
 	}
@@ -295,7 +296,7 @@ func TestUnboundRecvNoFlow(t *testing.T) {
 	if w.Unbound != 1 {
 		t.Fatalf("unbound %d, want 1", w.Unbound)
 	}
-	if _, err := Validate(&b); err != nil {
+	if _, err := chromecheck.Validate(&b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -304,7 +305,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte(`{"traceEvents":[{"ph":"B","name":"a","pid":1,"tid":0,"ts":1.5},{"ph":"E","pid":1,"tid":0,"ts":2}]}`))
 	f.Add([]byte(`{"traceEvents":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = Validate(bytes.NewReader(data))
+		_, _ = chromecheck.Validate(bytes.NewReader(data))
 	})
 }
 
@@ -330,11 +331,11 @@ func FuzzParseMicros(f *testing.F) {
 	f.Add("12.345", int64(12345))
 	f.Add("-0.001", int64(-1))
 	f.Fuzz(func(t *testing.T, s string, ns int64) {
-		_, _ = ParseMicros(s)
+		_, _ = chromecheck.ParseMicros(s)
 		if ns == -1<<63 {
 			return
 		}
-		if back, err := ParseMicros(string(AppendMicros(nil, ns))); err != nil || back != ns {
+		if back, err := chromecheck.ParseMicros(string(AppendMicros(nil, ns))); err != nil || back != ns {
 			t.Fatalf("%d -> %s -> %d, %v", ns, AppendMicros(nil, ns), back, err)
 		}
 	})

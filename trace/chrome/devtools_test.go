@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/internal/chromecheck"
 )
 
 // traceEngine is the npm package of Chrome DevTools' trace engine (the
@@ -99,7 +101,7 @@ func TestDevToolsImportsEveryFlow(t *testing.T) {
 	dir := devtoolsEngine(t)
 	for seed := uint64(1); seed <= 2; seed++ {
 		out := write(t, synth(seed, 4, 3000))
-		rep, err := Validate(bytes.NewReader(out))
+		rep, err := chromecheck.Validate(bytes.NewReader(out))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,5 @@
 // Package chrome writes a merged trace as Chrome trace-event JSON, the
-// format Perfetto's UI (ui.perfetto.dev) and chrome://tracing open, and
-// checks such files against the format's rules.
+// format Perfetto's UI (ui.perfetto.dev) and chrome://tracing open.
 //
 // Layout: one process (pid) per traced process, named by process_name
 // metadata; one thread (tid) per recording track; regions are B/E pairs,
@@ -14,6 +13,7 @@
 // timestamp of every event is kept in args.local_ns.
 //
 // Writer streams: memory holds only the names and the messages in flight.
-// Validate re-reads a file and checks phases, B/E nesting per track,
-// per-track time order, bound flow ids and timestamp syntax.
+// Its tests re-read every file with internal/chromecheck, which checks
+// phases, B/E nesting per track, per-track time order, bound flow ids and
+// timestamp syntax.
 package chrome

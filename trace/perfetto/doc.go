@@ -1,13 +1,14 @@
 // Package perfetto writes a merged trace in Perfetto's protobuf trace format
 // (a Trace message of TracePackets carrying TrackDescriptors and
 // TrackEvents), the format ui.perfetto.dev and trace_processor read
-// natively, and decodes what it wrote back.
+// natively. Its tests read the output back with the strict decoder in
+// internal/perfettocheck.
 //
 // It uses protowire and no generated code: the field numbers are those of
 // Perfetto's protos/perfetto/trace (trace.proto, trace_packet.proto,
 // track_event/track_event.proto, track_descriptor.proto,
 // process_descriptor.proto, counter_descriptor.proto, debug_annotation.proto
-// and interned_data/interned_data.proto), listed as constants in proto.go.
+// and interned_data/interned_data.proto), listed as constants in internal/perfettopb.
 //
 // The mapping from the merged stream:
 //

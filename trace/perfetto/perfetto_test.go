@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/gclock/gclock/internal/perfettocheck"
+	pb "github.com/gclock/gclock/internal/perfettopb"
 	"github.com/gclock/gclock/trace/format"
 )
 
@@ -97,7 +99,7 @@ func TestRoundTrip(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		ev := synth(seed, 4, 4000)
 		data, w := write(t, ev, Options{Metadata: []KV{{"method", "spline"}, {"note", "bad \xff utf-8"}}})
-		tr, err := Decode(data)
+		tr, err := perfettocheck.Decode(data)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -133,7 +135,7 @@ func TestRoundTrip(t *testing.T) {
 			local, _ := e.Arg("local_ns")
 			switch m.Kind {
 			case format.Enter, format.Instant:
-				want := map[format.Kind]int{format.Enter: TypeSliceBegin, format.Instant: TypeInstant}[m.Kind]
+				want := map[format.Kind]int{format.Enter: pb.TypeSliceBegin, format.Instant: pb.TypeInstant}[m.Kind]
 				if e.Type != want || local.Int != m.Raw || e.Name == "" {
 					t.Fatalf("%s: %+v for %+v", where(), e, m)
 				}
@@ -141,11 +143,11 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("%s: name %q", where(), e.Name)
 				}
 			case format.Leave:
-				if e.Type != TypeSliceEnd {
+				if e.Type != pb.TypeSliceEnd {
 					t.Fatalf("%s: %+v for a leave", where(), e)
 				}
 			case format.Counter:
-				if e.Type != TypeCounter || e.Counter != m.Value || !track.Counter {
+				if e.Type != pb.TypeCounter || e.Counter != m.Value || !track.Counter {
 					t.Fatalf("%s: %+v on %+v for %+v", where(), e, track, m)
 				}
 				if m.Proc == 2 && track.Name != "queue depth" {
@@ -155,7 +157,7 @@ func TestRoundTrip(t *testing.T) {
 				peer, _ := e.Arg(map[bool]string{true: "to", false: "from"}[m.Kind == format.Send])
 				msg, _ := e.Arg("msg")
 				size, _ := e.Arg("bytes")
-				if e.Type != TypeInstant || peer.Uint != uint64(m.Peer) || msg.Uint != m.ID || size.Int != m.Value || local.Int != m.Raw {
+				if e.Type != pb.TypeInstant || peer.Uint != uint64(m.Peer) || msg.Uint != m.ID || size.Int != m.Value || local.Int != m.Raw {
 					t.Fatalf("%s: %+v for %+v", where(), e, m)
 				}
 				if m.Kind == format.Send {
@@ -194,7 +196,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestEmptyTrace(t *testing.T) {
 	data, _ := write(t, nil, Options{})
-	tr, err := Decode(data)
+	tr, err := perfettocheck.Decode(data)
 	if err != nil || len(tr.Events) != 1 || tr.Events[0].Name != "gclock run" {
 		t.Fatalf("%v %+v", err, tr)
 	}
@@ -225,8 +227,8 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Decode(tc.doc)
-			if !errors.Is(err, ErrInvalid) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			_, err := perfettocheck.Decode(tc.doc)
+			if !errors.Is(err, perfettocheck.ErrInvalid) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
@@ -238,18 +240,18 @@ func TestDecodeRejects(t *testing.T) {
 func packetWith(t *testing.T, good []byte, extra []byte) []byte {
 	t.Helper()
 	var ev []byte
-	ev = appendUint(ev, fEventType, TypeInstant)
-	ev = appendUint(ev, fEventTrackUUID, runTrackUUID)
+	ev = appendUint(ev, pb.EventType, pb.TypeInstant)
+	ev = appendUint(ev, pb.EventTrackUUID, pb.RunTrackUUID)
 	ev = append(ev, extra...)
 	var p []byte
-	p = appendUint(p, fPacketTimestamp, 0)
-	p = appendUint(p, fPacketSequenceID, sequenceID)
-	p = appendUint(p, fPacketSequenceFlags, seqNeedsIncrementalState)
-	p = appendString(p, fPacketTrackEvent, string(ev))
+	p = appendUint(p, pb.PacketTimestamp, 0)
+	p = appendUint(p, pb.PacketSequenceID, pb.SequenceID)
+	p = appendUint(p, pb.PacketSequenceFlags, pb.SeqNeedsIncrementalState)
+	p = appendString(p, pb.PacketTrackEvent, string(ev))
 	// The first packet of good: the run track descriptor, clearing state.
 	first := firstPacket(t, good)
 	out := append([]byte{}, first...)
-	out = appendString(out, fTracePacket, string(p))
+	out = appendString(out, pb.TracePacket, string(p))
 	return out
 }
 
@@ -265,11 +267,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tr, err := Decode(b)
+		tr, err := perfettocheck.Decode(b)
 		if err == nil && tr == nil {
 			t.Fatal("nil trace without an error")
 		}
-		if err != nil && !errors.Is(err, ErrInvalid) {
+		if err != nil && !errors.Is(err, perfettocheck.ErrInvalid) {
 			t.Fatalf("error %v does not wrap ErrInvalid", err)
 		}
 	})
@@ -295,7 +297,7 @@ func FuzzWriter(f *testing.F) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		tr, err := Decode(b.Bytes())
+		tr, err := perfettocheck.Decode(b.Bytes())
 		if err != nil {
 			t.Fatalf("%v", err)
 		}

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gclock/gclock/internal/perfettocheck"
+	pb "github.com/gclock/gclock/internal/perfettopb"
 )
 
 // TestProtocDecodes decodes the writer's output with protoc, a protobuf
@@ -19,7 +22,7 @@ func TestProtocDecodes(t *testing.T) {
 	}
 	ev := synth(3, 4, 3000)
 	data, _ := write(t, ev, Options{Metadata: []KV{{"method", "linear"}}})
-	tr, err := Decode(data)
+	tr, err := perfettocheck.Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +53,8 @@ func TestProtocDecodes(t *testing.T) {
 		{"track descriptors", count(`track_descriptor \{`), len(tr.Tracks)},
 		{"flow_ids", count(`flow_ids: `), flows},
 		{"terminating_flow_ids", count(`terminating_flow_ids: `), terms},
-		{"slice begins", count(`type: TYPE_SLICE_BEGIN`), countType(tr, TypeSliceBegin)},
-		{"counters", count(`counter_value: `), countType(tr, TypeCounter)},
+		{"slice begins", count(`type: TYPE_SLICE_BEGIN`), countType(tr, pb.TypeSliceBegin)},
+		{"counters", count(`counter_value: `), countType(tr, pb.TypeCounter)},
 	}
 	for _, c := range checks {
 		if c.got != c.want || c.want == 0 {
@@ -63,7 +66,7 @@ func TestProtocDecodes(t *testing.T) {
 	}
 }
 
-func countType(tr *Trace, typ int) int {
+func countType(tr *perfettocheck.Trace, typ int) int {
 	n := 0
 	for _, e := range tr.Events {
 		if e.Type == typ {

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	pb "github.com/gclock/gclock/internal/perfettopb"
 	"github.com/gclock/gclock/trace/format"
 )
 
@@ -79,7 +80,7 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 		w: bufio.NewWriterSize(w, 1<<16), opt: opt,
 		names: map[nameKey]string{}, procName: map[uint32]string{},
 		procs: map[uint32]uint64{}, tracks: map[trackKey]uint64{}, counters: map[nameKey]uint64{},
-		nextUUID: runTrackUUID + 1, evNames: map[string]uint64{}, iidOf: map[iidKey]uint64{}, annNames: map[string]uint64{},
+		nextUUID: pb.RunTrackUUID + 1, evNames: map[string]uint64{}, iidOf: map[iidKey]uint64{}, annNames: map[string]uint64{},
 		sent: map[flowKey]uint64{},
 	}
 }
@@ -113,23 +114,23 @@ func (w *Writer) name(proc uint32, id uint64, kind string) string {
 
 // packet appends w.pkt as one TracePacket to the output.
 func (w *Writer) packet() {
-	w.out = protowire.AppendTag(w.out, fTracePacket, protowire.BytesType)
+	w.out = protowire.AppendTag(w.out, pb.TracePacket, protowire.BytesType)
 	w.out = protowire.AppendBytes(w.out, w.pkt)
 	w.pkt = w.pkt[:0]
 }
 
 // head starts a packet on the sequence: its sequence id and flags.
 func (w *Writer) head(flags uint64) {
-	w.pkt = protowire.AppendTag(w.pkt, fPacketSequenceID, protowire.VarintType)
-	w.pkt = protowire.AppendVarint(w.pkt, sequenceID)
-	w.pkt = protowire.AppendTag(w.pkt, fPacketSequenceFlags, protowire.VarintType)
+	w.pkt = protowire.AppendTag(w.pkt, pb.PacketSequenceID, protowire.VarintType)
+	w.pkt = protowire.AppendVarint(w.pkt, pb.SequenceID)
+	w.pkt = protowire.AppendTag(w.pkt, pb.PacketSequenceFlags, protowire.VarintType)
 	w.pkt = protowire.AppendVarint(w.pkt, flags)
 }
 
 // descriptor writes a TrackDescriptor packet; w.sub holds its body.
 func (w *Writer) descriptor() {
-	w.head(seqNeedsIncrementalState)
-	w.pkt = protowire.AppendTag(w.pkt, fPacketTrackDesc, protowire.BytesType)
+	w.head(pb.SeqNeedsIncrementalState)
+	w.pkt = protowire.AppendTag(w.pkt, pb.PacketTrackDesc, protowire.BytesType)
 	w.pkt = protowire.AppendBytes(w.pkt, w.sub)
 	w.sub = w.sub[:0]
 	w.packet()
@@ -149,25 +150,25 @@ func appendString(b []byte, f protowire.Number, s string) []byte {
 // the run instant with the metadata.
 func (w *Writer) start() {
 	w.started = true
-	w.sub = appendUint(w.sub, fDescUUID, runTrackUUID)
-	w.sub = appendString(w.sub, fDescName, "gclock run")
-	w.head(seqIncrementalStateCleared)
-	w.pkt = protowire.AppendTag(w.pkt, fPacketTrackDesc, protowire.BytesType)
+	w.sub = appendUint(w.sub, pb.DescUUID, pb.RunTrackUUID)
+	w.sub = appendString(w.sub, pb.DescName, "gclock run")
+	w.head(pb.SeqIncrementalStateCleared)
+	w.pkt = protowire.AppendTag(w.pkt, pb.PacketTrackDesc, protowire.BytesType)
 	w.pkt = protowire.AppendBytes(w.pkt, w.sub)
 	w.sub = w.sub[:0]
 	w.packet()
 
-	w.ev = appendUint(w.ev, fEventType, TypeInstant)
-	w.ev = appendUint(w.ev, fEventTrackUUID, runTrackUUID)
-	w.ev = appendString(w.ev, fEventName, "gclock run")
+	w.ev = appendUint(w.ev, pb.EventType, pb.TypeInstant)
+	w.ev = appendUint(w.ev, pb.EventTrackUUID, pb.RunTrackUUID)
+	w.ev = appendString(w.ev, pb.EventName, "gclock run")
 	kv := append([]KV{{"origin_ns", strconv.FormatInt(w.opt.Origin, 10)}}, w.opt.Metadata...)
 	for _, m := range kv {
 		if m.Key == "" {
 			m.Key = "(no key)" // an annotation needs a name
 		}
-		w.sub = appendString(w.sub, fAnnotationName, validUTF8(m.Key))
-		w.sub = appendString(w.sub, fAnnotationString, validUTF8(m.Value))
-		w.ev = protowire.AppendTag(w.ev, fEventDebugAnnotations, protowire.BytesType)
+		w.sub = appendString(w.sub, pb.AnnotationName, validUTF8(m.Key))
+		w.sub = appendString(w.sub, pb.AnnotationString, validUTF8(m.Value))
+		w.ev = protowire.AppendTag(w.ev, pb.EventDebugAnnotations, protowire.BytesType)
 		w.ev = protowire.AppendBytes(w.ev, w.sub)
 		w.sub = w.sub[:0]
 	}
@@ -177,27 +178,27 @@ func (w *Writer) start() {
 // event writes w.ev as the TrackEvent of a packet at ts, with the names
 // interned since the last event.
 func (w *Writer) event(ts uint64) {
-	w.pkt = appendUint(w.pkt, fPacketTimestamp, ts)
-	w.head(seqNeedsIncrementalState)
+	w.pkt = appendUint(w.pkt, pb.PacketTimestamp, ts)
+	w.head(pb.SeqNeedsIncrementalState)
 	if len(w.newEv)+len(w.newAnn) > 0 {
 		var in []byte
 		for _, s := range w.newEv {
-			e := appendUint(nil, fInternedIID, w.evNames[s])
-			e = appendString(e, fInternedName, s)
-			in = protowire.AppendTag(in, fInternedEventNames, protowire.BytesType)
+			e := appendUint(nil, pb.InternedIID, w.evNames[s])
+			e = appendString(e, pb.InternedName, s)
+			in = protowire.AppendTag(in, pb.InternedEventNames, protowire.BytesType)
 			in = protowire.AppendBytes(in, e)
 		}
 		for _, s := range w.newAnn {
-			e := appendUint(nil, fInternedIID, w.annNames[s])
-			e = appendString(e, fInternedName, s)
-			in = protowire.AppendTag(in, fInternedAnnotationNames, protowire.BytesType)
+			e := appendUint(nil, pb.InternedIID, w.annNames[s])
+			e = appendString(e, pb.InternedName, s)
+			in = protowire.AppendTag(in, pb.InternedAnnotationNames, protowire.BytesType)
 			in = protowire.AppendBytes(in, e)
 		}
-		w.pkt = protowire.AppendTag(w.pkt, fPacketInternedData, protowire.BytesType)
+		w.pkt = protowire.AppendTag(w.pkt, pb.PacketInternedData, protowire.BytesType)
 		w.pkt = protowire.AppendBytes(w.pkt, in)
 		w.newEv, w.newAnn = w.newEv[:0], w.newAnn[:0]
 	}
-	w.pkt = protowire.AppendTag(w.pkt, fPacketTrackEvent, protowire.BytesType)
+	w.pkt = protowire.AppendTag(w.pkt, pb.PacketTrackEvent, protowire.BytesType)
 	w.pkt = protowire.AppendBytes(w.pkt, w.ev)
 	w.ev = w.ev[:0]
 	w.packet()
@@ -222,13 +223,13 @@ func (w *Writer) annotation(name string, v uint64, unsigned bool) {
 		w.annNames[name] = id
 		w.newAnn = append(w.newAnn, name)
 	}
-	w.sub = appendUint(w.sub[:0], fAnnotationNameIID, id)
+	w.sub = appendUint(w.sub[:0], pb.AnnotationNameIID, id)
 	if unsigned {
-		w.sub = appendUint(w.sub, fAnnotationUint, v)
+		w.sub = appendUint(w.sub, pb.AnnotationUint, v)
 	} else {
-		w.sub = appendUint(w.sub, fAnnotationInt, v) // int64 is sent as its two's complement
+		w.sub = appendUint(w.sub, pb.AnnotationInt, v) // int64 is sent as its two's complement
 	}
-	w.ev = protowire.AppendTag(w.ev, fEventDebugAnnotations, protowire.BytesType)
+	w.ev = protowire.AppendTag(w.ev, pb.EventDebugAnnotations, protowire.BytesType)
 	w.ev = protowire.AppendBytes(w.ev, w.sub)
 	w.sub = w.sub[:0]
 }
@@ -245,10 +246,10 @@ func (w *Writer) processTrack(proc uint32) uint64 {
 		n = "process " + strconv.FormatUint(uint64(proc), 10)
 	}
 	var pd []byte
-	pd = appendUint(pd, fProcessPid, uint64(int64(int32(proc+1))))
-	pd = appendString(pd, fProcessName, n)
-	w.sub = appendUint(w.sub, fDescUUID, u)
-	w.sub = protowire.AppendTag(w.sub, fDescProcess, protowire.BytesType)
+	pd = appendUint(pd, pb.ProcessPid, uint64(int64(int32(proc+1))))
+	pd = appendString(pd, pb.ProcessName, n)
+	w.sub = appendUint(w.sub, pb.DescUUID, u)
+	w.sub = protowire.AppendTag(w.sub, pb.DescProcess, protowire.BytesType)
 	w.sub = protowire.AppendBytes(w.sub, pd)
 	w.descriptor()
 	return u
@@ -263,9 +264,9 @@ func (w *Writer) track(proc uint32, track uint16) uint64 {
 	u := w.nextUUID
 	w.nextUUID++
 	w.tracks[k] = u
-	w.sub = appendUint(w.sub, fDescUUID, u)
-	w.sub = appendUint(w.sub, fDescParentUUID, parent)
-	w.sub = appendString(w.sub, fDescName, "track "+strconv.FormatUint(uint64(track), 10))
+	w.sub = appendUint(w.sub, pb.DescUUID, u)
+	w.sub = appendUint(w.sub, pb.DescParentUUID, parent)
+	w.sub = appendString(w.sub, pb.DescName, "track "+strconv.FormatUint(uint64(track), 10))
 	w.descriptor()
 	return u
 }
@@ -279,10 +280,10 @@ func (w *Writer) counter(proc uint32, id uint64) uint64 {
 	u := w.nextUUID
 	w.nextUUID++
 	w.counters[k] = u
-	w.sub = appendUint(w.sub, fDescUUID, u)
-	w.sub = appendUint(w.sub, fDescParentUUID, parent)
-	w.sub = appendString(w.sub, fDescName, w.name(proc, id, "counter"))
-	w.sub = protowire.AppendTag(w.sub, fDescCounter, protowire.BytesType)
+	w.sub = appendUint(w.sub, pb.DescUUID, u)
+	w.sub = appendUint(w.sub, pb.DescParentUUID, parent)
+	w.sub = appendString(w.sub, pb.DescName, w.name(proc, id, "counter"))
+	w.sub = protowire.AppendTag(w.sub, pb.DescCounter, protowire.BytesType)
 	w.sub = protowire.AppendBytes(w.sub, nil)
 	w.descriptor()
 	return u
@@ -309,32 +310,32 @@ func (w *Writer) Write(m *format.Merged) error {
 	ts := uint64(m.Time - w.opt.Origin)
 	if m.Kind == format.Counter {
 		u := w.counter(m.Proc, m.ID)
-		w.ev = appendUint(w.ev, fEventType, TypeCounter)
-		w.ev = appendUint(w.ev, fEventTrackUUID, u)
-		w.ev = appendUint(w.ev, fEventCounterValue, uint64(m.Value))
+		w.ev = appendUint(w.ev, pb.EventType, pb.TypeCounter)
+		w.ev = appendUint(w.ev, pb.EventTrackUUID, u)
+		w.ev = appendUint(w.ev, pb.EventCounterValue, uint64(m.Value))
 		w.event(ts)
 		return w.flush()
 	}
 	u := w.track(m.Proc, m.Track)
 	switch m.Kind {
 	case format.Enter, format.Instant:
-		typ, kind := uint64(TypeSliceBegin), "region"
+		typ, kind := uint64(pb.TypeSliceBegin), "region"
 		if m.Kind == format.Instant {
-			typ, kind = TypeInstant, "instant"
+			typ, kind = pb.TypeInstant, "instant"
 		}
-		w.ev = appendUint(w.ev, fEventType, typ)
-		w.ev = appendUint(w.ev, fEventTrackUUID, u)
+		w.ev = appendUint(w.ev, pb.EventType, typ)
+		w.ev = appendUint(w.ev, pb.EventTrackUUID, u)
 		k := iidKey{m.Proc, m.ID, m.Kind}
 		iid, ok := w.iidOf[k]
 		if !ok {
 			iid = w.evName(w.name(m.Proc, m.ID, kind))
 			w.iidOf[k] = iid
 		}
-		w.ev = appendUint(w.ev, fEventNameIID, iid)
+		w.ev = appendUint(w.ev, pb.EventNameIID, iid)
 		w.annotation("local_ns", uint64(m.Raw), false)
 	case format.Leave:
-		w.ev = appendUint(w.ev, fEventType, TypeSliceEnd)
-		w.ev = appendUint(w.ev, fEventTrackUUID, u)
+		w.ev = appendUint(w.ev, pb.EventType, pb.TypeSliceEnd)
+		w.ev = appendUint(w.ev, pb.EventTrackUUID, u)
 	case format.Send, format.Recv:
 		send := m.Kind == format.Send
 		k := flowKey{m.Proc, m.Peer, m.ID}
@@ -343,17 +344,17 @@ func (w *Writer) Write(m *format.Merged) error {
 			k = flowKey{m.Peer, m.Proc, m.ID}
 			name, peer = "recv", "from"
 		}
-		w.ev = appendUint(w.ev, fEventType, TypeInstant)
-		w.ev = appendUint(w.ev, fEventTrackUUID, u)
-		w.ev = appendUint(w.ev, fEventNameIID, w.evName(name))
+		w.ev = appendUint(w.ev, pb.EventType, pb.TypeInstant)
+		w.ev = appendUint(w.ev, pb.EventTrackUUID, u)
+		w.ev = appendUint(w.ev, pb.EventNameIID, w.evName(name))
 		if send {
 			w.nextFlow++
 			w.sent[k] = w.nextFlow
-			w.ev = protowire.AppendTag(w.ev, fEventFlowIDs, protowire.Fixed64Type)
+			w.ev = protowire.AppendTag(w.ev, pb.EventFlowIDs, protowire.Fixed64Type)
 			w.ev = protowire.AppendFixed64(w.ev, w.nextFlow)
 		} else if id, ok := w.sent[k]; ok {
 			delete(w.sent, k)
-			w.ev = protowire.AppendTag(w.ev, fEventTerminatingFlowIDs, protowire.Fixed64Type)
+			w.ev = protowire.AppendTag(w.ev, pb.EventTerminatingFlowIDs, protowire.Fixed64Type)
 			w.ev = protowire.AppendFixed64(w.ev, id)
 		} else {
 			w.Unbound++

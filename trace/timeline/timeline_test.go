@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/internal/chromecheck"
+	"github.com/gclock/gclock/internal/perfettocheck"
 	"github.com/gclock/gclock/trace/causality"
-	"github.com/gclock/gclock/trace/chrome"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
-	"github.com/gclock/gclock/trace/perfetto"
 	"github.com/gclock/gclock/trace/tracegen"
 )
 
@@ -149,7 +149,7 @@ func TestOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr, err := chrome.Validate(bytes.NewReader(js.Bytes()))
+	cr, err := chromecheck.Validate(bytes.NewReader(js.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestOutputs(t *testing.T) {
 	if cr.Metadata["generator"] != "gclock merge" || cr.Metadata["process 1"] == nil {
 		t.Errorf("chrome metadata %v", cr.Metadata)
 	}
-	pt, err := perfetto.Decode(pft.Bytes())
+	pt, err := perfettocheck.Decode(pft.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

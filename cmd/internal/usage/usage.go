@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 )
 
 // ExitCode is the exit status of a usage error.
@@ -33,12 +34,34 @@ func (e *Error) Unwrap() error { return e.Err }
 // Parse parses args with fs. A parse error comes back as an *Error that says
 // it was printed (flag.ContinueOnError writes it with the usage); -h comes
 // back as flag.ErrHelp, unchanged.
+//
+// A flag given by an old name (Alias) works as its new name and gets one
+// line on fs's output saying so.
 func Parse(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
+		fs.Visit(func(f *flag.Flag) {
+			if now, ok := strings.CutPrefix(f.Usage, aliasPrefix); ok {
+				fmt.Fprintf(fs.Output(), "%s: -%s is deprecated, use -%s (same meaning)\n", fs.Name(), f.Name, now)
+			}
+		})
 		return err
 	}
 	return &Error{Err: err, Printed: true}
+}
+
+// aliasPrefix starts the usage of an old flag name.
+const aliasPrefix = "deprecated name of -"
+
+// Alias keeps old working as another name of the flag now, already defined
+// in fs, for command lines written before the rename; Parse says so when
+// it is used.
+func Alias(fs *flag.FlagSet, old, now string) {
+	f := fs.Lookup(now)
+	if f == nil {
+		panic("usage.Alias: no flag -" + now)
+	}
+	fs.Var(f.Value, old, aliasPrefix+now)
 }
 
 // Errorf returns a usage error that the caller's main prints.

@@ -46,7 +46,14 @@
       }
       const j = r.json;
       cell(tr, "node " + j.node);
-      cell(tr, j.status, "status-" + j.status);
+      if (j.served_status && j.served_status !== j.status) {
+        // UTC served with another status than global time's (an
+        // unsynchronised upstream): the served one is what clients get.
+        cell(tr, "UTC " + j.served_status + (j.served_reason ? " (" + j.served_reason + ")" : "") +
+          "; global time " + j.status, "status-" + j.served_status);
+      } else {
+        cell(tr, j.status, "status-" + j.status);
+      }
       cell(tr, "node " + j.reference);
       cell(tr, j.offset);
       cell(tr, j.drift_ppm.toFixed(3) + " ppm");

@@ -1,12 +1,14 @@
 //go:build linux
 
-package transport
+package workload
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/gclock/gclock/transport"
 )
 
 // LoopbackPageConfig is one run of the paper's experiment on loopback: a
@@ -26,7 +28,7 @@ type LoopbackPageConfig struct {
 	// Endpoint holds the timeout settings for both endpoints (ID, Conn,
 	// Handler and AckEvery are set by the run); zero fields take the
 	// defaults.
-	Endpoint Config
+	Endpoint transport.Config
 }
 
 // LoopbackPageResult adds the message counts of both endpoints.
@@ -44,18 +46,15 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 	var res LoopbackPageResult
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sconn, err := ListenUDP("127.0.0.1:0", UDPOptions{})
+	opt := transport.UDPOptions{ReadBuffer: 4 << 20, WriteBuffer: 4 << 20}
+	sconn, err := transport.ListenUDP("127.0.0.1:0", opt)
 	if err != nil {
 		return res, err
 	}
-	cconn, err := ListenUDP("127.0.0.1:0", UDPOptions{})
+	cconn, err := transport.ListenUDP("127.0.0.1:0", opt)
 	if err != nil {
 		sconn.Close()
 		return res, err
-	}
-	for _, c := range []*UDPConn{sconn, cconn} {
-		_ = c.c.SetReadBuffer(4 << 20)
-		_ = c.c.SetWriteBuffer(4 << 20)
 	}
 	relay, err := NewRelay(RelayConfig{Listen: "127.0.0.1:0", Target: sconn.LocalAddr(), Loss: cfg.Loss, Dup: cfg.Dup, Seed: cfg.Seed})
 	if err != nil {
@@ -63,11 +62,11 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 		cconn.Close()
 		return res, err
 	}
-	srv := &PageServer{PageSize: cfg.Client.PageSize}
-	mk := func(id uint32, c PacketConn, h Handler) (*Endpoint, error) {
+	srv := &transport.PageServer{PageSize: cfg.Client.PageSize}
+	mk := func(id uint32, c transport.PacketConn, h transport.Handler) (*transport.Endpoint, error) {
 		ec := cfg.Endpoint
 		ec.ID, ec.Conn, ec.Handler, ec.AckEvery = id, c, h, cfg.AckEvery
-		return New(ec)
+		return transport.New(ec)
 	}
 	server, err := mk(2, sconn, srv)
 	if err != nil {
@@ -89,7 +88,7 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 	wg.Go(func() { _ = server.Run(ctx) })
 	wg.Go(func() { _ = client.Run(ctx) })
 	wg.Go(func() { _ = relay.Run(ctx) })
-	var c0, s0 Stats
+	var c0, s0 transport.Stats
 	var r0 RelayStats
 	if cfg.Warmup > 0 {
 		warm := cfg.Client
@@ -97,7 +96,7 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 		if _, err := RunPageClient(ctx, client, relay.Addr(), warm); err != nil {
 			cancel()
 			wg.Wait()
-			return res, fmt.Errorf("transport: loopback pages: warm-up: %w", err)
+			return res, fmt.Errorf("workload: loopback pages: warm-up: %w", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 		c0, s0, r0 = client.Stats(), server.Stats(), relay.Stats()

@@ -1,4 +1,4 @@
-package transport
+package workload
 
 import (
 	"context"
@@ -45,26 +45,26 @@ type Relay struct {
 // NewRelay opens the relay's two sockets.
 func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Loss < 0 || cfg.Loss >= 1 {
-		return nil, fmt.Errorf("transport: relay: Loss %v outside [0, 1)", cfg.Loss)
+		return nil, fmt.Errorf("workload: relay: Loss %v outside [0, 1)", cfg.Loss)
 	}
 	if cfg.Dup < 0 || cfg.Dup >= 1 {
-		return nil, fmt.Errorf("transport: relay: Dup %v outside [0, 1)", cfg.Dup)
+		return nil, fmt.Errorf("workload: relay: Dup %v outside [0, 1)", cfg.Dup)
 	}
 	if !cfg.Target.IsValid() {
-		return nil, errors.New("transport: relay: Target is not set")
+		return nil, errors.New("workload: relay: Target is not set")
 	}
 	la, err := net.ResolveUDPAddr("udp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("transport: relay: Listen %q: %w", cfg.Listen, err)
+		return nil, fmt.Errorf("workload: relay: Listen %q: %w", cfg.Listen, err)
 	}
 	front, err := net.ListenUDP("udp", la)
 	if err != nil {
-		return nil, fmt.Errorf("transport: relay: listen %s: %w", cfg.Listen, err)
+		return nil, fmt.Errorf("workload: relay: listen %s: %w", cfg.Listen, err)
 	}
 	back, err := net.ListenUDP("udp", &net.UDPAddr{IP: la.IP})
 	if err != nil {
 		front.Close()
-		return nil, fmt.Errorf("transport: relay: back socket: %w", err)
+		return nil, fmt.Errorf("workload: relay: back socket: %w", err)
 	}
 	for _, c := range []*net.UDPConn{front, back} {
 		// Room for bursts of 8 KB pages from concurrent clients.
@@ -131,7 +131,7 @@ func (r *Relay) pump(ctx context.Context, in, out *net.UDPConn, fromClient bool)
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return fmt.Errorf("transport: relay: read: %w", err)
+			return fmt.Errorf("workload: relay: read: %w", err)
 		}
 		var to netip.AddrPort
 		if fromClient {

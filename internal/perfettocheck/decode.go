@@ -1,4 +1,8 @@
-package perfetto
+// Package perfettocheck decodes a Perfetto protobuf trace as
+// trace/perfetto's Writer writes it, strictly, for tests: the writer's
+// round-trip, the timeline and CLI tests read its output back with Decode.
+// It is test support, kept out of the trace/perfetto API.
+package perfettocheck
 
 import (
 	"errors"
@@ -6,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	pb "github.com/gclock/gclock/internal/perfettopb"
 )
 
 // ErrInvalid is wrapped by every error Decode returns.
@@ -74,7 +80,7 @@ func Decode(b []byte) (*Trace, error) {
 			return nil, d.errf("tag: %v", protowire.ParseError(n))
 		}
 		b = b[n:]
-		if num != fTracePacket || typ != protowire.BytesType {
+		if num != pb.TracePacket || typ != protowire.BytesType {
 			return nil, d.errf("Trace field %d (wire type %d), want packet = 1 (bytes)", num, typ)
 		}
 		p, n := protowire.ConsumeBytes(b)
@@ -92,6 +98,10 @@ func Decode(b []byte) (*Trace, error) {
 	}
 	return t, nil
 }
+
+// maxPacket is the largest packet Decode reads: gclock's packets are a few
+// hundred bytes, so a larger length is a corrupt file, not a real packet.
+const maxPacket = 1 << 24
 
 type decoder struct {
 	t        *Trace
@@ -163,8 +173,8 @@ var (
 
 func (d *decoder) packet(p []byte) error {
 	fs, err := d.fields("TracePacket", p, map[protowire.Number]protowire.Type{
-		fPacketTimestamp: vt, fPacketSequenceID: vt, fPacketTrackEvent: bt,
-		fPacketInternedData: bt, fPacketSequenceFlags: vt, fPacketTrackDesc: bt})
+		pb.PacketTimestamp: vt, pb.PacketSequenceID: vt, pb.PacketTrackEvent: bt,
+		pb.PacketInternedData: bt, pb.PacketSequenceFlags: vt, pb.PacketTrackDesc: bt})
 	if err != nil {
 		return err
 	}
@@ -175,25 +185,25 @@ func (d *decoder) packet(p []byte) error {
 	var hasEv, hasDesc bool
 	for _, f := range fs {
 		switch f.num {
-		case fPacketTimestamp:
+		case pb.PacketTimestamp:
 			ts, hasTs = f.v, true
-		case fPacketSequenceID:
+		case pb.PacketSequenceID:
 			seq = f.v
-		case fPacketSequenceFlags:
+		case pb.PacketSequenceFlags:
 			flags = f.v
-		case fPacketTrackEvent:
+		case pb.PacketTrackEvent:
 			ev, hasEv = f.b, true
-		case fPacketTrackDesc:
+		case pb.PacketTrackDesc:
 			desc, hasDesc = f.b, true
-		case fPacketInternedData:
+		case pb.PacketInternedData:
 			interned = f.b
 		}
 	}
-	if seq != sequenceID {
-		return d.errf("trusted_packet_sequence_id %d, want %d", seq, sequenceID)
+	if seq != pb.SequenceID {
+		return d.errf("trusted_packet_sequence_id %d, want %d", seq, pb.SequenceID)
 	}
 	if !d.cleared {
-		if flags&seqIncrementalStateCleared == 0 {
+		if flags&pb.SeqIncrementalStateCleared == 0 {
 			return d.errf("the first packet does not clear the incremental state (sequence_flags %d)", flags)
 		}
 		d.cleared = true
@@ -219,30 +229,30 @@ func (d *decoder) packet(p []byte) error {
 		return d.errf("timestamp %d before the previous %d", ts, d.lastTs)
 	}
 	d.lastTs = ts
-	if flags&seqNeedsIncrementalState == 0 {
+	if flags&pb.SeqNeedsIncrementalState == 0 {
 		return d.errf("track event without SEQ_NEEDS_INCREMENTAL_STATE")
 	}
 	return d.event(ts, ev)
 }
 
 func (d *decoder) interned(b []byte) error {
-	fs, err := d.fields("InternedData", b, map[protowire.Number]protowire.Type{fInternedEventNames: bt, fInternedAnnotationNames: bt})
+	fs, err := d.fields("InternedData", b, map[protowire.Number]protowire.Type{pb.InternedEventNames: bt, pb.InternedAnnotationNames: bt})
 	if err != nil {
 		return err
 	}
 	for _, f := range fs {
 		msg, table := "EventName", d.evNames
-		if f.num == fInternedAnnotationNames {
+		if f.num == pb.InternedAnnotationNames {
 			msg, table = "DebugAnnotationName", d.annNames
 		}
-		es, err := d.fields(msg, f.b, map[protowire.Number]protowire.Type{fInternedIID: vt, fInternedName: bt})
+		es, err := d.fields(msg, f.b, map[protowire.Number]protowire.Type{pb.InternedIID: vt, pb.InternedName: bt})
 		if err != nil {
 			return err
 		}
 		var iid uint64
 		var name string
 		for _, e := range es {
-			if e.num == fInternedIID {
+			if e.num == pb.InternedIID {
 				iid = e.v
 			} else if name, err = d.str(msg, e); err != nil {
 				return err
@@ -261,34 +271,34 @@ func (d *decoder) interned(b []byte) error {
 
 func (d *decoder) descriptor(b []byte) error {
 	fs, err := d.fields("TrackDescriptor", b, map[protowire.Number]protowire.Type{
-		fDescUUID: vt, fDescName: bt, fDescProcess: bt, fDescParentUUID: vt, fDescCounter: bt})
+		pb.DescUUID: vt, pb.DescName: bt, pb.DescProcess: bt, pb.DescParentUUID: vt, pb.DescCounter: bt})
 	if err != nil {
 		return err
 	}
 	var tr Track
 	for _, f := range fs {
 		switch f.num {
-		case fDescUUID:
+		case pb.DescUUID:
 			tr.UUID = f.v
-		case fDescParentUUID:
+		case pb.DescParentUUID:
 			tr.Parent = f.v
-		case fDescName:
+		case pb.DescName:
 			if tr.Name, err = d.str("TrackDescriptor", f); err != nil {
 				return err
 			}
-		case fDescCounter:
+		case pb.DescCounter:
 			if len(f.b) != 0 {
 				return d.errf("CounterDescriptor with fields")
 			}
 			tr.Counter = true
-		case fDescProcess:
-			ps, err := d.fields("ProcessDescriptor", f.b, map[protowire.Number]protowire.Type{fProcessPid: vt, fProcessName: bt})
+		case pb.DescProcess:
+			ps, err := d.fields("ProcessDescriptor", f.b, map[protowire.Number]protowire.Type{pb.ProcessPid: vt, pb.ProcessName: bt})
 			if err != nil {
 				return err
 			}
 			tr.Process = true
 			for _, p := range ps {
-				if p.num == fProcessPid {
+				if p.num == pb.ProcessPid {
 					tr.Pid = int32(p.v)
 				} else if tr.ProcessName, err = d.str("ProcessDescriptor", p); err != nil {
 					return err
@@ -313,38 +323,38 @@ func (d *decoder) descriptor(b []byte) error {
 
 func (d *decoder) event(ts uint64, b []byte) error {
 	fs, err := d.fields("TrackEvent", b, map[protowire.Number]protowire.Type{
-		fEventDebugAnnotations: bt, fEventType: vt, fEventNameIID: vt, fEventTrackUUID: vt, fEventName: bt,
-		fEventCounterValue: vt, fEventFlowIDs: ft, fEventTerminatingFlowIDs: ft})
+		pb.EventDebugAnnotations: bt, pb.EventType: vt, pb.EventNameIID: vt, pb.EventTrackUUID: vt, pb.EventName: bt,
+		pb.EventCounterValue: vt, pb.EventFlowIDs: ft, pb.EventTerminatingFlowIDs: ft})
 	if err != nil {
 		return err
 	}
 	e := Event{Time: ts}
 	for _, f := range fs {
 		switch f.num {
-		case fEventType:
-			if f.v < TypeSliceBegin || f.v > TypeCounter {
+		case pb.EventType:
+			if f.v < pb.TypeSliceBegin || f.v > pb.TypeCounter {
 				return d.errf("track event type %d", f.v)
 			}
 			e.Type = int(f.v)
-		case fEventTrackUUID:
+		case pb.EventTrackUUID:
 			e.Track = f.v
-		case fEventNameIID:
+		case pb.EventNameIID:
 			n, ok := d.evNames[f.v]
 			if !ok {
 				return d.errf("event name iid %d not interned", f.v)
 			}
 			e.Name = n
-		case fEventName:
+		case pb.EventName:
 			if e.Name, err = d.str("TrackEvent", f); err != nil {
 				return err
 			}
-		case fEventCounterValue:
+		case pb.EventCounterValue:
 			e.Counter = int64(f.v)
-		case fEventFlowIDs:
+		case pb.EventFlowIDs:
 			e.Flows = append(e.Flows, f.v)
-		case fEventTerminatingFlowIDs:
+		case pb.EventTerminatingFlowIDs:
 			e.Terminating = append(e.Terminating, f.v)
-		case fEventDebugAnnotations:
+		case pb.EventDebugAnnotations:
 			a, err := d.annotation(f.b)
 			if err != nil {
 				return err
@@ -359,7 +369,7 @@ func (d *decoder) event(ts uint64, b []byte) error {
 	if !ok {
 		return d.errf("track event on undescribed track %d", e.Track)
 	}
-	if (e.Type == TypeCounter) != tr.Counter {
+	if (e.Type == pb.TypeCounter) != tr.Counter {
 		return d.errf("track event of type %d on track %d (counter track: %v)", e.Type, e.Track, tr.Counter)
 	}
 	d.t.Events = append(d.t.Events, e)
@@ -368,28 +378,28 @@ func (d *decoder) event(ts uint64, b []byte) error {
 
 func (d *decoder) annotation(b []byte) (Annotation, error) {
 	fs, err := d.fields("DebugAnnotation", b, map[protowire.Number]protowire.Type{
-		fAnnotationNameIID: vt, fAnnotationUint: vt, fAnnotationInt: vt, fAnnotationString: bt, fAnnotationName: bt})
+		pb.AnnotationNameIID: vt, pb.AnnotationUint: vt, pb.AnnotationInt: vt, pb.AnnotationString: bt, pb.AnnotationName: bt})
 	if err != nil {
 		return Annotation{}, err
 	}
 	var a Annotation
 	for _, f := range fs {
 		switch f.num {
-		case fAnnotationNameIID:
+		case pb.AnnotationNameIID:
 			n, ok := d.annNames[f.v]
 			if !ok {
 				return a, d.errf("annotation name iid %d not interned", f.v)
 			}
 			a.Name = n
-		case fAnnotationName:
+		case pb.AnnotationName:
 			if a.Name, err = d.str("DebugAnnotation", f); err != nil {
 				return a, err
 			}
-		case fAnnotationInt:
+		case pb.AnnotationInt:
 			a.Kind, a.Int = 'i', int64(f.v)
-		case fAnnotationUint:
+		case pb.AnnotationUint:
 			a.Kind, a.Uint = 'u', f.v
-		case fAnnotationString:
+		case pb.AnnotationString:
 			a.Kind = 's'
 			if a.String, err = d.str("DebugAnnotation", f); err != nil {
 				return a, err

@@ -22,7 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gclock/gclock/daemon"
-	"github.com/gclock/gclock/daemon/statuspage"
+	"github.com/gclock/gclock/daemon/internal/statuspage"
 )
 
 // browser starts headless Chromium (Debian's chromium; ci/deps.sh installs

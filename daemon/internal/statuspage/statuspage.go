@@ -36,6 +36,10 @@ type Period struct {
 type Sample struct {
 	Node, Reference uint32
 	Status          string // unsynced, synced, stale, degraded
+	// Served, ServedStatus and ServedReason: with real_time, the UTC
+	// timescale served, its status (what the page, NTP and /readyz say)
+	// and why it is not synced; "" when global time itself is served.
+	Served, ServedStatus, ServedReason string
 	// OffsetNs is global time minus the local clock (est(x) - x); its
 	// change over time is the local clock's drift against global time.
 	OffsetNs int64
@@ -125,6 +129,9 @@ type JSON struct {
 	Node           uint32             `json:"node"`
 	Reference      uint32             `json:"reference"`
 	Status         string             `json:"status"`
+	Served         string             `json:"served,omitempty"`        // the UTC timescale served ("" for global time)
+	ServedStatus   string             `json:"served_status,omitempty"` // its status: what the page, NTP and /readyz say
+	ServedReason   string             `json:"served_reason,omitempty"` // why it is not synced
 	UpdatedMs      int64              `json:"updated_unix_ms"`
 	OffsetNs       int64              `json:"offset_ns"`
 	OffsetText     string             `json:"offset"` // OffsetNs in seconds, exact (a float64 would round it)
@@ -159,6 +166,7 @@ func (h *History) Snapshot() JSON {
 	}
 	last := h.samples[len(h.samples)-1]
 	j.Node, j.Reference, j.Status = last.Node, last.Reference, last.Status
+	j.Served, j.ServedStatus, j.ServedReason = last.Served, last.ServedStatus, last.ServedReason
 	j.UpdatedMs = h.t[len(h.t)-1]
 	j.OffsetNs, j.WidthNs, j.DriftPPM = last.OffsetNs, last.WidthNs, last.DriftPPM
 	j.OffsetText = seconds(last.OffsetNs)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package transport
+package workload
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/internal/rawclock"
+	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -36,7 +37,7 @@ type RTTResult struct {
 	User, Kernel RTTStats
 	// Retried probes were excluded (ambiguous round trip).
 	Retried int
-	// MaxHalfWidth is the widest realtime/raw sandwich seen (ns), the bound
+	// MaxHalfWidth is the widest wall/raw sandwich seen (ns), the bound
 	// on the kernel-stamp conversion error from the clock reads.
 	MaxHalfWidth int64
 	// Missing counts exchanges without all four kernel stamps.
@@ -51,10 +52,10 @@ type probeServer struct {
 	clock func() int64
 }
 
-func (s *probeServer) HandleRequest(in *Incoming, reply *wire.Packet) error {
+func (s *probeServer) HandleRequest(in *transport.Incoming, reply *wire.Packet) error {
 	p := in.Packet
 	if p.Op.Kind() != wire.OpProbe {
-		return fmt.Errorf("transport: probe server: op %v not served", p.Op)
+		return fmt.Errorf("workload: probe server: op %v not served", p.Op)
 	}
 	s.mu.Lock()
 	s.t2[p.Seq] = [2]int64{in.RecvUser, in.RecvKernel}
@@ -64,7 +65,7 @@ func (s *probeServer) HandleRequest(in *Incoming, reply *wire.Packet) error {
 	return nil
 }
 
-func (s *probeServer) HandleMessage(*Incoming) {}
+func (s *probeServer) HandleMessage(*transport.Incoming) {}
 
 func (s *probeServer) ReplySent(_ netip.AddrPort, reply *wire.Packet, user, kernel int64) {
 	s.mu.Lock()
@@ -77,28 +78,28 @@ func (s *probeServer) ReplySent(_ netip.AddrPort, reply *wire.Packet, user, kern
 func MeasureRTT(ctx context.Context, cfg RTTConfig) (RTTResult, error) {
 	var res RTTResult
 	if cfg.Probes < 1 {
-		return res, fmt.Errorf("transport: measure rtt: Probes %d must be >= 1", cfg.Probes)
+		return res, fmt.Errorf("workload: measure rtt: Probes %d must be >= 1", cfg.Probes)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opt := UDPOptions{Timestamps: true}
-	sconn, err := ListenUDP("127.0.0.1:0", opt)
+	opt := transport.UDPOptions{Timestamps: true}
+	sconn, err := transport.ListenUDP("127.0.0.1:0", opt)
 	if err != nil {
 		return res, err
 	}
-	cconn, err := ListenUDP("127.0.0.1:0", opt)
+	cconn, err := transport.ListenUDP("127.0.0.1:0", opt)
 	if err != nil {
 		sconn.Close()
 		return res, err
 	}
 	srv := &probeServer{t2: map[uint32][2]int64{}, t3: map[uint32][2]int64{}, clock: rawclock.Now}
-	server, err := New(Config{ID: 0, Conn: sconn, Handler: srv})
+	server, err := transport.New(transport.Config{ID: 0, Conn: sconn, Handler: srv})
 	if err != nil {
 		sconn.Close()
 		cconn.Close()
 		return res, err
 	}
-	client, err := New(Config{ID: 1, Conn: cconn})
+	client, err := transport.New(transport.Config{ID: 1, Conn: cconn})
 	if err != nil {
 		sconn.Close()
 		cconn.Close()
@@ -117,7 +118,7 @@ func MeasureRTT(ctx context.Context, cfg RTTConfig) (RTTResult, error) {
 			if errors.Is(err, context.Canceled) {
 				return res, err
 			}
-			return res, fmt.Errorf("transport: measure rtt: probe %d: %w", i, err)
+			return res, fmt.Errorf("workload: measure rtt: probe %d: %w", i, err)
 		}
 		if tm.Attempts > 1 {
 			res.Retried++
@@ -134,7 +135,7 @@ func MeasureRTT(ctx context.Context, cfg RTTConfig) (RTTResult, error) {
 			srv.mu.Unlock()
 		}
 		if t3 == [2]int64{} || t2 == [2]int64{} {
-			return res, fmt.Errorf("transport: measure rtt: probe %d: responder stamps missing", i)
+			return res, fmt.Errorf("workload: measure rtt: probe %d: responder stamps missing", i)
 		}
 		user = append(user, (tm.RecvUser-tm.SendUser)-(t3[0]-t2[0]))
 		if tm.SendKernel != 0 && tm.RecvKernel != 0 && t2[1] != 0 && t3[1] != 0 {

@@ -1,4 +1,9 @@
-package chrome
+// Package chromecheck checks a Chrome trace-event JSON file against the
+// format's rules as the importers that draw it apply them, for tests: the
+// writer in trace/chrome, the timeline and the CLI tests validate their
+// output with Validate. It is test support, kept out of the trace/chrome
+// API.
+package chromecheck
 
 import (
 	"bytes"

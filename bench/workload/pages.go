@@ -1,4 +1,4 @@
-package transport
+package workload
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
-
-// PageSize is Mocha's page: 8 KB.
-const PageSize = 8192
 
 // PageClientConfig is the client side of the page-transfer workload.
 type PageClientConfig struct {
@@ -42,15 +40,15 @@ type PageResult struct {
 // RunPageClient runs the workload from ep against server and checks every
 // page. It returns an error only for a bad configuration or a cancelled
 // context; failed requests are counted.
-func RunPageClient(ctx context.Context, ep *Endpoint, server netip.AddrPort, cfg PageClientConfig) (PageResult, error) {
+func RunPageClient(ctx context.Context, ep *transport.Endpoint, server netip.AddrPort, cfg PageClientConfig) (PageResult, error) {
 	var r PageResult
 	switch {
 	case cfg.Requests < 1:
-		return r, fmt.Errorf("transport: page client: Requests %d must be >= 1", cfg.Requests)
+		return r, fmt.Errorf("workload: page client: Requests %d must be >= 1", cfg.Requests)
 	case cfg.Concurrency < 1:
-		return r, fmt.Errorf("transport: page client: Concurrency %d must be >= 1", cfg.Concurrency)
+		return r, fmt.Errorf("workload: page client: Concurrency %d must be >= 1", cfg.Concurrency)
 	case cfg.PageSize < 0 || cfg.PageSize > wire.MaxPageData:
-		return r, fmt.Errorf("transport: page client: PageSize %d outside [0, %d]", cfg.PageSize, wire.MaxPageData)
+		return r, fmt.Errorf("workload: page client: PageSize %d outside [0, %d]", cfg.PageSize, wire.MaxPageData)
 	}
 	lat := make([]time.Duration, cfg.Requests)
 	ok := make([]bool, cfg.Requests)
@@ -71,7 +69,7 @@ func RunPageClient(ctx context.Context, ep *Endpoint, server netip.AddrPort, cfg
 				lat[i] = time.Since(t0)
 				retried[i] = tm.Attempts > 1
 				if err == nil {
-					err = CheckPage(rep.Page.Data, addr, cfg.PageSize)
+					err = transport.CheckPage(rep.Page.Data, addr, cfg.PageSize)
 				}
 				if err != nil {
 					mu.Lock()
@@ -88,7 +86,7 @@ func RunPageClient(ctx context.Context, ep *Endpoint, server netip.AddrPort, cfg
 	wg.Wait()
 	r.Elapsed = time.Since(start)
 	if err := ctx.Err(); err != nil {
-		return r, fmt.Errorf("transport: page client: %w", err)
+		return r, fmt.Errorf("workload: page client: %w", err)
 	}
 	var good []time.Duration
 	for i := range lat {
@@ -107,7 +105,7 @@ func RunPageClient(ctx context.Context, ep *Endpoint, server netip.AddrPort, cfg
 	}
 	if len(good) > 0 {
 		slices.Sort(good)
-		r.P50, r.P99, r.Max = Percentile(good, 0.50), Percentile(good, 0.99), good[len(good)-1]
+		r.P50, r.P99, r.Max = percentile(good, 0.50), percentile(good, 0.99), good[len(good)-1]
 	}
 	if r.Failed > 0 && firstErr != nil && errors.Is(firstErr, context.Canceled) {
 		return r, firstErr
@@ -115,8 +113,8 @@ func RunPageClient(ctx context.Context, ep *Endpoint, server netip.AddrPort, cfg
 	return r, nil
 }
 
-// Percentile returns the q-quantile (nearest rank) of sorted durations.
-func Percentile(sorted []time.Duration, q float64) time.Duration {
+// percentile returns the q-quantile (nearest rank) of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
