@@ -37,11 +37,11 @@
 // The first lab to take LockPath removes every gclab-* namespace (no lab
 // runs, so all are leftovers of crashed runs); `gclock lab down` (Down)
 // does the same, or while a lab runs removes only those of labs whose
-// process has ended (cleanupEnded).
+// process has ended.
 //
 // # The switch
 //
-// Switch runs as a goroutine of the calling process: inNetns enters
+// Switch runs as a goroutine of the calling process: it enters
 // the switch namespace on a locked OS thread just long enough to open one AF_PACKET
 // socket per port (sockets keep their namespace), then the switch thread
 // works from the caller's namespace. It learns source MACs and floods
@@ -62,7 +62,7 @@
 // through warm caches. With Realtime that thread runs SCHED_FIFO 50 and the
 // process's other threads SCHED_FIFO 1 (processes started with Exec run
 // SCHED_OTHER): a CPU-bound load then delays neither the thread nor the Go
-// runtime's hand-offs to it. startSwitch raises GOMAXPROCS to at least 4,
+// runtime's hand-offs to it. Starting a switch raises GOMAXPROCS to at least 4 (one more per further switch),
 // because the switch thread keeps its P while it sleeps.
 //
 // Its own lateness is part of the link, the same for every direction

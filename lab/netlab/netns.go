@@ -40,21 +40,21 @@ type Config struct {
 	// release thread stops sleeping and spins on the clock. 0 means
 	// DefaultSpinWindow.
 	SpinWindow time.Duration
-	// BusyPoll is switchConfig.BusyPoll; DefaultConfig sets DefaultBusyPoll.
+	// BusyPoll is the switch's BusyPoll; DefaultConfig sets DefaultBusyPoll.
 	BusyPoll time.Duration
-	// WarmAfter is switchConfig.WarmAfter (the lab adds the warm-up veth
+	// WarmAfter is the switch's WarmAfter (the lab adds the warm-up veth
 	// pair); DefaultConfig sets DefaultWarmAfter, 0 turns it off.
 	WarmAfter time.Duration
 	// Realtime runs the switch's release thread under SCHED_FIFO, so that a
 	// CPU-bound load beside the lab does not delay releases.
 	Realtime bool
-	// PortRate is switchConfig.PortRate: every egress port a FIFO queue in
+	// PortRate is the switch's PortRate: every egress port a FIFO queue in
 	// front of a line of this many bits per second (0: none).
 	PortRate int64
 	// RunDir holds per-run files of the peers (configs, sockets, logs). ""
 	// means DefaultRunDir.
 	RunDir string
-	// FrameLog is switchConfig.FrameLog: a CSV of every released frame,
+	// FrameLog is the switch's FrameLog: a CSV of every released frame,
 	// written when the lab goes down ("" none).
 	FrameLog string
 	// Concurrent lets this lab run beside this process's other Concurrent
