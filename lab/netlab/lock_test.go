@@ -45,8 +45,10 @@ func TestLockSaysWhoHoldsIt(t *testing.T) {
 	// Released: down takes the lock itself (nothing of ours to remove).
 	release()
 	if err := Check(); err == nil {
-		if err := Down(slog.New(slog.DiscardHandler), false); err != nil {
-			t.Errorf("down with no lab running: %v", err)
+		// Another process's lab may take the lock in between (its
+		// ErrLabBusy names it, not us).
+		if err := Down(slog.New(slog.DiscardHandler), false); err != nil && (!errors.Is(err, ErrLabBusy) || strings.Contains(err.Error(), pid)) {
+			t.Errorf("down with no lab of ours running: %v", err)
 		}
 	}
 }
