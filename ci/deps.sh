@@ -40,6 +40,13 @@ if ! { command -v mpicc && command -v mpirun; } >/dev/null 2>&1 && [ "$(id -u)" 
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install openmpi-bin libopenmpi-dev (the MPI tests will skip and say so)"
 fi
+# gfortran (mpifort's compiler): mpi's Fortran tests (MPI_WTIME, the traced Fortran calls). libopenmpi-dev
+# pulls in a versioned gfortran-NN only; the tests find it (OMPI_FC), this gives the plain name too.
+if ! command -v gfortran >/dev/null 2>&1 && command -v mpifort >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends gfortran >/dev/null 2>&1 ||
+    echo "ci/deps.sh: could not install gfortran (the Fortran MPI tests use gfortran-NN if present, else skip and say so)"
+fi
 # promtool (Debian's prometheus package, about 25 MB to download): deploy's TestAlertRules checks
 # deploy/prometheus/gclock-rules.yaml and runs its unit tests. The package's server is never started
 # (policy-rc.d, and no init system here).

@@ -22,11 +22,13 @@
  *           stderr (GCLOCK_MPI_QUIET=1 silences it; GCLOCK_MPI_REQUIRE=1
  *           makes it fatal instead: the process exits with status 1).
  *
- * With GCLOCK_MPI_TRACE=DIR the library also records every rank's sends
- * (MPI_Send, MPI_Ssend, MPI_Isend, MPI_Sendrecv), receives (MPI_Recv,
- * MPI_Sendrecv, MPI_Irecv completed by MPI_Wait*, MPI_Test*) and collectives
- * (MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, with the dependencies
- * they imply as messages) in DIR/rank-NNNNN.gct (include/gclock_trace.h),
+ * With GCLOCK_MPI_TRACE=DIR the library also records every rank's
+ * point-to-point messages (every send mode, blocking, nonblocking and
+ * persistent; receives at completion), its collectives (blocking and
+ * nonblocking, with their root, bytes and communicator, and the
+ * dependencies they imply as messages) and its one-sided calls (windows,
+ * puts, gets, accumulates, fences, locks) in DIR/rank-NNNNN.gct
+ * (include/gclock_trace.h), C and Fortran (mpif.h, use mpi) alike,
  * with the daemon's mappings read from the page whenever it changed, so that
  * `gclock merge -method daemon` on the files of DIR puts them on global time,
  * and with sync sessions with rank 0 (at MPI_Init, MPI_Finalize and

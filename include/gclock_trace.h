@@ -95,6 +95,12 @@ int gct_instant(gct_writer *w, uint16_t track, uint64_t id);
 int gct_counter(gct_writer *w, uint16_t track, uint64_t id, int64_t value);
 int gct_send(gct_writer *w, uint16_t track, uint32_t to, uint64_t msg, int64_t bytes);
 int gct_recv(gct_writer *w, uint16_t track, uint32_t from, uint64_t msg, int64_t bytes);
+/* gct_enter_data and gct_leave_data are gct_enter and gct_leave with the
+ * event's value and peer fields set: free for the recorder's use on
+ * regions (the MPI tracer puts a call's bytes, root or target and
+ * communicator there: docs/mpi.md). */
+int gct_enter_data(gct_writer *w, uint16_t track, uint64_t region, int64_t value, uint32_t peer);
+int gct_leave_data(gct_writer *w, uint16_t track, uint64_t region, int64_t value, uint32_t peer);
 /* gct_name records the string of a name id (region, instant, counter). */
 int gct_name(gct_writer *w, uint64_t id, const char *name);
 /* gct_session records a sync session with the reference process ref. */
@@ -318,6 +324,8 @@ void gct_set_clock(gct_writer *w, int64_t (*now)(void *arg), void *arg) {
 
 int gct_enter(gct_writer *w, uint16_t track, uint64_t region) { return gct__stamped(w, GCT_ENTER, track, region, 0, 0); }
 int gct_leave(gct_writer *w, uint16_t track, uint64_t region) { return gct__stamped(w, GCT_LEAVE, track, region, 0, 0); }
+int gct_enter_data(gct_writer *w, uint16_t track, uint64_t region, int64_t value, uint32_t peer) { return gct__stamped(w, GCT_ENTER, track, region, value, peer); }
+int gct_leave_data(gct_writer *w, uint16_t track, uint64_t region, int64_t value, uint32_t peer) { return gct__stamped(w, GCT_LEAVE, track, region, value, peer); }
 int gct_instant(gct_writer *w, uint16_t track, uint64_t id) { return gct__stamped(w, GCT_INSTANT, track, id, 0, 0); }
 int gct_counter(gct_writer *w, uint16_t track, uint64_t id, int64_t v) { return gct__stamped(w, GCT_COUNTER, track, id, v, 0); }
 int gct_send(gct_writer *w, uint16_t track, uint32_t to, uint64_t msg, int64_t bytes) { return gct__stamped(w, GCT_SEND, track, msg, bytes, to); }

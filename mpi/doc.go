@@ -17,9 +17,12 @@
 //     every rank after an MPI_Barrier on the local clock and from a common
 //     start in global time, and prints each rank's deviation from the
 //     ranks' mean, as seed 003 (Hayakawa et al.) did with a hardware counter.
-//   - testdata/ring.c: an ordinary MPI program (no gclock header) exercising
-//     every traced call; testdata/api.c prints the C API's answers;
-//     testdata/wtime.f90 prints Fortran's MPI_WTIME.
+//   - testdata/ring.c and testdata/calls.c: ordinary MPI programs (no gclock
+//     header) exercising the traced calls (calls.c: scans, Alltoallw,
+//     nonblocking forms, persistent requests, one-sided calls, with
+//     arguments the tests check in the trace); testdata/api.c prints the C
+//     API's answers; testdata/wtime.f90 prints Fortran's MPI_WTIME and
+//     testdata/calls.f90 makes the Fortran calls the library traces.
 //
 // The tests build them with mpicc and run them with mpirun on 4 ranks of
 // this machine, against pages written by gtime.Writer with known mappings

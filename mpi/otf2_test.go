@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,4 +81,83 @@ func TestMPIRunOTF2(t *testing.T) {
 		t.Error("no collective dependency was left out: the C tracer records them for every collective")
 	}
 	t.Logf("otf2-print: %v; operations %v; %d dependencies left out", count, ops, rep.OTF2.Dependencies)
+}
+
+// TestMPICallsOTF2 traces calls.c (scans, Alltoallw, a bcast on a split
+// communicator, persistent requests and one-sided calls) on 4 ranks, writes
+// the OTF2 archive and reads it back with otf2-print: the collectives with
+// their communicator, root and sizes, the persistent requests' messages
+// with their tags on their communicators, and the RMA records (window
+// creation and destruction, puts, gets, accumulates, fences and locks) with
+// their targets and sizes, every record named (Stats.Unnamed 0).
+func TestMPICallsOTF2(t *testing.T) {
+	dir := built(t)
+	bin, err := exec.LookPath("otf2-print")
+	if err != nil {
+		t.Skip("otf2-print not installed (ci/deps.sh installs otf2-tools): the OTF2 read-back is not checked")
+	}
+	const rounds = 2
+	tdir := filepath.Join(t.TempDir(), "trace")
+	out, errout, err := mpirun(t, ranks, map[string]string{
+		"LD_PRELOAD": filepath.Join(dir, "libgclockmpi.so"), "GCLOCK_MPI_TRACE": tdir, "GCLOCK_MPI_QUIET": "1",
+	}, filepath.Join(dir, "calls"), strconv.Itoa(rounds))
+	if err != nil {
+		t.Fatalf("mpirun: %v\n%s\n%s", err, out, errout)
+	}
+	files, _ := filepath.Glob(filepath.Join(tdir, "rank-*.gct"))
+	arch := filepath.Join(t.TempDir(), "otf2")
+	rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Auto, OTF2: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OTF2.Unnamed != 0 {
+		t.Errorf("%d MPI records without their communicator or window", rep.OTF2.Unnamed)
+	}
+	printed, err := exec.Command(bin, filepath.Join(arch, "traces.otf2")).Output()
+	if err != nil {
+		t.Fatalf("otf2-print: %v", err)
+	}
+	// Per record kind, the number of lines with the fields each must have; per round and rank.
+	half := `Communicator: "MPI communicator [0-9a-f]{8}" <\d>`
+	world := `Communicator: "MPI_COMM_WORLD" <0>`
+	n := rounds * ranks
+	for _, c := range []struct {
+		re   string
+		want int
+	}{
+		{`^MPI_COLLECTIVE_END .*Operation: SCAN, ` + world + `, Root: NONE, Sent: 12, Received: 12$`, n},
+		{`^MPI_COLLECTIVE_END .*Operation: EXSCAN, ` + half + `, Root: NONE, Sent: 8, Received: (0|8)$`, n},
+		{`^MPI_COLLECTIVE_END .*Operation: ALLTOALLW, ` + world + `, Root: NONE, Sent: 40, Received: (16|32|48|64)$`, n},
+		{`^MPI_COLLECTIVE_END .*Operation: BCAST, ` + half + `, Root: 1 \("rank [23] `, n},
+		{`^MPI_SEND .*Receiver: \d .*` + world + `, Tag: 7, Length: 12$`, 3 * n},
+		{`^MPI_RECV .*Sender: \d .*` + world + `, Tag: 7, Length: 12$`, 3 * n},
+		{`^MPI_SEND .*Receiver: 1 .*` + half + `, Tag: 8, Length: 4$`, 3 * n / 2},
+		{`^MPI_SEND .*Receiver: 0 .*` + half + `, Tag: 8, Length: 4$`, 3 * n / 2},
+		{`^MPI_RECV .*Sender: [01] .*` + half + `, Tag: 8, Length: 4$`, 3 * n},
+		{`^RMA_WIN_CREATE .*Window: "MPI window [0-9a-f]{8}"`, 2 * n},
+		{`^RMA_WIN_DESTROY .*Window: "MPI window [0-9a-f]{8}"`, 2 * n},
+		{`^RMA_PUT .*Remote: \d .*Bytes: 8, Matching`, n},
+		{`^RMA_PUT .*Remote: [01] .*Bytes: 4, Matching`, n},
+		{`^RMA_GET .*Remote: \d .*Bytes: 12, Matching`, n},
+		{`^RMA_ATOMIC .*Type: ACCUMULATE, Sent: 4, Received: 0`, n},
+		{`^RMA_ACQUIRE_LOCK .*Type: EXCLUSIVE$`, n},
+		{`^RMA_ACQUIRE_LOCK .*Type: SHARED$`, n},
+		{`^RMA_RELEASE_LOCK `, 2 * n},
+		{`^RMA_COLLECTIVE_BEGIN `, 5 * n},
+		{`^RMA_COLLECTIVE_END .*Operation: BARRIER, Window: "MPI window`, 5 * n},
+	} {
+		re := regexp.MustCompile(c.re)
+		got := 0
+		for _, l := range strings.Split(string(printed), "\n") {
+			if re.MatchString(strings.TrimSpace(l)) {
+				got++
+			}
+		}
+		if got != c.want {
+			t.Errorf("%d lines match %s, want %d", got, c.re, c.want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("otf2-print:\n%s", printed)
+	}
 }

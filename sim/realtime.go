@@ -100,7 +100,7 @@ type WallClockSpec struct {
 	// SampleNoise bounds the error of one CLOCK_REALTIME sample (uniform in
 	// +-SampleNoise; 0: 100ns); the driver adds the clock's granularity and
 	// jitter to the half-width it passes on.
-	SampleNoise Duration       `yaml:"sample_noise" json:"sample_noise"`
+	SampleNoise Duration   `yaml:"sample_noise" json:"sample_noise"`
 	Steps       []WallStep `yaml:"steps" json:"steps,omitempty"`
 	Slews       []WallSlew `yaml:"slews" json:"slews,omitempty"`
 }

@@ -203,6 +203,9 @@ func printReport(out io.Writer, rep *timeline.Report) {
 		if o.Clamped > 0 {
 			fmt.Fprintf(out, "; %d events moved forward to keep their location in time order", o.Clamped)
 		}
+		if o.Unnamed > 0 {
+			fmt.Fprintf(out, "; %d MPI records whose communicator or window the traces do not name (written on MPI_COMM_WORLD, or as regions only)", o.Unnamed)
+		}
 		fmt.Fprintln(out)
 	}
 	if rep.UnboundFlows > 0 {

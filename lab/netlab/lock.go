@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,6 +33,7 @@ type procLockState struct {
 	alone      bool     // a lab up without it
 	waiting    int      // lockLab calls waiting: the last Down keeps f for them
 	held       int      // HoldLock calls not yet released: f stays
+	acquiring  bool     // a goroutine waits in the kernel for LockPath (acquireFlock)
 }
 
 // lockLab waits until this process may bring up a lab, until ctx ends:
@@ -43,6 +45,12 @@ type procLockState struct {
 // back (and LockPath with the process's last lab).
 func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release func(), first bool, err error) {
 	said := false
+	say := func(holder string) {
+		if !said {
+			said = true
+			log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
+		}
+	}
 	waiting := false
 	defer func() {
 		if waiting {
@@ -74,28 +82,26 @@ func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release fu
 				}
 				return fmt.Sprintf("pid %d: a lab of this process", os.Getpid()), errBusy
 			}
-			f, held, err := tryFlock()
-			if err != nil {
-				return "", err
+			if procLock.acquiring {
+				return "another lab of this process waiting for it", errBusy
 			}
-			if held != "" {
-				return held, errBusy
-			}
-			procLock.f = f
-			procLock.take(concurrent)
-			release, first = releaseLab(concurrent), true
-			return "", nil
+			procLock.acquiring = true
+			return "", errAcquire
 		}()
+		if errors.Is(err, errAcquire) {
+			err = acquireFlock(ctx, say, func() { procLock.take(concurrent) })
+			if err == nil {
+				return releaseLab(concurrent), true, nil
+			}
+			return nil, false, err
+		}
 		if err == nil {
 			return release, first, nil
 		}
 		if !errors.Is(err, errBusy) {
 			return nil, false, err
 		}
-		if !said {
-			said = true
-			log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
-		}
+		say(holder)
 		select {
 		case <-ctx.Done():
 			return nil, false, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
@@ -117,38 +123,130 @@ func HoldLock(ctx context.Context, log *slog.Logger) (release func(), waited tim
 	said := false
 	for {
 		procLock.Lock()
-		if procLock.f == nil {
-			f, holder, err := tryFlock()
+		switch {
+		case procLock.f != nil:
+			procLock.held++
+			procLock.Unlock()
+			return releaseHold(), time.Since(start), nil
+		case !procLock.acquiring:
+			procLock.acquiring = true
+			procLock.Unlock()
+			err := acquireFlock(ctx, func(holder string) {
+				log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
+			}, func() { procLock.held++ })
 			if err != nil {
-				procLock.Unlock()
-				return nil, 0, err
+				return nil, time.Since(start), err
 			}
-			if holder != "" {
-				procLock.Unlock()
-				if !said {
-					said = true
-					log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
-				}
-				select {
-				case <-ctx.Done():
-					return nil, time.Since(start), fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
-			}
-			procLock.f = f
+			return releaseHold(), time.Since(start), nil
 		}
-		procLock.held++
 		procLock.Unlock()
-		var once sync.Once
-		return func() {
-			once.Do(func() {
-				procLock.Lock()
-				defer procLock.Unlock()
-				procLock.held--
-				procLock.drop()
-			})
-		}, time.Since(start), nil
+		if !said {
+			said = true
+			log.Warn("waiting for another lab of this process to take the lab lock", "lock", LockPath)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, time.Since(start), fmt.Errorf("lab: waiting for the lab lock %s: %w", LockPath, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// releaseHold is the release of one HoldLock.
+func releaseHold() func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			procLock.Lock()
+			defer procLock.Unlock()
+			procLock.held--
+			procLock.drop()
+		})
+	}
+}
+
+// errAcquire: LockPath is not held by this process, and this goroutine is
+// the one to wait for it (acquireFlock).
+var errAcquire = errors.New("lab lock to acquire")
+
+// acquireFlock waits in the kernel (waitFlock) for LockPath and makes it
+// this process's (procLock.f), calling waiting once with the holder if it
+// waits, and then take with procLock locked (the caller's claim on it, in
+// the same step). The caller set procLock.acquiring; acquireFlock clears it.
+func acquireFlock(ctx context.Context, waiting func(holder string), take func()) error {
+	defer func() {
+		procLock.Lock()
+		procLock.acquiring = false
+		procLock.Unlock()
+	}()
+	f, err := openLock()
+	if err != nil {
+		return err
+	}
+	if err := waitFlock(ctx, f, func() { waiting(lockHolder(f)) }); err != nil {
+		holder := lockHolder(f)
+		f.Close()
+		if ctx.Err() != nil {
+			return fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
+		}
+		return fmt.Errorf("lab: lock %s: %w", LockPath, err)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	procLock.Lock()
+	procLock.f = f
+	take()
+	procLock.Unlock()
+	return nil
+}
+
+// waitFlock takes f's exclusive flock, calling waiting once if another
+// holds it, and waits in the kernel until it is released or ctx ends. A
+// waiter blocked in flock(2) wakes when the holder lets go, so it takes
+// the lock before a process that releases it and asks again a moment later
+// (a series of runs, `gclock lab bench`); the 200-ms poll this replaces
+// lost to such a series for 10 minutes and more (2026-11-27). A wait that
+// ctx ends leaves its flock(2) on a duplicate descriptor, closed as soon as
+// the call returns, so a lock taken after the give-up is released at once.
+func waitFlock(ctx context.Context, f *os.File, waiting func()) error {
+	fd := int(f.Fd())
+	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if err != syscall.EWOULDBLOCK {
+		return err
+	}
+	waiting()
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		return err
+	}
+	var abandoned atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for {
+			if err = syscall.Flock(dup, syscall.LOCK_EX); err != syscall.EINTR {
+				break
+			}
+		}
+		if abandoned.Load() {
+			syscall.Flock(dup, syscall.LOCK_UN)
+		}
+		syscall.Close(dup)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		abandoned.Store(true)
+		select {
+		case err := <-done: // taken meanwhile: keep it only if ctx allows
+			if err == nil && ctx.Err() != nil {
+				syscall.Flock(fd, syscall.LOCK_UN)
+			}
+		default:
+		}
+		return ctx.Err()
 	}
 }
 

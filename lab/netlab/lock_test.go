@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,5 +96,76 @@ func TestHoldLock(t *testing.T) {
 	procLock.Unlock()
 	if kept {
 		t.Error("the lock file still open (the flock held) after release")
+	}
+}
+
+// TestWaitFlock: the lab's lock is taken at once when free; a waiter says
+// once that it waits, and takes the lock when the holder lets go (waiting
+// in the kernel, not polling); a waiter whose context ends gives up and
+// leaves the lock free for the next one.
+func TestWaitFlock(t *testing.T) {
+	tests := []struct {
+		name     string
+		held     bool // another open file holds the lock first
+		cancel   bool // the waiter's context ends while it waits
+		wantWait int
+		wantErr  error
+	}{
+		{"free", false, false, 0, nil},
+		{"held, then released", true, false, 1, nil},
+		{"held, waiter gives up", true, true, 1, context.Canceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := t.TempDir() + "/lock"
+			open := func() *os.File {
+				f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+			holder := open()
+			defer holder.Close()
+			if tc.held {
+				if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			waiter := open()
+			defer waiter.Close()
+			waits := 0
+			err := waitFlock(ctx, waiter, func() {
+				waits++
+				if tc.cancel {
+					cancel()
+					return
+				}
+				syscall.Flock(int(holder.Fd()), syscall.LOCK_UN) // the waiter is about to block
+			})
+			if waits != tc.wantWait || !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Fatalf("waited %d times, err %v; want %d, %v", waits, err, tc.wantWait, tc.wantErr)
+			}
+			third := open()
+			defer third.Close()
+			busy := syscall.Flock(int(third.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				if busy != syscall.EWOULDBLOCK {
+					t.Errorf("the waiter says it holds the lock, but another took it: %v", busy)
+				}
+				return
+			}
+			// Given up: once the holder lets go, the lock is free for the
+			// next waiter (the abandoned wait releases what it takes).
+			waiter.Close()
+			syscall.Flock(int(holder.Fd()), syscall.LOCK_UN)
+			ctx3, cancel3 := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel3()
+			if err := waitFlock(ctx3, third, func() {}); err != nil {
+				t.Errorf("after a waiter gave up, the next could not take the lock: %v", err)
+			}
+		})
 	}
 }

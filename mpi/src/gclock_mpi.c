@@ -399,8 +399,18 @@ struct comm_info {
 	int size, rank;
 	int *world; /* world rank of each member; NULL: identity (MPI_COMM_WORLD) */
 	uint32_t coll_seq;
+	uint32_t win_seq; /* windows created on it (every member creates them in the same order) */
 	int intercomm;
 	int freed; /* MPI_Comm_free was called: kept for requests still pending */
+};
+
+/* A window as the tracer knows it: its key (the same on every member: a hash
+ * of its communicator's key and its number on it) and its communicator. */
+struct win_info {
+	MPI_Win win;
+	uint32_t key;
+	struct comm_info *c;
+	int freed;
 };
 
 static struct {
@@ -414,35 +424,67 @@ static struct {
 	struct u64map seqs;   /* (dir, peer, comm key ^ tag) -> next message number */
 	struct u64map recvs;  /* pending MPI_Irecv request -> its comm_info; nonblocking collective -> struct coll | 1 */
 	struct u64map named;  /* message keys (id >> 32) whose communicator and tag were named */
+	struct u64map persist; /* persistent request -> its struct persist */
 	struct comm_info **comms; /* never moved nor freed: pending requests point to them */
 	size_t ncomms;
+	struct win_info **wins; /* windows, as comms */
+	size_t nwins;
 	uint64_t reqs_dropped;
 } tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-enum {
-	R_BARRIER = 1, R_BCAST, R_REDUCE, R_ALLREDUCE, R_GATHER, R_SCATTER, R_ALLGATHER, R_ALLTOALL, R_SYNC,
-	R_IBARRIER, R_IBCAST, R_IREDUCE, R_IALLREDUCE, R_IGATHER, R_ISCATTER, R_IALLGATHER, R_IALLTOALL,
-	R_GATHERV, R_SCATTERV, R_ALLGATHERV, R_ALLTOALLV, R_REDUCE_SCATTER_BLOCK, R_REDUCE_SCATTER, R_NAMES
+/* The regions the tracer records: gclock_timesync and the MPI calls below.
+ * COLLECTIVES lists every collective with its nonblocking form and the
+ * dependencies it implies (coll_enter); RMA_CALLS the one-sided calls. One
+ * table gives the region ids, their names and the wrappers
+ * (COLLECTIVE, RMA below), so that a call is added in one line. */
+enum deps {
+	D_NONE,      /* none */
+	D_ALL,       /* no rank leaves before every rank entered */
+	D_TO_ROOT,   /* the root does not leave before every rank entered */
+	D_FROM_ROOT, /* no rank leaves before the root entered */
+	D_PREFIX,    /* rank i does not leave before ranks 0..i-1 entered */
 };
-static const char *region_names[R_NAMES] = {
-	"",		 "MPI_Barrier",	 "MPI_Bcast",	 "MPI_Reduce",	   "MPI_Allreduce", "MPI_Gather",
-	"MPI_Scatter",	 "MPI_Allgather", "MPI_Alltoall", "gclock_timesync", "MPI_Ibarrier",  "MPI_Ibcast",
-	"MPI_Ireduce",	 "MPI_Iallreduce", "MPI_Igather",  "MPI_Iscatter",    "MPI_Iallgather", "MPI_Ialltoall",
-	"MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter"};
+#define COLLECTIVES(X)                                                                                                 \
+	X(Barrier, Ibarrier, D_ALL)                                                                                    \
+	X(Bcast, Ibcast, D_FROM_ROOT)                                                                                  \
+	X(Reduce, Ireduce, D_TO_ROOT)                                                                                  \
+	X(Allreduce, Iallreduce, D_ALL)                                                                                \
+	X(Gather, Igather, D_TO_ROOT)                                                                                  \
+	X(Scatter, Iscatter, D_FROM_ROOT)                                                                              \
+	X(Allgather, Iallgather, D_ALL)                                                                                \
+	X(Alltoall, Ialltoall, D_ALL)                                                                                  \
+	X(Gatherv, Igatherv, D_TO_ROOT)                                                                                \
+	X(Scatterv, Iscatterv, D_FROM_ROOT)                                                                            \
+	X(Allgatherv, Iallgatherv, D_ALL)                                                                              \
+	X(Alltoallv, Ialltoallv, D_ALL)                                                                                \
+	X(Alltoallw, Ialltoallw, D_ALL)                                                                                \
+	X(Reduce_scatter_block, Ireduce_scatter_block, D_ALL)                                                          \
+	X(Reduce_scatter, Ireduce_scatter, D_ALL)                                                                      \
+	X(Scan, Iscan, D_PREFIX)                                                                                       \
+	X(Exscan, Iexscan, D_PREFIX)
+#define RMA_CALLS(X)                                                                                                   \
+	X(Win_create) X(Win_allocate) X(Win_free) X(Put) X(Get) X(Accumulate) X(Win_fence) X(Win_lock) X(Win_unlock)  \
+	X(Win_lock_all) X(Win_unlock_all)
 
-/* root_to_all: the collectives whose non-roots wait for the root (bcast,
- * scatter); the other rooted ones have the root wait for all (reduce,
- * gather). */
-static int root_to_all(int region)
-{
-	return region == R_BCAST || region == R_SCATTER || region == R_IBCAST || region == R_ISCATTER ||
-	       region == R_SCATTERV;
-}
+#define REGION_ENUM(b, nb, d) R_##b, R_##nb,
+#define RMA_ENUM(n) R_##n,
+enum { R_NONE, R_SYNC, COLLECTIVES(REGION_ENUM) RMA_CALLS(RMA_ENUM) R_NAMES };
+#define REGION_ROW(b, nb, d) [R_##b] = {"MPI_" #b, d}, [R_##nb] = {"MPI_" #nb, d},
+#define RMA_ROW(n) [R_##n] = {"MPI_" #n, D_NONE},
+static const struct {
+	const char *name;
+	enum deps deps;
+} regions[R_NAMES] = {[R_NONE] = {"", D_NONE}, [R_SYNC] = {"gclock_timesync", D_NONE},
+		      COLLECTIVES(REGION_ROW) RMA_CALLS(RMA_ROW)};
+
+/* NO_PEER in a region's enter event: no root or target. */
+#define NO_PEER UINT32_MAX
 
 #define COLL_BIT (1ULL << 63)
 /* Name ids of the string table (below these: region names). */
 #define COMM_NAME (1ULL << 61) /* | communicator key: its members */
 #define TAG_NAME (1ULL << 62)  /* | message key (id >> 32): communicator and tag */
+#define WIN_NAME (1ULL << 60)  /* | window key: its communicator */
 
 static uint64_t req_key(MPI_Request r)
 {
@@ -570,7 +612,7 @@ static uint64_t msg_id_locked(int dir, int peer, uint32_t ckey, int tag)
 static int64_t type_bytes(int count, MPI_Datatype t)
 {
 	int sz = 0;
-	if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &sz) != MPI_SUCCESS)
+	if (count <= 0 || t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &sz) != MPI_SUCCESS)
 		return 0;
 	return (int64_t)count * sz;
 }
@@ -617,20 +659,28 @@ static void trace_recv(const MPI_Status *st, MPI_Comm comm)
 }
 
 /* Collectives. Every rank records its collective as a region and, for
- * causality, the dependencies the operation implies: no rank leaves a
- * barrier or an allreduce before every rank entered it, the root of a reduce
- * not before every rank entered, a bcast's receiver not before the root
- * entered. Each dependency is a message from the entry of one rank to the
- * exit of another with id COLL_BIT | key << 32 | the communicator's
- * collective number (every member calls the collectives of a communicator in
- * the same order). Only offsets d < 16 or a power of two are recorded, so a
- * call costs O(log size) events on large communicators. */
+ * causality, the dependencies the operation implies (enum deps): no rank
+ * leaves a barrier or an allreduce before every rank entered it, the root of
+ * a reduce not before every rank entered, a bcast's receiver not before the
+ * root entered, rank i of a scan not before ranks 0..i-1 entered. Each
+ * dependency is a message from the entry of one rank to the exit of another
+ * with id COLL_BIT | key << 32 | the communicator's collective number (every
+ * member calls the collectives of a communicator in the same order). Only
+ * offsets d < 16 or a power of two are recorded, so a call costs O(log size)
+ * events on large communicators.
+ *
+ * The region's enter event carries the bytes this rank passes in its send
+ * buffer (value) and the root's world rank (peer, NO_PEER without a root);
+ * its leave event the bytes of its receive buffer (value) and the
+ * communicator's key (peer). Arguments MPI says are significant only at the
+ * root count only there, and an MPI_IN_PLACE buffer counts 0. */
 static int dep_offset(int d) { return d > 0 && (d < 16 || (d & (d - 1)) == 0); }
 
 struct coll {
 	struct comm_info *c;
 	uint64_t id;
-	int region, root;
+	int region, root; /* root: rank in c, -1: none */
+	int64_t recvd;
 };
 
 static uint64_t coll_id(const struct comm_info *c)
@@ -638,34 +688,82 @@ static uint64_t coll_id(const struct comm_info *c)
 	return COLL_BIT | ((uint64_t)(c->key & 0x7fffffffu) << 32) | c->coll_seq;
 }
 
-static void coll_enter(struct coll *k, MPI_Comm comm, int region, int root)
+/* coll_begin finds the communicator of a collective; 0 when it is not
+ * traced (then coll_enter is not called and coll_leave does nothing). */
+static int coll_begin(struct coll *k, MPI_Comm comm, int region)
 {
 	k->c = NULL;
+	k->region = region;
 	if (!tr.w)
-		return;
+		return 0;
 	pthread_mutex_lock(&tr.mu);
-	struct comm_info *c = comm_locked(comm);
-	if (c) {
-		poll_locked();
-		k->c = c;
-		k->id = coll_id(c);
-		c->coll_seq++;
-		k->region = region;
-		k->root = root;
-		gct_enter(tr.w, 0, (uint64_t)region);
-		int n = c->size, me = c->rank;
-		if (root < 0) { /* all to all */
+	k->c = comm_locked(comm);
+	pthread_mutex_unlock(&tr.mu);
+	return k->c != NULL;
+}
+
+static int64_t type_bytes(int count, MPI_Datatype t);
+
+/* vbytes and wbytes: the bytes of a v (one type) or w (a type each)
+ * collective's counts over n ranks. */
+static int64_t vbytes(const int counts[], MPI_Datatype t, int n)
+{
+	int64_t s = 0;
+	for (int i = 0; i < n; i++)
+		s += type_bytes(counts[i], t);
+	return s;
+}
+
+static int64_t wbytes(const int counts[], const MPI_Datatype ts[], int n)
+{
+	int64_t s = 0;
+	for (int i = 0; i < n; i++)
+		s += type_bytes(counts[i], ts[i]);
+	return s;
+}
+
+/* IP: 0 bytes for an MPI_IN_PLACE buffer (its count and type are ignored). */
+#define IP(buf, bytes) ((buf) == MPI_IN_PLACE ? 0 : (bytes))
+
+static void coll_enter(struct coll *k, int root, int64_t sent, int64_t recvd)
+{
+	struct comm_info *c = k->c;
+	pthread_mutex_lock(&tr.mu);
+	if (!tr.w) {
+		k->c = NULL;
+		pthread_mutex_unlock(&tr.mu);
+		return;
+	}
+	poll_locked();
+	k->id = coll_id(c);
+	c->coll_seq++;
+	int n = c->size, me = c->rank;
+	k->root = root >= 0 && root < n ? root : -1;
+	k->recvd = recvd;
+	gct_enter_data(tr.w, 0, (uint64_t)k->region, sent, k->root >= 0 ? (uint32_t)world_of(c, k->root) : NO_PEER);
+	switch (regions[k->region].deps) {
+	case D_ALL:
+		for (int d = 1; d < n; d++)
+			if (dep_offset(d))
+				gct_send(tr.w, 0, (uint32_t)world_of(c, (me + d) % n), k->id, 0);
+		break;
+	case D_FROM_ROOT:
+		if (k->root >= 0 && me == k->root)
 			for (int d = 1; d < n; d++)
 				if (dep_offset(d))
-					gct_send(tr.w, 0, (uint32_t)world_of(c, (me + d) % n), k->id, 0);
-		} else if (root_to_all(region)) {
-			if (me == root)
-				for (int d = 1; d < n; d++)
-					if (dep_offset(d))
-						gct_send(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
-		} else if (me != root && root < n && dep_offset((me - root + n) % n)) {
-			gct_send(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
-		}
+					gct_send(tr.w, 0, (uint32_t)world_of(c, (k->root + d) % n), k->id, 0);
+		break;
+	case D_TO_ROOT:
+		if (k->root >= 0 && me != k->root && dep_offset((me - k->root + n) % n))
+			gct_send(tr.w, 0, (uint32_t)world_of(c, k->root), k->id, 0);
+		break;
+	case D_PREFIX:
+		for (int d = 1; me + d < n; d++)
+			if (dep_offset(d))
+				gct_send(tr.w, 0, (uint32_t)world_of(c, me + d), k->id, 0);
+		break;
+	case D_NONE:
+		break;
 	}
 	pthread_mutex_unlock(&tr.mu);
 }
@@ -676,17 +774,29 @@ static void coll_deps_in_locked(const struct coll *k)
 {
 	struct comm_info *c = k->c;
 	int n = c->size, me = c->rank, root = k->root;
-	if (root < 0) {
+	switch (regions[k->region].deps) {
+	case D_ALL:
 		for (int d = 1; d < n; d++)
 			if (dep_offset(d))
 				gct_recv(tr.w, 0, (uint32_t)world_of(c, (me - d + n) % n), k->id, 0);
-	} else if (root_to_all(k->region)) {
-		if (me != root && root < n && dep_offset((me - root + n) % n))
+		break;
+	case D_FROM_ROOT:
+		if (root >= 0 && me != root && dep_offset((me - root + n) % n))
 			gct_recv(tr.w, 0, (uint32_t)world_of(c, root), k->id, 0);
-	} else if (me == root) {
-		for (int d = 1; d < n; d++)
+		break;
+	case D_TO_ROOT:
+		if (root >= 0 && me == root)
+			for (int d = 1; d < n; d++)
+				if (dep_offset(d))
+					gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+		break;
+	case D_PREFIX:
+		for (int d = 1; me - d >= 0; d++)
 			if (dep_offset(d))
-				gct_recv(tr.w, 0, (uint32_t)world_of(c, (root + d) % n), k->id, 0);
+				gct_recv(tr.w, 0, (uint32_t)world_of(c, me - d), k->id, 0);
+		break;
+	case D_NONE:
+		break;
 	}
 }
 
@@ -698,7 +808,7 @@ static void coll_leave(struct coll *k, int rc)
 	if (rc == MPI_SUCCESS && tr.w)
 		coll_deps_in_locked(k);
 	if (tr.w)
-		gct_leave(tr.w, 0, (uint64_t)k->region);
+		gct_leave_data(tr.w, 0, (uint64_t)k->region, k->recvd, k->c->key);
 	pthread_mutex_unlock(&tr.mu);
 }
 
@@ -714,7 +824,7 @@ static void icoll_started(struct coll *k, int rc, MPI_Request *req)
 		return;
 	pthread_mutex_lock(&tr.mu);
 	if (tr.w)
-		gct_leave(tr.w, 0, (uint64_t)k->region);
+		gct_leave_data(tr.w, 0, (uint64_t)k->region, k->recvd, k->c->key);
 	if (rc == MPI_SUCCESS && tr.w) {
 		struct coll *p = malloc(sizeof *p);
 		if (!p || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)p | 1) != 0) {
@@ -726,6 +836,41 @@ static void icoll_started(struct coll *k, int rc, MPI_Request *req)
 	}
 	pthread_mutex_unlock(&tr.mu);
 }
+
+static void sync_due(MPI_Comm comm);
+
+/* COLLECTIVE defines the wrappers of a collective B and its nonblocking
+ * form NB from their parameters (PARAMS, named as below: comm, root, sbuf,
+ * ...), the arguments passed on (ARGS), the root and the bytes of its send
+ * and receive buffers at this rank (SENT, RECVD: expressions of the
+ * parameters, me and np, this rank and the communicator's size). */
+#define WITH_REQ(...) (__VA_ARGS__, MPI_Request *req)
+#define WITH_REQ_ARG(...) (__VA_ARGS__, req)
+#define COLL_ENTER(R, ROOT, SENT, RECVD)                                                                               \
+	struct coll k;                                                                                                 \
+	if (coll_begin(&k, comm, R)) {                                                                                 \
+		int me = k.c->rank, np = k.c->size;                                                                    \
+		(void)me;                                                                                              \
+		(void)np;                                                                                              \
+		coll_enter(&k, ROOT, SENT, RECVD);                                                                     \
+	}
+#define COLLECTIVE(B, NB, ROOT, SENT, RECVD, PARAMS, ARGS)                                                             \
+	int MPI_##B PARAMS                                                                                             \
+	{                                                                                                              \
+		COLL_ENTER(R_##B, ROOT, SENT, RECVD)                                                                   \
+		int rc = PMPI_##B ARGS;                                                                                \
+		coll_leave(&k, rc);                                                                                    \
+		if (R_##B == R_Barrier && rc == MPI_SUCCESS)                                                           \
+			sync_due(comm);                                                                                \
+		return rc;                                                                                             \
+	}                                                                                                              \
+	int MPI_##NB WITH_REQ PARAMS                                                                                   \
+	{                                                                                                              \
+		COLL_ENTER(R_##NB, ROOT, SENT, RECVD)                                                                  \
+		int rc = PMPI_##NB WITH_REQ_ARG ARGS;                                                                  \
+		icoll_started(&k, rc, req);                                                                            \
+		return rc;                                                                                             \
+	}
 
 /* ------------------------------------------------------------ clock, sync */
 
@@ -955,7 +1100,7 @@ static void trace_open(void)
 		return;
 	}
 	for (int i = 1; i < R_NAMES; i++)
-		gct_name(tr.w, (uint64_t)i, region_names[i]);
+		gct_name(tr.w, (uint64_t)i, regions[i].name);
 	pthread_once(&mode_once, choose_mode);
 	if (test_clock) {
 		gct_set_clock(tr.w, trace_now_cb, NULL);
@@ -1003,31 +1148,31 @@ static void trace_close(void)
 
 /* ------------------------------------------------------------ wrappers */
 
+/* after_init runs once MPI is initialised, from the C and the Fortran
+ * MPI_Init and MPI_Init_thread. */
+static void after_init(void)
+{
+	job_origin();
+	PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
+	test_clock_setup(tr.world_rank);
+	trace_open();
+	sync_init();
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
-	if (rc == MPI_SUCCESS) {
-		job_origin();
-		PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
-		PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
-		test_clock_setup(tr.world_rank);
-		trace_open();
-		sync_init();
-	}
+	if (rc == MPI_SUCCESS)
+		after_init();
 	return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
-	if (rc == MPI_SUCCESS) {
-		job_origin();
-		PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
-		PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
-		test_clock_setup(tr.world_rank);
-		trace_open();
-		sync_init();
-	}
+	if (rc == MPI_SUCCESS)
+		after_init();
 	return rc;
 }
 
@@ -1050,23 +1195,22 @@ int MPI_Comm_free(MPI_Comm *comm)
 	return rc;
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
-{
-	trace_send(dest, tag, comm, count, t);
-	return PMPI_Send(buf, count, t, dest, tag, comm);
-}
-
-int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
-{
-	trace_send(dest, tag, comm, count, t);
-	return PMPI_Ssend(buf, count, t, dest, tag, comm);
-}
-
-int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req)
-{
-	trace_send(dest, tag, comm, count, t);
-	return PMPI_Isend(buf, count, t, dest, tag, comm, req);
-}
+/* Sends, every mode: recorded at the call (before the message can arrive). */
+#define SEND_WRAP(NAME, PARAMS, ARGS)                                                                                  \
+	int MPI_##NAME PARAMS                                                                                          \
+	{                                                                                                              \
+		trace_send(dest, tag, comm, count, t);                                                                 \
+		return PMPI_##NAME ARGS;                                                                               \
+	}
+#define SEND_PARAMS const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm
+SEND_WRAP(Send, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
+SEND_WRAP(Ssend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
+SEND_WRAP(Isend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
+SEND_WRAP(Bsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
+SEND_WRAP(Rsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
+SEND_WRAP(Issend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
+SEND_WRAP(Ibsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
+SEND_WRAP(Irsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
 
 int MPI_Recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
@@ -1098,6 +1242,278 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Com
 		struct comm_info *c = comm_locked(comm);
 		if (!c || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)c) != 0)
 			tr.reqs_dropped++;
+		pthread_mutex_unlock(&tr.mu);
+	}
+	return rc;
+}
+
+/* Persistent requests. MPI_Send_init and MPI_Recv_init (and the other
+ * send modes) keep the call's arguments by request; every MPI_Start or
+ * MPI_Startall then records a send as MPI_Send does (before the start: the
+ * message may arrive before the call returns), or makes the receive
+ * pending as MPI_Irecv does, recorded when MPI_Wait* or MPI_Test*
+ * completes it (a persistent request keeps its handle across completions).
+ * MPI_Request_free forgets it. */
+struct persist {
+	int send, peer, tag, count;
+	MPI_Comm comm;
+	MPI_Datatype t;
+};
+
+static void persist_add(int rc, MPI_Request *req, int send, int peer, int tag, MPI_Comm comm, int count, MPI_Datatype t)
+{
+	if (rc != MPI_SUCCESS || !tr.w || peer == MPI_PROC_NULL)
+		return;
+	struct persist *p = malloc(sizeof *p);
+	if (p)
+		*p = (struct persist){.send = send, .peer = peer, .tag = tag, .count = count, .comm = comm, .t = t};
+	pthread_mutex_lock(&tr.mu);
+	if (!p || map_put(&tr.persist, req_key(*req), (uint64_t)(uintptr_t)p) != 0) {
+		free(p);
+		tr.reqs_dropped++;
+	}
+	pthread_mutex_unlock(&tr.mu);
+}
+
+static struct persist *persist_of(MPI_Request r)
+{
+	pthread_mutex_lock(&tr.mu);
+	uint64_t *v = map_get(&tr.persist, req_key(r));
+	struct persist *p = v ? (struct persist *)(uintptr_t)*v : NULL;
+	pthread_mutex_unlock(&tr.mu);
+	return p;
+}
+
+#define PERSIST_WRAP(NAME, SEND)                                                                                       \
+	int MPI_##NAME(SEND_PARAMS, MPI_Request *req)                                                                  \
+	{                                                                                                              \
+		int rc = PMPI_##NAME(buf, count, t, dest, tag, comm, req);                                             \
+		persist_add(rc, req, SEND, dest, tag, comm, count, t);                                                 \
+		return rc;                                                                                             \
+	}
+PERSIST_WRAP(Send_init, 1)
+PERSIST_WRAP(Ssend_init, 1)
+PERSIST_WRAP(Bsend_init, 1)
+PERSIST_WRAP(Rsend_init, 1)
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Request *req)
+{
+	int rc = PMPI_Recv_init(buf, count, t, source, tag, comm, req);
+	persist_add(rc, req, 0, source, tag, comm, count, t);
+	return rc;
+}
+
+/* starting records the sends of the persistent requests reqs (before the
+ * start) or makes their receives pending (after it: recvs). */
+static void starting(int n, MPI_Request reqs[], int recvs)
+{
+	if (!tr.w)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct persist *p = persist_of(reqs[i]);
+		if (!p || p->send != !recvs)
+			continue;
+		if (p->send) {
+			trace_send(p->peer, p->tag, p->comm, p->count, p->t);
+			continue;
+		}
+		pthread_mutex_lock(&tr.mu);
+		struct comm_info *c = comm_locked(p->comm);
+		if (!c || map_put(&tr.recvs, req_key(reqs[i]), (uint64_t)(uintptr_t)c) != 0)
+			tr.reqs_dropped++;
+		pthread_mutex_unlock(&tr.mu);
+	}
+}
+
+int MPI_Start(MPI_Request *req)
+{
+	starting(1, req, 0);
+	int rc = PMPI_Start(req);
+	if (rc == MPI_SUCCESS)
+		starting(1, req, 1);
+	return rc;
+}
+
+int MPI_Startall(int n, MPI_Request reqs[])
+{
+	starting(n, reqs, 0);
+	int rc = PMPI_Startall(n, reqs);
+	if (rc == MPI_SUCCESS)
+		starting(n, reqs, 1);
+	return rc;
+}
+
+int MPI_Request_free(MPI_Request *req)
+{
+	if (tr.w && *req != MPI_REQUEST_NULL) {
+		uint64_t p;
+		pthread_mutex_lock(&tr.mu);
+		if (map_del(&tr.persist, req_key(*req), &p))
+			free((void *)(uintptr_t)p);
+		pthread_mutex_unlock(&tr.mu);
+	}
+	return PMPI_Request_free(req);
+}
+
+/* One-sided communication. Every call is a region: its enter event carries
+ * the target's world rank (peer; NO_PEER for calls on the whole window) and
+ * the bytes the origin sends (value: MPI_Put, MPI_Accumulate; the window's
+ * size for MPI_Win_create and MPI_Win_allocate; the lock type for
+ * MPI_Win_lock, 1 exclusive, 2 shared), its leave event the window's key
+ * (peer) and the bytes the origin receives (value: MPI_Get). No
+ * dependencies: MPI does not promise that a fence or a lock waits for
+ * another rank. */
+static struct win_info *win_locked(MPI_Win win)
+{
+	for (size_t i = 0; i < tr.nwins; i++)
+		if (!tr.wins[i]->freed && tr.wins[i]->win == win)
+			return tr.wins[i];
+	return NULL;
+}
+
+/* win_add_locked records a window just created on c. */
+static struct win_info *win_add_locked(MPI_Win win, struct comm_info *c)
+{
+	struct win_info **n = realloc(tr.wins, sizeof *n * (tr.nwins + 1));
+	struct win_info *p = malloc(sizeof *p);
+	if (n)
+		tr.wins = n;
+	if (!n || !p) {
+		free(p);
+		return NULL;
+	}
+	uint32_t seq = c->win_seq++;
+	*p = (struct win_info){.win = win, .c = c, .key = fnv32(&seq, sizeof seq, c->key) | 2};
+	tr.wins[tr.nwins++] = p;
+	char b[96];
+	snprintf(b, sizeof b, "MPI window %08x on communicator %08x", (unsigned)p->key, (unsigned)c->key);
+	gct_name(tr.w, WIN_NAME | p->key, b);
+	return p;
+}
+
+struct rma {
+	struct win_info *w;
+	int region;
+	int64_t recvd;
+};
+
+static void rma_enter_locked(struct rma *r, struct comm_info *c, int target, int64_t value)
+{
+	poll_locked();
+	gct_enter_data(tr.w, 0, (uint64_t)r->region, value,
+		       c && target >= 0 && target < c->size ? (uint32_t)world_of(c, target) : NO_PEER);
+}
+
+/* rma_begin records the enter of a call on the window win; 0 when it is
+ * not traced. */
+static int rma_begin(struct rma *r, MPI_Win win, int region, int target, int64_t sent, int64_t recvd)
+{
+	r->w = NULL;
+	r->region = region;
+	r->recvd = recvd;
+	if (!tr.w)
+		return 0;
+	pthread_mutex_lock(&tr.mu);
+	r->w = win_locked(win);
+	if (r->w && tr.w)
+		rma_enter_locked(r, r->w->c, target, sent);
+	pthread_mutex_unlock(&tr.mu);
+	return r->w != NULL;
+}
+
+static void rma_end(struct rma *r)
+{
+	if (!r->w)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w)
+		gct_leave_data(tr.w, 0, (uint64_t)r->region, r->recvd, r->w->key);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* RMA defines the wrapper of a one-sided call on the window win. */
+#define RMA(NAME, TARGET, SENT, RECVD, PARAMS, ARGS)                                                                   \
+	int MPI_##NAME PARAMS                                                                                          \
+	{                                                                                                              \
+		struct rma r;                                                                                          \
+		if (tr.w)                                                                                              \
+			rma_begin(&r, win, R_##NAME, TARGET, SENT, RECVD);                                             \
+		else                                                                                                   \
+			r.w = NULL;                                                                                    \
+		int rc = PMPI_##NAME ARGS;                                                                             \
+		rma_end(&r);                                                                                           \
+		return rc;                                                                                             \
+	}
+#define ORIGIN const void *obuf, int ocount, MPI_Datatype otype
+#define TARGET_ARGS int target, MPI_Aint tdisp, int tcount, MPI_Datatype ttype
+RMA(Put, target, type_bytes(ocount, otype), 0, (ORIGIN, TARGET_ARGS, MPI_Win win),
+    (obuf, ocount, otype, target, tdisp, tcount, ttype, win))
+RMA(Get, target, 0, type_bytes(ocount, otype), (void *obuf, int ocount, MPI_Datatype otype, TARGET_ARGS, MPI_Win win),
+    (obuf, ocount, otype, target, tdisp, tcount, ttype, win))
+RMA(Accumulate, target, type_bytes(ocount, otype), 0, (ORIGIN, TARGET_ARGS, MPI_Op op, MPI_Win win),
+    (obuf, ocount, otype, target, tdisp, tcount, ttype, op, win))
+RMA(Win_fence, -1, 0, 0, (int assert, MPI_Win win), (assert, win))
+RMA(Win_lock, target, lock_type == MPI_LOCK_EXCLUSIVE ? 1 : 2, 0, (int lock_type, int target, int assert, MPI_Win win),
+    (lock_type, target, assert, win))
+RMA(Win_unlock, target, 0, 0, (int target, MPI_Win win), (target, win))
+RMA(Win_lock_all, -1, 0, 0, (int assert, MPI_Win win), (assert, win))
+RMA(Win_unlock_all, -1, 0, 0, (MPI_Win win), (win))
+
+/* win_created records MPI_Win_create's or MPI_Win_allocate's region around
+ * PMPI's call (made by the caller between the halves). */
+static struct comm_info *win_create_begin(int region, MPI_Comm comm, MPI_Aint size)
+{
+	if (!tr.w)
+		return NULL;
+	pthread_mutex_lock(&tr.mu);
+	struct comm_info *c = comm_locked(comm);
+	if (c && tr.w) {
+		struct rma r = {.region = region};
+		rma_enter_locked(&r, NULL, -1, (int64_t)size);
+	}
+	pthread_mutex_unlock(&tr.mu);
+	return c;
+}
+
+static void win_create_end(int region, struct comm_info *c, int rc, MPI_Win win)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w) {
+		struct win_info *w = rc == MPI_SUCCESS ? win_add_locked(win, c) : NULL;
+		gct_leave_data(tr.w, 0, (uint64_t)region, 0, w ? w->key : NO_PEER);
+	}
+	pthread_mutex_unlock(&tr.mu);
+}
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+	struct comm_info *c = win_create_begin(R_Win_create, comm, size);
+	int rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+	win_create_end(R_Win_create, c, rc, *win);
+	return rc;
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+	struct comm_info *c = win_create_begin(R_Win_allocate, comm, size);
+	int rc = PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+	win_create_end(R_Win_allocate, c, rc, *win);
+	return rc;
+}
+
+int MPI_Win_free(MPI_Win *win)
+{
+	struct rma r;
+	r.w = NULL;
+	if (tr.w)
+		rma_begin(&r, *win, R_Win_free, -1, 0, 0);
+	int rc = PMPI_Win_free(win);
+	rma_end(&r);
+	if (r.w && rc == MPI_SUCCESS) {
+		pthread_mutex_lock(&tr.mu);
+		r.w->freed = 1;
 		pthread_mutex_unlock(&tr.mu);
 	}
 	return rc;
@@ -1271,218 +1687,52 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 	return rc;
 }
 
-int MPI_Barrier(MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_BARRIER, -1);
-	int rc = PMPI_Barrier(comm);
-	coll_leave(&k, rc);
-	if (rc == MPI_SUCCESS)
-		sync_due(comm);
-	return rc;
-}
-
-int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_BCAST, root);
-	int rc = PMPI_Bcast(buf, count, t, root, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_REDUCE, root);
-	int rc = PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_ALLREDUCE, -1);
-	int rc = PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
-	       MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_GATHER, root);
-	int rc = PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
-		MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_SCATTER, root);
-	int rc = PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-		  MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_ALLGATHER, -1);
-	int rc = PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-		 MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_ALLTOALL, -1);
-	int rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IBARRIER, -1);
-	int rc = PMPI_Ibarrier(comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IBCAST, root);
-	int rc = PMPI_Ibcast(buf, count, t, root, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm,
-		MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IREDUCE, root);
-	int rc = PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IALLREDUCE, -1);
-	int rc = PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
-		MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IGATHER, root);
-	int rc = PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
-		 MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_ISCATTER, root);
-	int rc = PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-		   MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IALLGATHER, -1);
-	int rc = PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-		  MPI_Comm comm, MPI_Request *req)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_IALLTOALL, -1);
-	int rc = PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
-	icoll_started(&k, rc, req);
-	return rc;
-}
-
-int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
-		MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_GATHERV, root);
-	int rc = PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void *rbuf, int rcount,
-		 MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_SCATTERV, root);
-	int rc = PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[], const int displs[],
-		   MPI_Datatype rtype, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_ALLGATHERV, -1);
-	int rc = PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf,
-		  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_ALLTOALLV, -1);
-	int rc = PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_REDUCE_SCATTER_BLOCK, -1);
-	int rc = PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, t, op, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
-
-int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	struct coll k;
-	coll_enter(&k, comm, R_REDUCE_SCATTER, -1);
-	int rc = PMPI_Reduce_scatter(sbuf, rbuf, rcounts, t, op, comm);
-	coll_leave(&k, rc);
-	return rc;
-}
+/* The collectives (COLLECTIVE above): one line each, both forms. */
+#define S_ARGS const void *sbuf, int scount, MPI_Datatype stype
+#define R_ARGS void *rbuf, int rcount, MPI_Datatype rtype
+#define RED_ARGS const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op
+COLLECTIVE(Barrier, Ibarrier, -1, 0, 0, (MPI_Comm comm), (comm))
+COLLECTIVE(Bcast, Ibcast, root, me == root ? type_bytes(count, t) : 0, me != root ? type_bytes(count, t) : 0,
+	   (void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm), (buf, count, t, root, comm))
+COLLECTIVE(Reduce, Ireduce, root, IP(sbuf, type_bytes(count, t)), me == root ? type_bytes(count, t) : 0,
+	   (RED_ARGS, int root, MPI_Comm comm), (sbuf, rbuf, count, t, op, root, comm))
+COLLECTIVE(Allreduce, Iallreduce, -1, IP(sbuf, type_bytes(count, t)), type_bytes(count, t), (RED_ARGS, MPI_Comm comm),
+	   (sbuf, rbuf, count, t, op, comm))
+COLLECTIVE(Gather, Igather, root, IP(sbuf, type_bytes(scount, stype)), me == root ? np * type_bytes(rcount, rtype) : 0,
+	   (S_ARGS, R_ARGS, int root, MPI_Comm comm), (sbuf, scount, stype, rbuf, rcount, rtype, root, comm))
+COLLECTIVE(Scatter, Iscatter, root, me == root ? np * type_bytes(scount, stype) : 0, IP(rbuf, type_bytes(rcount, rtype)),
+	   (S_ARGS, R_ARGS, int root, MPI_Comm comm), (sbuf, scount, stype, rbuf, rcount, rtype, root, comm))
+COLLECTIVE(Allgather, Iallgather, -1, IP(sbuf, type_bytes(scount, stype)), np * type_bytes(rcount, rtype),
+	   (S_ARGS, R_ARGS, MPI_Comm comm), (sbuf, scount, stype, rbuf, rcount, rtype, comm))
+COLLECTIVE(Alltoall, Ialltoall, -1, IP(sbuf, np * type_bytes(scount, stype)), np * type_bytes(rcount, rtype),
+	   (S_ARGS, R_ARGS, MPI_Comm comm), (sbuf, scount, stype, rbuf, rcount, rtype, comm))
+COLLECTIVE(Gatherv, Igatherv, root, IP(sbuf, type_bytes(scount, stype)), me == root ? vbytes(rcounts, rtype, np) : 0,
+	   (S_ARGS, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm),
+	   (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm))
+COLLECTIVE(Scatterv, Iscatterv, root, me == root ? vbytes(scounts, stype, np) : 0, IP(rbuf, type_bytes(rcount, rtype)),
+	   (const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype, R_ARGS, int root, MPI_Comm comm),
+	   (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm))
+COLLECTIVE(Allgatherv, Iallgatherv, -1, IP(sbuf, type_bytes(scount, stype)), vbytes(rcounts, rtype, np),
+	   (S_ARGS, void *rbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm),
+	   (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
+COLLECTIVE(Alltoallv, Ialltoallv, -1, IP(sbuf, vbytes(scounts, stype, np)), vbytes(rcounts, rtype, np),
+	   (const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *rbuf, const int rcounts[],
+	    const int rdispls[], MPI_Datatype rtype, MPI_Comm comm),
+	   (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm))
+COLLECTIVE(Alltoallw, Ialltoallw, -1, IP(sbuf, wbytes(scounts, stypes, np)), wbytes(rcounts, rtypes, np),
+	   (const void *sbuf, const int scounts[], const int sdispls[], const MPI_Datatype stypes[], void *rbuf,
+	    const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm),
+	   (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm))
+COLLECTIVE(Reduce_scatter_block, Ireduce_scatter_block, -1, IP(sbuf, np * type_bytes(rcount, t)), type_bytes(rcount, t),
+	   (const void *sbuf, void *rbuf, int rcount, MPI_Datatype t, MPI_Op op, MPI_Comm comm),
+	   (sbuf, rbuf, rcount, t, op, comm))
+COLLECTIVE(Reduce_scatter, Ireduce_scatter, -1, IP(sbuf, vbytes(rcounts, t, np)), type_bytes(rcounts[me], t),
+	   (const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype t, MPI_Op op, MPI_Comm comm),
+	   (sbuf, rbuf, rcounts, t, op, comm))
+COLLECTIVE(Scan, Iscan, -1, IP(sbuf, type_bytes(count, t)), type_bytes(count, t), (RED_ARGS, MPI_Comm comm),
+	   (sbuf, rbuf, count, t, op, comm))
+COLLECTIVE(Exscan, Iexscan, -1, IP(sbuf, type_bytes(count, t)), me > 0 ? type_bytes(count, t) : 0,
+	   (RED_ARGS, MPI_Comm comm), (sbuf, rbuf, count, t, op, comm))
 
 /* ------------------------------------------------------------ Fortran */
 
@@ -1510,3 +1760,121 @@ GCLOCK_FORTRAN(MPI_WTICK, MPI_Wtick)
 GCLOCK_FORTRAN(MPI_Wtick_f, MPI_Wtick)
 GCLOCK_FORTRAN(MPI_Wtick_f08, MPI_Wtick)
 GCLOCK_FORTRAN(ompi_wtick_f, MPI_Wtick)
+
+/* Fortran calls. OpenMPI's Fortran bindings (mpif.h and `use mpi`: the
+ * symbols mpi_send_, mpi_send, mpi_send__ and MPI_SEND for gfortran and the
+ * other manglings) convert their handles and call the C PMPI_ functions,
+ * past this tracer. The definitions below take those symbols (preloaded or
+ * linked before the MPI libraries), convert the handles as the bindings do
+ * (MPI_Comm_f2c, ...; Fortran's MPI_IN_PLACE and MPI_BOTTOM, MPI_F_STATUS_IGNORE)
+ * and call the C wrappers above, so a Fortran program's MPI_INIT opens the
+ * trace and its messages and collectives are recorded as C's are. `use
+ * mpi_f08` (other symbols) is not traced. */
+typedef MPI_Fint F;
+#ifdef MPI_F_STATUS_SIZE
+#define F_STATUS_SIZE MPI_F_STATUS_SIZE
+#else
+#define F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint))) /* OpenMPI: 6 */
+#endif
+
+/* Fortran's MPI_IN_PLACE and MPI_BOTTOM are the addresses of common blocks
+ * (OpenMPI: mpi_fortran_in_place_, mpi_fortran_bottom_); weak: absent
+ * when no Fortran binding is loaded. */
+extern int mpi_fortran_in_place_ __attribute__((weak));
+extern int mpi_fortran_bottom_ __attribute__((weak));
+
+static void *fbuf(void *b)
+{
+	if (&mpi_fortran_in_place_ && b == (void *)&mpi_fortran_in_place_)
+		return MPI_IN_PLACE;
+	if (&mpi_fortran_bottom_ && b == (void *)&mpi_fortran_bottom_)
+		return MPI_BOTTOM;
+	return b;
+}
+
+static void fstatus(const MPI_Status *st, F *f)
+{
+	if (f != MPI_F_STATUS_IGNORE)
+		PMPI_Status_c2f(st, f);
+}
+
+#define FT(x) PMPI_Type_f2c(*(x))
+#define FC(x) PMPI_Comm_f2c(*(x))
+#define FO(x) PMPI_Op_f2c(*(x))
+/* FORTRAN defines l_ (gfortran's mangling) and the other names of the
+ * Fortran binding, l, l__ and U, as aliases. */
+#define FORTRAN(l, U, PARAMS, ...)                                                                                     \
+	void l##_ PARAMS;                                                                                              \
+	void l##_ PARAMS { __VA_ARGS__ }                                                                               \
+	__typeof__(l##_) l __attribute__((alias(#l "_")));                                                             \
+	__typeof__(l##_) l##__ __attribute__((alias(#l "_")));                                                         \
+	__typeof__(l##_) U __attribute__((alias(#l "_")));
+
+FORTRAN(mpi_init, MPI_INIT, (F * ierr), *ierr = MPI_Init(NULL, NULL);)
+FORTRAN(mpi_init_thread, MPI_INIT_THREAD, (F * required, F *provided, F *ierr), int p = 0;
+	*ierr = MPI_Init_thread(NULL, NULL, *required, &p); *provided = p;)
+FORTRAN(mpi_finalize, MPI_FINALIZE, (F * ierr), *ierr = MPI_Finalize();)
+
+#define F_SEND_PARAMS void *buf, F *count, F *t, F *dest, F *tag, F *comm
+#define F_SEND_ARGS fbuf(buf), *count, FT(t), *dest, *tag, FC(comm)
+FORTRAN(mpi_send, MPI_SEND, (F_SEND_PARAMS, F *ierr), *ierr = MPI_Send(F_SEND_ARGS);)
+FORTRAN(mpi_ssend, MPI_SSEND, (F_SEND_PARAMS, F *ierr), *ierr = MPI_Ssend(F_SEND_ARGS);)
+FORTRAN(mpi_isend, MPI_ISEND, (F_SEND_PARAMS, F *req, F *ierr), MPI_Request r;
+	if ((*ierr = MPI_Isend(F_SEND_ARGS, &r)) == MPI_SUCCESS) *req = PMPI_Request_c2f(r);)
+FORTRAN(mpi_recv, MPI_RECV, (F_SEND_PARAMS, F *status, F *ierr), MPI_Status st;
+	if ((*ierr = MPI_Recv(F_SEND_ARGS, &st)) == MPI_SUCCESS) fstatus(&st, status);)
+FORTRAN(mpi_irecv, MPI_IRECV, (F_SEND_PARAMS, F *req, F *ierr), MPI_Request r;
+	if ((*ierr = MPI_Irecv(F_SEND_ARGS, &r)) == MPI_SUCCESS) *req = PMPI_Request_c2f(r);)
+FORTRAN(mpi_sendrecv, MPI_SENDRECV,
+	(void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf, F *rcount, F *rtype, F *source, F *rtag,
+	 F *comm, F *status, F *ierr),
+	MPI_Status st;
+	if ((*ierr = MPI_Sendrecv(fbuf(sbuf), *scount, FT(stype), *dest, *stag, fbuf(rbuf), *rcount, FT(rtype), *source,
+				  *rtag, FC(comm), &st)) == MPI_SUCCESS) fstatus(&st, status);)
+FORTRAN(mpi_wait, MPI_WAIT, (F * req, F *status, F *ierr), MPI_Request r = PMPI_Request_f2c(*req); MPI_Status st;
+	if ((*ierr = MPI_Wait(&r, &st)) == MPI_SUCCESS) {
+		*req = PMPI_Request_c2f(r);
+		fstatus(&st, status);
+	})
+FORTRAN(mpi_test, MPI_TEST, (F * req, F *flag, F *status, F *ierr), MPI_Request r = PMPI_Request_f2c(*req);
+	MPI_Status st; int f = 0; if ((*ierr = MPI_Test(&r, &f, &st)) == MPI_SUCCESS) {
+		*flag = f;
+		*req = PMPI_Request_c2f(r);
+		if (f)
+			fstatus(&st, status);
+	})
+FORTRAN(mpi_waitall, MPI_WAITALL, (F * count, F *reqs, F *statuses, F *ierr), int n = *count;
+	MPI_Request *r = malloc(sizeof *r * (size_t)(n > 0 ? n : 1));
+	MPI_Status *st = malloc(sizeof *st * (size_t)(n > 0 ? n : 1)); if (!r || !st) {
+		free(r);
+		free(st);
+		*ierr = MPI_ERR_NO_MEM;
+		return;
+	} for (int i = 0; i < n; i++) r[i] = PMPI_Request_f2c(reqs[i]);
+	*ierr = MPI_Waitall(n, r, st); if (*ierr == MPI_SUCCESS || *ierr == MPI_ERR_IN_STATUS) {
+		for (int i = 0; i < n; i++) {
+			reqs[i] = PMPI_Request_c2f(r[i]);
+			if (statuses != MPI_F_STATUSES_IGNORE)
+				PMPI_Status_c2f(&st[i], statuses + (size_t)i * F_STATUS_SIZE);
+		}
+	} free(r);
+	free(st);)
+
+FORTRAN(mpi_barrier, MPI_BARRIER, (F * comm, F *ierr), *ierr = MPI_Barrier(FC(comm));)
+FORTRAN(mpi_bcast, MPI_BCAST, (void *buf, F *count, F *t, F *root, F *comm, F *ierr),
+	*ierr = MPI_Bcast(fbuf(buf), *count, FT(t), *root, FC(comm));)
+#define F_RED_PARAMS void *sbuf, void *rbuf, F *count, F *t, F *op
+#define F_RED_ARGS fbuf(sbuf), fbuf(rbuf), *count, FT(t), FO(op)
+FORTRAN(mpi_reduce, MPI_REDUCE, (F_RED_PARAMS, F *root, F *comm, F *ierr),
+	*ierr = MPI_Reduce(F_RED_ARGS, *root, FC(comm));)
+FORTRAN(mpi_allreduce, MPI_ALLREDUCE, (F_RED_PARAMS, F *comm, F *ierr), *ierr = MPI_Allreduce(F_RED_ARGS, FC(comm));)
+FORTRAN(mpi_scan, MPI_SCAN, (F_RED_PARAMS, F *comm, F *ierr), *ierr = MPI_Scan(F_RED_ARGS, FC(comm));)
+FORTRAN(mpi_exscan, MPI_EXSCAN, (F_RED_PARAMS, F *comm, F *ierr), *ierr = MPI_Exscan(F_RED_ARGS, FC(comm));)
+#define F_SR_PARAMS void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype
+#define F_SR_ARGS fbuf(sbuf), *scount, FT(stype), fbuf(rbuf), *rcount, FT(rtype)
+FORTRAN(mpi_gather, MPI_GATHER, (F_SR_PARAMS, F *root, F *comm, F *ierr),
+	*ierr = MPI_Gather(F_SR_ARGS, *root, FC(comm));)
+FORTRAN(mpi_scatter, MPI_SCATTER, (F_SR_PARAMS, F *root, F *comm, F *ierr),
+	*ierr = MPI_Scatter(F_SR_ARGS, *root, FC(comm));)
+FORTRAN(mpi_allgather, MPI_ALLGATHER, (F_SR_PARAMS, F *comm, F *ierr), *ierr = MPI_Allgather(F_SR_ARGS, FC(comm));)
+FORTRAN(mpi_alltoall, MPI_ALLTOALL, (F_SR_PARAMS, F *comm, F *ierr), *ierr = MPI_Alltoall(F_SR_ARGS, FC(comm));)

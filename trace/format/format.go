@@ -105,8 +105,8 @@ func (k Kind) String() string {
 type Event struct {
 	Time  int64  // local clock, ns
 	ID    uint64 // name id (Enter, Leave, Instant, Counter) or message id (Send, Recv)
-	Value int64  // counter value, or message size in bytes
-	Peer  uint32 // the other process of a message
+	Value int64  // counter value, or message size in bytes; on Enter and Leave free for the recorder
+	Peer  uint32 // the other process of a message; on Enter and Leave free for the recorder
 	Track uint16 // the track (thread, goroutine group) within the process
 	Kind  Kind
 }

@@ -30,9 +30,9 @@ enum { A_LOCAL = 0, A_BOUND = 1, A_MSGID = 2 };
 typedef struct {
 	int kind;
 	uint64_t time;
-	uint32_t region, peer, tag, root, metric;
-	uint64_t size;
-	uint8_t op;
+	uint32_t region, peer, tag, root, metric, comm, win;
+	uint64_t size, received, match;
+	uint8_t op, lock;
 	int64_t value, raw, bound;
 	uint64_t msgid;
 	int has_bound, has_msgid;
@@ -46,16 +46,26 @@ static OTF2_ErrorCode gc_event(OTF2_EvtWriter* w, OTF2_AttributeList* al, const 
 	switch (r->kind) {
 	case 1: return OTF2_EvtWriter_Enter(w, al, r->time, r->region);
 	case 2: return OTF2_EvtWriter_Leave(w, al, r->time, r->region);
-	case 3: return OTF2_EvtWriter_MpiSend(w, al, r->time, r->peer, 0, r->tag, r->size);
-	case 4: return OTF2_EvtWriter_MpiRecv(w, al, r->time, r->peer, 0, r->tag, r->size);
+	case 3: return OTF2_EvtWriter_MpiSend(w, al, r->time, r->peer, r->comm, r->tag, r->size);
+	case 4: return OTF2_EvtWriter_MpiRecv(w, al, r->time, r->peer, r->comm, r->tag, r->size);
 	case 5: return OTF2_EvtWriter_MpiCollectiveBegin(w, al, r->time);
-	case 6: return OTF2_EvtWriter_MpiCollectiveEnd(w, al, r->time, r->op, 0, r->root, 0, 0);
+	case 6: return OTF2_EvtWriter_MpiCollectiveEnd(w, al, r->time, r->op, r->comm, r->root, r->size, r->received);
 	case 7: {
 		OTF2_Type t = OTF2_TYPE_INT64;
 		OTF2_MetricValue v;
 		v.signed_int = r->value;
 		return OTF2_EvtWriter_Metric(w, al, r->time, r->metric, 1, &t, &v);
 	}
+	case 8: return OTF2_EvtWriter_RmaWinCreate(w, al, r->time, r->win);
+	case 9: return OTF2_EvtWriter_RmaWinDestroy(w, al, r->time, r->win);
+	case 10: return OTF2_EvtWriter_RmaPut(w, al, r->time, r->win, r->peer, r->size, r->match);
+	case 11: return OTF2_EvtWriter_RmaGet(w, al, r->time, r->win, r->peer, r->received, r->match);
+	case 12: return OTF2_EvtWriter_RmaAtomic(w, al, r->time, r->win, r->peer, OTF2_RMA_ATOMIC_TYPE_ACCUMULATE, r->size, 0, r->match);
+	case 13: return OTF2_EvtWriter_RmaCollectiveBegin(w, al, r->time);
+	case 14: return OTF2_EvtWriter_RmaCollectiveEnd(w, al, r->time, OTF2_COLLECTIVE_OP_BARRIER,
+		OTF2_RMA_SYNC_LEVEL_PROCESS | OTF2_RMA_SYNC_LEVEL_MEMORY, r->win, r->root, 0, 0);
+	case 15: return OTF2_EvtWriter_RmaAcquireLock(w, al, r->time, r->win, r->peer, r->match, r->lock);
+	case 16: return OTF2_EvtWriter_RmaReleaseLock(w, al, r->time, r->win, r->peer, r->match);
 	}
 	return OTF2_ERROR_INVALID_ARGUMENT;
 }
@@ -148,7 +158,8 @@ func (s *archive) event(r *Record) error {
 	}
 	c := C.gc_rec{kind: C.int(r.Kind), time: C.uint64_t(r.Time), region: C.uint32_t(r.Region), peer: C.uint32_t(r.Peer),
 		tag: C.uint32_t(r.Tag), root: C.uint32_t(r.Root), metric: C.uint32_t(r.Metric), size: C.uint64_t(r.Size),
-		op: C.uint8_t(r.Op), value: C.int64_t(r.Value), raw: C.int64_t(r.Raw), bound: C.int64_t(r.Bound),
+		comm: C.uint32_t(r.Comm), win: C.uint32_t(r.Win), received: C.uint64_t(r.Received), match: C.uint64_t(r.Match),
+		lock: C.uint8_t(r.Lock), op: C.uint8_t(r.Op), value: C.int64_t(r.Value), raw: C.int64_t(r.Raw), bound: C.int64_t(r.Bound),
 		msgid: C.uint64_t(r.MsgID), has_bound: cbool(r.HasBound), has_msgid: cbool(r.HasMsgID)}
 	return s.check(C.gc_event(w, s.al, &c), fmt.Sprintf("write %s of location %d at %d ns", r.Kind, r.Loc, r.Time))
 }
@@ -269,6 +280,14 @@ func (s *archive) finish(d *Defs) (err error) {
 	}
 	mpi, user := st.ref("MPI"), st.ref("User")
 	world, worldGroup, worldLocs := st.ref("MPI_COMM_WORLD"), st.ref("MPI_COMM_WORLD group"), st.ref("MPI ranks")
+	commNames := make([]C.OTF2_StringRef, len(d.Comms))
+	for i := 1; i < len(d.Comms); i++ {
+		commNames[i] = st.ref(d.Comms[i].Name)
+	}
+	winNames := make([]C.OTF2_StringRef, len(d.Windows))
+	for i, w := range d.Windows {
+		winNames[i] = st.ref(w.Name)
+	}
 	for i, x := range st.list {
 		cs := C.CString(x)
 		chk(C.OTF2_GlobalDefWriter_WriteString(g, C.OTF2_StringRef(i), cs), "write a string")
@@ -306,6 +325,18 @@ func (s *archive) finish(d *Defs) (err error) {
 		chk(C.OTF2_GlobalDefWriter_WriteGroup(g, 0, worldLocs, C.OTF2_GROUP_TYPE_COMM_LOCATIONS, C.OTF2_PARADIGM_MPI, C.OTF2_GROUP_FLAG_NONE, C.uint32_t(len(locs)), &locs[0]), "write the MPI locations")
 		chk(C.OTF2_GlobalDefWriter_WriteGroup(g, 1, worldGroup, C.OTF2_GROUP_TYPE_COMM_GROUP, C.OTF2_PARADIGM_MPI, C.OTF2_GROUP_FLAG_NONE, C.uint32_t(len(ranks)), &ranks[0]), "write MPI_COMM_WORLD's group")
 		chk(C.OTF2_GlobalDefWriter_WriteComm(g, 0, world, 1, C.OTF2_UNDEFINED_COMM, C.OTF2_COMM_FLAG_NONE), "write MPI_COMM_WORLD")
+		// Communicator i: group i+1, its members' ranks in MPI_COMM_WORLD in its rank order.
+		for i := 1; i < len(d.Comms); i++ {
+			m := make([]C.uint64_t, len(d.Comms[i].Members))
+			for j, r := range d.Comms[i].Members {
+				m[j] = C.uint64_t(r)
+			}
+			chk(C.OTF2_GlobalDefWriter_WriteGroup(g, C.OTF2_GroupRef(i+1), commNames[i], C.OTF2_GROUP_TYPE_COMM_GROUP, C.OTF2_PARADIGM_MPI, C.OTF2_GROUP_FLAG_NONE, C.uint32_t(len(m)), &m[0]), "write a communicator's group")
+			chk(C.OTF2_GlobalDefWriter_WriteComm(g, C.OTF2_CommRef(i), commNames[i], C.OTF2_GroupRef(i+1), 0, C.OTF2_COMM_FLAG_NONE), "write a communicator")
+		}
+		for i, w := range d.Windows {
+			chk(C.OTF2_GlobalDefWriter_WriteRmaWin(g, C.OTF2_RmaWinRef(i), winNames[i], C.OTF2_CommRef(w.Comm), C.OTF2_RMA_WIN_FLAG_NONE), "write a window")
+		}
 	}
 	for i := range d.Metrics {
 		chk(C.gc_metric(g, C.uint32_t(i), C.uint32_t(metNames[i])), "write a metric")

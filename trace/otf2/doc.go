@@ -20,17 +20,32 @@
 //     track (thread) of a process, with ID proc<<16 | track.
 //   - Enter and Leave of every region. Regions named after MPI calls get
 //     the MPI paradigm and the role OTF2 gives them (point-to-point,
-//     barrier, one-to-all, ...); collectives also get MpiCollectiveBegin
-//     and MpiCollectiveEnd with the collective operation on MPI_COMM_WORLD
-//     (gclock's trace records neither the root nor the sizes of a
-//     collective: root is OTF2_UNDEFINED_UINT32, sizes 0).
-//   - Send and Recv become MpiSend and MpiRecv on MPI_COMM_WORLD with the
-//     message size. The trace keeps the message id, not the MPI tag: the
-//     tag written is the id's upper 32 bits (the C tracer puts a hash of
-//     communicator and tag there, so messages of one tag stay together),
-//     and the id itself is the attribute gclock::message_id. The
-//     dependencies the C tracer records for collectives (message ids with
-//     bit 63 set) are not messages and are left out.
+//     barrier, one-to-all, ...); blocking collectives also get
+//     MpiCollectiveBegin and MpiCollectiveEnd with the collective
+//     operation, and, from the C MPI tracer's traces (mpi/src/gclock_mpi.c,
+//     which records them on its regions' events), the communicator, the
+//     root (its rank there) and the bytes sent and received. Without that
+//     data (the Go recorder, older traces) a collective is on
+//     MPI_COMM_WORLD with no root (OTF2_UNDEFINED_UINT32) and sizes 0.
+//   - Communicators: MPI_COMM_WORLD (every process's track 0, in process
+//     order) and each communicator the C tracer's string table names with
+//     all its members ("MPI communicator KEY: N ranks, world ranks ...").
+//   - Send and Recv become MpiSend and MpiRecv with the message size. The
+//     C tracer names the communicator and tag of every message key (the
+//     id's upper 32 bits): the record then has that communicator, the
+//     peer's rank in it and the MPI tag. Otherwise the message is on
+//     MPI_COMM_WORLD and its tag is the id's upper 32 bits. The id itself is
+//     the attribute gclock::message_id. The dependencies the C tracer
+//     records for collectives (message ids with bit 63 set) are not
+//     messages and are left out.
+//   - One-sided calls of the C tracer: RmaWinCreate and RmaWinDestroy in
+//     MPI_Win_create/allocate and MPI_Win_free, RmaPut, RmaGet and RmaAtomic
+//     (accumulate) with the target's rank in the window's communicator and
+//     the bytes, RmaCollectiveBegin/End around MPI_Win_fence, and
+//     RmaAcquireLock/RmaReleaseLock in MPI_Win_lock/unlock; every window
+//     is an RmaWin on its communicator. No completion records are written
+//     (the tracer does not know when a put completes). What the string
+//     table does not name is counted in Stats.Unnamed.
 //   - Instant events are regions of zero length (role artificial); counters
 //     are asynchronous int64 metrics, one metric per counter name.
 //   - Every event carries the attribute gclock::local_ns (the raw local

@@ -31,13 +31,22 @@ type Kind uint8
 
 // Event record kinds.
 const (
-	Enter     Kind = iota + 1 // region enter
-	Leave                     // region leave
-	MpiSend                   // point-to-point send
-	MpiRecv                   // point-to-point receive
-	CollBegin                 // MpiCollectiveBegin
-	CollEnd                   // MpiCollectiveEnd
-	Metric                    // one int64 metric value
+	Enter          Kind = iota + 1 // region enter
+	Leave                          // region leave
+	MpiSend                        // point-to-point send
+	MpiRecv                        // point-to-point receive
+	CollBegin                      // MpiCollectiveBegin
+	CollEnd                        // MpiCollectiveEnd
+	Metric                         // one int64 metric value
+	RmaWinCreate                   // a window created (Win)
+	RmaWinDestroy                  // a window freed (Win)
+	RmaPut                         // Win, Peer (remote), Size, Match
+	RmaGet                         // Win, Peer (remote), Received, Match
+	RmaAtomic                      // an accumulate: Win, Peer (remote), Size, Match
+	RmaCollBegin                   // RmaCollectiveBegin (a fence)
+	RmaCollEnd                     // RmaCollectiveEnd: Win
+	RmaAcquireLock                 // Win, Peer (remote), Match (the lock id), Lock
+	RmaReleaseLock                 // Win, Peer (remote), Match (the lock id)
 )
 
 // String names the kind as otf2-print does.
@@ -57,6 +66,24 @@ func (k Kind) String() string {
 		return "MPI_COLLECTIVE_END"
 	case Metric:
 		return "METRIC"
+	case RmaWinCreate:
+		return "RMA_WIN_CREATE"
+	case RmaWinDestroy:
+		return "RMA_WIN_DESTROY"
+	case RmaPut:
+		return "RMA_PUT"
+	case RmaGet:
+		return "RMA_GET"
+	case RmaAtomic:
+		return "RMA_ATOMIC"
+	case RmaCollBegin:
+		return "RMA_COLLECTIVE_BEGIN"
+	case RmaCollEnd:
+		return "RMA_COLLECTIVE_END"
+	case RmaAcquireLock:
+		return "RMA_ACQUIRE_LOCK"
+	case RmaReleaseLock:
+		return "RMA_RELEASE_LOCK"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -66,17 +93,22 @@ const Undefined uint32 = ^uint32(0)
 
 // Record is one OTF2 event as written.
 type Record struct {
-	Kind   Kind
-	Loc    uint64 // location
-	Time   uint64 // global time - origin, ns
-	Region uint32 // Enter, Leave
-	Peer   uint32 // MpiSend: receiver, MpiRecv: sender (rank in MPI_COMM_WORLD)
-	Tag    uint32
-	Size   uint64 // message bytes
-	Op     uint8  // CollEnd: OTF2_CollectiveOp
-	Root   uint32 // CollEnd
-	Metric uint32 // Metric: the metric class
-	Value  int64  // Metric
+	Kind     Kind
+	Loc      uint64 // location
+	Time     uint64 // global time - origin, ns
+	Region   uint32 // Enter, Leave
+	Peer     uint32 // MpiSend: receiver, MpiRecv: sender, Rma*: the target (rank in Comm, or in the window's)
+	Tag      uint32
+	Comm     uint32 // MpiSend, MpiRecv, CollEnd: index in Defs.Comms (0: MPI_COMM_WORLD)
+	Size     uint64 // message bytes; CollEnd: bytes sent; RmaPut, RmaAtomic: bytes
+	Received uint64 // CollEnd, RmaGet: bytes received
+	Op       uint8  // CollEnd: OTF2_CollectiveOp
+	Root     uint32 // CollEnd: rank in Comm, or Undefined
+	Win      uint32 // Rma*: index in Defs.Windows, or Undefined (RmaCollEnd of an unknown window)
+	Match    uint64 // RmaPut, RmaGet, RmaAtomic: matching id; locks: the lock id
+	Lock     uint8  // RmaAcquireLock: OTF2_LockType (0 exclusive, 1 shared)
+	Metric   uint32 // Metric: the metric class
+	Value    int64  // Metric
 	// Attributes.
 	Raw      int64 // gclock::local_ns
 	Bound    int64 // gclock::bound_ns, if HasBound
@@ -134,15 +166,116 @@ var pointToPoint = map[string]bool{
 	"MPI_Test": true, "MPI_Testall": true, "MPI_Testany": true, "MPI_Testsome": true,
 }
 
-// collBit marks the C tracer's collective dependencies (mpi/src/gclock_mpi.c COLL_BIT).
-const collBit = uint64(1) << 63
+// The C MPI tracer's conventions (mpi/src/gclock_mpi.c, docs/mpi.md).
+const (
+	collBit     = uint64(1) << 63 // message ids of its collective dependencies
+	tagNameBit  = uint64(1) << 62 // | message key (id >> 32): "MPI communicator KEY tag T"
+	commNameBit = uint64(1) << 61 // | communicator key: "MPI communicator KEY: N ranks, world ranks ..."
+	winNameBit  = uint64(1) << 60 // | window key: "MPI window KEY on communicator CKEY"
+	worldKey    = 1               // MPI_COMM_WORLD's key
+	noPeer      = ^uint32(0)      // a region's enter without root or target
+)
+
+// rmaKind is what an MPI one-sided call's region becomes.
+type rmaKind uint8
+
+const (
+	rmaNone rmaKind = iota
+	rmaCreate
+	rmaFree
+	rmaPut
+	rmaGet
+	rmaAcc
+	rmaFence
+	rmaLock
+	rmaUnlock
+)
+
+var rmaCalls = map[string]rmaKind{
+	"MPI_Win_create": rmaCreate, "MPI_Win_allocate": rmaCreate, "MPI_Win_free": rmaFree, "MPI_Put": rmaPut,
+	"MPI_Get": rmaGet, "MPI_Accumulate": rmaAcc, "MPI_Win_fence": rmaFence, "MPI_Win_lock": rmaLock,
+	"MPI_Win_unlock": rmaUnlock,
+}
+
+// parseCommName reads the C tracer's name of a communicator: its key and
+// its members' world ranks; ok false unless the list is complete.
+func parseCommName(s string) (key uint32, members []uint32, ok bool) {
+	head, list, found := strings.Cut(s, " ranks, world ranks ")
+	if !found {
+		return 0, nil, false
+	}
+	ks, ns, found := strings.Cut(strings.TrimPrefix(head, "MPI communicator "), ": ")
+	if !found || len(head) == len(strings.TrimPrefix(head, "MPI communicator ")) {
+		return 0, nil, false
+	}
+	k, err := strconv.ParseUint(ks, 16, 32)
+	if err != nil || len(ks) != 8 {
+		return 0, nil, false
+	}
+	n, err := strconv.Atoi(ns)
+	if err != nil || n <= 0 {
+		return 0, nil, false
+	}
+	f := strings.Split(list, " ")
+	if len(f) != n {
+		return 0, nil, false // truncated ("...") or malformed
+	}
+	seen := map[uint32]bool{}
+	for _, x := range f {
+		r, err := strconv.ParseUint(x, 10, 32)
+		if err != nil || seen[uint32(r)] {
+			return 0, nil, false
+		}
+		seen[uint32(r)] = true
+		members = append(members, uint32(r))
+	}
+	return uint32(k), members, true
+}
+
+// parseKeyPair reads "PREFIX%08x MID%d" names: the C tracer's tag names
+// ("MPI communicator %08x tag %d") and window names ("MPI window %08x on
+// communicator %08x", second base 16).
+func parseKeyPair(s, prefix, mid string, base int) (uint32, int64, bool) {
+	rest, found := strings.CutPrefix(s, prefix)
+	if !found {
+		return 0, 0, false
+	}
+	ks, vs, found := strings.Cut(rest, mid)
+	if !found || len(ks) != 8 {
+		return 0, 0, false
+	}
+	k, err := strconv.ParseUint(ks, 16, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	if base == 16 {
+		v, err := strconv.ParseUint(vs, 16, 32)
+		return uint32(k), int64(v), err == nil && len(vs) == 8
+	}
+	v, err := strconv.ParseInt(vs, 10, 32)
+	return uint32(k), v, err == nil
+}
 
 // RegionDef is one region definition.
 type RegionDef struct {
 	Name     string
 	Role     uint8
 	Paradigm uint8
-	coll     int // OTF2_CollectiveOp + 1, 0: not a collective
+	coll     int     // OTF2_CollectiveOp + 1, 0: not a collective
+	rma      rmaKind // one-sided call
+}
+
+// CommDef is an MPI communicator other than MPI_COMM_WORLD (Defs.Comms[0]).
+type CommDef struct {
+	Name    string
+	Members []uint32 // ranks in MPI_COMM_WORLD (location group indices), in communicator rank order
+	pos     map[uint32]uint32
+}
+
+// WinDef is an MPI window.
+type WinDef struct {
+	Name string
+	Comm uint32 // index in Defs.Comms
 }
 
 // ProcDef is one process: a location group (an MPI rank).
@@ -168,6 +301,8 @@ type Defs struct {
 	Hosts          []uint32 // distinct hosts, ascending
 	Locations      []LocationDef
 	Regions        []RegionDef
+	Comms          []CommDef // [0]: MPI_COMM_WORLD (no members listed: every rank)
+	Windows        []WinDef
 	Metrics        []string // metric names (one class per member)
 	Metadata       []KV
 }
@@ -179,6 +314,11 @@ type Stats struct {
 	Dependencies int64 // collective dependencies left out
 	Unknown      int64 // messages to or from a process not in the trace, left out
 	Clamped      int64 // events moved forward to keep a location's time non-decreasing
+	// MPI records whose communicator or window the string table does not
+	// name completely (a message then goes on MPI_COMM_WORLD with the id's
+	// upper half as its tag, a collective on MPI_COMM_WORLD with no root
+	// or sizes, a one-sided call has its region only).
+	Unnamed int64
 }
 
 // sink receives the records; the libotf2 archive or a test double.
@@ -205,7 +345,11 @@ type Writer struct {
 	defs      Defs
 	regionOf  map[string]uint32
 	metricOf  map[string]uint32
-	last      []uint64 // per location, the last time written
+	last      []uint64        // per location, the last time written
+	entered   []format.Merged // per location, the last enter (MPI regions carry data there)
+	match     []uint64        // per location, the next RMA matching id
+	commOf    map[uint32]int
+	winOf     map[uint32]int
 	originSet bool
 	first     bool
 	lastTime  uint64
@@ -216,7 +360,8 @@ type Writer struct {
 
 func newWriter(s sink, opt Options) *Writer {
 	return &Writer{sink: s, opt: opt, names: map[nameKey]string{}, rank: map[uint32]int{},
-		locIdx: map[uint64]int{}, regionOf: map[string]uint32{}, metricOf: map[string]uint32{}, first: true}
+		locIdx: map[uint64]int{}, regionOf: map[string]uint32{}, metricOf: map[string]uint32{}, first: true,
+		commOf: map[uint32]int{}, winOf: map[uint32]int{}, defs: Defs{Comms: []CommDef{{Name: "MPI_COMM_WORLD"}}}}
 }
 
 // SetNames registers the string tables of the traces.
@@ -277,6 +422,8 @@ func (w *Writer) loc(proc uint32, track uint16) (int, error) {
 	w.locIdx[id] = len(w.defs.Locations)
 	w.defs.Locations = append(w.defs.Locations, LocationDef{ID: id, Name: name, Group: r})
 	w.last = append(w.last, 0)
+	w.entered = append(w.entered, format.Merged{})
+	w.match = append(w.match, 0)
 	return len(w.defs.Locations) - 1, nil
 }
 
@@ -287,6 +434,8 @@ func (w *Writer) region(name string) uint32 {
 	d := RegionDef{Name: name, Role: roleFunction, Paradigm: paradigmUser}
 	if c, ok := collectives[name]; ok {
 		d.Role, d.Paradigm, d.coll = c.role, paradigmMPI, int(c.op)+1
+	} else if k, ok := rmaCalls[name]; ok {
+		d.Paradigm, d.rma = paradigmMPI, k
 	} else if pointToPoint[name] {
 		d.Role, d.Paradigm = rolePoint2Pt, paradigmMPI
 	} else if strings.HasPrefix(name, "MPI_") {
@@ -358,22 +507,46 @@ func (w *Writer) write(m *format.Merged) error {
 	switch m.Kind {
 	case format.Enter, format.Leave:
 		r.Region = w.region(w.name(m.Proc, m.ID, "region"))
-		coll := w.defs.Regions[r.Region].coll
+		d := w.defs.Regions[r.Region]
 		if m.Kind == format.Enter {
+			w.entered[li] = *m
 			r.Kind = Enter
 			if err := emit(r); err != nil {
 				return err
 			}
-			if coll > 0 {
+			if d.coll > 0 {
 				r.Kind = CollBegin
+				return emit(r)
+			}
+			if d.rma == rmaFence {
+				r.Kind = RmaCollBegin
 				return emit(r)
 			}
 			return nil
 		}
-		if coll > 0 {
+		// The C MPI tracer's enter carries the root or target and the bytes sent, its leave the
+		// communicator's or window's key (never 0) and the bytes received.
+		in := w.entered[li]
+		data := in.Kind == format.Enter && in.ID == m.ID && m.Peer != 0
+		if d.coll > 0 {
 			c := r
-			c.Kind, c.Op, c.Root = CollEnd, uint8(coll-1), Undefined
+			c.Kind, c.Op, c.Root = CollEnd, uint8(d.coll-1), Undefined
+			if data {
+				if ci, ok := w.comm(m.Proc, m.Peer); ok {
+					c.Comm, c.Size, c.Received = ci, uint64(max(in.Value, 0)), uint64(max(m.Value, 0))
+					if in.Peer != noPeer {
+						c.Root, _ = w.rankIn(ci, in.Peer)
+					}
+				} else {
+					w.stats.Unnamed++
+				}
+			}
 			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		if d.rma != rmaNone {
+			if err := w.rmaLeave(li, r, d.rma, data, &in, m, emit); err != nil {
 				return err
 			}
 		}
@@ -416,9 +589,132 @@ func (w *Writer) write(m *format.Merged) error {
 		}
 		r.Peer, r.Tag, r.Size = uint32(peer), uint32(m.ID>>32), uint64(max(m.Value, 0))
 		r.MsgID, r.HasMsgID = m.ID, true
+		// The C MPI tracer names the communicator and tag of every message key.
+		if name, ok := w.names[nameKey{m.Proc, tagNameBit | m.ID>>32}]; ok {
+			ck, tag, ok := parseKeyPair(name, "MPI communicator ", " tag ", 10)
+			ci, cok := w.comm(m.Proc, ck)
+			rr, rok := w.rankIn(ci, m.Peer)
+			if ok && cok && rok && tag >= 0 {
+				r.Comm, r.Peer, r.Tag = ci, rr, uint32(tag)
+			} else {
+				w.stats.Unnamed++
+			}
+		}
 		return emit(r)
 	}
 	return fmt.Errorf("otf2: process %d: event of unknown kind %d at local %d ns", m.Proc, m.Kind, m.Raw)
+}
+
+// comm returns the index of the communicator with the C tracer's key, as
+// proc's string table names it; defined at its first use.
+func (w *Writer) comm(proc uint32, key uint32) (uint32, bool) {
+	if key == worldKey {
+		return 0, true
+	}
+	if i, ok := w.commOf[key]; ok {
+		return uint32(i), true
+	}
+	k, members, ok := parseCommName(w.names[nameKey{proc, commNameBit | uint64(key)}])
+	if !ok || k != key {
+		return 0, false
+	}
+	c := CommDef{Name: fmt.Sprintf("MPI communicator %08x", key), pos: map[uint32]uint32{}}
+	for i, p := range members {
+		r, ok := w.rank[p]
+		if !ok || r < 0 {
+			return 0, false // a member not in the trace
+		}
+		c.Members = append(c.Members, uint32(r))
+		c.pos[uint32(r)] = uint32(i)
+	}
+	w.commOf[key] = len(w.defs.Comms)
+	w.defs.Comms = append(w.defs.Comms, c)
+	return uint32(len(w.defs.Comms) - 1), true
+}
+
+// rankIn returns the rank of process proc (a world rank) in communicator ci.
+func (w *Writer) rankIn(ci uint32, proc uint32) (uint32, bool) {
+	r, ok := w.rank[proc]
+	if !ok || r < 0 || int(ci) >= len(w.defs.Comms) {
+		return Undefined, false
+	}
+	if ci == 0 {
+		return uint32(r), true
+	}
+	p, ok := w.defs.Comms[ci].pos[uint32(r)]
+	if !ok {
+		return Undefined, false
+	}
+	return p, true
+}
+
+// window returns the index of the window with the C tracer's key.
+func (w *Writer) window(proc uint32, key uint32) (uint32, bool) {
+	if i, ok := w.winOf[key]; ok {
+		return uint32(i), true
+	}
+	k, ck, ok := parseKeyPair(w.names[nameKey{proc, winNameBit | uint64(key)}], "MPI window ", " on communicator ", 16)
+	if !ok || k != key {
+		return 0, false
+	}
+	ci, ok := w.comm(proc, uint32(ck))
+	if !ok {
+		return 0, false
+	}
+	w.winOf[key] = len(w.defs.Windows)
+	w.defs.Windows = append(w.defs.Windows, WinDef{Name: fmt.Sprintf("MPI window %08x", key), Comm: ci})
+	return uint32(len(w.defs.Windows) - 1), true
+}
+
+// rmaLeave writes the RMA records of a one-sided call's region before its
+// leave: in is its enter, data whether they carry the C tracer's data.
+func (w *Writer) rmaLeave(li int, r Record, kind rmaKind, data bool, in, m *format.Merged, emit func(Record) error) error {
+	win := Undefined
+	if data {
+		if wi, ok := w.window(m.Proc, m.Peer); ok {
+			win = wi
+		} else {
+			w.stats.Unnamed++
+		}
+	}
+	r.Win, r.Root = win, Undefined
+	if kind == rmaFence {
+		r.Kind = RmaCollEnd
+		return emit(r)
+	}
+	if win == Undefined {
+		return nil
+	}
+	remote, rok := Undefined, false
+	if in.Peer != noPeer {
+		remote, rok = w.rankIn(w.defs.Windows[win].Comm, in.Peer)
+	}
+	r.Peer = remote
+	next := func() uint64 { w.match[li]++; return w.match[li] - 1 }
+	switch {
+	case kind == rmaCreate:
+		r.Kind = RmaWinCreate
+	case kind == rmaFree:
+		r.Kind = RmaWinDestroy
+	case !rok:
+		return nil // a transfer or a lock without its target
+	case kind == rmaPut:
+		r.Kind, r.Size, r.Match = RmaPut, uint64(max(in.Value, 0)), next()
+	case kind == rmaGet:
+		r.Kind, r.Received, r.Match = RmaGet, uint64(max(m.Value, 0)), next()
+	case kind == rmaAcc:
+		r.Kind, r.Size, r.Match = RmaAtomic, uint64(max(in.Value, 0)), next()
+	case kind == rmaLock:
+		r.Kind, r.Match = RmaAcquireLock, uint64(win)<<32|uint64(remote)
+		if in.Value != 1 {
+			r.Lock = 1 // shared
+		}
+	case kind == rmaUnlock:
+		r.Kind, r.Match = RmaReleaseLock, uint64(win)<<32|uint64(remote)
+	default:
+		return nil
+	}
+	return emit(r)
 }
 
 // Close writes the definitions and finishes the archive.

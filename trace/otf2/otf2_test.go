@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,8 +134,8 @@ func TestDefinitions(t *testing.T) {
 	if d.Offset != 1000 || d.Length != 500 || d.Origin != 0 {
 		t.Errorf("clock: offset %d length %d origin %d, want 1000 500 0", d.Offset, d.Length, d.Origin)
 	}
-	wantReg := []RegionDef{{"MPI_Barrier", roleBarrier, paradigmMPI, 1}, {"MPI_Send", rolePoint2Pt, paradigmMPI, 0},
-		{"solve", roleFunction, paradigmUser, 0}, {"MPI_Comm_rank", roleFunction, paradigmMPI, 0}}
+	wantReg := []RegionDef{{"MPI_Barrier", roleBarrier, paradigmMPI, 1, rmaNone}, {"MPI_Send", rolePoint2Pt, paradigmMPI, 0, rmaNone},
+		{"solve", roleFunction, paradigmUser, 0, rmaNone}, {"MPI_Comm_rank", roleFunction, paradigmMPI, 0, rmaNone}}
 	if !reflect.DeepEqual(d.Regions, wantReg) {
 		t.Errorf("regions %+v, want %+v", d.Regions, wantReg)
 	}
@@ -225,7 +226,13 @@ func FuzzTranslate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, n int) {
 		n = min(max(n, 0), 2000)
 		rng := rand.New(rand.NewPCG(seed, 3))
-		names := []format.Name{{Proc: 0, ID: 1, Name: "MPI_Reduce"}, {Proc: 1, ID: 1, Name: "MPI_Scan"}}
+		names := []format.Name{{Proc: 0, ID: 1, Name: "MPI_Reduce"}, {Proc: 1, ID: 1, Name: "MPI_Scan"}, {Proc: 2, ID: 1, Name: "MPI_Put"},
+			{Proc: 3, ID: 1, Name: "MPI_Win_fence"}, {Proc: 0, ID: 2, Name: "MPI_Win_lock"}}
+		for p := range uint32(4) { // the C MPI tracer's names: a communicator (key 2), its tag, a window (key 3)
+			names = append(names, format.Name{Proc: p, ID: commNameBit | 2, Name: "MPI communicator 00000002: 2 ranks, world ranks 2 0"},
+				format.Name{Proc: p, ID: tagNameBit, Name: "MPI communicator 00000002 tag 5"},
+				format.Name{Proc: p, ID: winNameBit | 3, Name: "MPI window 00000003 on communicator 00000002"})
+		}
 		s := &recSink{}
 		w := newWriter(s, Options{Bound: func(uint32, int64) (int64, bool) { return 5, rng.IntN(2) == 0 }})
 		w.SetNames(names)
@@ -258,5 +265,152 @@ func FuzzTranslate(f *testing.F) {
 		if sum != uint64(len(s.recs)) || int64(len(s.recs)) != w.Stats().Events {
 			t.Fatalf("counts: locations %d, records %d, stats %d", sum, len(s.recs), w.Stats().Events)
 		}
+	})
+}
+
+// TestTranslateMPIData: the C MPI tracer's data on its regions' events and
+// its names of communicators, tags and windows become OTF2's communicator,
+// root, sizes, tags and RMA records; what its string table does not name
+// falls back to MPI_COMM_WORLD (counted in Stats.Unnamed).
+func TestTranslateMPIData(t *testing.T) {
+	const half, win, tk = 0x3c39ef87, 0x502c3f13, 0x1234
+	names := []format.Name{}
+	for _, p := range []uint32{0, 1, 2, 3} {
+		names = append(names,
+			format.Name{Proc: p, ID: 1, Name: "MPI_Bcast"}, format.Name{Proc: p, ID: 2, Name: "MPI_Put"},
+			format.Name{Proc: p, ID: 3, Name: "MPI_Win_lock"}, format.Name{Proc: p, ID: 4, Name: "MPI_Win_fence"},
+			format.Name{Proc: p, ID: 5, Name: "MPI_Scan"},
+			format.Name{Proc: p, ID: commNameBit | half, Name: "MPI communicator 3c39ef87: 2 ranks, world ranks 3 1"},
+			format.Name{Proc: p, ID: commNameBit | 0x77, Name: "MPI communicator 00000077: 3 ranks, world ranks 0 1 ..."},
+			format.Name{Proc: p, ID: tagNameBit | tk, Name: "MPI communicator 3c39ef87 tag 8"},
+			format.Name{Proc: p, ID: winNameBit | win, Name: "MPI window 502c3f13 on communicator 3c39ef87"})
+	}
+	cases := []struct {
+		name    string
+		evs     []format.Merged
+		want    []Record // the fields compared: Kind, Peer, Tag, Comm, Size, Received, Root, Win, Match, Lock
+		unnamed int64
+	}{
+		{"bcast on a split communicator: root 3 is its rank 0", []format.Merged{ev(10, 1, format.Enter, 1, 3, 0), ev(20, 1, format.Leave, 1, half, 8)},
+			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Comm: 1, Root: 0, Received: 8, Op: 1}, {Kind: Leave}}, 0},
+		{"scan on the world: no root, sizes", []format.Merged{ev(10, 0, format.Enter, 5, noPeer, 12), ev(20, 0, format.Leave, 5, worldKey, 12)},
+			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Size: 12, Received: 12, Op: 14}, {Kind: Leave}}, 0},
+		{"a communicator named in part: MPI_COMM_WORLD, no root", []format.Merged{ev(10, 0, format.Enter, 1, 1, 4), ev(20, 0, format.Leave, 1, 0x77, 0)},
+			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Op: 1}, {Kind: Leave}}, 1},
+		{"a message with its communicator, tag and rank there", []format.Merged{ev(10, 3, format.Send, tk<<32|5, 1, 4), ev(20, 1, format.Recv, tk<<32|5, 3, 4)},
+			[]Record{{Kind: MpiSend, Peer: 1, Tag: 8, Comm: 1, Size: 4}, {Kind: MpiRecv, Peer: 0, Tag: 8, Comm: 1, Size: 4}}, 0},
+		{"a message to a rank outside the named communicator", []format.Merged{ev(10, 3, format.Send, tk<<32|5, 2, 4)},
+			[]Record{{Kind: MpiSend, Peer: 2, Tag: tk, Size: 4}}, 1},
+		{"put, lock and fence on a window", []format.Merged{
+			ev(10, 1, format.Enter, 2, 3, 16), ev(20, 1, format.Leave, 2, win, 0),
+			ev(30, 1, format.Enter, 3, 3, 2), ev(40, 1, format.Leave, 3, win, 0),
+			ev(50, 1, format.Enter, 4, noPeer, 0), ev(60, 1, format.Leave, 4, win, 0)},
+			[]Record{{Kind: Enter}, {Kind: RmaPut, Peer: 0, Size: 16, Win: 0, Root: Undefined}, {Kind: Leave},
+				{Kind: Enter}, {Kind: RmaAcquireLock, Peer: 0, Win: 0, Root: Undefined, Lock: 1}, {Kind: Leave},
+				{Kind: Enter}, {Kind: RmaCollBegin}, {Kind: RmaCollEnd, Win: 0, Root: Undefined}, {Kind: Leave}}, 0},
+		{"an unnamed window: regions only, the fence's end on no window", []format.Merged{
+			ev(10, 1, format.Enter, 2, 3, 16), ev(20, 1, format.Leave, 2, 0x99, 0),
+			ev(50, 1, format.Enter, 4, noPeer, 0), ev(60, 1, format.Leave, 4, 0x99, 0)},
+			[]Record{{Kind: Enter}, {Kind: Leave}, {Kind: Enter}, {Kind: RmaCollBegin}, {Kind: RmaCollEnd, Win: Undefined, Root: Undefined}, {Kind: Leave}}, 2},
+		{"a region of an older trace (no data): as before", []format.Merged{ev(10, 1, format.Enter, 1, 0, 0), ev(20, 1, format.Leave, 1, 0, 0)},
+			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Op: 1}, {Kind: Leave}}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, w, err := run(t, Options{}, []uint32{0, 1, 2, 3}, names, c.evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Record
+			for _, r := range s.recs {
+				got = append(got, Record{Kind: r.Kind, Peer: r.Peer, Tag: r.Tag, Comm: r.Comm, Size: r.Size, Received: r.Received,
+					Root: r.Root, Win: r.Win, Match: r.Match, Lock: r.Lock, Op: r.Op})
+			}
+			for i := range c.want {
+				if c.want[i].Kind == Enter || c.want[i].Kind == Leave || c.want[i].Kind == CollBegin || c.want[i].Kind == RmaCollBegin {
+					if i < len(got) {
+						c.want[i] = Record{Kind: c.want[i].Kind, Peer: got[i].Peer, Tag: got[i].Tag} // regions: only the kind
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("records\n got %+v\nwant %+v", got, c.want)
+			}
+			if w.Stats().Unnamed != c.unnamed {
+				t.Errorf("unnamed %d, want %d", w.Stats().Unnamed, c.unnamed)
+			}
+		})
+	}
+	// The definitions: the split communicator with its members' world ranks in its rank order.
+	s, _, err := run(t, Options{}, []uint32{0, 1, 2, 3}, names, cases[5].evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.defs.Comms) != 2 || !reflect.DeepEqual(s.defs.Comms[1].Members, []uint32{3, 1}) || len(s.defs.Windows) != 1 || s.defs.Windows[0].Comm != 1 {
+		t.Errorf("communicators %+v, windows %+v", s.defs.Comms, s.defs.Windows)
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		key     uint32
+		members []uint32
+		ok      bool
+	}{
+		{"MPI communicator 00000001: 4 ranks, world ranks 0 1 2 3", 1, []uint32{0, 1, 2, 3}, true},
+		{"MPI communicator 3c39ef87: 2 ranks, world ranks 2 0", 0x3c39ef87, []uint32{2, 0}, true},
+		{"MPI communicator 3c39ef87: 3 ranks, world ranks 2 0 ...", 0, nil, false},
+		{"MPI communicator 3c39ef87: 2 ranks, world ranks 2 2", 0, nil, false},
+		{"MPI communicator 3c39ef8: 1 ranks, world ranks 2", 0, nil, false},
+		{"MPI communicator 3c39ef87 tag 8", 0, nil, false},
+		{"", 0, nil, false},
+	} {
+		k, m, ok := parseCommName(c.in)
+		if k != c.key || !reflect.DeepEqual(m, c.members) || ok != c.ok {
+			t.Errorf("parseCommName(%q) = %x %v %v, want %x %v %v", c.in, k, m, ok, c.key, c.members, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		in, prefix, mid string
+		base            int
+		k               uint32
+		v               int64
+		ok              bool
+	}{
+		{"MPI communicator 3c39ef87 tag 8", "MPI communicator ", " tag ", 10, 0x3c39ef87, 8, true},
+		{"MPI communicator 3c39ef87 tag -3", "MPI communicator ", " tag ", 10, 0x3c39ef87, -3, true},
+		{"MPI communicator 3c39ef87 tag x", "MPI communicator ", " tag ", 10, 0x3c39ef87, 0, false},
+		{"MPI window 502c3f13 on communicator 00000001", "MPI window ", " on communicator ", 16, 0x502c3f13, 1, true},
+		{"MPI window 502c3f13 on communicator 1", "MPI window ", " on communicator ", 16, 0x502c3f13, 1, false},
+	} {
+		k, v, ok := parseKeyPair(c.in, c.prefix, c.mid, c.base)
+		if ok != c.ok || (ok && (k != c.k || v != c.v)) {
+			t.Errorf("parseKeyPair(%q) = %x %d %v, want %x %d %v", c.in, k, v, ok, c.k, c.v, c.ok)
+		}
+	}
+}
+
+// FuzzParseNames: the name parsers never panic, and a communicator name
+// they accept lists as many distinct members as it says.
+func FuzzParseNames(f *testing.F) {
+	f.Add("MPI communicator 00000001: 4 ranks, world ranks 0 1 2 3")
+	f.Add("MPI communicator 3c39ef87 tag 8")
+	f.Add("MPI window 502c3f13 on communicator 00000001")
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, m, ok := parseCommName(s); ok {
+			seen := map[uint32]bool{}
+			for _, r := range m {
+				if seen[r] {
+					t.Fatalf("%q: member %d twice", s, r)
+				}
+				seen[r] = true
+			}
+			if !strings.Contains(s, strconv.Itoa(len(m))+" ranks") {
+				t.Fatalf("%q: %d members", s, len(m))
+			}
+		}
+		parseKeyPair(s, "MPI communicator ", " tag ", 10)
+		parseKeyPair(s, "MPI window ", " on communicator ", 16)
 	})
 }
