@@ -152,7 +152,7 @@ func TestRunNTP(t *testing.T) {
 			// 1.1-1.8 ms: a CLOCK_REALTIME sample's half-width was that of
 			// the widest of its five read sandwiches, one of them preempted
 			// (transport.medianBound); with the median's own bound it stays
-			// at the polls' 500 ppm x 200 ms (max 0.27 ms beside a compile
+			// near the polls' 500 ppm x 200 ms (max 0.23 ms beside a compile
 			// loop or eight busy loops on 2 cores, median 0.06-0.12 ms).
 			if disp > int64(time.Millisecond) {
 				t.Errorf("node %d: root dispersion %d ns: too wide to tell a node serving its own clock (+3 ms)", i+1, disp)
