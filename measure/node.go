@@ -72,7 +72,7 @@ type Config struct {
 	// long before the start and polls from then on (fewer cycles taken
 	// from the daemons, later starts on a loaded machine).
 	SpinWindow time.Duration
-	// Realtime runs the thread that waits for the scheduled starts and
+	// SchedFIFO runs the thread that waits for the scheduled starts and
 	// runs the operation under SCHED_FIFO at this priority (1..99; 0:
 	// SCHED_OTHER, as any program). On a machine with fewer cores than
 	// the processes that wait for one instant (the lab: four nodes, four
@@ -80,10 +80,10 @@ type Config struct {
 	// often off its core when its instant comes and starts late by the
 	// scheduler's time slice; woken from nanosleep under SCHED_FIFO it
 	// preempts the ordinary tasks at once, as if it had a core to itself.
-	// It needs a SpinWindow: a real-time thread that polled all the way
+	// It needs a SpinWindow: a SCHED_FIFO thread that polled all the way
 	// would starve the ordinary tasks of its core.
-	Realtime int
-	Logger   *slog.Logger
+	SchedFIFO int
+	Logger    *slog.Logger
 	// Keyring is the cluster key (the daemons' auth.key_file): every
 	// datagram is sealed with it and every datagram received must carry
 	// its tag (transport, wire's auth trailer). Whatever the key, a node
@@ -145,11 +145,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("repeat %d: want 1..65535", c.Repeat)
 	case c.SetupTimeout <= 0:
 		return fmt.Errorf("setup timeout %v: must be positive", c.SetupTimeout)
-	case c.Realtime < 0 || c.Realtime > 99:
-		return fmt.Errorf("realtime priority %d: want 1..99 (0: none)", c.Realtime)
-	case c.Realtime > 0 && (c.SpinWindow <= 0 || c.SpinWindow > time.Millisecond):
-		return fmt.Errorf("realtime priority %d with spin window %v: a real-time node must sleep until a spin window of at most 1ms before each start "+
-			"(polling all the way would starve its core's other tasks)", c.Realtime, c.SpinWindow)
+	case c.SchedFIFO < 0 || c.SchedFIFO > 99:
+		return fmt.Errorf("sched-fifo priority %d: want 1..99 (0: none)", c.SchedFIFO)
+	case c.SchedFIFO > 0 && (c.SpinWindow <= 0 || c.SpinWindow > time.Millisecond):
+		return fmt.Errorf("sched-fifo priority %d with spin window %v: a SCHED_FIFO node must sleep until a spin window of at most 1ms before each start "+
+			"(polling all the way would starve its core's other tasks)", c.SchedFIFO, c.SpinWindow)
 	}
 	for i, p := range c.Peers {
 		if !p.IsValid() {
@@ -293,12 +293,12 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	if cfg.Realtime > 0 {
+	if cfg.SchedFIFO > 0 {
 		// This thread only (the transport's run on others); not
 		// inherited by a command (-op cmd) run from it.
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: uint32(cfg.Realtime), Flags: schedResetOnFork}
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: uint32(cfg.SchedFIFO), Flags: schedResetOnFork}
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-			return nil, fmt.Errorf("measure: rank %d: SCHED_FIFO %d for the waiting thread: %w (needs root or CAP_SYS_NICE)", cfg.Rank, cfg.Realtime, err)
+			return nil, fmt.Errorf("measure: rank %d: SCHED_FIFO %d for the waiting thread: %w (needs root or CAP_SYS_NICE)", cfg.Rank, cfg.SchedFIFO, err)
 		}
 		defer func() {
 			other := unix.SchedAttr{Size: unix.SizeofSchedAttr}

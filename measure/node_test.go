@@ -301,10 +301,10 @@ func TestPatientGlobal(t *testing.T) {
 	}
 }
 
-// TestValidateRealtime: a real-time node must sleep until a spin window
+// TestValidateSchedFIFO: a SCHED_FIFO node must sleep until a spin window
 // of at most 1 ms (polling all the way under SCHED_FIFO would starve its
 // core), and its priority is 1..99.
-func TestValidateRealtime(t *testing.T) {
+func TestValidateSchedFIFO(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		prio int
@@ -312,17 +312,17 @@ func TestValidateRealtime(t *testing.T) {
 		want string // "" valid
 	}{
 		{"none, busy wait", 0, 0, ""},
-		{"realtime, 20us window", 1, 20 * time.Microsecond, ""},
-		{"realtime, 1ms window", 99, time.Millisecond, ""},
-		{"realtime, busy wait", 1, 0, "must sleep until a spin window"},
-		{"realtime, 2ms window", 1, 2 * time.Millisecond, "must sleep until a spin window"},
+		{"sched-fifo, 20us window", 1, 20 * time.Microsecond, ""},
+		{"sched-fifo, 1ms window", 99, time.Millisecond, ""},
+		{"sched-fifo, busy wait", 1, 0, "must sleep until a spin window"},
+		{"sched-fifo, 2ms window", 1, 2 * time.Millisecond, "must sleep until a spin window"},
 		{"priority 100", 100, 20 * time.Microsecond, "want 1..99"},
 		{"priority -1", -1, 0, "want 1..99"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
 			c.Peers = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:3200"), netip.MustParseAddrPort("127.0.0.1:3201")}
-			c.Realtime, c.SpinWindow = tc.prio, tc.spin
+			c.SchedFIFO, c.SpinWindow = tc.prio, tc.spin
 			err := c.Validate()
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("Validate = %v, want %q", err, tc.want)
@@ -331,11 +331,11 @@ func TestValidateRealtime(t *testing.T) {
 	}
 }
 
-// TestLoopbackRealtime runs an allreduce with real-time nodes (SCHED_FIFO
+// TestLoopbackSchedFIFO runs an allreduce with SCHED_FIFO nodes (SCHED_FIFO
 // 1 while waiting and running, a 50-us spin window): every execution is
 // complete. It
 // needs root or CAP_SYS_NICE (skipped otherwise).
-func TestLoopbackRealtime(t *testing.T) {
+func TestLoopbackSchedFIFO(t *testing.T) {
 	probe := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: 1, Flags: schedResetOnFork}
 	done := make(chan error)
 	go func() {
@@ -351,7 +351,7 @@ func TestLoopbackRealtime(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Op, cfg.Runs, cfg.Period, cfg.Lead, cfg.Repeat = OpAllreduce, 5, 10*time.Millisecond, 20*time.Millisecond, 1
-	cfg.Realtime, cfg.SpinWindow = 1, 50*time.Microsecond
+	cfg.SchedFIFO, cfg.SpinWindow = 1, 50*time.Microsecond
 	stamps := runLoopback(t, cfg, 3, false, make([]int64, 3), 100)
 	res, err := Analyze(stamps, nil)
 	if err != nil {

@@ -55,14 +55,14 @@ type labMeasureFlags struct {
 	busy        time.Duration
 	verbose     bool
 	// the operation
-	op     string
-	runs   int
-	start  string
-	period time.Duration
-	spin   time.Duration
-	nodeRT int
-	count  int
-	repeat int
+	op       string
+	runs     int
+	start    string
+	period   time.Duration
+	spin     time.Duration
+	nodeFIFO int
+	count    int
+	repeat   int
 	// latency
 	sizes   string
 	lcount  int
@@ -102,7 +102,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.start, "start", measure.StartBoth, "executions per iteration: both, scheduled or barrier")
 	fs.DurationVar(&f.period, "period", 20*time.Millisecond, "time between two iterations (both executions and their barrier must fit)")
 	fs.DurationVar(&f.spin, "spin-window", 0, "the nodes poll for a scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
-	fs.IntVar(&f.nodeRT, "node-realtime", 0, "the nodes wait for a scheduled start and run the operation under SCHED_FIFO at this priority (needs -spin-window; 0: none)")
+	fs.IntVar(&f.nodeFIFO, "node-sched-fifo", 0, "the nodes wait for a scheduled start and run the operation under SCHED_FIFO at this priority (needs -spin-window; 0: none)")
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: pages per client")
 	fs.IntVar(&f.repeat, "repeat", 1, "operations per timed execution (one allreduce of one int64 takes about 1 ms on the default link)")
 	fs.StringVar(&f.sizes, "sizes", "64-65536", "latency: message sizes (list, or a range of powers of two)")
@@ -233,7 +233,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 		gc.Base = &dc
 	}
 	spec.Op, spec.Runs, spec.Start, spec.Period, spec.SpinWindow = f.op, f.runs, f.start, f.period, f.spin
-	spec.Count, spec.Repeat, spec.NodeRealtime = f.count, f.repeat, f.nodeRT
+	spec.Count, spec.Repeat, spec.NodeSchedFIFO = f.count, f.repeat, f.nodeFIFO
 	spec.Sizes, spec.LatencyCount, spec.LatencyPeriod = f.sizes, f.lcount, f.lperiod
 	return spec, nil
 }
