@@ -75,7 +75,7 @@ func restartForged(t *testing.T, forge bool) (out, afterForged time.Duration, ou
 		r := openPage(t, c2.GlobalTime.ShmPath, 2, deadline)
 		defer func() { r.Close() }()
 		waitPageSyncedBy(t, read, r, 2, deadline)
-		time.Sleep(3 * time.Minute) // the rounds at the longest period (16 s)
+		time.Sleep(100 * time.Second) // the rounds at the longest period (16 s)
 		stop2()
 		if err := d.wait(); err != nil {
 			t.Fatalf("node 2: %v", err)
@@ -161,4 +161,89 @@ func TestRunRestartForgedRound(t *testing.T) {
 	if outside > 0 {
 		t.Errorf("%d reads after the forged round had the truth outside their bounds, want 0", outside)
 	}
+}
+
+// TestRunRestartedReferenceKeepsItsScale: node 2 takes over from node 1
+// (its frozen line is term 1's global time), is stopped and started again
+// at once from its state file: the cluster still names it (node 3 alone
+// is no majority), and it continues the line it saved (the page's scale
+// as before) instead of restarting global time from its clock, 3 ms away
+// (what it did before the state file kept the scale).
+func TestRunRestartedReferenceKeepsItsScale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mn := memnet.New(1)
+		mn.SetLink(memLink)
+		cfgs := memCluster(t, 3)
+		for i := range cfgs {
+			cfgs[i].Reference.Order = []uint32{1, 2, 3}
+			cfgs[i].Reference.FailoverAfter = Duration(400 * time.Millisecond)
+		}
+		c2 := &cfgs[1]
+		emu := EmulatedClockConfig{Offset: Duration(3 * time.Millisecond), DriftPPM: 40, Seed: 1, OriginRaw: fakeRaw()}
+		c2.Clock = ClockConfig{Source: ClockEmulated, Emulated: emu}
+		local2, err := emu.New() // the test's copy of node 2's clock
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2.State = StateConfig{File: filepath.Join(t.TempDir(), "gclock", "state.json"), SaveEvery: Duration(200 * time.Millisecond)}
+		ctx, cancel := context.WithCancel(context.Background())
+		d := &daemons{t: t, sys: fakeSys(mn, nil), log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), errs: make(chan error, 4)}
+		defer d.stopAll(cancel)
+		ctx1, stop1 := context.WithCancel(ctx)
+		ctx2, stop2 := context.WithCancel(ctx)
+		d.start(ctx1, cfgs[0])
+		d.start(ctx2, *c2)
+		d.start(ctx, cfgs[2])
+		deadline := time.Now().Add(20 * time.Second)
+		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
+		r := openPage(t, c2.GlobalTime.ShmPath, 2, deadline)
+		defer func() { r.Close() }()
+		waitPageSyncedBy(t, read, r, 2, deadline)
+		time.Sleep(5 * time.Second)
+		stop1()
+		if err := d.wait(); err != nil {
+			t.Fatalf("node 1: %v", err)
+		}
+		var before gtime.Scale
+		for time.Now().Before(deadline) {
+			if _, sc, err := r.AtScale(fakeRaw()); err == nil && sc.Defined && sc.Term > 0 {
+				before = sc
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !before.Defined {
+			t.Fatal("node 2 did not take over")
+		}
+		time.Sleep(time.Second) // saved
+		stop2()
+		if err := d.wait(); err != nil {
+			t.Fatalf("node 2: %v", err)
+		}
+		d.start(ctx, *c2)
+		// Discovery (at most failover_after/2) and the publish after it.
+		time.Sleep(2 * time.Second)
+		nr, err := gtime.Open(c2.GlobalTime.ShmPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		r = nr
+		raw := fakeRaw()
+		tm, after, err := r.AtScale(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in, _ := r.Info(); !in.WriterAlive || in.Term != before.Term || in.Reference != 2 {
+			t.Errorf("the restarted node 2's page: %+v, want its own, naming itself in term %d", in, before.Term)
+		}
+		// Global time on it is the saved line at node 2's clock.
+		if g := before.At(local2.Peek(raw)); g < tm.Earliest || g > tm.Latest {
+			t.Errorf("node 2's page reads [%d, %d], the saved line gives %d (%+d ns off)", tm.Earliest, tm.Latest, g, tm.Est-g)
+		}
+		t.Logf("term %d scale before the restart %+v, after %+v", before.Term, before, after)
+		if after != before {
+			t.Errorf("after the restart node 2 defines %+v, want the saved scale %+v", after, before)
+		}
+	})
 }

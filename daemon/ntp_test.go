@@ -147,12 +147,14 @@ func TestRunNTP(t *testing.T) {
 			if d := res.Offset.Nanoseconds(); d > disp+res.Delay.Nanoseconds()/2+1000 || -d > disp+res.Delay.Nanoseconds()/2+1000 {
 				t.Errorf("node %d: offset %v beyond root dispersion %d ns + delay/2 %v", i+1, res.Offset, disp, res.Delay/2)
 			}
-			// Under 2.5 ms, the offset check above still tells a node serving
-			// its own clock (+3 ms). Under CI load (other packages beside
-			// this one) the served bound widened to 1.1-1.8 ms at the
-			// maximum slew rate while CLOCK_REALTIME samples came late (a
-			// 1-ms limit failed there; the bound held the truth).
-			if disp > int64(2500*time.Microsecond) {
+			// Under 1 ms, the offset check above tells a node serving its own
+			// clock (+3 ms). Under CI load the served bound once widened to
+			// 1.1-1.8 ms: a CLOCK_REALTIME sample's half-width was that of
+			// the widest of its five read sandwiches, one of them preempted
+			// (transport.medianBound); with the median's own bound it stays
+			// near the polls' 500 ppm x 200 ms (max 0.23 ms beside a compile
+			// loop or eight busy loops on 2 cores, median 0.06-0.12 ms).
+			if disp > int64(time.Millisecond) {
 				t.Errorf("node %d: root dispersion %d ns: too wide to tell a node serving its own clock (+3 ms)", i+1, disp)
 			}
 			wantStratum, wantRef := uint8(2), ntp.RefIDString("\x7f\x00\x00\x01")
@@ -173,8 +175,8 @@ func TestRunNTP(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for i, s := range stats {
-		t.Logf("node %d (%s clock), %d queries: |offset| median %d ns, p99 %d ns, max %d ns; root dispersion median %d ns; delay median %d ns",
-			i+1, cfgs[i].Clock.Source, len(s.errs), pctl(s.errs, 0.5), pctl(s.errs, 0.99), pctl(s.errs, 1), pctl(s.disp, 0.5), pctl(s.delay, 0.5))
+		t.Logf("node %d (%s clock), %d queries: |offset| median %d ns, p99 %d ns, max %d ns; root dispersion median %d ns, max %d ns; delay median %d ns",
+			i+1, cfgs[i].Clock.Source, len(s.errs), pctl(s.errs, 0.5), pctl(s.errs, 0.99), pctl(s.errs, 1), pctl(s.disp, 0.5), pctl(s.disp, 1), pctl(s.delay, 0.5))
 	}
 
 	// Refclock samples from node 3: offset = served - CLOCK_REALTIME, truth 0.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,6 +105,20 @@ type State struct {
 	// Prior is the last mapping while synced; absent if the node never was
 	// (or is the reference).
 	Prior *StatePrior `json:"prior,omitempty"`
+	// Scale is the definition of global time this node gave as the
+	// reference of a term (engine.Member.Scale): a restart that finds it
+	// still the reference of that term continues it (engine.Member.
+	// RestoreScale) instead of restarting global time from its clock.
+	Scale *StateScale `json:"scale,omitempty"`
+}
+
+// StateScale is a term's scale in the file: global time is
+// y0 + (local - x0)(1 + skew) on this node's local clock.
+type StateScale struct {
+	Term uint32  `json:"term"`
+	X0   int64   `json:"x0"`
+	Y0   int64   `json:"y0"`
+	Skew float64 `json:"skew"`
 }
 
 // StatePrior is engine.Prior in the file: the mapping anchored at X0
@@ -161,6 +176,16 @@ func ParseState(data []byte) (State, error) {
 		return bad("saved_local_ns", "%d outside (0, 2^62)", s.Saved)
 	case s.Reference == 0:
 		return bad("reference", "missing or 0")
+	}
+	if c := s.Scale; c != nil {
+		switch {
+		case c.X0 <= -engine.MaxMsgTime || c.X0 >= engine.MaxMsgTime:
+			return bad("scale.x0", "%d outside +-2^62 ns", c.X0)
+		case c.Y0 <= -engine.MaxMsgTime || c.Y0 >= engine.MaxMsgTime:
+			return bad("scale.y0", "%d outside +-2^62 ns", c.Y0)
+		case math.IsNaN(c.Skew) || math.Abs(c.Skew) > engine.MaxMsgSkew:
+			return bad("scale.skew", "%v: want |skew| <= %g", c.Skew, engine.MaxMsgSkew)
+		}
 	}
 	if p := s.Prior; p != nil {
 		if p.X0 <= 0 || p.X0 > s.Saved {
@@ -399,6 +424,11 @@ func (n *node) restoreState(now int64) (*State, error) {
 // with a restored state. Called before the engine's first Tick.
 func (n *node) applyState(s *State, ref engine.NodeID, eng *engine.Node) {
 	n.eng.SetNumbers(s.MaxRound+roundMargin, s.MaxSeq+roundMargin)
+	if c := s.Scale; c != nil {
+		if err := n.eng.RestoreScale(c.Term, estimate.Mapping{X0: c.X0, Y0: c.Y0, Skew: c.Skew, Valid: true}); err != nil {
+			n.log.Warn("state file's scale refused", "err", err)
+		}
+	}
 	rounds, _ := n.eng.Numbers()
 	if s.Prior == nil || engine.NodeID(s.Reference) != ref || eng.IsReference() {
 		n.log.Info("state restored", "path", n.state.path, "rounds_from", rounds, "prior", false,
@@ -432,6 +462,9 @@ func (n *node) saveState() {
 	s := State{Version: StateVersion, Node: n.cfg.Node.ID, BootID: k.boot, Clock: k.clockID, Saved: x,
 		Reference: uint32(n.reference())}
 	s.MaxRound, s.MaxSeq = n.eng.Numbers()
+	if term, fm, ok := n.eng.Scale(); ok {
+		s.Scale = &StateScale{Term: term, X0: fm.X0, Y0: fm.Y0, Skew: fm.Skew}
+	}
 	if k.prior != nil && k.ref == n.reference() {
 		s.Prior = statePrior(*k.prior)
 	}

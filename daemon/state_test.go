@@ -39,8 +39,13 @@ func TestParseStateRoundTrip(t *testing.T) {
 	}
 	s.Prior = nil
 	b, _ = s.Marshal()
-	if got, err := ParseState(b); err != nil || got.Prior != nil {
+	if got, err := ParseState(b); err != nil || got.Prior != nil || got.Scale != nil {
 		t.Fatalf("without a prior: %+v, %v", got, err)
+	}
+	s.Scale = &StateScale{Term: 4, X0: 5_000_000_000, Y0: -3, Skew: -1.5e-5}
+	b, _ = s.Marshal()
+	if got, err := ParseState(b); err != nil || got.Scale == nil || *got.Scale != *s.Scale {
+		t.Fatalf("with a scale: %+v, %v", got, err)
 	}
 }
 
@@ -59,6 +64,9 @@ func TestParseStateErrors(t *testing.T) {
 		{"prior skew", "prior: mapping.skew", func(s *State) { s.Prior.Skew = 0.5 }},
 		{"prior w0", "prior: mapping.w0", func(s *State) { s.Prior.W0 = -5 }},
 		{"prior wander", "prior: mapping.wander", func(s *State) { s.Prior.Wander = 1 }},
+		{"scale skew", "scale.skew", func(s *State) { s.Scale = &StateScale{Term: 1, Skew: 0.5} }},
+		{"scale x0", "scale.x0", func(s *State) { s.Scale = &StateScale{Term: 1, X0: 1 << 62} }},
+		{"scale y0", "scale.y0", func(s *State) { s.Scale = &StateScale{Term: 1, Y0: -(1 << 62)} }},
 	} {
 		s := goodState()
 		tc.edit(&s)
@@ -88,6 +96,7 @@ func FuzzParseState(f *testing.F) {
 	b, _ := goodState().Marshal()
 	f.Add(b)
 	f.Add([]byte(`{"version":1}`))
+	f.Add([]byte(`{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"scale":{"term":3,"x0":5,"y0":-3,"skew":1e-5}}`))
 	f.Add([]byte(`{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"prior":{"x0":5,"y0":-3,"skew":0.001,"w0":0,"skew_err":1,"wander":1e-9}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseState(data)
@@ -103,7 +112,8 @@ func FuzzParseState(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded state refused: %v\n%s", err, b)
 		}
-		if s2.Saved != s.Saved || (s.Prior == nil) != (s2.Prior == nil) || (s.Prior != nil && *s.Prior != *s2.Prior) {
+		if s2.Saved != s.Saved || (s.Prior == nil) != (s2.Prior == nil) || (s.Prior != nil && *s.Prior != *s2.Prior) ||
+			(s.Scale == nil) != (s2.Scale == nil) || (s.Scale != nil && *s.Scale != *s2.Scale) {
 			t.Fatalf("round trip changed the state: %+v -> %+v", s, s2)
 		}
 	})

@@ -143,6 +143,14 @@ type Member struct {
 
 	out      Ready // collected output
 	nodeNext int64 // the view's last NextTick
+
+	// A scale this node defined as a reference before a restart
+	// (RestoreScale), continued if discovery finds it still the
+	// reference of that term.
+	restored      estimate.Mapping
+	restoredTerm  uint32
+	haveRestored  bool
+	continueScale *estimate.Mapping // for the next rebuild of this node's own view
 }
 
 // view is the Node of one reference. After a takeover the Node runs on a
@@ -331,6 +339,24 @@ func (m *Member) Scale() (term uint32, fm estimate.Mapping, ok bool) {
 		return m.term, m.view.fm, true
 	}
 	return m.term, estimate.Mapping{Valid: true}, true
+}
+
+// RestoreScale gives a member that has not started the scale it defined
+// as the reference of term before a restart (Scale, kept in the daemon's
+// state file, on the same local clock): if discovery finds the cluster
+// still naming it the reference of that term, it leads it on that scale
+// (the frozen line of a takeover) instead of restarting global time from
+// its clock, which would give the term two scales.
+func (m *Member) RestoreScale(term uint32, fm estimate.Mapping) error {
+	if m.started {
+		return fmt.Errorf("engine: member %d: restore a scale after the start: %w", m.self, ErrConfig)
+	}
+	if !fm.Valid || math.IsNaN(fm.Skew) || math.IsInf(fm.Skew, 0) || math.Abs(fm.Skew) > MaxMsgSkew ||
+		fm.X0 <= -MaxMsgTime || fm.X0 >= MaxMsgTime || fm.Y0 <= -MaxMsgTime || fm.Y0 >= MaxMsgTime {
+		return fmt.Errorf("engine: member %d: scale of term %d %+v: want a valid line within the message limits: %w", m.self, term, fm, ErrConfig)
+	}
+	m.restored, m.restoredTerm, m.haveRestored = estimate.Mapping{X0: fm.X0, Y0: fm.Y0, Skew: fm.Skew, Valid: true}, term, true
+	return nil
 }
 
 // Numbers returns the largest round and period-change numbers sent.
@@ -620,9 +646,17 @@ func (m *Member) endDiscovery(local int64) {
 	best := int(t % uint32(len(m.cfg.Order)))
 	if m.cfg.Order[best] == m.self {
 		// The others still follow this node: it restarted before they
-		// noticed. Its frozen line is lost; global time restarts from its
+		// noticed. With the scale it defined for this term (its state
+		// file), it continues it; without, global time restarts from its
 		// clock (docs/daemon.md).
-		m.log.Warn("restarted while still the reference: global time restarts from this node's clock", "term", t)
+		if m.haveRestored && m.restoredTerm == t {
+			m.log.Info("restarted while still the reference: continuing the term's scale", "term", t,
+				"x0", m.restored.X0, "y0", m.restored.Y0, "skew", m.restored.Skew)
+			fm := m.restored
+			m.continueScale = &fm
+		} else {
+			m.log.Warn("restarted while still the reference: global time restarts from this node's clock", "term", t)
+		}
 	} else {
 		m.log.Info("joining the current reference", "reference", m.cfg.Order[best], "term", t)
 	}
@@ -996,6 +1030,11 @@ func (m *Member) rebuild(j int, takeOver bool, local int64) {
 			v.fm = estimate.Mapping{X0: local, Y0: t0.Est, Skew: skew, Valid: true}
 			m.log.Info("global time frozen at takeover", "local", local, "global", t0.Est, "skew", v.fm.Skew,
 				"width", t0.Latest-t0.Earliest)
+		}
+	} else if c := m.continueScale; c != nil && ref == m.self {
+		m.continueScale = nil
+		if c.X0 != 0 || c.Y0 != 0 || c.Skew != 0 { // not the identity
+			v.frozen, v.fm = true, *c
 		}
 	} else {
 		v.prev = old

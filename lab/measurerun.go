@@ -54,11 +54,17 @@ type MeasureSpec struct {
 	// SpinWindow is the nodes' -spin-window: 0 busy-waits for every
 	// scheduled start (measure.Config.SpinWindow).
 	SpinWindow time.Duration
+	// NodeSchedFIFO is the nodes' -sched-fifo: SCHED_FIFO at this priority
+	// while they wait for a start and run the operation (0: none;
+	// measure.Config.SchedFIFO; needs a SpinWindow).
+	NodeSchedFIFO int
 	// The latency test: message sizes (measure.ParseSizes), messages per
 	// size and direction, time between two messages.
 	Sizes         string
 	LatencyCount  int
 	LatencyPeriod time.Duration
+	// Interleave sends the sizes in turn (measure.Config.Interleave).
+	Interleave bool
 	// Progress, if set, gets a line when the lab is about to run.
 	Progress io.Writer
 }
@@ -112,6 +118,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if err := checkLoads(loads, cfg.PortRate); err != nil {
 		return out, fmt.Errorf("lab: measure: %w", err)
 	}
+	if spec.NodeSchedFIFO != 0 && (spec.NodeSchedFIFO < 0 || spec.NodeSchedFIFO > 99 || spec.SpinWindow <= 0 || spec.SpinWindow > time.Millisecond) {
+		return out, fmt.Errorf("lab: measure: node sched-fifo %d, spin window %v: want a priority 1..99 and a spin window of 1ns..1ms", spec.NodeSchedFIFO, spec.SpinWindow)
+	}
 	if len(spec.Gclock.Command) == 0 {
 		return out, errors.New("lab: measure: gclock command: empty (want the gclock binary and \"daemon\")")
 	}
@@ -123,6 +132,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 			return out, fmt.Errorf("lab: measure: %w", err)
 		}
 		mc.Args = []string{"-sizes", spec.Sizes, "-count", strconv.Itoa(spec.LatencyCount), "-period", spec.LatencyPeriod.String()}
+		if spec.Interleave {
+			mc.Args = append(mc.Args, "-interleave")
+		}
 		mc.Expect = lead + time.Duration(2*spec.LatencyCount*len(sz))*spec.LatencyPeriod + time.Second
 	} else {
 		if spec.Op == measure.OpCmd {
@@ -130,6 +142,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 		}
 		mc.Args = []string{"-op", spec.Op, "-runs", strconv.Itoa(spec.Runs), "-start", spec.Start, "-period", spec.Period.String(),
 			"-count", strconv.Itoa(spec.Count), "-repeat", strconv.Itoa(spec.Repeat), "-spin-window", spec.SpinWindow.String()}
+		if spec.NodeSchedFIFO > 0 {
+			mc.Args = append(mc.Args, "-sched-fifo", strconv.Itoa(spec.NodeSchedFIFO))
+		}
 		mc.Expect = lead + time.Duration(spec.Runs)*spec.Period + time.Second
 	}
 	if spec.Progress != nil {

@@ -3,6 +3,7 @@ package measure
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,5 +207,48 @@ func TestReportAndPlots(t *testing.T) {
 	}
 	if err := PlotLatency(res, filepath.Join(dir, "x.gif")); err == nil {
 		t.Error("a .gif plot was accepted")
+	}
+}
+
+// TestPlotLatencyCurves draws two latency measurements as two curves, and
+// refuses no curves, an unknown format and a direction without messages.
+func TestPlotLatencyCurves(t *testing.T) {
+	lc := DefaultConfig()
+	lc.Op, lc.Count, lc.Period, lc.Lead, lc.Sizes, lc.Interleave = OpLatency, 3, 1e6, 20e6, []int{64, 4096}, true
+	var curves []LatencyCurve
+	for i, off := range []int64{300, -500} {
+		ls := runLoopback(t, lc, 2, true, []int64{0, off}, 1000)
+		res, err := Analyze(ls, identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		curves = append(curves, LatencyCurve{Name: fmt.Sprintf("run %d", i), Result: res, Period: lc.Period})
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		curves  []LatencyCurve
+		from    int
+		file    string
+		wantErr bool
+	}{
+		{"png", curves, 0, "c.png", false},
+		{"svg, other way", curves, 1, "c.svg", false},
+		{"no curves", nil, 0, "n.png", true},
+		{"gif", curves, 0, "c.gif", true},
+		{"no such direction", curves, 2, "d.png", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(dir, tc.file)
+			err := PlotLatencyCurves(tc.curves, tc.from, "test", f)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want an error: %v", err, tc.wantErr)
+			}
+			if err == nil {
+				if st, err := os.Stat(f); err != nil || st.Size() < 1000 {
+					t.Errorf("%s: %v", tc.file, err)
+				}
+			}
+		})
 	}
 }

@@ -21,8 +21,12 @@ type rxState struct {
 }
 
 // latencyMsg says who sends message e and how large it is: for each size,
-// Count messages each way, alternating directions.
+// Count messages each way, alternating directions; with Interleave, one
+// message each way of every size in turn, Count times over.
 func (n *node) latencyMsg(e int) (from, size int) {
+	if n.cfg.Interleave {
+		return e % 2, n.cfg.Sizes[(e/2)%len(n.cfg.Sizes)]
+	}
 	per := 2 * n.cfg.Count
 	return e % 2, n.cfg.Sizes[e/per]
 }

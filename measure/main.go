@@ -23,25 +23,27 @@ import (
 )
 
 type measureFlags struct {
-	rank     int
-	peers    string
-	page     string
-	clockCfg string
-	op       string
-	runs     int
-	start    string
-	period   time.Duration
-	lead     time.Duration
-	count    int
-	repeat   int
-	spin     time.Duration
-	sizes    string
-	out      string
-	timeout  time.Duration
-	verbose  bool
-	keyFile  string
-	keyID    uint
-	insecure bool
+	rank      int
+	peers     string
+	page      string
+	clockCfg  string
+	op        string
+	runs      int
+	start     string
+	period    time.Duration
+	lead      time.Duration
+	count     int
+	repeat    int
+	spin      time.Duration
+	schedFIFO int
+	sizes     string
+	out       string
+	timeout   time.Duration
+	verbose   bool
+	keyFile   string
+	keyID     uint
+	insecure  bool
+	interlv   bool
 }
 
 func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
@@ -60,6 +62,7 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 		fs.IntVar(&f.count, "count", 100, "messages per size and direction")
 		fs.DurationVar(&f.period, "period", 2*time.Millisecond, "time between two messages")
 		fs.StringVar(&f.sizes, "sizes", "64-65536", "message sizes in bytes: a list (64,1024) or a range of powers of two (64-65536)")
+		fs.BoolVar(&f.interlv, "interleave", false, "send the sizes in turn, each spread over the whole run (default: size after size)")
 		return
 	}
 	fs.StringVar(&f.op, "op", OpAllreduce, "operation: barrier, reduce, allreduce, page, cmd (the command after --)")
@@ -69,6 +72,7 @@ func (f *measureFlags) register(fs *flag.FlagSet, latency bool) {
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: 8-KB pages per client")
 	fs.IntVar(&f.repeat, "repeat", 4, "run the operation this many times inside one timed execution")
 	fs.DurationVar(&f.spin, "spin-window", 0, "poll the page for the scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
+	fs.IntVar(&f.schedFIFO, "sched-fifo", 0, "wait and run the operation under SCHED_FIFO at this priority (1..99; needs -spin-window, root or CAP_SYS_NICE): a node without a core of its own")
 }
 
 // ParseSizes reads "64,1024" or "64-65536" (powers of two).
@@ -197,9 +201,10 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 		if err != nil {
 			return err
 		}
-		cfg.Sizes = sz
+		cfg.Sizes, cfg.Interleave = sz, f.interlv
 	} else {
 		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command, cfg.SpinWindow = f.op, f.runs, f.start, f.repeat, fs.Args(), f.spin
+		cfg.SchedFIFO = f.schedFIFO
 		if cfg.Op != OpCmd && fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q (a command runs only with -op cmd)", fs.Arg(0))
 		}

@@ -60,6 +60,11 @@ type Config struct {
 	Command []string // OpCmd
 	// Sizes are the latency test's message sizes (bytes).
 	Sizes []int
+	// Interleave sends the latency test's sizes in turn (64 B, 128 B, ...,
+	// 64 B, ...: every size spread over the whole run) instead of all the
+	// messages of one size, then the next: a clock error that changes
+	// during the run (a drift step) then reaches every size alike.
+	Interleave bool
 	// SetupTimeout bounds the wait for a synced page and for the peers.
 	SetupTimeout time.Duration
 	// SpinWindow: 0 (the default) busy-waits for every scheduled start,
@@ -67,7 +72,18 @@ type Config struct {
 	// long before the start and polls from then on (fewer cycles taken
 	// from the daemons, later starts on a loaded machine).
 	SpinWindow time.Duration
-	Logger     *slog.Logger
+	// SchedFIFO runs the thread that waits for the scheduled starts and
+	// runs the operation under SCHED_FIFO at this priority (1..99; 0:
+	// SCHED_OTHER, as any program). On a machine with fewer cores than
+	// the processes that wait for one instant (the lab: four nodes, four
+	// daemons and busy loops on two cores), a node under SCHED_OTHER is
+	// often off its core when its instant comes and starts late by the
+	// scheduler's time slice; woken from nanosleep under SCHED_FIFO it
+	// preempts the ordinary tasks at once, as if it had a core to itself.
+	// It needs a SpinWindow: a SCHED_FIFO thread that polled all the way
+	// would starve the ordinary tasks of its core.
+	SchedFIFO int
+	Logger    *slog.Logger
 	// Keyring is the cluster key (the daemons' auth.key_file): every
 	// datagram is sealed with it and every datagram received must carry
 	// its tag (transport, wire's auth trailer). Whatever the key, a node
@@ -97,6 +113,12 @@ func DefaultSizes() []int {
 	return s
 }
 
+// sched_setattr(2)'s SCHED_FIFO and SCHED_FLAG_RESET_ON_FORK.
+const (
+	schedFIFO        = 1
+	schedResetOnFork = 0x01
+)
+
 // maxChunk is the largest datagram payload of a latency message; a 64-KB
 // message (more than one UDP datagram holds) goes as two.
 const maxChunk = 32 << 10
@@ -123,6 +145,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("repeat %d: want 1..65535", c.Repeat)
 	case c.SetupTimeout <= 0:
 		return fmt.Errorf("setup timeout %v: must be positive", c.SetupTimeout)
+	case c.SchedFIFO < 0 || c.SchedFIFO > 99:
+		return fmt.Errorf("sched-fifo priority %d: want 1..99 (0: none)", c.SchedFIFO)
+	case c.SchedFIFO > 0 && (c.SpinWindow <= 0 || c.SpinWindow > time.Millisecond):
+		return fmt.Errorf("sched-fifo priority %d with spin window %v: a SCHED_FIFO node must sleep until a spin window of at most 1ms before each start "+
+			"(polling all the way would starve its core's other tasks)", c.SchedFIFO, c.SpinWindow)
 	}
 	for i, p := range c.Peers {
 		if !p.IsValid() {
@@ -266,6 +293,18 @@ func Run(ctx context.Context, cfg Config, conn transport.PacketConn, clk Clocks)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	if cfg.SchedFIFO > 0 {
+		// This thread only (the transport's run on others); not
+		// inherited by a command (-op cmd) run from it.
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: uint32(cfg.SchedFIFO), Flags: schedResetOnFork}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			return nil, fmt.Errorf("measure: rank %d: SCHED_FIFO %d for the waiting thread: %w (needs root or CAP_SYS_NICE)", cfg.Rank, cfg.SchedFIFO, err)
+		}
+		defer func() {
+			other := unix.SchedAttr{Size: unix.SizeofSchedAttr}
+			_ = unix.SchedSetAttr(0, &other, 0)
+		}()
+	}
 	s0, err := n.setup(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("measure: rank %d: setup: %w", cfg.Rank, err)

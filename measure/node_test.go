@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
+	"golang.org/x/sys/unix"
 )
 
 // fakeGlobal is a node's global time with a constant error errNs and
@@ -153,30 +156,59 @@ func TestLoopbackOps(t *testing.T) {
 }
 
 // TestLoopbackLatency sends the latency test's messages over loopback with
-// kernel stamps; node 1's global time is 2 us ahead, so the estimate is 2
-// us long one way and 2 us short the other, and the bounds hold.
+// kernel stamps, size after size and interleaved; node 1's global time is
+// 2 us ahead, so the estimate is 2 us long one way and 2 us short the
+// other, and the bounds hold.
 func TestLoopbackLatency(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Op, cfg.Count, cfg.Period, cfg.Lead, cfg.Sizes = OpLatency, 5, time.Millisecond, 20*time.Millisecond, []int{64, 40000, 65536}
-	stamps := runLoopback(t, cfg, 2, true, []int64{0, 2000}, 3000)
-	res, err := Analyze(stamps, identity)
-	if err != nil {
-		t.Fatal(err)
+	for _, interleave := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interleave=%v", interleave), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Op, cfg.Count, cfg.Period, cfg.Lead, cfg.Sizes = OpLatency, 5, time.Millisecond, 20*time.Millisecond, []int{64, 40000, 65536}
+			cfg.Interleave = interleave
+			stamps := runLoopback(t, cfg, 2, true, []int64{0, 2000}, 3000)
+			res, err := Analyze(stamps, identity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Latency) != 6 || res.LostMsgs != 0 {
+				t.Fatalf("%d points, %d lost; want 6 (3 sizes, 2 ways), 0 lost", len(res.Latency), res.LostMsgs)
+			}
+			for _, p := range res.Latency {
+				want := 2000.0
+				if p.From == 1 {
+					want = -2000
+				}
+				if p.N != 5 || math.Abs(p.Err.MeanNs-want) > 1 || p.Err.Coverage != 1 {
+					t.Errorf("%d->%d %d B: n %d, mean error %.0f ns (want %.0f), coverage %.2f", p.From, p.To, p.Size, p.N, p.Err.MeanNs, want, p.Err.Coverage)
+				}
+				if p.TrueP50 <= 0 {
+					t.Errorf("%d->%d %d B: true latency %.0f ns", p.From, p.To, p.Size, p.TrueP50)
+				}
+			}
+		})
 	}
-	if len(res.Latency) != 6 || res.LostMsgs != 0 {
-		t.Fatalf("%d points, %d lost; want 6 (3 sizes, 2 ways), 0 lost", len(res.Latency), res.LostMsgs)
-	}
-	for _, p := range res.Latency {
-		want := 2000.0
-		if p.From == 1 {
-			want = -2000
-		}
-		if p.N != 5 || math.Abs(p.Err.MeanNs-want) > 1 || p.Err.Coverage != 1 {
-			t.Errorf("%d->%d %d B: n %d, mean error %.0f ns (want %.0f), coverage %.2f", p.From, p.To, p.Size, p.N, p.Err.MeanNs, want, p.Err.Coverage)
-		}
-		if p.TrueP50 <= 0 {
-			t.Errorf("%d->%d %d B: true latency %.0f ns", p.From, p.To, p.Size, p.TrueP50)
-		}
+}
+
+// TestLatencyMsgOrder: size after size, or every size in turn
+// (Interleave); always alternating directions, Count messages per size
+// and direction.
+func TestLatencyMsgOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		interleave bool
+		want       [][2]int // (from, size) of messages 0..
+	}{
+		{"size after size", false, [][2]int{{0, 64}, {1, 64}, {0, 64}, {1, 64}, {0, 1024}, {1, 1024}, {0, 1024}, {1, 1024}}},
+		{"interleaved", true, [][2]int{{0, 64}, {1, 64}, {0, 1024}, {1, 1024}, {0, 64}, {1, 64}, {0, 1024}, {1, 1024}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &node{cfg: Config{Count: 2, Sizes: []int{64, 1024}, Interleave: tc.interleave}}
+			for e, w := range tc.want {
+				if from, size := n.latencyMsg(e); from != w[0] || size != w[1] {
+					t.Errorf("message %d: from %d, %d B; want from %d, %d B", e, from, size, w[0], w[1])
+				}
+			}
+		})
 	}
 }
 
@@ -266,5 +298,66 @@ func TestPatientGlobal(t *testing.T) {
 		if err == nil && got.Est != 99 {
 			t.Errorf("%s: got %+v", tc.name, got)
 		}
+	}
+}
+
+// TestValidateSchedFIFO: a SCHED_FIFO node must sleep until a spin window
+// of at most 1 ms (polling all the way under SCHED_FIFO would starve its
+// core), and its priority is 1..99.
+func TestValidateSchedFIFO(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prio int
+		spin time.Duration
+		want string // "" valid
+	}{
+		{"none, busy wait", 0, 0, ""},
+		{"sched-fifo, 20us window", 1, 20 * time.Microsecond, ""},
+		{"sched-fifo, 1ms window", 99, time.Millisecond, ""},
+		{"sched-fifo, busy wait", 1, 0, "must sleep until a spin window"},
+		{"sched-fifo, 2ms window", 1, 2 * time.Millisecond, "must sleep until a spin window"},
+		{"priority 100", 100, 20 * time.Microsecond, "want 1..99"},
+		{"priority -1", -1, 0, "want 1..99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Peers = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:3200"), netip.MustParseAddrPort("127.0.0.1:3201")}
+			c.SchedFIFO, c.SpinWindow = tc.prio, tc.spin
+			err := c.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoopbackSchedFIFO runs an allreduce with SCHED_FIFO nodes (SCHED_FIFO
+// 1 while waiting and running, a 50-us spin window): every execution is
+// complete. It
+// needs root or CAP_SYS_NICE (skipped otherwise).
+func TestLoopbackSchedFIFO(t *testing.T) {
+	probe := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: 1, Flags: schedResetOnFork}
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := unix.SchedSetAttr(0, &probe, 0)
+		other := unix.SchedAttr{Size: unix.SizeofSchedAttr}
+		_ = unix.SchedSetAttr(0, &other, 0)
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Skipf("SCHED_FIFO not permitted here: %v", err)
+	}
+	cfg := DefaultConfig()
+	cfg.Op, cfg.Runs, cfg.Period, cfg.Lead, cfg.Repeat = OpAllreduce, 5, 10*time.Millisecond, 20*time.Millisecond, 1
+	cfg.SchedFIFO, cfg.SpinWindow = 1, 50*time.Microsecond
+	stamps := runLoopback(t, cfg, 3, false, make([]int64, 3), 100)
+	res, err := Analyze(stamps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Executions["scheduled"] != 5 || res.Executions["barrier"] != 5 {
+		t.Fatalf("executions %v", res.Executions)
 	}
 }

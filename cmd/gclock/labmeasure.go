@@ -24,6 +24,7 @@ const labMeasureUsage = `usage:
   gclock lab measure latency [flags]   one-way latency per size between hosts 0 and 1, against the truth
   gclock lab measure report [-dir D]   the headline figures: the default operation on the default lab, the
                                        latency on a symmetric and on an asymmetric link; report.md and PNGs in D
+  gclock lab measure liao-fig2 [-fig3] Liao's figures 2 and 3: latency on host 1, idle/loaded x adaptive or not
 
 Builds a lab (root), runs gclock daemons on emulated clocks, waits for their
 warm-up, then runs 'gclock measure' in every host namespace: the operation's
@@ -53,13 +54,14 @@ type labMeasureFlags struct {
 	busy        time.Duration
 	verbose     bool
 	// the operation
-	op     string
-	runs   int
-	start  string
-	period time.Duration
-	spin   time.Duration
-	count  int
-	repeat int
+	op       string
+	runs     int
+	start    string
+	period   time.Duration
+	spin     time.Duration
+	nodeFIFO int
+	count    int
+	repeat   int
 	// latency
 	sizes   string
 	lcount  int
@@ -99,6 +101,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.start, "start", measure.StartBoth, "executions per iteration: both, scheduled or barrier")
 	fs.DurationVar(&f.period, "period", 20*time.Millisecond, "time between two iterations (both executions and their barrier must fit)")
 	fs.DurationVar(&f.spin, "spin-window", 0, "the nodes poll for a scheduled start only this long before it, sleeping until then (0: busy-wait all the way, as ReproMPI)")
+	fs.IntVar(&f.nodeFIFO, "node-sched-fifo", 0, "the nodes wait for a scheduled start and run the operation under SCHED_FIFO at this priority (needs -spin-window; 0: none)")
 	fs.IntVar(&f.count, "count", 1, "reduce/allreduce: int64s per node; page: pages per client")
 	fs.IntVar(&f.repeat, "repeat", 1, "operations per timed execution (one allreduce of one int64 takes about 1 ms on the default link)")
 	fs.StringVar(&f.sizes, "sizes", "64-65536", "latency: message sizes (list, or a range of powers of two)")
@@ -116,6 +119,9 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 }
 
 func runLabMeasure(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "liao-fig2" {
+		return runLabLiaoFig(args[1:], stdout, stderr)
+	}
 	mode := ""
 	if len(args) > 0 && (args[0] == "latency" || args[0] == "report") {
 		mode, args = args[0], args[1:]
@@ -226,7 +232,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 		gc.Base = &dc
 	}
 	spec.Op, spec.Runs, spec.Start, spec.Period, spec.SpinWindow = f.op, f.runs, f.start, f.period, f.spin
-	spec.Count, spec.Repeat = f.count, f.repeat
+	spec.Count, spec.Repeat, spec.NodeSchedFIFO = f.count, f.repeat, f.nodeFIFO
 	spec.Sizes, spec.LatencyCount, spec.LatencyPeriod = f.sizes, f.lcount, f.lperiod
 	return spec, nil
 }

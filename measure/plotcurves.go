@@ -1,0 +1,156 @@
+package measure
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// LatencyCurve is one latency measurement drawn as one curve of
+// PlotLatencyCurves: a setting's name and its result.
+type LatencyCurve struct {
+	Name   string
+	Result *Result
+	// Period is the time between two messages (the latency test's
+	// -period): message e left about e*Period after the first.
+	Period time.Duration
+}
+
+// curveColors are the curves' colours, in order.
+var curveColors = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+}
+
+// PlotLatencyCurves draws several latency measurements of the messages
+// from rank `from` to the other rank (Liao's figures 2 and 3: the
+// latencies collected on one node, one curve per setting) in three
+// panels: the median latency per size measured in global time (log-log:
+// 64 KB takes some 20 times 64 B's), each with
+// its true median dashed; the error of each size (mean, and the 10th to
+// 90th percentile of the signed errors as bars); and every message's
+// error over the run's time.
+func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) error {
+	ext, err := format(file)
+	if err != nil {
+		return err
+	}
+	if len(curves) == 0 {
+		return fmt.Errorf("measure: plot %s: no curves", file)
+	}
+	lat, errp, tp := plot.New(), plot.New(), plot.New()
+	lat.Title.Text = title
+	lat.X.Label.Text = "message size (bytes, log scale)"
+	lat.Y.Label.Text = fmt.Sprintf("one-way latency %d->%d (us, log scale)", from, 1-from)
+	lat.Y.Scale = plot.LogScale{}
+	lat.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	errp.Title.Text = "error of each size against the truth: mean, bars p10-p90"
+	errp.X.Label.Text = lat.X.Label.Text
+	errp.Y.Label.Text = "estimate - truth (us)"
+	tp.Title.Text = "error of every message over the run"
+	tp.X.Label.Text = "time since the first message (s)"
+	tp.Y.Label.Text = "estimate - truth (us)"
+	for _, p := range []*plot.Plot{lat, errp} {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	lat.Legend.Top, lat.Legend.Left = true, true
+	tp.Legend.Top = true
+	drawn := 0
+	for i, c := range curves {
+		if c.Result == nil {
+			continue
+		}
+		col := curveColors[i%len(curveColors)]
+		// A little apart, so that the curves' bars do not overlap.
+		shift := 1 + 0.05*(float64(i)-float64(len(curves)-1)/2)
+		var meas, truth plotter.XYs
+		var e errPts
+		var msgs plotter.XYs
+		for _, pt := range c.Result.Latency {
+			if pt.From != from {
+				continue
+			}
+			x := float64(pt.Size)
+			meas = append(meas, plotter.XY{X: x * shift, Y: pt.P50Ns / 1e3})
+			if pt.Err == nil {
+				continue
+			}
+			truth = append(truth, plotter.XY{X: x * shift, Y: pt.TrueP50 / 1e3})
+			var signed []float64
+			for _, m := range pt.Messages {
+				if !m.HasTruth {
+					continue
+				}
+				d := float64(m.Ns-m.TrueNs) / 1e3
+				signed = append(signed, d)
+				msgs = append(msgs, plotter.XY{X: float64(m.Exec) * c.Period.Seconds(), Y: d})
+			}
+			slices.Sort(signed)
+			mean := pt.Err.MeanNs / 1e3
+			e.XYs = append(e.XYs, plotter.XY{X: x * shift, Y: mean})
+			e.down = append(e.down, math.Max(0, mean-quantile(signed, 0.1)))
+			e.up = append(e.up, math.Max(0, quantile(signed, 0.9)-mean))
+		}
+		if len(meas) == 0 {
+			continue
+		}
+		drawn++
+		l, pts, err := plotter.NewLinePoints(meas)
+		if err != nil {
+			return err
+		}
+		l.Color, pts.Color = col, col
+		lat.Add(l, pts)
+		lat.Legend.Add(c.Name+": global time (median)", l, pts)
+		if len(truth) > 0 {
+			tl, err := plotter.NewLine(truth)
+			if err != nil {
+				return err
+			}
+			tl.Color, tl.Dashes = col, []vg.Length{vg.Points(4), vg.Points(3)}
+			lat.Add(tl)
+		}
+		if len(e.XYs) > 0 {
+			el, ep, err := plotter.NewLinePoints(e.XYs)
+			if err != nil {
+				return err
+			}
+			el.Color, ep.Color = col, col
+			bars, err := plotter.NewYErrorBars(e)
+			if err != nil {
+				return err
+			}
+			bars.Color = col
+			errp.Add(el, ep, bars)
+		}
+		if len(msgs) > 0 {
+			sc, err := plotter.NewScatter(msgs)
+			if err != nil {
+				return err
+			}
+			sc.Color, sc.Shape, sc.Radius = col, draw.CircleGlyph{}, vg.Points(1.2)
+			tp.Add(sc)
+			tp.Legend.Add(c.Name, sc)
+		}
+	}
+	if drawn == 0 {
+		return fmt.Errorf("measure: plot %s: no messages %d->%d", file, from, 1-from)
+	}
+	lat.Legend.Add("dashed: the truth (median)")
+	for _, p := range []*plot.Plot{lat, errp, tp} {
+		p.Add(plotter.NewGrid())
+	}
+	return saveGrid([][]*plot.Plot{{lat}, {errp}, {tp}}, file, ext, 8*vg.Inch, 12*vg.Inch)
+}
