@@ -88,8 +88,8 @@ func (c Config) Validate() error {
 	default:
 		return bad("Estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
 	}
-	if c.PingsPerRound < 1 || c.PingsPerRound > 64 {
-		return bad("PingsPerRound", "%d outside [1, 64]", c.PingsPerRound)
+	if c.PingsPerRound < 1 || c.PingsPerRound > 256 {
+		return bad("PingsPerRound", "%d outside [1, 256]", c.PingsPerRound)
 	}
 	positive := []struct {
 		name string

@@ -193,22 +193,31 @@ func LabDaemonConfig() daemon.Config {
 	// The centre line over the whole run (constant emulated drifts), kernel
 	// stamps, the drift applied continuously.
 	s.Estimator = "center"
-	s.Window = 2048
+	s.Window = 4096
 	s.ContinuousDrift = true
 	// Resyncs (rounds): a ramp from one a second, the period doubling
 	// every three rounds (1, 1, 1, 2, 2, 2, 4, 4, 4 s: the initial period
-	// is below the minimum), then fixed at 5.5 s: 7 resyncs in a 10-s
+	// is below the minimum), then fixed at 6 s: up to 7 resyncs in a 10-s
 	// warm-up and at most 0.2 a second after, the daemon issue's budget
-	// (5.5 s, not 5: the ramp's 4-s periods straddle the warm-up's end,
-	// and at 5 s a fast run could fit 11 resyncs in the 50 s after it).
+	// (6 s, not 5: the ramp's 4-s periods straddle the warm-up's end, and
+	// a period runs from the end of a round, so a slow start under load
+	// moves ramp rounds past the warm-up: at 5.5 s with rounds of 120, a
+	// loaded run fitted 11 resyncs into the 50 s after it, 0.207 a second).
 	// Accuracy here is bought with exchanges, so the budget is spent.
-	// 60 exchanges per round: a pareto link rarely gives a fast one (about
+	// 120 exchanges per round: a pareto link rarely gives a fast one (about
 	// 5% of one-way delays fall within 1 us of the floor), and the centre
-	// line rests on the fastest each way.
-	s.PingsPerRound = 60
+	// line rests on the fastest each way; its drift, fitted through them
+	// over the minute of a run, is what limits a host's median (60 a
+	// round left a host 0.3-0.8 us off in one run in four under load;
+	// docs/lab.md, "What limits the per-host median"). A round counts as
+	// one resync; after convergence that is 22-24 exchanges a second
+	// (33-38 when cross traffic makes rounds repeat), chrony's 16 at its
+	// lab polling interval. The window keeps about as
+	// many rounds as with 60.
+	s.PingsPerRound = 120
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
-	s.MinGlobalPeriod = daemon.Duration(5500 * time.Millisecond)
-	s.MaxGlobalPeriod = daemon.Duration(5500 * time.Millisecond)
+	s.MinGlobalPeriod = daemon.Duration(6 * time.Second)
+	s.MaxGlobalPeriod = daemon.Duration(6 * time.Second)
 	s.SuccessThresh = 3
 	// Error reports only for what queueing cannot explain.
 	s.DiscountDelay = true

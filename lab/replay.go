@@ -87,11 +87,11 @@ type ReplayConfig struct {
 	EvalEvery int64               // ns between evaluations after each round, until the next
 }
 
-// DefaultReplayConfig is the lab daemons' estimator: a 2048-exchange
+// DefaultReplayConfig is the lab daemons' estimator: a 4096-exchange
 // window, rounds split at 300 ms pauses, 10 s of warm-up, an evaluation
 // every 10 ms.
 func DefaultReplayConfig() ReplayConfig {
-	return ReplayConfig{Hull: estimate.HullConfig{Window: 2048}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6}
+	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6}
 }
 
 // ReplayResult is the error of the replayed estimate, where the truth is

@@ -120,8 +120,8 @@ func (c *Config) Check(bad func(field, format string, args ...any)) {
 	default:
 		bad("estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
 	}
-	if c.PingsPerRound < 1 || c.PingsPerRound > 64 {
-		bad("pings_per_round", "%d outside [1, 64]", c.PingsPerRound)
+	if c.PingsPerRound < 1 || c.PingsPerRound > 256 {
+		bad("pings_per_round", "%d outside [1, 256]", c.PingsPerRound)
 	}
 	for _, d := range []struct {
 		name string

@@ -60,6 +60,11 @@ func TestShippedYAMLDecodes(t *testing.T) {
 				if _, err := sim.Parse(data, rel); err != nil {
 					t.Error(err)
 				}
+			case strings.HasPrefix(rel, "sim/testdata/"):
+				// Scenarios the sim's tests run, not shipped by name.
+				if _, err := sim.Parse(data, rel); err != nil {
+					t.Error(err)
+				}
 			case rel == "deploy/kubernetes/gclock-daemonset.yaml":
 				n := 0
 				for text := range configMapFiles(t, data) {
