@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/transport"
 )
 
 // Transport endpoints of the lab run in this process: their sockets are
-// opened inside a host namespace (InNetns) and then used from ordinary
+// opened inside a host namespace (netlab.Lab.InHost) and then used from ordinary
 // goroutines, so that a datagram from host 0 to host 1 crosses the veth
 // pairs and the lab's switch, which applies the link model (loss,
 // duplication, reordering, delay) to every Ethernet frame.
@@ -26,11 +27,11 @@ type EndpointPair struct {
 
 // listenIn opens a UDP socket on host's address (an ephemeral port) inside
 // host's namespace.
-func listenIn(host int) (*transport.UDPConn, error) {
+func (l *Lab) listenIn(host int) (*transport.UDPConn, error) {
 	var c *transport.UDPConn
-	err := InNetns(HostNS(host), func() error {
+	err := l.InHost(host, func() error {
 		var err error
-		c, err = transport.ListenUDP(netip.AddrPortFrom(HostAddr(host), 0).String(), transport.UDPOptions{})
+		c, err = transport.ListenUDP(netip.AddrPortFrom(netlab.HostAddr(host), 0).String(), transport.UDPOptions{})
 		return err
 	})
 	return c, err
@@ -40,14 +41,14 @@ func listenIn(host int) (*transport.UDPConn, error) {
 // client endpoint in host 0, both with the timeouts of base (Conn, ID and
 // Handler are set here).
 func (l *Lab) StartEndpoints(ctx context.Context, base transport.Config, srv transport.Handler) (*EndpointPair, error) {
-	cc, err := listenIn(0)
+	cc, err := l.listenIn(0)
 	if err != nil {
-		return nil, fmt.Errorf("lab: client socket in %s: %w", HostNS(0), err)
+		return nil, fmt.Errorf("lab: client socket in %s: %w", l.HostNS(0), err)
 	}
-	sc, err := listenIn(1)
+	sc, err := l.listenIn(1)
 	if err != nil {
 		cc.Close()
-		return nil, fmt.Errorf("lab: server socket in %s: %w", HostNS(1), err)
+		return nil, fmt.Errorf("lab: server socket in %s: %w", l.HostNS(1), err)
 	}
 	ccfg, scfg := base, base
 	ccfg.ID, ccfg.Conn, ccfg.Handler = 1, cc, nil

@@ -17,12 +17,10 @@ import (
 // terms, host 0 served as reference again for good. Root only (network
 // namespaces); about 40 s.
 func TestFailoverPause(t *testing.T) {
-	needLab(t)
 	if testing.Short() {
 		t.Skip("runs a 38-s lab")
 	}
-	cfg := DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	cfg := parallelLab(t, 3)
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

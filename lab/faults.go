@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,43 +72,6 @@ func (f Fault) validate(i, hosts int, d time.Duration) error {
 		return fmt.Errorf("gclock: faults[%d] (%v): want 0 < at, 0 < for, at+for < duration %v", i, f, d)
 	}
 	return nil
-}
-
-// Partition drops every frame from or to port host whose receive stamp
-// falls within the next d (a cable pulled for d).
-func (s *Switch) Partition(host int, d time.Duration) error {
-	if host < 0 || host >= len(s.cutUntil) {
-		return fmt.Errorf("lab: switch: partition: port %d: want 0..%d", host, len(s.cutUntil)-1)
-	}
-	s.cutUntil[host].Store(nowRealtime() + d.Nanoseconds())
-	return nil
-}
-
-// PartitionOneWay drops every frame from port host (out true) or to it
-// (out false) whose receive stamp falls within the next d.
-func (s *Switch) PartitionOneWay(host int, out bool, d time.Duration) error {
-	if host < 0 || host >= len(s.cutUntil) {
-		return fmt.Errorf("lab: switch: partition: port %d: want 0..%d", host, len(s.cutUntil)-1)
-	}
-	c := s.cutTo
-	if out {
-		c = s.cutFrom
-	}
-	c[host].Store(nowRealtime() + d.Nanoseconds())
-	return nil
-}
-
-// cut reports whether a frame from in to out received at rx (CLOCK_REALTIME)
-// falls in a partition of either port, or in a one-way partition of in's
-// sending or out's receiving.
-func (s *Switch) cut(in, out int, rx int64) bool {
-	return rx < s.cutUntil[in].Load() || rx < s.cutUntil[out].Load() ||
-		rx < s.cutFrom[in].Load() || rx < s.cutTo[out].Load()
-}
-
-// Signal sends sig to the process's group.
-func (p *Proc) Signal(sig unix.Signal) error {
-	return unix.Kill(-p.cmd.Process.Pid, sig)
 }
 
 // FaultWindow is how long after a fault's end FaultResult still counts.
@@ -201,22 +165,22 @@ type faultRunner struct {
 	started, ended []bool
 	down           []bool // by host: killed and not started again
 	stopped        []bool // by host: SIGSTOPped
-	startDaemon    func(int) (*Proc, error)
+	startDaemon    func(int) (*netlab.Proc, error)
 }
 
-func newFaultRunner(l *Lab, faults []Fault, startDaemon func(int) (*Proc, error)) *faultRunner {
+func newFaultRunner(l *Lab, faults []Fault, startDaemon func(int) (*netlab.Proc, error)) *faultRunner {
 	return &faultRunner{l: l, faults: faults, started: make([]bool, len(faults)), ended: make([]bool, len(faults)),
-		down: make([]bool, l.cfg.Hosts), stopped: make([]bool, l.cfg.Hosts), startDaemon: startDaemon}
+		down: make([]bool, l.Config().Hosts), stopped: make([]bool, l.Config().Hosts), startDaemon: startDaemon}
 }
 
 // step starts and ends the faults due at run time at; procs[i] is host
 // i's daemon (replaced when a killed one starts again).
-func (fr *faultRunner) step(at time.Duration, procs []*Proc) error {
+func (fr *faultRunner) step(at time.Duration, procs []*netlab.Proc) error {
 	for i, f := range fr.faults {
 		h := f.Host
 		if !fr.started[i] && at >= f.At {
 			fr.started[i] = true
-			fr.l.log.Info("fault starts", "fault", f.String())
+			fr.l.Logger().Info("fault starts", "fault", f.String())
 			switch f.Kind {
 			case FaultKill:
 				if err := procs[h].Signal(unix.SIGKILL); err != nil {
@@ -234,18 +198,18 @@ func (fr *faultRunner) step(at time.Duration, procs []*Proc) error {
 				}
 				fr.stopped[h] = true
 			case FaultPartition:
-				if err := fr.l.sw.Partition(h, f.For); err != nil {
+				if err := fr.l.Switch().Partition(h, f.For); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
 			case FaultPartitionOut, FaultPartitionIn:
-				if err := fr.l.sw.PartitionOneWay(h, f.Kind == FaultPartitionOut, f.For); err != nil {
+				if err := fr.l.Switch().PartitionOneWay(h, f.Kind == FaultPartitionOut, f.For); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
 			}
 		}
 		if fr.started[i] && !fr.ended[i] && at >= f.end() {
 			fr.ended[i] = true
-			fr.l.log.Info("fault ends", "fault", f.String())
+			fr.l.Logger().Info("fault ends", "fault", f.String())
 			switch f.Kind {
 			case FaultKill:
 				p, err := fr.startDaemon(h)
@@ -265,7 +229,7 @@ func (fr *faultRunner) step(at time.Duration, procs []*Proc) error {
 }
 
 // resume continues the stopped daemons, so that they can be stopped.
-func (fr *faultRunner) resume(procs []*Proc) {
+func (fr *faultRunner) resume(procs []*netlab.Proc) {
 	for h, s := range fr.stopped {
 		if s && h < len(procs) {
 			_ = procs[h].Signal(unix.SIGCONT)

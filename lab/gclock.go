@@ -20,6 +20,7 @@ import (
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/transport"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -338,46 +339,116 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	if err := gc.Validate(); err != nil {
 		return GclockResult{}, fmt.Errorf("lab: %w", err)
 	}
-	n := l.cfg.Hosts
-	dir := filepath.Join(l.cfg.RunDir, "gclock")
-	if err := os.RemoveAll(dir); err != nil {
+	base, err := gc.daemonBase()
+	if err != nil {
+		return GclockResult{}, err
+	}
+	r := &gclockRun{l: l, gc: gc, n: l.Config().Hosts, dir: filepath.Join(l.Config().RunDir, "gclock")}
+	// The truth: the reference's clock, or in reference-realtime mode the
+	// machine's CLOCK_REALTIME (the reference serves it; every namespace
+	// reads the same one). The mean-drift scale is not evaluated here.
+	r.realtime = base.RealTime.Mode == daemon.RealTimeReference
+	if err := os.RemoveAll(r.dir); err != nil {
 		return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
 	}
+	if err := r.writeConfigs(base); err != nil {
+		return GclockResult{}, err
+	}
+	if err := r.checkFaults(); err != nil {
+		return GclockResult{}, err
+	}
+	defer func() {
+		for _, p := range r.procs {
+			p.Stop(3 * time.Second)
+		}
+	}()
+	r.start = gtime.RawNow()
+	for i := range r.n {
+		p, err := r.startDaemon(i)
+		if err != nil {
+			return GclockResult{}, err
+		}
+		r.procs = append(r.procs, p)
+	}
+	r.readers, err = openPages(ctx, "gclock", r.dir, r.procs)
+	defer func() { closePages(r.readers) }()
+	if err != nil {
+		return GclockResult{}, err
+	}
+	r.ev = newEvaluator(r.n, gc)
+	r.scales = newTermScales()
+	r.reads, r.claims = make([]gtime.Time, r.n), make([]gtime.Scale, r.n)
+	if len(gc.Faults) > 0 {
+		r.ev.gc.Trace = true // faultResults reads the series
+	}
+	r.faults = newFaultRunner(l, gc.Faults, r.startDaemon)
+	defer func() { r.faults.resume(r.procs) }()
+	if gc.FailoverAfter > 0 {
+		r.el = newElections(gc, r.n)
+	}
+	if err := r.loop(ctx); err != nil {
+		return GclockResult{}, err
+	}
+	return r.result(), nil
+}
+
+// gclockRun is one RunGclock: the daemons, their pages and the evaluator.
+type gclockRun struct {
+	l        *Lab
+	gc       GclockConfig
+	n        int
+	dir      string // configs, logs, pages, metrics sockets
+	realtime bool   // the truth is CLOCK_REALTIME (reference-realtime mode)
+	clocks   []*hostClock
+	procs    []*netlab.Proc
+	readers  []*gtime.Reader
+	ev       *evaluator
+	faults   *faultRunner
+	el       *elections // nil without failover
+
+	start, warm, end int64 // CLOCK_MONOTONIC_RAW
+	atWarmup         []traffic
+
+	scales *termScales   // scales.go: each term's scale, from the reference pages
+	reads  []gtime.Time  // this instant's reads, by host
+	claims []gtime.Scale // the scale each read claims
+}
+
+// daemonBase is the daemon config every host's starts from (GclockConfig.Base
+// or LabDaemonConfig), checked for what the lab can evaluate.
+func (gc GclockConfig) daemonBase() (daemon.Config, error) {
 	base := LabDaemonConfig()
 	if gc.Base != nil {
 		base = *gc.Base
 	}
-	// The truth: the reference's clock, or in reference-realtime mode the
-	// machine's CLOCK_REALTIME (the reference serves it; every namespace
-	// reads the same one). The mean-drift scale is not evaluated here.
-	realtime := base.RealTime.Mode == daemon.RealTimeReference
-	if realtime {
+	if base.RealTime.Mode == daemon.RealTimeReference {
 		// The truth is CLOCK_REALTIME itself, not UTC: the daemons serve it
 		// without the kernel's view of it (this VM's kernel clock is
 		// unsynchronised; real_time.upstream kernel would serve nothing).
 		base.RealTime.Upstream = daemon.UpstreamNone
 	}
 	if base.RealTime.Mode == daemon.RealTimeMeanDrift {
-		return GclockResult{}, fmt.Errorf("lab: gclock: real_time.mode %s: the lab does not evaluate it (none or %s)",
+		return base, fmt.Errorf("lab: gclock: real_time.mode %s: the lab does not evaluate it (none or %s)",
 			base.RealTime.Mode, daemon.RealTimeReference)
 	}
+	return base, nil
+}
+
+// writeConfigs draws every host's clock (the evaluator keeps its copy in
+// r.clocks) and writes the host's daemon config, h<i>.yaml in r.dir.
+func (r *gclockRun) writeConfigs(base daemon.Config) error {
+	gc := r.gc
 	origin := gtime.RawNow()
 	rng := rand.New(rand.NewPCG(gc.Seed, 0x6c6162))
-	clocks := make([]*hostClock, n)
+	r.clocks = make([]*hostClock, r.n)
 	var peers []daemon.Peer
-	for i := range n {
-		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(DaemonPort))})
+	for i := range r.n {
+		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(DaemonPort))})
 	}
-	var procs []*Proc
-	defer func() {
-		for _, p := range procs {
-			p.Stop(3 * time.Second)
-		}
-	}()
-	for i := range n {
+	for i := range r.n {
 		h := &hostClock{truth: ClockTruth{Host: i, Reference: i == 0}}
 		if gc.Emulate {
 			h.conf = gc.Wander.emulated(daemon.EmulatedClockConfig{
@@ -388,207 +459,228 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 			}, i == 0)
 			emu, err := h.conf.New()
 			if err != nil {
-				return GclockResult{}, fmt.Errorf("lab: gclock: host %d clock: %w", i, err)
+				return fmt.Errorf("lab: gclock: host %d clock: %w", i, err)
 			}
 			h.emu = emu
 			h.truth.Emulated, h.truth.OffsetNs, h.truth.DriftPPM = true, int64(h.conf.Offset), h.conf.DriftPPM
 			h.truth.Config = h.conf
 		}
-		clocks[i] = h
-		c := base
-		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
-		c.Peers = peers
-		c.Reference.Order = []uint32{1}
-		if gc.FailoverAfter > 0 {
-			c.Reference.Order = nil
-			for k := range min(3, n) {
-				c.Reference.Order = append(c.Reference.Order, uint32(k+1))
-			}
-			c.Reference.FailoverAfter = daemon.Duration(gc.FailoverAfter)
-		}
-		if c.Auth.KeyFile == "" {
-			// A --daemon-config without a key: the lab's namespaces are
-			// private (see LabDaemonConfig), said explicitly.
-			c.Auth.Insecure = true
-		}
-		if gc.Emulate {
-			c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: h.conf}
-		} else {
-			c.Clock = daemon.ClockConfig{Source: daemon.ClockRaw}
-		}
-		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
-		c.Metrics.Listen = "unix:" + filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))
-		if gc.Measurements {
-			c.Log.Measurements = filepath.Join(dir, fmt.Sprintf("measurements-h%d.csv", i))
-		}
-		if gc.StateFiles {
-			c.State = daemon.StateConfig{File: filepath.Join(dir, fmt.Sprintf("state-h%d.json", i)), SaveEvery: daemon.Duration(time.Second)}
-		}
-		if gc.Tweak != nil {
-			gc.Tweak(i, &c)
-		}
-		b, err := yaml.Marshal(&c)
+		r.clocks[i] = h
+		b, err := yaml.Marshal(r.hostConfig(base, i, peers))
 		if err != nil {
-			return GclockResult{}, fmt.Errorf("lab: gclock: host %d config: %w", i, err)
+			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
 		}
 		if _, err := daemon.Parse(b); err != nil {
-			return GclockResult{}, fmt.Errorf("lab: gclock: host %d config: %w", i, err)
+			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
 		}
-		cf := filepath.Join(dir, fmt.Sprintf("h%d.yaml", i))
-		if err := os.WriteFile(cf, b, 0o644); err != nil {
-			return GclockResult{}, fmt.Errorf("lab: gclock: %w", err)
-		}
-	}
-	for i, f := range gc.Faults {
-		if err := f.validate(i, n, gc.Duration); err != nil {
-			return GclockResult{}, fmt.Errorf("lab: %w", err)
-		}
-		if partition(f.Kind) && l.sw == nil {
-			return GclockResult{}, fmt.Errorf("lab: gclock: faults[%d]: a partition needs the switch (not a direct link)", i)
+		if err := os.WriteFile(r.path("h%d.yaml", i), b, 0o644); err != nil {
+			return fmt.Errorf("lab: gclock: %w", err)
 		}
 	}
-	startDaemon := func(i int) (*Proc, error) {
-		logf, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("h%d.log", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("lab: gclock: %w", err)
-		}
-		defer logf.Close()
-		argv := append(append([]string(nil), gc.Command...), "-config", filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)))
-		p, err := l.ExecEnv(i, argv, gc.Env, ExecOptions{Stdout: logf, Stderr: logf})
-		if err != nil {
-			return nil, fmt.Errorf("lab: gclock: %w", err)
-		}
-		return p, nil
-	}
-	start := gtime.RawNow()
-	for i := range n {
-		p, err := startDaemon(i)
-		if err != nil {
-			return GclockResult{}, err
-		}
-		procs = append(procs, p)
-	}
-	readers, err := openPages(ctx, "gclock", dir, procs)
-	defer closePages(readers)
-	if err != nil {
-		return GclockResult{}, err
-	}
-	ev := newEvaluator(n, gc)
-	if len(gc.Faults) > 0 {
-		ev.gc.Trace = true // faultResults reads the series
-	}
-	fs := newFaultRunner(l, gc.Faults, startDaemon)
-	defer fs.resume(procs)
-	var el *elections
+	return nil
+}
+
+// path is the file name.Sprintf(format, host) in r.dir.
+func (r *gclockRun) path(format string, host int) string {
+	return filepath.Join(r.dir, fmt.Sprintf(format, host))
+}
+
+// hostConfig is host i's daemon config: base with its id, the peers, the
+// reference order, its clock (r.clocks[i]) and its files in r.dir.
+func (r *gclockRun) hostConfig(base daemon.Config, i int, peers []daemon.Peer) *daemon.Config {
+	gc := r.gc
+	c := base
+	c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
+	c.Peers = peers
+	c.Reference.Order = []uint32{1}
 	if gc.FailoverAfter > 0 {
-		el = newElections(gc, n)
+		c.Reference.Order = nil
+		for k := range min(3, r.n) {
+			c.Reference.Order = append(c.Reference.Order, uint32(k+1))
+		}
+		c.Reference.FailoverAfter = daemon.Duration(gc.FailoverAfter)
 	}
-	var atWarmup []traffic
-	scales := newTermScales() // scales.go
-	reads, claims := make([]gtime.Time, n), make([]gtime.Scale, n)
+	if c.Auth.KeyFile == "" {
+		// A --daemon-config without a key: the lab's namespaces are
+		// private (see LabDaemonConfig), said explicitly.
+		c.Auth.Insecure = true
+	}
+	if gc.Emulate {
+		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: r.clocks[i].conf}
+	} else {
+		c.Clock = daemon.ClockConfig{Source: daemon.ClockRaw}
+	}
+	c.GlobalTime.ShmPath = r.path("page-h%d", i)
+	c.Metrics.Listen = "unix:" + r.path("metrics-h%d.sock", i)
+	if gc.Measurements {
+		c.Log.Measurements = r.path("measurements-h%d.csv", i)
+	}
+	if gc.StateFiles {
+		c.State = daemon.StateConfig{File: r.path("state-h%d.json", i), SaveEvery: daemon.Duration(time.Second)}
+	}
+	if gc.Tweak != nil {
+		gc.Tweak(i, &c)
+	}
+	return &c
+}
+
+// checkFaults checks GclockConfig.Faults against the lab.
+func (r *gclockRun) checkFaults() error {
+	for i, f := range r.gc.Faults {
+		if err := f.validate(i, r.n, r.gc.Duration); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+		if partition(f.Kind) && r.l.Switch() == nil {
+			return fmt.Errorf("lab: gclock: faults[%d]: a partition needs the switch (not a direct link)", i)
+		}
+	}
+	return nil
+}
+
+// startDaemon starts host i's daemon, its output appended to h<i>.log.
+func (r *gclockRun) startDaemon(i int) (*netlab.Proc, error) {
+	logf, err := os.OpenFile(r.path("h%d.log", i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lab: gclock: %w", err)
+	}
+	defer logf.Close()
+	argv := append(append([]string(nil), r.gc.Command...), "-config", r.path("h%d.yaml", i))
+	p, err := r.l.ExecEnv(i, argv, r.gc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
+	if err != nil {
+		return nil, fmt.Errorf("lab: gclock: %w", err)
+	}
+	return p, nil
+}
+
+// loop evaluates every host every EvalEvery until Duration (or Until after
+// the warm-up), running the faults and watching the elections.
+func (r *gclockRun) loop(ctx context.Context) error {
+	gc := r.gc
 	tick := time.NewTicker(gc.EvalEvery)
 	defer tick.Stop()
-	end := start + gc.Duration.Nanoseconds()
-	warm := start + gc.Warmup.Nanoseconds()
+	r.end = r.start + gc.Duration.Nanoseconds()
+	r.warm = r.start + gc.Warmup.Nanoseconds()
 	for {
 		select {
 		case <-ctx.Done():
-			return GclockResult{}, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
-		r := gtime.RawNow()
-		if err := fs.step(time.Duration(r-start), procs); err != nil {
-			return GclockResult{}, err
+		now := gtime.RawNow()
+		if err := r.faults.step(time.Duration(now-r.start), r.procs); err != nil {
+			return err
 		}
-		for i, p := range procs {
-			if fs.down[i] {
-				continue // killed on purpose
-			}
-			select {
-			case <-p.Done():
-				return GclockResult{}, fmt.Errorf("lab: gclock: the daemon of host %d exited early (%v); see %s", i, p.Err(), filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
-			default:
-			}
+		if err := r.checkAlive(); err != nil {
+			return err
 		}
-		r = gtime.RawNow()
-		if atWarmup == nil && r >= warm {
-			atWarmup = scrapeAll(dir, n)
+		now = gtime.RawNow()
+		if r.atWarmup == nil && now >= r.warm {
+			r.atWarmup = scrapeAll(r.dir, r.n)
 		}
-		if r >= end {
-			break
+		if now >= r.end {
+			return nil
 		}
-		if atWarmup != nil && isClosed(gc.Until) {
-			end = r
-			break
+		if r.atWarmup != nil && isClosed(gc.Until) {
+			r.end = now
+			return nil
 		}
-		if el != nil {
-			el.watch(dir, time.Duration(r-start), fs)
+		if r.el != nil {
+			r.el.watch(r.dir, time.Duration(now-r.start), r.faults)
 		}
-		// Read every page at r first: a reference's page defines its
-		// term's scale, against which the reads of that term are judged.
-		for i, rd := range readers {
-			var sc gtime.Scale
-			t, busy, err := readPatient(func(r int64) (gtime.Time, error) {
-				t, s, err := rd.AtScale(r)
-				sc = s
-				return t, err
-			}, r, pageBusyRetries)
-			ev.busy += busy
-			if err != nil {
-				return GclockResult{}, fmt.Errorf("lab: gclock: host %d: %w (after %d busy reads)", i, err, busy)
-			}
-			if t.Status == gtime.StatusNoDaemon {
-				// Closed or replaced by a restarted daemon: read the
-				// page now at the path, if any.
-				if nr, err := gtime.Open(filepath.Join(dir, fmt.Sprintf("page-h%d", i))); err == nil {
-					if t2, sc2, err := nr.AtScale(r); err == nil {
-						rd.Close()
-						readers[i], t, sc = nr, t2, sc2
-					} else {
-						nr.Close()
-					}
+		if err := r.evaluate(now); err != nil {
+			return err
+		}
+	}
+}
+
+// checkAlive reports a daemon that exited without a fault killing it.
+func (r *gclockRun) checkAlive() error {
+	for i, p := range r.procs {
+		if r.faults.down[i] {
+			continue // killed on purpose
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("lab: gclock: the daemon of host %d exited early (%v); see %s", i, p.Err(), r.path("h%d.log", i))
+		default:
+		}
+	}
+	return nil
+}
+
+// evaluate reads every host's page at the raw instant now, then judges
+// each read against global time in the scale of the term it claims.
+func (r *gclockRun) evaluate(now int64) error {
+	// Read every page at now first: a reference's page defines its
+	// term's scale, against which the reads of that term are judged.
+	for i, rd := range r.readers {
+		var sc gtime.Scale
+		t, busy, err := readPatient(func(at int64) (gtime.Time, error) {
+			t, s, err := rd.AtScale(at)
+			sc = s
+			return t, err
+		}, now, pageBusyRetries)
+		r.ev.busy += busy
+		if err != nil {
+			return fmt.Errorf("lab: gclock: host %d: %w (after %d busy reads)", i, err, busy)
+		}
+		if t.Status == gtime.StatusNoDaemon {
+			// Closed or replaced by a restarted daemon: read the
+			// page now at the path, if any.
+			if nr, err := gtime.Open(r.path("page-h%d", i)); err == nil {
+				if t2, sc2, err := nr.AtScale(now); err == nil {
+					rd.Close()
+					r.readers[i], t, sc = nr, t2, sc2
+				} else {
+					nr.Close()
 				}
 			}
-			reads[i], claims[i] = t, sc
-			scales.learn(i, sc)
 		}
-		for i, t := range reads {
-			var truth int64
-			known := true
-			if realtime {
-				off, _ := transport.WallRawOffset()
-				truth = r + off
-			} else {
-				truth, known = scales.truth(claims[i].Term, r, clocks)
-			}
-			ev.add(i, r-start, r >= warm, t, truth, known)
-		}
-		ev.instant(r - start)
+		r.reads[i], r.claims[i] = t, sc
+		r.scales.learn(i, sc)
 	}
-	final := scrapeAll(dir, n)
-	res := ev.result(atWarmup, final, float64(gc.Warmup)/1e9, float64(end-warm)/1e9)
-	res.ScaleRedefinitions = scales.redefined
-	for _, h := range clocks {
+	for i, t := range r.reads {
+		var truth int64
+		known := true
+		if r.realtime {
+			off, _ := transport.WallRawOffset()
+			truth = now + off
+		} else {
+			truth, known = r.scales.truth(r.claims[i].Term, now, r.clocks)
+		}
+		r.ev.add(i, now-r.start, now >= r.warm, t, truth, known)
+	}
+	r.ev.instant(now - r.start)
+	return nil
+}
+
+// result is the run's figures, with the clocks' truth and the faults'.
+func (r *gclockRun) result() GclockResult {
+	gc := r.gc
+	final := scrapeAll(r.dir, r.n)
+	res := r.ev.result(r.atWarmup, final, float64(gc.Warmup)/1e9, float64(r.end-r.warm)/1e9)
+	res.ScaleRedefinitions = r.scales.redefined
+	for _, h := range r.clocks {
 		res.Clocks = append(res.Clocks, h.truth)
 	}
-	res.Logs = dir
-	if el != nil {
-		res.Failover = el.figures()
+	res.Logs = r.dir
+	if r.el != nil {
+		res.Failover = r.el.figures()
 	}
 	if len(gc.Faults) > 0 {
-		res.Faults = faultResults(res.Series, gc.Faults, n, gc.Duration)
+		res.Faults = faultResults(res.Series, gc.Faults, r.n, gc.Duration)
 		if !gc.Trace {
 			res.Series = nil
 		}
 	}
-	return res, nil
+	return res
 }
 
 // openPages waits up to 10 s for each host's page (dir/page-h<i>, written
 // by procs[i]) and opens it; what names the caller in errors ("gclock",
 // "spoof"). The readers opened so far are returned with an error too:
 // closePages closes them.
-func openPages(ctx context.Context, what, dir string, procs []*Proc) ([]*gtime.Reader, error) {
+func openPages(ctx context.Context, what, dir string, procs []*netlab.Proc) ([]*gtime.Reader, error) {
 	readers := make([]*gtime.Reader, len(procs))
 	for i := range procs {
 		path := filepath.Join(dir, fmt.Sprintf("page-h%d", i))

@@ -25,10 +25,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(spoofEnv) == "1" { // spoof_test.go
 		os.Exit(runTestSpoofer(os.Args[1:]))
 	}
-	if os.Getenv(loadgenEnv) == "1" { // load_test.go
-		os.Exit(runTestLoadGen(os.Args[1:]))
-	}
-	os.Exit(m.Run())
+	setParallel()
+	code := m.Run()
+	releaseHeld() // helpers_test.go
+	os.Exit(code)
 }
 
 func runTestDaemon(args []string) int {
@@ -55,9 +55,7 @@ func runTestDaemon(args []string) int {
 // the truth inside [earliest, latest], every host synchronised, and the
 // traffic was counted. Accuracy is measured by `gclock lab` (docs/lab.md).
 func TestRunGclock(t *testing.T) {
-	needLab(t)
-	cfg := DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	cfg := parallelLab(t, 3)
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 	"github.com/gclock/gclock/wire/keyfile"
 )
@@ -76,11 +77,11 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	if mc.Expect <= 0 || mc.Margin < 0 {
 		return res, fmt.Errorf("lab: measure: expect %v, margin %v: want a positive expected run time", mc.Expect, mc.Margin)
 	}
-	hosts := l.cfg.Hosts
+	hosts := l.Config().Hosts
 	if mc.Latency {
 		hosts = 2
 	}
-	dir := filepath.Join(l.cfg.RunDir, "measure")
+	dir := filepath.Join(l.Config().RunDir, "measure")
 	if err := os.RemoveAll(dir); err != nil {
 		return res, fmt.Errorf("lab: measure: %w", err)
 	}
@@ -97,11 +98,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	gc.Until = nodesDone
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type gout struct {
-		r   GclockResult
-		err error
-	}
-	gdir := filepath.Join(l.cfg.RunDir, "gclock")
+	gdir := filepath.Join(l.Config().RunDir, "gclock")
 	// A previous run's pages and configs must not be taken for this run's.
 	if err := os.RemoveAll(gdir); err != nil {
 		return res, fmt.Errorf("lab: measure: %w", err)
@@ -111,24 +108,8 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		r, err := l.RunGclock(ctx, gc)
 		gdone <- gout{r, err}
 	}()
-	// RunGclock recreates its directory, then writes the configs and starts
-	// the daemons: wait for every page.
-	deadline := time.Now().Add(15 * time.Second)
-	for h := 0; h < l.cfg.Hosts; {
-		if _, err := os.Stat(filepath.Join(gdir, fmt.Sprintf("page-h%d", h))); err == nil {
-			h++
-			continue
-		}
-		select {
-		case g := <-gdone:
-			return res, fmt.Errorf("lab: measure: the daemons stopped before their pages appeared: %v", g.err)
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return res, fmt.Errorf("lab: measure: no page of host %d after 15 s (see %s)", h, gdir)
-		}
+	if err := waitPages(ctx, gdir, l.Config().Hosts, gdone); err != nil {
+		return res, err
 	}
 	truth, err := referenceTruth(filepath.Join(gdir, "h0.yaml"))
 	if err != nil {
@@ -142,9 +123,88 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		return res, ctx.Err()
 	case <-time.After(gc.Warmup):
 	}
+	var procs []*netlab.Proc
+	defer func() {
+		for _, p := range procs {
+			p.Stop(2 * time.Second)
+		}
+	}()
+	procs, err = l.startNodes(mc, hosts, dir, gdir)
+	if err != nil {
+		return res, err
+	}
+	if err := waitNodes(ctx, procs, gdone, dir, mc.Expect); err != nil {
+		return res, err
+	}
+	close(nodesDone)
+	g := <-gdone
+	if g.err != nil {
+		return res, fmt.Errorf("lab: measure: %w", g.err)
+	}
+	res.Gclock = g.r
+	res.Stamps, err = readStamps(dir, hosts)
+	return res, err
+}
+
+// waitNodes waits for every node to end, and reports the first that
+// failed (with its log's tail) or the daemons stopping first (the nodes
+// overran their expected run expect).
+func waitNodes(ctx context.Context, procs []*netlab.Proc, gdone <-chan gout, dir string, expect time.Duration) error {
+	for _, p := range procs {
+		select {
+		case <-p.Done():
+		case g := <-gdone:
+			return fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): the nodes ran more than %d times their expected %v (fewer -runs, or a quieter machine)", p.Host, g.err, MeasureOverrun, expect)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := p.Err(); err != nil {
+			log := filepath.Join(dir, fmt.Sprintf("node-h%d.log", p.Host))
+			tail, _ := os.ReadFile(log)
+			if len(tail) > 600 {
+				tail = tail[len(tail)-600:]
+			}
+			return fmt.Errorf("lab: measure: host %d's node failed (%v): %s (log %s)", p.Host, err, strings.TrimSpace(string(tail)), log)
+		}
+	}
+	return nil
+}
+
+// gout is what RunGclock returned.
+type gout struct {
+	r   GclockResult
+	err error
+}
+
+// waitPages waits for the pages of hosts daemons in gdir: RunGclock
+// recreates its directory, then writes the configs and starts the daemons.
+func waitPages(ctx context.Context, gdir string, hosts int, gdone <-chan gout) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for h := 0; h < hosts; {
+		if _, err := os.Stat(filepath.Join(gdir, fmt.Sprintf("page-h%d", h))); err == nil {
+			h++
+			continue
+		}
+		select {
+		case g := <-gdone:
+			return fmt.Errorf("lab: measure: the daemons stopped before their pages appeared: %v", g.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: measure: no page of host %d after 15 s (see %s)", h, gdir)
+		}
+	}
+	return nil
+}
+
+// startNodes starts `gclock measure` on hosts 0..hosts-1, reading the
+// daemons' pages and configs in gdir, writing stamps and logs to dir.
+func (l *Lab) startNodes(mc MeasureConfig, hosts int, dir, gdir string) ([]*netlab.Proc, error) {
 	var peers []string
 	for i := range hosts {
-		peers = append(peers, net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(MeasurePort)))
+		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(MeasurePort)))
 	}
 	// The nodes' key: op page needs one (its server answers 8-KB pages
 	// to short requests); the other ops run without, as the lab's
@@ -153,20 +213,15 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	if i := slices.Index(mc.Args, "-op"); i >= 0 && i+1 < len(mc.Args) && mc.Args[i+1] == measure.OpPage {
 		line, err := keyfile.NewLine(1)
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return nil, fmt.Errorf("lab: measure: %w", err)
 		}
 		kf := filepath.Join(dir, "cluster.key")
 		if err := os.WriteFile(kf, []byte(line), 0o600); err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return nil, fmt.Errorf("lab: measure: %w", err)
 		}
 		auth = []string{"-key", kf}
 	}
-	var procs []*Proc
-	defer func() {
-		for _, p := range procs {
-			p.Stop(2 * time.Second)
-		}
-	}()
+	var procs []*netlab.Proc
 	for i := range hosts {
 		argv := append([]string(nil), mc.Command...)
 		if mc.Latency {
@@ -180,52 +235,35 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 		argv = append(argv, mc.Args...)
 		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-h%d.log", i)))
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return procs, fmt.Errorf("lab: measure: %w", err)
 		}
-		p, err := l.ExecEnv(i, argv, mc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.ExecEnv(i, argv, mc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return procs, fmt.Errorf("lab: measure: %w", err)
 		}
 		procs = append(procs, p)
 	}
-	for _, p := range procs {
-		select {
-		case <-p.Done():
-		case g := <-gdone:
-			return res, fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): the nodes ran more than %d times their expected %v (fewer -runs, or a quieter machine)", p.Host, g.err, MeasureOverrun, mc.Expect)
-		case <-ctx.Done():
-			return res, ctx.Err()
-		}
-		if err := p.Err(); err != nil {
-			log := filepath.Join(dir, fmt.Sprintf("node-h%d.log", p.Host))
-			tail, _ := os.ReadFile(log)
-			if len(tail) > 600 {
-				tail = tail[len(tail)-600:]
-			}
-			return res, fmt.Errorf("lab: measure: host %d's node failed (%v): %s (log %s)", p.Host, err, strings.TrimSpace(string(tail)), log)
-		}
-	}
-	close(nodesDone)
-	g := <-gdone
-	if g.err != nil {
-		return res, fmt.Errorf("lab: measure: %w", g.err)
-	}
-	res.Gclock = g.r
+	return procs, nil
+}
+
+// readStamps reads the nodes' stamps-r<i>.csv in dir.
+func readStamps(dir string, hosts int) ([]measure.Stamp, error) {
+	var out []measure.Stamp
 	for i := range hosts {
 		path := filepath.Join(dir, fmt.Sprintf("stamps-r%d.csv", i))
 		f, err := os.Open(path)
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return out, fmt.Errorf("lab: measure: %w", err)
 		}
 		ss, err := measure.ReadStamps(f, path)
 		f.Close()
 		if err != nil {
-			return res, fmt.Errorf("lab: measure: %w", err)
+			return out, fmt.Errorf("lab: measure: %w", err)
 		}
-		res.Stamps = append(res.Stamps, ss...)
+		out = append(out, ss...)
 	}
-	return res, nil
+	return out, nil
 }
 
 // referenceTruth rebuilds the reference's clock from its daemon's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 	"github.com/gclock/gclock/netmodel"
 )
@@ -52,7 +53,7 @@ func measureConfig(t *testing.T, latency bool, args ...string) MeasureConfig {
 // The accuracy figures (p99 <= 1 us) come from `gclock lab measure`.
 func TestMeasureMethods(t *testing.T) {
 	needLab(t)
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.RunDir, cfg.Realtime = t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
@@ -101,7 +102,7 @@ func TestMeasureMethods(t *testing.T) {
 // asymmetry).
 func TestMeasureLatencyAsymmetric(t *testing.T) {
 	needLab(t)
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 2, t.TempDir(), true
 	var err error
 	if cfg.Link, err = netmodel.ParseLink("pareto:100us:50us,asym=40us"); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 	"github.com/gclock/gclock/netmodel"
 )
@@ -21,7 +22,7 @@ import (
 type MeasureSpec struct {
 	// Lab is the lab to build; Measure sets its Link from Link and, for
 	// the latency test or a direct link, its Hosts to 2.
-	Lab Config
+	Lab netlab.Config
 	// Link is the link model between any two hosts, in ParseLink's syntax.
 	Link string
 	// Gclock runs the daemons (its Command is required).
@@ -73,7 +74,7 @@ type MeasureSpec struct {
 // commands (the gclock binary's path).
 func DefaultMeasureSpec() MeasureSpec {
 	return MeasureSpec{
-		Lab: DefaultConfig(), Link: "pareto:100us:50us", Gclock: DefaultGclockConfig(),
+		Lab: netlab.DefaultConfig(), Link: "pareto:100us:50us", Gclock: DefaultGclockConfig(),
 		Op: measure.OpAllreduce, Start: measure.StartBoth, Runs: 300, Count: 1, Repeat: 1,
 		Period: 20 * time.Millisecond, Sizes: "64-65536", LatencyCount: 50, LatencyPeriod: 2 * time.Millisecond,
 	}
@@ -81,10 +82,10 @@ func DefaultMeasureSpec() MeasureSpec {
 
 // MeasureReport is what Measure found.
 type MeasureReport struct {
-	Spec   MeasureSpec     // what ran
-	Result *measure.Result // the analysis against the truth
-	Run    MeasureResult   // the stamps, the truth and the daemons' evaluation
-	Switch []DirStats      // what the switch did during the run (nil on a direct link)
+	Spec   MeasureSpec       // what ran
+	Result *measure.Result   // the analysis against the truth
+	Run    MeasureResult     // the stamps, the truth and the daemons' evaluation
+	Switch []netlab.DirStats // what the switch did during the run (nil on a direct link)
 	// KeptLate is the same stamps analysed with the late scheduled
 	// executions kept (measure.Options.LateLimitNs -1): the global-time
 	// stamps' error over every execution, whether or not ReproMPI's rule

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/ntp"
 )
 
@@ -68,13 +69,13 @@ func LocalRunner(ctx context.Context, argv []string) ([]byte, error) {
 // HostRunner runs commands in a host's namespace (Exec) and waits for them.
 func (l *Lab) HostRunner(host int) Runner {
 	return func(ctx context.Context, argv []string) ([]byte, error) {
-		f, err := os.CreateTemp(l.cfg.RunDir, "out-*")
+		f, err := os.CreateTemp(l.Config().RunDir, "out-*")
 		if err != nil {
 			return nil, err
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
-		p, err := l.Exec(host, argv, ExecOptions{Stdout: f, Stderr: f})
+		p, err := l.Exec(host, argv, netlab.ExecOptions{Stdout: f, Stderr: f})
 		if err != nil {
 			return nil, err
 		}
@@ -383,7 +384,7 @@ type ChronyRefclock struct {
 	Dir  string // its private directory: config, log, sockets
 	Sock string // the refclock socket: the daemon's refclock.sock
 	Cmd  string // chronyc's socket (chronyc -h Cmd)
-	Proc *Proc
+	Proc *netlab.Proc
 }
 
 // StartChronyRefclock starts chronyd -x in host with
@@ -409,7 +410,7 @@ func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
 	}
 	defer logf.Close()
 	// -x: never touch the clock; -d: foreground, log to stderr.
-	if c.Proc, err = l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, ExecOptions{Stdout: logf, Stderr: logf}); err != nil {
+	if c.Proc, err = l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, netlab.ExecOptions{Stdout: logf, Stderr: logf}); err != nil {
 		return nil, err
 	}
 	_ = os.MkdirAll("/var/run/chrony", 0o750) // chronyc's reply socket

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/transport"
 )
@@ -180,8 +181,7 @@ func TestLabNTP(t *testing.T) {
 			t.Skipf("%s not installed (ci/deps.sh installs ntpsec-ntpdig, ntpsec-ntpdate and chrony)", c)
 		}
 	}
-	cfg := DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	cfg := parallelLab(t, 3)
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)
@@ -230,7 +230,7 @@ func TestLabNTP(t *testing.T) {
 	query := func(server int, client string) {
 		from := (server + 1) % cfg.Hosts
 		qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
-		m, err := QueryNTP(qctx, l.HostRunner(from), client, HostAddr(server).String(), qdir)
+		m, err := QueryNTP(qctx, l.HostRunner(from), client, netlab.HostAddr(server).String(), qdir)
 		qcancel()
 		if err != nil {
 			t.Errorf("host %d -> %d: %v", from, server, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gclock/gclock/eval"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // Peer names accepted by RunPeers.
@@ -80,7 +82,7 @@ type PeerResult struct {
 // results in the order asked. Each peer's processes are stopped when it
 // returns; Down stops them too if the caller is interrupted.
 func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]PeerResult, error) {
-	if err := pc.Validate(l.cfg.Hosts); err != nil {
+	if err := pc.Validate(l.Config().Hosts); err != nil {
 		return nil, fmt.Errorf("lab: peers: %w", err)
 	}
 	for _, n := range names {
@@ -108,7 +110,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 				errs[i] = fmt.Errorf("lab: %s: %w", n, err)
 				return
 			}
-			r.Link = l.cfg.Link.String()
+			r.Link = l.Config().Link.String()
 			var e []int64
 			for _, rd := range r.Readings {
 				if rd.AtNs >= pc.Warmup.Nanoseconds() {
@@ -117,7 +119,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 			}
 			r.Summary = eval.SummarizeErrors(e)
 			if r.Summary.Evaluations == 0 {
-				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.cfg.RunDir)
+				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.Config().RunDir)
 				return
 			}
 			out[i] = r
@@ -130,7 +132,7 @@ func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 // peerDir makes a fresh private directory for one peer instance (chronyd
 // refuses a socket directory others can read).
 func (l *Lab) peerDir(name string) (string, error) {
-	d := filepath.Join(l.cfg.RunDir, name)
+	d := filepath.Join(l.Config().RunDir, name)
 	if err := os.RemoveAll(d); err != nil {
 		return "", err
 	}
@@ -147,46 +149,73 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 	if _, err := exec.LookPath("chronyc"); err != nil {
 		return PeerResult{}, fmt.Errorf("chronyc not found: %w", err)
 	}
-	sdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Server))
-	if err != nil {
-		return PeerResult{}, err
-	}
-	cdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Client))
-	if err != nil {
-		return PeerResult{}, err
-	}
-	common := func(dir string) string {
-		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\n", dir, dir)
-	}
-	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
-	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", HostAddr(pc.Server))
-	var procs []*Proc
+	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(2 * time.Second)
 		}
 	}()
+	procs, sock, err := l.startChrony(pc)
+	if err != nil {
+		return PeerResult{}, err
+	}
+	res, err := pollChrony(ctx, pc, start, procs, sock)
+	if err != nil {
+		return res, err
+	}
+	if out, err := exec.Command("chronyc", "-h", sock, "ntpdata").CombinedOutput(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "timestamping") || strings.HasPrefix(line, "Mode") || strings.HasPrefix(line, "Interleaved") {
+				res.Notes = append(res.Notes, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
+	return res, nil
+}
+
+// startChrony starts chronyd as the server on pc.Server and as its client
+// on pc.Client, each with a directory of its own; sock is the client's
+// command socket.
+func (l *Lab) startChrony(pc PeerConfig) (procs []*netlab.Proc, sock string, err error) {
+	sdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Server))
+	if err != nil {
+		return nil, "", err
+	}
+	cdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Client))
+	if err != nil {
+		return nil, "", err
+	}
+	common := func(dir string) string {
+		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\n", dir, dir)
+	}
+	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
+	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))
 	for _, h := range []struct {
 		host      int
 		dir, conf string
 	}{{pc.Server, sdir, sconf}, {pc.Client, cdir, cconf}} {
 		conf := filepath.Join(h.dir, "chrony.conf")
 		if err := os.WriteFile(conf, []byte(h.conf), 0o600); err != nil {
-			return PeerResult{}, err
+			return procs, "", err
 		}
 		logf, err := os.Create(filepath.Join(h.dir, "chronyd.log"))
 		if err != nil {
-			return PeerResult{}, err
+			return procs, "", err
 		}
 		// -x: never touch the clock; -d: foreground, log to stderr.
-		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
-			return PeerResult{}, err
+			return procs, "", err
 		}
 		procs = append(procs, p)
 	}
-	sock := filepath.Join(cdir, "chronyd.sock")
+	return procs, filepath.Join(cdir, "chronyd.sock"), nil
+}
+
+// pollChrony reads the client's `chronyc tracking` every ChronyPoll until
+// Duration after start.
+func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*netlab.Proc, sock string) (PeerResult, error) {
 	// chronyc binds its own reply socket under /var/run/chrony.
 	_ = os.MkdirAll("/var/run/chrony", 0o750)
 	var res PeerResult
@@ -225,13 +254,6 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 	}
 	if len(res.Readings) == 0 && lastErr != nil {
 		return res, lastErr
-	}
-	if out, err := exec.Command("chronyc", "-h", sock, "ntpdata").CombinedOutput(); err == nil {
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, "timestamping") || strings.HasPrefix(line, "Mode") || strings.HasPrefix(line, "Interleaved") {
-				res.Notes = append(res.Notes, strings.Join(strings.Fields(line), " "))
-			}
-		}
 	}
 	return res, nil
 }
@@ -291,7 +313,7 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 	}
 	var res PeerResult
 	res.Peer = PeerPTP4L
-	var procs []*Proc
+	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
 			p.Stop(2 * time.Second)
@@ -303,74 +325,18 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 		host  int
 		slave bool
 	}{{pc.Server, false}, {pc.Client, true}} {
-		dir, err := l.peerDir(fmt.Sprintf("ptp4l-h%d", h.host))
-		if err != nil {
-			return res, err
-		}
-		// free_running 1: ptp4l never adjusts the (shared) clock.
-		// Announce at 4 Hz so the master is elected within a second (and
-		// lost only after 12 silent announces, 3 s, on a loaded machine);
-		// freq_est_interval 0 (its minimum): free-running ptp4l prints the
-		// latest sync's "master offset" once per second, not once per 2 s.
-		conf := fmt.Sprintf("[global]\nfree_running 1\nlogSyncInterval %d\nlogMinDelayReqInterval %d\n"+
-			"logAnnounceInterval -2\nannounceReceiptTimeout 12\nfreq_est_interval %d\n"+
-			"summary_interval %d\ntx_timestamp_timeout 20\nuds_address %s/ptp4l\n",
-			pc.PTPLogSyncInterval, pc.PTPLogSyncInterval, max(0, pc.PTPLogSyncInterval), pc.PTPLogSyncInterval, dir)
-		if h.slave {
-			conf += "slaveOnly 1\n"
-		} else {
-			conf += "priority1 1\n"
-		}
-		cf := filepath.Join(dir, "ptp4l.conf")
-		if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
-			return res, err
-		}
-		logf, err := os.OpenFile(filepath.Join(dir, "ptp4l.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return res, err
-		}
-		opt := ExecOptions{Stdout: logf, Stderr: logf}
-		var pw *os.File
-		if h.slave {
-			slaveLog = filepath.Join(dir, "ptp4l.log")
-			pr, w, err := os.Pipe()
-			if err != nil {
-				logf.Close()
-				return res, err
-			}
-			lines, pw = pr, w
-			opt.Stdout = pw
-		}
-		argv := []string{"ptp4l", "-f", cf, "-i", HostIf, "-S", "-4", "-m", "-q"}
-		p, err := l.Exec(h.host, argv, opt)
-		logf.Close()
-		if pw != nil {
-			pw.Close()
-		}
+		p, out, log, err := l.startPTP4L(pc, h.host, h.slave)
 		if err != nil {
 			return res, err
 		}
 		procs = append(procs, p)
+		if h.slave {
+			lines, slaveLog = out, log
+		}
 	}
 	defer lines.Close()
 	ch := make(chan Reading, 1024)
-	go func() {
-		defer close(ch)
-		logf, err := os.OpenFile(slaveLog, os.O_WRONLY|os.O_APPEND, 0)
-		if err == nil {
-			defer logf.Close()
-		}
-		sc := bufio.NewScanner(lines)
-		for sc.Scan() {
-			if logf != nil {
-				fmt.Fprintln(logf, sc.Text())
-			}
-			off, ok := ParsePTP4LOffset(sc.Text())
-			if ok {
-				ch <- Reading{AtNs: time.Since(start).Nanoseconds(), OffsetNs: off}
-			}
-		}
-	}()
+	go readPTP4L(lines, slaveLog, start, ch)
 	timer := time.NewTimer(time.Until(start.Add(pc.Duration)))
 	defer timer.Stop()
 	for {
@@ -383,9 +349,85 @@ func (l *Lab) runPTP4L(ctx context.Context, pc PeerConfig, start time.Time) (Pee
 			return res, nil
 		case r, ok := <-ch:
 			if !ok {
-				return res, fmt.Errorf("ptp4l slave in host %d stopped writing (log: %s)", pc.Client, l.cfg.RunDir)
+				return res, fmt.Errorf("ptp4l slave in host %d stopped writing (log: %s)", pc.Client, l.Config().RunDir)
 			}
 			res.Readings = append(res.Readings, r)
+		}
+	}
+}
+
+// startPTP4L starts ptp4l on host, the master or (slave) the slave with
+// its output on the pipe out, copied to log by readPTP4L.
+func (l *Lab) startPTP4L(pc PeerConfig, host int, slave bool) (p *netlab.Proc, out io.ReadCloser, log string, err error) {
+	dir, err := l.peerDir(fmt.Sprintf("ptp4l-h%d", host))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// free_running 1: ptp4l never adjusts the (shared) clock.
+	// Announce at 4 Hz so the master is elected within a second (and
+	// lost only after 12 silent announces, 3 s, on a loaded machine);
+	// freq_est_interval 0 (its minimum): free-running ptp4l prints the
+	// latest sync's "master offset" once per second, not once per 2 s.
+	conf := fmt.Sprintf("[global]\nfree_running 1\nlogSyncInterval %d\nlogMinDelayReqInterval %d\n"+
+		"logAnnounceInterval -2\nannounceReceiptTimeout 12\nfreq_est_interval %d\n"+
+		"summary_interval %d\ntx_timestamp_timeout 20\nuds_address %s/ptp4l\n",
+		pc.PTPLogSyncInterval, pc.PTPLogSyncInterval, max(0, pc.PTPLogSyncInterval), pc.PTPLogSyncInterval, dir)
+	if slave {
+		conf += "slaveOnly 1\n"
+	} else {
+		conf += "priority1 1\n"
+	}
+	cf := filepath.Join(dir, "ptp4l.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+		return nil, nil, "", err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "ptp4l.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	opt := netlab.ExecOptions{Stdout: logf, Stderr: logf}
+	var pw *os.File
+	if slave {
+		log = filepath.Join(dir, "ptp4l.log")
+		pr, w, err := os.Pipe()
+		if err != nil {
+			logf.Close()
+			return nil, nil, "", err
+		}
+		out, pw = pr, w
+		opt.Stdout = pw
+	}
+	argv := []string{"ptp4l", "-f", cf, "-i", netlab.HostIf, "-S", "-4", "-m", "-q"}
+	p, err = l.Exec(host, argv, opt)
+	logf.Close()
+	if pw != nil {
+		pw.Close()
+	}
+	if err != nil {
+		if out != nil {
+			out.Close()
+		}
+		return nil, nil, "", err
+	}
+	return p, out, log, nil
+}
+
+// readPTP4L copies the slave's output (lines) to its log and sends every
+// "master offset" on ch, stamped since start; it closes ch at the end.
+func readPTP4L(lines io.Reader, slaveLog string, start time.Time, ch chan<- Reading) {
+	defer close(ch)
+	logf, err := os.OpenFile(slaveLog, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		defer logf.Close()
+	}
+	sc := bufio.NewScanner(lines)
+	for sc.Scan() {
+		if logf != nil {
+			fmt.Fprintln(logf, sc.Text())
+		}
+		off, ok := ParsePTP4LOffset(sc.Text())
+		if ok {
+			ch <- Reading{AtNs: time.Since(start).Nanoseconds(), OffsetNs: off}
 		}
 	}
 }

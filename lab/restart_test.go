@@ -26,12 +26,10 @@ var restartFaults = []Fault{
 // and every host synced again within FaultWindow of each fault's end.
 // Root only (network namespaces); about 100 s.
 func TestRestarts(t *testing.T) {
-	needLab(t)
 	if testing.Short() {
 		t.Skip("runs a 95-s lab")
 	}
-	cfg := DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
+	cfg := parallelLab(t, 4)
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

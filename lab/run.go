@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 )
 
@@ -16,7 +17,7 @@ import (
 // daemons with busy loops beside them and, on the same lab at the same
 // time, the peers (chronyd, ptp4l) they are compared with.
 type RunSpec struct {
-	Lab Config
+	Lab netlab.Config
 	// Gclock runs the daemons (Command required; Duration and Warmup are
 	// the run's).
 	Gclock GclockConfig
@@ -24,7 +25,7 @@ type RunSpec struct {
 	Peers []string
 	Peer  PeerConfig
 	// Validate is the switch validation before the run; nil: none.
-	Validate *ValidateConfig
+	Validate *netlab.ValidateConfig
 	// Load is the number of CPU-bound processes beside the daemons (0..64).
 	Load int
 	// LoadOutside is the number of busy loops outside the lab's namespaces
@@ -45,16 +46,16 @@ type RunSpec struct {
 
 // RunReport is what Run found (`gclock lab --json`).
 type RunReport struct {
-	Hosts      int         `json:"hosts"`
-	Link       string      `json:"link"`
-	DurationNs int64       `json:"duration_ns"`
-	WarmupNs   int64       `json:"warmup_ns"`
-	Realtime   bool        `json:"switch_realtime"`
-	Validation []DirResult `json:"validation"`
+	Hosts      int                `json:"hosts"`
+	Link       string             `json:"link"`
+	DurationNs int64              `json:"duration_ns"`
+	WarmupNs   int64              `json:"warmup_ns"`
+	Realtime   bool               `json:"switch_realtime"`
+	Validation []netlab.DirResult `json:"validation"`
 	// Switch is what the switch did to every direction during the run
 	// (frames, drops, its release lateness and write cost).
-	Switch []DirStats `json:"switch,omitempty"`
-	Load   int        `json:"load"`
+	Switch []netlab.DirStats `json:"switch,omitempty"`
+	Load   int               `json:"load"`
 	// The load beside it (RunSpec) and the switch's port model.
 	LoadOutside int     `json:"load_outside,omitempty"`
 	Flood       int     `json:"flood_pps,omitempty"`
@@ -62,7 +63,7 @@ type RunReport struct {
 	PortRate    int64   `json:"port_rate_bps,omitempty"`
 	// Ports: what every egress port's queue sent during the run (with a
 	// port rate).
-	Ports []PortStats `json:"ports,omitempty"`
+	Ports []netlab.PortStats `json:"ports,omitempty"`
 	// LoadAvg is the machine's load average (1, 5, 15 min, /proc/loadavg)
 	// when the daemons started and when they stopped.
 	LoadAvgStart [3]float64 `json:"loadavg_start"`
@@ -91,19 +92,8 @@ type RunReport struct {
 func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	var rep RunReport
 	cfg, gc, pc := spec.Lab, spec.Gclock, spec.Peer
-	if err := pc.Validate(cfg.Hosts); err != nil {
+	if err := spec.check(); err != nil {
 		return rep, err
-	}
-	if err := gc.Validate(); err != nil {
-		return rep, err
-	}
-	if err := checkLoads(spec, cfg.PortRate); err != nil {
-		return rep, fmt.Errorf("lab: run: %w", err)
-	}
-	for _, p := range spec.Peers {
-		if p != PeerChrony && p != PeerPTP4L {
-			return rep, fmt.Errorf("lab: run: unknown peer %q (want %s, %s)", p, PeerChrony, PeerPTP4L)
-		}
 	}
 	l, err := Up(ctx, cfg)
 	if err != nil {
@@ -169,6 +159,26 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	}
 	rep.Gclock, rep.Peers = gres, results
 	return rep, nil
+}
+
+// check reports the first field of spec that Run cannot run.
+func (spec RunSpec) check() error {
+	cfg := spec.Lab
+	if err := spec.Peer.Validate(cfg.Hosts); err != nil {
+		return err
+	}
+	if err := spec.Gclock.Validate(); err != nil {
+		return err
+	}
+	if err := checkLoads(spec, cfg.PortRate); err != nil {
+		return fmt.Errorf("lab: run: %w", err)
+	}
+	for _, p := range spec.Peers {
+		if p != PeerChrony && p != PeerPTP4L {
+			return fmt.Errorf("lab: run: unknown peer %q (want %s, %s)", p, PeerChrony, PeerPTP4L)
+		}
+	}
+	return nil
 }
 
 // loadMargin is how much longer than the run the load generators may run

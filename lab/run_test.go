@@ -8,20 +8,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 // TestRun runs a short `gclock lab` run through the library: the switch
 // validated, three daemons evaluated, the report filled as --json prints it.
 func TestRun(t *testing.T) {
-	needLab(t)
-	cfg := DefaultConfig()
-	cfg.Hosts, cfg.RunDir = 3, t.TempDir()
+	cfg := parallelLab(t, 3)
+	cfg.Realtime = false // as before (DefaultConfig's)
 	gc := DefaultGclockConfig()
 	gc.Command, gc.Env = []string{os.Args[0]}, []string{daemonEnv + "=1"}
 	gc.Duration, gc.Warmup = 14*time.Second, 7*time.Second
 	pc := DefaultPeerConfig()
 	pc.Duration, pc.Warmup = gc.Duration, gc.Warmup
-	vc := DefaultValidateConfig()
+	vc := netlab.DefaultValidateConfig()
 	vc.Probes = 200
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), RunSpec{Lab: cfg, Gclock: gc, Peer: pc, Validate: &vc, Load: 1, Progress: &progress})
@@ -61,9 +62,9 @@ func TestRun(t *testing.T) {
 // TestMeasure runs a short `gclock lab measure latency` through the library:
 // a report with its latency check and the Markdown header.
 func TestMeasure(t *testing.T) {
-	needLab(t)
+	cfg := parallelLab(t, 4)
 	spec := DefaultMeasureSpec()
-	spec.Lab.RunDir = t.TempDir()
+	spec.Lab.RunDir, spec.Lab.Concurrent = cfg.RunDir, true
 	spec.Gclock.Command, spec.Gclock.Env = []string{os.Args[0]}, []string{daemonEnv + "=1"}
 	spec.Gclock.Warmup = 8 * time.Second
 	spec.Command, spec.Env = []string{os.Args[0]}, []string{measureEnv + "=1"}

@@ -294,6 +294,8 @@ func (f *forger) kinds() []string {
 
 // forge returns one forged datagram: its source, destination, payload
 // and kind (an index into f.kinds()).
+// Its length is the catalogue of spoofKinds, one case each, kept in one
+// switch so that a kind's index and its datagram sit side by side.
 func (f *forger) forge() (from, to netip.AddrPort, b []byte, kind int) {
 	if f.keys != nil {
 		return f.forgeInsider()
@@ -439,19 +441,40 @@ func SpoofSend(ctx context.Context, c SpoofSendConfig) (SpoofSendStats, error) {
 	}
 	defer lc.Close()
 	answers := make(chan [2]uint64, 1)
-	go func() {
-		var n, bytes uint64
-		buf := make([]byte, wire.MaxPacket)
-		for {
-			k, _, err := lc.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				answers <- [2]uint64{n, bytes}
-				return
-			}
-			n++
-			bytes += uint64(k)
+	go countAnswers(lc, answers)
+	sendForged(ctx, fd, f, c, &st)
+	time.Sleep(200 * time.Millisecond) // the last answers
+	lc.Close()
+	a := <-answers
+	st.Answers, st.AnswerBytes = a[0], a[1]
+	if c.Report != "" {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		if err := os.WriteFile(c.Report, b, 0o644); err != nil {
+			return st, fmt.Errorf("spoof: report: %w", err)
 		}
-	}()
+	}
+	return st, nil
+}
+
+// countAnswers counts the datagrams and bytes lc receives until it is
+// closed, then sends both on answers.
+func countAnswers(lc *net.UDPConn, answers chan<- [2]uint64) {
+	var n, bytes uint64
+	buf := make([]byte, wire.MaxPacket)
+	for {
+		k, _, err := lc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			answers <- [2]uint64{n, bytes}
+			return
+		}
+		n++
+		bytes += uint64(k)
+	}
+}
+
+// sendForged sends f's datagrams on the raw socket fd at c.Rate for
+// c.Duration (a millisecond's worth at a time), counting into st.
+func sendForged(ctx context.Context, fd int, f *forger, c SpoofSendConfig, st *SpoofSendStats) {
 	const slot = time.Millisecond
 	perSlot := float64(c.Rate) * slot.Seconds()
 	start := time.Now()
@@ -482,20 +505,9 @@ func SpoofSend(ctx context.Context, c SpoofSendConfig) (SpoofSendStats, error) {
 			late++
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the last answers
-	lc.Close()
-	a := <-answers
-	st.Answers, st.AnswerBytes = a[0], a[1]
 	if slots > 0 {
 		st.Late = float64(late) / float64(slots)
 	}
-	if c.Report != "" {
-		b, _ := json.MarshalIndent(st, "", "  ")
-		if err := os.WriteFile(c.Report, b, 0o644); err != nil {
-			return st, fmt.Errorf("spoof: report: %w", err)
-		}
-	}
-	return st, nil
 }
 
 // SpoofSendFile runs SpoofSend with the JSON config in path, until ctx
@@ -515,9 +527,9 @@ func SpoofSendFile(ctx context.Context, path string) error {
 
 // capture records the UDP datagrams to or from port that host's eth0
 // sees for d (AF_PACKET, in the host's namespace): a tap on the wire.
-func capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Captured, error) {
+func (l *Lab) capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Captured, error) {
 	var fd int
-	err := InNetns(HostNS(host), func() error {
+	err := l.InHost(host, func() error {
 		var err error
 		// ETH_P_ALL: the kernel shows a tap the host's outgoing frames
 		// only on an all-protocols socket.
@@ -565,3 +577,6 @@ func capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Cap
 	}
 	return out, nil
 }
+
+// htons puts a 16-bit value in network byte order.
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -168,7 +169,7 @@ func TestSpoof(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 40-s lab")
 	}
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
@@ -226,7 +227,7 @@ func TestSpoofInsider(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 30-s lab")
 	}
-	cfg := DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {

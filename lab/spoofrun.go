@@ -25,6 +25,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/wire/keyfile"
 )
 
@@ -116,58 +117,136 @@ func spoofDaemonConfig() daemon.Config {
 // at KillRefAt, evaluates every page against the truth every EvalEvery,
 // and returns the figures with each daemon's drop counters.
 func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error) {
-	var res SpoofResult
+	r := &spoofRun{l: l, sc: sc, n: sc.Daemons, dir: filepath.Join(l.Config().RunDir, "spoof")}
+	if err := sc.check(l.Config().Hosts); err != nil {
+		return r.res, err
+	}
+	r.res.Key, r.res.Insider = sc.Key, sc.Insider
+	if err := r.writeConfigs(); err != nil {
+		return r.res, err
+	}
+	r.start = time.Now()
+	r.procs = make([]*netlab.Proc, r.n)
+	defer func() {
+		for _, p := range r.procs {
+			if p != nil {
+				p.Stop(3 * time.Second)
+			}
+		}
+	}()
+	if err := r.startDaemons(); err != nil {
+		return r.res, err
+	}
+	r.startCapture(ctx)
+	var err error
+	r.readers, err = openPages(ctx, "spoof", r.dir, r.procs)
+	defer closePages(r.readers)
+	if err != nil {
+		return r.res, err
+	}
+	r.nodes = make([]SpoofNode, r.n)
+	for i := range r.nodes {
+		r.nodes[i].Host = i
+	}
+	r.report = filepath.Join(r.dir, "spoofer.json")
+	defer func() {
+		if r.spoofer != nil {
+			r.spoofer.Stop(3 * time.Second)
+		}
+	}()
+	r.res.FailoverMs = -1
+	if err := r.loop(ctx); err != nil {
+		return r.res, err
+	}
+	r.finish()
+	return r.res, nil
+}
+
+// check reports what in sc the lab cannot run with hosts hosts.
+func (sc SpoofConfig) check(hosts int) error {
 	n := sc.Daemons
 	switch {
 	case len(sc.Command) == 0 || len(sc.SpoofCommand) == 0:
-		return res, errors.New("lab: spoof: the daemon and spoofer commands are required")
+		return errors.New("lab: spoof: the daemon and spoofer commands are required")
 	case n < 2:
-		return res, fmt.Errorf("lab: spoof: %d daemons, want at least 2", n)
-	case l.cfg.Hosts < n+1:
-		return res, fmt.Errorf("lab: spoof: %d hosts, want %d (the daemons and the spoofer)", l.cfg.Hosts, n+1)
+		return fmt.Errorf("lab: spoof: %d daemons, want at least 2", n)
+	case hosts < n+1:
+		return fmt.Errorf("lab: spoof: %d hosts, want %d (the daemons and the spoofer)", hosts, n+1)
 	case sc.Warmup <= sc.Capture || sc.Warmup >= sc.Duration:
-		return res, fmt.Errorf("lab: spoof: want capture %v < warmup %v < duration %v", sc.Capture, sc.Warmup, sc.Duration)
+		return fmt.Errorf("lab: spoof: want capture %v < warmup %v < duration %v", sc.Capture, sc.Warmup, sc.Duration)
 	case sc.EvalEvery < time.Millisecond:
-		return res, fmt.Errorf("lab: spoof: eval interval %v below 1ms", sc.EvalEvery)
+		return fmt.Errorf("lab: spoof: eval interval %v below 1ms", sc.EvalEvery)
 	case sc.Insider && !sc.Key:
-		return res, errors.New("lab: spoof: an insider needs the cluster to have a key")
+		return errors.New("lab: spoof: an insider needs the cluster to have a key")
 	}
-	res.Key, res.Insider = sc.Key, sc.Insider
-	keyFile := ""
-	dir := filepath.Join(l.cfg.RunDir, "spoof")
+	return nil
+}
+
+// spoofRun is one RunSpoof: the daemons, the tap, the spoofer and the
+// evaluation of the daemons under attack.
+type spoofRun struct {
+	l   *Lab
+	sc  SpoofConfig
+	n   int    // daemons, on hosts 0..n-1; the spoofer on host n
+	dir string // configs, logs, pages, sockets, capture, spoofer report
+	res SpoofResult
+
+	base      daemon.Config
+	keyFile   string            // the cluster key ("" without)
+	peerAddrs map[uint32]string // the daemons' addresses by node id
+	clocks    []*hostClock
+	procs     []*netlab.Proc // nil: stopped (the killed reference)
+	readers   []*gtime.Reader
+	nodes     []SpoofNode
+	start     time.Time
+
+	capDone chan error // the tap's end
+	capFile string     // "" without a capture
+	spoofer *netlab.Proc
+	report  string // the spoofer's JSON report
+
+	killed, takenOver bool
+	killedAt          time.Time
+	lastPoll          time.Time
+}
+
+// writeConfigs makes r.dir, the cluster key (with SpoofConfig.Key) and the
+// daemons' clocks and configs.
+func (r *spoofRun) writeConfigs() error {
+	sc, dir := r.sc, r.dir
 	if err := os.RemoveAll(dir); err != nil {
-		return res, fmt.Errorf("lab: spoof: %w", err)
+		return fmt.Errorf("lab: spoof: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return res, fmt.Errorf("lab: spoof: %w", err)
+		return fmt.Errorf("lab: spoof: %w", err)
 	}
-	res.Logs = dir
-	base := spoofDaemonConfig()
+	r.res.Logs = dir
+	r.base = spoofDaemonConfig()
 	if sc.Key {
 		line, err := keyfile.NewLine(1)
 		if err != nil {
-			return res, fmt.Errorf("lab: spoof: %w", err)
+			return fmt.Errorf("lab: spoof: %w", err)
 		}
 		kf := filepath.Join(dir, "cluster.key")
 		if err := os.WriteFile(kf, []byte(line), 0o600); err != nil {
-			return res, fmt.Errorf("lab: spoof: %w", err)
+			return fmt.Errorf("lab: spoof: %w", err)
 		}
-		base.Auth = daemon.AuthConfig{KeyFile: kf, KeyID: 1}
-		keyFile = kf
+		r.base.Auth = daemon.AuthConfig{KeyFile: kf, KeyID: 1}
+		r.keyFile = kf
 	}
 	origin := gtime.RawNow()
 	rng := rand.New(rand.NewPCG(sc.Seed, 0x73706f6f66))
 	var peers []daemon.Peer
 	var order []uint32
-	peerAddrs := map[uint32]string{}
-	for i := range n {
-		a := net.JoinHostPort(HostAddr(i).String(), strconv.Itoa(DaemonPort))
+	r.peerAddrs = map[uint32]string{}
+	for i := range r.n {
+		a := net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(DaemonPort))
 		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: a})
 		order = append(order, uint32(i+1))
-		peerAddrs[uint32(i+1)] = a
+		r.peerAddrs[uint32(i+1)] = a
 	}
-	clocks := make([]*hostClock, n)
-	for i := range n {
+	r.clocks = make([]*hostClock, r.n)
+	for i := range r.n {
 		conf := daemon.EmulatedClockConfig{
 			Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(sc.MaxOffset))),
 			DriftPPM:  math.Round((2*rng.Float64()-1)*sc.MaxDriftPPM*1000) / 1000,
@@ -176,220 +255,235 @@ func (l *Lab) RunSpoof(ctx context.Context, sc SpoofConfig) (SpoofResult, error)
 		}
 		emu, err := clock.NewEmulated(clock.EmuParams{Origin: origin, Offset: int64(conf.Offset), DriftPPM: conf.DriftPPM, Seed: conf.Seed})
 		if err != nil {
-			return res, fmt.Errorf("lab: spoof: host %d clock: %w", i, err)
+			return fmt.Errorf("lab: spoof: host %d clock: %w", i, err)
 		}
-		clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true, OffsetNs: int64(conf.Offset), DriftPPM: conf.DriftPPM}, emu: emu, conf: conf}
-		res.Clocks = append(res.Clocks, clocks[i].truth)
-		c := base
+		r.clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true, OffsetNs: int64(conf.Offset), DriftPPM: conf.DriftPPM}, emu: emu, conf: conf}
+		r.res.Clocks = append(r.res.Clocks, r.clocks[i].truth)
+		c := r.base
 		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
 		c.Peers, c.Reference.Order = peers, order
 		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: conf}
 		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
-		c.Metrics.Listen = "unix:" + filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))
+		c.Metrics.Listen = "unix:" + r.metrics(i)
 		b, err := yaml.Marshal(&c)
 		if err != nil {
-			return res, fmt.Errorf("lab: spoof: host %d config: %w", i, err)
+			return fmt.Errorf("lab: spoof: host %d config: %w", i, err)
 		}
 		if _, err := daemon.Parse(b); err != nil {
-			return res, fmt.Errorf("lab: spoof: host %d config: %w", i, err)
+			return fmt.Errorf("lab: spoof: host %d config: %w", i, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)), b, 0o644); err != nil {
-			return res, fmt.Errorf("lab: spoof: %w", err)
+			return fmt.Errorf("lab: spoof: %w", err)
 		}
 	}
-	start := time.Now()
-	procs := make([]*Proc, n)
-	defer func() {
-		for _, p := range procs {
-			if p != nil {
-				p.Stop(3 * time.Second)
-			}
-		}
-	}()
-	for i := range n {
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("h%d.log", i)))
+	return nil
+}
+
+// metrics is host i's metrics socket.
+func (r *spoofRun) metrics(i int) string {
+	return filepath.Join(r.dir, fmt.Sprintf("metrics-h%d.sock", i))
+}
+
+// startDaemons starts every host's daemon into r.procs.
+func (r *spoofRun) startDaemons() error {
+	for i := range r.n {
+		logf, err := os.Create(filepath.Join(r.dir, fmt.Sprintf("h%d.log", i)))
 		if err != nil {
-			return res, fmt.Errorf("lab: spoof: %w", err)
+			return fmt.Errorf("lab: spoof: %w", err)
 		}
-		argv := append(append([]string(nil), sc.Command...), "-config", filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)))
-		procs[i], err = l.ExecEnv(i, argv, sc.Env, ExecOptions{Stdout: logf, Stderr: logf})
+		argv := append(append([]string(nil), r.sc.Command...), "-config", filepath.Join(r.dir, fmt.Sprintf("h%d.yaml", i)))
+		r.procs[i], err = r.l.ExecEnv(i, argv, r.sc.Env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
-			return res, fmt.Errorf("lab: spoof: %w", err)
+			return fmt.Errorf("lab: spoof: %w", err)
 		}
 	}
-	// The tap on host 1 (node 2), from the start: the spoofer's copy of
-	// old valid traffic.
-	capDone := make(chan error, 1)
-	capFile := ""
-	if sc.Capture > 0 {
-		capFile = filepath.Join(dir, "capture.bin")
-		go func() {
-			cs, err := capture(ctx, 1, DaemonPort, sc.Capture)
-			if err == nil {
-				var fh *os.File
-				if fh, err = os.Create(capFile); err == nil {
-					err = errors.Join(WriteCapture(fh, cs), fh.Close())
-				}
+	return nil
+}
+
+// startCapture starts the tap on host 1 (node 2), from the start: the
+// spoofer's copy of old valid traffic. r.capDone says when it is written.
+func (r *spoofRun) startCapture(ctx context.Context) {
+	r.capDone = make(chan error, 1)
+	if r.sc.Capture <= 0 {
+		r.capDone <- nil
+		return
+	}
+	r.capFile = filepath.Join(r.dir, "capture.bin")
+	go func() {
+		cs, err := r.l.capture(ctx, 1, DaemonPort, r.sc.Capture)
+		if err == nil {
+			var fh *os.File
+			if fh, err = os.Create(r.capFile); err == nil {
+				err = errors.Join(WriteCapture(fh, cs), fh.Close())
 			}
-			capDone <- err
-		}()
-	} else {
-		capDone <- nil
-	}
-	readers, err := openPages(ctx, "spoof", dir, procs)
-	defer closePages(readers)
-	if err != nil {
-		return res, err
-	}
-	nodes := make([]SpoofNode, n)
-	for i := range nodes {
-		nodes[i].Host = i
-	}
-	var spoofer *Proc
-	report := filepath.Join(dir, "spoofer.json")
-	defer func() {
-		if spoofer != nil {
-			spoofer.Stop(3 * time.Second)
 		}
+		r.capDone <- err
 	}()
-	killed, takenOver := false, false
-	var killedAt time.Time
-	res.FailoverMs = -1
+}
+
+// loop evaluates the daemons every EvalEvery for Duration: the spoofer
+// starts after the warm-up, the reference is killed at KillRefAt.
+func (r *spoofRun) loop(ctx context.Context) error {
+	sc := r.sc
 	tick := time.NewTicker(sc.EvalEvery)
 	defer tick.Stop()
-	lastPoll := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
-		el := time.Since(start)
+		el := time.Since(r.start)
 		if el >= sc.Duration {
-			break
+			return nil
 		}
-		if spoofer == nil && el >= sc.Warmup {
-			if err := <-capDone; err != nil {
-				return res, fmt.Errorf("lab: spoof: %w", err)
-			}
-			if capFile != "" {
-				if fh, err := os.Open(capFile); err == nil {
-					cs, _ := ReadCapture(fh)
-					fh.Close()
-					res.Captured = len(cs)
-				}
-			}
-			var keyID uint32
-			if sc.Key {
-				keyID = 1
-			}
-			scfg := SpoofSendConfig{Peers: peerAddrs, Own: net.JoinHostPort(HostAddr(n).String(), strconv.Itoa(DaemonPort)),
-				KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: capFile, Seed: sc.Seed, Report: report,
-				MaxDrift: base.Sync.MaxDriftPPM / 1e6}
-			if sc.Insider {
-				scfg.KeyFile = keyFile
-			}
-			b, _ := json.Marshal(scfg)
-			cf := filepath.Join(dir, "spoofer-config.json")
-			if err := os.WriteFile(cf, b, 0o644); err != nil {
-				return res, fmt.Errorf("lab: spoof: %w", err)
-			}
-			logf, err := os.Create(filepath.Join(dir, "spoofer.log"))
-			if err != nil {
-				return res, fmt.Errorf("lab: spoof: %w", err)
-			}
-			spoofer, err = l.ExecEnv(n, append(append([]string(nil), sc.SpoofCommand...), "-config", cf), sc.SpoofEnv, ExecOptions{Stdout: logf, Stderr: logf})
-			logf.Close()
-			if err != nil {
-				return res, fmt.Errorf("lab: spoof: %w", err)
+		if r.spoofer == nil && el >= sc.Warmup {
+			if err := r.startSpoofer(el); err != nil {
+				return err
 			}
 		}
-		if !killed && sc.KillRefAt > 0 && el >= sc.KillRefAt {
-			nodes[0].scrape(filepath.Join(dir, "metrics-h0.sock"))
-			procs[0].Stop(3 * time.Second)
-			procs[0] = nil
-			killed, killedAt = true, time.Now()
+		if !r.killed && sc.KillRefAt > 0 && el >= sc.KillRefAt {
+			r.nodes[0].scrape(r.metrics(0))
+			r.procs[0].Stop(3 * time.Second)
+			r.procs[0] = nil
+			r.killed, r.killedAt = true, time.Now()
 		}
-		if killed && res.FailoverMs < 0 && time.Since(lastPoll) >= 100*time.Millisecond {
-			lastPoll = time.Now()
-			all := true
-			for i := 1; i < n; i++ {
-				if f, err := scrapeFamilies(filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i))); err != nil || gaugeValue(f, "gclock_reference_id") != 2 {
-					all = false
-				}
-			}
-			if all {
-				res.FailoverMs = float64(time.Since(killedAt).Microseconds()) / 1e3
-			}
+		if r.killed && r.res.FailoverMs < 0 && time.Since(r.lastPoll) >= 100*time.Millisecond {
+			r.pollFailover()
 		}
-		for i, p := range procs {
+		for i, p := range r.procs {
 			if p == nil {
 				continue
 			}
 			select {
 			case <-p.Done():
-				return res, fmt.Errorf("lab: spoof: the daemon of host %d exited early (%v); see %s", i, p.Err(), dir)
+				return fmt.Errorf("lab: spoof: the daemon of host %d exited early (%v); see %s", i, p.Err(), r.dir)
 			default:
 			}
 		}
-		r := gtime.RawNow()
-		// Global time is host 0's clock until host 1 takes over; from
-		// then on it is what host 1 serves (its frozen estimate of the old
-		// scale, docs/daemon.md "Reference failover"), and host 1, the
-		// reference, is no longer evaluated.
-		truth := clocks[0].at(r)
-		if killed && !takenOver {
-			if in, err := readers[1].Info(); err == nil && in.Reference == 2 {
-				takenOver = true
-			}
-		}
-		if takenOver {
-			t1, err := readers[1].At(r)
-			if err != nil {
-				return res, fmt.Errorf("lab: spoof: host 1: %w", err)
-			}
-			truth = t1.Est
-		}
-		for i, rd := range readers {
-			if procs[i] == nil || (takenOver && i == 1) {
-				continue // stopped, or the reference
-			}
-			t, err := rd.At(r)
-			if err != nil {
-				return res, fmt.Errorf("lab: spoof: host %d: %w", i, err)
-			}
-			if el < sc.Warmup {
-				continue
-			}
-			nd := &nodes[i]
-			nd.Evaluations++
-			if truth < t.Earliest || truth > t.Latest {
-				nd.Outside++
-			}
-			if t.Status == gtime.StatusSynced {
-				nd.Synced++
-				nd.MaxAbsErrNs = max(nd.MaxAbsErrNs, satmath.Abs(satmath.Sub(t.Est, truth)))
-				nd.MaxWidthNs = max(nd.MaxWidthNs, t.Width())
-			}
+		if err := r.evaluate(el); err != nil {
+			return err
 		}
 	}
-	if spoofer != nil {
+}
+
+// startSpoofer starts the spoofer on host n once the tap is written, for
+// the rest of the run (el of Duration gone).
+func (r *spoofRun) startSpoofer(el time.Duration) error {
+	sc := r.sc
+	if err := <-r.capDone; err != nil {
+		return fmt.Errorf("lab: spoof: %w", err)
+	}
+	if r.capFile != "" {
+		if fh, err := os.Open(r.capFile); err == nil {
+			cs, _ := ReadCapture(fh)
+			fh.Close()
+			r.res.Captured = len(cs)
+		}
+	}
+	var keyID uint32
+	if sc.Key {
+		keyID = 1
+	}
+	scfg := SpoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(DaemonPort)),
+		KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: r.capFile, Seed: sc.Seed, Report: r.report,
+		MaxDrift: r.base.Sync.MaxDriftPPM / 1e6}
+	if sc.Insider {
+		scfg.KeyFile = r.keyFile
+	}
+	b, _ := json.Marshal(scfg)
+	cf := filepath.Join(r.dir, "spoofer-config.json")
+	if err := os.WriteFile(cf, b, 0o644); err != nil {
+		return fmt.Errorf("lab: spoof: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(r.dir, "spoofer.log"))
+	if err != nil {
+		return fmt.Errorf("lab: spoof: %w", err)
+	}
+	r.spoofer, err = r.l.ExecEnv(r.n, append(append([]string(nil), sc.SpoofCommand...), "-config", cf), sc.SpoofEnv, netlab.ExecOptions{Stdout: logf, Stderr: logf})
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("lab: spoof: %w", err)
+	}
+	return nil
+}
+
+// pollFailover sets FailoverMs once every surviving daemon names node 2
+// its reference.
+func (r *spoofRun) pollFailover() {
+	r.lastPoll = time.Now()
+	for i := 1; i < r.n; i++ {
+		if f, err := scrapeFamilies(r.metrics(i)); err != nil || gaugeValue(f, "gclock_reference_id") != 2 {
+			return
+		}
+	}
+	r.res.FailoverMs = float64(time.Since(r.killedAt).Microseconds()) / 1e3
+}
+
+// evaluate reads every running daemon's page against the truth, counting
+// after the warm-up (el into the run).
+func (r *spoofRun) evaluate(el time.Duration) error {
+	now := gtime.RawNow()
+	// Global time is host 0's clock until host 1 takes over; from
+	// then on it is what host 1 serves (its frozen estimate of the old
+	// scale, docs/daemon.md "Reference failover"), and host 1, the
+	// reference, is no longer evaluated.
+	truth := r.clocks[0].at(now)
+	if r.killed && !r.takenOver {
+		if in, err := r.readers[1].Info(); err == nil && in.Reference == 2 {
+			r.takenOver = true
+		}
+	}
+	if r.takenOver {
+		t1, err := r.readers[1].At(now)
+		if err != nil {
+			return fmt.Errorf("lab: spoof: host 1: %w", err)
+		}
+		truth = t1.Est
+	}
+	for i, rd := range r.readers {
+		if r.procs[i] == nil || (r.takenOver && i == 1) {
+			continue // stopped, or the reference
+		}
+		t, err := rd.At(now)
+		if err != nil {
+			return fmt.Errorf("lab: spoof: host %d: %w", i, err)
+		}
+		if el < r.sc.Warmup {
+			continue
+		}
+		nd := &r.nodes[i]
+		nd.Evaluations++
+		if truth < t.Earliest || truth > t.Latest {
+			nd.Outside++
+		}
+		if t.Status == gtime.StatusSynced {
+			nd.Synced++
+			nd.MaxAbsErrNs = max(nd.MaxAbsErrNs, satmath.Abs(satmath.Sub(t.Est, truth)))
+			nd.MaxWidthNs = max(nd.MaxWidthNs, t.Width())
+		}
+	}
+	return nil
+}
+
+// finish waits for the spoofer's report and scrapes the running daemons.
+func (r *spoofRun) finish() {
+	if r.spoofer != nil {
 		select {
-		case <-spoofer.Done():
+		case <-r.spoofer.Done():
 		case <-time.After(5 * time.Second):
 		}
-		if b, err := os.ReadFile(report); err == nil {
-			json.Unmarshal(b, &res.Spoofer)
+		if b, err := os.ReadFile(r.report); err == nil {
+			json.Unmarshal(b, &r.res.Spoofer)
 		}
 	}
-	for i := range n {
-		if procs[i] != nil {
-			nodes[i].scrape(filepath.Join(dir, fmt.Sprintf("metrics-h%d.sock", i)))
+	for i := range r.n {
+		if r.procs[i] != nil {
+			r.nodes[i].scrape(r.metrics(i))
 		}
 	}
-	res.Nodes = nodes
-	return res, nil
+	r.res.Nodes = r.nodes
 }
 
 // scrape fills the node's counters from its metrics.

@@ -138,7 +138,7 @@ func TestBusyTargetsCheckRun(t *testing.T) {
 	}
 	// The default targets do not check the hosts.
 	if n, m := len(DefaultTargets().CheckRun(base)), len(DefaultTargets().Check(base.Summary, base.Compare)); n != m {
-		t.Errorf("DefaultTargets().CheckRun: %d checks, Check %d", n, m)
+		t.Errorf("DefaultTargets().CheckRun: %d checks, netlab.Check %d", n, m)
 	}
 	if ns, h := WorstHostMedian(base.Nodes); ns != 900 || h != 2 {
 		t.Errorf("WorstHostMedian = %d, h%d; want 900, h2", ns, h)

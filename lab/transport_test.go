@@ -8,6 +8,7 @@ import (
 
 	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
@@ -61,7 +62,7 @@ func TestTransportThroughSwitch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
-			l, err := Up(ctx, Config{Hosts: 2, Link: netmodel.Link{Forward: tt.model, Reverse: tt.model}, Seed: uint64(7 + i)})
+			l, err := Up(ctx, netlab.Config{Hosts: 2, Link: netmodel.Link{Forward: tt.model, Reverse: tt.model}, Seed: uint64(7 + i)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/timeline"
@@ -53,20 +54,20 @@ func gclockBinary(t *testing.T, dir string) string {
 // evaluator, which knows the hidden clocks, checks that page against it.
 //
 // OpenMPI starts the ranks in the namespaces through its rsh launcher with
-// `ip netns exec` as the agent; mpirun itself runs in gclab-h0, so that its
+// `ip netns exec` as the agent; mpirun itself runs in host 0's namespace, so that its
 // daemons reach it over the lab's network.
 func TestLab(t *testing.T) {
 	if !*labRun {
 		t.Skip("the lab run is long and needs root: go test ./mpi -run TestLab -lab -v")
 	}
 	dir := built(t)
-	if err := lab.Check(); err != nil {
+	if err := netlab.Check(); err != nil {
 		t.Skipf("no lab here: %v", err)
 	}
 	gclock := gclockBinary(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := lab.DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Seed = *labSeed
 	cfg.RunDir = filepath.Join(t.TempDir(), "lab")
 	l, err := lab.Up(ctx, cfg)
@@ -155,14 +156,14 @@ func TestLab(t *testing.T) {
 while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
 h=$1; shift
 mkdir -p `+tmp+`/tmp-$h
-exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+`/tmp-$h /bin/sh -c "$*"
+exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h##*-} TMPDIR=`+tmp+`/tmp-$h /bin/sh -c "$*"
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	hostfile := filepath.Join(tmp, "hosts")
 	var hf strings.Builder
 	for h := 0; h < cfg.Hosts; h++ {
-		fmt.Fprintf(&hf, "gclab-h%d slots=1\n", h)
+		fmt.Fprintf(&hf, "%s slots=1\n", l.HostNS(h))
 	}
 	if err := os.WriteFile(hostfile, []byte(hf.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -170,7 +171,7 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h#gclab-} TMPDIR=`+tmp+
 	run := func(env map[string]string, argv ...string) string {
 		t.Helper()
 		outDir := t.TempDir()
-		args := []string{"netns", "exec", "gclab-h0", "mpirun", "--allow-run-as-root", "-np", strconv.Itoa(cfg.Hosts),
+		args := []string{"netns", "exec", l.HostNS(0), "mpirun", "--allow-run-as-root", "-np", strconv.Itoa(cfg.Hosts),
 			"--hostfile", hostfile, "--map-by", "node", "--output-filename", outDir,
 			"--mca", "plm_rsh_agent", agent,
 			"--mca", "rtc", "^hwloc", // its shared-memory topology crashes orted started beside mpirun's

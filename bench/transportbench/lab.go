@@ -11,6 +11,7 @@ import (
 
 	"github.com/gclock/gclock/bench/workload"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
@@ -49,13 +50,13 @@ func Lab(ctx context.Context, cfg LabConfig) ([]Row, error) {
 	var rows []Row
 	for i, loss := range cfg.Losses {
 		m := netmodel.Model{Delay: cfg.Delay, Loss: loss}
-		lcfg := lab.Config{Hosts: 2, Link: netmodel.Link{Forward: m, Reverse: m}, Seed: cfg.Seed + uint64(i), BusyPoll: lab.DefaultBusyPoll, Logger: cfg.Logger}
+		lcfg := netlab.Config{Hosts: 2, Link: netmodel.Link{Forward: m, Reverse: m}, Seed: cfg.Seed + uint64(i), BusyPoll: netlab.DefaultBusyPoll, Logger: cfg.Logger}
 		l, err := lab.Up(ctx, lcfg)
 		if err != nil {
 			return rows, fmt.Errorf("transportbench: lab at loss %g: %w", loss, err)
 		}
 		if cfg.FragTime > 0 {
-			if err := setFragTime(ctx, cfg.FragTime); err != nil {
+			if err := setFragTime(ctx, l, cfg.FragTime); err != nil {
 				l.Down()
 				return rows, err
 			}
@@ -116,12 +117,12 @@ func labPages(ctx context.Context, l *lab.Lab, cfg LabConfig, ackEvery bool) (Ro
 }
 
 // setFragTime sets net.ipv4.ipfrag_time in both hosts of the lab.
-func setFragTime(ctx context.Context, d time.Duration) error {
+func setFragTime(ctx context.Context, l *lab.Lab, d time.Duration) error {
 	secs := max(int64(d/time.Second), 1)
 	for h := range 2 {
-		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", lab.HostNS(h), "sysctl", "-qw", "net.ipv4.ipfrag_time="+strconv.FormatInt(secs, 10)).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", l.HostNS(h), "sysctl", "-qw", "net.ipv4.ipfrag_time="+strconv.FormatInt(secs, 10)).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("transportbench: ipfrag_time in %s: %w (%s)", lab.HostNS(h), err, out)
+			return fmt.Errorf("transportbench: ipfrag_time in %s: %w (%s)", l.HostNS(h), err, out)
 		}
 	}
 	return nil

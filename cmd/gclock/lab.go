@@ -19,6 +19,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/sim"
 )
@@ -31,15 +32,16 @@ const labUsage = `usage:
   gclock lab [flags]            build the lab, validate its switch, run the comparison, clean up
   gclock lab validate [flags]   build a lab, measure what its switch delivers, clean up
   gclock lab up [flags]         build the lab and keep it until interrupted (for manual work)
-  gclock lab down               remove every gclab-* namespace and the processes inside them
+  gclock lab down [-force]      remove what ended labs left (gclab-* namespaces, the processes inside them)
   gclock lab bench-transport [flags]  page transfer between two lab hosts, ACK omission vs an ACK per message (docs/transport.md)
   gclock lab bench [--seeds 1-6] [-o F.md] [flags]  the comparison once per seed, a report against gclock's accuracy targets
   gclock lab measure [latency|report] [flags]  distributed operations and one-way latency timed in global time, against the truth (docs/measure.md)
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
   gclock lab spoof [flags]      daemons under a spoofer's forged and replayed datagrams, with and without a cluster key (docs/daemon.md)
 
-The lab: hosts gclab-h0.. (10.77.0.(i+1)/24 on eth0), one switch namespace
-gclab-sw running gclock's userspace switch. Runs as root. Link syntax:
+The lab: hosts gclab-RUN-h0.. (10.77.0.(i+1)/24 on eth0; RUN is the pid of
+the lab's process and a count), one switch namespace gclab-RUN-sw running
+gclock's userspace switch. Runs as root. Link syntax:
   direct | fixed:100us | uniform|normal|pareto:DELAY:JITTER [/REVERSE] [,loss=1%][,dup=..][,reorder=..][,asym=20us]
 
 flags:
@@ -99,9 +101,9 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the link models")
 	fs.BoolVar(&f.schedFIFO, "sched-fifo", true, "run the switch thread under SCHED_FIFO")
 	usage.Alias(fs, "realtime", "sched-fifo")
-	fs.DurationVar(&f.spin, "spin", lab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
-	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
-	fs.DurationVar(&f.warm, "warm-after", lab.DefaultWarmAfter, "the switch makes a warm-up write before a release after this long without one (0: never)")
+	fs.DurationVar(&f.spin, "spin", netlab.DefaultSpinWindow, "the switch spins this long before each release instead of sleeping")
+	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
+	fs.DurationVar(&f.warm, "warm-after", netlab.DefaultWarmAfter, "the switch makes a warm-up write before a release after this long without one (0: never)")
 	fs.IntVar(&f.probes, "probes", 2000, "validation probes per direction (one every -interval)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.IntVar(&f.ptpSync, "ptp-sync", -4, "ptp4l logSyncInterval (log2 s; -4 = 16 Hz like chrony's polls)")
@@ -176,8 +178,8 @@ func (f *labFlags) wanderModel() (lab.Wander, error) {
 }
 
 // validateConfig is the validation the flags ask for.
-func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
-	vc := lab.DefaultValidateConfig()
+func (f *labFlags) validateConfig() (netlab.ValidateConfig, error) {
+	vc := netlab.DefaultValidateConfig()
 	vc.Probes = f.probes
 	vc.Stagger = f.stagger
 	vc.Interval = f.interval
@@ -191,12 +193,12 @@ func (f *labFlags) validateConfig() (lab.ValidateConfig, error) {
 	return vc, nil
 }
 
-func (f *labFlags) config() (lab.Config, error) {
+func (f *labFlags) config() (netlab.Config, error) {
 	link, err := netmodel.ParseLink(f.link)
 	if err != nil {
-		return lab.Config{}, fmt.Errorf("--link: %w", err)
+		return netlab.Config{}, fmt.Errorf("--link: %w", err)
 	}
-	cfg := lab.DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts = f.hosts
 	cfg.Link = link
 	if link.Direct && f.hosts != 2 {
@@ -208,7 +210,7 @@ func (f *labFlags) config() (lab.Config, error) {
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
 	if cfg.PortRate, err = f.portRateBps(); err != nil {
-		return lab.Config{}, err
+		return netlab.Config{}, err
 	}
 	cfg.FrameLog = f.frameLog
 	level := slog.LevelWarn
@@ -267,10 +269,10 @@ func runLab(args []string) error {
 			case len(args) > 1:
 				return usage.Errorf("lab down takes only -force (got %q)", args[1:])
 			}
-			if err := lab.Check(); err != nil {
+			if err := netlab.Check(); err != nil {
 				return err
 			}
-			return lab.Down(slog.New(slog.NewTextHandler(os.Stderr, nil)), force)
+			return netlab.Down(slog.New(slog.NewTextHandler(os.Stderr, nil)), force)
 		case "validate":
 			return runLabValidate(args[1:])
 		case "up":
@@ -290,7 +292,7 @@ func runLab(args []string) error {
 		case "loadgen": // run by the lab in its namespaces (--cross, --flood)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return lab.LoadGenMain(ctx, args[1:], os.Stderr)
+			return netlab.LoadGenMain(ctx, args[1:], os.Stderr)
 		}
 	}
 	fs := flag.NewFlagSet("gclock lab", flag.ContinueOnError)
@@ -322,7 +324,7 @@ func runLab(args []string) error {
 	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
-		lab.PrintValidation(os.Stdout, rep.Validation)
+		netlab.PrintValidation(os.Stdout, rep.Validation)
 	}
 	fmt.Printf("\ngclock (%s clocks; host 0 is the reference), %v run, first %v excluded; daemon logs in %s\n",
 		f.clocks, f.duration, f.warmup, gres.Logs)
@@ -364,7 +366,7 @@ type labMeasurement struct {
 	rep   lab.RunReport
 	gres  lab.GclockResult
 	peers []lab.PeerResult
-	vc    lab.ValidateConfig
+	vc    netlab.ValidateConfig
 	pc    lab.PeerConfig
 }
 
@@ -588,7 +590,7 @@ func runLabValidate(args []string) error {
 	}
 	fmt.Printf("link %s, switch sched-fifo=%v spin=%v; one-way delays from kernel TX/RX timestamps (us):\n",
 		cfg.Link, cfg.Realtime, cfg.SpinWindow)
-	lab.PrintValidation(os.Stdout, rs)
+	netlab.PrintValidation(os.Stdout, rs)
 	return nil
 }
 
@@ -611,8 +613,8 @@ func runLabUp(args []string) error {
 		return err
 	}
 	defer l.Down()
-	fmt.Fprintf(os.Stderr, "gclock lab: %d hosts up (ip netns exec %s ...), link %s; Ctrl-C removes them\n",
-		cfg.Hosts, lab.HostNS(0), cfg.Link)
+	fmt.Fprintf(os.Stderr, "gclock lab: %d hosts up as namespaces %s..h%d (ip netns exec %s ...), link %s; Ctrl-C removes them\n",
+		cfg.Hosts, l.HostNS(0), cfg.Hosts-1, l.HostNS(0), cfg.Link)
 	<-ctx.Done()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -51,7 +52,7 @@ func TestLabBenchReport(t *testing.T) {
 			LoadAvgStart: [3]float64{1.5, 1, 1}, LoadAvgEnd: [3]float64{2.25, 1, 1}}
 		if profile == "cross30" {
 			rep.Cross, rep.PortRate = 0.3, 1e9
-			rep.Ports = []lab.PortStats{{Port: 0, Util: 0.29}, {Port: 1, Util: 0.31}}
+			rep.Ports = []netlab.PortStats{{Port: 0, Util: 0.29}, {Port: 1, Util: 0.31}}
 		}
 		return labBenchRun{Profile: profile, Seed: seed, Report: rep, Checks: tg.CheckRun(rep)}
 	}

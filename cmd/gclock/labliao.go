@@ -14,6 +14,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 const labLiaoUsage = `usage: gclock lab measure liao-fig2 [-fig3] [-dir D] [flags]
@@ -107,7 +108,7 @@ func runLabLiaoFig(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		if err := lab.Check(); err != nil {
+		if err := netlab.Check(); err != nil {
 			return err
 		}
 		spec := a.spec

@@ -15,6 +15,7 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 	"github.com/gclock/gclock/netmodel"
 )
@@ -94,7 +95,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
 	fs.BoolVar(&f.schedFIFO, "sched-fifo", true, "run the switch thread under SCHED_FIFO")
 	usage.Alias(fs, "realtime", "sched-fifo")
-	fs.DurationVar(&f.busy, "busy-poll", lab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
+	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
 	fs.BoolVar(&f.verbose, "v", false, "log progress to stderr")
 	fs.StringVar(&f.op, "op", measure.OpAllreduce, "operation: barrier, reduce, allreduce, page")
 	fs.IntVar(&f.runs, "runs", 300, "iterations (each: a scheduled and a barrier-started execution)")
@@ -113,7 +114,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.plotErr, "plot-errors", "", "draw each method's |error| distribution into FILE.png or FILE.svg")
 	fs.StringVar(&f.dir, "dir", "measure-report", "report: the directory of report.md and the figures")
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON")
-	fs.StringVar(&f.runDir, "run-dir", lab.DefaultRunDir, "the lab's run directory: the daemons' configs, pages and logs (gclock/), the nodes' stamps and logs (measure/), kept after the run")
+	fs.StringVar(&f.runDir, "run-dir", netlab.DefaultRunDir, "the lab's run directory: the daemons' configs, pages and logs (gclock/), the nodes' stamps and logs (measure/), kept after the run")
 	fs.StringVar(&f.series, "series", "", "write the daemons' evaluation against the truth (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
 	fs.BoolVar(&f.measurements, "measurements", false, "every daemon logs the exchanges it receives to measurements-h<i>.csv in the run directory's gclock/")
 }
@@ -137,7 +138,7 @@ func runLabMeasure(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (subcommands: latency, report)", fs.Arg(0))
 	}
-	if err := lab.Check(); err != nil {
+	if err := netlab.Check(); err != nil {
 		return err
 	}
 	spec, err := f.spec(stderr)
@@ -274,7 +275,7 @@ func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer)
 			Gclock      lab.GclockSummary   `json:"gclock"`
 			Nodes       []lab.GclockSummary `json:"gclock_nodes"`
 			PageBusy    uint64              `json:"page_busy_reads"` // the evaluator's page reads that found a daemon mid-update
-			Switch      []lab.DirStats      `json:"switch,omitempty"`
+			Switch      []netlab.DirStats   `json:"switch,omitempty"`
 			Checks      []measure.Check     `json:"checks"`
 		}{r.Spec.Link, r.Spec.Lab.Seed, r.Spec.Load, r.Spec.LoadOutside, r.Spec.Cross, r.Spec.Lab.PortRate,
 			[2][3]float64{r.LoadAvgStart, r.LoadAvgEnd}, r.Result, r.KeptLate, r.Run.Gclock.Summary, r.Run.Gclock.Nodes, r.Run.Gclock.PageBusyReads, r.Switch, r.Checks()})

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
+	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/eval"
-	"github.com/gclock/gclock/lab"
 )
 
 // labReplayRow is one file's (or all files') replay figures, |error| in ns.
@@ -44,7 +44,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	rc := lab.DefaultReplayConfig()
+	rc := daemon.DefaultReplayConfig()
 	points := fs.Int("center-points", 0, "exchanges per side the centre line is fitted to (0: the default, 15)")
 	band := fs.Duration("center-band", 0, "or all within this of the line's margin (0: the default, 500ns)")
 	window := fs.Int("window", rc.Hull.Window, "exchanges the hull keeps")
@@ -66,12 +66,12 @@ flags:
 		if err != nil {
 			return fmt.Errorf("lab replay: %w", err)
 		}
-		ms, err := lab.ReadMeasurements(f, path)
+		ms, err := daemon.ReadMeasurements(f, path)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("lab replay: %w", err)
 		}
-		res, err := lab.Replay(ms, rc)
+		res, err := daemon.Replay(ms, rc)
 		if err != nil {
 			return fmt.Errorf("lab replay: %s: %w", path, err)
 		}

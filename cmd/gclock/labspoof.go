@@ -12,6 +12,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 )
 
 const labSpoofUsage = `usage: gclock lab spoof [flags]
@@ -67,7 +68,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 	if *insider {
 		keys = []bool{true}
 	}
-	if err := lab.Check(); err != nil {
+	if err := netlab.Check(); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -76,7 +77,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := lab.DefaultConfig()
+	cfg := netlab.DefaultConfig()
 	cfg.Hosts, cfg.Realtime, cfg.Seed = *daemons+1, true, *seed
 	cfg.RunDir, err = os.MkdirTemp("", "gclab-spoof-")
 	if err != nil {

@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"context"
@@ -254,5 +254,115 @@ func TestUpWaitsForLock(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Up still waiting 30 s after the first lab's Down")
+	}
+}
+
+func TestNsOwner(t *testing.T) {
+	tests := []struct {
+		ns   string
+		want int
+	}{
+		{"gclab-4711-2-h0", 4711},
+		{"gclab-4711-12-sw", 4711},
+		{"gclab-h0", 0}, // an older gclock's fixed names
+		{"gclab-sw", 0},
+		{"gclab-stale-test", 0},
+		{"gclab--1-h0", 0},
+		{"gclab-0-1-h0", 0},
+		{"gclab-4711", 0},
+		{"other-4711-1-h0", 0},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		if got := nsOwner(tt.ns); got != tt.want {
+			t.Errorf("nsOwner(%q) = %d, want %d", tt.ns, got, tt.want)
+		}
+	}
+}
+
+// TestConcurrentLabs brings up two Concurrent labs at once: each has
+// namespaces of its own, an exclusive Up waits for both, one's Down leaves
+// the other's namespaces, and cleanupEnded removes a namespace of an ended
+// process's lab but none of a running one.
+func TestConcurrentLabs(t *testing.T) {
+	needLab(t)
+	cfg := Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir(), Concurrent: true}
+	a, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Up a: %v", err)
+	}
+	defer a.Down()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Up(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Up b beside a: %v", err)
+	}
+	defer b.Down()
+	if a.Prefix() == b.Prefix() || a.HostNS(0) == b.HostNS(0) {
+		t.Fatalf("two labs share names: %s, %s", a.HostNS(0), b.HostNS(0))
+	}
+	has := func(ns string) bool {
+		for _, n := range namespaces(t) {
+			if n == ns {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ns := range []string{a.HostNS(0), a.HostNS(1), b.HostNS(0), b.HostNS(1)} {
+		if !has(ns) {
+			t.Errorf("namespace %s missing; have %v", ns, namespaces(t))
+		}
+	}
+	// Both labs carry traffic at once.
+	for _, l := range []*Lab{a, b} {
+		rs, err := l.Validate(context.Background(), ValidateConfig{A: 0, B: 1, Probes: 50, Interval: time.Millisecond, Port: 47004})
+		if err != nil {
+			t.Fatalf("Validate %s: %v", l.Prefix(), err)
+		}
+		for _, r := range rs {
+			if r.Received != r.Sent || r.Sent < 45 {
+				t.Errorf("%s h%d>h%d: %d of %d probes", l.Prefix(), r.From, r.To, r.Received, r.Sent)
+			}
+		}
+	}
+	excl := cfg
+	excl.Concurrent = false
+	short, cancelShort := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancelShort()
+	if l, err := Up(short, excl); err == nil {
+		l.Down()
+		t.Fatal("an exclusive Up beside two concurrent labs succeeded; want it to wait")
+	}
+
+	// A namespace of a lab whose process has ended (pid 0x7ffffffe does not
+	// run: above pid_max) goes; this process's stay.
+	dead := Prefix + "2147483646-1-h0"
+	if out, err := exec.Command("ip", "netns", "add", dead).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %s: %v", out, err)
+	}
+	if err := cleanupEnded(nil); err != nil {
+		t.Fatalf("CleanupEnded: %v", err)
+	}
+	if has(dead) {
+		exec.Command("ip", "netns", "del", dead).Run()
+		t.Errorf("CleanupEnded left %s", dead)
+	}
+	if !has(a.HostNS(0)) || !has(b.HostNS(0)) {
+		t.Fatalf("CleanupEnded removed a running lab's namespaces: %v", namespaces(t))
+	}
+
+	if err := a.Down(); err != nil {
+		t.Fatalf("Down a: %v", err)
+	}
+	if has(a.HostNS(0)) {
+		t.Errorf("a's %s survived its Down", a.HostNS(0))
+	}
+	if !has(b.HostNS(0)) || !has(b.HostNS(1)) {
+		t.Fatalf("a's Down removed b's namespaces: %v", namespaces(t))
+	}
+	if _, err := b.Exec(1, []string{"true"}, ExecOptions{}); err != nil {
+		t.Errorf("b after a's Down: %v", err)
 	}
 }

@@ -1,8 +1,9 @@
-package lab
+package daemon
 
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 func measurementsCSV(ms []Measurement) string {
 	var b strings.Builder
-	b.WriteString(measurementsHeader + "\n")
+	b.WriteString(measurementsHeader)
 	for _, m := range ms {
 		for i, v := range []int64{int64(m.Source), m.SrcSend, m.LocRecv, m.LocSend, m.SrcRecv, m.RTT()} {
 			if i > 0 {
@@ -64,7 +65,7 @@ func TestReadMeasurementsRoundTrip(t *testing.T) {
 }
 
 func TestReadMeasurementsErrors(t *testing.T) {
-	h := measurementsHeader + "\n"
+	h := measurementsHeader
 	tests := []struct {
 		name, in string
 		want     []string
@@ -143,8 +144,8 @@ func TestReplay(t *testing.T) {
 
 func FuzzReadMeasurements(f *testing.F) {
 	f.Add([]byte(measurementsCSV(synthetic(1, 3, 0, 0, 1))))
-	f.Add([]byte(measurementsHeader + "\n1,2,3\n"))
-	f.Add([]byte(measurementsHeader + "\r\n1,0,10,20,40,30\r\n"))
+	f.Add([]byte(measurementsHeader + "1,2,3\n"))
+	f.Add([]byte(strings.TrimSuffix(measurementsHeader, "\n") + "\r\n1,0,10,20,40,30\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ms, err := ReadMeasurements(bytes.NewReader(b), "fuzz")
 		if err != nil {
@@ -161,4 +162,32 @@ func FuzzReadMeasurements(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMeasurementsLogReadBack: what the daemon's log.measurements writer
+// writes, ReadMeasurements reads back exchange for exchange.
+func TestMeasurementsLogReadBack(t *testing.T) {
+	path := t.TempDir() + "/m.csv"
+	w, err := newMeasurementsLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []estimate.Sample{{SrcSend: 10, LocRecv: 1e12 + 60, LocSend: 1e12 + 90, SrcRecv: 150}, {SrcSend: -5, LocRecv: 7, LocSend: 9, SrcRecv: 40}}
+	w.write(3, in[:1])
+	w.write(4, in[1:])
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ReadMeasurements(bytes.NewReader(b), path)
+	if err != nil {
+		t.Fatalf("ReadMeasurements of the daemon's own log: %v\n%s", err, b)
+	}
+	want := []Measurement{{Source: 3, Sample: in[0]}, {Source: 4, Sample: in[1]}}
+	if len(ms) != len(want) || ms[0] != want[0] || ms[1] != want[1] {
+		t.Fatalf("read back %+v, want %+v", ms, want)
+	}
 }

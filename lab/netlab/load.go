@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var busyLoop = []string{"sh", "-c", "while :; do :; done"}
 // SCHED_FIFO (Config.Realtime) and is not slowed by them; the daemons,
 // chronyd and ptp4l share the CPUs with them like programs on a busy node.
 func (l *Lab) StartLoad(n int) (stop func(), err error) {
-	return l.startBusy(n, func(i int) (string, int) { return HostNS(i % l.cfg.Hosts), i % l.cfg.Hosts })
+	return l.startBusy(n, func(i int) (string, int) { return l.HostNS(i % l.cfg.Hosts), i % l.cfg.Hosts })
 }
 
 // StartLoadOutside runs n busy loops like StartLoad's but in this process's
@@ -50,13 +50,11 @@ func (l *Lab) startBusy(n int, where func(i int) (ns string, host int)) (stop fu
 	return stop, nil
 }
 
-// FloodNS is the namespace of the softirq load (StartFlood): a veth pair
-// (floodIf, floodIf+"p") whose frames never reach the lab's switch.
-const FloodNS = Prefix + "flood"
-
+// floodIf is the veth pair (floodIf, floodIf+"p") in FloodNS whose frames
+// never reach the lab's switch.
 const floodIf = "fl0"
 
-// StartFlood builds FloodNS and runs `command loadgen flood` in it: pps
+// StartFlood builds the namespace FloodNS and runs `command loadgen flood` in it: pps
 // small frames a second written to one end of a veth pair, each received
 // and dropped by the kernel at the other end in softirq, for at most d.
 // Everything else on the machine waits for that work, as it waits for a
@@ -68,14 +66,14 @@ func (l *Lab) StartFlood(ctx context.Context, command []string, env []string, pp
 	if len(command) == 0 {
 		return nil, fmt.Errorf("lab: flood: no load generator command")
 	}
-	if err := ipCmd(ctx, "netns", "add", FloodNS); err != nil {
+	if err := ipCmd(ctx, "netns", "add", l.FloodNS()); err != nil {
 		return nil, fmt.Errorf("lab: flood: %w", err)
 	}
 	for _, args := range [][]string{
-		{"-n", FloodNS, "link", "add", floodIf, "type", "veth", "peer", "name", floodIf + "p"},
-		{"-n", FloodNS, "addr", "add", "10.78.0.2/30", "dev", floodIf + "p"},
-		{"-n", FloodNS, "link", "set", floodIf, "up"},
-		{"-n", FloodNS, "link", "set", floodIf + "p", "up"},
+		{"-n", l.FloodNS(), "link", "add", floodIf, "type", "veth", "peer", "name", floodIf + "p"},
+		{"-n", l.FloodNS(), "addr", "add", "10.78.0.2/30", "dev", floodIf + "p"},
+		{"-n", l.FloodNS(), "link", "set", floodIf, "up"},
+		{"-n", l.FloodNS(), "link", "set", floodIf + "p", "up"},
 	} {
 		if err := ipCmd(ctx, args...); err != nil {
 			return nil, fmt.Errorf("lab: flood: %w", err)
@@ -87,7 +85,7 @@ func (l *Lab) StartFlood(ctx context.Context, command []string, env []string, pp
 	if err != nil {
 		return nil, fmt.Errorf("lab: flood: log: %w", err)
 	}
-	p, err := l.execIn(FloodNS, -1, argv, env, ExecOptions{Stdout: logf, Stderr: logf})
+	p, err := l.execIn(l.FloodNS(), -1, argv, env, ExecOptions{Stdout: logf, Stderr: logf})
 	logf.Close()
 	if err != nil {
 		return nil, fmt.Errorf("lab: flood: %w", err)
@@ -118,15 +116,15 @@ func (l *Lab) StartCross(command, env []string, share float64, d time.Duration) 
 		}
 	}
 	for i := range l.cfg.Hosts {
-		to := HostAddr((i+1)%l.cfg.Hosts).String() + ":" + strconv.Itoa(BulkPort)
-		argv := append(append([]string{}, command...), "lab", "loadgen", "bulk", "-listen", ":"+strconv.Itoa(BulkPort),
+		to := HostAddr((i+1)%l.cfg.Hosts).String() + ":" + strconv.Itoa(bulkPort)
+		argv := append(append([]string{}, command...), "lab", "loadgen", "bulk", "-listen", ":"+strconv.Itoa(bulkPort),
 			"-to", to, "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-for", d.String())
 		logf, err := os.Create(filepath.Join(l.cfg.RunDir, fmt.Sprintf("bulk-h%d.log", i)))
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("lab: cross traffic: log: %w", err)
 		}
-		p, err := l.execIn(HostNS(i), i, argv, env, ExecOptions{Stdout: logf, Stderr: logf})
+		p, err := l.execIn(l.HostNS(i), i, argv, env, ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
 			stop()

@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"container/heap"
@@ -21,8 +21,8 @@ import (
 	"github.com/gclock/gclock/internal/sockts"
 )
 
-// SwitchConfig says which ports a Switch joins and how it delays frames.
-type SwitchConfig struct {
+// switchConfig says which ports a Switch joins and how it delays frames.
+type switchConfig struct {
 	Namespace  string   // the namespace holding the ports ("" = this thread's)
 	Ports      []string // interface names; port i is host i's link
 	Link       netmodel.Link
@@ -87,7 +87,7 @@ const latenessCap = 1 << 20
 // serves every direction, so its lateness is the same each way; Stats
 // reports it.
 type Switch struct {
-	cfg   SwitchConfig
+	cfg   switchConfig
 	log   *slog.Logger
 	ports []swPort
 
@@ -134,9 +134,13 @@ type Switch struct {
 	cutFrom, cutTo []atomic.Int64
 }
 
-// minProcs is the GOMAXPROCS StartSwitch raises the process to: one P for
-// the switch thread, the rest for everything else.
+// minProcs is the GOMAXPROCS startSwitch raises the process to: one P for
+// the switch thread, the rest for everything else; one more for each
+// further switch running at once (concurrent labs).
 const minProcs = 4
+
+// switches counts the switches running in this process.
+var switches atomic.Int64
 
 // fineSpin is how close to a release the switch stops polling its ports
 // and only reads the clock (a vDSO call, tens of ns).
@@ -189,7 +193,7 @@ type DirStats struct {
 	// it, after the host's receive stamp was taken.
 	WriteP50Ns int64 `json:"write_p50_ns"`
 	WriteP99Ns int64 `json:"write_p99_ns"`
-	// With a port model (SwitchConfig.PortRate): how long the small frames
+	// With a port model (switchConfig.PortRate): how long the small frames
 	// (at most smallFrame bytes: probes, replies, ACKs) of this direction
 	// waited in the egress port's queue behind the frames before them.
 	SmallQueueP50Ns   int64 `json:"small_queue_p50_ns,omitempty"`
@@ -203,7 +207,7 @@ type DirStats struct {
 // smaller, bulk data is not.
 const smallFrame = 256
 
-// PortStats is what one egress port's queue (SwitchConfig.PortRate) sent
+// PortStats is what one egress port's queue (switchConfig.PortRate) sent
 // since the switch started or its stats were reset.
 type PortStats struct {
 	Port      int     `json:"port"` // egress port (host index)
@@ -247,9 +251,9 @@ func (h *releaseHeap) Pop() any {
 	return x
 }
 
-// StartSwitch opens a socket on every port inside cfg.Namespace and starts
+// startSwitch opens a socket on every port inside cfg.Namespace and starts
 // forwarding. Close stops it.
-func StartSwitch(cfg SwitchConfig) (*Switch, error) {
+func startSwitch(cfg switchConfig) (*Switch, error) {
 	if len(cfg.Ports) < 2 {
 		return nil, fmt.Errorf("switch: %d ports: want at least 2", len(cfg.Ports))
 	}
@@ -262,15 +266,50 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 	if cfg.PortRate < 0 || cfg.PortRate > netmodel.MaxRateBps {
 		return nil, fmt.Errorf("switch: port rate %d bit/s: want 0 (none)..%g", cfg.PortRate, netmodel.MaxRateBps)
 	}
-	// The switch thread keeps its P while it sleeps in a raw ppoll, so the
-	// rest of the process needs more than one.
-	if runtime.GOMAXPROCS(0) < minProcs {
-		runtime.GOMAXPROCS(minProcs)
+	// Every switch thread keeps its P while it sleeps in a raw ppoll, so the
+	// rest of the process needs more than one beside them all.
+	if want := minProcs - 1 + int(switches.Add(1)); runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
 	}
+	started := false
+	defer func() {
+		if !started {
+			switches.Add(-1)
+		}
+	}()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	s := newSwitch(cfg, log)
+	if err := s.openPorts(); err != nil {
+		s.closePorts()
+		return nil, fmt.Errorf("switch: %w", err)
+	}
+	var err error
+	if cfg.Realtime {
+		if s.releaseRT, err = processRT(); err != nil {
+			s.closePorts()
+			return nil, fmt.Errorf("switch: %w", err)
+		}
+	}
+	s.done = make(chan struct{})
+	loopErr := make(chan error, 1)
+	go s.loop(loopErr)
+	if err := <-loopErr; err != nil {
+		s.closePorts()
+		if s.releaseRT != nil {
+			s.releaseRT()
+		}
+		return nil, err
+	}
+	started = true
+	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "port_rate", netmodel.FormatRate(cfg.PortRate), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
+	return s, nil
+}
+
+// newSwitch is the switch of cfg before its ports are open.
+func newSwitch(cfg switchConfig, log *slog.Logger) *Switch {
 	s := &Switch{
 		cfg:   cfg,
 		log:   log,
@@ -295,16 +334,22 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 	if cfg.FrameLog != "" {
 		s.frames.start()
 	}
+	return s
+}
+
+// openPorts opens the switch's port sockets (and the warm-up port's) in
+// its namespace.
+func (s *Switch) openPorts() error {
 	open := func() error {
-		for _, name := range cfg.Ports {
+		for _, name := range s.cfg.Ports {
 			p, err := openPort(name)
 			if err != nil {
 				return err
 			}
 			s.ports = append(s.ports, p)
 		}
-		if cfg.WarmPort != "" {
-			fd, err := openSendOnly(cfg.WarmPort)
+		if s.cfg.WarmPort != "" {
+			fd, err := openSendOnly(s.cfg.WarmPort)
 			if err != nil {
 				return err
 			}
@@ -312,34 +357,10 @@ func StartSwitch(cfg SwitchConfig) (*Switch, error) {
 		}
 		return nil
 	}
-	var err error
-	if cfg.Namespace == "" {
-		err = open()
-	} else {
-		err = InNetns(cfg.Namespace, open)
+	if s.cfg.Namespace == "" {
+		return open()
 	}
-	if err != nil {
-		s.closePorts()
-		return nil, fmt.Errorf("switch: %w", err)
-	}
-	if cfg.Realtime {
-		if s.releaseRT, err = processRT(); err != nil {
-			s.closePorts()
-			return nil, fmt.Errorf("switch: %w", err)
-		}
-	}
-	s.done = make(chan struct{})
-	started := make(chan error, 1)
-	go s.loop(started)
-	if err := <-started; err != nil {
-		s.closePorts()
-		if s.releaseRT != nil {
-			s.releaseRT()
-		}
-		return nil, err
-	}
-	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "port_rate", netmodel.FormatRate(cfg.PortRate), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
-	return s, nil
+	return inNetns(s.cfg.Namespace, open)
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -420,6 +441,7 @@ func (s *Switch) Close() {
 	}
 	<-s.done
 	s.closePorts()
+	switches.Add(-1)
 	if s.releaseRT != nil {
 		s.releaseRT()
 	}
@@ -656,6 +678,10 @@ func rawPpoll(fds []unix.PollFd, timeoutNs int64) {
 		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 }
 
+// loop is the switch thread: it receives, queues and releases frames until
+// Close. It stays one function on purpose (150 lines): it is the timed hot
+// path, read top to bottom as the timeline of one release (sleep, poll,
+// spin, send), with its state in locals the compiler keeps in registers.
 func (s *Switch) loop(started chan<- error) {
 	defer close(s.done)
 	runtime.LockOSThread()

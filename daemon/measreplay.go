@@ -1,4 +1,4 @@
-package lab
+package daemon
 
 import (
 	"bufio"
@@ -19,16 +19,13 @@ type Measurement struct {
 	estimate.Sample
 }
 
-// measurementsHeader is the first line daemon log.measurements files carry.
-const measurementsHeader = "source,src_send_ns,loc_recv_ns,loc_send_ns,src_recv_ns,rtt_ns"
-
 // ReadMeasurements parses a log.measurements CSV. name is used in errors
 // (which give the line and the column). A file that ends in the middle of
 // a line (a daemon killed while writing) is an error naming that line.
 func ReadMeasurements(r io.Reader, name string) ([]Measurement, error) {
 	br := bufio.NewReader(r)
 	var out []Measurement
-	cols := strings.Split(measurementsHeader, ",")
+	cols := strings.Split(strings.TrimSuffix(measurementsHeader, "\n"), ",")
 	for line := 1; ; line++ {
 		s, err := br.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -36,7 +33,7 @@ func ReadMeasurements(r io.Reader, name string) ([]Measurement, error) {
 		}
 		if s == "" && errors.Is(err, io.EOF) {
 			if line == 1 {
-				return nil, fmt.Errorf("%s: empty file (want the header %q)", name, measurementsHeader)
+				return nil, fmt.Errorf("%s: empty file (want the header %q)", name, strings.TrimSuffix(measurementsHeader, "\n"))
 			}
 			return out, nil
 		}
@@ -45,14 +42,14 @@ func ReadMeasurements(r io.Reader, name string) ([]Measurement, error) {
 		}
 		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
 		if line == 1 {
-			if s != measurementsHeader {
-				return nil, fmt.Errorf("%s: line 1: header %q, want %q", name, clip(s), measurementsHeader)
+			if s != strings.TrimSuffix(measurementsHeader, "\n") {
+				return nil, fmt.Errorf("%s: line 1: header %q, want %q", name, clip(s), strings.TrimSuffix(measurementsHeader, "\n"))
 			}
 			continue
 		}
 		f := strings.Split(s, ",")
 		if len(f) != len(cols) {
-			return out, fmt.Errorf("%s: line %d: %d fields, want %d (%s)", name, line, len(f), len(cols), measurementsHeader)
+			return out, fmt.Errorf("%s: line %d: %d fields, want %d (%s)", name, line, len(f), len(cols), strings.TrimSuffix(measurementsHeader, "\n"))
 		}
 		var v [6]int64
 		for i := range f {

@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // pair of their own (softirq load). Each paces itself against the clock
 // and stops after its --for, on SIGTERM or when its context ends.
 
-// BulkPort is the TCP port of the bulk flows' receivers in every host.
-const BulkPort = 7790
+// bulkPort is the TCP port of the bulk flows' receivers in every host.
+const bulkPort = 7790
 
 // bulkChunk is one write of a bulk flow (the kernel's pacing, not the
 // writes, shapes the flow).
@@ -41,24 +41,24 @@ const paceTick = time.Millisecond
 // this much of its rate).
 const maxDebt = 20 * time.Millisecond
 
-// BulkConfig is one host's bulk flow: a receiver that discards what it
+// bulkConfig is one host's bulk flow: a receiver that discards what it
 // gets, and a sender to the next host at a payload rate.
-type BulkConfig struct {
+type bulkConfig struct {
 	Listen  string        // receiver address, e.g. ":7790"; "" none
 	To      string        // sender's destination, e.g. "10.77.0.2:7790"; "" none
 	RateBps float64       // sender's rate on the wire (netmodel.WireBytes), bits/s
 	For     time.Duration // how long the sender sends (the receiver runs as long)
 }
 
-// BulkResult is what a bulk flow did.
-type BulkResult struct {
+// bulkResult is what a bulk flow did.
+type bulkResult struct {
 	Sent, Received int64 // payload bytes
 	SentFor        time.Duration
 }
 
-// RunBulk runs one host's bulk flow until cfg.For is over or ctx ends.
-func RunBulk(ctx context.Context, cfg BulkConfig) (BulkResult, error) {
-	var res BulkResult
+// runBulk runs one host's bulk flow until cfg.For is over or ctx ends.
+func runBulk(ctx context.Context, cfg bulkConfig) (bulkResult, error) {
+	var res bulkResult
 	if cfg.For <= 0 {
 		return res, fmt.Errorf("bulk: --for %v: want a positive duration", cfg.For)
 	}
@@ -114,7 +114,7 @@ func RunBulk(ctx context.Context, cfg BulkConfig) (BulkResult, error) {
 // the flow (SO_MAX_PACING_RATE, TCP's internal pacing from a timer) at
 // cfg.RateBps on the wire, so the flow keeps its rate while this process
 // waits for a CPU, as long as its send buffer holds data.
-func sendBulk(ctx context.Context, cfg BulkConfig) (int64, time.Duration, error) {
+func sendBulk(ctx context.Context, cfg bulkConfig) (int64, time.Duration, error) {
 	var c net.Conn
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
@@ -220,17 +220,17 @@ func trimPacing(ctx context.Context, c net.Conn, rateBps float64, written *atomi
 	}
 }
 
-// FloodConfig is a flood of small frames written to one end of a veth pair
+// floodConfig is a flood of small frames written to one end of a veth pair
 // (an AF_PACKET socket), addressed to the other end, whose kernel receives
 // each in softirq and drops it (a UDP datagram for a port nobody holds).
-type FloodConfig struct {
+type floodConfig struct {
 	Iface string        // the sending end
 	Dst   string        // the receiving end (its MAC is the frames' destination)
 	PPS   int           // frames per second
 	For   time.Duration // how long
 }
 
-// floodFrame is the frame RunFlood writes: Ethernet to dst, IPv4 from
+// floodFrame is the frame runFlood writes: Ethernet to dst, IPv4 from
 // 10.78.0.1 to 10.78.0.2, UDP to the discard port, 18 bytes of payload (a
 // 64-byte frame with its FCS).
 func floodFrame(dst, src net.HardwareAddr) []byte {
@@ -258,10 +258,10 @@ func floodFrame(dst, src net.HardwareAddr) []byte {
 	return f
 }
 
-// RunFlood writes cfg.PPS frames a second until cfg.For is over or ctx
+// runFlood writes cfg.PPS frames a second until cfg.For is over or ctx
 // ends, and returns how many it wrote and for how long. A flood that falls
 // behind (not scheduled) owes at most maxDebt of its rate.
-func RunFlood(ctx context.Context, cfg FloodConfig) (int64, time.Duration, error) {
+func runFlood(ctx context.Context, cfg floodConfig) (int64, time.Duration, error) {
 	if cfg.PPS <= 0 || cfg.PPS > 1e6 {
 		return 0, 0, fmt.Errorf("flood: %d frames/s: want 1..1000000", cfg.PPS)
 	}
@@ -323,7 +323,7 @@ func LoadGenMain(ctx context.Context, args []string, w io.Writer) error {
 	dur := fs.Duration("for", 0, "how long")
 	switch args[0] {
 	case "bulk":
-		var c BulkConfig
+		var c bulkConfig
 		fs.StringVar(&c.Listen, "listen", "", "receive on this address (e.g. :7790)")
 		fs.StringVar(&c.To, "to", "", "send to this address (e.g. 10.77.0.2:7790)")
 		fs.Float64Var(&c.RateBps, "rate", 0, "rate on the wire, bits/s")
@@ -331,12 +331,12 @@ func LoadGenMain(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 		c.For = *dur
-		r, err := RunBulk(ctx, c)
+		r, err := runBulk(ctx, c)
 		fmt.Fprintf(w, "bulk: sent %d bytes in %v (%.1f Mbit/s) to %s; received %d bytes on %s\n", r.Sent, r.SentFor.Round(time.Millisecond),
 			float64(r.Sent)*8/max(r.SentFor.Seconds(), 1e-9)/1e6, c.To, r.Received, c.Listen)
 		return err
 	case "flood":
-		var c FloodConfig
+		var c floodConfig
 		fs.StringVar(&c.Iface, "iface", "", "send on this interface")
 		fs.StringVar(&c.Dst, "dst", "", "to this interface's MAC")
 		fs.IntVar(&c.PPS, "pps", 0, "frames per second")
@@ -344,7 +344,7 @@ func LoadGenMain(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 		c.For = *dur
-		n, el, err := RunFlood(ctx, c)
+		n, el, err := runFlood(ctx, c)
 		fmt.Fprintf(w, "flood: %d frames on %s in %v (%.0f/s)\n", n, c.Iface, el.Round(time.Millisecond), float64(n)/max(el.Seconds(), 1e-9))
 		return err
 	}

@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"context"
@@ -74,24 +74,15 @@ type DirResult struct {
 // Validate sends UDP probes both ways between two hosts of the lab and
 // returns what each direction delivered next to what was configured.
 func (l *Lab) Validate(ctx context.Context, vc ValidateConfig) ([]DirResult, error) {
-	if vc.A == vc.B || vc.A < 0 || vc.B < 0 || vc.A >= l.cfg.Hosts || vc.B >= l.cfg.Hosts {
-		return nil, fmt.Errorf("lab: validate: hosts %d,%d: want two different hosts in 0..%d", vc.A, vc.B, l.cfg.Hosts-1)
+	if err := vc.check(l.cfg.Hosts); err != nil {
+		return nil, err
 	}
-	if vc.Probes < 10 || vc.Probes > 1_000_000 {
-		return nil, fmt.Errorf("lab: validate: probes %d: want 10..1000000", vc.Probes)
-	}
-	if vc.Interval <= 0 || vc.Interval > time.Second {
-		return nil, fmt.Errorf("lab: validate: interval %v: want (0,1s]", vc.Interval)
-	}
-	if vc.Port <= 0 || vc.Port > 65535 {
-		return nil, fmt.Errorf("lab: validate: port %d: want 1..65535", vc.Port)
-	}
-	sa, err := openProbe(HostNS(vc.A), HostAddr(vc.A).As4(), vc.Port)
+	sa, err := openProbe(l.HostNS(vc.A), HostAddr(vc.A).As4(), vc.Port)
 	if err != nil {
 		return nil, fmt.Errorf("lab: validate: host %d: %w", vc.A, err)
 	}
 	defer unix.Close(sa)
-	sb, err := openProbe(HostNS(vc.B), HostAddr(vc.B).As4(), vc.Port)
+	sb, err := openProbe(l.HostNS(vc.B), HostAddr(vc.B).As4(), vc.Port)
 	if err != nil {
 		return nil, fmt.Errorf("lab: validate: host %d: %w", vc.B, err)
 	}
@@ -165,6 +156,23 @@ func (l *Lab) Validate(ctx context.Context, vc ValidateConfig) ([]DirResult, err
 	return out, nil
 }
 
+// check reports the first field of vc a lab of hosts hosts cannot probe.
+func (vc ValidateConfig) check(hosts int) error {
+	if vc.A == vc.B || vc.A < 0 || vc.B < 0 || vc.A >= hosts || vc.B >= hosts {
+		return fmt.Errorf("lab: validate: hosts %d,%d: want two different hosts in 0..%d", vc.A, vc.B, hosts-1)
+	}
+	if vc.Probes < 10 || vc.Probes > 1_000_000 {
+		return fmt.Errorf("lab: validate: probes %d: want 10..1000000", vc.Probes)
+	}
+	if vc.Interval <= 0 || vc.Interval > time.Second {
+		return fmt.Errorf("lab: validate: interval %v: want (0,1s]", vc.Interval)
+	}
+	if vc.Port <= 0 || vc.Port > 65535 {
+		return fmt.Errorf("lab: validate: port %d: want 1..65535", vc.Port)
+	}
+	return nil
+}
+
 type probeDir struct {
 	idBase          uint32  // OPT_ID of probe 0: the sends before it were warm-ups
 	idSeq           []int   // ping-pong answers: the k-th send's sequence number (nil: k itself)
@@ -212,7 +220,7 @@ func warmUp(sa, sb int, a, b [4]byte, port int) (sentA, sentB uint32, err error)
 
 func openProbe(ns string, addr [4]byte, port int) (int, error) {
 	var fd int
-	err := InNetns(ns, func() error {
+	err := inNetns(ns, func() error {
 		var err error
 		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {

@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"bytes"
@@ -14,20 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 )
-
-// Prefix starts the name of every namespace the lab makes, so that cleanup
-// removes exactly what the lab made and nothing else.
-const Prefix = "gclab-"
-
-// SwitchNS is the switch namespace's name.
-const SwitchNS = Prefix + "sw"
 
 // HostIf is the name of each host's interface inside its namespace.
 const HostIf = "eth0"
@@ -48,24 +40,30 @@ type Config struct {
 	// release thread stops sleeping and spins on the clock. 0 means
 	// DefaultSpinWindow.
 	SpinWindow time.Duration
-	// BusyPoll is SwitchConfig.BusyPoll; DefaultConfig sets DefaultBusyPoll.
+	// BusyPoll is the switch's BusyPoll; DefaultConfig sets DefaultBusyPoll.
 	BusyPoll time.Duration
-	// WarmAfter is SwitchConfig.WarmAfter (the lab adds the warm-up veth
+	// WarmAfter is the switch's WarmAfter (the lab adds the warm-up veth
 	// pair); DefaultConfig sets DefaultWarmAfter, 0 turns it off.
 	WarmAfter time.Duration
 	// Realtime runs the switch's release thread under SCHED_FIFO, so that a
 	// CPU-bound load beside the lab does not delay releases.
 	Realtime bool
-	// PortRate is SwitchConfig.PortRate: every egress port a FIFO queue in
+	// PortRate is the switch's PortRate: every egress port a FIFO queue in
 	// front of a line of this many bits per second (0: none).
 	PortRate int64
 	// RunDir holds per-run files of the peers (configs, sockets, logs). ""
 	// means DefaultRunDir.
 	RunDir string
-	// FrameLog is SwitchConfig.FrameLog: a CSV of every released frame,
+	// FrameLog is the switch's FrameLog: a CSV of every released frame,
 	// written when the lab goes down ("" none).
 	FrameLog string
-	Logger   *slog.Logger // nil: discard
+	// Concurrent lets this lab run beside this process's other Concurrent
+	// labs (tests under t.Parallel), each in namespaces of its own; they
+	// share the process's hold on LockPath. A lab without it (the CLI's)
+	// waits until it is the only lab on the machine, as a measurement of
+	// accuracy needs.
+	Concurrent bool
+	Logger     *slog.Logger // nil: discard
 }
 
 // DefaultSpinWindow is the default Config.SpinWindow. A timer wake-up on an
@@ -131,9 +129,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// HostNS is the namespace name of host i.
-func HostNS(i int) string { return Prefix + "h" + strconv.Itoa(i) }
-
 // HostAddr is host i's address inside its namespace (10.77.0.(i+1)).
 func HostAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 77, 0, byte(i + 1)}) }
 
@@ -159,137 +154,8 @@ type Lab struct {
 	procs []*Proc
 	down  bool
 
-	lock *os.File // LockPath, flocked from Up to Down
-}
-
-// LockPath is the file whose exclusive flock a Lab holds from Up to Down.
-// The namespaces and addresses are fixed (Prefix, HostAddr), so two labs
-// cannot coexist: a second Up (another test package under `go test ./...`,
-// a second `gclock lab` run) waits here for the first Down instead of
-// removing the first lab's namespaces under it.
-const LockPath = "/run/gclab.lock"
-
-// acquireLock takes LockPath's exclusive flock, waiting until ctx ends; it
-// says once (log, Warn: the CLI shows warnings) that it waits and for which process, and writes its
-// own pid into the file once it holds the lock.
-func acquireLock(ctx context.Context, log *slog.Logger) (*os.File, error) {
-	f, err := openLock()
-	if err != nil {
-		return nil, err
-	}
-	err = waitFlock(ctx, f, func() {
-		log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", lockHolder(f))
-	})
-	if err != nil {
-		holder := lockHolder(f)
-		f.Close()
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
-		}
-		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
-	}
-	f.Truncate(0)
-	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return f, nil
-}
-
-// waitFlock takes f's exclusive flock, calling waiting once if another
-// holds it, and waits in the kernel until it is released or ctx ends. A
-// waiter blocked in flock(2) wakes when the holder lets go, so it takes
-// the lock before a process that releases it and asks again a moment later
-// (a series of runs, `gclock lab bench`); the 200-ms poll this replaces
-// lost to such a series for 10 minutes and more (2026-11-27). A wait that
-// ctx ends leaves its flock(2) on a duplicate descriptor, closed as soon as
-// the call returns, so a lock taken after the give-up is released at once.
-func waitFlock(ctx context.Context, f *os.File, waiting func()) error {
-	fd := int(f.Fd())
-	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
-	if err != syscall.EWOULDBLOCK {
-		return err
-	}
-	waiting()
-	dup, err := syscall.Dup(fd)
-	if err != nil {
-		return err
-	}
-	var abandoned atomic.Bool
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		for {
-			if err = syscall.Flock(dup, syscall.LOCK_EX); err != syscall.EINTR {
-				break
-			}
-		}
-		if abandoned.Load() {
-			syscall.Flock(dup, syscall.LOCK_UN)
-		}
-		syscall.Close(dup)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		abandoned.Store(true)
-		select {
-		case err := <-done: // taken meanwhile: keep it only if ctx allows
-			if err == nil && ctx.Err() != nil {
-				syscall.Flock(fd, syscall.LOCK_UN)
-			}
-		default:
-		}
-		return ctx.Err()
-	}
-}
-
-// openLock opens LockPath (created owner-only, never through a symlink).
-func openLock() (*os.File, error) {
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
-	}
-	return f, nil
-}
-
-// lockHolder names the process that holds the lock file, as it wrote it.
-func lockHolder(f *os.File) string {
-	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
-	if err != nil || pid <= 0 {
-		return "held by a process that did not say its pid"
-	}
-	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	name := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
-	if name == "" {
-		return fmt.Sprintf("pid %d", pid)
-	}
-	return fmt.Sprintf("pid %d: %s", pid, name)
-}
-
-// ErrLabBusy: another process holds the lab's lock (a lab is running).
-var ErrLabBusy = errors.New("another lab is running")
-
-// Down removes whatever a crashed run left (Cleanup), but only when no lab
-// runs: a running lab holds LockPath, and removing its namespaces under it
-// would break it. force removes them all the same.
-func Down(log *slog.Logger, force bool) error {
-	f, err := openLock()
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if err != syscall.EWOULDBLOCK {
-			return fmt.Errorf("lab: lock %s: %w", LockPath, err)
-		}
-		if !force {
-			return fmt.Errorf("lab: down: %w (%s, lock %s): it removes its own namespaces when it ends; stop it, or pass -force", ErrLabBusy, lockHolder(f), LockPath)
-		}
-		log.Warn("removing the namespaces of a running lab (-force)", "holder", lockHolder(f))
-	}
-	return Cleanup(log)
+	prefix  string // of every namespace name (HostNS)
+	release func() // of the lab lock (lockLab), from Up to Down
 }
 
 // Check reports why this process cannot run a lab: ErrNotRoot or ErrNoNetns
@@ -310,9 +176,11 @@ func Check() error {
 	return nil
 }
 
-// Up builds the lab: it first removes what a crashed run left (every
-// namespace named Prefix*, and the processes inside them), then creates the
-// namespaces, veth pairs and addresses, and starts the switch. On any error
+// Up builds the lab: it waits for the lab lock (LockPath; see
+// Config.Concurrent), removes what crashed runs left when it is the
+// machine's only lab (every namespace under Prefix, and the processes
+// inside them), then creates its namespaces (named after Lab.Prefix), veth
+// pairs and addresses, and starts the switch. On any error
 // it removes what it made. The caller must call Down, also on SIGINT and
 // SIGTERM (the CLI cancels its context on them and defers Down).
 func Up(ctx context.Context, cfg Config) (*Lab, error) {
@@ -332,15 +200,17 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lock, err := acquireLock(ctx, log)
+	release, first, err := lockLab(ctx, log, cfg.Concurrent)
 	if err != nil {
 		return nil, err
 	}
-	if err := Cleanup(log); err != nil {
-		lock.Close()
-		return nil, err
+	if first {
+		if err := cleanup(log); err != nil {
+			release()
+			return nil, err
+		}
 	}
-	l := &Lab{cfg: cfg, log: log, lock: lock}
+	l := &Lab{cfg: cfg, log: log, prefix: runPrefix(), release: release}
 	if err := l.build(ctx); err != nil {
 		l.Down()
 		return nil, err
@@ -355,83 +225,111 @@ func (l *Lab) build(ctx context.Context) error {
 	n := l.cfg.Hosts
 	names := make([]string, 0, n+1)
 	for i := range n {
-		names = append(names, HostNS(i))
+		names = append(names, l.HostNS(i))
 	}
 	if !l.cfg.Link.Direct {
-		names = append(names, SwitchNS)
+		names = append(names, l.SwitchNS())
 	}
 	for _, ns := range names {
-		if err := ipCmd(ctx, "netns", "add", ns); err != nil {
-			return fmt.Errorf("lab: %w: %w", ErrNoNetns, err)
-		}
-		// No IPv6: its autoconfiguration chatter would cross the switch.
-		if err := InNetns(ns, func() error {
-			for _, f := range []string{"all", "default"} {
-				p := "/proc/sys/net/ipv6/conf/" + f + "/disable_ipv6"
-				if err := os.WriteFile(p, []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("lab: %s: disable ipv6: %w", ns, err)
-		}
-		if err := ipCmd(ctx, "-n", ns, "link", "set", "lo", "up"); err != nil {
-			return fmt.Errorf("lab: %s: %w", ns, err)
+		if err := addNamespace(ctx, ns); err != nil {
+			return err
 		}
 	}
 	for i := range n {
-		ns := HostNS(i)
-		switch {
-		case l.cfg.Link.Direct && i == 0:
-			if err := ipCmd(ctx, "-n", ns, "link", "add", HostIf, "address", hostMAC(0), "type", "veth",
-				"peer", "name", HostIf, "address", hostMAC(1), "netns", HostNS(1)); err != nil {
-				return fmt.Errorf("lab: direct veth: %w", err)
-			}
-		case !l.cfg.Link.Direct:
-			if err := ipCmd(ctx, "-n", ns, "link", "add", HostIf, "address", hostMAC(i), "type", "veth",
-				"peer", "name", portName(i), "netns", SwitchNS); err != nil {
-				return fmt.Errorf("lab: %s veth: %w", ns, err)
-			}
-			if err := ipCmd(ctx, "-n", SwitchNS, "link", "set", portName(i), "up"); err != nil {
-				return fmt.Errorf("lab: switch port %s: %w", portName(i), err)
-			}
-		}
-		if err := ipCmd(ctx, "-n", ns, "addr", "add", HostAddr(i).String()+"/24", "dev", HostIf); err != nil {
-			return fmt.Errorf("lab: %s address: %w", ns, err)
-		}
-		if err := ipCmd(ctx, "-n", ns, "link", "set", HostIf, "up"); err != nil {
-			return fmt.Errorf("lab: %s link up: %w", ns, err)
-		}
-		// Multicast (PTP over UDP/IPv4) leaves through the lab interface.
-		if err := ipCmd(ctx, "-n", ns, "route", "add", "224.0.0.0/4", "dev", HostIf); err != nil {
-			return fmt.Errorf("lab: %s multicast route: %w", ns, err)
+		if err := l.linkHost(ctx, i); err != nil {
+			return err
 		}
 	}
 	if l.cfg.Link.Direct {
-		l.log.Info("lab up", "hosts", n, "link", "direct veth")
+		l.log.Info("lab up", "hosts", n, "link", "direct veth", "prefix", l.prefix)
 		return nil
 	}
-	ports := make([]string, n)
+	if err := l.upSwitch(ctx); err != nil {
+		return err
+	}
+	l.log.Info("lab up", "hosts", n, "link", l.cfg.Link.String(), "prefix", l.prefix)
+	return nil
+}
+
+// addNamespace makes namespace ns with loopback up and IPv6 off.
+func addNamespace(ctx context.Context, ns string) error {
+	if err := ipCmd(ctx, "netns", "add", ns); err != nil {
+		return fmt.Errorf("lab: %w: %w", ErrNoNetns, err)
+	}
+	// No IPv6: its autoconfiguration chatter would cross the switch.
+	if err := inNetns(ns, func() error {
+		for _, f := range []string{"all", "default"} {
+			p := "/proc/sys/net/ipv6/conf/" + f + "/disable_ipv6"
+			if err := os.WriteFile(p, []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("lab: %s: disable ipv6: %w", ns, err)
+	}
+	if err := ipCmd(ctx, "-n", ns, "link", "set", "lo", "up"); err != nil {
+		return fmt.Errorf("lab: %s: %w", ns, err)
+	}
+	return nil
+}
+
+// linkHost gives host i its eth0: a veth to its switch port (on a direct
+// link, host 0 makes the pair to host 1), its address and the multicast
+// route.
+func (l *Lab) linkHost(ctx context.Context, i int) error {
+	ns := l.HostNS(i)
+	switch {
+	case l.cfg.Link.Direct && i == 0:
+		if err := ipCmd(ctx, "-n", ns, "link", "add", HostIf, "address", hostMAC(0), "type", "veth",
+			"peer", "name", HostIf, "address", hostMAC(1), "netns", l.HostNS(1)); err != nil {
+			return fmt.Errorf("lab: direct veth: %w", err)
+		}
+	case !l.cfg.Link.Direct:
+		if err := ipCmd(ctx, "-n", ns, "link", "add", HostIf, "address", hostMAC(i), "type", "veth",
+			"peer", "name", portName(i), "netns", l.SwitchNS()); err != nil {
+			return fmt.Errorf("lab: %s veth: %w", ns, err)
+		}
+		if err := ipCmd(ctx, "-n", l.SwitchNS(), "link", "set", portName(i), "up"); err != nil {
+			return fmt.Errorf("lab: switch port %s: %w", portName(i), err)
+		}
+	}
+	if err := ipCmd(ctx, "-n", ns, "addr", "add", HostAddr(i).String()+"/24", "dev", HostIf); err != nil {
+		return fmt.Errorf("lab: %s address: %w", ns, err)
+	}
+	if err := ipCmd(ctx, "-n", ns, "link", "set", HostIf, "up"); err != nil {
+		return fmt.Errorf("lab: %s link up: %w", ns, err)
+	}
+	// Multicast (PTP over UDP/IPv4) leaves through the lab interface.
+	if err := ipCmd(ctx, "-n", ns, "route", "add", "224.0.0.0/4", "dev", HostIf); err != nil {
+		return fmt.Errorf("lab: %s multicast route: %w", ns, err)
+	}
+	return nil
+}
+
+// upSwitch makes the warm-up veth pair (with WarmAfter) and starts the
+// switch on the hosts' ports.
+func (l *Lab) upSwitch(ctx context.Context) error {
+	ports := make([]string, l.cfg.Hosts)
 	for i := range ports {
 		ports[i] = portName(i)
 	}
 	warm := ""
 	if l.cfg.WarmAfter > 0 {
 		warm = warmPort
-		if err := ipCmd(ctx, "-n", SwitchNS, "link", "add", warmPort, "type", "veth", "peer", "name", warmPort+"p"); err != nil {
+		if err := ipCmd(ctx, "-n", l.SwitchNS(), "link", "add", warmPort, "type", "veth", "peer", "name", warmPort+"p"); err != nil {
 			return fmt.Errorf("lab: warm-up veth: %w", err)
 		}
 		for _, w := range []string{warmPort, warmPort + "p"} {
-			if err := ipCmd(ctx, "-n", SwitchNS, "link", "set", w, "up"); err != nil {
+			if err := ipCmd(ctx, "-n", l.SwitchNS(), "link", "set", w, "up"); err != nil {
 				return fmt.Errorf("lab: warm-up veth %s: %w", w, err)
 			}
 		}
 	}
-	sw, err := StartSwitch(SwitchConfig{
+	sw, err := startSwitch(switchConfig{
 		WarmPort:   warm,
 		WarmAfter:  l.cfg.WarmAfter,
-		Namespace:  SwitchNS,
+		Namespace:  l.SwitchNS(),
 		Ports:      ports,
 		Link:       l.cfg.Link,
 		Seed:       l.cfg.Seed,
@@ -446,7 +344,6 @@ func (l *Lab) build(ctx context.Context) error {
 		return err
 	}
 	l.sw = sw
-	l.log.Info("lab up", "hosts", n, "link", l.cfg.Link.String())
 	return nil
 }
 
@@ -476,39 +373,9 @@ func (l *Lab) Down() error {
 	if l.sw != nil {
 		l.sw.Close()
 	}
-	err := Cleanup(l.log)
-	if l.lock != nil {
-		l.lock.Close() // releases the flock
-	}
+	err := removeNamespaces(l.log, func(ns string) bool { return strings.HasPrefix(ns, l.prefix) })
+	l.release()
 	return err
-}
-
-// Cleanup removes every namespace named Prefix* and kills the processes
-// still inside them; it is what `gclock lab down` runs and what Up runs
-// first to clear a crashed run. It touches nothing else.
-func Cleanup(log *slog.Logger) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	out, err := exec.Command("ip", "netns", "list").Output()
-	if err != nil {
-		return fmt.Errorf("lab: cleanup: ip netns list: %w", err)
-	}
-	var errs []error
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || !strings.HasPrefix(f[0], Prefix) {
-			continue
-		}
-		ns := f[0]
-		killNetnsPids(ns, log)
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("lab: cleanup: ip netns del %s: %s: %w", ns, strings.TrimSpace(string(out)), err))
-			continue
-		}
-		log.Debug("removed namespace", "ns", ns)
-	}
-	return errors.Join(errs...)
 }
 
 // killNetnsPids kills the processes whose network namespace is ns: SIGTERM,
@@ -557,11 +424,11 @@ func ipCmd(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// InNetns runs fn on an OS thread that has entered the network namespace ns
+// inNetns runs fn on an OS thread that has entered the network namespace ns
 // (a name made by `ip netns add`). Sockets fn creates belong to ns and stay
 // usable from any goroutine afterwards. fn must not start goroutines that
 // expect to be inside ns.
-func InNetns(ns string, fn func() error) error {
+func inNetns(ns string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -630,7 +497,7 @@ func (l *Lab) ExecEnv(host int, argv, env []string, opt ExecOptions) (*Proc, err
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("lab: exec: host %d: empty command", host)
 	}
-	return l.execIn(HostNS(host), host, argv, env, opt)
+	return l.execIn(l.HostNS(host), host, argv, env, opt)
 }
 
 // execIn is ExecEnv in namespace ns ("": this process's own, outside the
@@ -639,7 +506,7 @@ func (l *Lab) execIn(ns string, host int, argv, env []string, opt ExecOptions) (
 	where := "host " + strconv.Itoa(host)
 	if ns == "" {
 		where = "the root namespace"
-	} else if ns != HostNS(host) {
+	} else if ns != l.HostNS(host) {
 		where = ns
 	}
 	l.mu.Lock()
@@ -708,3 +575,6 @@ func (p *Proc) Stop(grace time.Duration) {
 	_ = unix.Kill(-pgid, unix.SIGKILL)
 	<-p.done
 }
+
+// Logger returns the lab's logger (Config.Logger, or one that discards).
+func (l *Lab) Logger() *slog.Logger { return l.log }

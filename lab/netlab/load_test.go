@@ -1,4 +1,4 @@
-package lab
+package netlab
 
 import (
 	"context"
@@ -17,6 +17,13 @@ import (
 // loadgenEnv makes the test binary run `gclock lab loadgen ARGS` instead of
 // the tests, so StartCross and StartFlood need no gclock binary.
 const loadgenEnv = "GCLAB_TEST_LOADGEN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(loadgenEnv) == "1" {
+		os.Exit(runTestLoadGen(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
 
 func runTestLoadGen(args []string) int {
 	if len(args) < 2 || args[0] != "lab" || args[1] != "loadgen" {

@@ -1,0 +1,81 @@
+package lab
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gclock/gclock/lab/netlab"
+)
+
+// needLab skips the test, saying why, when this process cannot build a lab.
+func needLab(t *testing.T) {
+	t.Helper()
+	if err := netlab.Check(); err != nil {
+		t.Skipf("lab integration test needs root and network namespaces: %v", err)
+	}
+	if os.Getenv("GCLOCK_LAB_SKIP") != "" {
+		t.Skip("GCLOCK_LAB_SKIP is set (another lab is running on this machine; Up would remove it)")
+	}
+	held.Do(func() { releaseHeld = holdLab() })
+}
+
+// held takes the lab lock at the first test that needs a lab; TestMain
+// calls releaseHeld after the tests.
+var (
+	held        sync.Once
+	releaseHeld = func() {}
+)
+
+// parallelLab marks t parallel and returns the default lab config for it
+// with hosts hosts and Concurrent set: its own namespaces, beside the other
+// parallel tests' labs under this process's hold on the lab lock. For the
+// tests that check what holds under any load (the truth inside the bounds,
+// synced hosts, failover, restarts), not accuracy: those run alone (not
+// parallel, so before every parallel test starts).
+func parallelLab(t *testing.T, hosts int) netlab.Config {
+	t.Helper()
+	needLab(t)
+	t.Parallel()
+	cfg := netlab.DefaultConfig()
+	cfg.Hosts, cfg.RunDir, cfg.Realtime, cfg.Concurrent = hosts, t.TempDir(), true, true
+	return cfg
+}
+
+// labParallel is how many parallel lab tests run at once unless -parallel
+// says otherwise (its default, GOMAXPROCS, is 2 here): a lab test mostly
+// waits on timers, its daemons are light.
+const labParallel = 4
+
+// setParallel sets -test.parallel to labParallel unless the command line
+// set it.
+func setParallel() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(labParallel))
+	}
+}
+
+// holdLab takes the lab lock for the rest of the test binary's run
+// (netlab.HoldLock): its tests then wait for one another only,
+// not one by one behind other processes' labs. It says how long it waited
+// for other processes' labs (the time to leave out of the suite's).
+func holdLab() (release func()) {
+	release, waited, err := netlab.HoldLock(context.Background(), slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lab tests: %v\n", err)
+		return func() {}
+	}
+	if waited > time.Second {
+		fmt.Fprintf(os.Stderr, "lab tests: waited %v for other processes' labs\n", waited.Round(time.Second))
+	}
+	return release
+}

@@ -1,0 +1,121 @@
+package netlab
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Prefix starts the name of every namespace a lab makes. Each lab adds a
+// run name of its own (Lab.Prefix: the pid of its process and a count,
+// gclab-4711-2-h0), so that two labs never share a namespace, a lab's
+// Down removes exactly its own, and cleanup knows which lab a namespace
+// belongs to and whether that lab's process still runs.
+const Prefix = "gclab-"
+
+// runs counts this process's labs, for their prefixes.
+var runs atomic.Int64
+
+// runPrefix is a new lab's namespace prefix: Prefix, this process's pid and
+// its count of labs, e.g. "gclab-4711-2-".
+func runPrefix() string { return fmt.Sprintf("%s%d-%d-", Prefix, os.Getpid(), runs.Add(1)) }
+
+// Prefix is the start of every namespace name of this lab (e.g.
+// "gclab-4711-2-").
+func (l *Lab) Prefix() string { return l.prefix }
+
+// HostNS is the namespace name of host i (Prefix + "h<i>").
+func (l *Lab) HostNS(i int) string { return l.prefix + "h" + strconv.Itoa(i) }
+
+// SwitchNS is the switch namespace's name (Prefix + "sw"; none on a
+// direct link).
+func (l *Lab) SwitchNS() string { return l.prefix + "sw" }
+
+// FloodNS is the namespace of the softirq load (StartFlood, Prefix +
+// "flood").
+func (l *Lab) FloodNS() string { return l.prefix + "flood" }
+
+// nsOwner is the pid in a namespace name under Prefix (gclab-4711-2-h0),
+// 0 when it has none (an older gclock's fixed names, gclab-h0).
+func nsOwner(ns string) int {
+	rest, ok := strings.CutPrefix(ns, Prefix)
+	if !ok {
+		return 0
+	}
+	pid, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// running reports whether process pid exists.
+func running(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || err == unix.EPERM
+}
+
+// cleanup removes every namespace under Prefix, whichever lab made it,
+// and kills the processes still inside them: `gclock lab down` when no
+// lab runs (or with -force), and what Up runs first when it takes
+// LockPath (no lab runs then, so all are leftovers). It touches nothing
+// else.
+func cleanup(log *slog.Logger) error {
+	return removeNamespaces(log, func(string) bool { return true })
+}
+
+// cleanupEnded removes the namespaces under Prefix of labs whose process
+// has ended (a crash, a SIGKILL), safe while other labs run.
+func cleanupEnded(log *slog.Logger) error {
+	return removeNamespaces(log, func(ns string) bool {
+		pid := nsOwner(ns)
+		return pid > 0 && pid != os.Getpid() && !running(pid)
+	})
+}
+
+// removeNamespaces deletes every namespace under Prefix that match
+// selects, with the processes inside.
+func removeNamespaces(log *slog.Logger, match func(ns string) bool) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return fmt.Errorf("lab: cleanup: ip netns list: %w", err)
+	}
+	var errs []error
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], Prefix) || !match(f[0]) {
+			continue
+		}
+		ns := f[0]
+		killNetnsPids(ns, log)
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("lab: cleanup: ip netns del %s: %s: %w", ns, strings.TrimSpace(string(out)), err))
+			continue
+		}
+		log.Debug("removed namespace", "ns", ns)
+	}
+	return errors.Join(errs...)
+}
+
+// InHost runs fn on an OS thread inside host's namespace (inNetns): the
+// sockets fn opens belong to the host.
+func (l *Lab) InHost(host int, fn func() error) error {
+	if host < 0 || host >= l.cfg.Hosts {
+		return fmt.Errorf("lab: host %d: want 0..%d", host, l.cfg.Hosts-1)
+	}
+	return inNetns(l.HostNS(host), fn)
+}
