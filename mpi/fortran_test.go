@@ -191,16 +191,23 @@ func TestFortranTrace(t *testing.T) {
 			t.Errorf("rank %d: messages %v, want %v", me, count, wantMsgs)
 		}
 	}
-	rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Auto})
+	// One host: the raw stamps share one clock, so none may be received
+	// before it was sent. The correction (the tracer's own sync exchanges
+	// with rank 0) is judged against the truth in TestTraceSyncNoDaemon; here
+	// its estimate of a zero offset may be a few us off under load, more
+	// than a shared-memory message takes, so its violations are only
+	// logged, and CLC must leave none.
+	rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Auto, CLC: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tot := causality.Totals(rep.Pairs)
+	tot, clc := causality.Totals(rep.Pairs), causality.Totals(rep.AfterCLC)
 	// Per round: 5 messages per rank; dependencies: barrier, both allreduces, allgather and
 	// alltoall 12 each, scan and exscan 6, bcast, reduce, gather and scatter 3.
 	perRound := ranks*5 + 5*12 + 2*6 + 4*3
-	if tot.Messages != int64(perRound*rounds) || rep.Unmatched != 0 || tot.Raw != 0 || tot.Corrected != 0 {
-		t.Errorf("%d messages matched, %d ends unmatched, %d/%d received before sent (raw/corrected); want %d, 0, 0/0",
-			tot.Messages, rep.Unmatched, tot.Raw, tot.Corrected, perRound*rounds)
+	t.Logf("received before sent: %d raw, %d corrected, %d after CLC", tot.Raw, tot.Corrected, clc.Corrected)
+	if tot.Messages != int64(perRound*rounds) || rep.Unmatched != 0 || tot.Raw != 0 || clc.Corrected != 0 {
+		t.Errorf("%d messages matched, %d ends unmatched, %d/%d received before sent (raw/after CLC); want %d, 0, 0/0",
+			tot.Messages, rep.Unmatched, tot.Raw, clc.Corrected, perRound*rounds)
 	}
 }
