@@ -3,9 +3,11 @@ package netlab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -364,5 +366,35 @@ func TestConcurrentLabs(t *testing.T) {
 	}
 	if _, err := b.Exec(1, []string{"true"}, ExecOptions{}); err != nil {
 		t.Errorf("b after a's Down: %v", err)
+	}
+}
+
+// TestUpKeepsThisProcessLabs: the first lab of a process to take LockPath
+// removes the leftovers of other processes only. A namespace under this
+// process's pid belongs to a concurrent lab that took the process's hold
+// after it and may be building already (two parallel lab tests lost
+// theirs to the first one's cleanup in a CI run).
+func TestUpKeepsThisProcessLabs(t *testing.T) {
+	needLab(t)
+	mine := fmt.Sprintf("%s%d-999999-h0", Prefix, os.Getpid())
+	stale := Prefix + "2147483646-1-h0"
+	for _, ns := range []string{mine, stale} {
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add %s: %s: %v", ns, out, err)
+		}
+	}
+	defer exec.Command("ip", "netns", "del", mine).Run()
+	defer exec.Command("ip", "netns", "del", stale).Run()
+	l, err := Up(context.Background(), Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	defer l.Down()
+	got := namespaces(t)
+	if !slices.Contains(got, mine) {
+		t.Errorf("Up removed %s, a namespace of this process's labs: %v", mine, got)
+	}
+	if slices.Contains(got, stale) {
+		t.Errorf("Up left %s, a dead process's namespace: %v", stale, got)
 	}
 }

@@ -68,11 +68,19 @@ func running(pid int) bool {
 
 // cleanup removes every namespace under Prefix, whichever lab made it,
 // and kills the processes still inside them: `gclock lab down` when no
-// lab runs (or with -force), and what Up runs first when it takes
-// LockPath (no lab runs then, so all are leftovers). It touches nothing
-// else.
+// lab runs (or with -force). It touches nothing else.
 func cleanup(log *slog.Logger) error {
 	return removeNamespaces(log, func(string) bool { return true })
+}
+
+// cleanupOthers removes the namespaces under Prefix that no lab of this
+// process made: what Up runs when it takes LockPath. No other process's
+// lab runs then, but a concurrent lab of this one may already be making
+// its namespaces (it took the process's hold after this Up did, before
+// this cleanup ran: two parallel tests lost theirs so in a CI run).
+func cleanupOthers(log *slog.Logger) error {
+	me := os.Getpid()
+	return removeNamespaces(log, func(ns string) bool { return nsOwner(ns) != me })
 }
 
 // cleanupEnded removes the namespaces under Prefix of labs whose process

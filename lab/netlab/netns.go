@@ -178,8 +178,8 @@ func Check() error {
 
 // Up builds the lab: it waits for the lab lock (LockPath; see
 // Config.Concurrent), removes what crashed runs left when it is the
-// machine's only lab (every namespace under Prefix, and the processes
-// inside them), then creates its namespaces (named after Lab.Prefix), veth
+// machine's only lab (every namespace under Prefix that no lab of this
+// process made, and the processes inside them), then creates its namespaces (named after Lab.Prefix), veth
 // pairs and addresses, and starts the switch. On any error
 // it removes what it made. The caller must call Down, also on SIGINT and
 // SIGTERM (the CLI cancels its context on them and defers Down).
@@ -205,7 +205,7 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 		return nil, err
 	}
 	if first {
-		if err := cleanup(log); err != nil {
+		if err := cleanupOthers(log); err != nil {
 			release()
 			return nil, err
 		}
