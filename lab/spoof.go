@@ -2,10 +2,8 @@ package lab
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // The spoofer (docs/daemon.md, "Security"; `gclock lab spoof`): a process
@@ -221,28 +220,24 @@ func (f *forger) pick() (victim, claimed uint32) {
 	return f.peers[v], f.peers[c]
 }
 
-// insiderKeyring reads the cluster key id from a key file of "ID SECRET"
-// lines (keyfile.Parse's format; the daemon package is not imported
-// here).
+// insiderKeyring reads key id's secret from a key file (keyfile.Parse's
+// format) for the insider: the cluster key a compromised host holds.
 func insiderKeyring(path string, id uint32) (*wire.Keyring, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("spoof: insider key: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var kid uint32
-		var hexs string
-		if n, _ := fmt.Sscanf(sc.Text(), "%d %s", &kid, &hexs); n != 2 || kid != id {
-			continue
-		}
-		secret, err := hex.DecodeString(hexs)
-		if err != nil {
-			return nil, fmt.Errorf("spoof: insider key %s: key id %d: %w", path, id, err)
-		}
-		return wire.NewKeyring(id, []wire.Key{{ID: id, Secret: secret}})
+	defer f.Close()
+	keys, err := keyfile.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("spoof: insider key %s: %w", path, err)
 	}
-	return nil, fmt.Errorf("spoof: insider key %s: no key id %d in hex", path, id)
+	for _, k := range keys {
+		if k.ID == id {
+			return wire.NewKeyring(id, []wire.Key{k})
+		}
+	}
+	return nil, fmt.Errorf("spoof: insider key %s: no key id %d", path, id)
 }
 
 // forgeInsider is forge for an insider (f.keys set).

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/wire"
+	"github.com/gclock/gclock/wire/keyfile"
 )
 
 // spoofEnv makes the test binary run the spoofer (SpoofSendFile) instead
@@ -270,4 +272,43 @@ func TestSpoofInsider(t *testing.T) {
 		t.Errorf("drops miss the insider: seq_jump %d, misaddressed %d", jumps, misaddressed)
 	}
 	fmt.Fprintln(os.Stderr, SpoofReport(res))
+}
+
+// TestInsiderKeyring: the insider reads its key id's secret from a key
+// file in the daemon's format (keyfile.Parse), and says what is wrong with
+// a file that has no such key or is not a key file.
+func TestInsiderKeyring(t *testing.T) {
+	dir := t.TempDir()
+	one, err := keyfile.NewLine(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := keyfile.NewLine(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, body string
+		id         uint32
+		want       string // "" no error, else in the error
+	}{
+		{"the key", "# cluster\n" + one + two, 2, ""},
+		{"no such id", one, 7, "no key id 7"},
+		{"not hex", "1 zz\n", 1, "line 1"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
+		if err := os.WriteFile(p, []byte(tc.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		kr, err := insiderKeyring(p, tc.id)
+		switch {
+		case tc.want == "" && (err != nil || kr == nil):
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := insiderKeyring(filepath.Join(dir, "missing"), 1); err == nil {
+		t.Error("a missing key file gave no error")
+	}
 }
