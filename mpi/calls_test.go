@@ -163,23 +163,7 @@ func wantCalls(me int) []callRecord {
 func TestTraceCalls(t *testing.T) {
 	dir := built(t)
 	const rounds = 3
-	tdir := filepath.Join(t.TempDir(), "trace")
-	out, errout, err := mpirun(t, ranks, map[string]string{
-		"LD_PRELOAD": filepath.Join(dir, "libgclockmpi.so"), "GCLOCK_MPI_TRACE": tdir, "GCLOCK_MPI_QUIET": "1",
-	}, filepath.Join(dir, "calls"), strconv.Itoa(rounds))
-	if err != nil {
-		t.Fatalf("mpirun calls: %v\n%s\n%s", err, out, errout)
-	}
-	for r := range ranks {
-		if !strings.Contains(out, fmt.Sprintf("ok %d\n", r)) {
-			t.Fatalf("rank %d: the program's own checks failed:\n%s\n%s", r, out, errout)
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(tdir, "rank-*.gct"))
-	slices.Sort(files)
-	if len(files) != ranks {
-		t.Fatalf("trace files %v, want %d", files, ranks)
-	}
+	files := traceRun(t, dir, "ok", filepath.Join(dir, "calls"), strconv.Itoa(rounds))
 	for me, f := range files {
 		got := callRecords(t, f)
 		var want []callRecord
@@ -262,4 +246,30 @@ func TestTraceCalls(t *testing.T) {
 	if tot.Raw != 0 || clc.Corrected != 0 {
 		t.Errorf("received before sent: %d raw, %d after CLC (one host: want 0)", tot.Raw, clc.Corrected)
 	}
+}
+
+// traceRun runs argv on ranks ranks under the tracer (libgclockmpi.so from
+// dir preloaded, tracing into a fresh directory), checks that every rank
+// printed "<ok> <rank>" (the program's own checks; "" checks nothing) and
+// returns the trace files, one per rank, in rank order.
+func traceRun(t *testing.T, dir, ok string, argv ...string) []string {
+	t.Helper()
+	tdir := filepath.Join(t.TempDir(), "trace")
+	out, errout, err := mpirun(t, ranks, map[string]string{
+		"LD_PRELOAD": filepath.Join(dir, "libgclockmpi.so"), "GCLOCK_MPI_TRACE": tdir, "GCLOCK_MPI_QUIET": "1",
+	}, argv...)
+	if err != nil {
+		t.Fatalf("mpirun %s: %v\n%s\n%s", filepath.Base(argv[0]), err, out, errout)
+	}
+	for r := range ranks {
+		if ok != "" && !strings.Contains(out, fmt.Sprintf("%s %d\n", ok, r)) {
+			t.Fatalf("rank %d: the program's own checks failed:\n%s\n%s", r, out, errout)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(tdir, "rank-*.gct"))
+	slices.Sort(files)
+	if len(files) != ranks {
+		t.Fatalf("trace files %v, want %d (the tracer opens one per rank in MPI_Init)", files, ranks)
+	}
+	return files
 }

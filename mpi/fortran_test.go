@@ -110,23 +110,7 @@ func TestFortranTrace(t *testing.T) {
 		t.Fatalf("mpifort: %v\n%s", err, out)
 	}
 	const rounds = 3
-	tdir := filepath.Join(t.TempDir(), "trace")
-	out, errout, err := mpirun(t, ranks, map[string]string{
-		"LD_PRELOAD": filepath.Join(dir, "libgclockmpi.so"), "GCLOCK_MPI_TRACE": tdir, "GCLOCK_MPI_QUIET": "1",
-	}, bin, strconv.Itoa(rounds))
-	if err != nil {
-		t.Fatalf("mpirun: %v\n%s\n%s", err, out, errout)
-	}
-	for r := range ranks {
-		if !strings.Contains(out, fmt.Sprintf("fok %d\n", r)) {
-			t.Fatalf("rank %d: the program's own checks failed:\n%s\n%s", r, out, errout)
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(tdir, "rank-*.gct"))
-	slices.Sort(files)
-	if len(files) != ranks {
-		t.Fatalf("trace files %v, want %d (MPI_INIT from Fortran must open the trace)", files, ranks)
-	}
+	files := traceRun(t, dir, "fok", bin, strconv.Itoa(rounds))
 	const world = "comm 0 1 2 3"
 	for me, f := range files {
 		at := func(root int, b int64) int64 { // bytes only at the root

@@ -97,14 +97,7 @@ func TestMPICallsOTF2(t *testing.T) {
 		t.Skip("otf2-print not installed (ci/deps.sh installs otf2-tools): the OTF2 read-back is not checked")
 	}
 	const rounds = 2
-	tdir := filepath.Join(t.TempDir(), "trace")
-	out, errout, err := mpirun(t, ranks, map[string]string{
-		"LD_PRELOAD": filepath.Join(dir, "libgclockmpi.so"), "GCLOCK_MPI_TRACE": tdir, "GCLOCK_MPI_QUIET": "1",
-	}, filepath.Join(dir, "calls"), strconv.Itoa(rounds))
-	if err != nil {
-		t.Fatalf("mpirun: %v\n%s\n%s", err, out, errout)
-	}
-	files, _ := filepath.Glob(filepath.Join(tdir, "rank-*.gct"))
+	files := traceRun(t, dir, "ok", filepath.Join(dir, "calls"), strconv.Itoa(rounds))
 	arch := filepath.Join(t.TempDir(), "otf2")
 	rep, err := timeline.Run(timeline.Files(files), timeline.Options{Method: correct.Auto, OTF2: arch})
 	if err != nil {
