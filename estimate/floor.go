@@ -44,14 +44,6 @@ const (
 	floorMinRank = 3
 )
 
-// floorSoftFactor scales the floor's softness (the 4k-th shortest round
-// trip minus the 2k-th) into the slack. At 70% cross traffic (docs/lab.md,
-// "The floor filter under cross traffic") the filter with the slack of
-// Slack and SlackFrac alone rejected 39-42 exchanges per host in 40 s,
-// 15-25 of each host's 30 fastest, all genuine (raw clocks, checked
-// against the switch's frame log); with twice the softness, 1-4.
-const floorSoftFactor = 2
-
 // floorMinSamples is the least history (with the round being checked)
 // before anything is rejected: the k-th shortest of a handful of round
 // trips says nothing about the floor.
@@ -108,9 +100,9 @@ func NewFloorFilter(cfg FloorConfig) (*FloorFilter, error) {
 // round joins the history afterwards. Samples with a negative round trip
 // are left to the caller's own checks (they are kept, not counted).
 func (f *FloorFilter) Filter(dst, round []Sample) (kept []Sample, rejected int) {
-	floor, soft, ok := f.floorWith(round)
+	floor, ok := f.floorWith(round)
 	for _, s := range round {
-		if ok && f.below(s, floor, soft) {
+		if ok && f.below(s, floor) {
 			rejected++
 		} else {
 			dst = append(dst, s)
@@ -124,42 +116,29 @@ func (f *FloorFilter) Filter(dst, round []Sample) (kept []Sample, rejected int) 
 
 // Floor returns the floor the history alone gives (ok false while it holds
 // fewer than floorMinSamples exchanges).
-func (f *FloorFilter) Floor() (int64, bool) {
-	floor, _, ok := f.floorWith(nil)
-	return floor, ok
-}
+func (f *FloorFilter) Floor() (int64, bool) { return f.floorWith(nil) }
 
 // Reset forgets the history.
 func (f *FloorFilter) Reset() { f.ring, f.next = f.ring[:0], 0 }
 
-// below reports whether s's round trip lies more than the slack below
-// floor, where soft is how far the floor's rank lies above the ranks
-// below it (see floorWith).
-func (f *FloorFilter) below(s Sample, floor, soft int64) bool {
+// below reports whether s's round trip lies more than the slack below floor.
+func (f *FloorFilter) below(s Sample, floor int64) bool {
 	rtt := s.RTT()
 	if rtt < 0 {
 		return false
 	}
-	slack := max(f.cfg.Slack, int64(f.cfg.SlackFrac*float64(floor)), floorSoftFactor*soft)
+	slack := max(f.cfg.Slack, int64(f.cfg.SlackFrac*float64(floor)))
 	if held := s.LocSend - s.LocRecv; held > 0 {
 		slack += int64(math.Ceil(f.cfg.MaxSkew * float64(held)))
 	}
 	return rtt < floor-slack
 }
 
-// floorWith is the k-th shortest round trip of the history and round, and
-// how soft it is: the 4k-th shortest minus the 2k-th. On a path whose
-// queues are rarely empty (cross traffic at 70% of the port rate) the
-// k-th shortest of 256 lies 50-100 us above the path's true floor, and the
-// genuine exchanges below it (the fastest of the run, which the centre
-// line needs most) spread below it about as the ranks above it do; a
-// slack of floorSoftFactor times that keeps them. Fewer than k impossible
-// exchanges cannot move the floor, fewer than 2k not the softness (so k
-// of them cannot widen the slack for themselves).
-func (f *FloorFilter) floorWith(round []Sample) (floor, soft int64, ok bool) {
+// floorWith is the k-th shortest round trip of the history and round.
+func (f *FloorFilter) floorWith(round []Sample) (int64, bool) {
 	n := len(f.ring) + len(round)
 	if n < floorMinSamples {
-		return 0, 0, false
+		return 0, false
 	}
 	f.tmp = append(f.tmp[:0], f.ring...)
 	for _, s := range round {
@@ -167,7 +146,7 @@ func (f *FloorFilter) floorWith(round []Sample) (floor, soft int64, ok bool) {
 	}
 	slices.Sort(f.tmp)
 	k := max(floorMinRank, n/floorRankDiv)
-	return f.tmp[k-1], f.tmp[min(4*k, n)-1] - f.tmp[min(2*k, n)-1], true
+	return f.tmp[k-1], true
 }
 
 func (f *FloorFilter) push(rtt int64) {

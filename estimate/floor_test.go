@@ -25,27 +25,6 @@ func labRound(t int64, n int) []Sample {
 	return r
 }
 
-// queuedRound is n exchanges like labRound's on a path through FIFO ports
-// at 70% cross traffic, where a frame finds its port's queue empty one
-// time in ten and otherwise waits an exponential time of mean 200 us (the
-// lab's small frames waited 180-210 us at the median): its fastest
-// exchanges are genuine and rare.
-func queuedRound(t int64, n int) []Sample {
-	rng := rand.New(rand.NewPCG(uint64(t), 70))
-	way := func() int64 {
-		d := 73_500 + int64(57_700*(math.Pow(1-rng.Float64(), -1.0/3)-1))
-		if rng.Float64() < 0.9 {
-			d += int64(rng.ExpFloat64() * 200_000)
-		}
-		return d
-	}
-	r := make([]Sample, n)
-	for i := range r {
-		r[i] = ex(t+int64(i)*2_500_000, way(), 30_000+rng.Int64N(300_000), way())
-	}
-	return r
-}
-
 // fastest is the index of r's exchange with the shortest round trip.
 func fastest(r []Sample) int {
 	k := 0
@@ -119,9 +98,6 @@ func TestFloorFilter(t *testing.T) {
 				{at(t0+4e9, 5, 60_000, 40_000), 5},
 				{at(t0+5e9, 60, 60_000, 40_000), 0},
 			}, 121_000},
-		{"queued path: its rare fastest exchanges are kept", FloorConfig{Slack: 2000},
-			[]round{{queuedRound(t0, 120), 0}, {queuedRound(t0+1e9, 240), 0}, {queuedRound(t0+2e9, 240), 0},
-				{queuedRound(t0+3e9, 120), 0}, {queuedRound(t0+4e9, 240), 0}}, 0},
 		{"negative round trips are the caller's business", FloorConfig{Slack: 2000},
 			[]round{{labRound(t0, 60), 0}, {[]Sample{{SrcSend: 10, LocRecv: 0, LocSend: 100, SrcRecv: 20}}, 0}}, 0},
 	}
