@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +19,7 @@ func TestFailoverPause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 38-s lab")
 	}
-	cfg := parallelLab(t, 3)
-	l, err := Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	defer l.Down()
-	gc := DefaultGclockConfig()
-	gc.Command = []string{os.Args[0]}
-	gc.Env = []string{daemonEnv + "=1"}
+	l, gc := gclockLab(t, 3)
 	gc.Duration, gc.Warmup = 38*time.Second, 10*time.Second
 	gc.FailoverAfter = 2 * time.Second
 	gc.Trace = true // the series: which synced reads came after the takeover

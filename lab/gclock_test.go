@@ -55,15 +55,7 @@ func runTestDaemon(args []string) int {
 // the truth inside [earliest, latest], every host synchronised, and the
 // traffic was counted. Accuracy is measured by `gclock lab` (docs/lab.md).
 func TestRunGclock(t *testing.T) {
-	cfg := parallelLab(t, 3)
-	l, err := Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	defer l.Down()
-	gc := DefaultGclockConfig()
-	gc.Command = []string{os.Args[0]}
-	gc.Env = []string{daemonEnv + "=1"}
+	l, gc := gclockLab(t, 3)
 	gc.Duration, gc.Warmup = 20*time.Second, 8*time.Second
 	gc.Trace = true
 	res, err := l.RunGclock(context.Background(), gc)

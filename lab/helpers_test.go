@@ -48,6 +48,22 @@ func parallelLab(t *testing.T, hosts int) netlab.Config {
 	return cfg
 }
 
+// gclockLab brings up parallelLab(t, hosts) (down at t's end) and returns
+// it with the default gclock run whose daemons are this test binary
+// (TestMain runs the daemon when daemonEnv is set).
+func gclockLab(t *testing.T, hosts int) (*Lab, GclockConfig) {
+	t.Helper()
+	l, err := Up(context.Background(), parallelLab(t, hosts))
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() { l.Down() })
+	gc := DefaultGclockConfig()
+	gc.Command = []string{os.Args[0]}
+	gc.Env = []string{daemonEnv + "=1"}
+	return l, gc
+}
+
 // labParallel is how many parallel lab tests run at once unless -parallel
 // says otherwise (its default, GOMAXPROCS, is 2 here): a lab test mostly
 // waits on timers, its daemons are light.

@@ -181,12 +181,8 @@ func TestLabNTP(t *testing.T) {
 			t.Skipf("%s not installed (ci/deps.sh installs ntpsec-ntpdig, ntpsec-ntpdate and chrony)", c)
 		}
 	}
-	cfg := parallelLab(t, 3)
-	l, err := Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	defer l.Down()
+	const hosts = 3
+	l, gc := gclockLab(t, hosts)
 	chronys := map[int]*ChronyRefclock{}
 	for _, h := range []int{1, 2} {
 		c, err := l.StartChronyRefclock(h)
@@ -200,9 +196,6 @@ func TestLabNTP(t *testing.T) {
 		Upstream: daemon.UpstreamNone}
 	base.NTP.Listen = ":123"
 	base.NTP.RateLimit = daemon.NTPRateLimitConfig{} // the clients below query in a loop
-	gc := DefaultGclockConfig()
-	gc.Command = []string{os.Args[0]}
-	gc.Env = []string{daemonEnv + "=1"}
 	gc.Duration, gc.Warmup = 60*time.Second, 10*time.Second
 	gc.Base = &base
 	gc.Tweak = func(host int, c *daemon.Config) {
@@ -228,7 +221,7 @@ func TestLabNTP(t *testing.T) {
 	disps := map[int][]int64{}
 	qdir := t.TempDir()
 	query := func(server int, client string) {
-		from := (server + 1) % cfg.Hosts
+		from := (server + 1) % hosts
 		qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
 		m, err := QueryNTP(qctx, l.HostRunner(from), client, netlab.HostAddr(server).String(), qdir)
 		qcancel()
@@ -248,7 +241,7 @@ func TestLabNTP(t *testing.T) {
 	// once per server.
 	stopAt := start.Add(gc.Duration - 15*time.Second)
 	for round := 0; time.Now().Before(stopAt); round++ {
-		for s := range cfg.Hosts {
+		for s := range hosts {
 			for _, c := range NTPClients {
 				if (c == ClientChronyd && round > 0) || !time.Now().Before(stopAt) {
 					continue
@@ -288,7 +281,7 @@ func TestLabNTP(t *testing.T) {
 		t.Logf("%s: %d queries, |offset| median %d ns, max %d ns; round trip median %d ns", c, len(errs[c]),
 			pctlNs(errs[c], 0.5), pctlNs(errs[c], 1), pctlNs(delays[c], 0.5))
 	}
-	for h := range cfg.Hosts {
+	for h := range hosts {
 		t.Logf("host %d: root dispersion served median %d ns, max %d ns", h, pctlNs(disps[h], 0.5), pctlNs(disps[h], 1))
 		// The offset checks above mean something only if the bounds are
 		// narrower than a wrong time scale (the emulated clocks are

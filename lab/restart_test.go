@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 )
@@ -29,15 +28,7 @@ func TestRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 95-s lab")
 	}
-	cfg := parallelLab(t, 4)
-	l, err := Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	defer l.Down()
-	gc := DefaultGclockConfig()
-	gc.Command = []string{os.Args[0]}
-	gc.Env = []string{daemonEnv + "=1"}
+	l, gc := gclockLab(t, 4)
 	gc.Duration, gc.Warmup = 95*time.Second, 10*time.Second
 	gc.StateFiles = true
 	gc.Faults = restartFaults
