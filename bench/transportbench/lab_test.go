@@ -2,7 +2,6 @@ package transportbench
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -15,11 +14,8 @@ import (
 // (as the lab's own tests do).
 func needLab(t *testing.T) {
 	t.Helper()
-	if err := netlab.Check(); err != nil {
-		t.Skipf("lab integration test needs root and network namespaces: %v", err)
-	}
-	if os.Getenv("GCLOCK_LAB_SKIP") != "" {
-		t.Skip("GCLOCK_LAB_SKIP is set (another lab is running on this machine; Up would remove it)")
+	if why := netlab.SkipReason(); why != "" {
+		t.Skip(why)
 	}
 }
 

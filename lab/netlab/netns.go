@@ -176,6 +176,22 @@ func Check() error {
 	return nil
 }
 
+// SkipEnv names the environment variable that, set to anything, makes the
+// lab integration tests of every package skip (SkipReason).
+const SkipEnv = "GCLOCK_LAB_SKIP"
+
+// SkipReason is why a lab integration test should skip here ("" when a
+// lab can be built): what Check refuses, or SkipEnv set.
+func SkipReason() string {
+	if err := Check(); err != nil {
+		return fmt.Sprintf("lab integration test needs root and network namespaces: %v", err)
+	}
+	if os.Getenv(SkipEnv) != "" {
+		return SkipEnv + " is set: lab integration tests skipped"
+	}
+	return ""
+}
+
 // Up builds the lab: it waits for the lab lock (LockPath; see
 // Config.Concurrent), removes what crashed runs left when it is the
 // machine's only lab (every namespace under Prefix that no lab of this
