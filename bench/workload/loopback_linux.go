@@ -5,6 +5,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -47,21 +48,30 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	opt := transport.UDPOptions{ReadBuffer: 4 << 20, WriteBuffer: 4 << 20}
+	// Until the goroutines below run (and close them as ctx ends), an
+	// error closes what was opened.
+	var opened []io.Closer
+	fail := func(err error) (LoopbackPageResult, error) {
+		for _, c := range opened {
+			c.Close()
+		}
+		return res, err
+	}
 	sconn, err := transport.ListenUDP("127.0.0.1:0", opt)
 	if err != nil {
-		return res, err
+		return fail(err)
 	}
+	opened = append(opened, sconn)
 	cconn, err := transport.ListenUDP("127.0.0.1:0", opt)
 	if err != nil {
-		sconn.Close()
-		return res, err
+		return fail(err)
 	}
+	opened = append(opened, cconn)
 	relay, err := NewRelay(RelayConfig{Listen: "127.0.0.1:0", Target: sconn.LocalAddr(), Loss: cfg.Loss, Dup: cfg.Dup, Seed: cfg.Seed})
 	if err != nil {
-		sconn.Close()
-		cconn.Close()
-		return res, err
+		return fail(err)
 	}
+	opened = append(opened, relay.front, relay.back)
 	srv := &transport.PageServer{PageSize: cfg.Client.PageSize}
 	mk := func(id uint32, c transport.PacketConn, h transport.Handler) (*transport.Endpoint, error) {
 		ec := cfg.Endpoint
@@ -70,19 +80,11 @@ func RunLoopbackPages(ctx context.Context, cfg LoopbackPageConfig) (LoopbackPage
 	}
 	server, err := mk(2, sconn, srv)
 	if err != nil {
-		sconn.Close()
-		cconn.Close()
-		relay.front.Close()
-		relay.back.Close()
-		return res, err
+		return fail(err)
 	}
 	client, err := mk(1, cconn, nil)
 	if err != nil {
-		sconn.Close()
-		cconn.Close()
-		relay.front.Close()
-		relay.back.Close()
-		return res, err
+		return fail(err)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = server.Run(ctx) })
