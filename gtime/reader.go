@@ -370,3 +370,27 @@ func (r *Reader) Close() error {
 	r.old = nil
 	return err
 }
+
+// BusyRetries is how many more times ReadPatiently reads a page for one
+// instant when it is busy: each read waits up to 100 ms for the daemon to
+// finish its update, and a daemon descheduled in the middle of one on a
+// loaded machine may take longer (a lab run at load 20 lost a read that
+// way). Only a writer dead mid-update still fails, after about two seconds.
+const BusyRetries = 20
+
+// ReadPatiently is at(local), read again up to retries more times while it
+// fails with ErrBusy; busy counts the reads that did. local is fixed, so a
+// later read gives that instant's global time as exactly. at is e.g.
+// (*Reader).At.
+func ReadPatiently(at func(int64) (Time, error), local int64, retries int) (t Time, busy int, err error) {
+	for {
+		t, err = at(local)
+		if !errors.Is(err, ErrBusy) {
+			return t, busy, err
+		}
+		busy++
+		if busy > retries {
+			return t, busy, err
+		}
+	}
+}

@@ -308,7 +308,7 @@ type GclockResult struct {
 	ScaleRedefinitions uint64 `json:"scale_redefinitions"`
 	// PageBusyReads counts the page reads that found a daemon in the
 	// middle of an update for a reader's whole 100-ms budget
-	// (gtime.ErrBusy; the evaluator read again, readPatient).
+	// (gtime.ErrBusy; the evaluator read again, gtime.ReadPatiently).
 	PageBusyReads uint64 `json:"page_busy_reads"`
 	// Failover measures the elections (GclockConfig.FailoverAfter).
 	Failover *FailoverFigures `json:"failover,omitempty"`
@@ -615,12 +615,12 @@ func (r *gclockRun) evaluate(now int64) error {
 	// term's scale, against which the reads of that term are judged.
 	for i, rd := range r.readers {
 		var sc gtime.Scale
-		t, busy, err := readPatient(func(at int64) (gtime.Time, error) {
+		t, busy, err := gtime.ReadPatiently(func(at int64) (gtime.Time, error) {
 			t, s, err := rd.AtScale(at)
 			sc = s
 			return t, err
-		}, now, pageBusyRetries)
-		r.ev.busy += busy
+		}, now, gtime.BusyRetries)
+		r.ev.busy += uint64(busy)
 		if err != nil {
 			return fmt.Errorf("lab: gclock: host %d: %w (after %d busy reads)", i, err, busy)
 		}
@@ -808,29 +808,7 @@ type evaluator struct {
 	agree    eval.Agreement
 	outside  uint64
 	unjudged uint64
-	busy     uint64 // page reads that found the page busy (readPatient)
-}
-
-// pageBusyRetries is how many more times the evaluator reads a page for
-// one instant when it is busy (gtime.ErrBusy: the daemon stayed in the
-// middle of an update for the reader's 100-ms budget, descheduled on a
-// loaded machine; a lab measure run at load 20 ended on one).
-const pageBusyRetries = 20
-
-// readPatient is at(r), read again up to retries more times while it
-// fails with gtime.ErrBusy; busy counts the reads that did. r is fixed,
-// so a later read gives that instant's global time as exactly.
-func readPatient(at func(int64) (gtime.Time, error), r int64, retries int) (t gtime.Time, busy uint64, err error) {
-	for {
-		t, err = at(r)
-		if !errors.Is(err, gtime.ErrBusy) || busy == uint64(retries) {
-			if errors.Is(err, gtime.ErrBusy) {
-				busy++
-			}
-			return t, busy, err
-		}
-		busy++
-	}
+	busy     uint64 // page reads that found the page busy (gtime.ReadPatiently)
 }
 
 func newEvaluator(n int, gc GclockConfig) *evaluator {

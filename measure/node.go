@@ -215,28 +215,23 @@ type Clocks struct {
 }
 
 // BusyRetries is how many more times a node reads its page for one raw
-// instant when the read fails with gtime.ErrBusy: each read waits up to
-// 100 ms for the daemon to finish its update, and a daemon descheduled in
-// the middle of one on a loaded machine may take longer (a lab run at load
-// 20 lost a page read that way). The stamp's raw instant is fixed, so a
-// later read of it is as exact; only a writer dead mid-update still fails,
-// after about two seconds.
-const BusyRetries = 20
+// instant when the read fails with gtime.ErrBusy (gtime.BusyRetries).
+const BusyRetries = gtime.BusyRetries
 
 // patientGlobal is global with reads that found the page busy repeated,
-// up to retries more times; each busy stretch is logged with how many
-// reads it took.
+// up to retries more times (gtime.ReadPatiently); each busy stretch is
+// logged with how many reads it took.
 func patientGlobal(global func(int64) (gtime.Time, error), retries int, log *slog.Logger) func(int64) (gtime.Time, error) {
 	return func(raw int64) (gtime.Time, error) {
-		for i := 0; ; i++ {
-			t, err := global(raw)
-			if !errors.Is(err, gtime.ErrBusy) || i == retries {
-				if i > 0 {
-					log.Warn("page busy: the daemon was in the middle of an update", "reads", i+1, "ok", err == nil)
-				}
-				return t, err
+		t, busy, err := gtime.ReadPatiently(global, raw, retries)
+		if busy > 0 {
+			reads := busy
+			if !errors.Is(err, gtime.ErrBusy) {
+				reads++
 			}
+			log.Warn("page busy: the daemon was in the middle of an update", "reads", reads, "ok", err == nil)
 		}
+		return t, err
 	}
 }
 
