@@ -111,7 +111,8 @@ func TestHullCenterBeatsMidpointOnPareto(t *testing.T) {
 // side the max-margin line stands alone. Here 25 exchanges, 4 each way at
 // the floor and the others with an asymmetric excess (20-40 us one way,
 // 2-4 us the other): the default stays within 100 ns of the truth, the 15
-// fastest (CenterPoints: 15) are microseconds off.
+// fastest (CenterPoints: 15) are hundreds of ns off (748 ns; 11.5 us
+// before the fit weighted queued points down, see centerSoft).
 func TestHullCenterFewExchanges(t *testing.T) {
 	w := world{t0: 1e15, off: 3e9, ppb: 20000}
 	build := func(cfg HullConfig) *Hull {
@@ -137,7 +138,7 @@ func TestHullCenterFewExchanges(t *testing.T) {
 		t.Errorf("default centre line %.0f ns from the truth with 25 exchanges, want <= 100", ce)
 	}
 	fe, _ := centerErr(t, build(HullConfig{Window: 256, Center: true, CenterPoints: 15}), w, x)
-	if fe < 1000 {
+	if fe < 400 {
 		t.Errorf("the 15 fastest each way are only %.0f ns off: the case does not show the difference", fe)
 	}
 	t.Logf("default %.0f ns, 15 fastest each way %.0f ns", ce, fe)

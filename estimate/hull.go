@@ -1052,6 +1052,25 @@ const (
 	// the centerCap*centerPoints fastest of the whole window.
 	centerQuarters = 4
 	centerCap      = 4
+	// centerSoft (ns) and centerRefits: the least-squares fit of the
+	// chosen points is redone centerRefits times with each point weighted
+	// 1/(1+(q/centerSoft)^2), q being how far it lies beyond the fitted
+	// margin on its side (0 for points at or inside it): how much queueing
+	// it carries by the fit's own account. Under load only 0.2-0.8% of a
+	// lab host's exchanges each way came within 1 us of the floor, so most
+	// of a quarter's chosen points had queued 2-20 us, and a stretch where
+	// one direction's fastest had queued more than the other's tilted the
+	// line (docs/lab.md, "What limits the per-host median"); a point 5 us
+	// beyond the margin now counts 1/52 of one at it. 700 ns is about the
+	// spread of the stamps at the floor (the lab's kernel stamps, 0.6-1.3
+	// us above their floor at the median under load): exchanges within it
+	// keep most of their weight, so a clean window's line moves by a few
+	// ns. Chosen on 72 host-runs of logged lab exchanges (raw clocks,
+	// busy and cross70) and the simulator's lab-like scenarios: 300-1000
+	// ns and 3-8 refits all gave about the same (docs/lab.md, "Soft
+	// weights on queued points").
+	centerSoft   = 700 // ns
+	centerRefits = 3
 )
 
 // refineCenter averages the exchanges near the centre line instead of
@@ -1059,7 +1078,8 @@ const (
 // line's margin (the fastest exchanges one way) and the LOW points
 // likewise (the other way), at least the fastest few in every quarter of
 // the window's span, are fitted by least squares with one common
-// line and one common margin (UP = line + m, LOW = line - m). The extreme
+// line and one common margin (UP = line + m, LOW = line - m), the points
+// that queued beyond that margin weighted down (fitCenter). The extreme
 // points' own noise (a timestamp a few hundred ns early) then counts once
 // among many instead of deciding the line. It returns the line at relative
 // x = 0 (d units) and its skew; ok is false with fewer than three points to
@@ -1121,6 +1141,18 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 	}
 	pick(h.up.pts, ru, 1)
 	pick(h.low.pts, rl, -1)
+	return fitCenter(xs, ds, sg, centerRefits)
+}
+
+// fitCenter fits one line and one margin to points (xs, ds) of sides sg
+// (+1 UP: d = line + m; -1 LOW: d = line - m) by least squares, then
+// refits refits times with every point weighted down by its queueing
+// beyond the fitted margin (see centerSoft). It returns the line at x = 0
+// and its skew; ok is false for a singular fit.
+func fitCenter(xs, ds, sg []float64, refits int) (a, skew float64, ok bool) {
+	if len(xs) == 0 {
+		return 0, 0, false
+	}
 	// Centre and scale x (to seconds) so the normal equations stay well
 	// conditioned: unknowns (a', s', m) with d = a' + s' X + sg*m.
 	var xm float64
@@ -1128,20 +1160,41 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 		xm += x
 	}
 	xm /= float64(len(xs))
-	var A [3][3]float64
-	var B [3]float64
-	for i := range xs {
-		row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
-		for r := range 3 {
-			for k := range 3 {
-				A[r][k] += row[r] * row[k]
-			}
-			B[r] += row[r] * ds[i]
-		}
+	w := make([]float64, len(xs))
+	for i := range w {
+		w[i] = 1
 	}
-	sol, ok := solve3(A, B)
-	if !ok {
-		return 0, 0, false
+	var sol [3]float64
+	for it := 0; ; it++ {
+		var A [3][3]float64
+		var B [3]float64
+		for i := range xs {
+			row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
+			for r := range 3 {
+				for k := range 3 {
+					A[r][k] += w[i] * row[r] * row[k]
+				}
+				B[r] += w[i] * row[r] * ds[i]
+			}
+		}
+		next, ok := solve3(A, B)
+		if !ok {
+			if it == 0 {
+				return 0, 0, false
+			}
+			break // keep the previous fit
+		}
+		sol = next
+		if it == refits {
+			break
+		}
+		for i := range xs {
+			// Queueing beyond the margin: UP points lie above line + m,
+			// LOW points below line - m.
+			q := sg[i] * (ds[i] - (sol[0] + sol[1]*(xs[i]-xm)/1e9 + sg[i]*sol[2]))
+			q = max(q, 0) / centerSoft
+			w[i] = 1 / (1 + q*q)
+		}
 	}
 	skew = sol[1] / 1e9
 	return sol[0] - skew*xm, skew, true
