@@ -89,7 +89,9 @@ func TestHullCenterAdaptLoadedLab(t *testing.T) {
 	if n < 3000 {
 		t.Fatalf("%d evaluations, want at least 3000", n)
 	}
-	// Before: max 17.0 us, 2.3 us at p50. After: max 1.4 us.
+	// Before: max 17.0 us, 2.3 us at p50. After: max 1.4 us. With the
+	// centre fit's soft weights (centerSoft, 700 ns): max 1.05 us, 26 of
+	// 3501 above 1 us (834 ns and none just before them; 500 ns: 76).
 	if worst > 2500 || over1us*100 > n {
 		t.Errorf("worst error %d ns, %d of %d evaluations above 1 us; want at most 2.5 us and under 1%%", worst, over1us, n)
 	}
