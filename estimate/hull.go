@@ -1065,10 +1065,10 @@ const (
 	// spread of the stamps near the floor (the lab's kernel stamps, 0.6-1.3
 	// us above their floor at the median under load): exchanges within it
 	// keep at least half their weight, so a clean window's line moves by a
-	// few ns. Chosen on 96 host-runs of logged lab exchanges (raw clocks,
+	// few ns. Chosen on 108 host-runs of logged lab exchanges (raw clocks,
 	// busy and cross70) and the simulator's lab-like scenarios: 300-1000 ns
-	// and 3-8 refits did about as well; 500 ns left 4 hosts of 96 above
-	// 0.5 us instead of 8 but put 2.2% of the reads of the recorded stall
+	// and 3-8 refits did about as well; 500 ns left 6 hosts of 108 above
+	// 0.5 us instead of 10 but put 2.2% of the reads of the recorded stall
 	// run (TestHullCenterAdaptLoadedLab) above 1 us, 700 ns 0.7% (docs/lab.md,
 	// "Soft weights on queued points").
 	centerSoft   = 700 // ns
