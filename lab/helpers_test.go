@@ -41,7 +41,7 @@ func parallelLab(t *testing.T, hosts int) netlab.Config {
 	needLab(t)
 	t.Parallel()
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime, cfg.Concurrent = hosts, t.TempDir(), true, true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO, cfg.Concurrent = hosts, t.TempDir(), true, true
 	return cfg
 }
 

@@ -50,7 +50,7 @@ type RunReport struct {
 	Link       string             `json:"link"`
 	DurationNs int64              `json:"duration_ns"`
 	WarmupNs   int64              `json:"warmup_ns"`
-	Realtime   bool               `json:"switch_realtime"`
+	SchedFIFO  bool               `json:"switch_sched_fifo"`
 	Validation []netlab.DirResult `json:"validation"`
 	// Switch is what the switch did to every direction during the run
 	// (frames, drops, its release lateness and write cost).
@@ -102,7 +102,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	defer l.Down()
 
 	rep = RunReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
-		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: spec.Load, Clocks: "raw",
+		WarmupNs: pc.Warmup.Nanoseconds(), SchedFIFO: cfg.SchedFIFO, Load: spec.Load, Clocks: "raw",
 		LoadOutside: spec.LoadOutside, Flood: spec.Flood, Cross: spec.Cross, PortRate: cfg.PortRate}
 	if gc.Emulate {
 		rep.Clocks, rep.Wander = "emulated", &gc.Wander

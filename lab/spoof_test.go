@@ -172,7 +172,7 @@ func TestSpoof(t *testing.T) {
 		t.Skip("runs a 40-s lab")
 	}
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)
@@ -230,7 +230,7 @@ func TestSpoofInsider(t *testing.T) {
 		t.Skip("runs a 30-s lab")
 	}
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

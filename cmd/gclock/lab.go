@@ -205,7 +205,7 @@ func (f *labFlags) config() (netlab.Config, error) {
 		cfg.Hosts = 2
 	}
 	cfg.Seed = f.seed
-	cfg.Realtime = f.schedFIFO
+	cfg.SchedFIFO = f.schedFIFO
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
@@ -320,7 +320,7 @@ func runLab(args []string) error {
 		return labWriteJSON(os.Stdout, rep)
 	}
 	fmt.Printf("lab: %d hosts, link %s, switch sched-fifo=%v, %d busy loops beside the daemons\n",
-		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
+		rep.Hosts, rep.Link, rep.SchedFIFO, rep.Load)
 	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
@@ -589,7 +589,7 @@ func runLabValidate(args []string) error {
 		return labWriteJSON(os.Stdout, rs)
 	}
 	fmt.Printf("link %s, switch sched-fifo=%v spin=%v; one-way delays from kernel TX/RX timestamps (us):\n",
-		cfg.Link, cfg.Realtime, cfg.SpinWindow)
+		cfg.Link, cfg.SchedFIFO, cfg.SpinWindow)
 	netlab.PrintValidation(os.Stdout, rs)
 	return nil
 }

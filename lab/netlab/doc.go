@@ -59,7 +59,7 @@
 // and sends; all its system calls are raw, so the Go scheduler never takes
 // its P. After an idle spell (WarmAfter) it first writes the frame to a
 // warm-up veth pair whose peer drops it, so that the real release runs
-// through warm caches. With Realtime that thread runs SCHED_FIFO 50 and the
+// through warm caches. With SchedFIFO that thread runs SCHED_FIFO 50 and the
 // process's other threads SCHED_FIFO 1 (processes started with Exec run
 // SCHED_OTHER): a CPU-bound load then delays neither the thread nor the Go
 // runtime's hand-offs to it. Starting a switch raises GOMAXPROCS to at least 4 (one more per further switch),

@@ -70,7 +70,7 @@ func TestLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Hosts: 3, Link: link, Seed: 5, Realtime: true, WarmAfter: DefaultWarmAfter, RunDir: t.TempDir()}
+	cfg := Config{Hosts: 3, Link: link, Seed: 5, SchedFIFO: true, WarmAfter: DefaultWarmAfter, RunDir: t.TempDir()}
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

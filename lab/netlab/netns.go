@@ -45,9 +45,9 @@ type Config struct {
 	// WarmAfter is the switch's WarmAfter (the lab adds the warm-up veth
 	// pair); DefaultConfig sets DefaultWarmAfter, 0 turns it off.
 	WarmAfter time.Duration
-	// Realtime runs the switch's release thread under SCHED_FIFO, so that a
+	// SchedFIFO runs the switch's release thread under SCHED_FIFO, so that a
 	// CPU-bound load beside the lab does not delay releases.
-	Realtime bool
+	SchedFIFO bool
 	// PortRate is the switch's PortRate: every egress port a FIFO queue in
 	// front of a line of this many bits per second (0: none).
 	PortRate int64
@@ -351,7 +351,7 @@ func (l *Lab) upSwitch(ctx context.Context) error {
 		Seed:       l.cfg.Seed,
 		SpinWindow: l.cfg.SpinWindow,
 		BusyPoll:   l.cfg.BusyPoll,
-		Realtime:   l.cfg.Realtime,
+		SchedFIFO:  l.cfg.SchedFIFO,
 		PortRate:   l.cfg.PortRate,
 		FrameLog:   l.cfg.FrameLog,
 		Logger:     l.log,
