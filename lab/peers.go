@@ -185,8 +185,10 @@ func (l *Lab) startChrony(pc PeerConfig) (procs []*netlab.Proc, sock string, err
 	if err != nil {
 		return nil, "", err
 	}
+	// logdir: chronyd's own logs of every measurement, its statistics
+	// and its tracking beside its output, for taking a run apart after.
 	common := func(dir string) string {
-		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\n", dir, dir)
+		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\nlogdir %s\nlog measurements statistics tracking\n", dir, dir, dir)
 	}
 	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
 	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))

@@ -89,6 +89,9 @@ type labFlags struct {
 	interval time.Duration
 	pingpong bool
 	frameLog string
+	// runDir is the lab's Config.RunDir ("": netlab.DefaultRunDir); set by
+	// gclock lab bench, not a flag.
+	runDir string
 }
 
 func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
@@ -213,6 +216,7 @@ func (f *labFlags) config() (netlab.Config, error) {
 		return netlab.Config{}, err
 	}
 	cfg.FrameLog = f.frameLog
+	cfg.RunDir = f.runDir
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
