@@ -122,7 +122,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 		}
 		fmt.Fprintf(spec.Progress, "gclock lab: running gclock daemons%s for %v with %s\n", peers, gc.Duration, describeLoad(spec, cfg.PortRate))
 	}
-	rep.LoadAvgStart = LoadAvg()
+	rep.LoadAvgStart = loadAvg()
 	var results []PeerResult
 	var perr error
 	done := make(chan struct{})
@@ -137,7 +137,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	}
 	gres, gerr := l.RunGclock(ctx, gc)
 	<-done
-	rep.LoadAvgEnd = LoadAvg()
+	rep.LoadAvgEnd = loadAvg()
 	if sw := l.Switch(); sw != nil {
 		rep.Switch = sw.Stats()
 		rep.Ports = sw.PortStats()
@@ -250,9 +250,9 @@ func describeLoad(spec RunSpec, portRate int64) string {
 	return s
 }
 
-// LoadAvg reads the machine's load average (1, 5 and 15 minutes) from
+// loadAvg reads the machine's load average (1, 5 and 15 minutes) from
 // /proc/loadavg; zeros when it cannot.
-func LoadAvg() [3]float64 {
+func loadAvg() [3]float64 {
 	var v [3]float64
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
