@@ -99,13 +99,14 @@ const floorMinSamples = 32
 // lies within about their spread of the m-th, while a wrong stamp tens of
 // us below the true floor lies beyond it; fewer than m wrong stamps in the
 // long history cannot move the long floor. On a quiet path both softnesses
-// are a few us and the rule is the short floor's alone. Replayed on 27
+// are a few us and the rule is the short floor's alone. Replayed on 60
 // host-runs of the lab at 70% cross traffic (raw clocks; docs/lab.md), the
-// short floor alone rejected 24-57 genuine exchanges per host-run, among
-// them 15-30 of its 30 fastest; both floors 0-2, and of the replies there
-// made 30 or 50 us late that fell 15 us or more below the run's fastest
-// round trip, 98% and 99.5% (twice the long softness: 12 genuine in all,
-// 90% and 92%).
+// short floor alone rejected 23-57 genuine exchanges per host-run, among
+// them 11-30 of its 30 fastest; both floors 0-4, most in a run's first
+// 480; and of the replies there made 30 or 50 us late that fell 15 us or
+// more below the run's fastest round trip they refused 96% and 98% (with
+// twice the long floor's softness: 26 genuine in all, 83% and 86%).
+//
 // Rejected exchanges stay in the history, so a floor that really dropped
 // is followed as soon as k exchanges show it. Dropping exchanges only
 // removes constraints, so the Hull's bounds stay guaranteed: they contain
