@@ -8,6 +8,9 @@ fl, md = sys.argv[1], sys.argv[2]
 hosts = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 with open(fl) as f:
     head = f.readline().split()
+    # "# wall_minus_raw_ns start N (+-E) end N (+-E)"; older logs named it realtime_minus_raw_ns
+    if len(head) < 7 or head[1] not in ('wall_minus_raw_ns', 'realtime_minus_raw_ns'):
+        sys.exit(f"{fl}: not a frame log (first line {' '.join(head)!r})")
     off = (int(head[3]) + int(head[6])) // 2
     rd = csv.DictReader(f)
     frames = {}
@@ -53,7 +56,7 @@ for h in range(1, hosts):
             mp=abs(p[0] - t1), mq=abs(q[0] - t3), n=nprobe, nr=len(reps),
             dp=p[1] - p[0], dq=q[1] - q[0], lp=p[2] - p[1], lq=q[2] - q[1]))
 def q(v, f): v = sorted(v); return v[min(len(v) - 1, int(f * len(v)))] if v else float('nan')
-print(f"{len(rows)} exchanges; realtime-raw offset {off}")
+print(f"{len(rows)} exchanges; wall-raw offset {off}")
 for k in ('fwd', 'rev', 'rtt', 'dwell', 'e1', 'e2', 'e3', 'e4', 'lp', 'lq'):
     v = [r[k] / 1000 for r in rows]
     print(f"{k:6s} min {min(v):9.1f} p1 {q(v,.01):9.1f} p50 {q(v,.5):9.1f} p99 {q(v,.99):9.1f} max {max(v):9.1f} us")

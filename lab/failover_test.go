@@ -83,11 +83,11 @@ func TestRandomFaults(t *testing.T) {
 		{3, 4, 40 * time.Second},
 	}
 	for _, tt := range tests {
-		fs := RandomFaults(tt.seed, tt.hosts, 10*time.Second, tt.duration)
+		fs := randomFaults(tt.seed, tt.hosts, 10*time.Second, tt.duration)
 		if len(fs) == 0 {
 			t.Errorf("seed %d: no fault in %v", tt.seed, tt.duration)
 		}
-		again := RandomFaults(tt.seed, tt.hosts, 10*time.Second, tt.duration)
+		again := randomFaults(tt.seed, tt.hosts, 10*time.Second, tt.duration)
 		var prevEnd time.Duration
 		for i, f := range fs {
 			if err := f.validate(i, tt.hosts, tt.duration); err != nil {

@@ -263,13 +263,13 @@ func ParseFault(s string) (Fault, error) {
 	return f, nil
 }
 
-// RandomFaults is a Jepsen-style schedule (`gclock lab --faults
+// randomFaults is a Jepsen-style schedule (`gclock lab --faults
 // random:SEED`): from warmup to the end of a run of duration on hosts
 // hosts, one fault at a time of a kind, host and length drawn with seed
 // (kill, stop and the three partitions, 2 to 12 s), each followed by a
 // quiet gap of 8 to 20 s in which the cluster must settle. The reference
 // (host 0, and whoever took over) is hit as often as any host.
-func RandomFaults(seed uint64, hosts int, warmup, duration time.Duration) []Fault {
+func randomFaults(seed uint64, hosts int, warmup, duration time.Duration) []Fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
 	kinds := []string{FaultKill, FaultStop, FaultPartition, FaultPartitionOut, FaultPartitionIn}
 	var out []Fault
@@ -295,7 +295,7 @@ func ParseFaults(s string, hosts int, warmup, duration time.Duration) ([]Fault, 
 	if err != nil {
 		return nil, fmt.Errorf("faults %q: seed %q: want an unsigned integer", s, v)
 	}
-	fs := RandomFaults(seed, hosts, warmup, duration)
+	fs := randomFaults(seed, hosts, warmup, duration)
 	if len(fs) == 0 {
 		return nil, fmt.Errorf("faults %q: a run of %v (warm-up %v) leaves no room for a fault: want a longer --duration", s, duration, warmup)
 	}

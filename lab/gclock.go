@@ -182,8 +182,8 @@ func (gc GclockConfig) Validate() error {
 	return nil
 }
 
-// DaemonPort is the UDP port of the lab's daemons.
-const DaemonPort = 3190
+// daemonPort is the UDP port of the lab's daemons.
+const daemonPort = 3190
 
 // LabDaemonConfig is the daemon configuration the lab runs by default:
 // daemon.DefaultConfig with the settings below (docs/lab.md says why). The
@@ -446,7 +446,7 @@ func (r *gclockRun) writeConfigs(base daemon.Config) error {
 	r.clocks = make([]*hostClock, r.n)
 	var peers []daemon.Peer
 	for i := range r.n {
-		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(DaemonPort))})
+		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(daemonPort))})
 	}
 	for i := range r.n {
 		h := &hostClock{truth: ClockTruth{Host: i, Reference: i == 0}}

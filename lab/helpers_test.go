@@ -41,7 +41,7 @@ func parallelLab(t *testing.T, hosts int) netlab.Config {
 	needLab(t)
 	t.Parallel()
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime, cfg.Concurrent = hosts, t.TempDir(), true, true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO, cfg.Concurrent = hosts, t.TempDir(), true, true
 	return cfg
 }
 
@@ -77,10 +77,12 @@ func setParallel() {
 	}
 }
 
-// holdLab takes the lab lock for the rest of the test binary's run
-// (netlab.HoldLock): its tests then wait for one another only,
-// not one by one behind other processes' labs. It says how long it waited
-// for other processes' labs (the time to leave out of the suite's).
+// holdLab takes the lab lock shared for the rest of the test binary's run
+// (netlab.HoldLock): its parallel tests' labs never queue one by one
+// behind a measurement another process starts between them, and run beside
+// other packages' concurrent labs; its accuracy tests raise it to
+// exclusive for their time. It says how long it waited for other
+// processes' labs (the time to leave out of the suite's).
 func holdLab() (release func()) {
 	release, waited, err := netlab.HoldLock(context.Background(), slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/gclock/gclock/measure"
 )
 
-// LiaoDriftPPM is the artificial drift of Liao's figure 3 (seed 000):
+// liaoDriftPPM is the artificial drift of Liao's figure 3 (seed 000):
 // 1/2^18, 3.81 ppm.
-const LiaoDriftPPM = 1e6 / (1 << 18)
+const liaoDriftPPM = 1e6 / (1 << 18)
 
 // LiaoSetting is one curve of Liao's figures 2 and 3: the system idle or
 // heavily loaded, the resynchronisation periods adaptive or fixed.
@@ -40,39 +40,39 @@ func (s LiaoSetting) String() string {
 	return load + ", " + mode
 }
 
-// LiaoSettings are the paper's four curves.
-func LiaoSettings() []LiaoSetting {
+// liaoSettings are the paper's four curves.
+func liaoSettings() []LiaoSetting {
 	return []LiaoSetting{{false, false}, {false, true}, {true, false}, {true, true}}
 }
 
 // Liao's periods in the lab. The adaptive engine starts at
-// LiaoMinPeriod, doubles its period after every SuccessThresh quiet
-// rounds up to LiaoMaxPeriod and halves it (not below LiaoMinPeriod)
+// liaoMinPeriod, doubles its period after every SuccessThresh quiet
+// rounds up to liaoMaxPeriod and halves it (not below liaoMinPeriod)
 // when its children's error reports add up; the non-adaptive one keeps
-// LiaoMaxPeriod throughout: the adaptive engine's longest period, as the
+// liaoMaxPeriod throughout: the adaptive engine's longest period, as the
 // simulator's Table 1 and Fig. 3 baselines (the paper gives no value).
 const (
-	LiaoMinPeriod = time.Second
-	LiaoMaxPeriod = 8 * time.Second
+	liaoMinPeriod = time.Second
+	liaoMaxPeriod = 8 * time.Second
 )
 
-// LiaoDaemonConfig is the lab's daemon configuration (LabDaemonConfig:
+// liaoDaemonConfig is the lab's daemon configuration (LabDaemonConfig:
 // the centre line, 120 exchanges a round) with Liao's adaptive periods, or
 // with a fixed period, for the comparison of the paper's figures 2 and 3.
 // LabDaemonConfig itself holds the period at 6 s once converged, so
 // adaptive or not would make no difference there.
-func LiaoDaemonConfig(adaptive bool) daemon.Config {
+func liaoDaemonConfig(adaptive bool) daemon.Config {
 	c := LabDaemonConfig()
 	s := &c.Sync
 	s.Adaptive = adaptive
 	if adaptive {
-		s.InitialGlobalPeriod = daemon.Duration(LiaoMinPeriod)
-		s.MinGlobalPeriod = daemon.Duration(LiaoMinPeriod)
-		s.MaxGlobalPeriod = daemon.Duration(LiaoMaxPeriod)
+		s.InitialGlobalPeriod = daemon.Duration(liaoMinPeriod)
+		s.MinGlobalPeriod = daemon.Duration(liaoMinPeriod)
+		s.MaxGlobalPeriod = daemon.Duration(liaoMaxPeriod)
 	} else {
-		s.InitialGlobalPeriod = daemon.Duration(LiaoMaxPeriod)
-		s.MinGlobalPeriod = daemon.Duration(LiaoMaxPeriod)
-		s.MaxGlobalPeriod = daemon.Duration(LiaoMaxPeriod)
+		s.InitialGlobalPeriod = daemon.Duration(liaoMaxPeriod)
+		s.MinGlobalPeriod = daemon.Duration(liaoMaxPeriod)
+		s.MaxGlobalPeriod = daemon.Duration(liaoMaxPeriod)
 	}
 	return c
 }
@@ -83,7 +83,7 @@ type LiaoFigSpec struct {
 	// the sizes interleaved); its Gclock.Base, Load and LoadOutside are
 	// set per curve, its Gclock.Wander.Steps for figure 3.
 	Base MeasureSpec
-	// Fig3 adds LiaoDriftPPM to the drift of every host but the
+	// Fig3 adds liaoDriftPPM to the drift of every host but the
 	// reference, StepAfter after the daemons start (the paper: every node
 	// but node 1, the one whose latencies are shown; relative to the
 	// reference, the measuring host's frequency changes by 1/2^18 either
@@ -94,7 +94,7 @@ type LiaoFigSpec struct {
 	// and outside the lab's namespaces (gclock lab bench --profile busy:
 	// 4 and 2).
 	BusyLoad, BusyOutside int
-	// Settings are the curves (LiaoSettings when empty).
+	// Settings are the curves (liaoSettings when empty).
 	Settings []LiaoSetting
 	// Keep, if set, is a directory that keeps every curve's stamp files,
 	// the reference's configuration (the truth) and its figures
@@ -136,7 +136,7 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 	f := LiaoFig{Spec: spec}
 	settings := spec.Settings
 	if len(settings) == 0 {
-		settings = LiaoSettings()
+		settings = liaoSettings()
 	}
 	if spec.Fig3 && spec.StepAfter <= 0 {
 		return f, fmt.Errorf("lab: liao: step after %v: want a positive time", spec.StepAfter)
@@ -144,7 +144,7 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 	for _, st := range settings {
 		ms := spec.Base
 		ms.Latency, ms.Interleave = true, true
-		dc := LiaoDaemonConfig(st.Adaptive)
+		dc := liaoDaemonConfig(st.Adaptive)
 		ms.Gclock.Base = &dc
 		ms.Load, ms.LoadOutside = 0, 0
 		if st.Loaded {
@@ -152,7 +152,7 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 		}
 		if spec.Fig3 {
 			w := ms.Gclock.Wander
-			w.Steps = append(append([]WanderStep(nil), w.Steps...), WanderStep{After: spec.StepAfter, DeltaPPM: LiaoDriftPPM})
+			w.Steps = append(append([]WanderStep(nil), w.Steps...), WanderStep{After: spec.StepAfter, DeltaPPM: liaoDriftPPM})
 			ms.Gclock.Wander = w
 		}
 		c := LiaoCurve{Setting: st, Start: time.Now().UTC()}
@@ -210,7 +210,7 @@ func (f LiaoFig) keep(dir string, c LiaoCurve) error {
 		MaxDriftPPM: b.Gclock.MaxDriftPPM, Wander: b.Gclock.Wander, Warmup: b.Gclock.Warmup, Sizes: b.Sizes,
 		LatencyCount: b.LatencyCount, LatencyPeriod: b.LatencyPeriod, Seed: b.Lab.Seed}
 	if s.Fig3 {
-		meta.Wander.Steps = append(append([]WanderStep(nil), meta.Wander.Steps...), WanderStep{After: s.StepAfter, DeltaPPM: LiaoDriftPPM})
+		meta.Wander.Steps = append(append([]WanderStep(nil), meta.Wander.Steps...), WanderStep{After: s.StepAfter, DeltaPPM: liaoDriftPPM})
 	}
 	cd := filepath.Join(dir, c.Setting.Slug())
 	if err := os.MkdirAll(cd, 0o755); err != nil {
@@ -280,7 +280,7 @@ func LoadLiaoFig(dir string) (LiaoFig, error) {
 		base.Gclock.Wander.Steps = base.Gclock.Wander.Steps[:len(base.Gclock.Wander.Steps)-1]
 	}
 	f := LiaoFig{Spec: LiaoFigSpec{Base: base, Fig3: meta.Fig3, StepAfter: meta.StepAfter, BusyLoad: meta.BusyLoad, BusyOutside: meta.BusyOutside}}
-	for _, st := range LiaoSettings() {
+	for _, st := range liaoSettings() {
 		cd := filepath.Join(dir, st.Slug())
 		if _, err := os.Stat(cd); errors.Is(err, os.ErrNotExist) {
 			continue
@@ -316,7 +316,7 @@ func LoadLiaoFig(dir string) (LiaoFig, error) {
 		f.Curves = append(f.Curves, LiaoCurve{Setting: cm.Setting, Report: rep, LoadAvg: cm.LoadAvg, Start: cm.Start, Done: cm.Done})
 	}
 	if len(f.Curves) == 0 {
-		return f, fmt.Errorf("lab: liao: %s: no curve kept (want directories such as %s)", dir, LiaoSettings()[0].Slug())
+		return f, fmt.Errorf("lab: liao: %s: no curve kept (want directories such as %s)", dir, liaoSettings()[0].Slug())
 	}
 	return f, nil
 }
@@ -375,9 +375,9 @@ func (f LiaoFig) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "Lab: 2 hosts, link %s, emulated clocks (drifts up to +-%g ppm, %s), %v warm-up; sizes %s interleaved, %d messages per size and direction %v apart. "+
 		"Adaptive: periods %v..%v (Liao's halving and doubling); non-adaptive: %v fixed. Loaded: %d busy loops in the hosts' namespaces and %d outside (gclock lab bench --profile busy).",
 		b.Link, b.Gclock.MaxDriftPPM, b.Gclock.Wander, b.Gclock.Warmup, b.Sizes, b.LatencyCount, b.LatencyPeriod,
-		LiaoMinPeriod, LiaoMaxPeriod, LiaoMaxPeriod, s.BusyLoad, s.BusyOutside)
+		liaoMinPeriod, liaoMaxPeriod, liaoMaxPeriod, s.BusyLoad, s.BusyOutside)
 	if s.Fig3 {
-		fmt.Fprintf(w, " Figure 3: host 1's drift changes by +1/2^18 (%.3f ppm) %v after the daemons start (%v into the measurement).", LiaoDriftPPM, s.StepAfter, s.StepAfter-b.Gclock.Warmup)
+		fmt.Fprintf(w, " Figure 3: host 1's drift changes by +1/2^18 (%.3f ppm) %v after the daemons start (%v into the measurement).", liaoDriftPPM, s.StepAfter, s.StepAfter-b.Gclock.Warmup)
 	}
 	fmt.Fprintf(w, "\n\n| curve | run done (UTC) | load avg (1 min) at the nodes' start, end | daemons: host 1 \\|error\\| p50 / p99 | resyncs/s | messages 0->1 (lost, both ways) | \\|error\\| 0->1 p50 / p99 / max | mean error 0->1 / 1->0 | truth inside the bounds |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range f.Curves {

@@ -28,7 +28,7 @@ func TestLiaoDaemonConfig(t *testing.T) {
 		{true, time.Second, time.Second, 8 * time.Second},
 		{false, 8 * time.Second, 8 * time.Second, 8 * time.Second},
 	} {
-		c := LiaoDaemonConfig(tc.adaptive)
+		c := liaoDaemonConfig(tc.adaptive)
 		s := c.Sync
 		if s.Adaptive != tc.adaptive || time.Duration(s.InitialGlobalPeriod) != tc.initial ||
 			time.Duration(s.MinGlobalPeriod) != tc.min || time.Duration(s.MaxGlobalPeriod) != tc.maxP {
@@ -50,8 +50,8 @@ func TestLiaoDaemonConfig(t *testing.T) {
 			t.Errorf("adaptive %v: %v", tc.adaptive, err)
 		}
 	}
-	if math.Abs(LiaoDriftPPM-3.814697265625) > 1e-12 {
-		t.Errorf("LiaoDriftPPM %v, want 1/2^18 = 3.814697265625 ppm", LiaoDriftPPM)
+	if math.Abs(liaoDriftPPM-3.814697265625) > 1e-12 {
+		t.Errorf("liaoDriftPPM %v, want 1/2^18 = 3.814697265625 ppm", liaoDriftPPM)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestLiaoFigReport(t *testing.T) {
 	sizes := []int{64, 1024, 65536}
 	f := LiaoFig{Spec: DefaultLiaoFigSpec(DefaultMeasureSpec())}
 	errs := []int64{200, -300, 2000, 20000}
-	for i, st := range LiaoSettings() {
+	for i, st := range liaoSettings() {
 		res, err := measure.Analyze(latencyStamps(sizes, 5, errs[i]), func(raw int64) int64 { return raw })
 		if err != nil {
 			t.Fatal(err)

@@ -20,8 +20,8 @@ import (
 	"github.com/gclock/gclock/wire/keyfile"
 )
 
-// MeasurePort is the UDP port of `gclock measure` on the lab's hosts.
-const MeasurePort = 3200
+// measurePort is the UDP port of `gclock measure` on the lab's hosts.
+const measurePort = 3200
 
 // MeasureConfig says how RunMeasure runs `gclock measure` on the hosts.
 type MeasureConfig struct {
@@ -38,21 +38,21 @@ type MeasureConfig struct {
 	// Args are more flags for every node (-op, -runs, -period, ...).
 	Args []string
 	// Expect is how long the nodes should run once started; the daemons
-	// run until the nodes are done, at most MeasureOverrun*Expect + Margin
+	// run until the nodes are done, at most measureOverrun*Expect + Margin
 	// after the warm-up.
 	Expect, Margin time.Duration
 }
 
-// MeasureOverrun is how many times longer than expected (Expect) the
+// measureOverrun is how many times longer than expected (Expect) the
 // nodes may run before RunMeasure gives up on them: under the busy profile
 // (`--load 4 --load-outside 2`) at a load average of 20 on 2 cores, 300
 // allreduce iterations took 7 times their 6.2 s (4 times, the old cap,
 // ended the run at iteration 214). The daemons stop as soon as the nodes
 // are done, so a generous cap costs nothing; it bounds a hung run.
-const MeasureOverrun = 16
+const measureOverrun = 16
 
 // measureCap is how long after the warm-up the daemons may run for mc.
-func measureCap(mc MeasureConfig) time.Duration { return MeasureOverrun*mc.Expect + mc.Margin }
+func measureCap(mc MeasureConfig) time.Duration { return measureOverrun*mc.Expect + mc.Margin }
 
 // MeasureResult is one RunMeasure.
 type MeasureResult struct {
@@ -91,7 +91,7 @@ func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, 
 	res.Dir = dir
 	gc := mc.Gclock
 	// The daemons run until the nodes are done (Until), at most for
-	// MeasureOverrun times the expected run and the margin: a loaded
+	// measureOverrun times the expected run and the margin: a loaded
 	// machine makes iterations overrun their period.
 	gc.Duration = gc.Warmup + measureCap(mc)
 	nodesDone := make(chan struct{})
@@ -154,7 +154,7 @@ func waitNodes(ctx context.Context, procs []*netlab.Proc, gdone <-chan gout, dir
 		select {
 		case <-p.Done():
 		case g := <-gdone:
-			return fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): the nodes ran more than %d times their expected %v (fewer -runs, or a quieter machine)", p.Host, g.err, MeasureOverrun, expect)
+			return fmt.Errorf("lab: measure: the daemons stopped while host %d's node ran (%v): the nodes ran more than %d times their expected %v (fewer -runs, or a quieter machine)", p.Host, g.err, measureOverrun, expect)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -204,7 +204,7 @@ func waitPages(ctx context.Context, gdir string, hosts int, gdone <-chan gout) e
 func (l *Lab) startNodes(mc MeasureConfig, hosts int, dir, gdir string) ([]*netlab.Proc, error) {
 	var peers []string
 	for i := range hosts {
-		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(MeasurePort)))
+		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(measurePort)))
 	}
 	// The nodes' key: op page needs one (its server answers 8-KB pages
 	// to short requests); the other ops run without, as the lab's

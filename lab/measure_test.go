@@ -54,7 +54,7 @@ func measureConfig(t *testing.T, latency bool, args ...string) MeasureConfig {
 func TestMeasureMethods(t *testing.T) {
 	needLab(t)
 	cfg := netlab.DefaultConfig()
-	cfg.RunDir, cfg.Realtime = t.TempDir(), true
+	cfg.RunDir, cfg.SchedFIFO = t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)
@@ -103,7 +103,7 @@ func TestMeasureMethods(t *testing.T) {
 func TestMeasureLatencyAsymmetric(t *testing.T) {
 	needLab(t)
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 2, t.TempDir(), true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO = 2, t.TempDir(), true
 	var err error
 	if cfg.Link, err = netmodel.ParseLink("pareto:100us:50us,asym=40us"); err != nil {
 		t.Fatal(err)

@@ -164,9 +164,9 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if sw := l.Switch(); sw != nil {
 		sw.ResetStats()
 	}
-	out.LoadAvgStart = LoadAvg()
+	out.LoadAvgStart = loadAvg()
 	r, err := l.RunMeasure(ctx, mc)
-	out.LoadAvgEnd = LoadAvg()
+	out.LoadAvgEnd = loadAvg()
 	if err != nil {
 		return out, err
 	}

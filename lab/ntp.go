@@ -22,16 +22,16 @@ import (
 // clock as run here: ntpdig without -S/-s, ntpdate only with -q (which
 // runs ntpdig without them) and chronyd only with -Q.
 const (
-	ClientNtpdig  = "ntpdig"
-	ClientNtpdate = "ntpdate"
-	ClientChronyd = "chronyd"
+	clientNtpdig  = "ntpdig"
+	clientNtpdate = "ntpdate"
+	clientChronyd = "chronyd"
 )
 
-// NTPClients are the clients QueryNTP knows, in the order tests use them.
-var NTPClients = []string{ClientNtpdig, ClientNtpdate, ClientChronyd}
+// ntpClients are the clients queryNTP knows, in the order tests use them.
+var ntpClients = []string{clientNtpdig, clientNtpdate, clientChronyd}
 
-// NTPMeasurement is what one stock client reported about one server.
-type NTPMeasurement struct {
+// ntpMeasurement is what one stock client reported about one server.
+type ntpMeasurement struct {
 	Client string
 	// OffsetNs is the server's time minus the client's clock, as the client
 	// reports it (microsecond resolution in all three).
@@ -51,23 +51,23 @@ type NTPMeasurement struct {
 // the server's root dispersion (its own error bound) plus half the round
 // trip, plus the printed microsecond; rootDisp < 0 takes the
 // measurement's own.
-func (m NTPMeasurement) Bound(rootDisp int64) int64 {
+func (m ntpMeasurement) Bound(rootDisp int64) int64 {
 	if rootDisp < 0 {
 		rootDisp = m.RootDispNs
 	}
 	return rootDisp + m.DelayNs/2 + 2000
 }
 
-// Runner runs a command and returns its combined output.
-type Runner func(ctx context.Context, argv []string) ([]byte, error)
+// runner runs a command and returns its combined output.
+type runner func(ctx context.Context, argv []string) ([]byte, error)
 
-// LocalRunner runs commands in this process's namespace.
-func LocalRunner(ctx context.Context, argv []string) ([]byte, error) {
+// localRunner runs commands in this process's namespace.
+func localRunner(ctx context.Context, argv []string) ([]byte, error) {
 	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 }
 
-// HostRunner runs commands in a host's namespace (Exec) and waits for them.
-func (l *Lab) HostRunner(host int) Runner {
+// hostRunner runs commands in a host's namespace (Exec) and waits for them.
+func (l *Lab) hostRunner(host int) runner {
 	return func(ctx context.Context, argv []string) ([]byte, error) {
 		f, err := os.CreateTemp(l.Config().RunDir, "out-*")
 		if err != nil {
@@ -92,20 +92,20 @@ func (l *Lab) HostRunner(host int) Runner {
 	}
 }
 
-// QueryNTP asks server (an IP address; port 123: ntpdig takes no port)
+// queryNTP asks server (an IP address; port 123: ntpdig takes no port)
 // for the time with one stock client and parses what it reports. dir is a
 // private directory for chronyd's pid file and measurements log.
-func QueryNTP(ctx context.Context, run Runner, client, server, dir string) (NTPMeasurement, error) {
-	m := NTPMeasurement{Client: client, RootDispNs: -1}
+func queryNTP(ctx context.Context, run runner, client, server, dir string) (ntpMeasurement, error) {
+	m := ntpMeasurement{Client: client, RootDispNs: -1}
 	var argv []string
 	switch client {
-	case ClientNtpdig:
+	case clientNtpdig:
 		argv = []string{"ntpdig", "-d", "-d", "-t", "2", server}
-	case ClientNtpdate:
+	case clientNtpdate:
 		// -q: query only (the shim then runs ntpdig without -S/-s); -d -d
 		// passes through to ntpdig.
 		argv = []string{"ntpdate", "-q", "-d", "-d", "-t", "2", server}
-	case ClientChronyd:
+	case clientChronyd:
 		logdir := filepath.Join(dir, "chronyd-q")
 		if err := os.RemoveAll(logdir); err != nil {
 			return m, err
@@ -129,9 +129,9 @@ func QueryNTP(ctx context.Context, run Runner, client, server, dir string) (NTPM
 		return m, fmt.Errorf("lab: %s %s: %w: %s", client, server, err, strings.TrimSpace(string(out)))
 	}
 	switch client {
-	case ClientNtpdig, ClientNtpdate:
-		var d NtpdigDebug
-		if d, err = ParseNtpdigDebug(string(out), time.Now().UnixNano()); err != nil {
+	case clientNtpdig, clientNtpdate:
+		var d ntpdigDebug
+		if d, err = parseNtpdigDebug(string(out), time.Now().UnixNano()); err != nil {
 			break
 		}
 		m.OffsetNs, m.DelayNs = d.OffsetNs, d.DelayNs
@@ -147,19 +147,19 @@ func QueryNTP(ctx context.Context, run Runner, client, server, dir string) (NTPM
 		m.DelayNs += ntp.ShortNs(d.Reply.RootDelay) + 1
 		// The result line must agree (ntpdig's own arithmetic, at its us).
 		var lineOff int64
-		if lineOff, _, err = ParseNtpdigLine(string(out)); err == nil && (lineOff-m.OffsetNs > 1500 || m.OffsetNs-lineOff > 1500) {
+		if lineOff, _, err = parseNtpdigLine(string(out)); err == nil && (lineOff-m.OffsetNs > 1500 || m.OffsetNs-lineOff > 1500) {
 			err = fmt.Errorf("result line offset %d ns, timestamps give %d ns", lineOff, m.OffsetNs)
 		}
-	case ClientChronyd:
-		if m.OffsetNs, err = ParseChronydQ(string(out)); err != nil {
+	case clientChronyd:
+		if m.OffsetNs, err = parseChronydQ(string(out)); err != nil {
 			break
 		}
 		var log []byte
 		if log, err = os.ReadFile(filepath.Join(dir, "chronyd-q", "measurements.log")); err != nil {
 			break
 		}
-		var ss []ChronyMeasurement
-		if ss, err = ParseChronyMeasurements(string(log)); err != nil {
+		var ss []chronyMeasurement
+		if ss, err = parseChronyMeasurements(string(log)); err != nil {
 			break
 		}
 		for _, s := range ss {
@@ -205,14 +205,14 @@ func parseSeconds(s string) (int64, error) {
 	return v, nil
 }
 
-// NtpdigDebug is what `ntpdig -d -d` prints about one exchange.
-type NtpdigDebug struct {
+// ntpdigDebug is what `ntpdig -d -d` prints about one exchange.
+type ntpdigDebug struct {
 	OffsetNs, DelayNs int64      // from the four timestamps, at NTP's resolution
 	Reply             ntp.Packet // the server's reply, from the hex dump
 	HaveReply         bool
 }
 
-// ParseNtpdigDebug reads the four timestamps `ntpdig -d` prints in hex,
+// parseNtpdigDebug reads the four timestamps `ntpdig -d` prints in hex,
 //
 //	org t1: eeb13c7e.deb19800 rec t2: eeb13c7e.df9930b5
 //	xmt t3: eeb13c7e.df9f63d1 dst t4: eeb13c7e.def72000
@@ -223,8 +223,8 @@ type NtpdigDebug struct {
 // (t4-t1)-(t3-t2) are RFC 5905's, the figures ntpdig reports; the reply
 // gives the server's root dispersion, stratum and leap. pivot (ns since
 // the epoch, e.g. time.Now) picks the NTP era.
-func ParseNtpdigDebug(out string, pivot int64) (NtpdigDebug, error) {
-	var d NtpdigDebug
+func parseNtpdigDebug(out string, pivot int64) (ntpdigDebug, error) {
+	var d ntpdigDebug
 	var t [5]int64
 	var have [5]bool
 	var dump []byte
@@ -285,13 +285,13 @@ func hexDumpLine(f []string) ([]byte, bool) {
 	return b, true
 }
 
-// ParseNtpdigLine reads ntpdig's (and ntpdate -q's) result line,
+// parseNtpdigLine reads ntpdig's (and ntpdate -q's) result line,
 //
 //	2026-11-25 10:52:46.976870 (+0000) +0.002956 +/- 0.000103 10.77.0.1 s1 no-leap
 //
 // and returns the offset and the "+/-" (half the round trip plus the
 // clocks' precision).
-func ParseNtpdigLine(out string) (offsetNs, plusMinusNs int64, err error) {
+func parseNtpdigLine(out string) (offsetNs, plusMinusNs int64, err error) {
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		for i := 1; i+1 < len(f); i++ {
@@ -313,9 +313,9 @@ func ParseNtpdigLine(out string) (offsetNs, plusMinusNs int64, err error) {
 	return 0, 0, fmt.Errorf("ntpdig: no result line in %q", strings.TrimSpace(out))
 }
 
-// ParseChronydQ reads chronyd -Q's "System clock wrong by 0.002996 seconds
+// parseChronydQ reads chronyd -Q's "System clock wrong by 0.002996 seconds
 // (ignored)": the server's time minus the system clock.
-func ParseChronydQ(out string) (int64, error) {
+func parseChronydQ(out string) (int64, error) {
 	const key = "System clock wrong by "
 	for _, line := range strings.Split(out, "\n") {
 		_, rest, ok := strings.Cut(line, key)
@@ -331,8 +331,8 @@ func ParseChronydQ(out string) (int64, error) {
 	return 0, fmt.Errorf("chronyd -Q: no %q line (no answer within its timeout?): %q", strings.TrimSpace(key), strings.TrimSpace(out))
 }
 
-// ChronyMeasurement is one line of chronyd's measurements.log.
-type ChronyMeasurement struct {
+// chronyMeasurement is one line of chronyd's measurements.log.
+type chronyMeasurement struct {
 	Leap                    string
 	Stratum                 int
 	OffsetNs, DelayNs       int64 // offset: the source minus the local clock
@@ -342,11 +342,11 @@ type ChronyMeasurement struct {
 	RefID                   string
 }
 
-// ParseChronyMeasurements reads chronyd's measurements.log (`log
+// parseChronyMeasurements reads chronyd's measurements.log (`log
 // measurements`): per sample the leap status, stratum, tests, offset,
 // delay and the server's root delay and dispersion.
-func ParseChronyMeasurements(log string) ([]ChronyMeasurement, error) {
-	var out []ChronyMeasurement
+func parseChronyMeasurements(log string) ([]chronyMeasurement, error) {
+	var out []chronyMeasurement
 	sc := bufio.NewScanner(strings.NewReader(log))
 	ln := 0
 	for sc.Scan() {
@@ -367,7 +367,7 @@ func ParseChronyMeasurements(log string) ([]ChronyMeasurement, error) {
 			}
 		}
 		ns := func(x float64) int64 { return int64(math.Round(x * 1e9)) }
-		out = append(out, ChronyMeasurement{Leap: f[3], Stratum: st, Tests: f[5] + " " + f[6] + " " + f[7],
+		out = append(out, chronyMeasurement{Leap: f[3], Stratum: st, Tests: f[5] + " " + f[6] + " " + f[7],
 			OffsetNs: ns(v[0]), DelayNs: ns(v[1]), DispersionNs: ns(v[2]), RootDelayNs: ns(v[3]), RootDispNs: ns(v[4]), RefID: f[16]})
 	}
 	if len(out) == 0 {
@@ -376,10 +376,10 @@ func ParseChronyMeasurements(log string) ([]ChronyMeasurement, error) {
 	return out, nil
 }
 
-// ChronyRefclock is a chronyd -x in one host that reads gclock's refclock
+// chronyRefclock is a chronyd -x in one host that reads gclock's refclock
 // feed (`refclock SOCK`): it never touches the clock, and `chronyc
 // tracking` says how far it finds the system clock from gclock's time.
-type ChronyRefclock struct {
+type chronyRefclock struct {
 	Host int
 	Dir  string // its private directory: config, log, sockets
 	Sock string // the refclock socket: the daemon's refclock.sock
@@ -387,9 +387,9 @@ type ChronyRefclock struct {
 	Proc *netlab.Proc
 }
 
-// StartChronyRefclock starts chronyd -x in host with
+// startChronyRefclock starts chronyd -x in host with
 // `refclock SOCK <dir>/refclock.sock refid GCLK poll 2`; Down stops it.
-func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
+func (l *Lab) startChronyRefclock(host int) (*chronyRefclock, error) {
 	if _, err := exec.LookPath("chronyd"); err != nil {
 		return nil, fmt.Errorf("lab: chronyd not found (install chrony; ci/deps.sh does): %w", err)
 	}
@@ -397,7 +397,7 @@ func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
 	}
-	c := &ChronyRefclock{Host: host, Dir: dir, Sock: filepath.Join(dir, "refclock.sock"), Cmd: filepath.Join(dir, "chronyd.sock")}
+	c := &chronyRefclock{Host: host, Dir: dir, Sock: filepath.Join(dir, "refclock.sock"), Cmd: filepath.Join(dir, "chronyd.sock")}
 	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n"+
 		"refclock SOCK %s refid GCLK poll 2 precision 1e-7\n", dir, c.Cmd, c.Sock)
 	cf := filepath.Join(dir, "chrony.conf")
@@ -431,13 +431,13 @@ func (l *Lab) StartChronyRefclock(host int) (*ChronyRefclock, error) {
 }
 
 // Tracking reads `chronyc tracking`: the system clock minus gclock's time
-// as chronyd estimates it (ParseChronyTracking); ok false before chronyd
+// as chronyd estimates it (parseChronyTracking); ok false before chronyd
 // has used a sample.
-func (c *ChronyRefclock) Tracking(ctx context.Context) (offsetNs int64, ok bool, out string, err error) {
+func (c *chronyRefclock) Tracking(ctx context.Context) (offsetNs int64, ok bool, out string, err error) {
 	b, err := exec.CommandContext(ctx, "chronyc", "-h", c.Cmd, "tracking").CombinedOutput()
 	if err != nil {
 		return 0, false, string(b), fmt.Errorf("chronyc tracking (host %d): %s: %w", c.Host, strings.TrimSpace(string(b)), err)
 	}
-	offsetNs, ok, err = ParseChronyTracking(string(b))
+	offsetNs, ok, err = parseChronyTracking(string(b))
 	return offsetNs, ok, string(b), err
 }

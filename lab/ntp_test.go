@@ -34,46 +34,46 @@ rec-org t21: 0.003105  xmt-dst t34: 0.002726
 2026-11-25 11:03:40.525006 (+0000) +0.002915 +/- 0.000191 127.88.0.1 s1 no-leap
 `
 	pivot := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC).UnixNano()
-	d, err := ParseNtpdigDebug(dig, pivot)
+	d, err := parseNtpdigDebug(dig, pivot)
 	if err != nil || d.OffsetNs != 2_915_447 || d.DelayNs != 379_452 {
-		t.Errorf("ParseNtpdigDebug = %+v, %v; want offset 2915447, delay 379452", d, err)
+		t.Errorf("parseNtpdigDebug = %+v, %v; want offset 2915447, delay 379452", d, err)
 	}
 	if !d.HaveReply || d.Reply.Stratum != 1 || d.Reply.RefID != ntp.RefIDString("GCLK") || d.Reply.RootDispersion != 0x11 || d.Reply.Precision != -20 {
 		t.Errorf("reply %+v (have %v)", d.Reply, d.HaveReply)
 	}
-	off, pm, err := ParseNtpdigLine(dig)
+	off, pm, err := parseNtpdigLine(dig)
 	if err != nil || off != 2_915_000 || pm != 191_000 {
-		t.Errorf("ParseNtpdigLine = %d, %d, %v", off, pm, err)
+		t.Errorf("parseNtpdigLine = %d, %d, %v", off, pm, err)
 	}
-	if off, _, err := ParseNtpdigLine("2026-11-25 10:52:46.976870 (+0000) -0.000012 +/- 0.000103 10.77.0.2 s2 no-leap\n"); err != nil || off != -12_000 {
+	if off, _, err := parseNtpdigLine("2026-11-25 10:52:46.976870 (+0000) -0.000012 +/- 0.000103 10.77.0.2 s2 no-leap\n"); err != nil || off != -12_000 {
 		t.Errorf("negative offset: %d, %v", off, err)
 	}
-	if off, err := ParseChronydQ("2026-11-25T10:52:40Z System clock wrong by -0.002996 seconds (ignored)\n"); err != nil || off != -2_996_000 {
-		t.Errorf("ParseChronydQ = %d, %v", off, err)
+	if off, err := parseChronydQ("2026-11-25T10:52:40Z System clock wrong by -0.002996 seconds (ignored)\n"); err != nil || off != -2_996_000 {
+		t.Errorf("parseChronydQ = %d, %v", off, err)
 	}
 	meas := `========================================================================================================================================
    Date (UTC) Time     IP Address   L St 123 567 ABCD  LP RP Score    Offset  Peer del. Peer disp.  Root del. Root disp. Refid     MTxRx
 ========================================================================================================================================
 2026-11-25 10:53:28 127.88.0.1      N  1 111 111 1111   6  6 0.00  2.995e-03  1.300e-05  1.156e-06  0.000e+00  2.594e-04 47434C4B 4B K K
 `
-	ms, err := ParseChronyMeasurements(meas)
+	ms, err := parseChronyMeasurements(meas)
 	if err != nil || len(ms) != 1 || ms[0].OffsetNs != 2_995_000 || ms[0].DelayNs != 13_000 || ms[0].RootDispNs != 259_400 ||
 		ms[0].Stratum != 1 || ms[0].Leap != "N" || ms[0].Tests != "111 111 1111" || ms[0].RefID != "47434C4B" {
-		t.Errorf("ParseChronyMeasurements = %+v, %v", ms, err)
+		t.Errorf("parseChronyMeasurements = %+v, %v", ms, err)
 	}
 	for _, bad := range []string{"", "ntpdig: no eligible servers\n", "org t1: eeb13f0c.85214000 rec t2: eeb13f0c.85ecc0zz\nxmt t3: eeb13f0c.8666d202 dst t4: eeb13f0c.85b43000\n",
 		"org t1: eeb13f0c.85214000 rec t2: eeb13f0c.85ecc02a\n"} {
-		if _, err := ParseNtpdigDebug(bad, pivot); err == nil {
-			t.Errorf("ParseNtpdigDebug(%q): no error", bad)
+		if _, err := parseNtpdigDebug(bad, pivot); err == nil {
+			t.Errorf("parseNtpdigDebug(%q): no error", bad)
 		}
-		if _, _, err := ParseNtpdigLine(bad); err == nil {
-			t.Errorf("ParseNtpdigLine(%q): no error", bad)
+		if _, _, err := parseNtpdigLine(bad); err == nil {
+			t.Errorf("parseNtpdigLine(%q): no error", bad)
 		}
-		if _, err := ParseChronydQ(bad); err == nil {
-			t.Errorf("ParseChronydQ(%q): no error", bad)
+		if _, err := parseChronydQ(bad); err == nil {
+			t.Errorf("parseChronydQ(%q): no error", bad)
 		}
-		if _, err := ParseChronyMeasurements(bad); err == nil {
-			t.Errorf("ParseChronyMeasurements(%q): no error", bad)
+		if _, err := parseChronyMeasurements(bad); err == nil {
+			t.Errorf("parseChronyMeasurements(%q): no error", bad)
 		}
 	}
 }
@@ -86,10 +86,10 @@ func FuzzParseNTPClients(f *testing.F) {
 	f.Add("System clock wrong by 0.002996 seconds (ignored)")
 	f.Add("2026-11-25 10:53:28 127.88.0.1      N  1 111 111 1111   6  6 0.00  2.995e-03  1.300e-05  1.156e-06  0.000e+00  2.594e-04 47434C4B 4B K K")
 	f.Fuzz(func(t *testing.T, s string) {
-		ParseNtpdigDebug(s, 1_764_000_000_000_000_000)
-		ParseNtpdigLine(s)
-		ParseChronydQ(s)
-		ParseChronyMeasurements(s)
+		parseNtpdigDebug(s, 1_764_000_000_000_000_000)
+		parseNtpdigLine(s)
+		parseChronydQ(s)
+		parseChronyMeasurements(s)
 		parseSeconds(s)
 	})
 }
@@ -117,7 +117,7 @@ func TestStockNTPClients(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (port 123, chronyd)")
 	}
-	for _, c := range NTPClients {
+	for _, c := range ntpClients {
 		if _, err := exec.LookPath(c); err != nil {
 			t.Skipf("%s not installed (ci/deps.sh installs ntpsec-ntpdig, ntpsec-ntpdate and chrony)", c)
 		}
@@ -135,9 +135,9 @@ func TestStockNTPClients(t *testing.T) {
 		<-done
 	}()
 	_ = os.MkdirAll("/var/run/chrony", 0o750)
-	for _, c := range NTPClients {
+	for _, c := range ntpClients {
 		qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
-		m, err := QueryNTP(qctx, LocalRunner, c, "127.88.0.1", t.TempDir())
+		m, err := queryNTP(qctx, localRunner, c, "127.88.0.1", t.TempDir())
 		qcancel()
 		if err != nil {
 			t.Errorf("%s: %v", c, err)
@@ -176,16 +176,16 @@ func TestLabNTP(t *testing.T) {
 		t.Skip("runs a lab for a minute")
 	}
 	needLab(t)
-	for _, c := range NTPClients {
+	for _, c := range ntpClients {
 		if _, err := exec.LookPath(c); err != nil {
 			t.Skipf("%s not installed (ci/deps.sh installs ntpsec-ntpdig, ntpsec-ntpdate and chrony)", c)
 		}
 	}
 	const hosts = 3
 	l, gc := gclockLab(t, hosts)
-	chronys := map[int]*ChronyRefclock{}
+	chronys := map[int]*chronyRefclock{}
 	for _, h := range []int{1, 2} {
-		c, err := l.StartChronyRefclock(h)
+		c, err := l.startChronyRefclock(h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestLabNTP(t *testing.T) {
 	query := func(server int, client string) {
 		from := (server + 1) % hosts
 		qctx, qcancel := context.WithTimeout(ctx, 30*time.Second)
-		m, err := QueryNTP(qctx, l.HostRunner(from), client, netlab.HostAddr(server).String(), qdir)
+		m, err := queryNTP(qctx, l.hostRunner(from), client, netlab.HostAddr(server).String(), qdir)
 		qcancel()
 		if err != nil {
 			t.Errorf("host %d -> %d: %v", from, server, err)
@@ -242,8 +242,8 @@ func TestLabNTP(t *testing.T) {
 	stopAt := start.Add(gc.Duration - 15*time.Second)
 	for round := 0; time.Now().Before(stopAt); round++ {
 		for s := range hosts {
-			for _, c := range NTPClients {
-				if (c == ClientChronyd && round > 0) || !time.Now().Before(stopAt) {
+			for _, c := range ntpClients {
+				if (c == clientChronyd && round > 0) || !time.Now().Before(stopAt) {
 					continue
 				}
 				query(s, c)
@@ -277,7 +277,7 @@ func TestLabNTP(t *testing.T) {
 	for _, c := range r.res.Clocks {
 		t.Logf("host %d clock: %v", c.Host, c)
 	}
-	for _, c := range NTPClients {
+	for _, c := range ntpClients {
 		t.Logf("%s: %d queries, |offset| median %d ns, max %d ns; round trip median %d ns", c, len(errs[c]),
 			pctlNs(errs[c], 0.5), pctlNs(errs[c], 1), pctlNs(delays[c], 0.5))
 	}

@@ -185,8 +185,10 @@ func (l *Lab) startChrony(pc PeerConfig) (procs []*netlab.Proc, sock string, err
 	if err != nil {
 		return nil, "", err
 	}
+	// logdir: chronyd's own logs of every measurement, its statistics
+	// and its tracking beside its output, for taking a run apart after.
 	common := func(dir string) string {
-		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\n", dir, dir)
+		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\nlogdir %s\nlog measurements statistics tracking\n", dir, dir, dir)
 	}
 	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
 	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))
@@ -243,7 +245,7 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 			lastErr = fmt.Errorf("chronyc tracking: %s: %w", strings.TrimSpace(string(out)), err)
 			continue
 		}
-		off, ok, err := ParseChronyTracking(string(out))
+		off, ok, err := parseChronyTracking(string(out))
 		if err != nil {
 			lastErr = err
 			continue
@@ -258,12 +260,12 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 	return res, nil
 }
 
-// ParseChronyTracking reads `chronyc tracking` output and returns its
+// parseChronyTracking reads `chronyc tracking` output and returns its
 // "System time" as a signed offset in ns: positive when the system clock is
 // fast of NTP time (ahead of the server), negative when slow. ok is false
 // when chronyd has no estimate yet (reference "Not synchronised" / 0.0.0.0
 // or no System time line).
-func ParseChronyTracking(out string) (offsetNs int64, ok bool, err error) {
+func parseChronyTracking(out string) (offsetNs int64, ok bool, err error) {
 	unsynced := false
 	for _, line := range strings.Split(out, "\n") {
 		k, v, found := strings.Cut(line, ":")
@@ -425,20 +427,20 @@ func readPTP4L(lines io.Reader, slaveLog string, start time.Time, ch chan<- Read
 		if logf != nil {
 			fmt.Fprintln(logf, sc.Text())
 		}
-		off, ok := ParsePTP4LOffset(sc.Text())
+		off, ok := parsePTP4LOffset(sc.Text())
 		if ok {
 			ch <- Reading{AtNs: time.Since(start).Nanoseconds(), OffsetNs: off}
 		}
 	}
 }
 
-// ParsePTP4LOffset reads a ptp4l "master offset" line, e.g.
+// parsePTP4LOffset reads a ptp4l "master offset" line, e.g.
 //
 //	ptp4l[1234.567]: master offset        -85 s2 freq      +0 path delay     10234
 //
 // and returns the offset in ns (slave minus master). ok is false for every
 // other line.
-func ParsePTP4LOffset(line string) (offsetNs int64, ok bool) {
+func parsePTP4LOffset(line string) (offsetNs int64, ok bool) {
 	_, rest, found := strings.Cut(line, "master offset")
 	if !found {
 		return 0, false

@@ -41,7 +41,7 @@ func TestParseChronyTracking(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.sys, func(t *testing.T) {
 			out := strings.Replace(trackingOut, "%s", tt.sys, 1)
-			got, ok, err := ParseChronyTracking(out)
+			got, ok, err := parseChronyTracking(out)
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.errHas)
@@ -65,7 +65,7 @@ func TestParseChronyTrackingUnsynced(t *testing.T) {
 		"garbage": "506 Cannot talk to daemon\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, ok, err := ParseChronyTracking(out); ok || err != nil {
+			if _, ok, err := parseChronyTracking(out); ok || err != nil {
 				t.Fatalf("ok=%v err=%v, want no reading and no error", ok, err)
 			}
 		})
@@ -77,7 +77,7 @@ func FuzzParseChronyTracking(f *testing.F) {
 	f.Add("System time : 1e300 seconds fast of NTP time")
 	f.Add("System time : NaN seconds fast of NTP time")
 	f.Fuzz(func(t *testing.T, s string) {
-		v, ok, err := ParseChronyTracking(s)
+		v, ok, err := parseChronyTracking(s)
 		if err != nil && ok {
 			t.Fatalf("error and a reading: %v", err)
 		}
@@ -104,9 +104,9 @@ func TestParsePTP4LOffset(t *testing.T) {
 		{"", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParsePTP4LOffset(tt.line)
+		got, ok := parsePTP4LOffset(tt.line)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("ParsePTP4LOffset(%q) = %d, %v; want %d, %v", tt.line, got, ok, tt.want, tt.ok)
+			t.Errorf("parsePTP4LOffset(%q) = %d, %v; want %d, %v", tt.line, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -115,7 +115,7 @@ func FuzzParsePTP4LOffset(f *testing.F) {
 	f.Add("ptp4l[8566.924]: master offset     -16288 s0 freq  -56163 path delay    126138")
 	f.Add("master offset -9223372036854775808 s2")
 	f.Fuzz(func(t *testing.T, s string) {
-		v, ok := ParsePTP4LOffset(s)
+		v, ok := parsePTP4LOffset(s)
 		if !ok && v != 0 {
 			t.Fatalf("no reading but offset %d", v)
 		}

@@ -50,7 +50,7 @@ type RunReport struct {
 	Link       string             `json:"link"`
 	DurationNs int64              `json:"duration_ns"`
 	WarmupNs   int64              `json:"warmup_ns"`
-	Realtime   bool               `json:"switch_realtime"`
+	SchedFIFO  bool               `json:"switch_sched_fifo"`
 	Validation []netlab.DirResult `json:"validation"`
 	// Switch is what the switch did to every direction during the run
 	// (frames, drops, its release lateness and write cost).
@@ -102,7 +102,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	defer l.Down()
 
 	rep = RunReport{Hosts: cfg.Hosts, Link: cfg.Link.String(), DurationNs: pc.Duration.Nanoseconds(),
-		WarmupNs: pc.Warmup.Nanoseconds(), Realtime: cfg.Realtime, Load: spec.Load, Clocks: "raw",
+		WarmupNs: pc.Warmup.Nanoseconds(), SchedFIFO: cfg.SchedFIFO, Load: spec.Load, Clocks: "raw",
 		LoadOutside: spec.LoadOutside, Flood: spec.Flood, Cross: spec.Cross, PortRate: cfg.PortRate}
 	if gc.Emulate {
 		rep.Clocks, rep.Wander = "emulated", &gc.Wander
@@ -122,7 +122,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 		}
 		fmt.Fprintf(spec.Progress, "gclock lab: running gclock daemons%s for %v with %s\n", peers, gc.Duration, describeLoad(spec, cfg.PortRate))
 	}
-	rep.LoadAvgStart = LoadAvg()
+	rep.LoadAvgStart = loadAvg()
 	var results []PeerResult
 	var perr error
 	done := make(chan struct{})
@@ -137,7 +137,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	}
 	gres, gerr := l.RunGclock(ctx, gc)
 	<-done
-	rep.LoadAvgEnd = LoadAvg()
+	rep.LoadAvgEnd = loadAvg()
 	if sw := l.Switch(); sw != nil {
 		rep.Switch = sw.Stats()
 		rep.Ports = sw.PortStats()
@@ -250,9 +250,9 @@ func describeLoad(spec RunSpec, portRate int64) string {
 	return s
 }
 
-// LoadAvg reads the machine's load average (1, 5 and 15 minutes) from
+// loadAvg reads the machine's load average (1, 5 and 15 minutes) from
 // /proc/loadavg; zeros when it cannot.
-func LoadAvg() [3]float64 {
+func loadAvg() [3]float64 {
 	var v [3]float64
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // validated, three daemons evaluated, the report filled as --json prints it.
 func TestRun(t *testing.T) {
 	cfg := parallelLab(t, 3)
-	cfg.Realtime = false // as before (DefaultConfig's)
+	cfg.SchedFIFO = false // as before (DefaultConfig's)
 	gc := DefaultGclockConfig()
 	gc.Command, gc.Env = []string{os.Args[0]}, []string{daemonEnv + "=1"}
 	gc.Duration, gc.Warmup = 14*time.Second, 7*time.Second
@@ -51,7 +51,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b, []byte(`"switch_realtime"`)) || bytes.Contains(b, []byte(`"Gclock"`)) || bytes.Contains(b, []byte(`"Peers"`)) {
+	if !bytes.Contains(b, []byte(`"switch_sched_fifo"`)) || bytes.Contains(b, []byte(`"Gclock"`)) || bytes.Contains(b, []byte(`"Peers"`)) {
 		t.Errorf("JSON keys: %s", b[:min(len(b), 400)])
 	}
 	if _, err := Run(context.Background(), RunSpec{Lab: cfg, Gclock: gc, Peer: pc, Load: 65}); err == nil || !strings.Contains(err.Error(), "load 65") {

@@ -49,7 +49,7 @@ type SpoofSendConfig struct {
 	KeyID    uint32            `json:"key_id"`    // the cluster's key id; 0: the cluster has no key
 	Rate     int               `json:"rate"`      // datagrams per second
 	Duration time.Duration     `json:"duration"`  // how long to send
-	Capture  string            `json:"capture"`   // file of captured datagrams (WriteCapture); empty: none
+	Capture  string            `json:"capture"`   // file of captured datagrams (writeCapture); empty: none
 	Seed     uint64            `json:"seed"`      // of the choices
 	Report   string            `json:"report"`    // where to write the SpoofSendStats (JSON)
 	MaxDrift float64           `json:"max_drift"` // the daemons' sync.max_drift (real-time rate lies stay within it)
@@ -72,15 +72,15 @@ type SpoofSendStats struct {
 	Late          float64           `json:"late_share"` // share of send slots that ran late (the rate was not met)
 }
 
-// Captured is one datagram seen on the wire.
-type Captured struct {
+// capturedDatagram is one datagram seen on the wire.
+type capturedDatagram struct {
 	From, To netip.AddrPort
 	Payload  []byte
 }
 
-// WriteCapture writes datagrams as records: from (4+2), to (4+2), length
+// writeCapture writes datagrams as records: from (4+2), to (4+2), length
 // (2), payload, all big-endian, IPv4 only.
-func WriteCapture(w io.Writer, cs []Captured) error {
+func writeCapture(w io.Writer, cs []capturedDatagram) error {
 	bw := bufio.NewWriter(w)
 	for _, c := range cs {
 		var h [14]byte
@@ -96,10 +96,10 @@ func WriteCapture(w io.Writer, cs []Captured) error {
 	return bw.Flush()
 }
 
-// ReadCapture reads what WriteCapture wrote.
-func ReadCapture(r io.Reader) ([]Captured, error) {
+// readCapture reads what writeCapture wrote.
+func readCapture(r io.Reader) ([]capturedDatagram, error) {
 	br := bufio.NewReader(r)
-	var out []Captured
+	var out []capturedDatagram
 	for {
 		var h [14]byte
 		if _, err := io.ReadFull(br, h[:]); err != nil {
@@ -108,7 +108,7 @@ func ReadCapture(r io.Reader) ([]Captured, error) {
 			}
 			return nil, fmt.Errorf("capture record %d: %w", len(out), err)
 		}
-		c := Captured{
+		c := capturedDatagram{
 			From: netip.AddrPortFrom(netip.AddrFrom4([4]byte(h[0:4])), binary.BigEndian.Uint16(h[4:])),
 			To:   netip.AddrPortFrom(netip.AddrFrom4([4]byte(h[6:10])), binary.BigEndian.Uint16(h[10:])),
 		}
@@ -128,8 +128,8 @@ type forger struct {
 	own      netip.AddrPort
 	keyID    uint32
 	maxDrift float64
-	captured []Captured
-	diffs    []Captured // captured time diffs
+	captured []capturedDatagram
+	diffs    []capturedDatagram // captured time diffs
 	seq      uint32
 	// An insider's keyring (nil: an outsider), and the highest auth
 	// sequence seen in the capture from each peer.
@@ -146,7 +146,7 @@ var spoofKinds = []string{"probe", "probe_reply", "timediff_far_round", "timedif
 	"err_report", "period_change", "status_query_peer", "status_query_own", "realtime_query_peer", "realtime_query_own",
 	"status_reply", "realtime_info", "replay"}
 
-func newForger(c SpoofSendConfig, captured []Captured) (*forger, error) {
+func newForger(c SpoofSendConfig, captured []capturedDatagram) (*forger, error) {
 	f := &forger{rng: rand.New(rand.NewPCG(c.Seed, 0x73706f6f66)), addrs: map[uint32]netip.AddrPort{},
 		keyID: c.KeyID, maxDrift: c.MaxDrift, captured: captured}
 	for id, a := range c.Peers {
@@ -399,17 +399,17 @@ func ipUDP(from, to netip.AddrPort, payload []byte) []byte {
 	return b
 }
 
-// SpoofSend runs the spoofer: Rate forged datagrams a second for
+// spoofSend runs the spoofer: Rate forged datagrams a second for
 // Duration, from a raw socket (root, in the spoofer's own namespace).
-func SpoofSend(ctx context.Context, c SpoofSendConfig) (SpoofSendStats, error) {
+func spoofSend(ctx context.Context, c SpoofSendConfig) (SpoofSendStats, error) {
 	st := SpoofSendStats{ByKind: map[string]uint64{}}
-	var captured []Captured
+	var captured []capturedDatagram
 	if c.Capture != "" {
 		fh, err := os.Open(c.Capture)
 		if err != nil {
 			return st, fmt.Errorf("spoof: %w", err)
 		}
-		captured, err = ReadCapture(fh)
+		captured, err = readCapture(fh)
 		fh.Close()
 		if err != nil {
 			return st, fmt.Errorf("spoof: %s: %w", c.Capture, err)
@@ -505,7 +505,7 @@ func sendForged(ctx context.Context, fd int, f *forger, c SpoofSendConfig, st *S
 	}
 }
 
-// SpoofSendFile runs SpoofSend with the JSON config in path, until ctx
+// SpoofSendFile runs spoofSend with the JSON config in path, until ctx
 // ends or the duration is over (the spoofer process's main).
 func SpoofSendFile(ctx context.Context, path string) error {
 	b, err := os.ReadFile(path)
@@ -516,13 +516,13 @@ func SpoofSendFile(ctx context.Context, path string) error {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("spoof: %s: %w", path, err)
 	}
-	_, err = SpoofSend(ctx, c)
+	_, err = spoofSend(ctx, c)
 	return err
 }
 
 // capture records the UDP datagrams to or from port that host's eth0
 // sees for d (AF_PACKET, in the host's namespace): a tap on the wire.
-func (l *Lab) capture(ctx context.Context, host int, port uint16, d time.Duration) ([]Captured, error) {
+func (l *Lab) capture(ctx context.Context, host int, port uint16, d time.Duration) ([]capturedDatagram, error) {
 	var fd int
 	err := l.InHost(host, func() error {
 		var err error
@@ -539,7 +539,7 @@ func (l *Lab) capture(ctx context.Context, host int, port uint16, d time.Duratio
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	var out []Captured
+	var out []capturedDatagram
 	buf := make([]byte, 65536)
 	end := time.Now().Add(d)
 	for time.Now().Before(end) && ctx.Err() == nil {
@@ -564,7 +564,7 @@ func (l *Lab) capture(ctx context.Context, host int, port uint16, d time.Duratio
 		if ulen < 8 || ulen > len(u) {
 			continue
 		}
-		out = append(out, Captured{
+		out = append(out, capturedDatagram{
 			From:    netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[12:16])), sp),
 			To:      netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[16:20])), dp),
 			Payload: append([]byte(nil), u[8:ulen]...),

@@ -57,12 +57,12 @@ func TestForger(t *testing.T) {
 		if keyID != 0 {
 			payload = kr.Seal(append([]byte(nil), b...), 2, 1)
 		}
-		capd := []Captured{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: payload}}
+		capd := []capturedDatagram{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: payload}}
 		var buf bytes.Buffer
-		if err := WriteCapture(&buf, capd); err != nil {
+		if err := writeCapture(&buf, capd); err != nil {
 			t.Fatal(err)
 		}
-		back, err := ReadCapture(&buf)
+		back, err := readCapture(&buf)
 		if err != nil || len(back) != 1 || back[0].From != capd[0].From || !bytes.Equal(back[0].Payload, payload) {
 			t.Fatalf("capture round trip: %v %v", back, err)
 		}
@@ -124,7 +124,7 @@ func TestForgerInsider(t *testing.T) {
 	td := wire.Packet{Op: wire.OpTimeDiff, Sender: 1, Seq: 5}
 	td.Msg.Type, td.Msg.From, td.Msg.To, td.Msg.Round = 3, 1, 2, 17
 	b, _ := td.MarshalBinary()
-	capd := []Captured{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: kr.Seal(b, 2, 1<<60)}}
+	capd := []capturedDatagram{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: kr.Seal(b, 2, 1<<60)}}
 	f, err := newForger(SpoofSendConfig{Peers: peers, Own: "10.77.0.4:3190", KeyID: 1, KeyFile: kf, Seed: 3}, capd)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestSpoof(t *testing.T) {
 		t.Skip("runs a 40-s lab")
 	}
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)
@@ -230,7 +230,7 @@ func TestSpoofInsider(t *testing.T) {
 		t.Skip("runs a 30-s lab")
 	}
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 4, t.TempDir(), true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO = 4, t.TempDir(), true
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)

@@ -240,7 +240,7 @@ func (r *spoofRun) writeConfigs() error {
 	var order []uint32
 	r.peerAddrs = map[uint32]string{}
 	for i := range r.n {
-		a := net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(DaemonPort))
+		a := net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(daemonPort))
 		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: a})
 		order = append(order, uint32(i+1))
 		r.peerAddrs[uint32(i+1)] = a
@@ -311,11 +311,11 @@ func (r *spoofRun) startCapture(ctx context.Context) {
 	}
 	r.capFile = filepath.Join(r.dir, "capture.bin")
 	go func() {
-		cs, err := r.l.capture(ctx, 1, DaemonPort, r.sc.Capture)
+		cs, err := r.l.capture(ctx, 1, daemonPort, r.sc.Capture)
 		if err == nil {
 			var fh *os.File
 			if fh, err = os.Create(r.capFile); err == nil {
-				err = errors.Join(WriteCapture(fh, cs), fh.Close())
+				err = errors.Join(writeCapture(fh, cs), fh.Close())
 			}
 		}
 		r.capDone <- err
@@ -377,7 +377,7 @@ func (r *spoofRun) startSpoofer(el time.Duration) error {
 	}
 	if r.capFile != "" {
 		if fh, err := os.Open(r.capFile); err == nil {
-			cs, _ := ReadCapture(fh)
+			cs, _ := readCapture(fh)
 			fh.Close()
 			r.res.Captured = len(cs)
 		}
@@ -386,7 +386,7 @@ func (r *spoofRun) startSpoofer(el time.Duration) error {
 	if sc.Key {
 		keyID = 1
 	}
-	scfg := SpoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(DaemonPort)),
+	scfg := SpoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(daemonPort)),
 		KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: r.capFile, Seed: sc.Seed, Report: r.report,
 		MaxDrift: r.base.Sync.MaxDriftPPM / 1e6}
 	if sc.Insider {

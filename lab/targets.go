@@ -38,7 +38,7 @@ func BusyTargets() Targets {
 // CheckRun is Check on a run's report, and HostMedianNs against its worst
 // host (the reference excluded) when set.
 func (t Targets) CheckRun(r RunReport) []TargetCheck {
-	out := t.Check(r.Summary, r.Compare)
+	out := t.check(r.Summary, r.Compare)
 	if t.HostMedianNs > 0 {
 		worst, host := WorstHostMedian(r.Nodes)
 		out = append(out, TargetCheck{fmt.Sprintf("worst host median |error| <= %.3f us", t.HostMedianNs/1e3),
@@ -74,9 +74,9 @@ type TargetCheck struct {
 	Met  bool   `json:"met"`
 }
 
-// Check holds a run's gclock summary and its peers' (keyed by peer name;
+// check holds a run's gclock summary and its peers' (keyed by peer name;
 // missing peers are not checked) to t, in a fixed order.
-func (t Targets) Check(g GclockSummary, peers map[string]Summary) []TargetCheck {
+func (t Targets) check(g GclockSummary, peers map[string]Summary) []TargetCheck {
 	us := func(ns float64) string { return fmt.Sprintf("%.3f us", ns/1e3) }
 	out := []TargetCheck{
 		{fmt.Sprintf("median |error| <= %s", us(t.MedianNs)), us(float64(g.ErrorP50Ns)), g.Evaluations > 0 && float64(g.ErrorP50Ns) <= t.MedianNs},

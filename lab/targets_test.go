@@ -36,7 +36,7 @@ func TestTargetsCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := DefaultTargets().Check(tc.g, tc.peers)
+			cs := DefaultTargets().check(tc.g, tc.peers)
 			if len(cs) != tc.checks {
 				t.Fatalf("%d checks, want %d: %+v", len(cs), tc.checks, cs)
 			}
@@ -137,7 +137,7 @@ func TestBusyTargetsCheckRun(t *testing.T) {
 		})
 	}
 	// The default targets do not check the hosts.
-	if n, m := len(DefaultTargets().CheckRun(base)), len(DefaultTargets().Check(base.Summary, base.Compare)); n != m {
+	if n, m := len(DefaultTargets().CheckRun(base)), len(DefaultTargets().check(base.Summary, base.Compare)); n != m {
 		t.Errorf("DefaultTargets().CheckRun: %d checks, netlab.Check %d", n, m)
 	}
 	if ns, h := WorstHostMedian(base.Nodes); ns != 900 || h != 2 {

@@ -53,10 +53,7 @@ func (n *node) latency(ctx context.Context, s0 int64) error {
 				return fmt.Errorf("latency message %d: %w", e, err)
 			}
 			if ci == 0 {
-				txRaw = tm.SendKernel
-				if txRaw == 0 {
-					txRaw = tm.SendUser
-				}
+				txRaw = tm.SendStamp()
 			}
 		}
 		if err := n.stampAt(txRaw, e, ModeLatency, EventTx, peer, size, 0); err != nil {
@@ -94,10 +91,7 @@ func (n *node) latencyRx(in *transport.Incoming) bool {
 	if from != int(in.Packet.Sender)-1 || from == n.cfg.Rank || chunks != (size+maxChunk-1)/maxChunk {
 		return true
 	}
-	raw := in.RecvKernel
-	if raw == 0 {
-		raw = in.RecvUser
-	}
+	raw := in.RecvStamp()
 	n.mu.Lock()
 	if n.rxDone[e] {
 		n.mu.Unlock()

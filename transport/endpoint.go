@@ -210,6 +210,9 @@ type Timing struct {
 func (t Timing) RTT() int64 { return t.RecvUser - t.SendUser }
 
 // KernelRTT is the round trip between the kernel stamps, when both exist.
+// After a retransmission (Attempts > 1) it may pair the last copy's send
+// with the answer to an earlier one, even negative: judge it only when
+// Attempts is 1.
 func (t Timing) KernelRTT() (int64, bool) {
 	if t.SendKernel == 0 || t.RecvKernel == 0 {
 		return 0, false

@@ -28,11 +28,3 @@ func (t Timing) SendStamp() int64 {
 	}
 	return t.SendUser
 }
-
-// RecvStamp returns the best stamp of the answer's arrival.
-func (t Timing) RecvStamp() int64 {
-	if t.RecvKernel != 0 {
-		return t.RecvKernel
-	}
-	return t.RecvUser
-}

@@ -147,6 +147,7 @@ func TestUDPRequestTimings(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { server.Run(ctx) })
 	wg.Go(func() { client.Run(ctx) })
+	judged := 0
 	for i := range 10 {
 		rep, tm, err := client.Request(ctx, sc.LocalAddr(), &wire.Packet{Op: wire.OpGetPage, Page: wire.Page{Addr: uint64(i)}})
 		if err != nil {
@@ -155,10 +156,21 @@ func TestUDPRequestTimings(t *testing.T) {
 		if err := CheckPage(rep.Page.Data, uint64(i), PageSize); err != nil {
 			t.Fatal(err)
 		}
+		if tm.Attempts > 1 {
+			// Retransmitted (a reply read late under load): the answer may
+			// belong to the first copy, so the round trip is ambiguous
+			// (Timing, Karn's rule); a CI run had the kernel's -2.2 ms.
+			t.Logf("request %d: %d attempts, round trip not judged", i, tm.Attempts)
+			continue
+		}
+		judged++
 		k, ok := tm.KernelRTT()
 		if !ok || k <= 0 || k > tm.RTT()+50_000 {
 			t.Errorf("request %d: kernel rtt %d (ok %v), user rtt %d; timing %+v; client %+v server %+v", i, k, ok, tm.RTT(), tm, cc.StampStats(), sc.StampStats())
 		}
+	}
+	if judged < 5 {
+		t.Errorf("only %d of 10 requests answered at the first attempt", judged)
 	}
 	cancel()
 	wg.Wait()

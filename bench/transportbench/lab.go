@@ -34,12 +34,16 @@ type LabConfig struct {
 	// or two, after which the kernel drops every fragment: both modes then
 	// crawl at tens of requests per second, whatever the protocol does.
 	FragTime time.Duration
+	// Concurrent runs the labs as netlab.Config.Concurrent: beside other
+	// concurrent labs (tests), sharing the machine. A measurement leaves it
+	// false and has the machine to itself.
+	Concurrent bool
 }
 
 // Lab runs the page workload between host 0 (client) and host 1 (server)
 // of a 2-host lab per loss rate, first with an ACK per message, then with
 // ACK omission, and returns two rows per loss rate. It brings labs up and
-// down itself (lab.Up removes any running lab); root.
+// down itself (waiting for other labs as netlab.Up does); root.
 func Lab(ctx context.Context, cfg LabConfig) ([]Row, error) {
 	if len(cfg.Losses) == 0 {
 		return nil, errors.New("transportbench: lab: no loss rates")
@@ -50,7 +54,7 @@ func Lab(ctx context.Context, cfg LabConfig) ([]Row, error) {
 	var rows []Row
 	for i, loss := range cfg.Losses {
 		m := netmodel.Model{Delay: cfg.Delay, Loss: loss}
-		lcfg := netlab.Config{Hosts: 2, Link: netmodel.Link{Forward: m, Reverse: m}, Seed: cfg.Seed + uint64(i), BusyPoll: netlab.DefaultBusyPoll, Logger: cfg.Logger}
+		lcfg := netlab.Config{Hosts: 2, Link: netmodel.Link{Forward: m, Reverse: m}, Seed: cfg.Seed + uint64(i), BusyPoll: netlab.DefaultBusyPoll, Logger: cfg.Logger, Concurrent: cfg.Concurrent}
 		l, err := lab.Up(ctx, lcfg)
 		if err != nil {
 			return rows, fmt.Errorf("transportbench: lab at loss %g: %w", loss, err)

@@ -23,16 +23,18 @@ func needLab(t *testing.T) {
 // loss rate, every page delivered, and ACK omission writes fewer datagrams.
 func TestLab(t *testing.T) {
 	needLab(t)
-	// Up waits for the lab lock: under `go test ./...` the lab package's
-	// tests hold it for about 3 minutes (netlab.HoldLock), so the limit
-	// covers that wait and the minute this run takes.
+	// Concurrent: beside other packages' concurrent labs under `go test
+	// ./...` (what it checks holds under load). Up may still wait for the
+	// lab package's measurements (about a minute), so the limit covers
+	// that wait and the minute this run takes.
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	cfg := transport.DefaultConfig()
 	cfg.MinRTO = 2 * time.Millisecond
 	rows, err := Lab(ctx, LabConfig{
 		Losses: []float64{0.02}, Delay: 50 * time.Microsecond, Warmup: 20, Endpoint: cfg, Seed: 3,
-		Client: workload.PageClientConfig{Requests: 200, Concurrency: 1, PageSize: transport.PageSize},
+		Client:     workload.PageClientConfig{Requests: 200, Concurrency: 1, PageSize: transport.PageSize},
+		Concurrent: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,9 @@ type labFlags struct {
 	interval time.Duration
 	pingpong bool
 	frameLog string
+	// runDir is the lab's Config.RunDir ("": netlab.DefaultRunDir); set by
+	// gclock lab bench, not a flag.
+	runDir string
 }
 
 func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
@@ -205,7 +208,7 @@ func (f *labFlags) config() (netlab.Config, error) {
 		cfg.Hosts = 2
 	}
 	cfg.Seed = f.seed
-	cfg.Realtime = f.schedFIFO
+	cfg.SchedFIFO = f.schedFIFO
 	cfg.SpinWindow = f.spin
 	cfg.BusyPoll = f.busy
 	cfg.WarmAfter = f.warm
@@ -213,6 +216,7 @@ func (f *labFlags) config() (netlab.Config, error) {
 		return netlab.Config{}, err
 	}
 	cfg.FrameLog = f.frameLog
+	cfg.RunDir = f.runDir
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
@@ -320,7 +324,7 @@ func runLab(args []string) error {
 		return labWriteJSON(os.Stdout, rep)
 	}
 	fmt.Printf("lab: %d hosts, link %s, switch sched-fifo=%v, %d busy loops beside the daemons\n",
-		rep.Hosts, rep.Link, rep.Realtime, rep.Load)
+		rep.Hosts, rep.Link, rep.SchedFIFO, rep.Load)
 	labPrintLoad(os.Stdout, rep)
 	if len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
@@ -589,7 +593,7 @@ func runLabValidate(args []string) error {
 		return labWriteJSON(os.Stdout, rs)
 	}
 	fmt.Printf("link %s, switch sched-fifo=%v spin=%v; one-way delays from kernel TX/RX timestamps (us):\n",
-		cfg.Link, cfg.Realtime, cfg.SpinWindow)
+		cfg.Link, cfg.SchedFIFO, cfg.SpinWindow)
 	netlab.PrintValidation(os.Stdout, rs)
 	return nil
 }

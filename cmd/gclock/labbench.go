@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +28,8 @@ type labBenchRun struct {
 	Seed    uint64            `json:"seed"`
 	Report  lab.RunReport     `json:"report"`
 	Checks  []lab.TargetCheck `json:"checks"`
+	// Evidence is the run's directory under --keep ("" with --keep none).
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // labBenchReport is `gclock lab bench --json`.
@@ -36,8 +40,9 @@ type labBenchReport struct {
 	Profiles []string               `json:"profiles"`
 	Targets  map[string]lab.Targets `json:"targets"` // per profile
 	Runs     []labBenchRun          `json:"runs"`
-	Tally    []labTally             `json:"tally"`    // per profile and target: runs that met it
-	Complete bool                   `json:"complete"` // false: interrupted, Runs holds what finished
+	Tally    []labTally             `json:"tally"`          // per profile and target: runs that met it
+	Complete bool                   `json:"complete"`       // false: interrupted, Runs holds what finished
+	Keep     string                 `json:"keep,omitempty"` // the runs' evidence (--keep)
 }
 
 type labTally struct {
@@ -151,6 +156,12 @@ Profiles (--profile, comma-separated, run seed by seed in turn):
   crossNN   --cross NN% (bulk TCP flows host to host at NN% of the port rate,
             1 Gbit/s FIFO ports unless --port-rate), held to the busy targets
 
+Every run's evidence is kept in a directory of its own (--keep; default beside
+the -o report: bench.md -> bench.d/PROFILE-seedN/): run.json, series.csv (every
+evaluation), peers.csv (the peers' readings), gclock/ (the daemons' configs,
+logs and, unless --measurements=false, every exchange), the peers' configs and
+logs, and frames.csv with --frame-log. The report links each run to it.
+
 flags (and every flag of gclock lab):
 `)
 		fs.PrintDefaults()
@@ -161,6 +172,11 @@ flags (and every flag of gclock lab):
 	out := fs.String("o", "", "also write the Markdown report to this file")
 	profiles := fs.String("profile", "quiet", "the rows' settings: quiet, busy, crossNN (e.g. quiet,busy,cross30,cross70)")
 	strict := fs.Bool("strict", false, "exit with an error when a run missed a target")
+	keep := fs.String("keep", "", "keep every run's evidence (run.json, series, measurements, the daemons' and peers' configs and logs) in DIR/PROFILE-seedN/ (default: beside -o's report, bench.md -> bench.d; without -o, lab-bench-TIME.d; none: keep nothing)")
+	// A run that misses is taken apart from its exchanges (gclock lab
+	// replay, docs/lab_breakdown.py): the bench logs them unless told not to.
+	f.measurements = true
+	fs.Lookup("measurements").DefValue = "true"
 	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
@@ -194,10 +210,23 @@ flags (and every flag of gclock lab):
 			return fmt.Errorf("profile %s: %w", p.Name, err)
 		}
 	}
+	now := time.Now()
+	kd := keepDir(*keep, *out, now)
+	if kd != "" {
+		if err := os.MkdirAll(kd, 0o755); err != nil {
+			return fmt.Errorf("bench: --keep: %w", err)
+		}
+		// The runs' files go to a run directory of this bench's own (the
+		// daemons' sockets and pages need a short path on tmpfs), copied
+		// to the evidence after each run, before another lab can reuse it.
+		f.runDir = filepath.Join(benchRunRoot, fmt.Sprintf("bench-%d", os.Getpid()))
+		defer os.RemoveAll(f.runDir)
+		fmt.Fprintf(stderr, "gclock lab bench: keeping every run's evidence in %s\n", kd)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep := labBenchReport{Command: "gclock lab bench " + strings.Join(args, " "), Date: time.Now().UTC().Format(time.RFC3339),
-		Machine: machineLine(), Targets: map[string]lab.Targets{}}
+	rep := labBenchReport{Command: "gclock lab bench " + strings.Join(args, " "), Date: now.UTC().Format(time.RFC3339),
+		Machine: machineLine(), Targets: map[string]lab.Targets{}, Keep: kd}
 	for _, p := range profs {
 		rep.Profiles = append(rep.Profiles, p.Name)
 		rep.Targets[p.Name] = p.Targets
@@ -211,7 +240,40 @@ run:
 			p.apply(&g)
 			g.seed = s
 			fmt.Fprintf(stderr, "gclock lab bench: run %d of %d (profile %s, seed %d)\n", n, total, p.Name, s)
-			m, err := labMeasure(ctx, &g, peers)
+			br := labBenchRun{Profile: p.Name, Seed: s}
+			if kd != "" {
+				br.Evidence = filepath.Join(kd, runEvidenceName(p.Name, s))
+				if err := os.RemoveAll(br.Evidence); err != nil {
+					return fmt.Errorf("bench: --keep: %w", err)
+				}
+				if err := os.MkdirAll(br.Evidence, 0o755); err != nil {
+					return fmt.Errorf("bench: --keep: %w", err)
+				}
+				g.series = filepath.Join(br.Evidence, evidenceSeries)
+				if f.frameLog != "" {
+					g.frameLog = filepath.Join(br.Evidence, evidenceFrames)
+				}
+			}
+			m, err := labBenchMeasure(ctx, &g, peers)
+			if err == nil {
+				br.Report, br.Checks = m.rep, p.Targets.CheckRun(m.rep)
+			}
+			if kd != "" {
+				ev := labBenchEvidence{Command: rep.Command, Machine: rep.Machine, labBenchRun: br}
+				if err != nil {
+					ev.Error = err.Error()
+				}
+				kerr := keepRunEvidence(br.Evidence, ev, m, g.runDir)
+				if cerr := clearDir(g.runDir); cerr != nil && kerr == nil {
+					kerr = fmt.Errorf("bench: clearing %s: %w", g.runDir, cerr)
+				}
+				if kerr != nil {
+					fmt.Fprintf(stderr, "gclock lab bench: %v\n", kerr)
+				}
+				if err != nil {
+					fmt.Fprintf(stderr, "gclock lab bench: what the failed run left is in %s\n", br.Evidence)
+				}
+			}
 			if err != nil {
 				if ctx.Err() != nil && len(rep.Runs) > 0 {
 					fmt.Fprintf(stderr, "gclock lab bench: interrupted; reporting the %d runs that finished\n", len(rep.Runs))
@@ -219,7 +281,7 @@ run:
 				}
 				return fmt.Errorf("bench: profile %s, seed %d: %w", p.Name, s, err)
 			}
-			rep.Runs = append(rep.Runs, labBenchRun{Profile: p.Name, Seed: s, Report: m.rep, Checks: p.Targets.CheckRun(m.rep)})
+			rep.Runs = append(rep.Runs, br)
 		}
 	}
 	rep.Complete = len(rep.Runs) == total
@@ -229,14 +291,19 @@ run:
 			return err
 		}
 	} else {
-		writeLabBench(stdout, rep)
+		writeLabBench(stdout, rep, "")
+	}
+	if kd != "" {
+		if err := writeJSONFile(filepath.Join(kd, evidenceBench), rep); err != nil {
+			return err
+		}
 	}
 	if *out != "" {
 		file, err := os.Create(*out)
 		if err != nil {
 			return fmt.Errorf("bench: -o: %w", err)
 		}
-		writeLabBench(file, rep)
+		writeLabBench(file, rep, *out)
 		if err := file.Close(); err != nil {
 			return fmt.Errorf("bench: -o %s: %w", *out, err)
 		}
@@ -292,8 +359,9 @@ func describeProfile(rep lab.RunReport) string {
 	return s
 }
 
-// writeLabBench writes the report as Markdown.
-func writeLabBench(w io.Writer, r labBenchReport) {
+// writeLabBench writes the report as Markdown, to the file reportFile ("":
+// stdout), which each run's evidence directory is linked from.
+func writeLabBench(w io.Writer, r labBenchReport, reportFile string) {
 	fmt.Fprintf(w, "# gclock lab bench\n\n`%s`, %s, on %s.\n\n", r.Command, r.Date, r.Machine)
 	if len(r.Runs) > 0 {
 		p := r.Runs[0].Report
@@ -305,6 +373,10 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 	}
 	if !r.Complete {
 		fmt.Fprintf(w, "Interrupted: %d runs finished.\n\n", len(r.Runs))
+	}
+	if r.Keep != "" {
+		fmt.Fprintf(w, "Every run's evidence is in [%s](%s), one directory per run (the seed links to it): run.json (the run's report and checks), series.csv (every evaluation), peers.csv (the peers' readings), gclock/ (the daemons' configs, logs and measurements), the peers' configs and logs (docs/lab.md, \"What a bench keeps\").\n\n",
+			r.Keep, evidenceLink(reportFile, r.Keep))
 	}
 	fmt.Fprintln(w, "| profile | seed | gclock median / p99 / max | worst host median | in bounds | mean bound width | chrony median / p99 | ptp4l median / p99 | chrony / gclock median | resyncs/s converging (after) | load | port utilisation | targets met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -342,7 +414,11 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 			}
 			util = fmt.Sprintf("%.0f-%.0f%%", 100*lo, 100*hi)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s / %s / %s | %s | %.1f%% | %.1f | %s | %s | %s | %.2f (%.3f) | %.1f-%.1f | %s | %d of %d |\n", run.Profile, run.Seed,
+		seed := fmt.Sprint(run.Seed)
+		if l := evidenceLink(reportFile, run.Evidence); l != "" {
+			seed = fmt.Sprintf("[%d](%s)", run.Seed, l)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s / %s / %s | %s | %.1f%% | %.1f | %s | %s | %s | %.2f (%.3f) | %.1f-%.1f | %s | %d of %d |\n", run.Profile, seed,
 			us(s.ErrorP50Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), worst, 100*s.BoundCoverage, s.BoundWidthMeanNs/1e3,
 			peer(run.Report.Compare, lab.PeerChrony), peer(run.Report.Compare, lab.PeerPTP4L), ratio,
 			s.ConvergenceRoundsPerNodePerS, s.RoundsPerNodePerS, run.Report.LoadAvgStart[0], run.Report.LoadAvgEnd[0], util, met, len(run.Checks))
@@ -393,3 +469,10 @@ func writeLabBench(w io.Writer, r labBenchReport) {
 	}
 	fmt.Fprintln(w, "\nA resync is one of Liao's global resynchronisations: a round of probe/reply exchanges with the reference, then the time difference. Profiles: quiet is the flags as given; busy adds --load 4 and 2 busy loops outside the lab's namespaces; crossNN sends a bulk TCP flow from every host to the next through the switch at NN% of the port rate, the switch's ports FIFO queues (docs/lab.md, Load).")
 }
+
+// labBenchMeasure runs one bench run (tests replace it with a fake lab).
+var labBenchMeasure = labMeasure
+
+// benchRunRoot is where the bench makes its lab's run directory (tests
+// replace it).
+var benchRunRoot = netlab.DefaultRunDir

@@ -61,7 +61,7 @@ func TestLabBenchReport(t *testing.T) {
 			run("quiet", 2, 400, lab.DefaultTargets()), run("cross30", 2, 400, lab.BusyTargets())}, Complete: true}
 	r.Tally = tally(r.Runs)
 	var b bytes.Buffer
-	writeLabBench(&b, r)
+	writeLabBench(&b, r, "")
 	out := b.String()
 	for _, want := range []string{
 		"| quiet | 1 | 0.150 / 0.900 / 1.000 | 0.450 (h2) | 100.0% | 250.0 | 2.00 / 7.00 | - | 13.3x | 0.90 (0.150) | 1.5-2.2 | - | 7 of 7 |",

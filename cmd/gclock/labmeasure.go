@@ -207,7 +207,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	spec.Load, spec.LoadOutside, spec.Cross, spec.LoadCommand = lf.load, lf.loadOutside, cross, []string{exe}
 	cfg := &spec.Lab
 	cfg.PortRate, cfg.RunDir = portRate, f.runDir
-	cfg.Hosts, cfg.Seed, cfg.Realtime, cfg.BusyPoll = f.hosts, f.seed, f.schedFIFO, f.busy
+	cfg.Hosts, cfg.Seed, cfg.SchedFIFO, cfg.BusyPoll = f.hosts, f.seed, f.schedFIFO, f.busy
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug

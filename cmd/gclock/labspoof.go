@@ -78,7 +78,7 @@ func runLabSpoof(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := netlab.DefaultConfig()
-	cfg.Hosts, cfg.Realtime, cfg.Seed = *daemons+1, true, *seed
+	cfg.Hosts, cfg.SchedFIFO, cfg.Seed = *daemons+1, true, *seed
 	cfg.RunDir, err = os.MkdirTemp("", "gclab-spoof-")
 	if err != nil {
 		return fmt.Errorf("lab spoof: %w", err)

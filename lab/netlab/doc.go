@@ -29,15 +29,17 @@
 //
 // # The lock
 //
-// A process holds the flock LockPath while any of its labs is up, so the
-// labs of two processes (two `gclock lab` runs, two test packages) never
-// run at once and a measurement has the machine to itself. Within one
-// process, labs with Config.Concurrent (tests under t.Parallel) share that
-// hold and run side by side; a lab without it waits until it is alone.
-// The first lab to take LockPath removes every gclab-* namespace (no lab
-// runs, so all are leftovers of crashed runs); `gclock lab down` (Down)
-// does the same, or while a lab runs removes only those of labs whose
-// process has ended.
+// A process holds the flock LockPath while any of its labs is up:
+// exclusively for a lab without Config.Concurrent (a measurement: `gclock
+// lab`, a test of accuracy), which thus has the machine to itself, and
+// shared for Concurrent labs (tests that check what holds under any load),
+// which run side by side, this process's and other processes' (two test
+// packages under `go test ./...`), but never beside a measurement. A
+// process's exclusive lab also waits until it is the only lab of its
+// process. An exclusive lab removes every gclab-* namespace of other
+// processes (none runs, so all are leftovers of crashed runs), a shared one
+// those of processes that have ended; `gclock lab down` (Down) removes every
+// one when no lab runs, or while one runs only those of ended processes.
 //
 // # The switch
 //
@@ -59,7 +61,7 @@
 // and sends; all its system calls are raw, so the Go scheduler never takes
 // its P. After an idle spell (WarmAfter) it first writes the frame to a
 // warm-up veth pair whose peer drops it, so that the real release runs
-// through warm caches. With Realtime that thread runs SCHED_FIFO 50 and the
+// through warm caches. With SchedFIFO that thread runs SCHED_FIFO 50 and the
 // process's other threads SCHED_FIFO 1 (processes started with Exec run
 // SCHED_OTHER): a CPU-bound load then delays neither the thread nor the Go
 // runtime's hand-offs to it. Starting a switch raises GOMAXPROCS to at least 4 (one more per further switch),

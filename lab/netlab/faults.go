@@ -16,7 +16,7 @@ func (s *Switch) Partition(host int, d time.Duration) error {
 	if host < 0 || host >= len(s.cutUntil) {
 		return fmt.Errorf("lab: switch: partition: port %d: want 0..%d", host, len(s.cutUntil)-1)
 	}
-	s.cutUntil[host].Store(nowRealtime() + d.Nanoseconds())
+	s.cutUntil[host].Store(nowWall() + d.Nanoseconds())
 	return nil
 }
 
@@ -30,7 +30,7 @@ func (s *Switch) PartitionOneWay(host int, out bool, d time.Duration) error {
 	if out {
 		c = s.cutFrom
 	}
-	c[host].Store(nowRealtime() + d.Nanoseconds())
+	c[host].Store(nowWall() + d.Nanoseconds())
 	return nil
 }
 

@@ -70,8 +70,9 @@ func parseGclockFrame(eth []byte) (op uint8, sender, seq uint32, dport uint16) {
 	return b[3], binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint32(b[8:]), dport
 }
 
-// writeFile writes the log as CSV: a comment line with the realtime - raw
-// offsets, then in,out,rx_ns,at_ns,start_ns,end_ns,op,sender,seq,dport.
+// writeFile writes the log as CSV: a comment line with the wall clock's
+// offset from the raw clock (wall_minus_raw_ns; files before 2026-11-27
+// call it realtime_minus_raw_ns), then in,out,rx_ns,at_ns,start_ns,end_ns,op,sender,seq,dport.
 func (f *frameLog) writeFile(path string) error {
 	f.offEnd, f.hwEnd = transport.WallRawOffset()
 	fh, err := os.Create(path)
@@ -79,7 +80,7 @@ func (f *frameLog) writeFile(path string) error {
 		return fmt.Errorf("frame log: %w", err)
 	}
 	w := bufio.NewWriterSize(fh, 1<<16)
-	fmt.Fprintf(w, "# realtime_minus_raw_ns start %d (+-%d) end %d (+-%d)\n", f.offStart, f.hwStart, f.offEnd, f.hwEnd)
+	fmt.Fprintf(w, "# wall_minus_raw_ns start %d (+-%d) end %d (+-%d)\n", f.offStart, f.hwStart, f.offEnd, f.hwEnd)
 	w.WriteString("in,out,rx_ns,at_ns,start_ns,end_ns,op,sender,seq,dport\n")
 	var b []byte
 	for _, r := range f.recs {

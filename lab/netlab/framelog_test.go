@@ -90,7 +90,7 @@ func TestFrameLogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "# realtime_minus_raw_ns start ") {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "# wall_minus_raw_ns start ") {
 		t.Fatalf("file:\n%s", b)
 	}
 	if want := "2,0,1000,2000,2100,2300,2,0,9,3190"; lines[2] != want {

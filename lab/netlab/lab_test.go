@@ -70,7 +70,9 @@ func TestLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Hosts: 3, Link: link, Seed: 5, Realtime: true, WarmAfter: DefaultWarmAfter, RunDir: t.TempDir()}
+	// Concurrent: beside other packages' concurrent labs under `go test
+	// ./...`; the checks below hold under load.
+	cfg := Config{Hosts: 3, Link: link, Seed: 5, SchedFIFO: true, WarmAfter: DefaultWarmAfter, RunDir: t.TempDir(), Concurrent: true}
 	l, err := Up(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("Up: %v", err)
@@ -175,10 +177,12 @@ func TestLab(t *testing.T) {
 }
 
 // TestCleanupStale checks that Up removes what a crashed run left: a
-// namespace with a process inside.
+// namespace with a process inside, named for a process that has ended
+// (pid 0x7ffffffe does not run: above pid_max). A concurrent lab removes
+// those; an exclusive one every other process's (cleanupOthers).
 func TestCleanupStale(t *testing.T) {
 	needLab(t)
-	ns := Prefix + "stale-test"
+	ns := Prefix + "2147483646-7-h0"
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %s: %v", out, err)
 	}
@@ -188,7 +192,7 @@ func TestCleanupStale(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	l, err := Up(context.Background(), Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir()})
+	l, err := Up(context.Background(), Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir(), Concurrent: true})
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}
@@ -212,47 +216,6 @@ func TestCleanupStale(t *testing.T) {
 		if r.Received != r.Sent || r.Sent < 190 || r.MinNs <= 0 || r.MinNs > 100e3 {
 			t.Errorf("direct h%d>h%d: %+v, want every probe, 0 < min < 100 us", r.From, r.To, r)
 		}
-	}
-}
-
-// TestUpWaitsForLock checks that a second Up waits for the first lab's Down
-// (the lock) instead of removing its namespaces, and gives up with ctx.
-func TestUpWaitsForLock(t *testing.T) {
-	needLab(t)
-	cfg := Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir()}
-	l, err := Up(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	before := namespaces(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	if l2, err := Up(ctx, cfg); err == nil {
-		l2.Down()
-		t.Fatal("a second Up while the first lab is up succeeded; want it to wait")
-	} else if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("second Up: %v, want a wait ending in context.DeadlineExceeded", err)
-	}
-	if after := namespaces(t); len(after) != len(before) {
-		t.Fatalf("namespaces %v after the second Up, want %v untouched", after, before)
-	}
-	released := make(chan error, 1)
-	go func() {
-		l3, err := Up(context.Background(), cfg)
-		if err == nil {
-			l3.Down()
-		}
-		released <- err
-	}()
-	time.Sleep(300 * time.Millisecond)
-	l.Down()
-	select {
-	case err := <-released:
-		if err != nil {
-			t.Fatalf("Up after Down: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Up still waiting 30 s after the first lab's Down")
 	}
 }
 
@@ -366,11 +329,10 @@ func TestConcurrentLabs(t *testing.T) {
 	}
 }
 
-// TestUpKeepsThisProcessLabs: the first lab of a process to take LockPath
-// removes the leftovers of other processes only. A namespace under this
-// process's pid belongs to a concurrent lab that took the process's hold
-// after it and may be building already (two parallel lab tests lost
-// theirs to the first one's cleanup in a CI run).
+// TestUpKeepsThisProcessLabs: Up removes the leftovers of other processes
+// only. A namespace under this process's pid belongs to a concurrent lab
+// that came up beside it and may be building already (two parallel lab
+// tests lost theirs to the first one's cleanup in a CI run).
 func TestUpKeepsThisProcessLabs(t *testing.T) {
 	needLab(t)
 	mine := fmt.Sprintf("%s%d-999999-h0", Prefix, os.Getpid())
@@ -382,7 +344,7 @@ func TestUpKeepsThisProcessLabs(t *testing.T) {
 	}
 	defer exec.Command("ip", "netns", "del", mine).Run()
 	defer exec.Command("ip", "netns", "del", stale).Run()
-	l, err := Up(context.Background(), Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir()})
+	l, err := Up(context.Background(), Config{Hosts: 2, Link: netmodel.Link{Direct: true}, RunDir: t.TempDir(), Concurrent: true})
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}

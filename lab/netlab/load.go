@@ -18,7 +18,7 @@ var busyLoop = []string{"sh", "-c", "while :; do :; done"}
 // StartLoad runs n CPU-bound processes (shell busy loops, SCHED_OTHER like
 // any program), spread over the host namespaces, until the returned stop
 // function is called or the lab goes down. The switch's thread runs
-// SCHED_FIFO (Config.Realtime) and is not slowed by them; the daemons,
+// SCHED_FIFO (Config.SchedFIFO) and is not slowed by them; the daemons,
 // chronyd and ptp4l share the CPUs with them like programs on a busy node.
 func (l *Lab) StartLoad(n int) (stop func(), err error) {
 	return l.startBusy(n, func(i int) (string, int) { return l.HostNS(i % l.cfg.Hosts), i % l.cfg.Hosts })

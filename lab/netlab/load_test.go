@@ -47,7 +47,7 @@ func runTestLoadGen(args []string) int {
 func TestLabLoad(t *testing.T) {
 	needLab(t)
 	cfg := DefaultConfig()
-	cfg.Hosts, cfg.RunDir, cfg.Realtime = 3, t.TempDir(), true
+	cfg.Hosts, cfg.RunDir, cfg.SchedFIFO, cfg.Concurrent = 3, t.TempDir(), true, true
 	cfg.Link = netmodel.Link{Forward: netmodel.Model{Delay: 50 * time.Microsecond}, Reverse: netmodel.Model{Delay: 50 * time.Microsecond}}
 	cfg.PortRate = 100e6
 	l, err := Up(context.Background(), cfg)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,140 +15,207 @@ import (
 	"time"
 )
 
-// LockPath is the file whose exclusive flock a process holds while any of
-// its labs is up (Up to Down). Two processes' labs never run at once: a
-// second Up (another test package under `go test ./...`, a second `gclock
-// lab` run) waits here for the first Down, so that a measurement has the
-// machine to itself. Within one process, labs with Config.Concurrent share
-// the hold and run side by side, each in namespaces of its own.
+// LockPath is the file whose flock a process holds while any of its labs
+// is up (Up to Down), shared or exclusive. A lab without Config.Concurrent
+// (a measurement: `gclock lab`, the accuracy tests) holds it exclusively,
+// so it has the machine to itself: a second process's lab waits for its
+// Down. Concurrent labs (tests that check what holds under any load) hold
+// it shared: they run beside the Concurrent labs of this process and of
+// other processes (two test packages under `go test ./...`), each in
+// namespaces of its own, and never beside a measurement.
 const LockPath = "/run/gclab.lock"
 
-// procLock is this process's hold on LockPath: one flock however many of
-// its labs are up.
-var procLock procLockState
+// lockPath is the file the lock is taken on: LockPath, or a test's own
+// file for the tests of the lock's rules (which then never wait for, or
+// make wait, the labs of other processes).
+var lockPath = LockPath
+
+// lockLevel is what a process's flock on LockPath is.
+type lockLevel int
+
+const (
+	levelNone lockLevel = iota
+	levelShared
+	levelExclusive
+)
+
+func (v lockLevel) flock() int {
+	if v == levelExclusive {
+		return syscall.LOCK_EX
+	}
+	return syscall.LOCK_SH
+}
+
+// procLock is this process's hold on LockPath: one open file and flock
+// however many of its labs are up, at the level the most demanding needs.
+var procLock = procLockState{changed: make(chan struct{})}
 
 type procLockState struct {
 	sync.Mutex
-	f          *os.File // LockPath, flocked; nil: not held
-	concurrent int      // labs up with Config.Concurrent
-	alone      bool     // a lab up without it
-	waiting    int      // lockLab calls waiting: the last Down keeps f for them
-	held       int      // HoldLock calls not yet released: f stays
-	acquiring  bool     // a goroutine waits in the kernel for LockPath (acquireFlock)
+	f          *os.File  // LockPath, flocked at level; nil: not held
+	level      lockLevel // f's flock
+	concurrent int       // labs up with Config.Concurrent
+	alone      bool      // a lab up without it
+	waiting    int       // exclusive labs waiting: a Down keeps the lock for them
+	held       int       // HoldLock calls not yet released
+	changing   bool      // a goroutine is changing f's level in the kernel
+	changed    chan struct{}
 }
 
-// lockLab waits until this process may bring up a lab, until ctx ends:
-// it holds LockPath (taking it if no lab of this process does) and no
-// other lab of the process is up unless both are concurrent. It says once
-// (log, Warn: the CLI shows warnings) that it waits and for whom. first
-// reports that it took LockPath just now: no other lab ran on the machine,
-// so every namespace under Prefix is a leftover. release gives the place
-// back (and LockPath with the process's last lab).
-func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release func(), first bool, err error) {
-	said := false
-	say := func(holder string) {
-		if !said {
-			said = true
-			log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
+// claim is what a caller of acquire asks for: the level it needs, whether
+// this process's own labs let it in now, and the claim itself.
+type claim struct {
+	level lockLevel
+	ready func() bool // procLock locked
+	take  func()      // procLock locked
+}
+
+// broadcast wakes every goroutine waiting for procLock to change; procLock
+// is locked.
+func (pl *procLockState) broadcast() {
+	close(pl.changed)
+	pl.changed = make(chan struct{})
+}
+
+// acquire waits until c.ready and the process holds LockPath at c.level or
+// above, then takes c, until ctx ends. One goroutine at a time changes the
+// flock (taking it, or raising shared to exclusive); the others wait for
+// it. say is called with whom it waits for on every wait.
+func acquire(ctx context.Context, c claim, say func(holder string)) error {
+	for {
+		procLock.Lock()
+		if !procLock.changing && c.ready() {
+			if procLock.f != nil && procLock.level >= c.level {
+				c.take()
+				procLock.Unlock()
+				return nil
+			}
+			procLock.changing = true
+			f := procLock.f
+			procLock.Unlock()
+			nf, err := raise(ctx, f, c.level, say)
+			procLock.Lock()
+			procLock.changing = false
+			if err != nil {
+				// A failed raise lost the shared flock too (flock(2)
+				// converts by releasing first): nothing is held now.
+				if f != nil {
+					f.Close()
+				}
+				procLock.f, procLock.level = nil, levelNone
+				procLock.broadcast()
+				procLock.Unlock()
+				return err
+			}
+			procLock.f, procLock.level = nf, c.level
+			procLock.broadcast()
+			procLock.Unlock()
+			continue // c.ready again: a concurrent lab may have come meanwhile
+		}
+		holder := fmt.Sprintf("pid %d: a lab of this process", os.Getpid())
+		if procLock.changing {
+			holder = "another lab of this process waiting for the lock"
+		}
+		wake := procLock.changed
+		procLock.Unlock()
+		say(holder)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", lockPath, holder, ctx.Err())
+		case <-wake:
+		case <-time.After(time.Second): // belt and braces: re-check
 		}
 	}
-	waiting := false
-	defer func() {
-		if waiting {
+}
+
+// raise takes LockPath at level on f (opening it if f is nil), waiting in
+// the kernel for other processes' labs; say names the holder once if it
+// waits.
+func raise(ctx context.Context, f *os.File, level lockLevel, say func(holder string)) (*os.File, error) {
+	if f == nil {
+		var err error
+		if f, err = openLock(); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitFlock(ctx, f, level.flock(), func() { say(lockHolder(f)) }); err != nil {
+		holder := lockHolder(f)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", lockPath, holder, ctx.Err())
+		}
+		return nil, fmt.Errorf("lab: lock %s: %w", lockPath, err)
+	}
+	if level == levelExclusive {
+		f.Truncate(0)
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+// lockLab waits until this process may bring up a lab, until ctx ends: a
+// Concurrent lab when no exclusive lab of this process is up, holding
+// LockPath at least shared; an exclusive one when no other lab of this
+// process is up, holding it exclusively. It says once (log, Warn: the CLI
+// shows warnings) that it waits and for whom. first reports that the
+// process holds LockPath exclusively and no other lab of it is up: no lab
+// runs on the machine, so every namespace under Prefix is a leftover.
+// release gives the place back (and LockPath with the process's last lab
+// and hold).
+func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release func(), first bool, err error) {
+	say := sayOnce(log)
+	c := claim{level: levelShared, ready: func() bool { return !procLock.alone }}
+	take := func() {
+		first = procLock.level == levelExclusive && !procLock.alone && procLock.concurrent == 0
+		procLock.concurrent++
+	}
+	if !concurrent {
+		c = claim{level: levelExclusive, ready: func() bool { return !procLock.alone && procLock.concurrent == 0 }}
+		take = func() {
+			first = true
+			procLock.alone = true
+		}
+		procLock.Lock()
+		procLock.waiting++
+		procLock.Unlock()
+		defer func() {
 			procLock.Lock()
 			procLock.waiting--
 			procLock.drop()
 			procLock.Unlock()
-		}
-	}()
-	for {
-		holder, err := func() (string, error) {
-			procLock.Lock()
-			defer procLock.Unlock()
-			switch {
-			case procLock.f != nil && !procLock.alone && procLock.concurrent == 0:
-				// Kept by the last Down for a waiting lab of this
-				// process: no lab runs, on the machine either.
-				procLock.take(concurrent)
-				release, first = releaseLab(concurrent), true
-				return "", nil
-			case procLock.f != nil && concurrent && !procLock.alone:
-				procLock.concurrent++
-				release, first = releaseLab(concurrent), false
-				return "", nil
-			case procLock.f != nil:
-				if !waiting {
-					waiting = true
-					procLock.waiting++
-				}
-				return fmt.Sprintf("pid %d: a lab of this process", os.Getpid()), errBusy
-			}
-			if procLock.acquiring {
-				return "another lab of this process waiting for it", errBusy
-			}
-			procLock.acquiring = true
-			return "", errAcquire
 		}()
-		if errors.Is(err, errAcquire) {
-			err = acquireFlock(ctx, say, func() { procLock.take(concurrent) })
-			if err == nil {
-				return releaseLab(concurrent), true, nil
-			}
-			return nil, false, err
-		}
-		if err == nil {
-			return release, first, nil
-		}
-		if !errors.Is(err, errBusy) {
-			return nil, false, err
-		}
-		say(holder)
-		select {
-		case <-ctx.Done():
-			return nil, false, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
+	c.take = take
+	if err := acquire(ctx, c, say); err != nil {
+		return nil, false, err
+	}
+	return releaseLab(concurrent), first, nil
 }
 
-// HoldLock takes LockPath for this process until release, waiting (as Up
-// does) until ctx ends: the labs the process brings up meanwhile wait for
-// one another only, never for another process's. A test binary holds it
-// for all its labs, so that its tests do not queue one by one behind
-// other processes' labs. waited is how long it waited.
+// HoldLock takes LockPath shared for this process until release, waiting
+// (as Up does) until ctx ends: the Concurrent labs the process brings up
+// meanwhile never queue behind a measurement another process starts
+// between them, and its exclusive labs raise the hold for their time. A
+// test binary holds it for all its labs. waited is how long it waited.
 func HoldLock(ctx context.Context, log *slog.Logger) (release func(), waited time.Duration, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
+	c := claim{level: levelShared, ready: func() bool { return true }, take: func() { procLock.held++ }}
+	if err := acquire(ctx, c, sayOnce(log)); err != nil {
+		return nil, time.Since(start), err
+	}
+	return releaseHold(), time.Since(start), nil
+}
+
+// sayOnce returns the say of acquire: a warning (the CLI shows warnings)
+// the first time it waits, naming whom for.
+func sayOnce(log *slog.Logger) func(holder string) {
 	said := false
-	for {
-		procLock.Lock()
-		switch {
-		case procLock.f != nil:
-			procLock.held++
-			procLock.Unlock()
-			return releaseHold(), time.Since(start), nil
-		case !procLock.acquiring:
-			procLock.acquiring = true
-			procLock.Unlock()
-			err := acquireFlock(ctx, func(holder string) {
-				log.Warn("waiting for another lab to finish (one lab at a time on a machine)", "lock", LockPath, "holder", holder)
-			}, func() { procLock.held++ })
-			if err != nil {
-				return nil, time.Since(start), err
-			}
-			return releaseHold(), time.Since(start), nil
-		}
-		procLock.Unlock()
+	return func(holder string) {
 		if !said {
 			said = true
-			log.Warn("waiting for another lab of this process to take the lab lock", "lock", LockPath)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, time.Since(start), fmt.Errorf("lab: waiting for the lab lock %s: %w", LockPath, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+			log.Warn("waiting for another lab to finish (one measurement at a time on a machine)", "lock", lockPath, "holder", holder)
 		}
 	}
 }
@@ -165,52 +233,18 @@ func releaseHold() func() {
 	}
 }
 
-// errAcquire: LockPath is not held by this process, and this goroutine is
-// the one to wait for it (acquireFlock).
-var errAcquire = errors.New("lab lock to acquire")
-
-// acquireFlock waits in the kernel (waitFlock) for LockPath and makes it
-// this process's (procLock.f), calling waiting once with the holder if it
-// waits, and then take with procLock locked (the caller's claim on it, in
-// the same step). The caller set procLock.acquiring; acquireFlock clears it.
-func acquireFlock(ctx context.Context, waiting func(holder string), take func()) error {
-	defer func() {
-		procLock.Lock()
-		procLock.acquiring = false
-		procLock.Unlock()
-	}()
-	f, err := openLock()
-	if err != nil {
-		return err
-	}
-	if err := waitFlock(ctx, f, func() { waiting(lockHolder(f)) }); err != nil {
-		holder := lockHolder(f)
-		f.Close()
-		if ctx.Err() != nil {
-			return fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", LockPath, holder, ctx.Err())
-		}
-		return fmt.Errorf("lab: lock %s: %w", LockPath, err)
-	}
-	f.Truncate(0)
-	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	procLock.Lock()
-	procLock.f = f
-	take()
-	procLock.Unlock()
-	return nil
-}
-
-// waitFlock takes f's exclusive flock, calling waiting once if another
-// holds it, and waits in the kernel until it is released or ctx ends. A
-// waiter blocked in flock(2) wakes when the holder lets go, so it takes
-// the lock before a process that releases it and asks again a moment later
-// (a series of runs, `gclock lab bench`); the 200-ms poll this replaces
-// lost to such a series for 10 minutes and more (2026-11-27). A wait that
-// ctx ends leaves its flock(2) on a duplicate descriptor, closed as soon as
-// the call returns, so a lock taken after the give-up is released at once.
-func waitFlock(ctx context.Context, f *os.File, waiting func()) error {
+// waitFlock takes f's flock (how: LOCK_EX or LOCK_SH), calling waiting
+// once if another holds it, and waits in the kernel until it is released
+// or ctx ends. A waiter blocked in flock(2) wakes when the holder lets go,
+// so it takes the lock before a process that releases it and asks again a
+// moment later (a series of runs, `gclock lab bench`); the 200-ms poll
+// this replaces lost to such a series for 10 minutes and more
+// (2026-11-27). A wait that ctx ends leaves its flock(2) on a duplicate
+// descriptor, closed as soon as the call returns, so a lock taken after
+// the give-up is released at once.
+func waitFlock(ctx context.Context, f *os.File, how int, waiting func()) error {
 	fd := int(f.Fd())
-	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	err := syscall.Flock(fd, how|syscall.LOCK_NB)
 	if err != syscall.EWOULDBLOCK {
 		return err
 	}
@@ -224,7 +258,7 @@ func waitFlock(ctx context.Context, f *os.File, waiting func()) error {
 	go func() {
 		var err error
 		for {
-			if err = syscall.Flock(dup, syscall.LOCK_EX); err != syscall.EINTR {
+			if err = syscall.Flock(dup, how); err != syscall.EINTR {
 				break
 			}
 		}
@@ -250,24 +284,31 @@ func waitFlock(ctx context.Context, f *os.File, waiting func()) error {
 	}
 }
 
-// errBusy: LockPath or this process's labs are taken.
-var errBusy = errors.New("lab lock busy")
-
-// take counts a lab up under the held lock; procLock is locked.
-func (pl *procLockState) take(concurrent bool) {
-	if concurrent {
-		pl.concurrent++
-	} else {
-		pl.alone = true
-	}
-}
-
-// drop releases LockPath when no lab of this process is up or waits for
-// it; procLock is locked.
+// drop gives LockPath up when no lab of this process is up, waits for an
+// exclusive place or holds it (HoldLock), and lowers an exclusive flock to
+// shared when only Concurrent labs and holds remain; procLock is locked.
 func (pl *procLockState) drop() {
-	if pl.concurrent == 0 && !pl.alone && pl.waiting == 0 && pl.held == 0 && pl.f != nil {
+	if pl.f == nil || pl.changing || pl.alone {
+		return
+	}
+	switch {
+	case pl.concurrent == 0 && pl.waiting == 0 && pl.held == 0:
 		pl.f.Close() // releases the flock
-		pl.f = nil
+		pl.f, pl.level = nil, levelNone
+		pl.broadcast()
+	case pl.level == levelExclusive && pl.waiting == 0:
+		// Lowering never waits: no other process holds the lock while
+		// this one holds it exclusively, and Linux converts under one
+		// spinlock, so a waiter cannot come in between. Should a kernel
+		// convert by releasing first (flock(2) allows it) and the lock go
+		// to a waiter, nothing is held: the next lab takes it again.
+		if err := syscall.Flock(int(pl.f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+			pl.f.Close()
+			pl.f, pl.level = nil, levelNone
+		} else {
+			pl.level = levelShared
+		}
+		pl.broadcast()
 	}
 }
 
@@ -284,6 +325,7 @@ func releaseLab(concurrent bool) func() {
 				procLock.alone = false
 			}
 			procLock.drop()
+			procLock.broadcast()
 		})
 	}
 }
@@ -307,33 +349,74 @@ func tryFlock() (f *os.File, holder string, err error) {
 		return nil, holder, nil
 	default:
 		f.Close()
-		return nil, "", fmt.Errorf("lab: lock %s: %w", LockPath, err)
+		return nil, "", fmt.Errorf("lab: lock %s: %w", lockPath, err)
 	}
 }
 
 // openLock opens LockPath (created owner-only, never through a symlink).
 func openLock() (*os.File, error) {
-	f, err := os.OpenFile(LockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lab: lock %s: %w", LockPath, err)
+		return nil, fmt.Errorf("lab: lock %s: %w", lockPath, err)
 	}
 	return f, nil
 }
 
-// lockHolder names the process that holds the lock file, as it wrote it.
+// lockHolder names the processes that hold the lock file: those
+// /proc/locks lists for its inode (a shared lock has several), or the pid
+// the last exclusive holder wrote into it.
 func lockHolder(f *os.File) string {
-	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
-	if err != nil || pid <= 0 {
-		return "held by a process that did not say its pid"
+	var pids []int
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			locks, _ := os.ReadFile("/proc/locks")
+			pids = flockHolders(string(locks), st.Ino)
+		}
 	}
-	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	name := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
-	if name == "" {
-		return fmt.Sprintf("pid %d", pid)
+	if len(pids) == 0 {
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+		if err != nil || pid <= 0 {
+			return "held by a process that did not say its pid"
+		}
+		pids = []int{pid}
 	}
-	return fmt.Sprintf("pid %d: %s", pid, name)
+	var names []string
+	for _, pid := range pids {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		name := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+		if name == "" {
+			names = append(names, fmt.Sprintf("pid %d", pid))
+		} else {
+			names = append(names, fmt.Sprintf("pid %d: %s", pid, name))
+		}
+	}
+	return strings.Join(names, "; ")
+}
+
+// flockHolders returns the pids /proc/locks (its text) lists as holding a
+// flock on inode ino, in order, without repeats; waiters ("->") are not
+// holders. A line: "1: FLOCK  ADVISORY  WRITE 29879 fe:00:9773247 0 EOF".
+func flockHolders(locks string, ino uint64) []int {
+	var pids []int
+	for _, line := range strings.Split(locks, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue // a waiter's line has "->" in f[1]
+		}
+		dev := strings.Split(f[5], ":")
+		if len(dev) != 3 {
+			continue
+		}
+		if n, err := strconv.ParseUint(dev[2], 10, 64); err != nil || n != ino {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 && !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // ErrLabBusy: another process holds the lab's lock (a lab is running).

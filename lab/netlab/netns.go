@@ -45,9 +45,9 @@ type Config struct {
 	// WarmAfter is the switch's WarmAfter (the lab adds the warm-up veth
 	// pair); DefaultConfig sets DefaultWarmAfter, 0 turns it off.
 	WarmAfter time.Duration
-	// Realtime runs the switch's release thread under SCHED_FIFO, so that a
+	// SchedFIFO runs the switch's release thread under SCHED_FIFO, so that a
 	// CPU-bound load beside the lab does not delay releases.
-	Realtime bool
+	SchedFIFO bool
 	// PortRate is the switch's PortRate: every egress port a FIFO queue in
 	// front of a line of this many bits per second (0: none).
 	PortRate int64
@@ -57,11 +57,12 @@ type Config struct {
 	// FrameLog is the switch's FrameLog: a CSV of every released frame,
 	// written when the lab goes down ("" none).
 	FrameLog string
-	// Concurrent lets this lab run beside this process's other Concurrent
-	// labs (tests under t.Parallel), each in namespaces of its own; they
-	// share the process's hold on LockPath. A lab without it (the CLI's)
-	// waits until it is the only lab on the machine, as a measurement of
-	// accuracy needs.
+	// Concurrent lets this lab run beside other Concurrent labs, this
+	// process's (tests under t.Parallel) and other processes' (another
+	// test package), each in namespaces of its own; it holds LockPath
+	// shared. A lab without it (the CLI's, a test of accuracy) holds it
+	// exclusively: it waits until it is the only lab on the machine, as a
+	// measurement needs.
 	Concurrent bool
 	Logger     *slog.Logger // nil: discard
 }
@@ -220,11 +221,15 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Exclusive, with no other lab of this process up: every namespace
+	// of another process is a leftover. Shared: only those of ended ones.
+	clean := cleanupEnded
 	if first {
-		if err := cleanupOthers(log); err != nil {
-			release()
-			return nil, err
-		}
+		clean = cleanupOthers
+	}
+	if err := clean(log); err != nil {
+		release()
+		return nil, err
 	}
 	l := &Lab{cfg: cfg, log: log, prefix: runPrefix(), release: release}
 	if err := l.build(ctx); err != nil {
@@ -351,7 +356,7 @@ func (l *Lab) upSwitch(ctx context.Context) error {
 		Seed:       l.cfg.Seed,
 		SpinWindow: l.cfg.SpinWindow,
 		BusyPoll:   l.cfg.BusyPoll,
-		Realtime:   l.cfg.Realtime,
+		SchedFIFO:  l.cfg.SchedFIFO,
 		PortRate:   l.cfg.PortRate,
 		FrameLog:   l.cfg.FrameLog,
 		Logger:     l.log,

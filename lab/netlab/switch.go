@@ -40,7 +40,7 @@ type switchConfig struct {
 	// at the fastest frame) and the warm-up write takes that cost instead.
 	WarmPort  string
 	WarmAfter time.Duration
-	Realtime  bool         // SCHED_FIFO release thread
+	SchedFIFO bool         // SCHED_FIFO release thread
 	Logger    *slog.Logger // nil: discard
 	// FrameLog, if set, is a file the switch writes at Close with one CSV
 	// line per released frame (framelog.go): its kernel arrival stamp, its
@@ -78,7 +78,7 @@ const latenessCap = 1 << 20
 // destination port at its kernel receive time plus the drawn delay.
 //
 // Everything runs on one dedicated, locked OS thread (SCHED_FIFO when
-// Realtime): it polls the ports, queues frames on a timer heap, sleeps in
+// SchedFIFO): it polls the ports, queues frames on a timer heap, sleeps in
 // ppoll (timer slack 1 ns) until SpinWindow before the earliest release,
 // then spins on CLOCK_REALTIME, polling the ports without blocking. The
 // blocking ppoll is a raw system call, so the thread keeps its Go P and
@@ -95,7 +95,7 @@ type Switch struct {
 	warmups   atomic.Int64
 	closed    atomic.Bool
 	done      chan struct{}
-	releaseRT func() // undoes processRT; nil unless Realtime
+	releaseRT func() // undoes processRT; nil unless SchedFIFO
 
 	// Owned by the switch thread.
 	lastWrite int64 // CLOCK_REALTIME of the last release
@@ -287,7 +287,7 @@ func startSwitch(cfg switchConfig) (*Switch, error) {
 		return nil, fmt.Errorf("switch: %w", err)
 	}
 	var err error
-	if cfg.Realtime {
+	if cfg.SchedFIFO {
 		if s.releaseRT, err = processRT(); err != nil {
 			s.closePorts()
 			return nil, fmt.Errorf("switch: %w", err)
@@ -304,7 +304,7 @@ func startSwitch(cfg switchConfig) (*Switch, error) {
 		return nil, err
 	}
 	started = true
-	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "port_rate", netmodel.FormatRate(cfg.PortRate), "spin", cfg.SpinWindow, "realtime", cfg.Realtime)
+	log.Info("switch started", "ports", cfg.Ports, "link", cfg.Link.String(), "port_rate", netmodel.FormatRate(cfg.PortRate), "spin", cfg.SpinWindow, "sched_fifo", cfg.SchedFIFO)
 	return s, nil
 }
 
@@ -325,7 +325,7 @@ func newSwitch(cfg switchConfig, log *slog.Logger) *Switch {
 	for i := range s.egress {
 		s.egress[i].RateBps = cfg.PortRate
 	}
-	s.statsSince = nowRealtime()
+	s.statsSince = nowWall()
 	if cfg.PortRate > 0 {
 		s.lookahead = max(0, int64(cfg.Link.Floor())-readMargin)
 	}
@@ -516,7 +516,7 @@ func (s *Switch) PortStats() []PortStats {
 	}
 	s.statMu.Lock()
 	defer s.statMu.Unlock()
-	el := nowRealtime() - s.statsSince
+	el := nowWall() - s.statsSince
 	out := make([]PortStats, len(s.egress))
 	for i := range s.egress {
 		p := &s.egress[i]
@@ -536,7 +536,7 @@ func (s *Switch) ResetStats() {
 	for i := range s.egress {
 		s.egress[i].ResetCounters()
 	}
-	s.statsSince = nowRealtime()
+	s.statsSince = nowWall()
 	s.statMu.Unlock()
 }
 
@@ -636,11 +636,12 @@ func rxTimestamp(oob []byte) int64 {
 	return st.NS
 }
 
-// nowRealtime reads CLOCK_REALTIME, the clock of kernel packet timestamps,
-// through the vDSO (time.Now's wall clock): unix.ClockGettime is a real
-// system call that goes through the Go scheduler's syscall path, and the
-// switch thread must never wait there for a P.
-func nowRealtime() int64 {
+// nowWall reads the wall clock (CLOCK_REALTIME), the clock of kernel
+// packet timestamps, through the vDSO (time.Now's wall clock):
+// unix.ClockGettime is a real system call that goes through the Go
+// scheduler's syscall path, and the switch thread must never wait there for
+// a P.
+func nowWall() int64 {
 	return time.Now().UnixNano()
 }
 
@@ -690,7 +691,7 @@ func (s *Switch) loop(started chan<- error) {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		s.log.Warn("switch: timer slack", "err", err)
 	}
-	if s.cfg.Realtime {
+	if s.cfg.SchedFIFO {
 		// Reset on fork: threads the runtime creates from this one must not
 		// inherit its priority.
 		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: switchPriority, Flags: schedFlagResetOnFork}
@@ -726,16 +727,16 @@ func (s *Switch) loop(started chan<- error) {
 	polled := false
 	for !s.closed.Load() {
 		if s.receiveAll(oob, pfds, polled) {
-			active = nowRealtime()
+			active = nowWall()
 		}
 		polled = false
-		now := nowRealtime()
+		now := nowWall()
 		for len(s.pend) > 0 && s.pend[0].at-s.lookahead <= now {
 			s.dispatch(heap.Pop(&s.pend).(release))
 		}
 		for r, ok := s.popDue(now); ok; r, ok = s.popDue(now) {
 			s.dispatch(r)
-			now = nowRealtime()
+			now = nowWall()
 			active = now
 		}
 		wait := int64(maxSleep)
@@ -758,7 +759,7 @@ func (s *Switch) loop(started chan<- error) {
 			h := s.q[0]
 			warmed = h.seq
 			_ = rawWrite(s.warmFD, (*h.buf)[:h.n])
-			s.lastWrite = nowRealtime()
+			s.lastWrite = nowWall()
 			s.warmups.Add(1)
 			continue
 		}
@@ -776,15 +777,15 @@ func (s *Switch) loop(started chan<- error) {
 		// A port poll is a system call (about a microsecond here), which
 		// would make every release late by up to that much.
 		if len(s.q) > 0 && wait > 0 && wait <= fineSpin {
-			for at := s.q[0].at; nowRealtime() < at; {
+			for at := s.q[0].at; nowWall() < at; {
 			}
-			budget -= nowRealtime() - now
+			budget -= nowWall() - now
 			// Release now: reading the ports first would cost a system
 			// call per port.
-			for r, ok := s.popDue(nowRealtime()); ok; r, ok = s.popDue(nowRealtime()) {
+			for r, ok := s.popDue(nowWall()); ok; r, ok = s.popDue(nowWall()) {
 				s.dispatch(r)
 			}
-			active = nowRealtime()
+			active = nowWall()
 			continue
 		}
 		if hot := now-active < busy; hot && budget > 0 {
@@ -801,7 +802,7 @@ func (s *Switch) loop(started chan<- error) {
 				if s.readable(pfds) {
 					break
 				}
-				t = nowRealtime()
+				t = nowWall()
 			}
 			budget -= max(0, t-now)
 			continue
@@ -819,13 +820,13 @@ func (s *Switch) loop(started chan<- error) {
 			polled = true
 			continue
 		}
-		for nowRealtime() < deadline {
+		for nowWall() < deadline {
 			polled = true
 			if s.readable(pfds) {
 				break
 			}
 		}
-		budget -= nowRealtime() - now
+		budget -= nowWall() - now
 	}
 	for _, r := range s.q {
 		s.pool.Put(r.buf)
@@ -870,7 +871,7 @@ func (s *Switch) receiveAll(oob []byte, pfds []unix.PollFd, polled bool) (got bo
 			}
 			rx := rxTimestamp(oob[:oobn])
 			if rx == 0 {
-				rx = nowRealtime()
+				rx = nowWall()
 			}
 			got = true
 			if !s.handleFrame(in, bp, n, rx) {
@@ -981,9 +982,9 @@ func l4HeaderEnd(f []byte) (int, bool) {
 
 func (s *Switch) send(r release) {
 	p := s.ports[r.out]
-	start := nowRealtime()
+	start := nowWall()
 	err := rawWrite(p.fd, (*r.buf)[:r.n])
-	end := nowRealtime()
+	end := nowWall()
 	cost := end - start
 	s.lastWrite = end
 	late := start - r.at
