@@ -284,10 +284,13 @@ type Config struct {
 	MaxProbeRetries int
 	// FloorSlack turns on the rejection of impossibly fast exchanges
 	// (estimate.FloorFilter, one per source): an exchange whose round trip
-	// lies more than max(FloorSlack, 1/16 of the floor) + MaxDrift x the
-	// responder's hold below the recent floor (the 8th shortest of the last
-	// 256 exchanges) has a wrong stamp and is kept out of the estimators,
-	// counted in SourceSnapshot.BelowFloor. 0 turns it off.
+	// lies more than the slack (max(FloorSlack, 1/16 of the floor) +
+	// MaxDrift x the responder's hold + 2 x Granularity) below the recent
+	// floor (the 8th shortest of the last 256 exchanges), and below what a
+	// soft floor allows (twice its spread, and no further than the slack or
+	// twice the spread below the 3rd shortest of the last 4096), has a
+	// wrong stamp and is kept out of the estimators, counted in
+	// SourceSnapshot.BelowFloor. 0 turns it off.
 	FloorSlack time.Duration
 	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
 	// one-way delay. The Hull's shift becomes Granularity - HullMinDelay and

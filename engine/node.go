@@ -204,7 +204,7 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 		n.sourceIndex[id] = int32(i)
 		src := &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}}
 		if cfg.FloorSlack > 0 {
-			src.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift})
+			src.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift, Granularity: int64(cfg.Granularity)})
 			if err != nil {
 				return nil, fmt.Errorf("engine: node %d: floor filter for source %d: %w: %w", cfg.ID, id, err, ErrConfig)
 			}
@@ -753,9 +753,10 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		kept, rejected := s.floor.Filter(make([]estimate.Sample, 0, len(samples)), samples)
 		if rejected > 0 {
 			floor, _ := s.floor.Floor()
+			long, _ := s.floor.LongFloor()
 			s.stats.BelowFloor += uint64(rejected)
 			n.logger.Info("exchanges faster than the path's floor rejected", "source", s.id, "round", m.Round,
-				"rejected", rejected, "of", len(samples), "floor_rtt", floor)
+				"rejected", rejected, "of", len(samples), "floor_rtt", floor, "long_floor_rtt", long)
 		}
 		samples = kept
 	}

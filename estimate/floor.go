@@ -24,6 +24,17 @@ type FloorConfig struct {
 	// LocRecv) of a slow responder moves it by up to MaxSkew times that
 	// time; the slack grows by as much. In [0, 0.5].
 	MaxSkew float64
+	// Granularity, ns, is the stamps' read granularity (0: exact stamps).
+	// A round trip is the difference of two intervals, each read off one
+	// clock, so it is off by less than twice that either way: the slack
+	// grows by as much (128 us on the FPS T-40 of Jezequel's section 6,
+	// whose clocks tick every 64 us). At least 0.
+	Granularity int64
+	// LongHistory is how many of the most recent exchanges the long floor
+	// (see FloorFilter) is taken from, at least History. 0:
+	// DefaultFloorLongFactor x History, at most 65536 (or History if that
+	// is more).
+	LongHistory int
 }
 
 // DefaultFloorHistory is FloorConfig.History's default: the floor is taken
@@ -44,6 +55,18 @@ const (
 	floorMinRank = 3
 )
 
+// floorSoftFactor scales the softness of the floor (the 4k-th shortest
+// round trip minus the 2k-th) into how far below the k-th shortest an
+// exchange may lie when the long floor vouches for it. On a queued path
+// (70% cross traffic) the k-th shortest of 256 lay 50-100 us above the
+// true floor, and the genuine exchanges below it spread about as the ranks
+// above it do.
+const floorSoftFactor = 2
+
+// DefaultFloorLongFactor is how many times History the long floor's
+// history holds by default (4096 exchanges with the default History).
+const DefaultFloorLongFactor = 16
+
 // floorMinSamples is the least history (with the round being checked)
 // before anything is rejected: the k-th shortest of a handful of round
 // trips says nothing about the floor.
@@ -58,20 +81,51 @@ const floorMinSamples = 32
 // floor-based estimator (the Hull's bounds, Center's margin line, MinRTT)
 // trusts most: one of them pins the estimate for a window's length.
 //
-// The floor is the k-th shortest round trip among the last History
-// exchanges and the round being checked (see floorRankDiv); an exchange
-// more than the slack below it is rejected. Rejected exchanges stay in the
-// history, so a floor that really dropped is followed as soon as k
-// exchanges show it. Dropping exchanges only removes constraints, so the
-// Hull's bounds stay guaranteed: they contain every line the kept
-// exchanges allow, a superset of what all of them allow.
+// Two floors judge an exchange. The short floor is the k-th shortest round
+// trip among the last History exchanges and the round being checked (see
+// floorRankDiv): an exchange within the slack (max(Slack, SlackFrac x
+// floor) plus the allowances for the hold and the granularity) of it, or
+// above it, is kept. On a path whose queues are rarely empty the k-th
+// shortest lies far above the true floor (the 3rd percentile of 256 was
+// 212-253 us at 70% cross traffic, the floor 154 us), and the genuine
+// exchanges below it are the fastest of all, the ones the estimators need
+// most. An exchange further below is kept only if it is also not more than
+// max(slack, floorSoftFactor x the short floor's softness) below the short
+// floor and not more than max(slack, the long floor's softness) below the
+// long floor, the floorMinRank-th shortest of the last LongHistory
+// exchanges (softness: the 4k-th shortest minus the 2k-th; for the long
+// floor the 2m-th minus the m-th, m = floorMinRank). The long history holds
+// enough of the path's rare near-floor exchanges that a genuine fast one
+// lies within about their spread of the m-th, while a wrong stamp tens of
+// us below the true floor lies beyond it; fewer than m wrong stamps in the
+// long history cannot move the long floor. On a quiet path both softnesses
+// are a few us and the rule is the short floor's alone. Replayed on 60
+// host-runs of the lab at 70% cross traffic (raw clocks; docs/lab.md), the
+// short floor alone rejected 23-57 genuine exchanges per host-run, among
+// them 11-30 of its 30 fastest; both floors 0-4, most in a run's first
+// 480; and of the replies there made 30 or 50 us late that fell 15 us or
+// more below the run's fastest round trip they refused 96% and 98% (with
+// twice the long floor's softness: 26 genuine in all, 83% and 86%).
+//
+// Rejected exchanges stay in the history, so a floor that really dropped
+// is followed as soon as k exchanges show it. Dropping exchanges only
+// removes constraints, so the Hull's bounds stay guaranteed: they contain
+// every line the kept exchanges allow, a superset of what all of them
+// allow.
 //
 // A FloorFilter reads no clock; it is not safe for concurrent use.
 type FloorFilter struct {
 	cfg  FloorConfig
-	ring []int64 // recent round trips, oldest first once full
+	ring []int64 // the last LongHistory round trips, oldest first until full
 	next int     // ring position of the next write once full
 	tmp  []int64
+}
+
+// floors is what a FloorFilter judges a round by.
+type floors struct {
+	short, soft    int64 // the short floor and its softness
+	long, longSoft int64 // the long floor and its softness
+	ok             bool  // false: too little history to judge
 }
 
 // NewFloorFilter checks cfg and returns an empty filter.
@@ -82,6 +136,9 @@ func NewFloorFilter(cfg FloorConfig) (*FloorFilter, error) {
 	if cfg.SlackFrac == 0 {
 		cfg.SlackFrac = DefaultFloorSlackFrac
 	}
+	if cfg.LongHistory == 0 && cfg.History >= floorMinSamples && cfg.History <= 1<<20 {
+		cfg.LongHistory = max(cfg.History, min(DefaultFloorLongFactor*cfg.History, 1<<16))
+	}
 	switch {
 	case cfg.History < floorMinSamples || cfg.History > 1<<20:
 		return nil, fmt.Errorf("estimate: FloorConfig.History = %d: must be in [%d, 2^20]", cfg.History, floorMinSamples)
@@ -91,18 +148,22 @@ func NewFloorFilter(cfg FloorConfig) (*FloorFilter, error) {
 		return nil, fmt.Errorf("estimate: FloorConfig.SlackFrac = %v: must be in [0, 1)", cfg.SlackFrac)
 	case math.IsNaN(cfg.MaxSkew) || cfg.MaxSkew < 0 || cfg.MaxSkew > 0.5:
 		return nil, fmt.Errorf("estimate: FloorConfig.MaxSkew = %v: must be in [0, 0.5]", cfg.MaxSkew)
+	case cfg.Granularity < 0:
+		return nil, fmt.Errorf("estimate: FloorConfig.Granularity = %d ns: must be >= 0", cfg.Granularity)
+	case cfg.LongHistory < cfg.History || cfg.LongHistory > 1<<22:
+		return nil, fmt.Errorf("estimate: FloorConfig.LongHistory = %d: must be in [History = %d, 2^22]", cfg.LongHistory, cfg.History)
 	}
-	return &FloorFilter{cfg: cfg, ring: make([]int64, 0, cfg.History)}, nil
+	return &FloorFilter{cfg: cfg}, nil
 }
 
 // Filter appends to dst the exchanges of round whose round trip fits the
-// floor and returns it with the number rejected. Every exchange of the
+// floors and returns it with the number rejected. Every exchange of the
 // round joins the history afterwards. Samples with a negative round trip
 // are left to the caller's own checks (they are kept, not counted).
 func (f *FloorFilter) Filter(dst, round []Sample) (kept []Sample, rejected int) {
-	floor, ok := f.floorWith(round)
+	fl := f.floorsWith(round)
 	for _, s := range round {
-		if ok && f.below(s, floor) {
+		if fl.ok && f.below(s, fl) {
 			rejected++
 		} else {
 			dst = append(dst, s)
@@ -114,46 +175,94 @@ func (f *FloorFilter) Filter(dst, round []Sample) (kept []Sample, rejected int) 
 	return dst, rejected
 }
 
-// Floor returns the floor the history alone gives (ok false while it holds
-// fewer than floorMinSamples exchanges).
-func (f *FloorFilter) Floor() (int64, bool) { return f.floorWith(nil) }
+// Floor returns the short floor the history alone gives (ok false while it
+// holds fewer than floorMinSamples exchanges).
+func (f *FloorFilter) Floor() (int64, bool) {
+	fl := f.floorsWith(nil)
+	return fl.short, fl.ok
+}
+
+// LongFloor returns the long floor the history alone gives (ok as Floor's).
+func (f *FloorFilter) LongFloor() (int64, bool) {
+	fl := f.floorsWith(nil)
+	return fl.long, fl.ok
+}
 
 // Reset forgets the history.
 func (f *FloorFilter) Reset() { f.ring, f.next = f.ring[:0], 0 }
 
-// below reports whether s's round trip lies more than the slack below floor.
-func (f *FloorFilter) below(s Sample, floor int64) bool {
+// below reports whether s's round trip lies too far below the floors (see
+// FloorFilter).
+func (f *FloorFilter) below(s Sample, fl floors) bool {
 	rtt := s.RTT()
 	if rtt < 0 {
 		return false
 	}
-	slack := max(f.cfg.Slack, int64(f.cfg.SlackFrac*float64(floor)))
+	var hold int64
 	if held := s.LocSend - s.LocRecv; held > 0 {
-		slack += int64(math.Ceil(f.cfg.MaxSkew * float64(held)))
+		hold = int64(math.Ceil(f.cfg.MaxSkew * float64(held)))
 	}
-	return rtt < floor-slack
+	slack := max(f.cfg.Slack, int64(f.cfg.SlackFrac*float64(fl.short))) + 2*f.cfg.Granularity + hold
+	if rtt >= fl.short-slack {
+		return false
+	}
+	return rtt < fl.short-max(slack, floorSoftFactor*fl.soft+hold) || rtt < fl.long-max(slack, fl.longSoft+hold)
 }
 
-// floorWith is the k-th shortest round trip of the history and round.
-func (f *FloorFilter) floorWith(round []Sample) (int64, bool) {
-	n := len(f.ring) + len(round)
+// floorsWith computes the floors over the history and round: the short
+// one over the newest History round trips, the long one over all that are
+// kept (LongHistory).
+func (f *FloorFilter) floorsWith(round []Sample) floors {
+	n := min(len(f.ring), f.cfg.History) + len(round)
 	if n < floorMinSamples {
-		return 0, false
+		return floors{}
 	}
-	f.tmp = append(f.tmp[:0], f.ring...)
+	// The short history: the newest History round trips of the ring.
+	f.tmp = f.tmp[:0]
+	if len(f.ring) < f.cfg.LongHistory {
+		f.tmp = append(f.tmp, f.ring[max(0, len(f.ring)-f.cfg.History):]...)
+	} else {
+		for i := range f.cfg.History {
+			f.tmp = append(f.tmp, f.ring[(f.next-1-i+2*len(f.ring))%len(f.ring)])
+		}
+	}
 	for _, s := range round {
 		f.tmp = append(f.tmp, s.RTT())
 	}
 	slices.Sort(f.tmp)
 	k := max(floorMinRank, n/floorRankDiv)
-	return f.tmp[k-1], true
+	fl := floors{ok: true, short: f.tmp[k-1], soft: f.tmp[min(4*k, n)-1] - f.tmp[min(2*k, n)-1]}
+	// The long floor: the 2m shortest of the whole ring and the round.
+	var low [2 * floorMinRank]int64
+	m := 0
+	add := func(r int64) {
+		if m < len(low) {
+			low[m] = r
+			m++
+		} else if r >= low[m-1] {
+			return
+		} else {
+			low[m-1] = r
+		}
+		for i := m - 1; i > 0 && low[i] < low[i-1]; i-- {
+			low[i], low[i-1] = low[i-1], low[i]
+		}
+	}
+	for _, r := range f.ring {
+		add(r)
+	}
+	for _, s := range round {
+		add(s.RTT())
+	}
+	fl.long, fl.longSoft = low[floorMinRank-1], low[m-1]-low[floorMinRank-1]
+	return fl
 }
 
 func (f *FloorFilter) push(rtt int64) {
-	if len(f.ring) < f.cfg.History {
+	if len(f.ring) < f.cfg.LongHistory {
 		f.ring = append(f.ring, rtt)
 		return
 	}
 	f.ring[f.next] = rtt
-	f.next = (f.next + 1) % f.cfg.History
+	f.next = (f.next + 1) % len(f.ring)
 }

@@ -1,8 +1,10 @@
 package estimate
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -21,6 +23,50 @@ func labRound(t int64, n int) []Sample {
 	r := make([]Sample, n)
 	for i := range r {
 		r[i] = ex(t+int64(i)*5_000_000, 73_500+lomax(), 30_000+rng.Int64N(1_000_000), 73_500+lomax())
+	}
+	return r
+}
+
+// queuedRound is n exchanges 2.5 ms apart on a path through FIFO ports at
+// 70% cross traffic (seeded by t): each way 73.5 us plus the link's pareto
+// excess, and nine times in ten a wait behind bulk frames, exponential
+// with a mean of 200 us (the lab's small frames waited 180-210 us at the
+// median). Exchanges near the floor need both ways to find their port
+// empty: rare, genuine, and the ones a centre line rests on.
+func queuedRound(t int64, n int) []Sample {
+	rng := rand.New(rand.NewPCG(uint64(t), 70))
+	way := func() int64 {
+		d := 73_500 + int64(57_700*(math.Pow(1-rng.Float64(), -1.0/3)-1))
+		if rng.Float64() < 0.9 {
+			d += int64(rng.ExpFloat64() * 200_000)
+		}
+		return d
+	}
+	r := make([]Sample, n)
+	for i := range r {
+		r[i] = ex(t+int64(i)*2_500_000, way(), 30_000+rng.Int64N(300_000), way())
+	}
+	return r
+}
+
+// jezequelRound is n exchanges 10 ms apart on the FPS T-40's links as the
+// simulator's jezequel-fps-t40 scenario has them (seeded by t): each way
+// 3 ms plus an exponential excess of mean 4 ms, every stamp read off a
+// clock of 64-us granularity (each clock with its own phase). Its 3rd
+// percentile of round trips lies about 1 ms above its 6-ms floor.
+func jezequelRound(t int64, n int) []Sample {
+	rng := rand.New(rand.NewPCG(uint64(t), 40))
+	const g = 64_000
+	src := func(x int64) int64 { return x / g * g }
+	loc := func(x int64) int64 { return (x + 23_000) / g * g }
+	way := func() int64 { return 3_000_000 + int64(rng.ExpFloat64()*4_000_000) }
+	r := make([]Sample, n)
+	for i := range r {
+		t1 := t + int64(i)*10_000_000
+		t2 := t1 + way()
+		t3 := t2 + 100_000 + rng.Int64N(1_000_000)
+		t4 := t3 + way()
+		r[i] = Sample{SrcSend: src(t1), LocRecv: loc(t2), LocSend: loc(t3), SrcRecv: src(t4)}
 	}
 	return r
 }
@@ -122,6 +168,97 @@ func TestFloorFilter(t *testing.T) {
 	}
 }
 
+// TestFloorFilterPaths runs a filter over many rounds of a path and then
+// one more round with a last exchange appended: the path's genuine
+// exchanges must be kept (all but a handful in the first rounds, and none
+// of the fastest after them), and the last exchange must be judged as
+// want.
+func TestFloorFilterPaths(t *testing.T) {
+	// early returns x with its receive stamp (T2) d ns early: T3 - T2
+	// grows by d, so the round trip comes out d shorter.
+	early := func(x Sample, d int64) Sample { x.LocRecv -= d; return x }
+	const t0 = int64(700e9)
+	tests := []struct {
+		name     string
+		round    func(t int64, n int) []Sample
+		rounds   int
+		perRound int
+		last     Sample
+		gran     int64
+		rejected bool // want the last exchange rejected
+		// maxRejected bounds the genuine exchanges rejected over the rounds;
+		// none may be among the fastest keepFastest of them once the long
+		// history holds 480 exchanges (before, it has seen few of a queued
+		// path's near-floor exchanges, and a genuine one 15 us below its
+		// third shortest is refused: the price of refusing wrong stamps
+		// 15 us below it).
+		maxRejected, keepFastest int
+	}{
+		{"queued path: an exchange at the true floor is kept", queuedRound, 20, 120,
+			ex(t0+99e9, 73_500, 200_000, 73_500), 0, false, 3, 30},
+		{"queued path: a lone receive stamp 30 us early is rejected", queuedRound, 20, 120,
+			early(ex(t0+99e9, 73_500, 200_000, 73_500), 30_000), 0, true, 3, 30},
+		{"queued path: a reply stamped 50 us late is rejected", queuedRound, 20, 120,
+			ex(t0+99e9, 73_500, 200_000, 73_500-50_000), 0, true, 3, 30},
+		{"quiet lab link: a receive stamp 15 us early is rejected", labRound, 20, 60,
+			early(ex(t0+99e9, 73_500, 200_000, 73_500), 15_000), 0, true, 0, 30},
+		{"Jezequel-like link (64-us granularity): its fastest are kept", jezequelRound, 150, 3,
+			ex(t0+99e9, 3_000_000, 500_000, 3_000_000), 64_000, false, 0, 30},
+		{"Jezequel-like link: a stamp 1 ms early is rejected", jezequelRound, 150, 3,
+			early(ex(t0+99e9, 3_000_000, 500_000, 3_000_000), 1_000_000), 64_000, true, 0, 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := NewFloorFilter(FloorConfig{Slack: 2000, MaxSkew: 32e-6, Granularity: tt.gran})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []Sample
+			var rejected []Sample
+			late := map[Sample]bool{}
+			for i := range tt.rounds {
+				r := tt.round(t0+int64(i)*1e9, tt.perRound)
+				kept, _ := f.Filter(nil, r)
+				in := map[Sample]bool{}
+				for _, x := range kept {
+					in[x] = true
+				}
+				for _, x := range r {
+					if !in[x] {
+						rejected = append(rejected, x)
+						late[x] = (i+1)*tt.perRound > 480
+					}
+				}
+				all = append(all, r...)
+			}
+			if len(rejected) > tt.maxRejected {
+				t.Errorf("%d of %d genuine exchanges rejected, want at most %d", len(rejected), len(all), tt.maxRejected)
+			}
+			slices.SortFunc(all, func(a, b Sample) int { return cmp.Compare(a.RTT(), b.RTT()) })
+			var lost []int64
+			for _, x := range all[:tt.keepFastest] {
+				if late[x] {
+					lost = append(lost, x.RTT())
+				}
+			}
+			if len(lost) > 0 {
+				t.Errorf("%d of the %d fastest genuine exchanges (round trips from %d ns) rejected after the first 480: %v ns",
+					len(lost), tt.keepFastest, all[0].RTT(), lost)
+			}
+			_, rej := f.Filter(nil, append(tt.round(t0+int64(tt.rounds)*1e9, tt.perRound), tt.last))
+			if got := rej > 0; got != tt.rejected {
+				short, _ := f.Floor()
+				long, _ := f.LongFloor()
+				t.Errorf("last exchange (round trip %d ns; floors %d and %d ns, the run's fastest %d ns): rejected %v, want %v",
+					tt.last.RTT(), short, long, all[0].RTT(), got, tt.rejected)
+			}
+			if rej > 1 {
+				t.Errorf("%d rejected in the last round, want the last exchange's judgement alone", rej)
+			}
+		})
+	}
+}
+
 // TestFloorFilterKeepsOrderAndReset: the kept exchanges keep their order
 // and Reset forgets the history.
 func TestFloorFilterKeepsOrderAndReset(t *testing.T) {
@@ -149,7 +286,8 @@ func TestFloorFilterKeepsOrderAndReset(t *testing.T) {
 func TestFloorConfigValidate(t *testing.T) {
 	for _, c := range []FloorConfig{
 		{Slack: 0}, {Slack: 1, History: 31}, {Slack: 1, SlackFrac: 1}, {Slack: 1, SlackFrac: -0.1},
-		{Slack: 1, MaxSkew: 0.6}, {Slack: 1, MaxSkew: -1},
+		{Slack: 1, MaxSkew: 0.6}, {Slack: 1, MaxSkew: -1}, {Slack: 1, History: 64, LongHistory: 63},
+		{Slack: 1, LongHistory: 1<<22 + 1}, {Slack: 1, Granularity: -1},
 	} {
 		if _, err := NewFloorFilter(c); err == nil {
 			t.Errorf("%+v accepted", c)

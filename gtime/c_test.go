@@ -68,6 +68,17 @@ func TestCHeader(t *testing.T) {
 		if want := fmt.Sprintf("nodes %d %d\n", in.Node, in.Reference); !strings.Contains(string(out), want) {
 			t.Errorf("%s: no %q line in\n%s", name, want, out)
 		}
+		_, sc, err := r.AtScale(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("scale %d %d %d %d %s", sc.Term, b2i(sc.Defined), sc.X0, sc.Y0, strconv.FormatFloat(sc.Skew, 'g', 17, 64))
+		for _, x := range xs {
+			want += " " + strconv.FormatInt(sc.At(x), 10)
+		}
+		if !strings.Contains(string(out), want+"\n") {
+			t.Errorf("%s: no %q line in\n%s", name, want, out)
+		}
 		if !strings.Contains(string(out), "monotone 200000") {
 			t.Errorf("%s: no monotone line in\n%s", name, out)
 		}
@@ -83,6 +94,8 @@ func TestCHeader(t *testing.T) {
 	u.Mapping.Wander = 1e-20
 	u.StaleAfter = 10 * time.Second
 	u.Node, u.Reference = 3, 1<<31+5 // the full uint32 range survives
+	// This page's writer is term 7's reference (it took over) and defines it.
+	u.Term, u.Scale = 7, Scale{Term: 7, Defined: true, X0: base - 5*sec, Y0: 1<<61 + 12345, Skew: 3.25e-6}
 	if err := w.Publish(u); err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +171,11 @@ func TestCHeader(t *testing.T) {
 	t.Logf("C reader refreshed its copy %d times during 100 publishes", refreshes)
 	w.Close()
 	check("closed")
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

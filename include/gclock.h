@@ -107,7 +107,19 @@ enum {
 	GCLOCK_W_STALEAFTER = 11, GCLOCK_W_MAXDRIFT = 12, GCLOCK_W_SLEWX = 13,
 	GCLOCK_W_SLEWC = 14, GCLOCK_W_SLEWRATE = 15, GCLOCK_W_FLAGS = 16,
 	GCLOCK_W_NODES = 17, /* node id | current reference id << 32; 0: unknown */
-	GCLOCK_W_END = 18
+	GCLOCK_W_TERM = 18,  /* election term | scale defined << 32; 0: none */
+	GCLOCK_W_SCALE_X0 = 19, GCLOCK_W_SCALE_Y0 = 20, GCLOCK_W_SCALE_SKEW = 21,
+	GCLOCK_W_END = 22
+};
+
+/* The definition of global time in one election term, as gtime.Scale:
+ * global = y0 + (l - x0)(1 + skew) at the term's reference's own clock l.
+ * Only the term's reference publishes it (defined != 0). */
+struct gclock_scale {
+	uint32_t term; /* the election term of the page's reading (0 without failover) */
+	int defined;   /* this page's writer is the term's reference and says so */
+	int64_t x0, y0;
+	double skew;
 };
 
 /* Options of gclock_open_opts; zero-initialize, then set what you need. */
@@ -682,6 +694,35 @@ static inline int gclock_reference(const struct gclock_reader *r, uint32_t *node
 	*node = (uint32_t)w[GCLOCK_W_NODES];
 	*reference = (uint32_t)(w[GCLOCK_W_NODES] >> 32);
 	return 0;
+}
+
+/* gclock_scale_of stores the term of the page's reading and, on the term's
+ * reference, the term's scale in *s (x0 = y0 = 0, skew = 0 and defined = 0
+ * elsewhere). Returns 0 or -errno. */
+static inline int gclock_scale_of(const struct gclock_reader *r, struct gclock_scale *s)
+{
+	uint64_t w[GCLOCK_W_END];
+	int err = gclock_snapshot(r, w);
+	if (err)
+		return err;
+	s->term = (uint32_t)w[GCLOCK_W_TERM];
+	s->defined = (w[GCLOCK_W_TERM] >> 32 & 1) != 0;
+	s->x0 = s->y0 = 0;
+	s->skew = 0;
+	if (s->defined) {
+		s->x0 = (int64_t)w[GCLOCK_W_SCALE_X0];
+		s->y0 = (int64_t)w[GCLOCK_W_SCALE_Y0];
+		s->skew = gclock__f(w[GCLOCK_W_SCALE_SKEW]);
+	}
+	return 0;
+}
+
+/* gclock_scale_at is the scale's global time at the reference's local time
+ * l (saturating, as gtime.Scale.At). */
+static inline int64_t gclock_scale_at(const struct gclock_scale *s, int64_t l)
+{
+	int64_t dx = gclock__sat_sub(l, s->x0);
+	return gclock__sat_add(gclock__sat_add(s->y0, dx), gclock__f2i(gclock__round(s->skew * (double)dx)));
 }
 
 /* gclock_close unmaps the page. */

@@ -88,8 +88,10 @@ func TestJezequelSection6DriftBoundAndLinearGrowth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const g = 64_000 // the FPS T-40's clock granularity, ns
 	for i, n := range j.Nodes {
-		t.Logf("node %d: width %d ns at 300 s, %d ns at 1 h, drift bound %.2g, linearity %.3f", n, j.WidthAtAcq[i], j.WidthAt1h[i], j.DriftBound[i], j.Linearity[i])
+		t.Logf("node %d: width %d ns at 300 s, %d ns at 1 h, drift bound %.2g, linearity %.3f; error grew %d ns, R^2 %.3f, off its line by at most %d ns",
+			n, j.WidthAtAcq[i], j.WidthAt1h[i], j.DriftBound[i], j.Linearity[i], j.ErrGrowth[i], j.ErrR2[i], j.ErrResid[i])
 		if j.Coverage[i] != 1 {
 			t.Errorf("node %d: coverage %v after the acquisition, want 1", n, j.Coverage[i])
 		}
@@ -97,9 +99,17 @@ func TestJezequelSection6DriftBoundAndLinearGrowth(t *testing.T) {
 			t.Errorf("node %d: width grew %.3f times as much in the second half: not linear", n, j.Linearity[i])
 		}
 		// The error itself grows linearly, up to the 64 us granularity of
-		// the reads.
-		if j.ErrR2[i] < 0.85 {
-			t.Errorf("node %d: a line explains R^2 = %.3f of the error's growth, want >= 0.85", n, j.ErrR2[i])
+		// the reads: it strays from a straight line by less than a granule
+		// (the reads' sawtooth: about g/2), and where it grew by several
+		// granules the line explains it. Where the learned drift is so
+		// good that the error grew by less than that (tens of us in the
+		// hour: in 5-8 of 20 seeds, whichever floor filter), R^2 measures
+		// the sawtooth, not the growth.
+		if j.ErrResid[i] > g {
+			t.Errorf("node %d: the error strays %d ns from its line, want within the %d-ns granularity", n, j.ErrResid[i], g)
+		}
+		if j.ErrGrowth[i] >= 4*g && j.ErrR2[i] < 0.85 {
+			t.Errorf("node %d: the error grew %d ns and a line explains R^2 = %.3f of it, want >= 0.85", n, j.ErrGrowth[i], j.ErrR2[i])
 		}
 	}
 	// Node 1 is one hop from the reference, like the paper's measurement.

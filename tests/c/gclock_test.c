@@ -195,6 +195,16 @@ int main(int argc, char **argv)
 	}
 	printf("nodes %u %u\n", node, reference);
 
+	struct gclock_scale sc;
+	if ((err = gclock_scale_of(&r, &sc)) != 0) {
+		fprintf(stderr, "gclock_scale_of: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("scale %u %d %lld %lld %.17g", sc.term, sc.defined, (long long)sc.x0, (long long)sc.y0, sc.skew);
+	for (int i = 2; i < argc; i++)
+		printf(" %lld", (long long)gclock_scale_at(&sc, strtoll(argv[i], 0, 10)));
+	printf("\n");
+
 	enum { N = 200000 };
 	int64_t prev = INT64_MIN;
 	for (int i = 0; i < N; i++) {
