@@ -6,13 +6,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gclock/gclock/estimate"
+	"golang.org/x/sys/unix"
 )
 
 const sec = int64(time.Second)
@@ -651,5 +654,39 @@ func TestScaleThroughPage(t *testing.T) {
 		if got := s.At(c.l); got != c.want {
 			t.Errorf("Scale.At(%d) = %d, want %d", c.l, got, c.want)
 		}
+	}
+}
+
+// TestBusyReadSleeps: a reader waiting for a page stuck mid-update gives
+// its thread up (sleeps) instead of spinning through the whole busy limit:
+// a reader at a real-time priority must leave the CPU to the descheduled
+// writer it waits for. The reader's thread used most of its 100 ms of
+// waiting before yield slept (Gosched only); now a few ms.
+func TestBusyReadSleeps(t *testing.T) {
+	w, r, _ := newPair(t)
+	if err := w.Publish(baseUpdate(100 * sec)); err != nil {
+		t.Fatal(err)
+	}
+	w.w.u(offSeq).Add(1)
+	defer w.w.u(offSeq).Add(1)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var before, after syscall.Rusage
+	if err := syscall.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
+		t.Skip(err)
+	}
+	start := time.Now()
+	if _, err := r.At(100 * sec); !errors.Is(err, ErrBusy) {
+		t.Fatalf("read of a page stuck mid-update: %v, want ErrBusy", err)
+	}
+	wall := time.Since(start)
+	if err := syscall.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
+		t.Fatal(err)
+	}
+	cpu := time.Duration(syscall.TimevalToNsec(after.Utime) + syscall.TimevalToNsec(after.Stime) -
+		syscall.TimevalToNsec(before.Utime) - syscall.TimevalToNsec(before.Stime))
+	t.Logf("busy read: %v waiting, %v on the CPU", wall, cpu)
+	if cpu > wall/4 {
+		t.Errorf("the reader spent %v of its %v wait on the CPU: it spins instead of sleeping", cpu, wall)
 	}
 }

@@ -239,7 +239,8 @@ func (w words) i(off uintptr) int64 { return int64(w.u(off).Load()) }
 func (w words) f(off uintptr) float64 { return math.Float64frombits(w.u(off).Load()) }
 
 // A reader retries a copy that overlapped an update: first spinning, then
-// yielding the processor, for at most busyLimit. An update takes well
+// yielding the processor (to goroutines, then sleeping: yield), for at most
+// busyLimit. An update takes well
 // under a microsecond, so a counter still odd after that means the writer
 // died (or is stopped) mid-update: the read fails with ErrBusy rather than
 // hanging. The limit is generous because a loaded host may deschedule the
@@ -264,10 +265,10 @@ func (w words) loadSeq() (pageData, uint64, error) {
 		if i >= spinTries {
 			if start == 0 {
 				start = RawNow()
-			} else if i%spinTries == 0 && RawNow()-start > busyLimit {
+			} else if RawNow()-start > busyLimit {
 				return d, 0, ErrBusy
 			}
-			yield()
+			yield(i - spinTries)
 		}
 		s1 := seq.Load()
 		if s1&1 != 0 {
