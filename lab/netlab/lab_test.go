@@ -219,6 +219,34 @@ func TestCleanupStale(t *testing.T) {
 	}
 }
 
+// TestCleanupChoices: what an exclusive Up (cleanupOthers: no other lab
+// runs), a concurrent one (cleanupEnded) and neither remove. The lab tests
+// run their labs concurrent, so this is where the exclusive choice is
+// tested.
+func TestCleanupChoices(t *testing.T) {
+	const me, alive = 4711, 4712
+	running := func(pid int) bool { return pid == me || pid == alive }
+	tests := []struct {
+		ns            string
+		others, ended bool
+	}{
+		{"gclab-4711-1-h0", false, false}, // this process's lab
+		{"gclab-4712-3-sw", true, false},  // a running process's
+		{"gclab-4713-2-h1", true, true},   // an ended process's
+		{"gclab-stale-test", true, false}, // no pid: an older gclock's fixed names
+		{"gclab-h0", true, false},
+	}
+	others, ended := othersOf(me), endedOf(me, running)
+	for _, tt := range tests {
+		if got := others(tt.ns); got != tt.others {
+			t.Errorf("cleanupOthers(%s) = %v, want %v", tt.ns, got, tt.others)
+		}
+		if got := ended(tt.ns); got != tt.ended {
+			t.Errorf("cleanupEnded(%s) = %v, want %v", tt.ns, got, tt.ended)
+		}
+	}
+}
+
 func TestNsOwner(t *testing.T) {
 	tests := []struct {
 		ns   string

@@ -79,17 +79,28 @@ func cleanup(log *slog.Logger) error {
 // its namespaces (it took the process's hold after this Up did, before
 // this cleanup ran: two parallel tests lost theirs so in a CI run).
 func cleanupOthers(log *slog.Logger) error {
-	me := os.Getpid()
-	return removeNamespaces(log, func(ns string) bool { return nsOwner(ns) != me })
+	return removeNamespaces(log, othersOf(os.Getpid()))
+}
+
+// othersOf selects the namespaces no lab of process me made (cleanupOthers).
+func othersOf(me int) func(ns string) bool {
+	return func(ns string) bool { return nsOwner(ns) != me }
 }
 
 // cleanupEnded removes the namespaces under Prefix of labs whose process
 // has ended (a crash, a SIGKILL), safe while other labs run.
 func cleanupEnded(log *slog.Logger) error {
-	return removeNamespaces(log, func(ns string) bool {
+	return removeNamespaces(log, endedOf(os.Getpid(), running))
+}
+
+// endedOf selects the namespaces of another process than me that has
+// ended (cleanupEnded); names without a pid (an older gclock's) are kept,
+// since nothing says whose they are.
+func endedOf(me int, running func(pid int) bool) func(ns string) bool {
+	return func(ns string) bool {
 		pid := nsOwner(ns)
-		return pid > 0 && pid != os.Getpid() && !running(pid)
-	})
+		return pid > 0 && pid != me && !running(pid)
+	}
 }
 
 // removeNamespaces deletes every namespace under Prefix that match
