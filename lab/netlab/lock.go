@@ -121,18 +121,24 @@ func acquire(ctx context.Context, c claim, say func(holder string)) error {
 		say(holder)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", lockPath, holder, ctx.Err())
-		case <-wake:
-		case <-time.After(time.Second): // belt and braces: re-check
+			return waitErr(holder, ctx.Err())
+		case <-wake: // every change of what c.ready reads broadcasts
 		}
 	}
+}
+
+// waitErr is the error of a wait for the lock that err (the context's)
+// ended, naming whom it waited for.
+func waitErr(holder string, err error) error {
+	return fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", lockPath, holder, err)
 }
 
 // raise takes LockPath at level on f (opening it if f is nil), waiting in
 // the kernel for other processes' labs; say names the holder once if it
 // waits.
 func raise(ctx context.Context, f *os.File, level lockLevel, say func(holder string)) (*os.File, error) {
-	if f == nil {
+	opened := f == nil
+	if opened {
 		var err error
 		if f, err = openLock(); err != nil {
 			return nil, err
@@ -140,8 +146,11 @@ func raise(ctx context.Context, f *os.File, level lockLevel, say func(holder str
 	}
 	if err := waitFlock(ctx, f, level.flock(), func() { say(lockHolder(f)) }); err != nil {
 		holder := lockHolder(f)
+		if opened {
+			f.Close() // the caller closes a file it passed
+		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lab: waiting for another lab to finish (lock %s, %s): %w", lockPath, holder, ctx.Err())
+			return nil, waitErr(holder, ctx.Err())
 		}
 		return nil, fmt.Errorf("lab: lock %s: %w", lockPath, err)
 	}
@@ -188,7 +197,10 @@ func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release fu
 	if err := acquire(ctx, c, say); err != nil {
 		return nil, false, err
 	}
-	return releaseLab(concurrent), first, nil
+	if concurrent {
+		return releaser(func() { procLock.concurrent-- }), first, nil
+	}
+	return releaser(func() { procLock.alone = false }), first, nil
 }
 
 // HoldLock takes LockPath shared for this process until release, waiting
@@ -205,7 +217,7 @@ func HoldLock(ctx context.Context, log *slog.Logger) (release func(), waited tim
 	if err := acquire(ctx, c, sayOnce(log)); err != nil {
 		return nil, time.Since(start), err
 	}
-	return releaseHold(), time.Since(start), nil
+	return releaser(func() { procLock.held-- }), time.Since(start), nil
 }
 
 // sayOnce returns the say of acquire: a warning (the CLI shows warnings)
@@ -217,19 +229,6 @@ func sayOnce(log *slog.Logger) func(holder string) {
 			said = true
 			log.Warn("waiting for another lab to finish (one measurement at a time on a machine)", "lock", lockPath, "holder", holder)
 		}
-	}
-}
-
-// releaseHold is the release of one HoldLock.
-func releaseHold() func() {
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			procLock.Lock()
-			defer procLock.Unlock()
-			procLock.held--
-			procLock.drop()
-		})
 	}
 }
 
@@ -312,18 +311,16 @@ func (pl *procLockState) drop() {
 	}
 }
 
-// releaseLab returns the release of a lab taken by lockLab.
-func releaseLab(concurrent bool) func() {
+// releaser returns a claim's release, usable once or more: undo (with
+// procLock locked) gives the claim back, then the lock follows what is left
+// (drop) and the waiters look again.
+func releaser(undo func()) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			procLock.Lock()
 			defer procLock.Unlock()
-			if concurrent {
-				procLock.concurrent--
-			} else {
-				procLock.alone = false
-			}
+			undo()
 			procLock.drop()
 			procLock.broadcast()
 		})

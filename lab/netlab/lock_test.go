@@ -48,6 +48,16 @@ func otherProcess(t *testing.T, how int) *os.File {
 	return f
 }
 
+// openFiles counts this process's open file descriptors.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	return len(ents)
+}
+
 // TestLockSaysWhoHoldsIt: a lab that waits for another says so, naming the
 // holder's pid, and `gclock lab down` refuses to remove a running lab's
 // namespaces (issue 19: the wait was silent, and down ignored the lock).
@@ -148,12 +158,24 @@ func TestLockLevels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			privateLock(t)
-			otherProcess(t, tc.other)
+			fds := openFiles(t)
+			other := otherProcess(t, tc.other)
 			if got := try(false); got != tc.exclusive {
 				t.Errorf("exclusive lab came up: %v, want %v", got, tc.exclusive)
 			}
 			if got := try(true); got != tc.concurrent {
 				t.Errorf("concurrent lab came up: %v, want %v", got, tc.concurrent)
+			}
+			// Given up or released, the lock file is closed again (a wait
+			// that timed out once left its newly opened file open); an
+			// abandoned wait's duplicate closes when the other lets go.
+			other.Close()
+			got := openFiles(t)
+			for deadline := time.Now().Add(10 * time.Second); got != fds && time.Now().Before(deadline); got = openFiles(t) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got != fds {
+				t.Errorf("%d open files after the labs and the other's release, %d before", got, fds)
 			}
 		})
 	}
