@@ -233,28 +233,15 @@ func (f *FloorFilter) floorsWith(round []Sample) floors {
 	k := max(floorMinRank, n/floorRankDiv)
 	fl := floors{ok: true, short: f.tmp[k-1], soft: f.tmp[min(4*k, n)-1] - f.tmp[min(2*k, n)-1]}
 	// The long floor: the 2m shortest of the whole ring and the round.
-	var low [2 * floorMinRank]int64
-	m := 0
-	add := func(r int64) {
-		if m < len(low) {
-			low[m] = r
-			m++
-		} else if r >= low[m-1] {
-			return
-		} else {
-			low[m-1] = r
-		}
-		for i := m - 1; i > 0 && low[i] < low[i-1]; i-- {
-			low[i], low[i-1] = low[i-1], low[i]
-		}
-	}
+	var lowBuf [2 * floorMinRank]int64
+	low := lowBuf[:0]
 	for _, r := range f.ring {
-		add(r)
+		low = keepSmallest(low, len(lowBuf), r)
 	}
 	for _, s := range round {
-		add(s.RTT())
+		low = keepSmallest(low, len(lowBuf), s.RTT())
 	}
-	fl.long, fl.longSoft = low[floorMinRank-1], low[m-1]-low[floorMinRank-1]
+	fl.long, fl.longSoft = low[floorMinRank-1], low[len(low)-1]-low[floorMinRank-1]
 	return fl
 }
 

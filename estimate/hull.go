@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -1208,17 +1209,24 @@ func fitCenter(xs, ds, sg []float64, refits int) (a, skew float64, ok bool) {
 func kthSmallest(r []float64, k int) float64 {
 	buf := make([]float64, 0, k)
 	for _, v := range r {
-		if len(buf) == k && v >= buf[k-1] {
-			continue
-		}
-		i, _ := slices.BinarySearch(buf, v)
-		if len(buf) < k {
-			buf = append(buf, 0)
-		}
-		copy(buf[i+1:], buf[i:len(buf)-1])
-		buf[i] = v
+		buf = keepSmallest(buf, k, v)
 	}
 	return buf[k-1]
+}
+
+// keepSmallest adds v to buf, the sorted k smallest values seen so far,
+// and returns it (at most k long: v is dropped if it is not among them).
+func keepSmallest[T cmp.Ordered](buf []T, k int, v T) []T {
+	if len(buf) == k && v >= buf[k-1] {
+		return buf
+	}
+	i, _ := slices.BinarySearch(buf, v)
+	if len(buf) < k {
+		buf = append(buf, v)
+	}
+	copy(buf[i+1:], buf[i:len(buf)-1])
+	buf[i] = v
+	return buf
 }
 
 // solve3 solves A v = b by Cramer's rule; ok is false when A is singular.
