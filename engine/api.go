@@ -297,6 +297,11 @@ type Config struct {
 	// a single exchange bounds the offset within RTT/2 - HullMinDelay. 0 is
 	// causality only; a value above the true minimum breaks the bounds.
 	HullMinDelay time.Duration
+	// CenterMemory (rounds, "center" only): the centre line weights each
+	// exchange by exp(-age/tau), tau this many average gaps between rounds,
+	// to follow a wandering frequency (estimate.HullConfig.CenterMemory).
+	// 0: every exchange of the window counts the same.
+	CenterMemory float64
 	// DiscountDelay: before comparing |Tdiff - projection| with
 	// DIFFERENCE_THRESH, subtract half the round's best round trip's excess
 	// over the shortest round trip seen from that source, the part of the

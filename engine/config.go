@@ -143,6 +143,7 @@ func (c Config) Validate() error {
 		{"MaxWander", c.MaxWander, 0, 1e-6, false},
 		{"MaxFreqStep", c.MaxFreqStep, 0, 1e-3, false},
 		{"RetryRTTs", c.RetryRTTs, 1, 1e6, false},
+		{"CenterMemory", c.CenterMemory, 0, 1e6, false},
 		{"SilentPeriods", c.SilentPeriods, 0, 1e6, false},
 	}
 	for _, f := range floats {

@@ -25,6 +25,8 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		MaxWander: cfg.MaxWander,
 		MaxStep:   cfg.MaxFreqStep,
 		MaxSpan:   max(int64(cfg.HullMaxSpan), 0),
+
+		CenterMemory: cfg.CenterMemory,
 	}
 	spanLimited := cfg.HullMaxSpan > 0 || (cfg.HullMaxSpan == 0 && (cfg.MaxWander > 0 || cfg.MaxFreqStep > 0))
 	if cfg.Estimator == "center" && !spanLimited {

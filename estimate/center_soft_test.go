@@ -102,8 +102,8 @@ func TestFitCenterSoftWeights(t *testing.T) {
 						p.add(x, skew*x+side*(margin+tt.excess(r, i, side)), side)
 					}
 				}
-				a, s, ok := fitCenter(p.xs, p.ds, p.sg, centerRefits)
-				a0, s0, ok0 := fitCenter(p.xs, p.ds, p.sg, 0)
+				a, s, ok := fitCenter(p.xs, p.ds, p.sg, nil, centerRefits)
+				a0, s0, ok0 := fitCenter(p.xs, p.ds, p.sg, nil, 0)
 				if !ok || !ok0 {
 					t.Fatalf("seed %d: fit ok %v, least squares ok %v", seed, ok, ok0)
 				}
@@ -140,7 +140,7 @@ func TestFitCenterDegenerate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if a, s, ok := fitCenter(tt.xs, tt.ds, tt.sg, centerRefits); ok {
+			if a, s, ok := fitCenter(tt.xs, tt.ds, tt.sg, nil, centerRefits); ok {
 				t.Errorf("fitCenter = %v, %v, ok; want !ok", a, s)
 			}
 		})

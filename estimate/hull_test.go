@@ -458,6 +458,8 @@ func TestHullConfigValidate(t *testing.T) {
 		{"CenterPoints", HullConfig{Window: 8, CenterPoints: 2}},
 		{"CenterPoints", HullConfig{Window: 8, CenterPoints: 9}},
 		{"CenterBand", HullConfig{Window: 8, CenterBand: -1}},
+		{"CenterMemory", HullConfig{Window: 8, CenterMemory: -1}},
+		{"CenterMemory", HullConfig{Window: 8, CenterMemory: math.NaN()}},
 	}
 	for _, tc := range tests {
 		if _, err := NewHull(tc.c); err == nil || !contains(err.Error(), "HullConfig."+tc.field) {

@@ -11,6 +11,7 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/lab"
 )
 
 // labReplayRow is one file's (or all files') replay figures, |error| in ns.
@@ -48,6 +49,7 @@ flags:
 	points := fs.Int("center-points", 0, "exchanges per side the centre line is fitted to (0: the default, 15)")
 	band := fs.Duration("center-band", 0, "or all within this of the line's margin (0: the default, 500ns)")
 	window := fs.Int("window", rc.Hull.Window, "exchanges the hull keeps")
+	memory := fs.Float64("center-memory", lab.LabDaemonConfig().Sync.CenterMemory, "the centre line's memory in rounds, as the lab's daemons (sync.center_memory; 0: none)")
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := usage.Parse(fs, args); err != nil {
@@ -58,6 +60,7 @@ flags:
 		return fmt.Errorf("lab replay: no measurements file")
 	}
 	rc.Hull.Window, rc.Hull.CenterPoints, rc.Hull.CenterBand, rc.Warmup = *window, *points, int64(*band), int64(*warmup)
+	rc.Hull.CenterMemory = *memory
 	var rows []labReplayRow
 	var all []int64
 	total := labReplayRow{File: "all"}

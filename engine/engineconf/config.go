@@ -88,6 +88,9 @@ type Config struct {
 	// error that the exchange's queueing cannot explain
 	// (engine.Config.DiscountDelay).
 	DiscountDelay bool `yaml:"discount_delay" json:"discount_delay,omitempty" engine:"DiscountDelay"`
+	// CenterMemory (rounds): the centre line's memory
+	// (engine.Config.CenterMemory); 0 weighs the whole window the same.
+	CenterMemory float64 `yaml:"center_memory,omitempty" json:"center_memory,omitempty" engine:"CenterMemory"`
 }
 
 // Default is engine.DefaultConfig in YAML units, so that a file that says
@@ -167,6 +170,7 @@ func (c *Config) Check(bad func(field, format string, args ...any)) {
 		{"max_wander_ppm_per_s", c.MaxWanderPPMPerS, 0, 1e9, false},
 		{"max_freq_step_ppm", c.MaxFreqStepPPM, 0, 1000, false},
 		{"retry_rtts", c.RetryRTTs, 1, 1e6, false},
+		{"center_memory", c.CenterMemory, 0, 1e6, false},
 	} {
 		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.openLo && f.v == f.lo) {
 			b := "["
