@@ -83,8 +83,13 @@ func (w *rtWatchdog) run(started chan<- struct{}) {
 	}
 	self := unix.Gettid()
 	ncpu := float64(runtime.NumCPU())
-	tick := float64(100) // USER_HZ: /proc's CPU times are in 1/100 s
-	var hist [watchdogWindow + 1]float64
+	const tick = 100.0 // USER_HZ: /proc's CPU times are in 1/100 s
+	// Per wake, the CPU time the priority-1 threads used since the last
+	// one: each thread's own difference, so that a thread that becomes
+	// real-time (startOrdinary hands one back) or appears does not bring
+	// its whole past into the sum.
+	last := map[int]float64{}
+	var used [watchdogWindow]float64
 	n := 0
 	ts := unix.NsecToTimespec(watchdogEvery.Nanoseconds())
 	for !w.quit.Load() {
@@ -92,14 +97,25 @@ func (w *rtWatchdog) run(started chan<- struct{}) {
 		if w.quit.Load() {
 			return
 		}
-		used := rtThreadsCPU(self) / tick // s
-		copy(hist[:], hist[1:])
-		hist[watchdogWindow] = used
-		if n++; n <= watchdogWindow {
+		now := map[int]float64{}
+		var d float64
+		forRTThreads(self, func(tid int, cpu float64) {
+			now[tid] = cpu
+			if c, ok := last[tid]; ok && cpu > c {
+				d += (cpu - c) / tick
+			}
+		})
+		last = now
+		used[n%watchdogWindow] = d
+		if n++; n < watchdogWindow {
 			continue
 		}
+		var sum float64
+		for _, u := range used {
+			sum += u
+		}
 		span := float64(watchdogWindow) * watchdogEvery.Seconds()
-		if hist[watchdogWindow]-hist[0] <= watchdogShare*ncpu*span {
+		if sum <= watchdogShare*ncpu*span {
 			continue
 		}
 		demoteSpinners(self)
@@ -108,17 +124,9 @@ func (w *rtWatchdog) run(started chan<- struct{}) {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		slog.Warn("lab: real-time watchdog: the lab's real-time threads kept every CPU for 2 s; they run SCHED_OTHER from now on (the switch keeps its priority)",
-			"cpu_s", hist[watchdogWindow]-hist[0], "window_s", span, "cpus", ncpu, "goroutines", string(buf))
+			"cpu_s", sum, "window_s", span, "cpus", ncpu, "goroutines", string(buf))
 		return
 	}
-}
-
-// rtThreadsCPU sums the CPU time (ticks) of this process's threads that run
-// SCHED_FIFO at processPriority, the watchdog's own thread left out.
-func rtThreadsCPU(self int) float64 {
-	var sum float64
-	forRTThreads(self, func(tid int, cpu float64) { sum += cpu })
-	return sum
 }
 
 // demoteSpinners puts this process's processPriority threads back to

@@ -100,3 +100,58 @@ func TestRTWatchdogDemotesSpinners(t *testing.T) {
 		t.Errorf("%d threads still SCHED_FIFO at priority %d after the demotion", n, processPriority)
 	}
 }
+
+// TestRTWatchdogIgnoresPast: a thread that worked as SCHED_OTHER (as
+// startOrdinary's does while it starts a program) and then runs real-time
+// again brings no past CPU time into the watchdog's window: in the lab
+// test binary the watchdog once counted a thread's whole life at its
+// return and demoted an idle process (TestRestarts then failed).
+func TestRTWatchdogIgnoresPast(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SCHED_FIFO needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	release, _, err := lockLab(ctx, slog.New(slog.DiscardHandler), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	before := rtDemotions.Load()
+	rel, err := processRT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rel()
+	// A quarter more CPU time than the watchdog's threshold (watchdogShare
+	// of every CPU over its window).
+	window := time.Duration(watchdogWindow) * watchdogEvery
+	burn := time.Duration(1.25 * watchdogShare * float64(runtime.NumCPU()) * float64(window))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		other := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedOther}
+		if err := unix.SchedSetAttr(0, &other, 0); err != nil {
+			t.Error(err)
+			return
+		}
+		var r unix.Rusage
+		for {
+			_ = unix.Getrusage(unix.RUSAGE_THREAD, &r)
+			if time.Duration(r.Utime.Nano()+r.Stime.Nano()) >= burn {
+				break
+			}
+		}
+		back := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: processPriority}
+		if err := unix.SchedSetAttr(0, &back, 0); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(3 * window)
+	}()
+	<-done
+	if rtDemotions.Load() != before {
+		t.Errorf("the watchdog demoted an idle process: it counted a thread's past CPU time")
+	}
+}
