@@ -9,10 +9,10 @@ import (
 
 // TestCenterLabLikeHostMedians runs testdata/lab-like.yaml (gclock lab's
 // link, timestamp noise, clock wander and daemon config: the centre line,
-// 240 exchanges per resync, a memory of 2.5 rounds) with seeds 1-24 and
+// 120 exchanges per resync, a memory of 2.5 rounds) with seeds 1-24 and
 // holds the per-host medians of |error| to what the lab's quiet target
-// needs with a margin: their mean at most 175 ns and, per seed, the worst
-// host's median at most 230 ns in the middle seed, every synced read
+// needs with a margin: their mean at most 200 ns and, per seed, the worst
+// host's median at most 265 ns in the middle seed, every synced read
 // inside its bounds.
 //
 // The centre line's drift is what limits a host's median: with a
@@ -23,13 +23,15 @@ import (
 // per quarter of the window: mean 259 ns, worst host 354 ns in the middle
 // seed, 789 ns at most (four seeds above 500 ns). After: 212, 257 and
 // 544 ns (two). The frequency's wander is the rest: with 120 exchanges a
-// resync the mean was 208 ns (126 ns with clocks that do not wander),
-// 173 ns with 240, and 148 ns with the memory (worst host 183 ns in the
-// middle seed, 294 ns at most; 270 and 531 ns before both).
+// resync the mean was 208 ns (126 ns with clocks that do not wander) and
+// 188 ns with the memory (worst host 246 ns in the middle seed, 410 ns at
+// most; 270 and 531 ns before). 240 exchanges a resync would give 148 ns
+// with the memory, but slowed the lab's recovery from faults under load
+// (docs/lab.md, "The centre line's memory").
 func TestCenterLabLikeHostMedians(t *testing.T) {
 	mean, mid, _ := labLikeHostMedians(t, "testdata/lab-like.yaml", 24)
-	if mean > 175 || mid > 230 {
-		t.Errorf("mean host median %d ns (want <= 175), worst host's median %d ns in the middle seed (want <= 230)", mean, mid)
+	if mean > 200 || mid > 265 {
+		t.Errorf("mean host median %d ns (want <= 200), worst host's median %d ns in the middle seed (want <= 265)", mean, mid)
 	}
 }
 
@@ -41,9 +43,8 @@ func TestCenterLabLikeHostMedians(t *testing.T) {
 // (estimate.fitCenter) the mean per-host median went from 326 to 288 ns,
 // the worst host's median in the middle seed from 479 to 421 ns, and the
 // seeds with a host above 500 ns from 16 to 10 (with the FloorFilter of
-// two floors; before it 325 -> 301 ns, 452 -> 403 ns, 13 -> 7). With 240
-// exchanges a resync and the centre line's memory of 2.5 rounds: 250 ns,
-// 332 ns and 5 seeds.
+// two floors; before it 325 -> 301 ns, 452 -> 403 ns, 13 -> 7). With the
+// centre line's memory of 2.5 rounds: 262 ns, 331 ns and 4 seeds.
 func TestCenterLabLikeBurstyHostMedians(t *testing.T) {
 	mean, mid, worst := labLikeHostMedians(t, "testdata/lab-like-bursty.yaml", 40)
 	over := 0
