@@ -207,24 +207,15 @@ func LabDaemonConfig() daemon.Config {
 	// Accuracy here is bought with exchanges, so the budget is spent.
 	// 120 exchanges per round: a pareto link rarely gives a fast one (about
 	// 5% of one-way delays fall within 1 us of the floor), and the centre
-	// line rests on the fastest each way; its drift, fitted through them,
-	// is what limits a host's median (60 a round left a host 0.3-0.8 us
-	// off in one run in four under load; docs/lab.md, "What limits the
-	// per-host median"). A round counts as one resync; after convergence
-	// that is 22-24 exchanges a second (33-38 when cross traffic makes
-	// rounds repeat), chrony's 16 at its lab polling interval. 240 gave
-	// better medians (the simulator's lab-like scenario: 188 -> 148 ns with
-	// the memory below) but, in the lab's test suite run concurrently,
-	// hosts that lost their source to a partition or a restart stayed
-	// without bounds for tens of seconds (TestRestarts, 2 of 2 runs; 0 of
-	// 1 with 120): docs/lab.md, "The centre line's memory".
+	// line rests on the fastest each way; its drift, fitted through them
+	// over the minute of a run, is what limits a host's median (60 a
+	// round left a host 0.3-0.8 us off in one run in four under load;
+	// docs/lab.md, "What limits the per-host median"). A round counts as
+	// one resync; after convergence that is 22-24 exchanges a second
+	// (33-38 when cross traffic makes rounds repeat), chrony's 16 at its
+	// lab polling interval. The window keeps about as
+	// many rounds as with 60.
 	s.PingsPerRound = 120
-	// The centre line's memory: 2.5 rounds (15 s at the 6-s period), for
-	// the emulated crystals' wander (estimate.Hull.centerMemory; in the
-	// lab-like scenario: 208 -> 188 ns mean per-host median, the 90th
-	// percentile of host medians 389 -> 282 ns; without wander 126 ->
-	// 139 ns).
-	s.CenterMemory = 2.5
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
 	s.MinGlobalPeriod = daemon.Duration(6 * time.Second)
 	s.MaxGlobalPeriod = daemon.Duration(6 * time.Second)
