@@ -205,23 +205,17 @@ func LabDaemonConfig() daemon.Config {
 	// moves ramp rounds past the warm-up: at 5.5 s with rounds of 120, a
 	// loaded run fitted 11 resyncs into the 50 s after it, 0.207 a second).
 	// Accuracy here is bought with exchanges, so the budget is spent.
-	// 240 exchanges per round: a pareto link rarely gives a fast one (about
+	// 120 exchanges per round: a pareto link rarely gives a fast one (about
 	// 5% of one-way delays fall within 1 us of the floor), and the centre
-	// line rests on the fastest each way; its drift, fitted through them,
-	// is what limits a host's median (60 a round left a host 0.3-0.8 us
-	// off in one run in four under load; docs/lab.md, "What limits the
-	// per-host median"; in the simulator's lab-like scenario, 24 seeds,
-	// the mean per-host median went 208 -> 173 ns from 120 to 240, and
-	// 148 ns with the memory below). A round counts as one resync; after
-	// convergence that is about 40 exchanges a second (more when cross
-	// traffic makes rounds repeat), 2.5 times chrony's 16 at its lab
-	// polling interval: 80 datagrams a second of 100 bytes.
-	s.PingsPerRound = 240
-	// The centre line's memory: 2.5 rounds (15 s at the 6-s period), for
-	// the emulated crystals' wander (estimate.Hull.centerMemory; in the
-	// lab-like scenario, 240 a round: 173 -> 148 ns, the 90th percentile
-	// of host medians 267 -> 222 ns; without wander 93 -> 99 ns).
-	s.CenterMemory = 2.5
+	// line rests on the fastest each way; its drift, fitted through them
+	// over the minute of a run, is what limits a host's median (60 a
+	// round left a host 0.3-0.8 us off in one run in four under load;
+	// docs/lab.md, "What limits the per-host median"). A round counts as
+	// one resync; after convergence that is 22-24 exchanges a second
+	// (33-38 when cross traffic makes rounds repeat), chrony's 16 at its
+	// lab polling interval. The window keeps about as
+	// many rounds as with 60.
+	s.PingsPerRound = 120
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
 	s.MinGlobalPeriod = daemon.Duration(6 * time.Second)
 	s.MaxGlobalPeriod = daemon.Duration(6 * time.Second)

@@ -64,9 +64,7 @@
 // through warm caches. With SchedFIFO that thread runs SCHED_FIFO 50 and the
 // process's other threads SCHED_FIFO 1 (processes started with Exec run
 // SCHED_OTHER): a CPU-bound load then delays neither the thread nor the Go
-// runtime's hand-offs to it; a watchdog thread one priority above them puts
-// them back to SCHED_OTHER if they keep every CPU for 2 s (a spinning
-// goroutine; rtwatchdog.go). Starting a switch raises GOMAXPROCS to at least 4 (one more per further switch),
+// runtime's hand-offs to it. Starting a switch raises GOMAXPROCS to at least 4 (one more per further switch),
 // because the switch thread keeps its P while it sleeps.
 //
 // Its own lateness is part of the link, the same for every direction

@@ -31,7 +31,6 @@ const (
 var rt struct {
 	sync.Mutex
 	users int
-	dog   *rtWatchdog
 }
 
 // processRT puts every thread of this process under SCHED_FIFO at
@@ -46,9 +45,6 @@ func processRT() (release func(), err error) {
 			return nil, fmt.Errorf("SCHED_FIFO for the process's threads: %w", err)
 		}
 	}
-	if rt.users == 0 {
-		rt.dog = startRTWatchdog()
-	}
 	rt.users++
 	var once sync.Once
 	return func() {
@@ -57,7 +53,6 @@ func processRT() (release func(), err error) {
 			defer rt.Unlock()
 			rt.users--
 			if rt.users == 0 {
-				rt.dog.stop()
 				_ = setAllThreads(schedOther, 0)
 			}
 		})
@@ -95,17 +90,12 @@ func startOrdinary(cmd *exec.Cmd) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// Back afterwards to what the thread ran (SCHED_FIFO, or SCHED_OTHER
-	// once the watchdog demoted the process's threads).
-	back, err := unix.SchedGetAttr(0, 0)
-	if err != nil {
-		return fmt.Errorf("the thread's policy before starting %s: %w", cmd.Path, err)
-	}
 	other := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedOther}
 	if err := unix.SchedSetAttr(0, &other, 0); err != nil {
 		return fmt.Errorf("SCHED_OTHER before starting %s: %w", cmd.Path, err)
 	}
-	err = cmd.Start()
-	_ = unix.SchedSetAttr(0, back, 0)
+	err := cmd.Start()
+	back := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedFIFO, Priority: processPriority}
+	_ = unix.SchedSetAttr(0, &back, 0)
 	return err
 }
