@@ -422,11 +422,10 @@ func (h *Hull) AddRound(round []Sample) error {
 	if err := ValidateRound(round); err != nil {
 		return fmt.Errorf("estimate: Hull.AddRound: %w", err)
 	}
+	defer h.noteRound(round)
 	if !h.have {
-		defer h.noteRound(round)
 		return h.restart(round, nil)
 	}
-	defer h.noteRound(round)
 	ups, lows, ok := h.convert(round)
 	if !ok {
 		return h.farRound(round)
@@ -1252,8 +1251,9 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 // fitCenter fits one line and one margin to points (xs, ds) of sides sg
 // (+1 UP: d = line + m; -1 LOW: d = line - m) by least squares, then
 // refits refits times with every point weighted down by its queueing
-// beyond the fitted margin (see centerSoft). It returns the line at x = 0
-// and its skew; ok is false for a singular fit.
+// beyond the fitted margin (see centerSoft), each weight times the
+// point's prior weight w0[i] (the centre line's memory; nil: 1). It
+// returns the line at x = 0 and its skew; ok is false for a singular fit.
 func fitCenter(xs, ds, sg, w0 []float64, refits int) (a, skew float64, ok bool) {
 	if len(xs) == 0 {
 		return 0, 0, false
@@ -1265,12 +1265,16 @@ func fitCenter(xs, ds, sg, w0 []float64, refits int) (a, skew float64, ok bool) 
 		xm += x
 	}
 	xm /= float64(len(xs))
+	// prior is point i's weight before the soft weights (its age's).
+	prior := func(i int) float64 {
+		if w0 == nil {
+			return 1
+		}
+		return w0[i]
+	}
 	w := make([]float64, len(xs))
 	for i := range w {
-		w[i] = 1
-		if w0 != nil {
-			w[i] = w0[i]
-		}
+		w[i] = prior(i)
 	}
 	var sol [3]float64
 	for it := 0; ; it++ {
@@ -1301,10 +1305,7 @@ func fitCenter(xs, ds, sg, w0 []float64, refits int) (a, skew float64, ok bool) 
 			// LOW points below line - m.
 			q := sg[i] * (ds[i] - (sol[0] + sol[1]*(xs[i]-xm)/1e9 + sg[i]*sol[2]))
 			q = max(q, 0) / centerSoft
-			w[i] = 1 / (1 + q*q)
-			if w0 != nil {
-				w[i] *= w0[i]
-			}
+			w[i] = prior(i) / (1 + q*q)
 		}
 	}
 	skew = sol[1] / 1e9
