@@ -60,6 +60,7 @@ type ViewChild struct {
 	GlobalPeriodNs int64  `json:"global_period_ns"`
 	Rounds         uint64 `json:"rounds"`
 	RoundsRepeated uint64 `json:"rounds_repeated"`
+	RoundsCut      uint64 `json:"rounds_cut,omitempty"`
 	ProbeRetries   uint64 `json:"probe_retries"`
 	ShortestRTTNs  int64  `json:"shortest_rtt_ns"`
 }
@@ -81,7 +82,7 @@ func NewView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {
 		v.Children = append(v.Children, ViewChild{ID: c.ID, GlobalPeriodNs: int64(c.GlobalPeriod), Rounds: c.Rounds,
-			RoundsRepeated: c.RoundsRepeated, ProbeRetries: c.ProbeRetries, ShortestRTTNs: int64(c.ShortestRTT)})
+			RoundsRepeated: c.RoundsRepeated, RoundsCut: c.RoundsCut, ProbeRetries: c.ProbeRetries, ShortestRTTNs: int64(c.ShortestRTT)})
 	}
 	sort.Slice(v.Children, func(i, j int) bool { return v.Children[i].ID < v.Children[j].ID })
 	return v

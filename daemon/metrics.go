@@ -118,6 +118,7 @@ type ChildStats struct {
 	GlobalPeriod   time.Duration // current global resync period
 	Rounds         uint64        // rounds completed
 	RoundsRepeated uint64        // rounds repeated for a long RTT (NETWORK_LATENCY_ERROR_THRESH)
+	RoundsCut      uint64        // rounds ended by sync.round_budget before their pings_per_round exchanges
 	ProbeRetries   uint64        // probes retried after a timeout
 	ShortestRTT    time.Duration // shortest exchange RTT ever; negative before the first round
 }
@@ -175,14 +176,14 @@ var currentBuild = sync.OnceValue(func() BuildInfo {
 // Collector builds the metrics from a Snapshot at every scrape (as
 // node_exporter's timex collector does), in base units.
 type Collector struct {
-	src                                    Snapshotter
-	offset, estErr, freq, st               *prometheus.Desc
-	srcRounds, restarts, rejected          *prometheus.Desc
-	rounds, repeated, retries, rtt, period *prometheus.Desc
-	msg                                    *prometheus.Desc
-	refChanges, silent                     *prometheus.Desc
-	term, staleTerm                        *prometheus.Desc
-	build                                  BuildInfo
+	src                                         Snapshotter
+	offset, estErr, freq, st                    *prometheus.Desc
+	srcRounds, restarts, rejected               *prometheus.Desc
+	rounds, repeated, cut, retries, rtt, period *prometheus.Desc
+	msg                                         *prometheus.Desc
+	refChanges, silent                          *prometheus.Desc
+	term, staleTerm                             *prometheus.Desc
+	build                                       BuildInfo
 
 	// chronyc tracking (the selected source) and sourcestats (each source).
 	buildInfo, refID, selfPeriod                        *prometheus.Desc
@@ -207,6 +208,7 @@ func NewCollector(src Snapshotter) *Collector {
 		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp).", "source", "reason"),
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
+		cut:        d("child_rounds_cut_total", "Rounds ended by sync.round_budget before their pings_per_round exchanges.", "child"),
 		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
 		rtt:        d("shortest_rtt_seconds", "Shortest exchange round trip seen with a child, seconds.", "child"),
 		period:     d("global_period_seconds", "Current global resync period of a child, seconds.", "child"),
@@ -242,7 +244,7 @@ func NewCollector(src Snapshotter) *Collector {
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
-		c.rounds, c.repeated, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+		c.rounds, c.repeated, c.cut, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
 		c.srcShortRTT, c.srcSmooRTT} {
@@ -334,6 +336,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		id := strconv.FormatUint(uint64(ch.ID), 10)
 		cnt(c.rounds, ch.Rounds, id)
 		cnt(c.repeated, ch.RoundsRepeated, id)
+		cnt(c.cut, ch.RoundsCut, id)
 		cnt(c.retries, ch.ProbeRetries, id)
 		if ch.ShortestRTT >= 0 {
 			g(c.rtt, ch.ShortestRTT.Seconds(), id)

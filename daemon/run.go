@@ -761,7 +761,7 @@ func (n *node) Snapshot() Snapshot {
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),
-			Rounds: c.Rounds, RoundsRepeated: c.Repeats, ProbeRetries: c.Retries, ShortestRTT: time.Duration(c.ShortestRTT)})
+			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsCut: c.Cut, ProbeRetries: c.Retries, ShortestRTT: time.Duration(c.ShortestRTT)})
 	}
 	trackingStats(&s, es, tr, x, &n.rounds)
 	for t := 1; t < len(n.msgs); t++ {

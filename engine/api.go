@@ -282,6 +282,15 @@ type Config struct {
 	// MaxProbeRetries is how many times in a row one probe is retried before
 	// the round is ended: with the samples it has, or abandoned without any.
 	MaxProbeRetries int
+	// RoundBudget bounds the local time a round spends probing: once it
+	// has run this long, the round sends no further probe and ends with the
+	// exchanges it has (at least one; a probe out when the budget runs out
+	// is waited for, up to its retries). A repeated round (Liao's
+	// NETWORK_LATENCY_ERROR_THRESH) gets the budget again from the repeat.
+	// With MaxConcurrentRounds, a slow host cannot then hold the other
+	// children's rounds for the length of PingsPerRound slow exchanges.
+	// Rounds it ended are counted in ChildSnapshot.Cut. 0: no budget.
+	RoundBudget time.Duration
 	// FloorSlack turns on the rejection of impossibly fast exchanges
 	// (estimate.FloorFilter, one per source): an exchange whose round trip
 	// lies more than the slack (max(FloorSlack, 1/16 of the floor) +

@@ -161,6 +161,9 @@ func (c Config) Validate() error {
 	if c.Window < 2 || c.Window > 1<<16 {
 		return bad("Window", "%d outside [2, 65536]", c.Window)
 	}
+	if c.RoundBudget < 0 {
+		return bad("RoundBudget", "%v, must be >= 0 (0: no budget)", c.RoundBudget)
+	}
 	if c.MaxConcurrentRounds < 0 {
 		return bad("MaxConcurrentRounds", "%d, must be >= 0 (0: no limit)", c.MaxConcurrentRounds)
 	}

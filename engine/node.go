@@ -93,6 +93,7 @@ type child struct {
 	probeSent int64
 	probeTx   int64 // the probe's transmit stamp (TxStamp); 0: none
 	target    int
+	deadline  int64 // Config.RoundBudget: no probe sent after this (0: none)
 	repeated  bool
 	retries   int
 	samples   []estimate.Sample
@@ -380,10 +381,24 @@ func (n *Node) startRound(c *child, now int64) {
 	c.round++
 	c.samples = c.samples[:0]
 	c.target = n.cfg.PingsPerRound
+	c.deadline = n.roundDeadline(now)
 	c.repeated = false
 	c.retries = 0
 	n.sendProbe(c, now)
 }
+
+// roundDeadline is the local time after which a round (or its repeat)
+// started at now sends no further probe: Config.RoundBudget later, 0 when
+// there is no budget.
+func (n *Node) roundDeadline(now int64) int64 {
+	if n.cfg.RoundBudget <= 0 {
+		return 0
+	}
+	return satmath.Add(now, int64(n.cfg.RoundBudget))
+}
+
+// overBudget reports whether c's round has spent its Config.RoundBudget.
+func (c *child) overBudget(now int64) bool { return c.deadline != 0 && now >= c.deadline }
 
 func (n *Node) timeout(c *child) int64 {
 	t := int64(n.cfg.ProbeTimeout)
@@ -422,6 +437,13 @@ func (n *Node) probeTimeout(c *child, now int64) {
 		} else {
 			n.endRound(c, now, false)
 		}
+		return
+	}
+	if c.overBudget(now) && len(c.samples) > 0 {
+		// The round's time is spent and a reply is late: end it with
+		// what it has rather than wait out the retries.
+		c.stats.Cut++
+		n.finishRound(c, now)
 		return
 	}
 	n.sendProbe(c, now)
@@ -471,20 +493,24 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		c.srtt += (raw - c.srtt) / 8
 	}
 	c.samples = append(c.samples, s)
-	if len(c.samples) < c.target {
+	if len(c.samples) < c.target && !c.overBudget(now) {
 		n.sendProbe(c, now)
 		return
 	}
 	best := bestRTT(c.samples)
 	if !c.repeated && c.shortestEver >= 0 && best-c.shortestEver > int64(n.cfg.NetworkLatencyErrorThresh) {
 		// Liao: shortest-this-round - shortest-ever > NETWORK_LATENCY_ERROR_THRESH:
-		// do the round's pings once more.
+		// do the round's pings once more (with the budget again, if any).
 		c.repeated = true
-		c.target += n.cfg.PingsPerRound
+		c.target = len(c.samples) + n.cfg.PingsPerRound
+		c.deadline = n.roundDeadline(now)
 		c.stats.Repeats++
 		n.event(now, EvRoundRepeated, c.id, float64(best-c.shortestEver))
 		n.sendProbe(c, now)
 		return
+	}
+	if len(c.samples) < c.target {
+		c.stats.Cut++
 	}
 	n.finishRound(c, now)
 }

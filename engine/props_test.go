@@ -52,6 +52,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"Window", func(c *Config) { c.Window = 1 }},
 		{"MaxConcurrentRounds", func(c *Config) { c.MaxConcurrentRounds = -1 }},
 		{"MaxProbeRetries", func(c *Config) { c.MaxProbeRetries = -1 }},
+		{"RoundBudget", func(c *Config) { c.RoundBudget = -time.Nanosecond }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

@@ -57,6 +57,7 @@ type ChildSnapshot struct {
 	Repeats     uint64  // rounds repeated (NETWORK_LATENCY_ERROR_THRESH)
 	Retries     uint64  // probes retried after a timeout
 	Abandoned   uint64  // rounds ended because retries ran out
+	Cut         uint64  // rounds ended by Config.RoundBudget before their PingsPerRound exchanges
 	Reports     uint64  // error reports received
 	Ignored     uint64  // late or duplicate replies and reports
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round

@@ -84,6 +84,9 @@ type Config struct {
 	// up to max_probe_retries times.
 	RetryRTTs       float64 `yaml:"retry_rtts" json:"retry_rtts" engine:"RetryRTTs"`
 	MaxProbeRetries int     `yaml:"max_probe_retries" json:"max_probe_retries" engine:"MaxProbeRetries"`
+	// RoundBudget: a round that has probed this long ends with the
+	// exchanges it has (engine.Config.RoundBudget); 0: no budget.
+	RoundBudget Duration `yaml:"round_budget,omitempty" json:"round_budget,omitempty" engine:"RoundBudget"`
 	// DiscountDelay: an error report counts only the part of a projection
 	// error that the exchange's queueing cannot explain
 	// (engine.Config.DiscountDelay).
@@ -145,6 +148,7 @@ func (c *Config) Check(bad func(field, format string, args ...any)) {
 	}{
 		{"network_latency_error_thresh", c.NetworkLatencyErrorThresh},
 		{"granularity", c.Granularity}, {"hull_min_delay", c.HullMinDelay},
+		{"round_budget", c.RoundBudget},
 	} {
 		if d.v < 0 {
 			bad(d.name, "%v, must be >= 0", d.v)

@@ -84,6 +84,7 @@ func TestCheckNamesTheKey(t *testing.T) {
 		{"window", func(c *Config) { c.Window = 1<<16 + 1 }},
 		{"max_concurrent_rounds", func(c *Config) { c.MaxConcurrentRounds = -1 }},
 		{"max_probe_retries", func(c *Config) { c.MaxProbeRetries = -1 }},
+		{"round_budget", func(c *Config) { c.RoundBudget = -1 }},
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			c := Default()

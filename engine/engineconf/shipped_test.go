@@ -213,6 +213,7 @@ func TestSimAndDaemonAcceptTheSameKeys(t *testing.T) {
 		"acquire_rounds": "4", "hull_min_delay": "1us", "hull_max_span": "-1ns", "granularity": "2ns",
 		"window": "512", "continuous_drift": "true", "max_concurrent_rounds": "2", "retry_rtts": "3",
 		"max_probe_retries": "6", "discount_delay": "true", "center_memory": "2.5",
+		"round_budget": "300ms",
 	}
 	ct := reflect.TypeFor[engineconf.Config]()
 	for i := range ct.NumField() {
