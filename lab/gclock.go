@@ -205,17 +205,26 @@ func LabDaemonConfig() daemon.Config {
 	// moves ramp rounds past the warm-up: at 5.5 s with rounds of 120, a
 	// loaded run fitted 11 resyncs into the 50 s after it, 0.207 a second).
 	// Accuracy here is bought with exchanges, so the budget is spent.
-	// 120 exchanges per round: a pareto link rarely gives a fast one (about
+	// 240 exchanges per round: a pareto link rarely gives a fast one (about
 	// 5% of one-way delays fall within 1 us of the floor), and the centre
-	// line rests on the fastest each way; its drift, fitted through them
-	// over the minute of a run, is what limits a host's median (60 a
-	// round left a host 0.3-0.8 us off in one run in four under load;
-	// docs/lab.md, "What limits the per-host median"). A round counts as
-	// one resync; after convergence that is 22-24 exchanges a second
-	// (33-38 when cross traffic makes rounds repeat), chrony's 16 at its
-	// lab polling interval. The window keeps about as
-	// many rounds as with 60.
-	s.PingsPerRound = 120
+	// line rests on the fastest each way (60 a round left a host 0.3-0.8
+	// us off in one run in four under load; docs/lab.md, "What limits the
+	// per-host median"). The emulated crystals wander, so the line
+	// remembers about 2.5 rounds (center_memory) instead of fitting one
+	// frequency through the whole window: with 120 and no memory a quiet
+	// host was 0.33 us off in one run in six (docs/lab.md, "The centre
+	// line's memory and 240 exchanges a round"). A round stops probing
+	// after 600 ms (round_budget): the reference serves its children one
+	// after another, and on a loaded machine 240 exchanges took 1.3-1.7 s,
+	// so a child's first rounds came after everyone else's long ones (a
+	// restarted child stayed untrusted for tens of seconds). Quiet rounds
+	// take well under the budget; busy ones end with 100-200 exchanges.
+	// A round counts as one resync; after convergence that is 40-45
+	// exchanges a second (up to 70 when cross traffic makes rounds
+	// repeat), against chrony's 16 at its lab polling interval.
+	s.PingsPerRound = 240
+	s.CenterMemory = 2.5
+	s.RoundBudget = daemon.Duration(600 * time.Millisecond)
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
 	s.MinGlobalPeriod = daemon.Duration(6 * time.Second)
 	s.MaxGlobalPeriod = daemon.Duration(6 * time.Second)
@@ -271,6 +280,11 @@ type GclockSummary struct {
 	// The same during the warm-up (convergence).
 	ConvergenceExchangesPerNodePerS float64 `json:"convergence_exchanges_per_node_per_s"`
 	ConvergenceRoundsPerNodePerS    float64 `json:"convergence_rounds_per_node_per_s"`
+	// Rounds and RoundsCut count the rounds this host drove with its
+	// children over the whole run (the overall summary: all hosts'), and
+	// those of them sync.round_budget ended before their exchanges.
+	Rounds    float64 `json:"rounds,omitempty"`
+	RoundsCut float64 `json:"rounds_cut,omitempty"`
 }
 
 // SeriesPoint is one evaluation of one host, relative to the truth.
@@ -731,10 +745,11 @@ type traffic struct {
 	messages  float64 // engine messages sent
 	exchanges float64 // probes sent
 	rounds    float64 // rounds completed with its children
+	cut       float64 // of them, ended by the round budget
 }
 
 func (t traffic) sub(u traffic) traffic {
-	return traffic{ok: t.ok && u.ok, messages: t.messages - u.messages, exchanges: t.exchanges - u.exchanges, rounds: t.rounds - u.rounds}
+	return traffic{ok: t.ok && u.ok, messages: t.messages - u.messages, exchanges: t.exchanges - u.exchanges, rounds: t.rounds - u.rounds, cut: t.cut - u.cut}
 }
 
 func scrapeAll(dir string, n int) []traffic {
@@ -792,6 +807,11 @@ func parseTraffic(r io.Reader) (traffic, error) {
 	if f, ok := fams["gclock_child_rounds_total"]; ok {
 		for _, m := range f.GetMetric() {
 			t.rounds += m.GetCounter().GetValue()
+		}
+	}
+	if f, ok := fams["gclock_child_rounds_cut_total"]; ok {
+		for _, m := range f.GetMetric() {
+			t.cut += m.GetCounter().GetValue()
 		}
 	}
 	return t, nil
@@ -871,6 +891,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 	res.Series = e.series
 	all := eval.New(e.options())
 	var conv, steady traffic
+	var sum GclockSummary // its traffic; the rest after the loop
 	haveTraffic := true
 	for i := range n {
 		s := gclockSummary(i, e.hosts[i].Summary())
@@ -886,6 +907,10 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		s.RoundsPerNodePerS = eval.PerNodePerS(st.rounds, 1, steadyS)
 		s.ConvergenceExchangesPerNodePerS = eval.PerNodePerS(c.exchanges, 1, warmS)
 		s.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(c.rounds, 1, warmS)
+		if i < len(final) && final[i].ok {
+			s.Rounds, s.RoundsCut = final[i].rounds, final[i].cut
+			sum.Rounds, sum.RoundsCut = sum.Rounds+s.Rounds, sum.RoundsCut+s.RoundsCut
+		}
 		conv.messages, conv.exchanges, conv.rounds = conv.messages+c.messages, conv.exchanges+c.exchanges, conv.rounds+c.rounds
 		steady.messages, steady.exchanges, steady.rounds = steady.messages+st.messages, steady.exchanges+st.exchanges, steady.rounds+st.rounds
 		res.Nodes = append(res.Nodes, s)
@@ -894,7 +919,9 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		}
 		all.Merge(e.hosts[i])
 	}
-	sum := gclockSummary(-1, all.Summary())
+	rounds, cut := sum.Rounds, sum.RoundsCut
+	sum = gclockSummary(-1, all.Summary())
+	sum.Rounds, sum.RoundsCut = rounds, cut
 	if sync := n - 1; haveTraffic && sync > 0 {
 		sum.MessagesPerNodePerS = eval.PerNodePerS(steady.messages, n, steadyS)
 		sum.ExchangesPerNodePerS = eval.PerNodePerS(steady.exchanges, sync, steadyS)

@@ -113,13 +113,16 @@ gclock_sync_messages_total{direction="sent",node="1",type="time_diff"} 3
 # TYPE gclock_child_rounds_total counter
 gclock_child_rounds_total{child="2",node="1"} 2
 gclock_child_rounds_total{child="3",node="1"} 1
+# TYPE gclock_child_rounds_cut_total counter
+gclock_child_rounds_cut_total{child="2",node="1"} 1
+gclock_child_rounds_cut_total{child="3",node="1"} 0
 `
 	tr, err := parseTraffic(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tr.ok || tr.messages != 93 || tr.exchanges != 90 || tr.rounds != 3 {
-		t.Errorf("parseTraffic = %+v, want 93 messages, 90 exchanges, 3 rounds", tr)
+	if !tr.ok || tr.messages != 93 || tr.exchanges != 90 || tr.rounds != 3 || tr.cut != 1 {
+		t.Errorf("parseTraffic = %+v, want 93 messages, 90 exchanges, 3 rounds, 1 cut", tr)
 	}
 	if _, err := parseTraffic(strings.NewReader("gclock_x{ 1\n")); err == nil {
 		t.Error("malformed metrics parsed without error")
