@@ -213,18 +213,20 @@ func LabDaemonConfig() daemon.Config {
 	// remembers about 2.5 rounds (center_memory) instead of fitting one
 	// frequency through the whole window: with 120 and no memory a quiet
 	// host was 0.33 us off in one run in six (docs/lab.md, "The centre
-	// line's memory and 240 exchanges a round"). A round stops probing
-	// after 600 ms (round_budget): the reference serves its children one
-	// after another, and on a loaded machine 240 exchanges took 1.3-1.7 s,
-	// so a child's first rounds came after everyone else's long ones (a
-	// restarted child stayed untrusted for tens of seconds). Quiet rounds
-	// take well under the budget; busy ones end with 100-200 exchanges.
-	// A round counts as one resync; after convergence that is 40-45
-	// exchanges a second (up to 70 when cross traffic makes rounds
-	// repeat), against chrony's 16 at its lab polling interval.
+	// line's memory and 240 exchanges a round"). The reference serves
+	// two children's rounds at once (max_concurrent_rounds) and a round
+	// stops probing after 1 s (round_budget): on a loaded machine 240
+	// exchanges took 1.3-1.7 s, and with one round at a time and no budget
+	// a child's first rounds came after everyone else's long ones (a
+	// child partitioned early stayed untrusted for tens of seconds). So a
+	// child waits at most one budget for a slot; quiet rounds take well
+	// under it. A round counts as one resync; after convergence that is
+	// about 43 exchanges a second (up to 70 when cross traffic makes
+	// rounds repeat), against chrony's 16 at its lab polling interval.
 	s.PingsPerRound = 240
 	s.CenterMemory = 2.5
-	s.RoundBudget = daemon.Duration(600 * time.Millisecond)
+	s.MaxConcurrentRounds = 2
+	s.RoundBudget = daemon.Duration(time.Second)
 	s.InitialGlobalPeriod = daemon.Duration(time.Second)
 	s.MinGlobalPeriod = daemon.Duration(6 * time.Second)
 	s.MaxGlobalPeriod = daemon.Duration(6 * time.Second)

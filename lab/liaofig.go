@@ -57,7 +57,7 @@ const (
 )
 
 // liaoDaemonConfig is the lab's daemon configuration (LabDaemonConfig:
-// the centre line, 120 exchanges a round) with Liao's adaptive periods, or
+// the centre line, 240 exchanges a round) with Liao's adaptive periods, or
 // with a fixed period, for the comparison of the paper's figures 2 and 3.
 // LabDaemonConfig itself holds the period at 6 s once converged, so
 // adaptive or not would make no difference there.

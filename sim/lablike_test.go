@@ -9,11 +9,12 @@ import (
 
 // TestCenterLabLikeHostMedians runs testdata/lab-like.yaml (gclock lab's
 // link, timestamp noise, clock wander and daemon config: the centre line
-// with a memory of 2.5 rounds, 240 exchanges per resync) with seeds 1-24
+// with a memory of 2.5 rounds, 240 exchanges per resync, two rounds at
+// once within a 1-s budget) with seeds 1-24
 // and holds the per-host medians of |error| to what the lab's quiet target
 // needs with a margin: their mean at most 165 ns and, per seed, the worst
 // host's median at most 220 ns in the middle seed, every synced read
-// inside its bounds (measured: 148 and 183 ns, 294 ns at most; with 120
+// inside its bounds (measured: 149 and 185 ns, 392 ns at most; with 120
 // exchanges and no memory, the config before, 208 and 257 ns).
 //
 // The centre line's drift is what limits a host's median: with a
@@ -40,8 +41,9 @@ func TestCenterLabLikeHostMedians(t *testing.T) {
 // the worst host's median in the middle seed from 479 to 421 ns, and the
 // seeds with a host above 500 ns from 16 to 10 (with the FloorFilter of
 // two floors; before it 325 -> 301 ns, 452 -> 403 ns, 13 -> 7). With the
-// lab's config of 240 exchanges a round and the centre line's memory: 250
-// ns, 332 ns and 5 seeds, held here with a margin.
+// lab's config of 240 exchanges a round, two at once within a 1-s budget,
+// and the centre line's memory: 255 ns, 374 ns and 3 seeds, held here with
+// a margin.
 func TestCenterLabLikeBurstyHostMedians(t *testing.T) {
 	mean, mid, worst := labLikeHostMedians(t, "testdata/lab-like-bursty.yaml", 40)
 	over := 0
@@ -51,8 +53,8 @@ func TestCenterLabLikeBurstyHostMedians(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d seeds with a host's median above 500 ns", over, len(worst))
-	if mean > 275 || mid > 370 || over > 7 {
-		t.Errorf("mean host median %d ns (want <= 275), worst host's median %d ns in the middle seed (want <= 370), %d seeds with a host above 500 ns (want <= 7)", mean, mid, over)
+	if mean > 280 || mid > 410 || over > 6 {
+		t.Errorf("mean host median %d ns (want <= 280), worst host's median %d ns in the middle seed (want <= 410), %d seeds with a host above 500 ns (want <= 6)", mean, mid, over)
 	}
 }
 
