@@ -285,7 +285,7 @@ type Config struct {
 	// RoundBudget bounds the local time a round spends probing: once it
 	// has run this long, the round sends no further probe and ends with the
 	// exchanges it has (at least one; a probe out when the budget runs out
-	// is waited for, up to its retries). A repeated round (Liao's
+	// is waited for until its timeout, not retried). A repeated round (Liao's
 	// NETWORK_LATENCY_ERROR_THRESH) gets the budget again from the repeat.
 	// With MaxConcurrentRounds, a slow host cannot then hold the other
 	// children's rounds for the length of PingsPerRound slow exchanges.

@@ -54,6 +54,20 @@ func TestRoundBudget(t *testing.T) {
 		})
 	}
 
+	t.Run("a deadline at local time 0 is still a deadline", func(t *testing.T) {
+		c := testConfig(0, nil, []NodeID{1})
+		c.PingsPerRound = 10
+		c.ProbeTimeout = 500 * time.Millisecond
+		c.RoundBudget = 25 * time.Millisecond
+		n := newNode(t, c)
+		start := -25 * ms // the deadline falls on 0
+		n.Tick(start)
+		td, _, _ := answer(t, n, n.Ready(), start, []int64{10 * ms})
+		if len(td.Samples) != 3 {
+			t.Fatalf("%d samples, want 3 (cut at the budget)", len(td.Samples))
+		}
+	})
+
 	t.Run("lost probe after the budget ends the round at its timeout", func(t *testing.T) {
 		c := testConfig(0, nil, []NodeID{1})
 		c.PingsPerRound = 10

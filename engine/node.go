@@ -93,7 +93,7 @@ type child struct {
 	probeSent int64
 	probeTx   int64 // the probe's transmit stamp (TxStamp); 0: none
 	target    int
-	deadline  int64 // Config.RoundBudget: no probe sent after this (0: none)
+	deadline  int64 // Config.RoundBudget: no probe sent after this
 	repeated  bool
 	retries   int
 	samples   []estimate.Sample
@@ -388,8 +388,8 @@ func (n *Node) startRound(c *child, now int64) {
 }
 
 // roundDeadline is the local time after which a round (or its repeat)
-// started at now sends no further probe: Config.RoundBudget later, 0 when
-// there is no budget.
+// started at now sends no further probe: Config.RoundBudget later (unused
+// when there is no budget).
 func (n *Node) roundDeadline(now int64) int64 {
 	if n.cfg.RoundBudget <= 0 {
 		return 0
@@ -397,8 +397,11 @@ func (n *Node) roundDeadline(now int64) int64 {
 	return satmath.Add(now, int64(n.cfg.RoundBudget))
 }
 
-// overBudget reports whether c's round has spent its Config.RoundBudget.
-func (c *child) overBudget(now int64) bool { return c.deadline != 0 && now >= c.deadline }
+// overBudget reports whether c's round has spent its Config.RoundBudget
+// (never without a budget: a deadline of 0 is also a local time).
+func (n *Node) overBudget(c *child, now int64) bool {
+	return n.cfg.RoundBudget > 0 && now >= c.deadline
+}
 
 func (n *Node) timeout(c *child) int64 {
 	t := int64(n.cfg.ProbeTimeout)
@@ -439,7 +442,7 @@ func (n *Node) probeTimeout(c *child, now int64) {
 		}
 		return
 	}
-	if c.overBudget(now) && len(c.samples) > 0 {
+	if n.overBudget(c, now) && len(c.samples) > 0 {
 		// The round's time is spent and a reply is late: end it with
 		// what it has rather than wait out the retries.
 		c.stats.Cut++
@@ -493,7 +496,7 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		c.srtt += (raw - c.srtt) / 8
 	}
 	c.samples = append(c.samples, s)
-	if len(c.samples) < c.target && !c.overBudget(now) {
+	if len(c.samples) < c.target && !n.overBudget(c, now) {
 		n.sendProbe(c, now)
 		return
 	}
