@@ -388,12 +388,9 @@ func (n *Node) startRound(c *child, now int64) {
 }
 
 // roundDeadline is the local time after which a round (or its repeat)
-// started at now sends no further probe: Config.RoundBudget later (unused
-// when there is no budget).
+// started at now sends no further probe: Config.RoundBudget later (read
+// only when there is a budget: overBudget).
 func (n *Node) roundDeadline(now int64) int64 {
-	if n.cfg.RoundBudget <= 0 {
-		return 0
-	}
 	return satmath.Add(now, int64(n.cfg.RoundBudget))
 }
 

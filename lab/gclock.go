@@ -806,16 +806,15 @@ func parseTraffic(r io.Reader) (traffic, error) {
 			}
 		}
 	}
-	if f, ok := fams["gclock_child_rounds_total"]; ok {
-		for _, m := range f.GetMetric() {
-			t.rounds += m.GetCounter().GetValue()
+	// Summed over the children (a missing family is 0: nil's metrics are none).
+	total := func(name string) (v float64) {
+		for _, m := range fams[name].GetMetric() {
+			v += m.GetCounter().GetValue()
 		}
+		return v
 	}
-	if f, ok := fams["gclock_child_rounds_cut_total"]; ok {
-		for _, m := range f.GetMetric() {
-			t.cut += m.GetCounter().GetValue()
-		}
-	}
+	t.rounds = total("gclock_child_rounds_total")
+	t.cut = total("gclock_child_rounds_cut_total")
 	return t, nil
 }
 
@@ -893,7 +892,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 	res.Series = e.series
 	all := eval.New(e.options())
 	var conv, steady traffic
-	var sum GclockSummary // its traffic; the rest after the loop
+	var rounds, cut float64 // every host's, over the whole run
 	haveTraffic := true
 	for i := range n {
 		s := gclockSummary(i, e.hosts[i].Summary())
@@ -911,7 +910,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		s.ConvergenceRoundsPerNodePerS = eval.PerNodePerS(c.rounds, 1, warmS)
 		if i < len(final) && final[i].ok {
 			s.Rounds, s.RoundsCut = final[i].rounds, final[i].cut
-			sum.Rounds, sum.RoundsCut = sum.Rounds+s.Rounds, sum.RoundsCut+s.RoundsCut
+			rounds, cut = rounds+s.Rounds, cut+s.RoundsCut
 		}
 		conv.messages, conv.exchanges, conv.rounds = conv.messages+c.messages, conv.exchanges+c.exchanges, conv.rounds+c.rounds
 		steady.messages, steady.exchanges, steady.rounds = steady.messages+st.messages, steady.exchanges+st.exchanges, steady.rounds+st.rounds
@@ -921,8 +920,7 @@ func (e *evaluator) result(warm, final []traffic, warmS, steadyS float64) Gclock
 		}
 		all.Merge(e.hosts[i])
 	}
-	rounds, cut := sum.Rounds, sum.RoundsCut
-	sum = gclockSummary(-1, all.Summary())
+	sum := gclockSummary(-1, all.Summary())
 	sum.Rounds, sum.RoundsCut = rounds, cut
 	if sync := n - 1; haveTraffic && sync > 0 {
 		sum.MessagesPerNodePerS = eval.PerNodePerS(steady.messages, n, steadyS)
