@@ -84,6 +84,11 @@ type HullConfig struct {
 	// the same (the line converges on a constant drift). The bounds use
 	// every sample either way.
 	CenterMemory float64
+	// CenterFloorOnly keeps a Center hull's line on the fastest exchanges
+	// alone (the line before the body candidate of centerbody.go): for
+	// comparisons. false: the line blends the floor and the body of the
+	// delays by their measured variances.
+	CenterFloorOnly bool
 }
 
 // DefaultHullConfig is a 256-sample window without shift or wander.
@@ -356,6 +361,10 @@ type Hull struct {
 	lastRound int64
 	haveRound bool
 	roundGap  float64
+
+	// body is the centre line's choice between floor and body
+	// (centerbody.go).
+	body bodyState
 }
 
 // NewHull validates cfg and returns an empty Hull.

@@ -1,0 +1,427 @@
+package estimate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// The centre line's second candidate: the body of the delay distribution.
+//
+// The centre line of center.go rests on the fastest exchanges each way.
+// Where the delays have a sharp floor (a path that is sometimes empty:
+// propagation plus queueing) the fastest exchanges are the best
+// information there is: the lowest of n delays scatters by about 1/n of the
+// tail, far less than an average, which scatters by 1/sqrt(n) of it. Where
+// the delays are a bell around a mean (a virtual NIC, a busy hypervisor, an
+// interrupt-moderation timer) the fastest exchange is itself a noisy
+// statistic (the lowest of 240 normal delays of sigma 10 us is spread over
+// several us), and the exchanges above it, which the floor line throws
+// away, hold most of the information.
+//
+// So the hull fits a second line, through the body of both sides: every
+// exchange of the memory's span, each side's delays weighted by Huber's
+// rule about that side's own centre (full weight within bodyHuber robust
+// standard deviations, less beyond, so that a heavy tail counts little),
+// with one common line and margin as the floor line has. Its offset is
+// unbiased whenever the two directions' delays have the same shape (the
+// same M-estimate of location each way), whatever that shape is.
+//
+// Which line to trust is decided from the data, by the variance each
+// line's offset has on this data: for the body, the M-estimator's sandwich
+// variance; for the floor line, the variance of a low quantile, p(1-p)
+// S(p)^2/n, S the sparsity (dQ/dp) read off each side's own order
+// statistics around the share p of the exchanges the floor line rests on.
+// A sharp floor has a small sparsity there and the floor line wins by
+// orders of magnitude; a bell has a large one and the body wins by 5-10x.
+// The two lines are blended by inverse variance (the log of the ratio is
+// smoothed over rounds, so that one round's noise does not flip the
+// choice).
+//
+// When the two directions' delays have different shapes (one way queues
+// more, or jitters more), neither the body nor the floor is unbiased in
+// general, and the offset cannot be known from two-way exchanges: only the
+// bounds are safe. A delay is a fixed path plus waiting, and waiting is
+// what differs between directions, so the hull then leans on the floor
+// line: the body's weight is 0 while each side's robust spread differs by
+// more than bodyAsymRatio (CenterShape.Asymmetric says so).
+
+// CenterShape says what the centre line rests on, for the metrics and logs.
+type CenterShape struct {
+	// BodyWeight is the weight of the body line in the centre line: 0 the
+	// fastest exchanges alone (the floor line), 1 the body alone.
+	BodyWeight float64
+	// FloorSD and BodySD (ns) are the standard deviations of each line's
+	// offset estimated from the exchanges (0: not computed).
+	FloorSD, BodySD float64
+	// SpreadUp and SpreadDown (ns) are the robust spreads (1.4826 MAD) of
+	// each direction's delays in the memory's span: UP is the local
+	// node's messages to its source, down the source's replies.
+	SpreadUp, SpreadDown float64
+	// Asymmetric is true when the two directions' spreads differ by more
+	// than bodyAsymRatio: the body is not trusted.
+	Asymmetric bool
+	// Points is the number of exchanges per side the body line used.
+	Points int
+	// Disagree is the distance between the two lines at the newest
+	// exchange in standard deviations of their difference.
+	Disagree float64
+}
+
+const (
+	// bodyHuber is Huber's constant in robust standard deviations: 1.5 is
+	// 96% efficient on a normal distribution and caps what one exchange of
+	// a heavy tail can pull.
+	bodyHuber = 1.5
+	// bodyRefits: reweighting passes of the Huber fit.
+	bodyRefits = 4
+	// bodyMinPoints is the fewest exchanges per side for a body line: with
+	// fewer the spreads and variances are too noisy to compare.
+	bodyMinPoints = 48
+	// bodyAsymRatio: the two directions' robust spreads differ by more
+	// than this factor: their shapes differ. With 240 exchanges a side the
+	// spread's own scatter is about 8%, so 1.35 is four of them.
+	bodyAsymRatio = 1.35
+	// bodyAgreeLo and bodyAgreeHi: the body's weight fades from its
+	// inverse-variance share to 0 as the two lines' distance grows from
+	// bodyAgreeLo to bodyAgreeHi standard deviations.
+	bodyAgreeLo = 1.0
+	bodyAgreeHi = 2.0
+	// bodyClear: a body line this many times less variable than the floor
+	// line is judged by the spreads alone (see fuseBody).
+	bodyClear = 4.0
+	// bodyMinMoves: rounds of measured moves before they count.
+	bodyMinMoves = 3
+	// bodyDecay is the weight of the newest round in the smoothed log
+	// ratio of the two variances.
+	bodyDecay = 0.3
+)
+
+// bodyState is a hull's memory of the choice: the smoothed log of
+// Var(floor)/Var(body) and the last shape.
+type bodyState struct {
+	logRatio float64
+	seen     bool
+	shape    CenterShape
+	// The last round's lines (floor c, s; body a, sk) and reading point,
+	// and the smoothed squares of each line's move there (moves: how many).
+	c, s, a, sk, xe float64
+	lines           bool
+	moveF, moveB    float64
+	moves           int
+}
+
+// CenterShape returns what the centre line rests on (the hull whose line
+// Center uses); ok is false before a body line was ever weighed.
+func (h *Hull) CenterShape() (CenterShape, bool) {
+	h.centerLine()
+	src := h
+	if h.cfg.CenterAdapt && h.spanSel > 0 {
+		src = h.cands[h.spanSel-1]
+	}
+	return src.body.shape, src.body.seen
+}
+
+// side is one direction's points for the body fit: d values (actual d,
+// LOW not negated), x, memory weights.
+type bodyPoint struct {
+	x, d, sg, w0 float64
+}
+
+// fuseBody weighs the floor line (c, s, in relative d units) against the
+// body line and returns the blended line; lo and hi are the feasible skew
+// range. floorK is the number of fastest exchanges per side the floor line
+// rested on.
+func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
+	tau, from := h.centerMemory()
+	var pts []bodyPoint
+	add := func(ps []pt, sign float64) int {
+		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+		for _, p := range ps[i0:] {
+			w := 1.0
+			if tau > 0 {
+				w = math.Exp(-float64(h.newest-p.x) / tau)
+			}
+			pts = append(pts, bodyPoint{x: float64(p.x), d: sign * float64(p.d), sg: sign, w0: w})
+		}
+		return len(ps) - i0
+	}
+	nUp := add(h.up.pts, 1)
+	nLow := add(h.low.pts, -1)
+	if nUp < bodyMinPoints || nLow < bodyMinPoints {
+		return c, s
+	}
+	up, low := pts[:nUp], pts[nUp:]
+
+	// The floor line's residuals: each side's delay beyond the line.
+	qUp := make([]wv, len(up))
+	for i, p := range up {
+		qUp[i] = wv{p.d - (c + s*p.x), p.w0}
+	}
+	qLow := make([]wv, len(low))
+	for i, p := range low {
+		qLow[i] = wv{(c + s*p.x) - p.d, p.w0}
+	}
+	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
+
+	a, sk, vAt, xm, spreadUp, spreadLow, ok := fitBody(pts, nUp)
+	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: min(nUp, nLow)}
+	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
+		h.body.shape = shape
+		return c, s
+	}
+	// Both lines are judged where they are read: after the newest
+	// exchange, half a gap between rounds on. The floor line's variance
+	// there is its variance at the points' centre grown as the body's
+	// grows (the same exchanges, the same lever).
+	xe := float64(h.newest) + h.roundGap/2
+	vBody, vCentre := vAt(xe-xm), vAt(0)
+	if !(vBody > 0) || !(vCentre > 0) {
+		h.body.shape = shape
+		return c, s
+	}
+	vFloor *= vBody / vCentre
+	// Measured: how far each line moved at the last round's reading point
+	// since that round. A line's move from one round to the next is about
+	// its error (the centre line forgets over a few rounds), and it counts
+	// what the formulas leave out: the max-margin line's skew rests on a
+	// few extreme exchanges, so its error grows faster than the body's
+	// away from the points' centre.
+	b := &h.body
+	if b.lines {
+		jf := (c + s*b.xe) - (b.c + b.s*b.xe)
+		jb := (a + sk*b.xe) - (b.a + b.sk*b.xe)
+		if b.moves == 0 {
+			b.moveF, b.moveB = jf*jf, jb*jb
+		} else {
+			b.moveF += bodyDecay * (jf*jf - b.moveF)
+			b.moveB += bodyDecay * (jb*jb - b.moveB)
+		}
+		b.moves++
+	}
+	b.c, b.s, b.a, b.sk, b.xe, b.lines = c, s, a, sk, xe, true
+	if b.moves >= bodyMinMoves {
+		vFloor, vBody = max(vFloor, b.moveF), max(vBody, b.moveB)
+	}
+	shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vBody)
+	r := math.Log(vFloor / vBody)
+	if !b.seen {
+		b.logRatio, b.seen = r, true
+	} else {
+		b.logRatio += bodyDecay * (r - b.logRatio)
+	}
+	// The two lines must agree within their noise: where both sides have
+	// the same shape, each is unbiased and their difference is noise; a
+	// difference beyond it means the directions' delays differ in shape
+	// (their bodies lie at different heights above their floors).
+	z := math.Abs((a+sk*xe)-(c+s*xe)) / math.Sqrt(vFloor+vBody)
+	shape.Disagree = z
+	// Where the body is far the better line (rho >= bodyClear) the floor
+	// line's noise is what the formulas grasp least (a bell's extreme
+	// exchanges), and the lines' distance says little: only the spreads
+	// judge the shapes there.
+	rho := math.Exp(b.logRatio) // Var(floor) / Var(body)
+	if rho >= bodyClear {
+		z = 0
+	}
+	ratio := max(spreadUp, spreadLow) / min(spreadUp, spreadLow)
+	shape.Asymmetric = !(ratio <= bodyAsymRatio) || !(z < bodyAgreeHi)
+	if !shape.Asymmetric {
+		// Inverse-variance weights: wBody = vFloor / (vFloor + vBody),
+		// fading out as the lines' disagreement nears bodyAgreeHi.
+		// The floor is the physically safer line (waiting is what differs
+		// between directions), so the body is blended in only where it is
+		// clearly the better one: from nothing at equal variances to its
+		// full share at half the floor's.
+		fade := min(1, max(0, (bodyAgreeHi-z)/(bodyAgreeHi-bodyAgreeLo)))
+		gate := min(1, max(0, rho-1))
+		shape.BodyWeight = fade * gate * rho / (1 + rho)
+	}
+	h.body.shape = shape
+	wb := shape.BodyWeight
+	return c + wb*(a-c), s + wb*(sk-s)
+}
+
+// wv is a value and its weight.
+type wv struct{ v, w float64 }
+
+// quantileVar is the variance of the k-th lowest of a side's weighted
+// values as an estimate of that quantile: p(1-p) S(p)^2 / n, with n the
+// effective number of values, p = k/n and the sparsity S read off the
+// weighted quantiles at p/2 and 2p. It sorts q.
+func quantileVar(q []wv, k int) float64 {
+	slices.SortFunc(q, func(a, b wv) int { return cmp.Compare(a.v, b.v) })
+	var sw, sw2 float64
+	for _, e := range q {
+		sw += e.w
+		sw2 += e.w * e.w
+	}
+	if !(sw > 0) {
+		return math.NaN()
+	}
+	n := sw * sw / sw2
+	p := min(max(float64(k), 1)/n, 0.25)
+	quant := func(pp float64) float64 {
+		target, cum := pp*sw, 0.0
+		for _, e := range q {
+			cum += e.w
+			if cum >= target {
+				return e.v
+			}
+		}
+		return q[len(q)-1].v
+	}
+	sp := (quant(2*p) - quant(p/2)) / (1.5 * p)
+	return p * (1 - p) * sp * sp / n
+}
+
+// fitBody fits one line and margin through every point (UP: d = line + m,
+// LOW: d = line - m) by Huber's M-estimate, each side scaled by its own
+// robust spread. It returns the line (relative d at x = 0, skew), the
+// variance of the line's offset at a local time after the weighted centre
+// of the points xm (from the sandwich covariance, so the skew's error
+// counts), xm, and both sides' spreads.
+func fitBody(pts []bodyPoint, nUp int) (a, skew float64, v func(at float64) float64, xm, spreadUp, spreadLow float64, ok bool) {
+	n := len(pts)
+	xs, ds, sg, w := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, p := range pts {
+		xs[i], ds[i], sg[i], w[i] = p.x, p.d, p.sg, p.w0
+	}
+	xm = weightedMean(xs, w)
+	res := make([]float64, n)
+	scale := [2]float64{}
+	var sol [3]float64
+	for it := 0; ; it++ {
+		next, good := solveLine(xs, ds, sg, w, xm)
+		if !good {
+			if it == 0 {
+				return 0, 0, nil, 0, 0, 0, false
+			}
+			break
+		}
+		sol = next
+		// Residuals: each side's delay beyond its centre (positive: slower).
+		for i := range pts {
+			res[i] = sg[i] * (ds[i] - (sol[0] + sol[1]*(xs[i]-xm)/1e9 + sg[i]*sol[2]))
+		}
+		scale[0], scale[1] = madScale(res[:nUp]), madScale(res[nUp:])
+		if it == bodyRefits {
+			break
+		}
+		for i := range pts {
+			sc := scale[0]
+			if i >= nUp {
+				sc = scale[1]
+			}
+			w[i] = pts[i].w0 * huberWeight(res[i], sc)
+		}
+	}
+	// The M-estimator's sandwich covariance of (a', s', m):
+	// A^-1 B A^-1, A = sum w0 psi'(r) X X', B = sum w0^2 psi(r)^2 X X'.
+	var A, B [3][3]float64
+	for i := range pts {
+		sc := scale[0]
+		if i >= nUp {
+			sc = scale[1]
+		}
+		k := bodyHuber * sc
+		r, w0 := res[i], pts[i].w0
+		psi, dpsi := r, 1.0
+		if sc > 0 && math.Abs(r) > k {
+			psi, dpsi = math.Copysign(k, r), 0
+		}
+		row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
+		for a := range 3 {
+			for b := range 3 {
+				A[a][b] += w0 * dpsi * row[a] * row[b]
+				B[a][b] += w0 * w0 * psi * psi * row[a] * row[b]
+			}
+		}
+	}
+	cov, good := sandwich(A, B)
+	if !good {
+		return 0, 0, nil, 0, 0, 0, false
+	}
+	// The offset's variance at x = xm + at (at: local ns after the
+	// centroid), in d units squared.
+	v = func(at float64) float64 {
+		t := at / 1e9
+		return cov[0][0] + 2*t*cov[0][1] + t*t*cov[1][1]
+	}
+	_ = xm
+	skew = sol[1] / 1e9
+	return sol[0] - skew*xm, skew, v, xm, scale[0], scale[1], true
+}
+
+// sandwich returns A^-1 B A^-1 for symmetric A, B; ok is false when A is
+// singular.
+func sandwich(A, B [3][3]float64) (c [3][3]float64, ok bool) {
+	var inv [3][3]float64
+	for col := range 3 {
+		var e [3]float64
+		e[col] = 1
+		v, ok := solve3(A, e)
+		if !ok {
+			return c, false
+		}
+		for r := range 3 {
+			inv[r][col] = v[r]
+		}
+	}
+	var t [3][3]float64
+	for i := range 3 {
+		for j := range 3 {
+			for k := range 3 {
+				t[i][j] += inv[i][k] * B[k][j]
+			}
+		}
+	}
+	for i := range 3 {
+		for j := range 3 {
+			for k := range 3 {
+				c[i][j] += t[i][k] * inv[k][j]
+			}
+		}
+	}
+	return c, true
+}
+
+// huberWeight is Huber's weight of residual r at scale sc.
+func huberWeight(r, sc float64) float64 {
+	if !(sc > 0) {
+		return 1
+	}
+	k := bodyHuber * sc
+	if a := math.Abs(r); a > k && a > 0 {
+		return k / a
+	}
+	return 1
+}
+
+// madScale is 1.4826 times the median absolute deviation from the median:
+// a normal distribution's standard deviation, robust to a tail.
+func madScale(r []float64) float64 {
+	if len(r) == 0 {
+		return 0
+	}
+	c := slices.Clone(r)
+	slices.Sort(c)
+	med := c[len(c)/2]
+	for i, v := range c {
+		c[i] = math.Abs(v - med)
+	}
+	slices.Sort(c)
+	return 1.4826 * c[len(c)/2]
+}
+
+func weightedMean(xs, w []float64) float64 {
+	var s, sw float64
+	for i, x := range xs {
+		s += w[i] * x
+		sw += w[i]
+	}
+	if sw == 0 {
+		return 0
+	}
+	return s / sw
+}
