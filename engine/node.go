@@ -966,7 +966,7 @@ func (n *Node) localBoundsChecked(s *source, x int64) (est, lo, hi int64, ok, co
 	if s.haveBest {
 		_, flo, fhi := n.fallback(s).At(x)
 		if have {
-			l, h, ok := Intersect(lo, hi, flo, fhi)
+			l, h, ok := estimate.Intersect(lo, hi, flo, fhi)
 			if !ok {
 				// Contradiction: some assumption (MaxDrift, MaxWander, the
 				// Hull's model) is wrong. Claim only the union.
@@ -1003,7 +1003,7 @@ func (n *Node) viaSourceChecked(s *source, x int64) (est, lo, hi int64, ok, cons
 	if !ok {
 		return 0, 0, 0, false, false
 	}
-	est, lo, hi, ok = MapInterval(s.g, le, llo, lhi)
+	est, lo, hi, ok = estimate.MapInterval(s.g, le, llo, lhi)
 	return est, lo, hi, ok, consistent
 }
 
@@ -1053,7 +1053,7 @@ func (n *Node) offsetAt(x int64) (int64, bool) {
 // tightest now but grows at MaxDrift, the Hull's grows at its SkewErr.
 func (n *Node) globalMapping(now, period int64) estimate.Mapping {
 	if n.IsReference() {
-		return Identity(now)
+		return estimate.Identity(now)
 	}
 	s, _, _, _, ok := n.bestSource(now)
 	if !ok {
@@ -1061,23 +1061,23 @@ func (n *Node) globalMapping(now, period int64) estimate.Mapping {
 	}
 	line, _ := n.lineMapping(s)
 	bound := n.fallback(s)
-	if h := s.hull.Mapping(); h.Valid && halfWidth(h, now+period) <= halfWidth(bound, now+period) {
+	if h := s.hull.Mapping(); h.Valid && h.HalfWidth(now+period) <= bound.HalfWidth(now+period) {
 		bound = h
 	}
-	l := Reanchor(line, now)
-	b := Reanchor(bound, now)
+	l := estimate.Reanchor(line, now)
+	b := estimate.Reanchor(bound, now)
 	// The line may sit off the bound's centre: widen by the gap, which
 	// grows at most with the skew difference.
 	inner := estimate.Mapping{
 		X0:      now,
 		Y0:      l.Y0,
 		Skew:    l.Skew,
-		W0:      min(satmath.Add(b.W0, satmath.AbsDiff(l.Y0, b.Y0)), maxWidth),
+		W0:      min(satmath.Add(b.W0, satmath.AbsDiff(l.Y0, b.Y0)), estimate.MaxWidth),
 		SkewErr: b.SkewErr + math.Abs(l.Skew-b.Skew),
 		Wander:  b.Wander,
 		Valid:   true,
 	}
-	return sendable(Compose(s.g, inner, now))
+	return sendable(estimate.Compose(s.g, inner, now))
 }
 
 // sendable brings a mapping within what InvalidFields lets through: early
