@@ -90,6 +90,15 @@ const (
 	// bodyClear: a body line this many times less variable than the floor
 	// line is judged by the spreads alone (see fuseBody).
 	bodyClear = 4.0
+	// bodyMemoryScale: the body line remembers this many times longer than
+	// the floor line. The centre line's memory (2.5 rounds in the lab's
+	// daemons) balances the floor's noise, a few hundred ns per round,
+	// against the wander of the frequency; a bell's midpoints scatter by
+	// microseconds, so their line wants more rounds before the wander
+	// counts. In the simulator's matrix (seeds 1-6) 2 against 1 and 4: runs
+	// within 1.5x of the limit, normal 3 us 5 (4, 3) of 6, normal 10 us 5
+	// (2, 4), bimodal 5 (3, 6), and p99 on normal 10 us 1.6 us against 3.8.
+	bodyMemoryScale = 2.0
 	// bodyMinMoves: rounds of measured moves before they count.
 	bodyMinMoves = 3
 	// bodyDecay is the weight of the newest round in the smoothed log
@@ -122,10 +131,18 @@ func (h *Hull) CenterShape() (CenterShape, bool) {
 	return src.body.shape, src.body.seen
 }
 
-// side is one direction's points for the body fit: d values (actual d,
-// LOW not negated), x, memory weights.
-type bodyPoint struct {
-	x, d, sg, w0 float64
+// midPt is an exchange's midpoint: local time and offset y - x, absolute.
+type midPt struct{ x, off int64 }
+
+// trimMids drops the midpoints older than the hull's oldest point.
+func (h *Hull) trimMids() {
+	cut := h.x0 + h.minX
+	i, _ := slices.BinarySearchFunc(h.mids, cut, func(m midPt, x int64) int { return cmp.Compare(m.x, x) })
+	if i > 0 && slices.IsSortedFunc(h.mids[:i+min(1, len(h.mids)-i)], func(a, b midPt) int { return cmp.Compare(a.x, b.x) }) {
+		h.mids = append(h.mids[:0], h.mids[i:]...)
+	} else if i > 0 || len(h.mids) > 4*h.cfg.Window {
+		h.mids = slices.DeleteFunc(h.mids, func(m midPt) bool { return m.x < cut })
+	}
 }
 
 // fuseBody weighs the floor line (c, s, in relative d units) against the
@@ -134,38 +151,43 @@ type bodyPoint struct {
 // rested on.
 func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
 	tau, from := h.centerMemory()
-	var pts []bodyPoint
-	add := func(ps []pt, sign float64) int {
-		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
-		for _, p := range ps[i0:] {
-			w := 1.0
-			if tau > 0 {
-				w = math.Exp(-float64(h.newest-p.x) / tau)
-			}
-			pts = append(pts, bodyPoint{x: float64(p.x), d: sign * float64(p.d), sg: sign, w0: w})
+	tau, from = h.bodyMemory(tau, from)
+	weight := func(x int64) float64 {
+		if tau > 0 {
+			return math.Exp(-float64(h.newest-x) / tau)
 		}
-		return len(ps) - i0
+		return 1
 	}
-	nUp := add(h.up.pts, 1)
-	nLow := add(h.low.pts, -1)
-	if nUp < bodyMinPoints || nLow < bodyMinPoints {
+	// Each direction's delay beyond the floor line (for the floor line's
+	// variance), and the exchanges' midpoints (for the body line).
+	side := func(ps []pt, sign float64) []wv {
+		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+		out := make([]wv, 0, len(ps)-i0)
+		for _, p := range ps[i0:] {
+			x := float64(p.x)
+			out = append(out, wv{sign * (sign*float64(p.d) - (c + s*x)), weight(p.x)})
+		}
+		return out
+	}
+	qUp, qLow := side(h.up.pts, 1), side(h.low.pts, -1)
+	var mx, md, mw []float64
+	for _, m := range h.mids {
+		x := m.x - h.x0
+		if x < from || x < h.minX {
+			continue
+		}
+		mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, weight(x))
+	}
+	if len(qUp) < bodyMinPoints || len(qLow) < bodyMinPoints || len(mx) < bodyMinPoints {
 		return c, s
 	}
-	up, low := pts[:nUp], pts[nUp:]
-
-	// The floor line's residuals: each side's delay beyond the line.
-	qUp := make([]wv, len(up))
-	for i, p := range up {
-		qUp[i] = wv{p.d - (c + s*p.x), p.w0}
-	}
-	qLow := make([]wv, len(low))
-	for i, p := range low {
-		qLow[i] = wv{(c + s*p.x) - p.d, p.w0}
-	}
+	// Spreads of each direction about its own median (the floor line's
+	// residuals: the line does not change a spread).
+	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
 	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
 
-	a, sk, vAt, xm, spreadUp, spreadLow, ok := fitBody(pts, nUp)
-	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: min(nUp, nLow)}
+	a, sk, vAt, xm, ok := fitBody(mx, md, mw)
+	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
 	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
 		h.body.shape = shape
 		return c, s
@@ -275,127 +297,126 @@ func quantileVar(q []wv, k int) float64 {
 	return p * (1 - p) * sp * sp / n
 }
 
-// fitBody fits one line and margin through every point (UP: d = line + m,
-// LOW: d = line - m) by Huber's M-estimate, each side scaled by its own
-// robust spread. It returns the line (relative d at x = 0, skew), the
-// variance of the line's offset at a local time after the weighted centre
-// of the points xm (from the sandwich covariance, so the skew's error
-// counts), xm, and both sides' spreads.
-func fitBody(pts []bodyPoint, nUp int) (a, skew float64, v func(at float64) float64, xm, spreadUp, spreadLow float64, ok bool) {
-	n := len(pts)
-	xs, ds, sg, w := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	for i, p := range pts {
-		xs[i], ds[i], sg[i], w[i] = p.x, p.d, p.sg, p.w0
+// bodyHubers are the Huber constants (in robust standard deviations of
+// the midpoint offsets) fitBody chooses from: the smallest is nearly the
+// median, right where many exchanges met the same delay both ways (two
+// modes: their midpoints pile up where the modes cancel), the largest
+// nearly the mean, right for a bell.
+var bodyHubers = []float64{0.25, 0.6, bodyHuber}
+
+// fitBody fits a line through the exchanges' midpoint offsets (x, d
+// relative, memory weights w0) by Huber's M-estimate, with the constant
+// of bodyHubers whose estimated variance is least. It returns the line
+// (relative d at x = 0, skew), the variance of the line's offset at a
+// local time after the weighted centre of the points xm (the sandwich
+// covariance, so the skew's error counts), and xm.
+func fitBody(xs, ds, w0 []float64) (a, skew float64, v func(at float64) float64, xm float64, ok bool) {
+	xm = weightedMean(xs, w0)
+	best := math.Inf(1)
+	for _, hk := range bodyHubers {
+		ca, cs, cv, good := huberLine(xs, ds, w0, xm, hk)
+		if !good {
+			continue
+		}
+		if v0 := cv(0); v0 < best {
+			best, a, skew, v, ok = v0, ca, cs, cv, true
+		}
 	}
-	xm = weightedMean(xs, w)
+	return a, skew, v, xm, ok
+}
+
+// huberLine is one Huber fit of d = a' + s' X (X: (x - xm) in seconds)
+// with constant hk robust standard deviations; it returns the line at
+// x = 0, its skew and its offset's variance at xm + at.
+func huberLine(xs, ds, w0 []float64, xm, hk float64) (a, skew float64, v func(at float64) float64, ok bool) {
+	n := len(xs)
+	w := slices.Clone(w0)
 	res := make([]float64, n)
-	scale := [2]float64{}
-	var sol [3]float64
+	var sol [2]float64
+	var sc float64
 	for it := 0; ; it++ {
-		next, good := solveLine(xs, ds, sg, w, xm)
+		next, good := solve2(xs, ds, w, xm)
 		if !good {
 			if it == 0 {
-				return 0, 0, nil, 0, 0, 0, false
+				return 0, 0, nil, false
 			}
 			break
 		}
 		sol = next
-		// Residuals: each side's delay beyond its centre (positive: slower).
-		for i := range pts {
-			res[i] = sg[i] * (ds[i] - (sol[0] + sol[1]*(xs[i]-xm)/1e9 + sg[i]*sol[2]))
+		for i := range xs {
+			res[i] = ds[i] - (sol[0] + sol[1]*(xs[i]-xm)/1e9)
 		}
-		scale[0], scale[1] = madScale(res[:nUp]), madScale(res[nUp:])
+		sc = madScale(res)
 		if it == bodyRefits {
 			break
 		}
-		for i := range pts {
-			sc := scale[0]
-			if i >= nUp {
-				sc = scale[1]
+		k := hk * sc
+		for i := range xs {
+			w[i] = w0[i]
+			if r := math.Abs(res[i]); sc > 0 && r > k {
+				w[i] *= k / r
 			}
-			w[i] = pts[i].w0 * huberWeight(res[i], sc)
 		}
 	}
-	// The M-estimator's sandwich covariance of (a', s', m):
-	// A^-1 B A^-1, A = sum w0 psi'(r) X X', B = sum w0^2 psi(r)^2 X X'.
-	var A, B [3][3]float64
-	for i := range pts {
-		sc := scale[0]
-		if i >= nUp {
-			sc = scale[1]
-		}
-		k := bodyHuber * sc
-		r, w0 := res[i], pts[i].w0
+	// The sandwich covariance A^-1 B A^-1 of (a', s').
+	k := hk * sc
+	var A, B [2][2]float64
+	for i := range xs {
+		r, wi := res[i], w0[i]
 		psi, dpsi := r, 1.0
 		if sc > 0 && math.Abs(r) > k {
 			psi, dpsi = math.Copysign(k, r), 0
 		}
-		row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
-		for a := range 3 {
-			for b := range 3 {
-				A[a][b] += w0 * dpsi * row[a] * row[b]
-				B[a][b] += w0 * w0 * psi * psi * row[a] * row[b]
+		row := [2]float64{1, (xs[i] - xm) / 1e9}
+		for p := range 2 {
+			for q := range 2 {
+				A[p][q] += wi * dpsi * row[p] * row[q]
+				B[p][q] += wi * wi * psi * psi * row[p] * row[q]
 			}
 		}
 	}
-	cov, good := sandwich(A, B)
-	if !good {
-		return 0, 0, nil, 0, 0, 0, false
+	det := A[0][0]*A[1][1] - A[0][1]*A[1][0]
+	if !(det > 0) || math.IsInf(det, 0) {
+		return 0, 0, nil, false
 	}
-	// The offset's variance at x = xm + at (at: local ns after the
-	// centroid), in d units squared.
+	inv := [2][2]float64{{A[1][1] / det, -A[0][1] / det}, {-A[1][0] / det, A[0][0] / det}}
+	var cov [2][2]float64
+	for p := range 2 {
+		for q := range 2 {
+			for r := range 2 {
+				for t := range 2 {
+					cov[p][q] += inv[p][r] * B[r][t] * inv[t][q]
+				}
+			}
+		}
+	}
 	v = func(at float64) float64 {
 		t := at / 1e9
 		return cov[0][0] + 2*t*cov[0][1] + t*t*cov[1][1]
 	}
-	_ = xm
 	skew = sol[1] / 1e9
-	return sol[0] - skew*xm, skew, v, xm, scale[0], scale[1], true
+	return sol[0] - skew*xm, skew, v, true
 }
 
-// sandwich returns A^-1 B A^-1 for symmetric A, B; ok is false when A is
-// singular.
-func sandwich(A, B [3][3]float64) (c [3][3]float64, ok bool) {
-	var inv [3][3]float64
-	for col := range 3 {
-		var e [3]float64
-		e[col] = 1
-		v, ok := solve3(A, e)
-		if !ok {
-			return c, false
+// solve2 is the weighted least-squares line d = a' + s' (x - xm)/1e9.
+func solve2(xs, ds, w []float64, xm float64) ([2]float64, bool) {
+	var sw, sx, sxx, sd, sxd float64
+	for i := range xs {
+		X := (xs[i] - xm) / 1e9
+		sw += w[i]
+		sx += w[i] * X
+		sxx += w[i] * X * X
+		sd += w[i] * ds[i]
+		sxd += w[i] * X * ds[i]
+	}
+	det := sw*sxx - sx*sx
+	if !(det > 0) || math.IsInf(det, 0) {
+		if sw > 0 {
+			return [2]float64{sd / sw, 0}, true
 		}
-		for r := range 3 {
-			inv[r][col] = v[r]
-		}
+		return [2]float64{}, false
 	}
-	var t [3][3]float64
-	for i := range 3 {
-		for j := range 3 {
-			for k := range 3 {
-				t[i][j] += inv[i][k] * B[k][j]
-			}
-		}
-	}
-	for i := range 3 {
-		for j := range 3 {
-			for k := range 3 {
-				c[i][j] += t[i][k] * inv[k][j]
-			}
-		}
-	}
-	return c, true
-}
-
-// huberWeight is Huber's weight of residual r at scale sc.
-func huberWeight(r, sc float64) float64 {
-	if !(sc > 0) {
-		return 1
-	}
-	k := bodyHuber * sc
-	if a := math.Abs(r); a > k && a > 0 {
-		return k / a
-	}
-	return 1
+	return [2]float64{(sd*sxx - sx*sxd) / det, (sw*sxd - sx*sd) / det}, true
 }
 
 // madScale is 1.4826 times the median absolute deviation from the median:
@@ -424,4 +445,30 @@ func weightedMean(xs, w []float64) float64 {
 		return 0
 	}
 	return s / sw
+}
+
+// madScaleWV is madScale of weighted values (the weights ignored: a
+// spread, not a fit).
+func madScaleWV(q []wv) float64 {
+	r := make([]float64, len(q))
+	for i, e := range q {
+		r[i] = e.v
+	}
+	return madScale(r)
+}
+
+// bodyMemory is the body line's memory: the centre line's (tau, and the
+// relative local time from which points count) stretched by
+// bodyMemoryScale.
+func (h *Hull) bodyMemory(tau float64, from int64) (float64, int64) {
+	if tau == 0 {
+		return tau, from
+	}
+	tau *= bodyMemoryScale
+	if span := centerMemorySpans * tau; span < float64(h.newest-h.minX) {
+		from = h.newest - int64(span)
+	} else {
+		from = math.MinInt64
+	}
+	return tau, from
 }
