@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/gclock/gclock/estimate"
+
 // Snapshot is a copy of a node's counters and per-peer state, for metrics
 // and tests. Durations are local nanoseconds.
 type Snapshot struct {
@@ -42,6 +44,12 @@ type SourceSnapshot struct {
 	LastHeard    int64  // local time anything last came from the source (the first Tick before)
 	Silent       bool   // nothing from the source for too long
 	Silences     uint64 // times the source went silent
+
+	// Line is what the centre line rests on (the fastest exchanges or the
+	// body of the delays, and why: estimate.CenterShape); HasLine is false
+	// for another estimator or before the body was first weighed.
+	Line    estimate.CenterShape
+	HasLine bool
 }
 
 // ChildSnapshot is the node's view of one child (Liao's per-node variables
@@ -83,6 +91,7 @@ func (n *Node) Snapshot() Snapshot {
 		ss.BoundWidth = -1
 		ss.GlobalPeriod, ss.LastHeard, ss.Silent = src.period, src.heardAt, src.silent
 		ss.Trust = src.trust.String()
+		ss.Line, ss.HasLine = centerShape(src.sel)
 		if src.haveBest {
 			if _, lo, hi, ok := n.viaSource(src, src.lastAt); ok {
 				ss.BoundWidth = hi - lo
@@ -104,4 +113,14 @@ func (n *Node) Snapshot() Snapshot {
 		s.Children = append(s.Children, cs)
 	}
 	return s
+}
+
+// centerShape is what a centre-line estimator's line rests on.
+func centerShape(e estimate.Estimator) (estimate.CenterShape, bool) {
+	if c, ok := e.(interface {
+		CenterShape() (estimate.CenterShape, bool)
+	}); ok {
+		return c.CenterShape()
+	}
+	return estimate.CenterShape{}, false
 }

@@ -51,6 +51,25 @@ type source struct {
 	heldGood  int
 
 	stats SourceSnapshot
+	line  string // what the centre line rested on at the last round (CenterShape.Kind, and whether shapes differ)
+}
+
+// noteLine logs when what the source's centre line rests on changes: the
+// fastest exchanges, the body of the delays, a blend, or the floor alone
+// because the two directions' delays differ in shape.
+func (n *Node) noteLine(s *source) {
+	sh, ok := centerShape(s.sel)
+	kind := sh.Kind()
+	if sh.Asymmetric {
+		kind += ", shapes differ"
+	}
+	if !ok || kind == s.line {
+		return
+	}
+	s.line = kind
+	n.logger.Info("centre line", "source", s.id, "rests_on", sh.Kind(), "shapes_differ", sh.Asymmetric, "body_weight", sh.BodyWeight,
+		"floor_sd_ns", int64(sh.FloorSD), "body_sd_ns", int64(sh.BodySD),
+		"spread_up_ns", int64(sh.SpreadUp), "spread_down_ns", int64(sh.SpreadDown), "disagree_sd", sh.Disagree)
 }
 
 func (n *Node) timeDiff(s *source, m Message, now int64) {
@@ -150,6 +169,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		diff = 0
 	}
 	n.event(now, EvGlobalResync, s.id, diff)
+	n.noteLine(s)
 	// Liao: calculate drift rate; if too large, reduce the self period.
 	// Too large: above LargeDrift, or so large that the offset held between
 	// two self resyncs drifts by more than DIFFERENCE_THRESH/2 (the self

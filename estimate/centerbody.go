@@ -41,10 +41,14 @@ import (
 // When the two directions' delays have different shapes (one way queues
 // more, or jitters more), neither the body nor the floor is unbiased in
 // general, and the offset cannot be known from two-way exchanges: only the
-// bounds are safe. A delay is a fixed path plus waiting, and waiting is
-// what differs between directions, so the hull then leans on the floor
-// line: the body's weight is 0 while each side's robust spread differs by
-// more than bodyAsymRatio (CenterShape.Asymmetric says so).
+// bounds are safe. The hull then leans on the line whose physical model
+// fits the shape it sees (CenterShape.Asymmetric says it is guessing): a
+// delay with a sharp floor is a fixed path plus waiting, and waiting is
+// what differs between directions, so there the floor alone; a bell is
+// jitter about the path's delay, whose floor is no floor, so there the
+// body alone. The shapes differ when each side's robust spread differs by
+// more than bodyAsymRatio, or when the two lines disagree beyond their
+// noise.
 
 // CenterShape says what the centre line rests on, for the metrics and logs.
 type CenterShape struct {
@@ -58,14 +62,29 @@ type CenterShape struct {
 	// each direction's delays in the memory's span: UP is the local
 	// node's messages to its source, down the source's replies.
 	SpreadUp, SpreadDown float64
-	// Asymmetric is true when the two directions' spreads differ by more
-	// than bodyAsymRatio: the body is not trusted.
+	// Asymmetric is true when the two directions' delays differ in shape:
+	// their spreads differ by more than bodyAsymRatio, or the two lines
+	// disagree beyond their noise. The line then rests on the floor where
+	// the floor is sharp, on the body where the delays are bells.
 	Asymmetric bool
 	// Points is the number of exchanges per side the body line used.
 	Points int
 	// Disagree is the distance between the two lines at the newest
 	// exchange in standard deviations of their difference.
 	Disagree float64
+}
+
+// Kind names what the line rests on: "floor" (the body's weight under
+// 5%), "body" (over 95%) or "blend"; Asymmetric says whether the
+// directions' shapes differ besides.
+func (c CenterShape) Kind() string {
+	switch {
+	case c.BodyWeight < 0.05:
+		return "floor"
+	case c.BodyWeight > 0.95:
+		return "body"
+	}
+	return "blend"
 }
 
 const (
@@ -248,7 +267,13 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	}
 	ratio := max(spreadUp, spreadLow) / min(spreadUp, spreadLow)
 	shape.Asymmetric = !(ratio <= bodyAsymRatio) || !(z < bodyAgreeHi)
-	if !shape.Asymmetric {
+	switch {
+	case shape.Asymmetric && rho >= bodyClear:
+		// Shapes differ and neither has a sharp floor (bells of different
+		// widths): a bell is jitter about a path's delay, so the centres
+		// are the better guess; the floor of a bell is no floor.
+		shape.BodyWeight = 1
+	case !shape.Asymmetric:
 		// Inverse-variance weights: wBody = vFloor / (vFloor + vBody),
 		// fading out as the lines' disagreement nears bodyAgreeHi.
 		// The floor is the physically safer line (waiting is what differs
