@@ -273,6 +273,12 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		// widths): a bell is jitter about a path's delay, so the centres
 		// are the better guess; the floor of a bell is no floor.
 		shape.BodyWeight = 1
+	case rho >= bodyClear:
+		// The body alone: the two lines rest on the same exchanges, so
+		// the floor line's error is largely the body's plus its own, and a
+		// share of it only adds noise (2-7% of a bell's floor line cost a
+		// third of the error in the simulator's matrix).
+		shape.BodyWeight = 1
 	case !shape.Asymmetric:
 		// Inverse-variance weights: wBody = vFloor / (vFloor + vBody),
 		// fading out as the lines' disagreement nears bodyAgreeHi.

@@ -45,6 +45,7 @@ func runSimMatrix(args []string, stdout, stderr io.Writer) error {
 	classes := fs.String("classes", "", "comma-separated classes (default: all)")
 	jsonOut := fs.Bool("json", false, "print every run as JSON")
 	out := fs.String("o", "", "also write the markdown report to `FILE`")
+	workers := fs.Int("workers", 0, "simulations run at once (0: one per core)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func runSimMatrix(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usage.Errorf("%v", err)
 	}
-	spec := linkmatrix.Spec{Seeds: ss}
+	spec := linkmatrix.Spec{Seeds: ss, Workers: *workers}
 	if *classes != "" {
 		for _, n := range strings.Split(*classes, ",") {
 			c, ok := netmodel.MatrixClass(strings.TrimSpace(n))
