@@ -150,7 +150,9 @@ func TestFlagsOverride(t *testing.T) {
 		{"bad reference", []string{"-reference", "x"}, nil, "flag -reference"},
 		{"invalid result", []string{"-topology", "torus"}, nil, "topology.kind"},
 		{"profile over the file", []string{"-profile", "precise"},
-			func(c Config) bool { return c.Sync.Profile == "precise" && c.Sync.Estimator == "center" && c.Sync.PingsPerRound == 240 }, ""},
+			func(c Config) bool {
+				return c.Sync.Profile == "precise" && c.Sync.Estimator == "center" && c.Sync.PingsPerRound == 240
+			}, ""},
 		{"estimator over the profile", []string{"-estimator", "hull", "-profile", "frugal"},
 			func(c Config) bool { return c.Sync.Estimator == "hull" && c.Sync.PingsPerRound == 3 }, ""},
 		{"unknown profile", []string{"-profile", "finest"}, nil, `flag -profile: unknown profile "finest" (frugal, precise)`},
