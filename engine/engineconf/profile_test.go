@@ -180,7 +180,7 @@ func mustProfile(t *testing.T, name string) engineconf.Config {
 
 // TestOneCopyOfEachProfile: the settings a profile holds live in its file
 // only. The lab's default config is the precise profile's; the lab-like
-// scenarios say `profile: precise` and nothing else in their engine:
+// scenarios and the link matrix's base say `profile: precise` and nothing else in their engine:
 // section, and run its keys; the production example says `profile:
 // frugal`. A hand copy that drifts, or a key copied beside the profile,
 // fails here.
@@ -194,6 +194,7 @@ func TestOneCopyOfEachProfile(t *testing.T) {
 		{"sim/testdata/lab-like.yaml", "engine", lab.LabProfile},
 		{"sim/testdata/lab-like-bursty.yaml", "engine", lab.LabProfile},
 		{"sim/testdata/lab-like-queued.yaml", "engine", lab.LabProfile},
+		{"sim/scenarios/link-matrix.yaml", "engine", lab.LabProfile},
 		{"deploy/gclock.yaml", "sync", "frugal"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
