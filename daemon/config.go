@@ -297,10 +297,8 @@ func (c *Config) Validate() error {
 		e.add("log.format", "unknown format %q (text, json)", f)
 	}
 	if len(e) == 0 {
-		// Backstops: the engine's own rules and the graph's connectivity.
-		if err := c.EngineConfig(nil, nil).Validate(); err != nil {
-			e.add("sync", "%v", err)
-		}
+		// The graph's connectivity (sync's rules are the engine's own,
+		// checked above by c.Sync.Check).
 		for _, ref := range c.Reference.Order {
 			if _, _, err := c.Roles(ref); err != nil {
 				e.add("topology", "with reference %d: %v", ref, err)
@@ -496,7 +494,7 @@ func (c *Config) order(ref uint32) []uint32 {
 
 // EngineConfig converts the sync section into this node's engine.Config
 // for the given sources and children (see Roles). Validate has checked the
-// section (and reports the engine's own refusal through this function).
+// section with the engine's own rules (engineconf.Config.Check).
 func (c *Config) EngineConfig(sources, children []engine.NodeID) engine.Config {
 	e, _ := c.Sync.ToEngine()
 	e.ID, e.Sources, e.Children = engine.NodeID(c.Node.ID), sources, children

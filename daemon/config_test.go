@@ -149,6 +149,13 @@ func TestFlagsOverride(t *testing.T) {
 		{"bad peers", []string{"-peers", "5:h5:1"}, nil, "flag -peers"},
 		{"bad reference", []string{"-reference", "x"}, nil, "flag -reference"},
 		{"invalid result", []string{"-topology", "torus"}, nil, "topology.kind"},
+		{"profile over the file", []string{"-profile", "precise"},
+			func(c Config) bool {
+				return c.Sync.Profile == "precise" && c.Sync.Estimator == "center" && c.Sync.PingsPerRound == 240
+			}, ""},
+		{"estimator over the profile", []string{"-estimator", "hull", "-profile", "frugal"},
+			func(c Config) bool { return c.Sync.Estimator == "hull" && c.Sync.PingsPerRound == 3 }, ""},
+		{"unknown profile", []string{"-profile", "finest"}, nil, `flag -profile: unknown profile "finest" (frugal, precise)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

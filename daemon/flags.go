@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gclock/gclock/engine/engineconf"
 )
 
 // Flags are the command-line overrides of a Config. Register them with
@@ -25,6 +27,7 @@ type Flags struct {
 	metrics          string
 	realTime         string
 	staleAfter       time.Duration
+	profile          string
 }
 
 // AddFlags registers the override flags on fs.
@@ -42,6 +45,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.metrics, "metrics", "", "override metrics.listen (\"none\": no metrics)")
 	fs.StringVar(&f.realTime, "real-time", "", "override real_time.mode (none, reference-realtime, mean-drift)")
 	fs.DurationVar(&f.staleAfter, "stale-after", 0, "override sync.stale_after")
+	fs.StringVar(&f.profile, "profile", "", "sync profile whose keys override the file's sync section, before the other flags: "+strings.Join(engineconf.ProfileNames(), ", ")+" (deploy/profiles)")
 	return f
 }
 
@@ -49,6 +53,12 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 // result. Errors name the flag.
 func (f *Flags) Apply(c *Config) error {
 	var err error
+	if f.profile != "" {
+		// First: -estimator and -stale-after then override the profile.
+		if perr := c.Sync.ApplyProfile(f.profile); perr != nil {
+			return fmt.Errorf("flag -profile: %w", perr)
+		}
+	}
 	f.fs.Visit(func(fl *flag.Flag) {
 		if err != nil {
 			return

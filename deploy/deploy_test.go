@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,34 +28,15 @@ import (
 	"github.com/gclock/gclock/wire/keyfile"
 )
 
-// TestConfigExamples: the production example serves UTC from raw clocks;
-// the lab's runs on emulated clocks, and says so at its top.
+// TestConfigExamples: the production example serves UTC from raw clocks.
+// (The lab writes its hosts' configs itself, on emulated clocks, from the
+// precise sync profile: engineconf's TestOneCopyOfEachProfile.)
 func TestConfigExamples(t *testing.T) {
 	prod, err := daemon.Load("gclock.yaml")
 	if err != nil {
 		t.Fatalf("the production example does not load: %v", err)
 	}
 	checkProduction(t, "gclock.yaml", prod)
-
-	lab, err := daemon.Load("lab-emulated.yaml")
-	if err != nil {
-		t.Fatalf("the lab example does not load: %v", err)
-	}
-	if lab.Clock.Source != daemon.ClockEmulated {
-		t.Errorf("lab-emulated.yaml: clock.source %q, want emulated (or rename the file)", lab.Clock.Source)
-	}
-	// The lab's tests use daemon/testdata/cluster.yaml: the same settings.
-	tests, err := daemon.Load("../daemon/testdata/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(lab, tests) {
-		t.Errorf("deploy/lab-emulated.yaml and daemon/testdata/cluster.yaml differ:\n%+v\n%+v", lab, tests)
-	}
-	head, _ := os.ReadFile("lab-emulated.yaml")
-	if !bytes.HasPrefix(head, []byte("# THE LAB'S CONFIG, NOT FOR PRODUCTION")) {
-		t.Errorf("lab-emulated.yaml does not start with its warning")
-	}
 }
 
 // checkProduction holds a config to what a production host needs.

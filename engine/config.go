@@ -63,11 +63,29 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate checks every field and names the first bad one.
+// Validate checks every field (Check) and names the first bad one.
 func (c Config) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("engine config: node %d: %s: %s: %w", c.ID, field, fmt.Sprintf(format, args...), ErrConfig)
-	}
+	var err error
+	c.Check(func(field, format string, args ...any) {
+		if err == nil {
+			err = fmt.Errorf("engine config: node %d: %s: %s: %w", c.ID, field, fmt.Sprintf(format, args...), ErrConfig)
+		}
+	})
+	return err
+}
+
+// Field names a Config field in a Check message that is about another
+// field than the bad one ("MinGlobalPeriod: 8s above MaxGlobalPeriod 4s").
+type Field string
+
+// Check is the one validation of a Config: it calls bad once per bad
+// field, in field order, with the field's name ("PingsPerRound") and what
+// is wrong with it. Every number among args is in the bad field's own
+// unit, and another field the message names is passed as a Field, so that
+// a caller that writes the fields under other names and units (package
+// engineconf: pings_per_round, ppm) can say it in its own words without
+// a second copy of the ranges.
+func (c Config) Check(bad func(field, format string, args ...any)) {
 	seen := make(map[NodeID]string, len(c.Sources)+len(c.Children))
 	for _, list := range []struct {
 		name string
@@ -75,10 +93,9 @@ func (c Config) Validate() error {
 	}{{"Sources", c.Sources}, {"Children", c.Children}} {
 		for _, id := range list.ids {
 			if id == c.ID {
-				return bad(list.name, "lists the node itself (%d)", id)
-			}
-			if prev, dup := seen[id]; dup {
-				return bad(list.name, "node %d already listed in %s", id, prev)
+				bad(list.name, "lists the node itself (%d)", id)
+			} else if prev, dup := seen[id]; dup {
+				bad(list.name, "node %d already listed in %s", id, Field(prev))
 			}
 			seen[id] = list.name
 		}
@@ -86,15 +103,17 @@ func (c Config) Validate() error {
 	switch c.Estimator {
 	case "minrtt", "regression", "hull", "center":
 	default:
-		return bad("Estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
+		bad("Estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
 	}
 	if c.PingsPerRound < 1 || c.PingsPerRound > 256 {
-		return bad("PingsPerRound", "%d outside [1, 256]", c.PingsPerRound)
+		bad("PingsPerRound", "%d outside [1, 256]", c.PingsPerRound)
 	}
-	positive := []struct {
+	for _, p := range []struct {
 		name string
 		d    time.Duration
 	}{
+		{"NetworkLatencyErrorThresh", c.NetworkLatencyErrorThresh},
+		{"DifferenceThresh", c.DifferenceThresh},
 		{"MinGlobalPeriod", c.MinGlobalPeriod},
 		{"MaxGlobalPeriod", c.MaxGlobalPeriod},
 		{"InitialGlobalPeriod", c.InitialGlobalPeriod},
@@ -102,35 +121,32 @@ func (c Config) Validate() error {
 		{"MaxSelfPeriod", c.MaxSelfPeriod},
 		{"ProbeTimeout", c.ProbeTimeout},
 		{"StaleAfter", c.StaleAfter},
-		{"DifferenceThresh", c.DifferenceThresh},
-	}
-	for _, p := range positive {
-		if p.d <= 0 {
-			return bad(p.name, "%v, must be > 0", p.d)
+	} {
+		if p.d <= 0 && p.name != "NetworkLatencyErrorThresh" {
+			bad(p.name, "%v, must be > 0", p.d)
+		} else if p.d < 0 {
+			bad(p.name, "%v, must be >= 0", p.d)
 		}
 	}
-	if c.NetworkLatencyErrorThresh < 0 {
-		return bad("NetworkLatencyErrorThresh", "%v, must be >= 0", c.NetworkLatencyErrorThresh)
-	}
 	if c.FloorSlack < 0 {
-		return bad("FloorSlack", "%v, must be >= 0 (0: off)", c.FloorSlack)
+		bad("FloorSlack", "%v, must be >= 0 (0: off)", c.FloorSlack)
 	}
 	if c.HullMinDelay < 0 {
-		return bad("HullMinDelay", "%v, must be >= 0", c.HullMinDelay)
+		bad("HullMinDelay", "%v, must be >= 0", c.HullMinDelay)
 	}
 	if c.Granularity < 0 {
-		return bad("Granularity", "%v, must be >= 0", c.Granularity)
+		bad("Granularity", "%v, must be >= 0", c.Granularity)
 	}
 	if c.MinGlobalPeriod > c.MaxGlobalPeriod {
-		return bad("MinGlobalPeriod", "%v above MaxGlobalPeriod %v", c.MinGlobalPeriod, c.MaxGlobalPeriod)
+		bad("MinGlobalPeriod", "%v above %s %v", c.MinGlobalPeriod, Field("MaxGlobalPeriod"), c.MaxGlobalPeriod)
 	}
 	if c.InitialGlobalPeriod > c.MaxGlobalPeriod {
-		return bad("InitialGlobalPeriod", "%v above MaxGlobalPeriod %v", c.InitialGlobalPeriod, c.MaxGlobalPeriod)
+		bad("InitialGlobalPeriod", "%v above %s %v", c.InitialGlobalPeriod, Field("MaxGlobalPeriod"), c.MaxGlobalPeriod)
 	}
 	if c.MinSelfPeriod > c.MaxSelfPeriod {
-		return bad("MinSelfPeriod", "%v above MaxSelfPeriod %v", c.MinSelfPeriod, c.MaxSelfPeriod)
+		bad("MinSelfPeriod", "%v above %s %v", c.MinSelfPeriod, Field("MaxSelfPeriod"), c.MaxSelfPeriod)
 	}
-	floats := []struct {
+	for _, f := range []struct {
 		name   string
 		v      float64
 		lo, hi float64
@@ -145,33 +161,31 @@ func (c Config) Validate() error {
 		{"RetryRTTs", c.RetryRTTs, 1, 1e6, false},
 		{"CenterMemory", c.CenterMemory, 0, 1e6, false},
 		{"SilentPeriods", c.SilentPeriods, 0, 1e6, false},
-	}
-	for _, f := range floats {
+	} {
 		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.loOpen && f.v == f.lo) {
 			open := "["
 			if f.loOpen {
 				open = "("
 			}
-			return bad(f.name, "%g outside %s%g, %g]", f.v, open, f.lo, f.hi)
+			bad(f.name, "%g outside "+open+"%g, %g]", f.v, f.lo, f.hi)
 		}
 	}
 	if c.SuccessThresh < 1 {
-		return bad("SuccessThresh", "%d, must be >= 1", c.SuccessThresh)
+		bad("SuccessThresh", "%d, must be >= 1", c.SuccessThresh)
 	}
 	if c.Window < 2 || c.Window > 1<<16 {
-		return bad("Window", "%d outside [2, 65536]", c.Window)
+		bad("Window", "%d outside [2, 65536]", c.Window)
 	}
 	if c.RoundBudget < 0 {
-		return bad("RoundBudget", "%v, must be >= 0 (0: no budget)", c.RoundBudget)
+		bad("RoundBudget", "%v, must be >= 0 (0: no budget)", c.RoundBudget)
 	}
 	if c.MaxConcurrentRounds < 0 {
-		return bad("MaxConcurrentRounds", "%d, must be >= 0 (0: no limit)", c.MaxConcurrentRounds)
+		bad("MaxConcurrentRounds", "%d, must be >= 0 (0: no limit)", c.MaxConcurrentRounds)
 	}
 	if c.AcquireRounds < 0 || c.AcquireRounds > 1000 {
-		return bad("AcquireRounds", "%d outside [0, 1000] (0: 3)", c.AcquireRounds)
+		bad("AcquireRounds", "%d outside [0, 1000] (0: 3)", c.AcquireRounds)
 	}
 	if c.MaxProbeRetries < 0 || c.MaxProbeRetries > 1000 {
-		return bad("MaxProbeRetries", "%d outside [0, 1000]", c.MaxProbeRetries)
+		bad("MaxProbeRetries", "%d outside [0, 1000]", c.MaxProbeRetries)
 	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
@@ -185,61 +186,38 @@ func (gc GclockConfig) Validate() error {
 // daemonPort is the UDP port of the lab's daemons.
 const daemonPort = 3190
 
+// LabProfile is the sync profile the lab runs by default
+// (deploy/profiles/precise.yaml: why each setting, and docs/lab.md).
+const LabProfile = "precise"
+
 // LabDaemonConfig is the daemon configuration the lab runs by default:
-// daemon.DefaultConfig with the settings below (docs/lab.md says why). The
-// lab fills in peers, ids, clocks, page and metrics.
+// LabDaemonConfigFor(LabProfile). The lab fills in peers, ids, clocks,
+// page and metrics.
 func LabDaemonConfig() daemon.Config {
+	c, err := LabDaemonConfigFor(LabProfile)
+	if err != nil {
+		panic(err) // a shipped profile; engineconf's tests decode it
+	}
+	return c
+}
+
+// LabDaemonConfigFor is daemon.DefaultConfig with the sync section of the
+// shipped profile (engineconf.Profile: the engine's defaults and the
+// profile's keys, as a config saying `sync: {profile: NAME}`) and no key.
+func LabDaemonConfigFor(profile string) (daemon.Config, error) {
 	c := daemon.DefaultConfig()
-	s := &c.Sync
-	// The centre line over the whole run (constant emulated drifts), kernel
-	// stamps, the drift applied continuously.
-	s.Estimator = "center"
-	s.Window = 4096
-	s.ContinuousDrift = true
-	// Resyncs (rounds): a ramp from one a second, the period doubling
-	// every three rounds (1, 1, 1, 2, 2, 2, 4, 4, 4 s: the initial period
-	// is below the minimum), then fixed at 6 s: up to 7 resyncs in a 10-s
-	// warm-up and at most 0.2 a second after, the daemon issue's budget
-	// (6 s, not 5: the ramp's 4-s periods straddle the warm-up's end, and
-	// a period runs from the end of a round, so a slow start under load
-	// moves ramp rounds past the warm-up: at 5.5 s with rounds of 120, a
-	// loaded run fitted 11 resyncs into the 50 s after it, 0.207 a second).
-	// Accuracy here is bought with exchanges, so the budget is spent.
-	// 240 exchanges per round: a pareto link rarely gives a fast one (about
-	// 5% of one-way delays fall within 1 us of the floor), and the centre
-	// line rests on the fastest each way (60 a round left a host 0.3-0.8
-	// us off in one run in four under load; docs/lab.md, "What limits the
-	// per-host median"). The emulated crystals wander, so the line
-	// remembers about 2.5 rounds (center_memory) instead of fitting one
-	// frequency through the whole window: with 120 and no memory a quiet
-	// host was 0.33 us off in one run in six (docs/lab.md, "The centre
-	// line's memory and 240 exchanges a round"). The reference serves
-	// two children's rounds at once (max_concurrent_rounds) and a round
-	// stops probing after 1 s (round_budget): on a loaded machine 240
-	// exchanges took 1.3-1.7 s, and with one round at a time and no budget
-	// a child's first rounds came after everyone else's long ones (a
-	// child partitioned early stayed untrusted for tens of seconds). So a
-	// child waits at most one budget for a slot; quiet rounds take well
-	// under it. A round counts as one resync; after convergence that is
-	// about 43 exchanges a second (up to 70 when cross traffic makes
-	// rounds repeat), against chrony's 16 at its lab polling interval.
-	s.PingsPerRound = 240
-	s.CenterMemory = 2.5
-	s.MaxConcurrentRounds = 2
-	s.RoundBudget = daemon.Duration(time.Second)
-	s.InitialGlobalPeriod = daemon.Duration(time.Second)
-	s.MinGlobalPeriod = daemon.Duration(6 * time.Second)
-	s.MaxGlobalPeriod = daemon.Duration(6 * time.Second)
-	s.SuccessThresh = 3
-	// Error reports only for what queueing cannot explain.
-	s.DiscountDelay = true
+	s, err := engineconf.Profile(profile)
+	if err != nil {
+		return c, err
+	}
+	c.Sync = s
 	// No key: the lab's hosts talk over veth links in private network
 	// namespaces that only the lab's own processes reach, and the keyless
 	// runs measure the unauthenticated path (lab spoof --key measures the
 	// other). The daemon refuses peers off loopback without a key unless
 	// told so (docs/daemon.md, "Security").
 	c.Auth.Insecure = true
-	return c
+	return c, nil
 }
 
 // ClockTruth is what the evaluator knows about one host's clock.

@@ -18,6 +18,7 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
@@ -75,6 +76,7 @@ type labFlags struct {
 	steps        string
 	plot         string
 	daemonCfg    string
+	syncProfile  string
 	noValidate   bool
 	evalEvery    time.Duration
 	series       string
@@ -123,6 +125,7 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.StringVar(&f.steps, "step", "", "emulated clocks: frequency steps of every host but the reference, AFTER:DELTA_PPM[,AFTER:DELTA_PPM...] (e.g. 30s:2)")
 	fs.StringVar(&f.plot, "plot", "", "draw gclock's error and bounds per host over time into FILE.png or FILE.svg")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
+	fs.StringVar(&f.syncProfile, "sync-profile", "", syncProfileHelp)
 	fs.BoolVar(&f.noValidate, "no-validate", false, "skip the switch validation before the run")
 	fs.DurationVar(&f.evalEvery, "eval-every", 10*time.Millisecond, "evaluate every host's page this often")
 	fs.StringVar(&f.series, "series", "", "write every evaluation (t_s, host, err_ns, lo_ns, hi_ns, synced) to this CSV file")
@@ -426,10 +429,10 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if err != nil {
 		return m, err
 	}
-	if f.daemonCfg != "" {
-		dc, err := daemon.Load(f.daemonCfg)
+	if f.daemonCfg != "" || f.syncProfile != "" {
+		dc, err := labDaemonBase(f.daemonCfg, f.syncProfile)
 		if err != nil {
-			return m, fmt.Errorf("--daemon-config: %w", err)
+			return m, err
 		}
 		gc.Base = &dc
 	}
@@ -677,4 +680,33 @@ func labSeries(r lab.GclockResult, file string) error {
 		return fmt.Errorf("--series %s: %w", file, err)
 	}
 	return f.Close()
+}
+
+// syncProfileHelp is --sync-profile's help: the daemons' sync profile, not
+// the load profile that gclock lab bench and lab measure call --profile.
+var syncProfileHelp = "the daemons' sync profile (deploy/profiles: " + strings.Join(engineconf.ProfileNames(), ", ") +
+	"; default " + lab.LabProfile + "): the sync: section of every host's config; over --daemon-config, its keys override the file's. Not --profile, the load profile of lab bench and lab measure"
+
+// labDaemonBase is the daemon config the lab's hosts start from: the file
+// (--daemon-config) or the lab's default, with the sync profile's keys
+// (--sync-profile) over it; with no file, the profile alone
+// (lab.LabDaemonConfigFor), nothing of the default profile left.
+func labDaemonBase(file, profile string) (daemon.Config, error) {
+	if file == "" {
+		c, err := lab.LabDaemonConfigFor(profile)
+		if err != nil {
+			return c, fmt.Errorf("--sync-profile: %w", err)
+		}
+		return c, nil
+	}
+	c, err := daemon.Load(file)
+	if err != nil {
+		return c, fmt.Errorf("--daemon-config: %w", err)
+	}
+	if profile != "" {
+		if err := c.Sync.ApplyProfile(profile); err != nil {
+			return c, fmt.Errorf("--sync-profile: %w", err)
+		}
+	}
+	return c, nil
 }

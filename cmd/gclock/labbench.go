@@ -191,6 +191,10 @@ Profiles (--profile, comma-separated, run seed by seed in turn):
             class's targets: `+strings.Join(netmodel.MatrixNames(), ", ")+`
   links     every class of the link matrix in turn
 
+--profile is the load beside the daemons. The daemons' own settings are a sync
+profile, --sync-profile (deploy/profiles: precise by default, the lab's; frugal
+for few packets), the same for every row.
+
 Every run's evidence is kept in a directory of its own (--keep; default beside
 the -o report: bench.md -> bench.d/PROFILE-seedN/): run.json, series.csv (every
 evaluation), peers.csv (the peers' readings), gclock/ (the daemons' configs,

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
-	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/lab"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
@@ -51,6 +50,7 @@ type labMeasureFlags struct {
 	clocks      string
 	maxDrift    float64
 	daemonCfg   string
+	syncProfile string
 	schedFIFO   bool
 	busy        time.Duration
 	verbose     bool
@@ -93,6 +93,7 @@ func (f *labMeasureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clocks, "clocks", "emulated", "the daemons' and nodes' clocks: emulated (offsets, drifts) or raw")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	fs.StringVar(&f.daemonCfg, "daemon-config", "", "YAML daemon config the hosts' configs start from (default: lab.LabDaemonConfig)")
+	fs.StringVar(&f.syncProfile, "sync-profile", "", syncProfileHelp)
 	fs.BoolVar(&f.schedFIFO, "sched-fifo", true, "run the switch thread under SCHED_FIFO")
 	usage.Alias(fs, "realtime", "sched-fifo")
 	fs.DurationVar(&f.busy, "busy-poll", netlab.DefaultBusyPoll, "the switch polls instead of sleeping this long after its last frame (0: always sleep)")
@@ -225,10 +226,10 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	default:
 		return spec, fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
 	}
-	if f.daemonCfg != "" {
-		dc, err := daemon.Load(f.daemonCfg)
+	if f.daemonCfg != "" || f.syncProfile != "" {
+		dc, err := labDaemonBase(f.daemonCfg, f.syncProfile)
 		if err != nil {
-			return spec, fmt.Errorf("--daemon-config: %w", err)
+			return spec, err
 		}
 		gc.Base = &dc
 	}

@@ -2,7 +2,6 @@ package engineconf
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 
@@ -24,6 +23,11 @@ import (
 // granularity from its clock model when they are 0; the daemon passes them
 // to the engine as written.
 type Config struct {
+	// Profile names the shipped profile (deploy/profiles/NAME.yaml) the
+	// section starts from: its keys are read first, and the keys written
+	// beside profile override them (profile.go). Not in JSON: a result
+	// carries the keys the profile set.
+	Profile   string `yaml:"profile,omitempty" json:"-"`
 	Estimator string `yaml:"estimator" json:"estimator" engine:"Estimator"` // minrtt | regression | hull | center
 	// Adaptive: Liao's adaptive periods; false keeps the periods fixed
 	// (the paper's baseline).
@@ -122,86 +126,37 @@ var ErrConfig = conf.ErrConfig
 
 // Check calls bad once per bad field, with the field's YAML key
 // ("pings_per_round") and what is wrong with it; the caller prefixes the
-// section ("sync.", "engine.") and collects.
+// section ("sync.", "engine.") and collects. The rules are the engine's
+// own (engine.Config.Check, on the conversion): Check only says them in
+// the file's words, the key for the engine's field name and the key's
+// unit for the engine's.
 func (c *Config) Check(bad func(field, format string, args ...any)) {
-	switch c.Estimator {
-	case "minrtt", "regression", "hull", "center":
-	default:
-		bad("estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
-	}
-	if c.PingsPerRound < 1 || c.PingsPerRound > 256 {
-		bad("pings_per_round", "%d outside [1, 256]", c.PingsPerRound)
-	}
-	for _, d := range []struct {
-		name string
-		v    Duration
-	}{
-		{"difference_thresh", c.DifferenceThresh}, {"min_global_period", c.MinGlobalPeriod},
-		{"max_global_period", c.MaxGlobalPeriod}, {"initial_global_period", c.InitialGlobalPeriod},
-		{"min_self_period", c.MinSelfPeriod}, {"max_self_period", c.MaxSelfPeriod},
-		{"probe_timeout", c.ProbeTimeout}, {"stale_after", c.StaleAfter},
-	} {
-		if d.v <= 0 {
-			bad(d.name, "%v, must be > 0", d.v)
-		}
-	}
-	for _, d := range []struct {
-		name string
-		v    Duration
-	}{
-		{"network_latency_error_thresh", c.NetworkLatencyErrorThresh},
-		{"granularity", c.Granularity}, {"hull_min_delay", c.HullMinDelay},
-		{"round_budget", c.RoundBudget},
-	} {
-		if d.v < 0 {
-			bad(d.name, "%v, must be >= 0", d.v)
-		}
-	}
-	if c.MinGlobalPeriod > c.MaxGlobalPeriod {
-		bad("min_global_period", "%v above max_global_period %v", c.MinGlobalPeriod, c.MaxGlobalPeriod)
-	} else if c.InitialGlobalPeriod > c.MaxGlobalPeriod {
-		bad("initial_global_period", "%v above max_global_period %v", c.InitialGlobalPeriod, c.MaxGlobalPeriod)
-	}
-	if c.MinSelfPeriod > c.MaxSelfPeriod {
-		bad("min_self_period", "%v above max_self_period %v", c.MinSelfPeriod, c.MaxSelfPeriod)
-	}
-	for _, f := range []struct {
-		name      string
-		v, lo, hi float64
-		openLo    bool
-	}{
-		{"error_thresh", c.ErrorThresh, 0, 1e9, true},
-		{"large_drift_ppm", c.LargeDriftPPM, 0, 5e5, false},
-		{"max_slew_ppm", c.MaxSlewPPM, 0, 5e5, true},
-		{"max_drift_ppm", c.MaxDriftPPM, 0, 5e5, false},
-		{"max_wander_ppm_per_s", c.MaxWanderPPMPerS, 0, 1e9, false},
-		{"max_freq_step_ppm", c.MaxFreqStepPPM, 0, 1000, false},
-		{"retry_rtts", c.RetryRTTs, 1, 1e6, false},
-		{"center_memory", c.CenterMemory, 0, 1e6, false},
-	} {
-		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi || (f.openLo && f.v == f.lo) {
-			b := "["
-			if f.openLo {
-				b = "("
+	e := c.convert()
+	e.Check(func(field, format string, args ...any) {
+		b, ok := byEngine[field]
+		key := field
+		if ok {
+			key = b.key
+			if b.zeroDefault {
+				format += " (0: the engine's default)"
 			}
-			bad(f.name, "%g outside %s%g, %g]", f.v, b, f.lo, f.hi)
 		}
-	}
-	if c.SuccessThresh < 1 {
-		bad("success_thresh", "%d, must be >= 1", c.SuccessThresh)
-	}
-	if c.AcquireRounds < 0 || c.AcquireRounds > 1000 {
-		bad("acquire_rounds", "%d outside [0, 1000] (0: the engine's default)", c.AcquireRounds)
-	}
-	if c.Window != 0 && (c.Window < 2 || c.Window > 1<<16) {
-		bad("window", "%d outside [2, 65536] (0: the engine's default)", c.Window)
-	}
-	if c.MaxConcurrentRounds < 0 {
-		bad("max_concurrent_rounds", "%d, must be >= 0 (0: no limit)", c.MaxConcurrentRounds)
-	}
-	if c.MaxProbeRetries < 0 || c.MaxProbeRetries > 1000 {
-		bad("max_probe_retries", "%d outside [0, 1000]", c.MaxProbeRetries)
-	}
+		out := make([]any, len(args))
+		for i, a := range args {
+			switch v := a.(type) {
+			case engine.Field:
+				if o, ok := byEngine[string(v)]; ok {
+					a = o.key
+				}
+			case float64:
+				if ok && b.scale != 0 {
+					a = v * b.scale
+				}
+			}
+			out[i] = a
+		}
+		bad(key, format, out...)
+	})
 }
 
 // FieldError is one bad key of Validate (conf.FieldError, the field
@@ -218,9 +173,14 @@ func (c *Config) Validate() error {
 
 // ToEngine converts c into an engine.Config (engine.DefaultConfig with c's
 // values; ID, Sources and Children left for the caller to fill from the
-// topology) and checks it: c's keys (Validate), then the engine's own rules.
-// The conversion is returned even when the error is not nil.
+// topology) and checks it (Validate). The conversion is returned even when
+// the error is not nil.
 func (c Config) ToEngine() (engine.Config, error) {
+	return c.convert(), c.Validate()
+}
+
+// convert is engine.DefaultConfig with c's values, unchecked.
+func (c Config) convert() engine.Config {
 	e := engine.DefaultConfig()
 	cv, ev := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&e).Elem()
 	for _, b := range bindings {
@@ -234,13 +194,7 @@ func (c Config) ToEngine() (engine.Config, error) {
 			eng.Set(sec.Convert(eng.Type()))
 		}
 	}
-	if err := c.Validate(); err != nil {
-		return e, err
-	}
-	if err := e.Validate(); err != nil {
-		return e, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return e, nil
+	return e
 }
 
 // binding is one key of Config bound to its engine.Config field by the
@@ -252,13 +206,24 @@ func (c Config) ToEngine() (engine.Config, error) {
 // ToEngine both walk them, so a new key is a field of engine.Config and a
 // tagged field here (TestEveryEngineFieldBound keeps the two in step).
 type binding struct {
+	key         string  // the YAML key
 	sec, eng    int     // field indexes in Config and engine.Config
 	scale       float64 // file value = engine value * scale; 0: the same value
 	zeroDefault bool
 }
 
-// bindings are Config's engine tags, read once.
+// bindings are Config's engine tags, read once; byEngine the same by
+// engine.Config field name.
 var bindings = bind()
+
+var byEngine = func() map[string]binding {
+	m := make(map[string]binding, len(bindings))
+	et := reflect.TypeFor[engine.Config]()
+	for _, b := range bindings {
+		m[et.Field(b.eng).Name] = b
+	}
+	return m
+}()
 
 func bind() []binding {
 	var out []binding
@@ -273,7 +238,8 @@ func bind() []binding {
 		if !ok || len(f.Index) != 1 {
 			panic(fmt.Sprintf("engineconf: %s's engine tag names %q, not a field of engine.Config", ct.Field(i).Name, name))
 		}
-		b := binding{sec: i, eng: f.Index[0]}
+		key, _, _ := strings.Cut(ct.Field(i).Tag.Get("yaml"), ",")
+		b := binding{key: key, sec: i, eng: f.Index[0]}
 		for _, o := range strings.Split(opts, ",") {
 			switch o {
 			case "":

@@ -103,6 +103,33 @@ func TestCheckNamesTheKey(t *testing.T) {
 
 func nan() float64 { z := 0.0; return z / z }
 
+// TestCheckSpeaksTheFilesWords: the engine's rules (engine.Config.Check)
+// come back in the file's words: the key, the key's unit (ppm, not a
+// fraction), the other key a rule compares with, the meaning of 0.
+func TestCheckSpeaksTheFilesWords(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"ppm", func(c *Config) { c.LargeDriftPPM = 600000 }, "large_drift_ppm: 600000 outside [0, 500000]"},
+		{"ppm per s", func(c *Config) { c.MaxWanderPPMPerS = 2e9 }, "max_wander_ppm_per_s: 2e+09 outside [0, 1e+09]"},
+		{"open range", func(c *Config) { c.MaxSlewPPM = 0 }, "max_slew_ppm: 0 outside (0, 500000]"},
+		{"other key", func(c *Config) { c.MinGlobalPeriod = Duration(20 * time.Second) }, "min_global_period: 20s above max_global_period 16s"},
+		{"zero default", func(c *Config) { c.Window = 1 }, "window: 1 outside [2, 65536] (0: the engine's default)"},
+		{"duration", func(c *Config) { c.ProbeTimeout = 0 }, "probe_timeout: 0s, must be > 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.set(&c)
+			err := c.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestEveryEngineFieldBound: every key of the section names its
 // engine.Config field (engine tag), no field is bound twice, and every
 // engine.Config field is a key unless it is listed here with the reason.
@@ -118,6 +145,13 @@ func TestEveryEngineFieldBound(t *testing.T) {
 	for i := range ct.NumField() {
 		f := ct.Field(i)
 		tag, ok := f.Tag.Lookup("engine")
+		if f.Name == "Profile" {
+			// Not a setting: the name of the settings read first (profile.go).
+			if ok {
+				t.Errorf("Config.Profile has an engine tag")
+			}
+			continue
+		}
 		if !ok {
 			t.Errorf("Config.%s (yaml %q) has no engine tag: bind it to its engine.Config field", f.Name, f.Tag.Get("yaml"))
 			continue

@@ -43,7 +43,7 @@ func TestDecodeErrorsNameFieldAndLine(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown key", "engine:\n  estimator: hull\n  colour: red\n", []string{"unknown field \"colour\"", "line 3: engine.colour", "known: estimator"}},
+		{"unknown key", "engine:\n  estimator: hull\n  colour: red\n", []string{"unknown field \"colour\"", "line 3: engine.colour", "known: profile, estimator"}},
 		{"twice", "engine:\n  window: 4\n  window: 8\n", []string{"given twice", "line 3: engine.window"}},
 		{"bare number", "engine:\n  stale_after: 120\n", []string{"duration \"120\"", "unit", "line 2: engine.stale_after"}},
 		{"duration mapping", "engine:\n  probe_timeout: {a: 1}\n", []string{"want a duration", "line 2: engine.probe_timeout"}},

@@ -90,6 +90,13 @@ func TestShippedYAMLDecodes(t *testing.T) {
 				if err := yaml.Unmarshal(data, &v); err != nil || len(v) == 0 {
 					t.Errorf("not a YAML mapping: %v", err)
 				}
+			case strings.HasPrefix(rel, "deploy/profiles/"):
+				// Sync profiles: a fragment of the sync: section, read by
+				// name (TestProfiles holds them).
+				name := strings.TrimSuffix(filepath.Base(rel), ".yaml")
+				if _, err := engineconf.Profile(name); err != nil {
+					t.Error(err)
+				}
 			case strings.HasPrefix(rel, "deploy/"), strings.HasSuffix(filepath.Dir(rel), "/testdata"):
 				if _, err := daemon.Load(p); err != nil {
 					t.Error(err)
@@ -213,7 +220,7 @@ func TestSimAndDaemonAcceptTheSameKeys(t *testing.T) {
 		"acquire_rounds": "4", "hull_min_delay": "1us", "hull_max_span": "-1ns", "granularity": "2ns",
 		"window": "512", "continuous_drift": "true", "max_concurrent_rounds": "2", "retry_rtts": "3",
 		"max_probe_retries": "6", "discount_delay": "true", "center_memory": "2.5", "center_floor_only": "true",
-		"round_budget": "300ms",
+		"round_budget": "300ms", "profile": "frugal",
 	}
 	ct := reflect.TypeFor[engineconf.Config]()
 	for i := range ct.NumField() {

@@ -88,6 +88,15 @@ func Unmarshal(data []byte, v any) (*yaml.Node, error) {
 
 var durationType = reflect.TypeFor[Duration]()
 
+// Unmarshaler is a value that decodes itself from its node instead of
+// being walked field by field: a section that must read one key before
+// the others (engineconf.Config reads profile: first, then the keys
+// written beside it over the profile's). path is the node's field path;
+// the method decodes the rest with Decode and returns *FieldErrors.
+type Unmarshaler interface {
+	UnmarshalConf(n *yaml.Node, path string) error
+}
+
 // Decode walks a YAML node into v (a pointer), by the yaml tags of v's
 // struct fields, over v's current values: a field the node does not name
 // keeps its value, a list in the node replaces the list in v, null
@@ -151,6 +160,11 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) error {
 			v.SetZero()
 		}
 		return nil
+	}
+	if v.CanAddr() {
+		if u, ok := v.Addr().Interface().(Unmarshaler); ok {
+			return u.UnmarshalConf(n, path)
+		}
 	}
 	if v.Type() == durationType {
 		dur, err := durationOf(n)
