@@ -329,7 +329,7 @@ func (n *node) handleRealTimeQuery(in *transport.Incoming, reply *wire.Packet) e
 		q.Rate, q.RateErr = 0, 0 // an authenticated tool's query: answered, its rate not counted
 	}
 	if d := 2 * n.engCfg.MaxDrift; q.Rate > 0 && (math.Abs(q.Rate-1) > d || q.RateErr > d) {
-		n.sec.drop(DropRejectedRate) // the Scale refuses it too (and logs it)
+		n.sec.drop(dropRejectedRate) // the Scale refuses it too (and logs it)
 	}
 	return n.rt.handleQuery(in.Packet.Sender, q, reply)
 }

@@ -201,7 +201,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	tcfg.ID, tcfg.Conn, tcfg.Handler, tcfg.Logger = cfg.Node.ID, conn, n, logger
 	// Only peers, from their addresses, and with the cluster key if there
 	// is one (security.go).
-	if tcfg.Keyring, err = cfg.Auth.Keyring(); err != nil {
+	if tcfg.Keyring, err = cfg.Auth.keyring(); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	tcfg.Peers, tcfg.Anonymous = map[uint32]netip.AddrPort{}, anonymousOps
@@ -258,7 +258,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	// Metrics before any goroutine starts: a failure here has nothing to
 	// wait for (only the defers to run).
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext,
+		h, err := metricsHandler(n, newSecurityCollector(n.SecuritySnapshot), ext,
 			// What every Prometheus target exports: CPU, memory, file
 			// descriptors and start time of the process; the Go runtime.
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
