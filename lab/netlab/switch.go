@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 
@@ -479,7 +479,7 @@ func (s *Switch) Stats() []DirStats {
 			for k, x := range st.lateness {
 				v[k] = int64(x)
 			}
-			q := eval.Quantiles(v, 0.5, 0.99, 1)
+			q := quantile.Of(v, 0.5, 0.99, 1)
 			c.LatenessP50Ns, c.LatenessP99Ns, c.LatenessMaxNs = q[0], q[1], q[2]
 			c.LatenessSamples = len(v)
 			c.writeCost = nil
@@ -487,7 +487,7 @@ func (s *Switch) Stats() []DirStats {
 			for k, x := range st.writeCost {
 				w[k] = int64(x)
 			}
-			q = eval.Quantiles(w, 0.5, 0.99)
+			q = quantile.Of(w, 0.5, 0.99)
 			c.WriteP50Ns, c.WriteP99Ns = q[0], q[1]
 			c.queueWait = nil
 			if len(st.queueWait) > 0 {
@@ -495,7 +495,7 @@ func (s *Switch) Stats() []DirStats {
 				for k, x := range st.queueWait {
 					v[k] = int64(x)
 				}
-				q = eval.Quantiles(v, 0.5, 0.99, 1)
+				q = quantile.Of(v, 0.5, 0.99, 1)
 				c.SmallQueueP50Ns, c.SmallQueueP99Ns, c.SmallQueueMaxNs = q[0], q[1], q[2]
 				c.SmallQueueSamples = len(v)
 			}
