@@ -19,9 +19,9 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/lab/netlab"
-	"github.com/gclock/gclock/transport"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -661,7 +661,7 @@ func (r *gclockRun) evaluate(now int64) error {
 		var truth int64
 		known := true
 		if r.realtime {
-			off, _ := transport.WallRawOffset()
+			off, _ := rawclock.WallOffset()
 			truth = now + off
 		} else {
 			truth, known = r.scales.truth(r.claims[i].Term, now, r.clocks)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/transport"
@@ -99,7 +100,7 @@ type offsetSource struct{ asked atomic.Int64 }
 
 func (s *offsetSource) At(raw int64) ntp.Reading {
 	s.asked.Add(1)
-	off, _ := transport.WallRawOffset()
+	off, _ := rawclock.WallOffset()
 	return ntp.Reading{Time: raw + off + 3_000_000, MaxErr: 250_000, OK: true}
 }
 
