@@ -52,6 +52,14 @@ type ViewSource struct {
 	Differences       int     `json:"differences"`
 	ShortestRTTNs     int64   `json:"shortest_rtt_ns"` // < 0 before the first round
 	SmoothedRTTNs     int64   `json:"smoothed_rtt_ns"`
+	// Line: what the centre line rests on (floor, body, blend, asymmetric;
+	// SourceStats.Line), the body's weight and each direction's delay
+	// spread.
+	Line              string  `json:"line,omitempty"`
+	BodyWeight        float64 `json:"body_weight,omitempty"`
+	ShapesDiffer      bool    `json:"shapes_differ,omitempty"`
+	DelaySpreadUpNs   int64   `json:"delay_spread_up_ns,omitempty"`
+	DelaySpreadDownNs int64   `json:"delay_spread_down_ns,omitempty"`
 }
 
 // ViewChild is one child this node drives rounds with.
@@ -77,7 +85,8 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 			Rounds: src.Rounds, EstimatorRestarts: src.EstimatorRestarts, Samples: src.Samples,
 			FrequencyPPM: src.Frequency * 1e6, SkewPPM: src.Skew * 1e6, GlobalPeriodNs: int64(src.GlobalPeriod),
 			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
-			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT)})
+			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),
+			Line: src.Line, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown)})
 	}
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {

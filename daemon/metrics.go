@@ -110,6 +110,16 @@ type SourceStats struct {
 	// exchanges, SmoothedRTT their moving average (1/8 per round, as TCP's
 	// SRTT); negative before the first round.
 	ShortestRTT, SmoothedRTT time.Duration
+	// Line is what the centre line rests on ("floor", "body", "blend":
+	// estimate.CenterShape.Kind; "" for another estimator), BodyWeight the
+	// body's share in it, ShapesDiffer whether the two directions' delays
+	// differ in shape (the line then guesses: estimate.CenterShape), and
+	// DelaySpreadUp and DelaySpreadDown each direction's robust delay
+	// spread (to the source, from it).
+	Line                           string
+	BodyWeight                     float64
+	ShapesDiffer                   bool
+	DelaySpreadUp, DelaySpreadDown time.Duration
 }
 
 // ChildStats describe the rounds this node drives with one child.
@@ -190,6 +200,7 @@ type collector struct {
 	age, lastOff, rmsOff, resid, skew, interval         *prometheus.Desc
 	srcSel, srcSamples, srcFreq, srcSkew, srcPeriod     *prometheus.Desc
 	srcAge, srcLastOff, srcRMS, srcShortRTT, srcSmooRTT *prometheus.Desc
+	srcBody, srcSpread, srcShapes                       *prometheus.Desc
 }
 
 // newCollector returns a collector over src.
@@ -238,6 +249,9 @@ func newCollector(src Snapshotter) *collector {
 		srcRMS:      d("source_rms_offset_seconds", "Root mean square of a source's recent round differences, seconds (chronyc sourcestats Std Dev).", "source"),
 		srcShortRTT: d("source_shortest_rtt_seconds", "Shortest round trip of a source's rounds' best exchanges, seconds.", "source"),
 		srcSmooRTT:  d("source_smoothed_rtt_seconds", "Moving average (1/8 per round) of the round trip of a source's rounds' best exchanges, seconds.", "source"),
+		srcBody:     d("source_body_weight_ratio", "Share of the body of the delays in a source's centre line: 0 the fastest exchanges alone (a sharp floor), 1 the body alone (bell-shaped jitter).", "source"),
+		srcSpread:   d("source_delay_spread_seconds", "Robust spread (1.4826 MAD) of a source's one-way delays, by direction (up: to the source, down: from it), seconds.", "source", "direction"),
+		srcShapes:   d("source_delay_shapes_differ", "1 while the two directions' delays to a source differ in shape (the centre line then rests on the floor alone).", "source"),
 	}
 }
 
@@ -247,7 +261,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.rounds, c.repeated, c.cut, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
-		c.srcShortRTT, c.srcSmooRTT} {
+		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes} {
 		ch <- d
 	}
 }
@@ -297,6 +311,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if src.Skew > 0 {
 			g(c.srcSkew, src.Skew, id)
+		}
+		if src.Line != "" {
+			g(c.srcBody, src.BodyWeight, id)
+			g(c.srcSpread, src.DelaySpreadUp.Seconds(), id, "up")
+			g(c.srcSpread, src.DelaySpreadDown.Seconds(), id, "down")
+			g(c.srcShapes, b2f(src.ShapesDiffer), id)
 		}
 		g(c.srcPeriod, src.GlobalPeriod.Seconds(), id)
 		if src.LastRoundAge >= 0 && !s.TakenAt.IsZero() {
@@ -470,6 +490,10 @@ func trackingStats(s *Snapshot, es engine.Snapshot, tr engine.Tracking, x int64,
 			e := es.Sources[i]
 			ss.Frequency, ss.Skew = e.Skew, e.SkewErr
 			ss.GlobalPeriod = time.Duration(e.GlobalPeriod)
+			if e.HasLine {
+				ss.Line, ss.BodyWeight, ss.ShapesDiffer = e.Line.Kind(), e.Line.BodyWeight, e.Line.Asymmetric
+				ss.DelaySpreadUp, ss.DelaySpreadDown = time.Duration(e.Line.SpreadUp), time.Duration(e.Line.SpreadDown)
+			}
 			if e.Rounds > 0 {
 				ss.LastRoundAge = time.Duration(max(0, x-e.LastRound))
 			}

@@ -311,6 +311,12 @@ type Config struct {
 	// to follow a wandering frequency (estimate.HullConfig.CenterMemory).
 	// 0: every exchange of the window counts the same.
 	CenterMemory float64
+	// CenterFloorOnly ("center" only) keeps the centre line on the fastest
+	// exchanges alone, as before the body line (estimate.HullConfig.
+	// CenterFloorOnly): for comparisons. false (the default): the line
+	// blends the floor and the body of the delays by their measured
+	// variances (docs/estimators.md, "The body line").
+	CenterFloorOnly bool
 	// DiscountDelay: before comparing |Tdiff - projection| with
 	// DIFFERENCE_THRESH, subtract half the round's best round trip's excess
 	// over the shortest round trip seen from that source, the part of the

@@ -17,6 +17,42 @@
 //	}
 //	t := n.Read(clock.Now()) // global time: Est, [Earliest, Latest], Mono
 //
+// The daemon drives a Member, the same loop one level up: a Member is a
+// node of a cluster with a reference order (MemberConfig.Order), and it
+// wraps the Node of the current reference, rebuilt with that reference's
+// roles (MemberConfig.Roles) when the reference changes. Like a Node it is
+// pure, and it is driven the same way:
+//
+//	m, err := engine.NewMember(engine.MemberConfig{Engine: cfg, Order: order,
+//		FailoverAfter: 3 * time.Second, Roles: roles}, logger)
+//	m.Tick(clock.Now()) // starts: asks the others for their term (discovery)
+//	for {
+//		rd := m.Ready()  // engine and status messages, events, next timer
+//		send(rd.Messages)
+//		// wait for a message or for rd.NextTick (the daemon also ticks
+//		// at least every second):
+//		if m.CheckMessage(msg, recvLocal) == nil {
+//			m.Step(msg, recvLocal)
+//		} // or m.Tick(now)
+//	}
+//	t := m.Read(clock.Now())
+//
+// Tick runs the member's own timers (discovery, the heartbeats of a
+// reference, a follower's watch of the reference and, after
+// FailoverAfter of silence, the failover walk and the election), then
+// the Node's. Step answers status messages (MsgStatusQuery,
+// MsgStatusReply: heartbeats, votes, questions) itself, refuses an engine
+// message of an older term (StaleTerm) and tells its sender the newer
+// one, and passes the rest to the Node. Ready gathers both: the Node's
+// messages carry the member's term, and NextTick is the earliest timer of
+// the two. Read says StatusSynced only under the lease a majority renews,
+// and while a new reference's Node acquires, it reads through the
+// previous one (stale). TxStamp goes through to the current Node;
+// Member.Node gives that Node for snapshots and priors, on the clock
+// Member.In maps the local clock to. With an order of one node there is
+// no election: the Member is its Node. ExampleMember runs a failover;
+// docs/daemon.md ("Reference failover") gives the rules.
+//
 // What a node does (names in capitals are Liao's):
 //
 //   - As a source, for each child, every global period of that child: up to
@@ -49,7 +85,8 @@
 //   - Composition (Jezequel A3): a node's global time is its source's
 //     mapping applied to its own local->source estimate. With several
 //     sources the intervals are intersected at read time, and children get
-//     the tightest source's composition (Compose, MapInterval, Intersect).
+//     the tightest source's composition (estimate.Compose,
+//     estimate.MapInterval, estimate.Intersect).
 //
 // Read returns Est, the point estimate clamped into [Earliest, Latest],
 // which come from the Hull and from the last exchange's own bound widened
@@ -57,4 +94,12 @@
 // never decreases: it runs at the estimated rate, slews toward Est at most
 // at MaxSlewRate, and steps forward only to stay at or above Earliest.
 // Estimate is Read without moving Mono.
+//
+// Where things are: node.go (Node, Tick, Step, Ready), rounds.go and
+// periods.go (the source side: rounds, the adaptive period), timers.go,
+// source.go, silence.go and selfresync.go (the child side), bounds.go,
+// trust.go and read.go (global time through the sources, and reading
+// it), prior.go, stamps.go, validate_msg.go; member.go (Member and its
+// loop, the failover walk), election.go, lease.go, discovery.go,
+// status.go, view.go.
 package engine

@@ -26,7 +26,8 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		MaxStep:   cfg.MaxFreqStep,
 		MaxSpan:   max(int64(cfg.HullMaxSpan), 0),
 
-		CenterMemory: cfg.CenterMemory,
+		CenterMemory:    cfg.CenterMemory,
+		CenterFloorOnly: cfg.CenterFloorOnly,
 	}
 	spanLimited := cfg.HullMaxSpan > 0 || (cfg.HullMaxSpan == 0 && (cfg.MaxWander > 0 || cfg.MaxFreqStep > 0))
 	if cfg.Estimator == "center" && !spanLimited {

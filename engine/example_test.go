@@ -7,6 +7,13 @@ import (
 	"github.com/gclock/gclock/engine"
 )
 
+// arrival is a message in flight in the examples' drivers: it arrives at
+// its receiver at truth time at.
+type arrival struct {
+	at  int64 // truth
+	msg engine.Message
+}
+
 // Two nodes, driven as the simulator and the daemon drive them: node 1 is
 // the reference (its clock is global time), node 2's clock is 3 ms behind
 // and 20 ppm fast. The driver carries Ready's messages (50 us one way),
@@ -33,16 +40,12 @@ func Example() {
 		nodes[id] = n
 	}
 
-	type delivery struct {
-		at  int64 // truth
-		msg engine.Message
-	}
-	var inFlight []delivery
+	var inFlight []arrival
 	wake := map[engine.NodeID]int64{} // next tick, truth
 	drain := func(id engine.NodeID, now int64) {
 		rd := nodes[id].Ready()
 		for _, m := range rd.Messages {
-			inFlight = append(inFlight, delivery{now + delay, m})
+			inFlight = append(inFlight, arrival{now + delay, m})
 		}
 		wake[id] = -1
 		if rd.NextTick != 0 {
@@ -66,7 +69,7 @@ func Example() {
 				next, what = t, id
 			}
 		}
-		slices.SortStableFunc(inFlight, func(a, b delivery) int { return int(a.at - b.at) })
+		slices.SortStableFunc(inFlight, func(a, b arrival) int { return int(a.at - b.at) })
 		if len(inFlight) > 0 && (next < 0 || inFlight[0].at <= next) {
 			d := inFlight[0]
 			inFlight = inFlight[1:]

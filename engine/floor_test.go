@@ -108,7 +108,7 @@ func TestOneImpossibleExchangeDoesNotPin(t *testing.T) {
 					r[k].LocSend = r[k].SrcRecv - 25_000
 				}
 				last = r[len(r)-1].SrcRecv
-				n.Step(Message{Type: MsgTimeDiff, From: 0, To: 1, Round: uint32(i + 1), Samples: r, Mapping: Identity(last)}, last+1000)
+				n.Step(Message{Type: MsgTimeDiff, From: 0, To: 1, Round: uint32(i + 1), Samples: r, Mapping: estimate.Identity(last)}, last+1000)
 				n.Ready()
 			}
 			at := last + int64(time.Second)

@@ -403,7 +403,7 @@ func childRound(round uint32, at, offset, rtt int64) Message {
 		t1 := at + i*rtt
 		ss = append(ss, estimate.Sample{SrcSend: t1, LocRecv: t1 + rtt/2 + offset, LocSend: t1 + rtt/2 + offset, SrcRecv: t1 + rtt})
 	}
-	return Message{Type: MsgTimeDiff, From: 0, To: 1, Round: round, Samples: ss, Mapping: Identity(at + 3*rtt)}
+	return Message{Type: MsgTimeDiff, From: 0, To: 1, Round: round, Samples: ss, Mapping: estimate.Identity(at + 3*rtt)}
 }
 
 func TestLiaoFig1ChildReportsDifferenceThresh(t *testing.T) {

@@ -36,10 +36,10 @@ func (n *Node) Prior(now int64) (Prior, bool) {
 	// minutes, and the last exchange's own bound (tightest now) grows
 	// at MaxDrift.
 	m := n.globalMapping(now, int64(priorHorizon))
-	if !m.Valid || m.W0 >= maxWidth {
+	if !m.Valid || m.W0 >= estimate.MaxWidth {
 		return Prior{}, false
 	}
-	return Prior{Saved: now, Mapping: Reanchor(m, now)}, true
+	return Prior{Saved: now, Mapping: estimate.Reanchor(m, now)}, true
 }
 
 // CheckPrior reports what is wrong with p, naming the field: every value
@@ -83,10 +83,11 @@ func CheckPrior(p Prior) error {
 //   - its width at Saved plus (|Skew| + MaxDrift) per ns since Saved: any
 //     drift within the worst case,
 //
-// both centred on its line; after ComposeHorizon only the second. Once a
-// source is trusted the prior is dropped; it is dropped too when fresh
-// bounds exclude it (the model did not hold across the gap), and reads
-// then say what the sources say. A node that is a reference ignores it.
+// both centred on its line; after estimate.ComposeHorizon only the
+// second. Once a source is trusted the prior is dropped; it is dropped too
+// when fresh bounds exclude it (the model did not hold across the gap),
+// and reads then say what the sources say. A node that is a reference
+// ignores it.
 func (n *Node) Restore(p Prior) error {
 	if n.started || n.haveLocal {
 		return fmt.Errorf("engine: node %d: restore after the node started: %w", n.cfg.ID, ErrConfig)
@@ -112,10 +113,10 @@ func (n *Node) priorBounds(x int64) (est, lo, hi int64, skew float64) {
 	dx := math.Abs(float64(x - n.prior.Saved))
 	drift := float64(m.W0) + (math.Abs(m.Skew)+n.cfg.MaxDrift)*dx
 	w := drift
-	if dx <= float64(ComposeHorizon) {
-		w = min(w, halfWidth(m, x)+n.cfg.MaxFreqStep*dx)
+	if dx <= float64(estimate.ComposeHorizon) {
+		w = min(w, m.HalfWidth(x)+n.cfg.MaxFreqStep*dx)
 	}
-	iw := toWidth(w) + 1 // the line's rounding
+	iw := estimate.CeilWidth(w) + 1 // the line's rounding
 	return est, satmath.Sub(est, iw), satmath.Add(est, iw), m.Skew
 }
 
@@ -133,7 +134,7 @@ func (n *Node) withPrior(x int64, t Time, skew float64) (Time, float64, bool) {
 	if t.Earliest == math.MinInt64 && t.Latest == math.MaxInt64 {
 		return Time{Est: pe, Earliest: plo, Latest: phi, Status: StatusStale}, psk, false
 	}
-	lo, hi, ok := Intersect(t.Earliest, t.Latest, plo, phi)
+	lo, hi, ok := estimate.Intersect(t.Earliest, t.Latest, plo, phi)
 	if !ok {
 		return t, skew, true
 	}
@@ -185,7 +186,7 @@ func (n *Node) settlePrior(now int64) {
 		return
 	}
 	_, plo, phi, _ := n.priorBounds(now)
-	if _, _, ok := Intersect(lo, hi, plo, phi); !ok {
+	if _, _, ok := estimate.Intersect(lo, hi, plo, phi); !ok {
 		n.havePrior = false
 		n.logger.Warn("restored prior dropped: fresh bounds exclude it (the clock model did not hold across the restart)",
 			"local", now, "prior_lo", plo, "prior_hi", phi, "lo", lo, "hi", hi)

@@ -1,6 +1,6 @@
 package engine
 
-import "container/heap"
+import "github.com/gclock/gclock/estimate"
 
 // Snapshot is a copy of a node's counters and per-peer state, for metrics
 // and tests. Durations are local nanoseconds.
@@ -44,6 +44,12 @@ type SourceSnapshot struct {
 	LastHeard    int64  // local time anything last came from the source (the first Tick before)
 	Silent       bool   // nothing from the source for too long
 	Silences     uint64 // times the source went silent
+
+	// Line is what the centre line rests on (the fastest exchanges or the
+	// body of the delays, and why: estimate.CenterShape); HasLine is false
+	// for another estimator or before the body was first weighed.
+	Line    estimate.CenterShape
+	HasLine bool
 }
 
 // ChildSnapshot is the node's view of one child (Liao's per-node variables
@@ -85,6 +91,7 @@ func (n *Node) Snapshot() Snapshot {
 		ss.BoundWidth = -1
 		ss.GlobalPeriod, ss.LastHeard, ss.Silent = src.period, src.heardAt, src.silent
 		ss.Trust = src.trust.String()
+		ss.Line, ss.HasLine = centerShape(src.sel)
 		if src.haveBest {
 			if _, lo, hi, ok := n.viaSource(src, src.lastAt); ok {
 				ss.BoundWidth = hi - lo
@@ -108,33 +115,12 @@ func (n *Node) Snapshot() Snapshot {
 	return s
 }
 
-// timerHeap orders children by due time, then by id for determinism.
-type timerHeap []*child
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if h[i].due != h[j].due {
-		return h[i].due < h[j].due
+// centerShape is what a centre-line estimator's line rests on.
+func centerShape(e estimate.Estimator) (estimate.CenterShape, bool) {
+	if c, ok := e.(interface {
+		CenterShape() (estimate.CenterShape, bool)
+	}); ok {
+		return c.CenterShape()
 	}
-	return h[i].id < h[j].id
+	return estimate.CenterShape{}, false
 }
-func (h timerHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
-}
-func (h *timerHeap) Push(x any) {
-	c := x.(*child)
-	c.heapIdx = len(*h)
-	*h = append(*h, c)
-}
-func (h *timerHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	c.heapIdx = -1
-	return c
-}
-
-var _ heap.Interface = (*timerHeap)(nil)

@@ -250,7 +250,7 @@ func (n *Node) sourceBounds(x int64) (lo, hi, newest int64, st Status, have bool
 			if !have || s.lastAt > newest {
 				newest = s.lastAt
 			}
-			nl, nh, ok := Intersect(lo, hi, l, h)
+			nl, nh, ok := estimate.Intersect(lo, hi, l, h)
 			if !ok {
 				nl, nh = min(lo, l), max(hi, h)
 				st = StatusDegraded

@@ -160,8 +160,12 @@ func (h *Hull) computeCenterLine() (c, skew float64, ok bool) {
 	if h.noRefine {
 		return c, best, true
 	}
-	if a, sk, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
-		c, best = a, sk
+	floorK := 1
+	if a, sk, k, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
+		c, best, floorK = a, sk, k
+	}
+	if !h.cfg.CenterFloorOnly {
+		c, best = h.fuseBody(c, best, floorK, lo, hi)
 	}
 	return c, best, true
 }
@@ -264,7 +268,7 @@ func (h *Hull) centerMemory() (tau float64, from int64) {
 // among many instead of deciding the line. It returns the line at relative
 // x = 0 (d units) and its skew; ok is false with fewer than three points to
 // average on either side (see centerShare) or a singular fit.
-func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
+func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, k int, ok bool) {
 	// Distance of every point beyond the centre line's margin, per side.
 	var ru, rl []float64
 	for _, p := range h.up.pts {
@@ -278,13 +282,13 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 		pts = h.cfg.CenterPoints
 	}
 	if pts < 3 {
-		return 0, 0, false // too few exchanges to average: the extremes decide
+		return 0, 0, 0, false // too few exchanges to average: the extremes decide
 	}
 	if h.cfg.CenterBand > 0 {
 		bw = float64(h.cfg.CenterBand)
 	}
 	if len(ru) < pts || len(rl) < pts {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	// Each side's points are chosen per quarter of the window's span:
 	// those within the band of the margin, or more to hold the quarter's
@@ -337,7 +341,8 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, ok bool) {
 			w0[i] = math.Exp(-(float64(h.newest) - x) / tau)
 		}
 	}
-	return fitCenter(xs, ds, sg, w0, centerRefits)
+	a, skew, ok = fitCenter(xs, ds, sg, w0, centerRefits)
+	return a, skew, centerQuarters * kq, ok
 }
 
 // fitCenter fits one line and one margin to points (xs, ds) of sides sg
@@ -370,18 +375,7 @@ func fitCenter(xs, ds, sg, w0 []float64, refits int) (a, skew float64, ok bool) 
 	}
 	var sol [3]float64
 	for it := 0; ; it++ {
-		var A [3][3]float64
-		var B [3]float64
-		for i := range xs {
-			row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
-			for r := range 3 {
-				for k := range 3 {
-					A[r][k] += w[i] * row[r] * row[k]
-				}
-				B[r] += w[i] * row[r] * ds[i]
-			}
-		}
-		next, ok := solve3(A, B)
+		next, ok := solveLine(xs, ds, sg, w, xm)
 		if !ok {
 			if it == 0 {
 				return 0, 0, false
@@ -402,6 +396,24 @@ func fitCenter(xs, ds, sg, w0 []float64, refits int) (a, skew float64, ok bool) 
 	}
 	skew = sol[1] / 1e9
 	return sol[0] - skew*xm, skew, true
+}
+
+// solveLine is the weighted least-squares fit of d = a' + s' X + sg*m, X
+// being (x - xm) in seconds: it returns (a', s', m); ok is false for a
+// singular fit.
+func solveLine(xs, ds, sg, w []float64, xm float64) ([3]float64, bool) {
+	var A [3][3]float64
+	var B [3]float64
+	for i := range xs {
+		row := [3]float64{1, (xs[i] - xm) / 1e9, sg[i]}
+		for r := range 3 {
+			for k := range 3 {
+				A[r][k] += w[i] * row[r] * row[k]
+			}
+			B[r] += w[i] * row[r] * ds[i]
+		}
+	}
+	return solve3(A, B)
 }
 
 // kthSmallest returns the k-th smallest value of r (1-based, k <= len(r))

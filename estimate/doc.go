@@ -34,6 +34,12 @@
 //	m := h.Mapping()                    // for composition and extrapolation
 //	est, lo, hi := m.At(localNow)
 //
+// Mappings compose (mapping.go): Compose chains a node's mapping onto its
+// source's (Jezequel's A3, how the engine carries global time one hop
+// further), MapInterval maps a bounded interval through a mapping,
+// Reanchor moves a mapping's anchor without narrowing its bound, and
+// Intersect meets two bounds.
+//
 // Absolute timestamps never enter float64: the hull works in int64 and
 // 128-bit products relative to an origin, the others in float64 relative to
 // a nearby origin. See docs/estimators.md for measured accuracy and cost.

@@ -84,6 +84,11 @@ type HullConfig struct {
 	// the same (the line converges on a constant drift). The bounds use
 	// every sample either way.
 	CenterMemory float64
+	// CenterFloorOnly keeps a Center hull's line on the fastest exchanges
+	// alone (the line before the body candidate of centerbody.go): for
+	// comparisons. false: the line blends the floor and the body of the
+	// delays by their measured variances.
+	CenterFloorOnly bool
 }
 
 // DefaultHullConfig is a 256-sample window without shift or wander.
@@ -356,6 +361,11 @@ type Hull struct {
 	lastRound int64
 	haveRound bool
 	roundGap  float64
+
+	// body is the centre line's choice between floor and body, mids
+	// every held exchange's midpoint (centerbody.go).
+	body bodyState
+	mids []midPt
 }
 
 // NewHull validates cfg and returns an empty Hull.
@@ -382,6 +392,7 @@ func (h *Hull) Reset() {
 	h.have, h.cached, h.centerCached, h.wholeCached = false, false, false, false
 	h.up.reset()
 	h.low.reset()
+	h.mids = h.mids[:0]
 	for _, c := range h.cands {
 		c.Reset()
 	}
@@ -486,6 +497,10 @@ func (h *Hull) addPoints(u, l pt) {
 	h.cached, h.centerCached, h.wholeCached = false, false, false
 	h.up.add(u)
 	h.low.add(l)
+	if h.cfg.Center && !h.cfg.CenterFloorOnly {
+		// The exchange's midpoint, absolute, for the body line.
+		h.mids = append(h.mids, midPt{x: h.x0 + (u.x+l.x)/2, off: h.c + (u.d-l.d)/2})
+	}
 	h.newest = max(h.newest, u.x, l.x)
 	h.minX = min(h.minX, u.x, l.x)
 	for _, c := range h.cands {
@@ -525,6 +540,7 @@ func (h *Hull) trim() {
 	}
 	h.up.merge()
 	h.low.merge()
+	h.trimMids()
 	h.cached, h.centerCached, h.wholeCached = false, false, false
 	for k, c := range h.cands {
 		if !c.have {
@@ -536,6 +552,7 @@ func (h *Hull) trim() {
 		c.minX = min(c.up.pts[0].x, c.low.pts[0].x)
 		c.up.merge()
 		c.low.merge()
+		c.trimMids()
 		c.cached, c.centerCached, c.wholeCached = false, false, false
 	}
 }

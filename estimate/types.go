@@ -1,9 +1,6 @@
 package estimate
 
-import (
-	"errors"
-	"math"
-)
+import "errors"
 
 // Sample is one two-way exchange between the estimating node (its local
 // clock is x) and its source (the clock it follows, y). It works for either
@@ -54,39 +51,6 @@ func Midpoint(a, b int64) int64 { return a + (b-a)/2 }
 // (a drift change, a clock step). The estimator has restarted its window
 // with the newest sample when it returns this.
 var ErrInconsistent = errors.New("samples are not consistent with one line")
-
-// Mapping is a linear map from the local clock x to the source clock y with
-// guaranteed bounds, anchored at X0 so that no absolute timestamp ever goes
-// into float64:
-//
-//	est(x) = Y0 + (x-X0) + Skew*(x-X0)
-//	half-width(x) = W0 + SkewErr*|x-X0| + Wander*(x-X0)^2/2
-//
-// The truth lies in [est-halfwidth, est+halfwidth] as long as the clocks
-// behave as the estimator's error model assumes. The zero Mapping is
-// invalid (Valid false).
-type Mapping struct {
-	X0      int64   // anchor on the local clock, ns
-	Y0      int64   // estimated source time at X0, ns
-	Skew    float64 // estimated dy/dx - 1 (1e-6 = 1 ppm)
-	W0      int64   // bound half-width at X0, ns
-	SkewErr float64 // bound on |true skew - Skew|
-	Wander  float64 // bound on |d(skew)/dx|, per ns, for the quadratic growth of the bound
-	Valid   bool
-}
-
-// At evaluates the mapping at local time x: the estimate and its bounds.
-func (m Mapping) At(x int64) (est, lo, hi int64) {
-	dx := x - m.X0
-	fdx := float64(dx)
-	est = m.Y0 + dx + int64(math.Round(m.Skew*fdx))
-	w := float64(m.W0) + m.SkewErr*math.Abs(fdx) + m.Wander*fdx*fdx/2
-	iw := int64(math.Ceil(w))
-	if w > float64(math.MaxInt64/4) {
-		iw = math.MaxInt64 / 4
-	}
-	return est, est - iw, est + iw
-}
 
 // Estimator turns samples into a Mapping. Estimators read no clock and open
 // no socket: timestamps come in as arguments.

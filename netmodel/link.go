@@ -30,6 +30,14 @@ const (
 	// It is the package's one pareto (a Lomax tail of mean 0.577*Jitter on
 	// that floor; see the package documentation).
 	DistPareto
+	// DistExponential: base + Jitter*(E - 1), E an exponential variable of
+	// mean 1: a hard floor at base-Jitter and a light tail (a queue that is
+	// often empty); Jitter is the standard deviation.
+	DistExponential
+	// DistBimodal: two paths or interrupt coalescing: with probability 1/2
+	// base - Jitter, else base + Jitter, each with normal jitter of
+	// standard deviation Jitter/4. No sharp floor; mean base.
+	DistBimodal
 )
 
 // paretoAlpha is the Pareto shape used by DistPareto. 3 is the smallest
@@ -53,6 +61,10 @@ func (d Dist) String() string {
 		return "normal"
 	case DistPareto:
 		return "pareto"
+	case DistExponential:
+		return "exponential"
+	case DistBimodal:
+		return "bimodal"
 	default:
 		return "fixed"
 	}
@@ -80,7 +92,7 @@ func (m Model) Validate() error {
 		return fmt.Errorf("delay %v: more than 1s is not a LAN link", m.Delay)
 	case m.Jitter > time.Second:
 		return fmt.Errorf("jitter %v: more than 1s is not a LAN link", m.Jitter)
-	case m.Dist > DistPareto:
+	case m.Dist > DistBimodal:
 		return fmt.Errorf("distribution %d: unknown", m.Dist)
 	}
 	for _, p := range []struct {
@@ -124,6 +136,15 @@ func (m Model) Sample(r *rand.Rand) int64 {
 		// The package's pareto: a Lomax tail of mean t on a floor at d - t.
 		t := j * paretoTailPerJitter
 		d += lomax(r, t, paretoAlpha) - t
+	case DistExponential:
+		d += j * (r.ExpFloat64() - 1)
+	case DistBimodal:
+		if r.Uint64()&1 == 0 {
+			d -= j
+		} else {
+			d += j
+		}
+		d += j / 4 * r.NormFloat64()
 	}
 	if !(d > 0) {
 		return 0
@@ -149,6 +170,8 @@ func (m Model) Floor() time.Duration {
 		f = float64(m.Delay - m.Jitter)
 	case DistPareto:
 		f = float64(m.Delay) - float64(m.Jitter)*paretoTailPerJitter
+	case DistExponential:
+		f = float64(m.Delay - m.Jitter)
 	}
 	if !(f > 0) {
 		return 0
@@ -252,7 +275,8 @@ var ErrLinkSyntax = errors.New("bad link")
 //	normal:100us:10us/normal:120us:10us   forward (h0->h1) / reverse
 //	pareto:100us:50us,asym=20us     forward +10 us, reverse -10 us
 //
-// Distributions: fixed (or none), uniform, normal, pareto. Options: loss,
+// Distributions: fixed (or none), uniform, normal, pareto, exponential,
+// bimodal (see Dist). Options: loss,
 // dup, reorder (a fraction like 0.01 or a percentage like 1%), asym (a
 // duration; forward minus reverse base delay).
 func ParseLink(s string) (Link, error) {
@@ -329,8 +353,12 @@ func parseModel(s string) (Model, error) {
 		m.Dist = DistNormal
 	case "pareto":
 		m.Dist = DistPareto
+	case "exponential":
+		m.Dist = DistExponential
+	case "bimodal":
+		m.Dist = DistBimodal
 	default:
-		return Model{}, fmt.Errorf("%w: distribution %q: unknown (want fixed, uniform, normal or pareto)", ErrLinkSyntax, f[0])
+		return Model{}, fmt.Errorf("%w: distribution %q: unknown (want fixed, uniform, normal, pareto, exponential or bimodal)", ErrLinkSyntax, f[0])
 	}
 	want := 3
 	if m.Dist == DistNone {

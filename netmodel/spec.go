@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/gclock/gclock/internal/conf"
 )
@@ -27,6 +28,17 @@ type Spec struct {
 	// that later messages overtake them.
 	Reorder      float64  `yaml:"reorder" json:"reorder"`
 	ReorderDelay Duration `yaml:"reorder_delay" json:"reorder_delay"`
+	// Model, if set, is a link in gclock lab's syntax (ParseLink: e.g.
+	// "normal:100us:10us" or "pareto:100us:10us/normal:100us:10us"),
+	// drawn instead of MinDelay, Asymmetry and Tail: its forward model for
+	// a message from a lower- to a higher-numbered node (from the reference
+	// outwards in a star), its reverse model the other way. A load phase
+	// scales its jitter as it scales a tail. Loss, duplication and
+	// reordering stay the spec's own fields; MinDelay, Asymmetry and Tail
+	// are cleared by Validate.
+	Model string `yaml:"model" json:"model,omitempty"`
+
+	link *Link // Model parsed by Validate
 }
 
 // Validate checks the spec; every error names the field, under field (the
@@ -37,6 +49,46 @@ func (s *Spec) Validate(field string) error {
 	if s.MinDelay < 0 || s.Asymmetry < 0 || s.ReorderDelay < 0 {
 		bad("min_delay", "delays must be >= 0")
 	}
+	s.link = nil
+	if s.Model != "" {
+		s.validateModel(bad)
+	} else {
+		s.validateTail(bad)
+	}
+	for _, p := range []struct {
+		f string
+		v float64
+	}{{"loss", s.Loss}, {"duplicate", s.Duplicate}, {"reorder", s.Reorder}} {
+		if !finiteIn(p.v, 0, 1) {
+			bad(p.f, "probability %v out of range [0, 1]", p.v)
+		}
+	}
+	if s.Loss >= 1 {
+		bad("loss", "1 would cut every link for the whole run")
+	}
+	return errors.Join(errs...)
+}
+
+// validateModel parses Model (see Spec.Model).
+func (s *Spec) validateModel(bad func(field, format string, args ...any)) {
+	l, err := ParseLink(s.Model)
+	switch {
+	case err != nil:
+		bad("model", "%v", err)
+	case l.Direct:
+		bad("model", "direct is a lab wiring, not a delay model")
+	case l.Forward.Loss+l.Forward.Dup+l.Forward.Reorder+l.Reverse.Loss+l.Reverse.Dup+l.Reverse.Reorder > 0:
+		bad("model", "%q: loss, dup and reorder are the links section's own fields here (loss, duplicate, reorder)", s.Model)
+	default:
+		// The model replaces the floor-and-tail fields (a scenario's
+		// defaults fill them): cleared, so that the run's JSON shows what
+		// was drawn.
+		s.link, s.MinDelay, s.Asymmetry, s.Tail = &l, 0, 0, TailSpec{}
+	}
+}
+
+// validateTail checks the tail of a spec without a Model.
+func (s *Spec) validateTail(bad func(field, format string, args ...any)) {
 	switch s.Tail.Dist {
 	case TailExponential:
 	case TailLognormal:
@@ -53,18 +105,6 @@ func (s *Spec) Validate(field string) error {
 	if s.Tail.Mean < 0 {
 		bad("tail.mean", "must be >= 0")
 	}
-	for _, p := range []struct {
-		f string
-		v float64
-	}{{"loss", s.Loss}, {"duplicate", s.Duplicate}, {"reorder", s.Reorder}} {
-		if !finiteIn(p.v, 0, 1) {
-			bad(p.f, "probability %v out of range [0, 1]", p.v)
-		}
-	}
-	if s.Loss >= 1 {
-		bad("loss", "1 would cut every link for the whole run")
-	}
-	return errors.Join(errs...)
 }
 
 func finiteIn(v, lo, hi float64) bool {
@@ -123,8 +163,21 @@ func (m *Net) Transmit(r *rand.Rand, from, to int, l Load, buf []int64) []int64 
 	}
 	base := m.MinDelay(from, to)
 	mean := float64(m.Spec.Tail.Mean) * l.TailScale
+	var model Model
+	if lk := m.Spec.link; lk != nil {
+		model = lk.Forward
+		if from > to {
+			model = lk.Reverse
+		}
+		model.Jitter = time.Duration(float64(model.Jitter) * l.TailScale)
+	}
 	for range copies {
-		d := base + m.Spec.Tail.Draw(r, mean)
+		var d int64
+		if m.Spec.link != nil {
+			d = model.Sample(r)
+		} else {
+			d = base + m.Spec.Tail.Draw(r, mean)
+		}
 		if l.Reorder > 0 && r.Float64() < l.Reorder {
 			d += int64(m.Spec.ReorderDelay)
 		}

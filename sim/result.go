@@ -42,11 +42,18 @@ type Result struct {
 	// every evaluation after the warm-up, the synced reads of all nodes
 	// share a point. Violations must be 0.
 	Agreement eval.Agreement `json:"agreement"`
+	// Limits is every node's limit but the reference's (Options.Limit).
+	Limits []NodeLimit `json:"limits,omitempty"`
 }
 
 func (r *runner) result(wall time.Duration) *Result {
 	secs := time.Duration(r.sc.Duration).Seconds()
 	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec, RealTime: r.rtResult()}
+	for i, t := range r.limits {
+		if i != r.ref {
+			res.Limits = append(res.Limits, t.result(i))
+		}
+	}
 	all, others := eval.New(r.evalOptions()), eval.New(r.evalOptions())
 	var msgs uint64
 	var total int

@@ -78,6 +78,10 @@ type Options struct {
 	// Trace records the plot nodes' error and bounds over time and their
 	// resync events (needed by Plot).
 	Trace bool
+	// Limit computes every node's limit (sim/limit.go): textbook
+	// estimators fed the rounds its engine was given, judged at the same
+	// evaluations (Result.Limits).
+	Limit bool
 }
 
 // Event kinds. Simultaneous events run in the order they were scheduled
@@ -153,6 +157,7 @@ type runner struct {
 	trace  *Trace
 	rec    *Recording
 	plotIx map[int]int
+	limits []*limitTracker // per node with Options.Limit
 
 	agree eval.Agreement // synced reads of each instant share a point
 	reads []eval.Read    // this instant's reads (evaluate)
@@ -275,6 +280,12 @@ func (r *runner) setup() error {
 	}
 	if sc.Eval.RecordNode >= 0 {
 		r.rec = &Recording{Node: sc.Eval.RecordNode}
+	}
+	if r.opt.Limit {
+		r.limits = make([]*limitTracker, len(r.nodes))
+		for i := range r.limits {
+			r.limits[i] = newLimitTracker()
+		}
 	}
 	// Start every node at the origin; they are ticked in order of id, each a
 	// little late (scheduling noise).
@@ -481,6 +492,9 @@ func (r *runner) deliver(e event) error {
 	if r.rec != nil && int(e.node) == r.rec.Node && e.msg.Type == engine.MsgTimeDiff {
 		r.rec.addRound(e.msg.Samples)
 	}
+	if r.limits != nil && e.msg.Type == engine.MsgTimeDiff {
+		r.limits[e.node].addRound(e.msg.Samples)
+	}
 	return r.drain(int(e.node), local)
 }
 
@@ -615,6 +629,9 @@ func (r *runner) evaluate() {
 		}
 		if !counted {
 			continue
+		}
+		if r.limits != nil && i != r.ref {
+			r.limits[i].judge(local, truth)
 		}
 		rd := eval.Read{At: r.now, Est: tm.Est, Earliest: tm.Earliest, Latest: tm.Latest, Mono: tm.Mono,
 			Status: eval.Status(tm.Status), Truth: truth}

@@ -42,7 +42,7 @@ const labUsage = `usage:
 The lab: hosts gclab-RUN-h0.. (10.77.0.(i+1)/24 on eth0; RUN is the pid of
 the lab's process and a count), one switch namespace gclab-RUN-sw running
 gclock's userspace switch. Runs as root. Link syntax:
-  direct | fixed:100us | uniform|normal|pareto:DELAY:JITTER [/REVERSE] [,loss=1%][,dup=..][,reorder=..][,asym=20us]
+  direct | fixed:100us | uniform|normal|pareto|exponential|bimodal:DELAY:JITTER [/REVERSE] [,loss=1%][,dup=..][,reorder=..][,asym=20us]
 
 flags:
 `

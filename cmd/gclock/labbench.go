@@ -75,6 +75,23 @@ func parseProfiles(s string) ([]benchProfile, error) {
 			return nil, fmt.Errorf("--profile %q: %s twice", s, name)
 		}
 		seen[name] = true
+		if name == "links" {
+			for _, c := range netmodel.Matrix() {
+				if !seen["link-"+c.Name] {
+					seen["link-"+c.Name] = true
+					out = append(out, linkProfile(c))
+				}
+			}
+			continue
+		}
+		if c, ok := strings.CutPrefix(name, "link-"); ok {
+			lc, found := netmodel.MatrixClass(c)
+			if !found {
+				return nil, fmt.Errorf("--profile %q: %q: unknown link class (want one of %s)", s, name, strings.Join(netmodel.MatrixNames(), ", "))
+			}
+			out = append(out, linkProfile(lc))
+			continue
+		}
 		switch {
 		case name == "quiet":
 			out = append(out, benchProfile{name, lab.DefaultTargets(), func(*labFlags) {}})
@@ -87,13 +104,28 @@ func parseProfiles(s string) ([]benchProfile, error) {
 			}
 			out = append(out, benchProfile{name, lab.BusyTargets(), func(f *labFlags) { f.cross = strconv.Itoa(pct) + "%" }})
 		default:
-			return nil, fmt.Errorf("--profile %q: %q: unknown (want quiet, busy or crossNN, e.g. cross30)", s, name)
+			return nil, fmt.Errorf("--profile %q: %q: unknown (want quiet, busy, crossNN (e.g. cross30), link-CLASS or links)", s, name)
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--profile %q: no profile", s)
 	}
 	return out, nil
+}
+
+// linkProfile is a row of the link matrix (issue 28): the flags as given
+// on the class's link. Every class is held to the issue's relative
+// targets (a median at most a third of chrony's, a p99 below every
+// peer's, every evaluation inside the bounds); floor-type classes also to
+// the quiet lab's absolute ones (median 0.3 us, p99 2 us), the others to
+// a median of 1 us and a p99 of 10 us.
+func linkProfile(c netmodel.LinkClass) benchProfile {
+	t := lab.DefaultTargets()
+	t.ChronyRatio = 3
+	if !c.Floor {
+		t.MedianNs, t.P99Ns = 1000, 10000
+	}
+	return benchProfile{"link-" + c.Name, t, func(f *labFlags) { f.link = c.Link }}
 }
 
 // parseSeeds reads "1-6", "1,3,5" or a mix ("1-3,7").
@@ -155,6 +187,9 @@ Profiles (--profile, comma-separated, run seed by seed in turn):
   busy      --load 4 and --load-outside 2, held to the busy targets (issue 21)
   crossNN   --cross NN% (bulk TCP flows host to host at NN% of the port rate,
             1 Gbit/s FIFO ports unless --port-rate), held to the busy targets
+  link-C    --link set to the link matrix's class C (issue 28), held to that
+            class's targets: `+strings.Join(netmodel.MatrixNames(), ", ")+`
+  links     every class of the link matrix in turn
 
 Every run's evidence is kept in a directory of its own (--keep; default beside
 the -o report: bench.md -> bench.d/PROFILE-seedN/): run.json, series.csv (every

@@ -34,11 +34,15 @@ scenario (see --list).
   gclock sim --nodes 10000 --topology tree --duration 1h
   gclock sim --plot errors.png       error and bounds over time
   gclock sim --report liao-table1    our numbers beside the paper's
+  gclock sim matrix --seeds 1-100    the link matrix: gclock, chrony, the limit
 
 flags:
 `
 
 func runSim(args []string) error {
+	if len(args) > 0 && args[0] == "matrix" {
+		return runSimMatrix(args[1:], os.Stdout, os.Stderr)
+	}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() {

@@ -235,7 +235,7 @@ func printSourcestats(w io.Writer, v daemon.View) {
 		fmt.Fprintf(w, "node %d has no sources (status %s)\n", v.Node, v.Status)
 		return
 	}
-	fmt.Fprintf(w, "%-6s %4s %8s %12s %10s %12s %12s\n", "ID", "NP", "Restarts", "Freq ppm", "Skew ppm", "Last offset", "RMS offset")
+	fmt.Fprintf(w, "%-6s %4s %8s %12s %10s %12s %12s  %s\n", "ID", "NP", "Restarts", "Freq ppm", "Skew ppm", "Last offset", "RMS offset", "Line (spread up/down)")
 	for _, s := range v.Sources {
 		skew, off, rms := "-", "-", "-"
 		if s.SkewPPM > 0 {
@@ -244,6 +244,17 @@ func printSourcestats(w io.Writer, v daemon.View) {
 		if s.Differences > 0 {
 			off, rms = fmtSigned(s.LastOffsetNs), fmtDur(s.RMSOffsetNs)
 		}
-		fmt.Fprintf(w, "%-6d %4d %8d %+12.3f %10s %12s %12s\n", s.ID, s.Samples, s.EstimatorRestarts, s.FrequencyPPM, skew, off, rms)
+		line := "-"
+		if s.Line != "" {
+			line = s.Line
+			if s.Line == "blend" {
+				line = fmt.Sprintf("blend %.0f%% body", 100*s.BodyWeight)
+			}
+			if s.ShapesDiffer {
+				line += ", shapes differ"
+			}
+			line += fmt.Sprintf(" (%s/%s)", fmtDur(s.DelaySpreadUpNs), fmtDur(s.DelaySpreadDownNs))
+		}
+		fmt.Fprintf(w, "%-6d %4d %8d %+12.3f %10s %12s %12s  %s\n", s.ID, s.Samples, s.EstimatorRestarts, s.FrequencyPPM, skew, off, rms, line)
 	}
 }

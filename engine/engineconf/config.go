@@ -94,6 +94,9 @@ type Config struct {
 	// CenterMemory (rounds): the centre line's memory
 	// (engine.Config.CenterMemory); 0 weighs the whole window the same.
 	CenterMemory float64 `yaml:"center_memory,omitempty" json:"center_memory,omitempty" engine:"CenterMemory"`
+	// CenterFloorOnly: the centre line on the fastest exchanges alone
+	// (engine.Config.CenterFloorOnly), for comparisons.
+	CenterFloorOnly bool `yaml:"center_floor_only,omitempty" json:"center_floor_only,omitempty" engine:"CenterFloorOnly"`
 }
 
 // Default is engine.DefaultConfig in YAML units, so that a file that says

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"container/heap"
+	"math"
+
+	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
+)
+
+// The source side (Liao, Figure 1, "On Node 0"): one round per child at a
+// time, scheduled on the timer heap (timers.go), a probe at a time until
+// the round has its exchanges, then a time diff to the child.
+
+type childState uint8
+
+const (
+	idle childState = iota
+	waitingSlot
+	probing
+)
+
+// child is a source's view of one child (Liao's per-nodeX variables).
+type child struct {
+	id      NodeID
+	state   childState
+	heapIdx int
+	due     int64 // next round (idle) or probe deadline (probing)
+
+	period    int64 // global_resync_period[nodeX]
+	errSum    float64
+	successes int
+	lastEnd   int64
+
+	round     uint32
+	seq       uint32
+	probeSent int64
+	probeTx   int64 // the probe's transmit stamp (TxStamp); 0: none
+	target    int
+	deadline  int64 // Config.RoundBudget: no probe sent after this
+	repeated  bool
+	retries   int
+	samples   []estimate.Sample
+
+	shortestEver int64 // -1 until the first completed round
+	srtt         int64
+
+	lastDone uint32 // last round whose TimeDiff was sent; 0: none
+	pending  bool   // lastDone's verdict (report or success) not yet counted
+	reported bool   // an ErrReport for lastDone arrived
+
+	periodSeq uint32 // MsgPeriodChange messages sent to this child
+
+	// unanswered: the last round ended with its probe retries exhausted
+	// and no sample. Logged once when it starts and once when the child
+	// answers again, not at every round of a dead child.
+	unanswered bool
+
+	stats ChildSnapshot
+}
+
+func (n *Node) slotFree() bool {
+	return n.cfg.MaxConcurrentRounds == 0 || n.active < n.cfg.MaxConcurrentRounds
+}
+
+func (n *Node) startRound(c *child, now int64) {
+	if c.pending {
+		// The previous round ended without an error report: a success.
+		// On the convergence ramp every round counts, quiet or not.
+		c.pending = false
+		if !c.reported || n.ramping(c) {
+			n.success(c, now)
+		}
+	}
+	c.state = probing
+	n.active++
+	c.round++
+	c.samples = c.samples[:0]
+	c.target = n.cfg.PingsPerRound
+	c.deadline = n.roundDeadline(now)
+	c.repeated = false
+	c.retries = 0
+	n.sendProbe(c, now)
+}
+
+// roundDeadline is the local time after which a round (or its repeat)
+// started at now sends no further probe: Config.RoundBudget later (read
+// only when there is a budget: overBudget).
+func (n *Node) roundDeadline(now int64) int64 {
+	return satmath.Add(now, int64(n.cfg.RoundBudget))
+}
+
+// overBudget reports whether c's round has spent its Config.RoundBudget
+// (never without a budget: a deadline of 0 is also a local time).
+func (n *Node) overBudget(c *child, now int64) bool {
+	return n.cfg.RoundBudget > 0 && now >= c.deadline
+}
+
+func (n *Node) timeout(c *child) int64 {
+	t := int64(n.cfg.ProbeTimeout)
+	if r := int64(n.cfg.RetryRTTs * float64(c.srtt)); r > t {
+		t = r
+	}
+	return t
+}
+
+func (n *Node) sendProbe(c *child, now int64) {
+	n.seq++
+	c.seq = n.seq
+	c.probeSent, c.probeTx = now, 0
+	c.due = now + n.timeout(c)
+	heap.Push(&n.timers, c)
+	n.send(Message{Type: MsgProbe, From: n.cfg.ID, To: c.id, Round: c.round, Seq: c.seq})
+}
+
+func (n *Node) probeTimeout(c *child, now int64) {
+	c.retries++
+	c.stats.Retries++
+	if c.retries > n.cfg.MaxProbeRetries {
+		c.stats.Abandoned++
+		switch {
+		case len(c.samples) > 0:
+			n.logger.Debug("probe retries exhausted; ending the round with the samples it has", "child", c.id, "round", c.round, "samples", len(c.samples))
+		case !c.unanswered:
+			c.unanswered = true
+			n.logger.Warn("child not answering: its rounds end without samples until it answers (logged again only then)",
+				"child", c.id, "round", c.round, "retries", n.cfg.MaxProbeRetries)
+		default:
+			n.logger.Debug("child still not answering", "child", c.id, "round", c.round)
+		}
+		if len(c.samples) > 0 {
+			n.finishRound(c, now)
+		} else {
+			n.endRound(c, now, false)
+		}
+		return
+	}
+	if n.overBudget(c, now) && len(c.samples) > 0 {
+		// The round's time is spent and a reply is late: end it with
+		// what it has rather than wait out the retries.
+		c.stats.Cut++
+		n.finishRound(c, now)
+		return
+	}
+	n.sendProbe(c, now)
+}
+
+func (n *Node) probeReply(c *child, m Message, now int64) {
+	if c.state != probing || m.Seq != c.seq || m.Round != c.round {
+		c.stats.Ignored++
+		n.ignore(m, "late or duplicate reply")
+		return
+	}
+	if c.unanswered {
+		c.unanswered = false
+		n.logger.Info("child answering again", "child", c.id, "round", c.round)
+	}
+	s := estimate.Sample{SrcSend: c.probeSent, LocRecv: m.T2, LocSend: m.T3, SrcRecv: now}
+	if m.T4 != 0 && m.T4 >= c.probeSent && m.T4 <= now {
+		s.SrcRecv = m.T4
+	}
+	stamped := c.probeTx != 0 && c.probeTx <= s.SrcRecv // TxStamp checked it is after probeSent
+	if stamped {
+		s.SrcSend = c.probeTx
+	}
+	if m.T3 < m.T2 || now < c.probeSent || s.RTT() < 0 {
+		// Corrupt timestamps: treat as lost, the timeout retries.
+		c.stats.Ignored++
+		n.ignore(m, "reply with inconsistent timestamps")
+		return
+	}
+	if c.heapIdx >= 0 {
+		heap.Remove(&n.timers, c.heapIdx)
+	}
+	c.retries = 0
+	switch {
+	case stamped:
+		n.stamps.ProbeStamped++
+	case c.probeTx != 0:
+		n.stamps.Rejected++
+		n.stamps.ProbeOwn++
+	default:
+		n.stamps.ProbeOwn++
+	}
+	raw := now - c.probeSent
+	if c.srtt == 0 {
+		c.srtt = raw
+	} else {
+		c.srtt += (raw - c.srtt) / 8
+	}
+	c.samples = append(c.samples, s)
+	if len(c.samples) < c.target && !n.overBudget(c, now) {
+		n.sendProbe(c, now)
+		return
+	}
+	best := bestRTT(c.samples)
+	if !c.repeated && c.shortestEver >= 0 && best-c.shortestEver > int64(n.cfg.NetworkLatencyErrorThresh) {
+		// Liao: shortest-this-round - shortest-ever > NETWORK_LATENCY_ERROR_THRESH:
+		// do the round's pings once more (with the budget again, if any).
+		c.repeated = true
+		c.target = len(c.samples) + n.cfg.PingsPerRound
+		c.deadline = n.roundDeadline(now)
+		c.stats.Repeats++
+		n.event(now, EvRoundRepeated, c.id, float64(best-c.shortestEver))
+		n.sendProbe(c, now)
+		return
+	}
+	if len(c.samples) < c.target {
+		c.stats.Cut++
+	}
+	n.finishRound(c, now)
+}
+
+// finishRound sends MyriTimeDiff with the round's exchanges and the node's
+// own mapping to global time.
+func (n *Node) finishRound(c *child, now int64) {
+	if c.heapIdx >= 0 {
+		heap.Remove(&n.timers, c.heapIdx)
+	}
+	best := bestRTT(c.samples)
+	if c.shortestEver < 0 || best < c.shortestEver {
+		c.shortestEver = best
+	}
+	n.send(Message{
+		Type:    MsgTimeDiff,
+		From:    n.cfg.ID,
+		To:      c.id,
+		Round:   c.round,
+		Samples: append([]estimate.Sample(nil), c.samples...),
+		Mapping: n.globalMapping(now, c.period),
+		Unsure:  n.unsure(now),
+	})
+	c.stats.Rounds++
+	n.endRound(c, now, true)
+}
+
+func (n *Node) endRound(c *child, now int64, sent bool) {
+	if c.heapIdx >= 0 {
+		heap.Remove(&n.timers, c.heapIdx)
+	}
+	n.active--
+	c.state = idle
+	c.lastEnd = now
+	if sent {
+		c.lastDone, c.pending, c.reported = c.round, true, false
+	}
+	c.due = now + c.period
+	heap.Push(&n.timers, c)
+	for len(n.waiting) > 0 && n.slotFree() {
+		w := n.waiting[0]
+		n.waiting = n.waiting[1:]
+		n.startRound(w, now)
+	}
+	if len(n.waiting) == 0 {
+		n.waiting = nil // let the backing array go
+	}
+}
+
+func bestRTT(ss []estimate.Sample) int64 {
+	best := int64(math.MaxInt64)
+	for _, s := range ss {
+		best = min(best, s.RTT())
+	}
+	return best
+}

@@ -1,0 +1,499 @@
+package estimate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// The centre line's second candidate: the body of the delay distribution.
+//
+// The centre line of center.go rests on the fastest exchanges each way.
+// Where the delays have a sharp floor (a path that is sometimes empty:
+// propagation plus queueing) the fastest exchanges are the best
+// information there is: the lowest of n delays scatters by about 1/n of the
+// tail, far less than an average, which scatters by 1/sqrt(n) of it. Where
+// the delays are a bell around a mean (a virtual NIC, a busy hypervisor, an
+// interrupt-moderation timer) the fastest exchange is itself a noisy
+// statistic (the lowest of 240 normal delays of sigma 10 us is spread over
+// several us), and the exchanges above it, which the floor line throws
+// away, hold most of the information.
+//
+// So the hull fits a second line, through the body of both sides: every
+// exchange of the memory's span, each side's delays weighted by Huber's
+// rule about that side's own centre (full weight within bodyHuber robust
+// standard deviations, less beyond, so that a heavy tail counts little),
+// with one common line and margin as the floor line has. Its offset is
+// unbiased whenever the two directions' delays have the same shape (the
+// same M-estimate of location each way), whatever that shape is.
+//
+// Which line to trust is decided from the data, by the variance each
+// line's offset has on this data: for the body, the M-estimator's sandwich
+// variance; for the floor line, the variance of a low quantile, p(1-p)
+// S(p)^2/n, S the sparsity (dQ/dp) read off each side's own order
+// statistics around the share p of the exchanges the floor line rests on.
+// A sharp floor has a small sparsity there and the floor line wins by
+// orders of magnitude; a bell has a large one and the body wins by 5-10x.
+// The two lines are blended by inverse variance (the log of the ratio is
+// smoothed over rounds, so that one round's noise does not flip the
+// choice).
+//
+// When the two directions' delays have different shapes (one way queues
+// more, or jitters more), neither the body nor the floor is unbiased in
+// general, and the offset cannot be known from two-way exchanges: only the
+// bounds are safe. The hull then leans on the line whose physical model
+// fits the shape it sees (CenterShape.Asymmetric says it is guessing): a
+// delay with a sharp floor is a fixed path plus waiting, and waiting is
+// what differs between directions, so there the floor alone; a bell is
+// jitter about the path's delay, whose floor is no floor, so there the
+// body alone. The shapes differ when each side's robust spread differs by
+// more than bodyAsymRatio, or when the two lines disagree beyond their
+// noise.
+
+// CenterShape says what the centre line rests on, for the metrics and logs.
+type CenterShape struct {
+	// BodyWeight is the weight of the body line in the centre line: 0 the
+	// fastest exchanges alone (the floor line), 1 the body alone.
+	BodyWeight float64
+	// FloorSD and BodySD (ns) are the standard deviations of each line's
+	// offset estimated from the exchanges (0: not computed).
+	FloorSD, BodySD float64
+	// SpreadUp and SpreadDown (ns) are the robust spreads (1.4826 MAD) of
+	// each direction's delays in the memory's span: UP is the local
+	// node's messages to its source, down the source's replies.
+	SpreadUp, SpreadDown float64
+	// Asymmetric is true when the two directions' delays differ in shape:
+	// their spreads differ by more than bodyAsymRatio, or the two lines
+	// disagree beyond their noise. The line then rests on the floor where
+	// the floor is sharp, on the body where the delays are bells.
+	Asymmetric bool
+	// Points is the number of exchanges per side the body line used.
+	Points int
+	// Disagree is the distance between the two lines at the newest
+	// exchange in standard deviations of their difference.
+	Disagree float64
+}
+
+// Kind names what the line rests on: "floor" (the body's weight under
+// 5%), "body" (over 95%) or "blend"; Asymmetric says whether the
+// directions' shapes differ besides.
+func (c CenterShape) Kind() string {
+	switch {
+	case c.BodyWeight < 0.05:
+		return "floor"
+	case c.BodyWeight > 0.95:
+		return "body"
+	}
+	return "blend"
+}
+
+const (
+	// bodyHuber is Huber's constant in robust standard deviations: 1.5 is
+	// 96% efficient on a normal distribution and caps what one exchange of
+	// a heavy tail can pull.
+	bodyHuber = 1.5
+	// bodyRefits: reweighting passes of the Huber fit.
+	bodyRefits = 4
+	// bodyMinPoints is the fewest exchanges per side for a body line: with
+	// fewer the spreads and variances are too noisy to compare.
+	bodyMinPoints = 48
+	// bodyAsymRatio: the two directions' robust spreads differ by more
+	// than this factor: their shapes differ. With 240 exchanges a side the
+	// spread's own scatter is about 8%, so 1.35 is four of them.
+	bodyAsymRatio = 1.35
+	// bodyAgreeLo and bodyAgreeHi: the body's weight fades from its
+	// inverse-variance share to 0 as the two lines' distance grows from
+	// bodyAgreeLo to bodyAgreeHi standard deviations.
+	bodyAgreeLo = 1.0
+	bodyAgreeHi = 2.0
+	// bodyClear: a body line this many times less variable than the floor
+	// line is judged by the spreads alone (see fuseBody).
+	bodyClear = 4.0
+	// bodyMemoryScale: the body line remembers this many times longer than
+	// the floor line. The centre line's memory (2.5 rounds in the lab's
+	// daemons) balances the floor's noise, a few hundred ns per round,
+	// against the wander of the frequency; a bell's midpoints scatter by
+	// microseconds, so their line wants more rounds before the wander
+	// counts. In the simulator's matrix (seeds 1-6) 2 against 1 and 4: runs
+	// within 1.5x of the limit, normal 3 us 5 (4, 3) of 6, normal 10 us 5
+	// (2, 4), bimodal 5 (3, 6), and p99 on normal 10 us 1.6 us against 3.8.
+	bodyMemoryScale = 2.0
+	// bodyMinMoves: rounds of measured moves before they count.
+	bodyMinMoves = 3
+	// bodyDecay is the weight of the newest round in the smoothed log
+	// ratio of the two variances.
+	bodyDecay = 0.3
+)
+
+// bodyState is a hull's memory of the choice: the smoothed log of
+// Var(floor)/Var(body) and the last shape.
+type bodyState struct {
+	logRatio float64
+	seen     bool
+	shape    CenterShape
+	// The last round's lines (floor c, s; body a, sk) and reading point,
+	// and the smoothed squares of each line's move there (moves: how many).
+	c, s, a, sk, xe float64
+	lines           bool
+	moveF, moveB    float64
+	moves           int
+}
+
+// CenterShape returns what the centre line rests on (the hull whose line
+// Center uses); ok is false before a body line was ever weighed.
+func (h *Hull) CenterShape() (CenterShape, bool) {
+	h.centerLine()
+	src := h
+	if h.cfg.CenterAdapt && h.spanSel > 0 {
+		src = h.cands[h.spanSel-1]
+	}
+	return src.body.shape, src.body.seen
+}
+
+// midPt is an exchange's midpoint: local time and offset y - x, absolute.
+type midPt struct{ x, off int64 }
+
+// trimMids drops the midpoints older than the hull's oldest point.
+func (h *Hull) trimMids() {
+	cut := h.x0 + h.minX
+	i, _ := slices.BinarySearchFunc(h.mids, cut, func(m midPt, x int64) int { return cmp.Compare(m.x, x) })
+	if i > 0 && slices.IsSortedFunc(h.mids[:i+min(1, len(h.mids)-i)], func(a, b midPt) int { return cmp.Compare(a.x, b.x) }) {
+		h.mids = append(h.mids[:0], h.mids[i:]...)
+	} else if i > 0 || len(h.mids) > 4*h.cfg.Window {
+		h.mids = slices.DeleteFunc(h.mids, func(m midPt) bool { return m.x < cut })
+	}
+}
+
+// fuseBody weighs the floor line (c, s, in relative d units) against the
+// body line and returns the blended line; lo and hi are the feasible skew
+// range. floorK is the number of fastest exchanges per side the floor line
+// rested on.
+func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
+	tau, from := h.centerMemory()
+	tau, from = h.bodyMemory(tau, from)
+	weight := func(x int64) float64 {
+		if tau > 0 {
+			return math.Exp(-float64(h.newest-x) / tau)
+		}
+		return 1
+	}
+	// Each direction's delay beyond the floor line (for the floor line's
+	// variance), and the exchanges' midpoints (for the body line).
+	side := func(ps []pt, sign float64) []wv {
+		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+		out := make([]wv, 0, len(ps)-i0)
+		for _, p := range ps[i0:] {
+			x := float64(p.x)
+			out = append(out, wv{sign * (sign*float64(p.d) - (c + s*x)), weight(p.x)})
+		}
+		return out
+	}
+	qUp, qLow := side(h.up.pts, 1), side(h.low.pts, -1)
+	var mx, md, mw []float64
+	for _, m := range h.mids {
+		x := m.x - h.x0
+		if x < from || x < h.minX {
+			continue
+		}
+		mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, weight(x))
+	}
+	if len(qUp) < bodyMinPoints || len(qLow) < bodyMinPoints || len(mx) < bodyMinPoints {
+		return c, s
+	}
+	// Spreads of each direction about its own median (the floor line's
+	// residuals: the line does not change a spread).
+	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
+	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
+
+	a, sk, vAt, xm, ok := fitBody(mx, md, mw)
+	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
+	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
+		h.body.shape = shape
+		return c, s
+	}
+	// Both lines are judged where they are read: after the newest
+	// exchange, half a gap between rounds on. The floor line's variance
+	// there is its variance at the points' centre grown as the body's
+	// grows (the same exchanges, the same lever).
+	xe := float64(h.newest) + h.roundGap/2
+	vBody, vCentre := vAt(xe-xm), vAt(0)
+	if !(vBody > 0) || !(vCentre > 0) {
+		h.body.shape = shape
+		return c, s
+	}
+	vFloor *= vBody / vCentre
+	// Measured: how far each line moved at the last round's reading point
+	// since that round. A line's move from one round to the next is about
+	// its error (the centre line forgets over a few rounds), and it counts
+	// what the formulas leave out: the max-margin line's skew rests on a
+	// few extreme exchanges, so its error grows faster than the body's
+	// away from the points' centre.
+	b := &h.body
+	if b.lines {
+		jf := (c + s*b.xe) - (b.c + b.s*b.xe)
+		jb := (a + sk*b.xe) - (b.a + b.sk*b.xe)
+		if b.moves == 0 {
+			b.moveF, b.moveB = jf*jf, jb*jb
+		} else {
+			b.moveF += bodyDecay * (jf*jf - b.moveF)
+			b.moveB += bodyDecay * (jb*jb - b.moveB)
+		}
+		b.moves++
+	}
+	b.c, b.s, b.a, b.sk, b.xe, b.lines = c, s, a, sk, xe, true
+	if b.moves >= bodyMinMoves {
+		vFloor, vBody = max(vFloor, b.moveF), max(vBody, b.moveB)
+	}
+	shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vBody)
+	r := math.Log(vFloor / vBody)
+	if !b.seen {
+		b.logRatio, b.seen = r, true
+	} else {
+		b.logRatio += bodyDecay * (r - b.logRatio)
+	}
+	// The two lines must agree within their noise: where both sides have
+	// the same shape, each is unbiased and their difference is noise; a
+	// difference beyond it means the directions' delays differ in shape
+	// (their bodies lie at different heights above their floors).
+	z := math.Abs((a+sk*xe)-(c+s*xe)) / math.Sqrt(vFloor+vBody)
+	shape.Disagree = z
+	// Where the body is far the better line (rho >= bodyClear) the floor
+	// line's noise is what the formulas grasp least (a bell's extreme
+	// exchanges), and the lines' distance says little: only the spreads
+	// judge the shapes there.
+	rho := math.Exp(b.logRatio) // Var(floor) / Var(body)
+	if rho >= bodyClear {
+		z = 0
+	}
+	ratio := max(spreadUp, spreadLow) / min(spreadUp, spreadLow)
+	shape.Asymmetric = !(ratio <= bodyAsymRatio) || !(z < bodyAgreeHi)
+	switch {
+	case shape.Asymmetric && rho >= bodyClear:
+		// Shapes differ and neither has a sharp floor (bells of different
+		// widths): a bell is jitter about a path's delay, so the centres
+		// are the better guess; the floor of a bell is no floor.
+		shape.BodyWeight = 1
+	case !shape.Asymmetric:
+		// Inverse-variance weights: wBody = vFloor / (vFloor + vBody),
+		// fading out as the lines' disagreement nears bodyAgreeHi.
+		// The floor is the physically safer line (waiting is what differs
+		// between directions), so the body is blended in only where it is
+		// clearly the better one: from nothing at equal variances to its
+		// full share at half the floor's.
+		fade := min(1, max(0, (bodyAgreeHi-z)/(bodyAgreeHi-bodyAgreeLo)))
+		gate := min(1, max(0, rho-1))
+		shape.BodyWeight = fade * gate * rho / (1 + rho)
+	}
+	h.body.shape = shape
+	wb := shape.BodyWeight
+	return c + wb*(a-c), s + wb*(sk-s)
+}
+
+// wv is a value and its weight.
+type wv struct{ v, w float64 }
+
+// quantileVar is the variance of the k-th lowest of a side's weighted
+// values as an estimate of that quantile: p(1-p) S(p)^2 / n, with n the
+// effective number of values, p = k/n and the sparsity S read off the
+// weighted quantiles at p/2 and 2p. It sorts q.
+func quantileVar(q []wv, k int) float64 {
+	slices.SortFunc(q, func(a, b wv) int { return cmp.Compare(a.v, b.v) })
+	var sw, sw2 float64
+	for _, e := range q {
+		sw += e.w
+		sw2 += e.w * e.w
+	}
+	if !(sw > 0) {
+		return math.NaN()
+	}
+	n := sw * sw / sw2
+	p := min(max(float64(k), 1)/n, 0.25)
+	quant := func(pp float64) float64 {
+		target, cum := pp*sw, 0.0
+		for _, e := range q {
+			cum += e.w
+			if cum >= target {
+				return e.v
+			}
+		}
+		return q[len(q)-1].v
+	}
+	sp := (quant(2*p) - quant(p/2)) / (1.5 * p)
+	return p * (1 - p) * sp * sp / n
+}
+
+// bodyHubers are the Huber constants (in robust standard deviations of
+// the midpoint offsets) fitBody chooses from: the smallest is nearly the
+// median, right where many exchanges met the same delay both ways (two
+// modes: their midpoints pile up where the modes cancel), the largest
+// nearly the mean, right for a bell.
+var bodyHubers = []float64{0.25, 0.6, bodyHuber}
+
+// fitBody fits a line through the exchanges' midpoint offsets (x, d
+// relative, memory weights w0) by Huber's M-estimate, with the constant
+// of bodyHubers whose estimated variance is least. It returns the line
+// (relative d at x = 0, skew), the variance of the line's offset at a
+// local time after the weighted centre of the points xm (the sandwich
+// covariance, so the skew's error counts), and xm.
+func fitBody(xs, ds, w0 []float64) (a, skew float64, v func(at float64) float64, xm float64, ok bool) {
+	xm = weightedMean(xs, w0)
+	best := math.Inf(1)
+	for _, hk := range bodyHubers {
+		ca, cs, cv, good := huberLine(xs, ds, w0, xm, hk)
+		if !good {
+			continue
+		}
+		if v0 := cv(0); v0 < best {
+			best, a, skew, v, ok = v0, ca, cs, cv, true
+		}
+	}
+	return a, skew, v, xm, ok
+}
+
+// huberLine is one Huber fit of d = a' + s' X (X: (x - xm) in seconds)
+// with constant hk robust standard deviations; it returns the line at
+// x = 0, its skew and its offset's variance at xm + at.
+func huberLine(xs, ds, w0 []float64, xm, hk float64) (a, skew float64, v func(at float64) float64, ok bool) {
+	n := len(xs)
+	w := slices.Clone(w0)
+	res := make([]float64, n)
+	var sol [2]float64
+	var sc float64
+	for it := 0; ; it++ {
+		next, good := solve2(xs, ds, w, xm)
+		if !good {
+			if it == 0 {
+				return 0, 0, nil, false
+			}
+			break
+		}
+		sol = next
+		for i := range xs {
+			res[i] = ds[i] - (sol[0] + sol[1]*(xs[i]-xm)/1e9)
+		}
+		sc = madScale(res)
+		if it == bodyRefits {
+			break
+		}
+		k := hk * sc
+		for i := range xs {
+			w[i] = w0[i]
+			if r := math.Abs(res[i]); sc > 0 && r > k {
+				w[i] *= k / r
+			}
+		}
+	}
+	// The sandwich covariance A^-1 B A^-1 of (a', s').
+	k := hk * sc
+	var A, B [2][2]float64
+	for i := range xs {
+		r, wi := res[i], w0[i]
+		psi, dpsi := r, 1.0
+		if sc > 0 && math.Abs(r) > k {
+			psi, dpsi = math.Copysign(k, r), 0
+		}
+		row := [2]float64{1, (xs[i] - xm) / 1e9}
+		for p := range 2 {
+			for q := range 2 {
+				A[p][q] += wi * dpsi * row[p] * row[q]
+				B[p][q] += wi * wi * psi * psi * row[p] * row[q]
+			}
+		}
+	}
+	det := A[0][0]*A[1][1] - A[0][1]*A[1][0]
+	if !(det > 0) || math.IsInf(det, 0) {
+		return 0, 0, nil, false
+	}
+	inv := [2][2]float64{{A[1][1] / det, -A[0][1] / det}, {-A[1][0] / det, A[0][0] / det}}
+	var cov [2][2]float64
+	for p := range 2 {
+		for q := range 2 {
+			for r := range 2 {
+				for t := range 2 {
+					cov[p][q] += inv[p][r] * B[r][t] * inv[t][q]
+				}
+			}
+		}
+	}
+	v = func(at float64) float64 {
+		t := at / 1e9
+		return cov[0][0] + 2*t*cov[0][1] + t*t*cov[1][1]
+	}
+	skew = sol[1] / 1e9
+	return sol[0] - skew*xm, skew, v, true
+}
+
+// solve2 is the weighted least-squares line d = a' + s' (x - xm)/1e9.
+func solve2(xs, ds, w []float64, xm float64) ([2]float64, bool) {
+	var sw, sx, sxx, sd, sxd float64
+	for i := range xs {
+		X := (xs[i] - xm) / 1e9
+		sw += w[i]
+		sx += w[i] * X
+		sxx += w[i] * X * X
+		sd += w[i] * ds[i]
+		sxd += w[i] * X * ds[i]
+	}
+	det := sw*sxx - sx*sx
+	if !(det > 0) || math.IsInf(det, 0) {
+		if sw > 0 {
+			return [2]float64{sd / sw, 0}, true
+		}
+		return [2]float64{}, false
+	}
+	return [2]float64{(sd*sxx - sx*sxd) / det, (sw*sxd - sx*sd) / det}, true
+}
+
+// madScale is 1.4826 times the median absolute deviation from the median:
+// a normal distribution's standard deviation, robust to a tail.
+func madScale(r []float64) float64 {
+	if len(r) == 0 {
+		return 0
+	}
+	c := slices.Clone(r)
+	slices.Sort(c)
+	med := c[len(c)/2]
+	for i, v := range c {
+		c[i] = math.Abs(v - med)
+	}
+	slices.Sort(c)
+	return 1.4826 * c[len(c)/2]
+}
+
+func weightedMean(xs, w []float64) float64 {
+	var s, sw float64
+	for i, x := range xs {
+		s += w[i] * x
+		sw += w[i]
+	}
+	if sw == 0 {
+		return 0
+	}
+	return s / sw
+}
+
+// madScaleWV is madScale of weighted values (the weights ignored: a
+// spread, not a fit).
+func madScaleWV(q []wv) float64 {
+	r := make([]float64, len(q))
+	for i, e := range q {
+		r[i] = e.v
+	}
+	return madScale(r)
+}
+
+// bodyMemory is the body line's memory: the centre line's (tau, and the
+// relative local time from which points count) stretched by
+// bodyMemoryScale.
+func (h *Hull) bodyMemory(tau float64, from int64) (float64, int64) {
+	if tau == 0 {
+		return tau, from
+	}
+	tau *= bodyMemoryScale
+	if span := centerMemorySpans * tau; span < float64(h.newest-h.minX) {
+		from = h.newest - int64(span)
+	} else {
+		from = math.MinInt64
+	}
+	return tau, from
+}

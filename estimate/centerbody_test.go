@@ -1,0 +1,117 @@
+package estimate_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/netmodel"
+)
+
+// bodyRun feeds a centre-line hull rounds of exchanges over link (the
+// lab's syntax: forward is the local node's messages to its source), the
+// source's clock running skew faster than the local one, and returns the
+// mean |error| of Center half a period after each of the last rounds, and
+// the shape of the line at the end.
+func bodyRun(t *testing.T, link string, floorOnly bool, seed uint64) (float64, estimate.CenterShape, bool) {
+	t.Helper()
+	l, err := netmodel.ParseLink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := estimate.NewHull(estimate.HullConfig{Window: 4096, Center: true, CenterMemory: 2.5, CenterFloorOnly: floorOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 99))
+	const (
+		skew   = 20e-6
+		offset = int64(3_000_000)
+		period = int64(6e9)
+		rounds = 16
+		pings  = 240
+		gap    = int64(2e6)
+	)
+	src := func(x int64) int64 { return x + offset + int64(math.Round(skew*float64(x))) }
+	var sum float64
+	var n int
+	for k := range rounds {
+		x := int64(k) * period
+		var round []estimate.Sample
+		for range pings {
+			up, down := l.Forward.Sample(r), l.Reverse.Sample(r)
+			s := estimate.Sample{LocSend: x, SrcRecv: src(x + up)}
+			s.SrcSend = s.SrcRecv + 1000
+			s.LocRecv = x + up + 1000 + down
+			round = append(round, s)
+			x += gap
+		}
+		if err := h.AddRound(round); err != nil {
+			t.Fatal(err)
+		}
+		if k >= rounds-6 {
+			at := x + period/2
+			y, _, ok := h.Center(at)
+			if !ok {
+				t.Fatal("no centre line")
+			}
+			sum += math.Abs(float64(y - src(at)))
+			n++
+		}
+	}
+	sh, ok := h.CenterShape()
+	return sum / float64(n), sh, ok
+}
+
+// TestCenterBody: on every delay shape the centre line rests on what the
+// data support: the body of a bell (several times better than the fastest
+// exchanges), the floor of a floor (as before), and the floor alone when
+// the two directions differ in shape. Three seeds each.
+func TestCenterBody(t *testing.T) {
+	for _, tt := range []struct {
+		name, link string
+		kinds      []string // the shape's Kind at the end, any of
+		asym       bool     // CenterShape.Asymmetric at the end
+		// maxRatio: mean |error| at most this times the floor line's;
+		// minRatio: at least (a body that must not win by luck).
+		maxRatio, minRatio float64
+	}{
+		{"normal 10us", "normal:100us:10us", []string{"body", "blend"}, false, 0.4, 0},
+		{"normal 3us", "normal:100us:3us", []string{"body", "blend"}, false, 0.5, 0},
+		{"bimodal", "bimodal:100us:20us", []string{"body", "blend"}, false, 0.9, 0},
+		{"pareto floor", "pareto:100us:50us", []string{"floor"}, false, 1.05, 0.95},
+		{"exponential floor", "exponential:100us:20us", []string{"floor"}, false, 1.05, 0.95},
+		// The same floor each way, one direction queueing more: the floor
+		// is unbiased, the body is not.
+		{"one floor, different tails", "exponential:110us:10us/pareto:117.32us:30us", []string{"floor"}, true, 1.05, 0.95},
+		// The same mean each way, one direction jittering more: the body
+		// is unbiased, the floor (the fastest of a bell) is not.
+		{"one mean, different widths", "normal:100us:8us/normal:100us:20us", []string{"body"}, true, 0.1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 3; seed++ {
+				got, sh, ok := bodyRun(t, tt.link, false, seed)
+				floor, _, _ := bodyRun(t, tt.link, true, seed)
+				t.Logf("seed %d: %.0f ns (floor line %.0f ns), %s (asymmetric %v), body weight %.2f, spreads %.0f/%.0f ns, disagreement %.1f sd",
+					seed, got, floor, sh.Kind(), sh.Asymmetric, sh.BodyWeight, sh.SpreadUp, sh.SpreadDown, sh.Disagree)
+				if !ok {
+					t.Fatalf("seed %d: no shape", seed)
+				}
+				kindOK := false
+				for _, k := range tt.kinds {
+					kindOK = kindOK || sh.Kind() == k
+				}
+				if !kindOK {
+					t.Errorf("seed %d: rests on %s, want one of %v", seed, sh.Kind(), tt.kinds)
+				}
+				if sh.Asymmetric != tt.asym {
+					t.Errorf("seed %d: Asymmetric %v, want %v", seed, sh.Asymmetric, tt.asym)
+				}
+				if got > tt.maxRatio*floor+20 || got < tt.minRatio*floor-20 {
+					t.Errorf("seed %d: %.0f ns against the floor line's %.0f: want a ratio in [%g, %g]", seed, got, floor, tt.minRatio, tt.maxRatio)
+				}
+			}
+		})
+	}
+}
