@@ -56,10 +56,10 @@ func (a *AuthConfig) validate(e *errs) {
 	}
 }
 
-// Keyring reads the key file and returns the keyring to seal and open
+// keyring reads the key file and returns the keyring to seal and open
 // datagrams with, or nil without a key file. Errors name the file and the
 // line.
-func (a *AuthConfig) Keyring() (*wire.Keyring, error) {
+func (a *AuthConfig) keyring() (*wire.Keyring, error) {
 	if a.KeyFile == "" {
 		return nil, nil
 	}

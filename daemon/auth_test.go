@@ -35,7 +35,7 @@ func clusterKey(t *testing.T, cfgs []Config) *wire.Keyring {
 	for i := range cfgs {
 		cfgs[i].Auth = AuthConfig{KeyFile: path, KeyID: 7}
 	}
-	kr, err := cfgs[0].Auth.Keyring()
+	kr, err := cfgs[0].Auth.keyring()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +62,13 @@ func TestKeyFileRefused(t *testing.T) {
 	// keyring passes the refusal on, and its own checks.
 	ok := write("ok.key", 0o600)
 	bad := write("k644.key", 0o644)
-	if _, err := (&AuthConfig{KeyFile: bad, KeyID: 1}).Keyring(); !errors.Is(err, keyfile.ErrPerm) || !strings.Contains(err.Error(), bad) {
+	if _, err := (&AuthConfig{KeyFile: bad, KeyID: 1}).keyring(); !errors.Is(err, keyfile.ErrPerm) || !strings.Contains(err.Error(), bad) {
 		t.Errorf("mode 0644: %v, want keyfile.ErrPerm naming the file", err)
 	}
-	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1}).Keyring(); err != nil {
+	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1}).keyring(); err != nil {
 		t.Errorf("mode 0600 refused: %v", err)
 	}
-	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1, Accept: []uint32{2}}).Keyring(); err == nil || !strings.Contains(err.Error(), "key id 2 is not in") {
+	if _, err := (&AuthConfig{KeyFile: ok, KeyID: 1, Accept: []uint32{2}}).keyring(); err == nil || !strings.Contains(err.Error(), "key id 2 is not in") {
 		t.Errorf("accept of a missing key: %v", err)
 	}
 	for _, tt := range []struct {

@@ -73,8 +73,8 @@ type ViewChild struct {
 	ShortestRTTNs  int64  `json:"shortest_rtt_ns"`
 }
 
-// NewView builds the view from the snapshots the metrics export.
-func NewView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
+// newView builds the view from the snapshots the metrics export.
+func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 	v := View{Node: s.Node, Reference: s.Reference, ReferenceChanges: s.ReferenceChanges, Status: s.Status,
 		OffsetNs: int64(s.Offset), BoundNs: int64(s.EstimatedError), WidthNs: int64(s.Width),
 		FrequencyPPM: s.FrequencyAdjustment * 1e6, SelfPeriodNs: int64(s.SelfPeriod),
@@ -97,14 +97,14 @@ func NewView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 	return v
 }
 
-// ViewHandler serves NewView(src(), sec(), now) as JSON at ControlPath.
+// ViewHandler serves newView(src(), sec(), now) as JSON at ControlPath.
 func ViewHandler(src Snapshotter, sec func() SecuritySnapshot) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		v := NewView(src.Snapshot(), sec(), time.Now())
+		v := newView(src.Snapshot(), sec(), time.Now())
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)

@@ -29,9 +29,10 @@
 //
 // # Metrics
 //
-// MetricsHandler serves a private Prometheus registry whose one collector
-// builds every metric at scrape time from a Snapshot (node_exporter's timex
-// collector does the same), in base units: gclock_offset_seconds,
+// With metrics.listen set, Run serves a private Prometheus registry whose
+// one collector builds every metric at scrape time from a Snapshot
+// (node_exporter's timex collector does the same), in base units:
+// gclock_offset_seconds,
 // gclock_max_error_seconds, gclock_frequency_adjustment_ratio,
 // gclock_sync_messages_total{type,direction} and a few more; the exact
 // exposition is pinned by testdata/metrics.golden.

@@ -496,7 +496,7 @@ func TestRolesForFailover(t *testing.T) {
 				c.Reference.Order = []uint32{1, 2, 3, 4}
 				c.Topology = tt.topo
 				order := c.referenceOrder()
-				src, ch, err := c.FailoverRoles(order[tt.j], order[:tt.j], slog.New(slog.DiscardHandler))
+				src, ch, err := c.failoverRoles(order[tt.j], order[:tt.j], slog.New(slog.DiscardHandler))
 				if err != nil {
 					t.Fatalf("node %d: %v", id, err)
 				}

@@ -56,7 +56,7 @@ func TestKeylessOffLoopbackRefused(t *testing.T) {
 // one (once, then the same file on every host).
 func TestMissingKeyFileHint(t *testing.T) {
 	a := AuthConfig{KeyFile: t.TempDir() + "/cluster.key", KeyID: 1}
-	_, err := a.Keyring()
+	_, err := a.keyring()
 	if err == nil || !strings.Contains(err.Error(), "gclock keygen -o") || !strings.Contains(err.Error(), a.KeyFile) {
 		t.Errorf("missing key file: %v, want the file and the hint", err)
 	}

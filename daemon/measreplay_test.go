@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/estimate"
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 )
 
 func measurementsCSV(ms []Measurement) string {
@@ -107,7 +107,7 @@ func TestReplay(t *testing.T) {
 				s[i] = -s[i]
 			}
 		}
-		q := eval.Quantiles(s, 0.5)
+		q := quantile.Of(s, 0.5)
 		return float64(q[0])
 	}
 	sym, err := Replay(synthetic(40, 30, 0, 0, 2), rc)

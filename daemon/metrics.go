@@ -150,16 +150,16 @@ type Snapshotter interface {
 // outside the list is exported too, as 1).
 var statuses = []string{"unsynced", "synced", "stale", "degraded", "no-daemon"}
 
-// BuildInfo names the running binary (gclock_build_info).
-type BuildInfo struct {
+// buildLabels names the running binary (gclock_build_info).
+type buildLabels struct {
 	Version   string // the main module's version, "(devel)" for a plain go build
 	Revision  string // the VCS revision, with "-dirty" for a modified tree; "unknown" without VCS data
 	GoVersion string
 }
 
 // currentBuild returns the binary's build info (a variable for the golden test).
-var currentBuild = sync.OnceValue(func() BuildInfo {
-	b := BuildInfo{Version: "unknown", Revision: "unknown", GoVersion: "unknown"}
+var currentBuild = sync.OnceValue(func() buildLabels {
+	b := buildLabels{Version: "unknown", Revision: "unknown", GoVersion: "unknown"}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
@@ -183,9 +183,9 @@ var currentBuild = sync.OnceValue(func() BuildInfo {
 	return b
 })
 
-// Collector builds the metrics from a Snapshot at every scrape (as
+// collector builds the metrics from a Snapshot at every scrape (as
 // node_exporter's timex collector does), in base units.
-type Collector struct {
+type collector struct {
 	src                                         Snapshotter
 	offset, estErr, freq, st                    *prometheus.Desc
 	srcRounds, restarts, rejected               *prometheus.Desc
@@ -193,7 +193,7 @@ type Collector struct {
 	msg                                         *prometheus.Desc
 	refChanges, silent                          *prometheus.Desc
 	term, staleTerm                             *prometheus.Desc
-	build                                       BuildInfo
+	build                                       buildLabels
 
 	// chronyc tracking (the selected source) and sourcestats (each source).
 	buildInfo, refID, selfPeriod                        *prometheus.Desc
@@ -203,12 +203,12 @@ type Collector struct {
 	srcBody, srcSpread, srcShapes                       *prometheus.Desc
 }
 
-// NewCollector returns a collector over src.
-func NewCollector(src Snapshotter) *Collector {
+// newCollector returns a collector over src.
+func newCollector(src Snapshotter) *collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("gclock_"+name, help, append([]string{"node"}, labels...), nil)
 	}
-	return &Collector{
+	return &collector{
 		src:        src,
 		offset:     d("offset_seconds", "Global time minus the local clock (CLOCK_MONOTONIC_RAW), seconds."),
 		estErr:     d("max_error_seconds", "Half-width of the guaranteed bounds on global time, seconds: a bound (timex's maxerror), not an estimate."),
@@ -256,7 +256,7 @@ func NewCollector(src Snapshotter) *Collector {
 }
 
 // Describe sends every descriptor.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
 		c.rounds, c.repeated, c.cut, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
@@ -267,7 +267,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect takes one snapshot and sends its metrics.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.src.Snapshot()
 	node := strconv.FormatUint(uint64(s.Node), 10)
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -375,12 +375,12 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// MetricsHandler serves src's metrics from a private registry (no Go
+// metricsHandler serves src's metrics from a private registry (no Go
 // runtime or process metrics unless the caller adds them), with the extra
 // collectors given (other metric families, built elsewhere).
-func MetricsHandler(src Snapshotter, extra ...prometheus.Collector) (http.Handler, error) {
+func metricsHandler(src Snapshotter, extra ...prometheus.Collector) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(NewCollector(src)); err != nil {
+	if err := reg.Register(newCollector(src)); err != nil {
 		return nil, err
 	}
 	for _, c := range extra {

@@ -62,7 +62,9 @@ func goldenSecurity() SecuritySnapshot {
 // fixedBuild pins gclock_build_info for the golden file.
 func fixedBuild(t *testing.T) {
 	old := currentBuild
-	currentBuild = func() BuildInfo { return BuildInfo{Version: "v0.0.0-test", Revision: "0123abc", GoVersion: "go1.26"} }
+	currentBuild = func() buildLabels {
+		return buildLabels{Version: "v0.0.0-test", Revision: "0123abc", GoVersion: "go1.26"}
+	}
 	t.Cleanup(func() { currentBuild = old })
 }
 
@@ -72,7 +74,7 @@ func fixedBuild(t *testing.T) {
 // MetricsGolden -update rewrites it).
 func TestMetricsGolden(t *testing.T) {
 	fixedBuild(t)
-	h, err := MetricsHandler(goldenSnapshot(), NewSecurityCollector(goldenSecurity))
+	h, err := metricsHandler(goldenSnapshot(), newSecurityCollector(goldenSecurity))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestMetricsGolden(t *testing.T) {
 func TestMetricsDuplicateSeries(t *testing.T) {
 	snap := fixedSnapshot{Node: 1, Status: "bogus", Messages: []MessageCount{
 		{Type: "probe", Direction: "sent", Count: 1}, {Type: "probe", Direction: "sent", Count: 2}}}
-	h, err := MetricsHandler(snap)
+	h, err := metricsHandler(snap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -429,7 +429,7 @@ type refclockStats struct {
 
 // runRefclock sends chronyd a sample every refclock.every: offset = served
 // global time - CLOCK_REALTIME at one instant (a CLOCK_MONOTONIC_RAW read
-// and the wall-raw offset of transport.WallRawOffset, the median of five
+// and the wall-raw offset of rawclock.WallOffset, the median of five
 // sandwiched reads). Nothing is sent while the engine is not synced (chronyd
 // then sees the refclock go silent and stops using it) nor while this node
 // is the reference serving its own CLOCK_REALTIME.
@@ -454,7 +454,7 @@ func (n *node) runRefclock(ctx context.Context, st *refclockStats) {
 			continue
 		}
 		raw := n.sys.raw()
-		off, _ := transport.WallRawOffset()
+		off, _ := rawclock.WallOffset()
 		g, ok := n.servedAt(raw)
 		if !ok || g.Status != engine.StatusSynced {
 			st.unsynced.Add(1)

@@ -11,7 +11,7 @@ func Preflight(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if _, err := cfg.Auth.Keyring(); err != nil {
+	if _, err := cfg.Auth.keyring(); err != nil {
 		return fmt.Errorf("auth.key_file: %w", err)
 	}
 	return nil

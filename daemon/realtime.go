@@ -3,7 +3,7 @@ package daemon
 // The real-time modes (Jezequel 5.4) live in engine/realtime, a pure state
 // machine (see its package doc for the semantics). This file is its
 // driver: a goroutine that ticks it on the local clock, samples the
-// reference's CLOCK_REALTIME when it asks (transport.WallRawOffset), hands
+// reference's CLOCK_REALTIME when it asks (rawclock.WallOffset), hands
 // a node's rate (realtime.Rate over the engine) and lower bound of global
 // time with every Tick, sends its queries with transport requests and
 // answers the other nodes' queries in HandleRequest. At publish the
@@ -25,13 +25,14 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 )
 
 // wallReadMargin is added to the sandwich half-width of a wall-clock
 // sample: the median of five sandwiches was within -3..+10 ns of the truth
-// at p1..p99 (transport.WallRawOffset), one sandwich 100-200 ns off now
+// at p1..p99 (rawclock.WallOffset), one sandwich 100-200 ns off now
 // and then without showing it in its width.
 const wallReadMargin = 200
 
@@ -73,7 +74,7 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	c := n.cfg
 	rt := &realTime{
 		mode: c.RealTime.Mode, id: c.Node.ID, ref: ref, isRef: c.Node.ID == uint32(ref),
-		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: n.sys.raw, wallRawOffset: transport.WallRawOffset,
+		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: n.sys.raw, wallRawOffset: rawclock.WallOffset,
 	}
 	poll := int64(c.RealTime.PollEvery)
 	sc, err := realtime.New(realtime.Config{
@@ -329,7 +330,7 @@ func (n *node) handleRealTimeQuery(in *transport.Incoming, reply *wire.Packet) e
 		q.Rate, q.RateErr = 0, 0 // an authenticated tool's query: answered, its rate not counted
 	}
 	if d := 2 * n.engCfg.MaxDrift; q.Rate > 0 && (math.Abs(q.Rate-1) > d || q.RateErr > d) {
-		n.sec.drop(DropRejectedRate) // the Scale refuses it too (and logs it)
+		n.sec.drop(dropRejectedRate) // the Scale refuses it too (and logs it)
 	}
 	return n.rt.handleQuery(in.Packet.Sender, q, reply)
 }

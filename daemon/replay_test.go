@@ -358,7 +358,7 @@ func TestRunLinkKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfgs[i].Auth = AuthConfig{KeyFile: path, KeyID: 5}
-			kr, err := cfgs[i].Auth.Keyring()
+			kr, err := cfgs[i].Auth.keyring()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,10 +11,10 @@ import (
 	"github.com/gclock/gclock/topology"
 )
 
-// Graph builds the configured topology over the peers, in graph order:
+// graph builds the configured topology over the peers, in graph order:
 // position 0 is ref, then the other peers by increasing id. It returns the
 // graph and the node id at each position.
-func (c *Config) Graph(ref uint32) (*topology.Graph, []uint32, error) {
+func (c *Config) graph(ref uint32) (*topology.Graph, []uint32, error) {
 	ids := c.order(ref)
 	n := len(ids)
 	var edges [][2]int
@@ -46,7 +46,7 @@ func (c *Config) Graph(ref uint32) (*topology.Graph, []uint32, error) {
 // Roles returns this node's sources and children when ref is the reference
 // (Jezequel A3 over the configured topology, package topology).
 func (c *Config) Roles(ref uint32) (sources, children []engine.NodeID, err error) {
-	g, ids, err := c.Graph(ref)
+	g, ids, err := c.graph(ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -69,14 +69,14 @@ func (c *Config) Roles(ref uint32) (sources, children []engine.NodeID, err error
 	return nil, nil, fmt.Errorf("node.id %d is not among the peers: %w", c.Node.ID, ErrConfig)
 }
 
-// FailoverRoles is this node's roles when ref is the reference after a
+// failoverRoles is this node's roles when ref is the reference after a
 // failover (engine.MemberConfig.Roles). The nodes before it in the order
 // (gone) are presumed gone: the topology is built over the others (so
 // that no live node hangs below a dead one), and the gone ones are
 // attached directly to the reference as leaves, where a returning one
 // finds a source. If the topology cannot be built without them (an
 // explicit graph they disconnect), the full topology is used (logged).
-func (c *Config) FailoverRoles(ref engine.NodeID, gone []engine.NodeID, log *slog.Logger) (sources, children []engine.NodeID, err error) {
+func (c *Config) failoverRoles(ref engine.NodeID, gone []engine.NodeID, log *slog.Logger) (sources, children []engine.NodeID, err error) {
 	if len(gone) == 0 {
 		return c.Roles(uint32(ref))
 	}
@@ -150,7 +150,7 @@ func (c *Config) newMember(log *slog.Logger) (*engine.Member, error) {
 		FirstSeq:      uint32(time.Now().UnixMicro()),
 		FailoverAfter: c.Reference.FailoverAfter.D(),
 		Roles: func(ref engine.NodeID, gone []engine.NodeID) ([]engine.NodeID, []engine.NodeID, error) {
-			return c.FailoverRoles(ref, gone, log)
+			return c.failoverRoles(ref, gone, log)
 		},
 	}, log)
 }

@@ -192,12 +192,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	// From here every resource is released by a defer, in reverse order of
+	// acquisition, on every return. The endpoint closes the socket when its
+	// Run ends; closing it again here is harmless, and closes it when a
+	// step below fails before the endpoint runs.
+	defer conn.Close()
 	tcfg := transport.DefaultConfig()
 	tcfg.ID, tcfg.Conn, tcfg.Handler, tcfg.Logger = cfg.Node.ID, conn, n, logger
 	// Only peers, from their addresses, and with the cluster key if there
 	// is one (security.go).
-	if tcfg.Keyring, err = cfg.Auth.Keyring(); err != nil {
-		conn.Close()
+	if tcfg.Keyring, err = cfg.Auth.keyring(); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	tcfg.Peers, tcfg.Anonymous = map[uint32]netip.AddrPort{}, anonymousOps
@@ -209,12 +213,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	tcfg.Clock = clock.Func(sys.raw)
 	n.ep, err = transport.New(tcfg)
 	if err != nil {
-		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
 	if p := cfg.Log.Measurements; p != "" {
 		if n.meas, err = newMeasurementsLog(p); err != nil {
-			conn.Close()
 			return fmt.Errorf("daemon: log.measurements: %w", err)
 		}
 		defer n.meas.Close()
@@ -222,13 +224,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	if p := cfg.GlobalTime.ShmPath; p != "" {
 		gid, _ := cfg.GlobalTime.PageGroup()         // checked by Validate
 		if made, err := makePageDir(p); err != nil { // pagedir.go
-			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		} else if made {
 			logger.Info("created the page's directory", "dir", filepath.Dir(p), "mode", "0755")
 		}
 		if n.writer, err = gtime.NewWriterWith(p, gtime.WriterOptions{Group: gid}); err != nil {
-			conn.Close()
 			return fmt.Errorf("daemon: %w", err)
 		}
 		defer n.writer.Close()
@@ -238,7 +238,6 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	}
 	ext, err := n.openExtras() // ntp.go: the NTP socket, the refclock feed
 	if err != nil {
-		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
 	// The NTP socket is closed on every return: by its server once started
@@ -246,7 +245,6 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	defer ext.close()
 	restored, err := n.restoreState(clk.now()) // state.go
 	if err != nil {
-		conn.Close()
 		return fmt.Errorf("daemon: %w", err)
 	}
 	if restored != nil {
@@ -258,14 +256,13 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	n.ctx = ctx
 
 	// Metrics before any goroutine starts: a failure here has nothing to
-	// wait for (only the socket to close).
+	// wait for (only the defers to run).
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := MetricsHandler(n, NewSecurityCollector(n.SecuritySnapshot), ext,
+		h, err := metricsHandler(n, newSecurityCollector(n.SecuritySnapshot), ext,
 			// What every Prometheus target exports: CPU, memory, file
 			// descriptors and start time of the process; the Go runtime.
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 		if err != nil {
-			conn.Close()
 			return fmt.Errorf("daemon: metrics: %w", err)
 		}
 		mux := http.NewServeMux()
@@ -275,7 +272,6 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 		sample := mountStatus(mux, n, cfg)             // the live status page (status.go)
 		stop, err := sys.serve(metricsBind(addr), mux) // status.go: ":port" is 127.0.0.1:port
 		if err != nil {
-			conn.Close()
 			return fmt.Errorf("daemon: metrics.listen: %w", err)
 		}
 		defer stop()
@@ -490,17 +486,9 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 	// own, earlier send time: the reply may answer the first copy.
 	rm.T4 = n.recvLocal(timing.RecvUser, timing.RecvKernel)
 	if n.cfg.Transport.KernelTimestamps && timing.Attempts == 1 && timing.SendKernel != 0 {
-		n.txStamp(engine.MsgProbe, m.To, m.Seq, n.rawLocal(timing.SendKernel))
+		n.txStamp(engine.MsgProbe, m.To, m.Seq, n.clk.fromRaw(timing.SendKernel))
 	}
 	n.dispatch(n.step(rm, n.clk.now()))
-}
-
-// rawLocal maps a CLOCK_MONOTONIC_RAW instant onto the local clock.
-func (n *node) rawLocal(raw int64) int64 {
-	if n.cfg.Clock.Source == ClockEmulated {
-		return n.clk.fromRaw(raw)
-	}
-	return raw
 }
 
 func (n *node) oneWay(ctx context.Context, addr netip.AddrPort, op wire.Op, m engine.Message) {
@@ -514,18 +502,12 @@ func (n *node) oneWay(ctx context.Context, addr netip.AddrPort, op wire.Op, m en
 }
 
 // recvLocal picks the kernel receive stamp when enabled and present, on the
-// local clock.
+// local clock (localClock.fromRaw: the identity for the raw clock).
 func (n *node) recvLocal(user, kernel int64) int64 {
-	if n.cfg.Clock.Source == ClockEmulated {
-		if kernel != 0 && n.cfg.Transport.KernelTimestamps {
-			return n.clk.fromRaw(kernel)
-		}
-		return n.clk.fromRaw(user)
-	}
 	if kernel != 0 && n.cfg.Transport.KernelTimestamps {
-		return kernel
+		return n.clk.fromRaw(kernel)
 	}
-	return user
+	return n.clk.fromRaw(user)
 }
 
 // lockedLocal raises a time to the latest one the engine has seen, which
@@ -599,7 +581,7 @@ func (n *node) ReplySent(_ netip.AddrPort, reply *wire.Packet, _, sendKernel int
 	if reply.Op.Kind() != wire.OpProbeReply || sendKernel == 0 || !n.cfg.Transport.KernelTimestamps {
 		return
 	}
-	n.txStamp(engine.MsgProbeReply, reply.Msg.To, reply.Msg.Seq, n.rawLocal(sendKernel))
+	n.txStamp(engine.MsgProbeReply, reply.Msg.To, reply.Msg.Seq, n.clk.fromRaw(sendKernel))
 }
 
 // txStamp gives the engine a message's transmit stamp (local clock).

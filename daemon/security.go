@@ -25,15 +25,15 @@ import (
 // (DropMisaddressed: without a key, a datagram to one node replayed to
 // another; such a message is no sign of the sender's life here).
 
-// DropRejectedRate is the reason for a real-time rate report refused.
-const DropRejectedRate = "rejected_rate"
+// dropRejectedRate is the reason for a real-time rate report refused.
+const dropRejectedRate = "rejected_rate"
 
 // dropReasons is every reason of gclock_packets_dropped_total, in order.
 // engine.RejectMalformed equals transport.DropMalformed ("malformed"):
 // both are values no sender produces, one caught by the decoder and one by
 // the engine's checks.
 var dropReasons = []string{transport.DropBadTag, transport.DropReplay, transport.DropUnknownSender,
-	transport.DropMalformed, engine.RejectStaleRound, engine.RejectSample, DropRejectedRate,
+	transport.DropMalformed, engine.RejectStaleRound, engine.RejectSample, dropRejectedRate,
 	transport.DropMisaddressed, transport.DropSeqJump, transport.DropUnverified}
 
 // security holds the daemon's own drop counters and the status history.
@@ -146,15 +146,15 @@ func (n *node) SecuritySnapshot() SecuritySnapshot {
 	return s
 }
 
-// SecurityCollector exports a SecuritySnapshot taken at every scrape.
-type SecurityCollector struct {
+// securityCollector exports a SecuritySnapshot taken at every scrape.
+type securityCollector struct {
 	snap           func() SecuritySnapshot
 	dropped, stChg *prometheus.Desc
 }
 
-// NewSecurityCollector returns a collector over snap.
-func NewSecurityCollector(snap func() SecuritySnapshot) *SecurityCollector {
-	return &SecurityCollector{
+// newSecurityCollector returns a collector over snap.
+func newSecurityCollector(snap func() SecuritySnapshot) *securityCollector {
+	return &securityCollector{
 		snap: snap,
 		dropped: prometheus.NewDesc("gclock_packets_dropped_total",
 			"Datagrams and messages dropped, by reason: bad_tag, replay, unknown_sender, malformed, stale_round, rejected_sample, rejected_rate, misaddressed, seq_jump, unverified.",
@@ -166,14 +166,14 @@ func NewSecurityCollector(snap func() SecuritySnapshot) *SecurityCollector {
 }
 
 // Describe sends the descriptors.
-func (c *SecurityCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *securityCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.dropped
 	ch <- c.stChg
 }
 
 // Collect sends every drop reason (zeros included, so that an alert can
 // use rate() from the start) and the status changes seen.
-func (c *SecurityCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *securityCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.snap()
 	node := strconv.FormatUint(uint64(s.Node), 10)
 	for _, r := range dropReasons {

@@ -79,14 +79,14 @@ func (s *StateConfig) validate(e *errs) {
 	}
 }
 
-// StateVersion is the state file's format version.
-const StateVersion = 1
+// stateVersion is the state file's format version.
+const stateVersion = 1
 
 // maxStateBytes bounds what is read of a state file.
 const maxStateBytes = 64 << 10
 
-// State is the content of a state file.
-type State struct {
+// savedState is the content of a state file.
+type savedState struct {
 	Version int    `json:"version"`
 	Node    uint32 `json:"node"`
 	// BootID is the kernel's boot id when the file was written; Clock
@@ -104,26 +104,26 @@ type State struct {
 	MaxSeq   uint32 `json:"max_seq"`
 	// Prior is the last mapping while synced; absent if the node never was
 	// (or is the reference).
-	Prior *StatePrior `json:"prior,omitempty"`
+	Prior *savedPrior `json:"prior,omitempty"`
 	// Scale is the definition of global time this node gave as the
 	// reference of a term (engine.Member.Scale): a restart that finds it
 	// still the reference of that term continues it (engine.Member.
 	// RestoreScale) instead of restarting global time from its clock.
-	Scale *StateScale `json:"scale,omitempty"`
+	Scale *savedScale `json:"scale,omitempty"`
 }
 
-// StateScale is a term's scale in the file: global time is
+// savedScale is a term's scale in the file: global time is
 // y0 + (local - x0)(1 + skew) on this node's local clock.
-type StateScale struct {
+type savedScale struct {
 	Term uint32  `json:"term"`
 	X0   int64   `json:"x0"`
 	Y0   int64   `json:"y0"`
 	Skew float64 `json:"skew"`
 }
 
-// StatePrior is engine.Prior in the file: the mapping anchored at X0
+// savedPrior is engine.Prior in the file: the mapping anchored at X0
 // (local ns), the local time it was taken.
-type StatePrior struct {
+type savedPrior struct {
 	X0      int64   `json:"x0"`
 	Y0      int64   `json:"y0"`
 	Skew    float64 `json:"skew"`
@@ -132,40 +132,40 @@ type StatePrior struct {
 	Wander  float64 `json:"wander"`
 }
 
-// EnginePrior converts the file's prior.
-func (p *StatePrior) EnginePrior() engine.Prior {
+// enginePrior converts the file's prior.
+func (p *savedPrior) enginePrior() engine.Prior {
 	return engine.Prior{Saved: p.X0, Mapping: estimate.Mapping{X0: p.X0, Y0: p.Y0, Skew: p.Skew, W0: p.W0,
 		SkewErr: p.SkewErr, Wander: p.Wander, Valid: true}}
 }
 
-func statePrior(p engine.Prior) *StatePrior {
+func statePrior(p engine.Prior) *savedPrior {
 	m := p.Mapping
-	return &StatePrior{X0: p.Saved, Y0: m.Y0, Skew: m.Skew, W0: m.W0, SkewErr: m.SkewErr, Wander: m.Wander}
+	return &savedPrior{X0: p.Saved, Y0: m.Y0, Skew: m.Skew, W0: m.W0, SkewErr: m.SkewErr, Wander: m.Wander}
 }
 
 var bootIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// ParseState decodes and validates a state file's content. Errors name the
+// parseState decodes and validates a state file's content. Errors name the
 // field.
-func ParseState(data []byte) (State, error) {
-	var s State
+func parseState(data []byte) (savedState, error) {
+	var s savedState
 	if len(data) > maxStateBytes {
 		return s, fmt.Errorf("%d bytes, more than %d", len(data), maxStateBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return State{}, fmt.Errorf("not a state file: %w", err)
+		return savedState{}, fmt.Errorf("not a state file: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return State{}, errors.New("trailing data after the JSON object")
+		return savedState{}, errors.New("trailing data after the JSON object")
 	}
-	bad := func(field string, format string, args ...any) (State, error) {
-		return State{}, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+	bad := func(field string, format string, args ...any) (savedState, error) {
+		return savedState{}, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case s.Version != StateVersion:
-		return bad("version", "%d, want %d", s.Version, StateVersion)
+	case s.Version != stateVersion:
+		return bad("version", "%d, want %d", s.Version, stateVersion)
 	case s.Node == 0:
 		return bad("node", "missing or 0")
 	case !bootIDRe.MatchString(s.BootID):
@@ -191,15 +191,15 @@ func ParseState(data []byte) (State, error) {
 		if p.X0 <= 0 || p.X0 > s.Saved {
 			return bad("prior.x0", "%d: want a local time in (0, saved_local_ns %d]", p.X0, s.Saved)
 		}
-		if err := engine.CheckPrior(p.EnginePrior()); err != nil {
+		if err := engine.CheckPrior(p.enginePrior()); err != nil {
 			return bad("prior", "%v", strings.TrimSuffix(err.Error(), ": "+engine.ErrConfig.Error()))
 		}
 	}
 	return s, nil
 }
 
-// Marshal encodes the state as the file holds it.
-func (s State) Marshal() ([]byte, error) {
+// marshal encodes the state as the file holds it.
+func (s savedState) marshal() ([]byte, error) {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func clockIdentity(c ClockConfig) string {
 // usable says why a parsed state cannot be used by this daemon ("" if it
 // can): another node, boot or clock, written in the local clock's future
 // or too long ago.
-func (s State) usable(node uint32, boot, clockID string, now int64, maxAge time.Duration) string {
+func (s savedState) usable(node uint32, boot, clockID string, now int64, maxAge time.Duration) string {
 	switch {
 	case s.Node != node:
 		return fmt.Sprintf("written by node %d, this is node %d", s.Node, node)
@@ -265,38 +265,38 @@ func (s State) usable(node uint32, boot, clockID string, now int64, maxAge time.
 	return ""
 }
 
-// ErrStateFilePerm is returned for a state file that someone other than
+// errStateFilePerm is returned for a state file that someone other than
 // the daemon's user (or root) owns or could have written.
-var ErrStateFilePerm = errors.New("state file writable by others")
+var errStateFilePerm = errors.New("state file writable by others")
 
-// ReadState reads and validates the state file at path; a missing file
-// is (State{}, false, nil). As the key file (keyfile.Read), the state file
+// readState reads and validates the state file at path; a missing file
+// is (savedState{}, false, nil). As the key file (keyfile.Read), the state file
 // must be a regular file (not a symbolic link) owned by the daemon's user
 // or root and not writable by group or others: anything else may have
 // been planted (issue 17: a planted file gave stale reads 5 ms off with
-// 2.3 us bounds) and is refused with ErrStateFilePerm.
-func ReadState(path string) (State, bool, error) {
+// 2.3 us bounds) and is refused with errStateFilePerm.
+func readState(path string) (savedState, bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return State{}, false, nil
+		return savedState{}, false, nil
 	}
 	if errors.Is(err, syscall.ELOOP) {
-		return State{}, false, fmt.Errorf("state file %s is a symbolic link: %w", path, ErrStateFilePerm)
+		return savedState{}, false, fmt.Errorf("state file %s is a symbolic link: %w", path, errStateFilePerm)
 	}
 	if err != nil {
-		return State{}, false, fmt.Errorf("state file: %w", err)
+		return savedState{}, false, fmt.Errorf("state file: %w", err)
 	}
 	defer f.Close()
 	if err := checkStateFile(f, path); err != nil {
-		return State{}, false, err
+		return savedState{}, false, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
 	if err != nil {
-		return State{}, false, fmt.Errorf("state file %s: %w", path, err)
+		return savedState{}, false, fmt.Errorf("state file %s: %w", path, err)
 	}
-	s, err := ParseState(b)
+	s, err := parseState(b)
 	if err != nil {
-		return State{}, false, fmt.Errorf("state file %s: %w", path, err)
+		return savedState{}, false, fmt.Errorf("state file %s: %w", path, err)
 	}
 	return s, true, nil
 }
@@ -310,24 +310,24 @@ func checkStateFile(f *os.File, path string) error {
 		return fmt.Errorf("state file %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("state file %s: not a regular file (%v): %w", path, fi.Mode().Type(), ErrStateFilePerm)
+		return fmt.Errorf("state file %s: not a regular file (%v): %w", path, fi.Mode().Type(), errStateFilePerm)
 	}
 	if p := fi.Mode().Perm(); p&0o022 != 0 {
-		return fmt.Errorf("state file %s: mode %04o, writable by group or others: %w (the daemon writes it 0600)", path, p, ErrStateFilePerm)
+		return fmt.Errorf("state file %s: mode %04o, writable by group or others: %w (the daemon writes it 0600)", path, p, errStateFilePerm)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		if uid := uint32(os.Geteuid()); st.Uid != uid && st.Uid != 0 {
-			return fmt.Errorf("state file %s: owned by uid %d, not by the daemon's uid %d or root: %w", path, st.Uid, uid, ErrStateFilePerm)
+			return fmt.Errorf("state file %s: owned by uid %d, not by the daemon's uid %d or root: %w", path, st.Uid, uid, errStateFilePerm)
 		}
 	}
 	return nil
 }
 
-// WriteState writes s to path atomically: a temporary file in the same
+// writeState writes s to path atomically: a temporary file in the same
 // directory (mode 0600), fsync, rename over path, fsync of the directory.
 // A crash at any point leaves the old file or the new one, never a part.
-func WriteState(path string, s State) error {
-	b, err := s.Marshal()
+func writeState(path string, s savedState) error {
+	b, err := s.marshal()
 	if err != nil {
 		return fmt.Errorf("state file %s: %w", path, err)
 	}
@@ -387,7 +387,7 @@ const roundMargin = 1024
 // restoreState reads the state file at start. It returns the state to
 // restore (nil: none) and logs why a file is not used. An error means the
 // file's directory cannot be made.
-func (n *node) restoreState(now int64) (*State, error) {
+func (n *node) restoreState(now int64) (*savedState, error) {
 	c := n.cfg.State
 	if c.File == "" {
 		return nil, nil
@@ -401,9 +401,9 @@ func (n *node) restoreState(now int64) (*State, error) {
 		n.log.Warn("no boot id: the state file will be written but never restored", "err", err)
 	}
 	n.state = k
-	s, ok, err := ReadState(c.File)
+	s, ok, err := readState(c.File)
 	switch {
-	case errors.Is(err, ErrStateFilePerm):
+	case errors.Is(err, errStateFilePerm):
 		n.log.Warn("state file refused: starting fresh (it is replaced at the first save)", "err", err)
 		return nil, nil
 	case err != nil:
@@ -422,7 +422,7 @@ func (n *node) restoreState(now int64) (*State, error) {
 
 // applyState seeds the view and, under the same reference, the engine
 // with a restored state. Called before the engine's first Tick.
-func (n *node) applyState(s *State, ref engine.NodeID, eng *engine.Node) {
+func (n *node) applyState(s *savedState, ref engine.NodeID, eng *engine.Node) {
 	n.eng.SetNumbers(s.MaxRound+roundMargin, s.MaxSeq+roundMargin)
 	if c := s.Scale; c != nil {
 		if err := n.eng.RestoreScale(c.Term, estimate.Mapping{X0: c.X0, Y0: c.Y0, Skew: c.Skew, Valid: true}); err != nil {
@@ -435,7 +435,7 @@ func (n *node) applyState(s *State, ref engine.NodeID, eng *engine.Node) {
 			"age", time.Duration(n.clk.now()-s.Saved).Round(time.Millisecond))
 		return
 	}
-	p := s.Prior.EnginePrior()
+	p := s.Prior.enginePrior()
 	if err := eng.Restore(p); err != nil {
 		n.log.Warn("state file's prior refused", "err", err)
 		return
@@ -459,11 +459,11 @@ func (n *node) saveState() {
 			k.prior, k.ref = &p, n.reference()
 		}
 	}
-	s := State{Version: StateVersion, Node: n.cfg.Node.ID, BootID: k.boot, Clock: k.clockID, Saved: x,
+	s := savedState{Version: stateVersion, Node: n.cfg.Node.ID, BootID: k.boot, Clock: k.clockID, Saved: x,
 		Reference: uint32(n.reference())}
 	s.MaxRound, s.MaxSeq = n.eng.Numbers()
 	if term, fm, ok := n.eng.Scale(); ok {
-		s.Scale = &StateScale{Term: term, X0: fm.X0, Y0: fm.Y0, Skew: fm.Skew}
+		s.Scale = &savedScale{Term: term, X0: fm.X0, Y0: fm.Y0, Skew: fm.Skew}
 	}
 	if k.prior != nil && k.ref == n.reference() {
 		s.Prior = statePrior(*k.prior)
@@ -472,7 +472,7 @@ func (n *node) saveState() {
 	if s.BootID == "" || s.Clock == "" {
 		return // could never be restored
 	}
-	if err := WriteState(k.path, s); err != nil {
+	if err := writeState(k.path, s); err != nil {
 		n.log.Warn("cannot save the state", "err", err)
 	}
 }

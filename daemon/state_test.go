@@ -19,32 +19,32 @@ import (
 
 const testBoot = "0f4e5a3c-1b2d-4c6e-8f90-a1b2c3d4e5f6"
 
-func goodState() State {
-	return State{Version: StateVersion, Node: 2, BootID: testBoot, Clock: "raw", Saved: 5e12, Reference: 1,
-		MaxRound: 40, MaxSeq: 3, Prior: &StatePrior{X0: 4e12, Y0: 4.1e12, Skew: 2e-5, W0: 3000, SkewErr: 1e-8, Wander: 1e-21}}
+func goodState() savedState {
+	return savedState{Version: stateVersion, Node: 2, BootID: testBoot, Clock: "raw", Saved: 5e12, Reference: 1,
+		MaxRound: 40, MaxSeq: 3, Prior: &savedPrior{X0: 4e12, Y0: 4.1e12, Skew: 2e-5, W0: 3000, SkewErr: 1e-8, Wander: 1e-21}}
 }
 
 func TestParseStateRoundTrip(t *testing.T) {
 	s := goodState()
-	b, err := s.Marshal()
+	b, err := s.marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseState(b)
+	got, err := parseState(b)
 	if err != nil {
-		t.Fatalf("ParseState(%s): %v", b, err)
+		t.Fatalf("parseState(%s): %v", b, err)
 	}
 	if got.Saved != s.Saved || *got.Prior != *s.Prior || got.MaxRound != s.MaxRound || got.BootID != s.BootID {
 		t.Fatalf("round trip: %+v, want %+v", got, s)
 	}
 	s.Prior = nil
-	b, _ = s.Marshal()
-	if got, err := ParseState(b); err != nil || got.Prior != nil || got.Scale != nil {
+	b, _ = s.marshal()
+	if got, err := parseState(b); err != nil || got.Prior != nil || got.Scale != nil {
 		t.Fatalf("without a prior: %+v, %v", got, err)
 	}
-	s.Scale = &StateScale{Term: 4, X0: 5_000_000_000, Y0: -3, Skew: -1.5e-5}
-	b, _ = s.Marshal()
-	if got, err := ParseState(b); err != nil || got.Scale == nil || *got.Scale != *s.Scale {
+	s.Scale = &savedScale{Term: 4, X0: 5_000_000_000, Y0: -3, Skew: -1.5e-5}
+	b, _ = s.marshal()
+	if got, err := parseState(b); err != nil || got.Scale == nil || *got.Scale != *s.Scale {
 		t.Fatalf("with a scale: %+v, %v", got, err)
 	}
 }
@@ -52,26 +52,26 @@ func TestParseStateRoundTrip(t *testing.T) {
 func TestParseStateErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, field string
-		edit        func(*State)
+		edit        func(*savedState)
 	}{
-		{"version", "version", func(s *State) { s.Version = 2 }},
-		{"node", "node", func(s *State) { s.Node = 0 }},
-		{"boot", "boot_id", func(s *State) { s.BootID = "not-a-boot-id" }},
-		{"clock", "clock", func(s *State) { s.Clock = "" }},
-		{"saved", "saved_local_ns", func(s *State) { s.Saved = -1 }},
-		{"reference", "reference", func(s *State) { s.Reference = 0 }},
-		{"prior after saved", "prior.x0", func(s *State) { s.Prior.X0 = s.Saved + 1 }},
-		{"prior skew", "prior: mapping.skew", func(s *State) { s.Prior.Skew = 0.5 }},
-		{"prior w0", "prior: mapping.w0", func(s *State) { s.Prior.W0 = -5 }},
-		{"prior wander", "prior: mapping.wander", func(s *State) { s.Prior.Wander = 1 }},
-		{"scale skew", "scale.skew", func(s *State) { s.Scale = &StateScale{Term: 1, Skew: 0.5} }},
-		{"scale x0", "scale.x0", func(s *State) { s.Scale = &StateScale{Term: 1, X0: 1 << 62} }},
-		{"scale y0", "scale.y0", func(s *State) { s.Scale = &StateScale{Term: 1, Y0: -(1 << 62)} }},
+		{"version", "version", func(s *savedState) { s.Version = 2 }},
+		{"node", "node", func(s *savedState) { s.Node = 0 }},
+		{"boot", "boot_id", func(s *savedState) { s.BootID = "not-a-boot-id" }},
+		{"clock", "clock", func(s *savedState) { s.Clock = "" }},
+		{"saved", "saved_local_ns", func(s *savedState) { s.Saved = -1 }},
+		{"reference", "reference", func(s *savedState) { s.Reference = 0 }},
+		{"prior after saved", "prior.x0", func(s *savedState) { s.Prior.X0 = s.Saved + 1 }},
+		{"prior skew", "prior: mapping.skew", func(s *savedState) { s.Prior.Skew = 0.5 }},
+		{"prior w0", "prior: mapping.w0", func(s *savedState) { s.Prior.W0 = -5 }},
+		{"prior wander", "prior: mapping.wander", func(s *savedState) { s.Prior.Wander = 1 }},
+		{"scale skew", "scale.skew", func(s *savedState) { s.Scale = &savedScale{Term: 1, Skew: 0.5} }},
+		{"scale x0", "scale.x0", func(s *savedState) { s.Scale = &savedScale{Term: 1, X0: 1 << 62} }},
+		{"scale y0", "scale.y0", func(s *savedState) { s.Scale = &savedScale{Term: 1, Y0: -(1 << 62)} }},
 	} {
 		s := goodState()
 		tc.edit(&s)
-		b, _ := s.Marshal()
-		_, err := ParseState(b)
+		b, _ := s.marshal()
+		_, err := parseState(b)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.field) {
 			t.Errorf("%s: %v, want an error starting with %q", tc.name, err, tc.field)
 		}
@@ -85,7 +85,7 @@ func TestParseStateErrors(t *testing.T) {
 		{"huge", strings.Repeat(" ", maxStateBytes+1), "bytes"},
 		{"nan", `{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"prior":{"x0":1,"y0":1,"skew":1e400}}`, "not a state file"},
 	} {
-		_, err := ParseState([]byte(tc.data))
+		_, err := parseState([]byte(tc.data))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -93,22 +93,22 @@ func TestParseStateErrors(t *testing.T) {
 }
 
 func FuzzParseState(f *testing.F) {
-	b, _ := goodState().Marshal()
+	b, _ := goodState().marshal()
 	f.Add(b)
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"scale":{"term":3,"x0":5,"y0":-3,"skew":1e-5}}`))
 	f.Add([]byte(`{"version":1,"node":2,"boot_id":"` + testBoot + `","clock":"raw","saved_local_ns":5,"reference":1,"prior":{"x0":5,"y0":-3,"skew":0.001,"w0":0,"skew_err":1,"wander":1e-9}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseState(data)
+		s, err := parseState(data)
 		if err != nil {
 			return
 		}
 		// What is accepted re-encodes to something accepted and equal.
-		b, err := s.Marshal()
+		b, err := s.marshal()
 		if err != nil {
 			t.Fatalf("accepted state does not encode: %v", err)
 		}
-		s2, err := ParseState(b)
+		s2, err := parseState(b)
 		if err != nil {
 			t.Fatalf("re-encoded state refused: %v\n%s", err, b)
 		}
@@ -149,7 +149,7 @@ func TestWriteState(t *testing.T) {
 	s := goodState()
 	for i := range 3 {
 		s.MaxRound = uint32(i)
-		if err := WriteState(path, s); err != nil {
+		if err := writeState(path, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,22 +160,22 @@ func TestWriteState(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
 	}
-	got, ok, err := ReadState(path)
+	got, ok, err := readState(path)
 	if err != nil || !ok || got.MaxRound != 2 {
-		t.Fatalf("ReadState: %+v %v %v", got, ok, err)
+		t.Fatalf("readState: %+v %v %v", got, ok, err)
 	}
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("%d files in the directory, want only the state file (no temporary left)", len(ents))
 	}
-	if _, ok, err := ReadState(filepath.Join(dir, "missing")); ok || err != nil {
+	if _, ok, err := readState(filepath.Join(dir, "missing")); ok || err != nil {
 		t.Errorf("missing file: ok %v err %v, want neither", ok, err)
 	}
-	if err := WriteState(filepath.Join(dir, "no", "dir", "state.json"), s); err == nil {
+	if err := writeState(filepath.Join(dir, "no", "dir", "state.json"), s); err == nil {
 		t.Error("write into a missing directory succeeded")
 	}
 	os.WriteFile(path, []byte(`{"version":9}`), 0o600)
-	if _, _, err := ReadState(path); err == nil || !strings.Contains(err.Error(), "version") || !strings.Contains(err.Error(), path) {
+	if _, _, err := readState(path); err == nil || !strings.Contains(err.Error(), "version") || !strings.Contains(err.Error(), path) {
 		t.Errorf("bad file: %v, want an error naming the file and the field", err)
 	}
 }
@@ -266,7 +266,7 @@ func runRestart(t *testing.T, order []uint32, learn, limit time.Duration) {
 		if err := <-errs; err != nil {
 			t.Fatalf("node 2: %v", err)
 		}
-		s, ok, err := ReadState(c2.State.File)
+		s, ok, err := readState(c2.State.File)
 		if err != nil || !ok || s.Prior == nil {
 			t.Fatalf("state after the stop: %+v ok %v err %v", s, ok, err)
 		}
@@ -386,7 +386,7 @@ func TestRunRestartReference(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatalf("node 1: %v", err)
 		}
-		s, ok, err := ReadState(c1.State.File)
+		s, ok, err := readState(c1.State.File)
 		if err != nil || !ok || s.MaxRound == 0 || s.Prior != nil {
 			t.Fatalf("reference's state: %+v ok %v err %v; want rounds and no prior", s, ok, err)
 		}
@@ -424,10 +424,10 @@ func TestRunRestartReference(t *testing.T) {
 
 // TestStateFileRefused (issue 17, safe defaults): like the key file, a
 // state file that another user owns, that group or others can write, or
-// that is a symbolic link is refused with ErrStateFilePerm naming the file
+// that is a symbolic link is refused with errStateFilePerm naming the file
 // and what is wrong; the daemon's own 0600 (or 0644) file is read.
 func TestStateFileRefused(t *testing.T) {
-	b, err := goodState().Marshal()
+	b, err := goodState().marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,15 +465,15 @@ func TestStateFileRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.json")
 			tt.setup(t, path)
-			s, ok, err := ReadState(path)
+			s, ok, err := readState(path)
 			if tt.want == "" {
 				if err != nil || !ok || s.Node != goodState().Node {
-					t.Fatalf("ReadState: %+v %v %v, want the state", s, ok, err)
+					t.Fatalf("readState: %+v %v %v, want the state", s, ok, err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrStateFilePerm) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("ReadState: %v; want ErrStateFilePerm naming %s and %q", err, path, tt.want)
+			if !errors.Is(err, errStateFilePerm) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("readState: %v; want errStateFilePerm naming %s and %q", err, path, tt.want)
 			}
 			if ok {
 				t.Errorf("ok with an error")
@@ -498,7 +498,7 @@ func TestRunPlantedStateFile(t *testing.T) {
 	s := goodState()
 	s.Node, s.BootID, s.Reference, s.Saved = 1, boot, 1, gtime.RawNow()-int64(time.Second)
 	s.Prior.X0 = s.Saved - 1000
-	b, err := s.Marshal()
+	b, err := s.marshal()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -460,12 +460,13 @@ func (m *Member) watch(local int64) {
 	}
 }
 
-// walkFrom goes through the order from k places after the reference: this
-// node stands for the next term, another is asked for its status.
+// walkFrom takes the node k places after the reference in the order: this
+// node stands for the next term, another is asked for its status (Tick
+// moves on to k+1 when it does not answer in time).
 func (m *Member) walkFrom(k int, local int64) {
 	old := m.Reference()
 	n := len(m.cfg.Order)
-	for ; k < n; k++ {
+	if k < n {
 		j := (m.idx + k) % n
 		id := m.cfg.Order[j]
 		if id == m.self {

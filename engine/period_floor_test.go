@@ -46,9 +46,7 @@ func TestInitialPeriodBelowMin(t *testing.T) {
 		{false, 1000 * time.Millisecond},
 	}
 	for i, st := range steps {
-		var td Message
-		var end int64
-		td, rd, end = answer(t, n, rd, now, []int64{10_000})
+		td, _, end := answer(t, n, rd, now, []int64{10_000}) // rd is the next round's, from Tick below
 		if st.report {
 			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: 100}, end+5000)
 			n.Ready()

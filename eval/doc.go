@@ -20,6 +20,7 @@
 // uses a log-linear Histogram instead, in constant memory, with a relative
 // resolution of 1/32 that Summary.QuantileResolution reports.
 //
-// Errors summarises bare errors (a peer such as chronyd has no bounds), and
-// Quantiles gives the quantiles of any sample, such as one-way delays.
+// Errors summarises bare errors (a peer such as chronyd has no bounds). The
+// same quantiles of any other sample, such as one-way delays, are
+// internal/quantile's (quantile.Of), which the link models and the lab use.
 package eval

@@ -310,30 +310,6 @@ func SummarizeErrors(errs []int64) Errors {
 	return a.Summary().Errors
 }
 
-// Quantiles returns the empirical quantiles qs (each in [0, 1], clamped) of
-// v (gonum's stat.Quantile, stat.Empirical: the smallest value whose
-// cumulative share reaches q), each an element of v; v is not changed. An
-// empty v gives zeros.
-func Quantiles(v []int64, qs ...float64) []int64 {
-	out := make([]int64, len(qs))
-	if len(v) == 0 {
-		return out
-	}
-	s := make([]float64, len(v))
-	lo, hi := v[0], v[0]
-	for i, x := range v {
-		s[i] = float64(x)
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	slices.Sort(s)
-	for i, q := range qs {
-		q = min(max(q, 0), 1)
-		// Values beyond 2^53 round as float64s: keep within the sample.
-		out[i] = min(max(satmath.FromFloat(stat.Quantile(q, stat.Empirical, s, nil)), lo), hi)
-	}
-	return out
-}
-
 // PerNodePerS is a count (messages, exchanges, rounds) as a rate per node
 // and per second; 0 without nodes or time.
 func PerNodePerS(count float64, nodes int, seconds float64) float64 {

@@ -3,9 +3,9 @@ package eval
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
+	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/internal/satmath"
 )
 
@@ -21,7 +21,7 @@ func TestHistogramQuantiles(t *testing.T) {
 		}
 		res := h.Resolution()
 		for _, q := range []float64{0.5, 0.9, 0.99} {
-			exact := Quantiles(vals, q)[0]
+			exact := quantile.Of(vals, q)[0]
 			got := h.Quantile(q)
 			if math.Abs(float64(got-exact)) > res*float64(exact)+1 {
 				t.Errorf("subBits %d q %v: got %d, exact %d, resolution %v", sub, q, got, exact, res)
@@ -40,46 +40,6 @@ func TestHistogramQuantiles(t *testing.T) {
 	}
 	if NewHistogram(4).Quantile(0.5) != 0 {
 		t.Error("empty histogram quantile not 0")
-	}
-}
-
-// TestQuantilesNearestRank checks gonum's empirical quantile against the
-// nearest-rank definition: the smallest value whose cumulative share
-// reaches q.
-func TestQuantilesNearestRank(t *testing.T) {
-	tests := []struct {
-		v    []int64
-		q    float64
-		want int64
-	}{
-		{nil, 0.5, 0},
-		{[]int64{7}, 0.99, 7},
-		{[]int64{4, 1, 3, 2}, 0.5, 2},
-		{[]int64{4, 1, 3, 2}, 0.51, 3},
-		{[]int64{4, 1, 3, 2}, 0, 1},
-		{[]int64{4, 1, 3, 2}, 1, 4},
-		{[]int64{4, 1, 3, 2}, 2, 4},  // clamped
-		{[]int64{4, 1, 3, 2}, -1, 1}, // clamped
-		{[]int64{-5, 5}, 0.5, -5},
-		{[]int64{math.MaxInt64, 0}, 1, math.MaxInt64},         // saturates back from float64
-		{[]int64{math.MaxInt64 - 2, 0}, 1, math.MaxInt64 - 2}, // rounds to 2^63 as a float64: kept within the sample
-	}
-	for _, tt := range tests {
-		in := slices.Clone(tt.v)
-		if got := Quantiles(tt.v, tt.q)[0]; got != tt.want {
-			t.Errorf("Quantiles(%v, %v) = %d, want %d", tt.v, tt.q, got, tt.want)
-		}
-		if !slices.Equal(in, tt.v) {
-			t.Errorf("Quantiles changed its input %v to %v", in, tt.v)
-		}
-	}
-	// 1..100: the p-quantile is 100p.
-	v := make([]int64, 100)
-	for i := range v {
-		v[i] = int64(100 - i)
-	}
-	if got := Quantiles(v, 0.5, 0.95, 0.99); !slices.Equal(got, []int64{50, 95, 99}) {
-		t.Errorf("quantiles of 1..100 = %v, want [50 95 99]", got)
 	}
 }
 

@@ -20,9 +20,9 @@ import (
 	"github.com/gclock/gclock/engine/engineconf"
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/lab/netlab"
-	"github.com/gclock/gclock/transport"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -62,8 +62,9 @@ type GclockConfig struct {
 	// (log.measurements) to measurements-h<i>.csv in the logs directory.
 	Measurements bool
 	// Tweak, if set, edits each host's configuration last (per-host
-	// settings such as refclock.sock).
-	Tweak func(host int, c *daemon.Config)
+	// settings such as refclock.sock). Code, not data: left out of the
+	// spec's JSON (a func field fails the whole encoding).
+	Tweak func(host int, c *daemon.Config) `json:"-"`
 	// StateFiles gives every daemon a state file (state.file,
 	// state-h<i>.json in the logs directory, saved every second).
 	StateFiles bool
@@ -77,7 +78,8 @@ type GclockConfig struct {
 	FailoverAfter time.Duration
 	// Until, when closed after the warm-up, ends the run early (as if
 	// Duration had passed); the traffic rates count the time actually run.
-	Until <-chan struct{}
+	// Not data either: left out of the JSON.
+	Until <-chan struct{} `json:"-"`
 }
 
 // DefaultGclockConfig: 60 s, 10 s of warm-up, an evaluation every 10 ms,
@@ -637,7 +639,7 @@ func (r *gclockRun) evaluate(now int64) error {
 		var truth int64
 		known := true
 		if r.realtime {
-			off, _ := transport.WallRawOffset()
+			off, _ := rawclock.WallOffset()
 			truth = now + off
 		} else {
 			truth, known = r.scales.truth(r.claims[i].Term, now, r.clocks)

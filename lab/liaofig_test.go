@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -85,16 +86,7 @@ func latencyStamps(sizes []int, n int, errNs int64) []measure.Stamp {
 // its opposite, the truth inside the bounds (+-5 us) when the error is
 // smaller than 10 us.
 func TestLiaoFigReport(t *testing.T) {
-	sizes := []int{64, 1024, 65536}
-	f := LiaoFig{Spec: DefaultLiaoFigSpec(DefaultMeasureSpec())}
-	errs := []int64{200, -300, 2000, 20000}
-	for i, st := range liaoSettings() {
-		res, err := measure.Analyze(latencyStamps(sizes, 5, errs[i]), func(raw int64) int64 { return raw })
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Curves = append(f.Curves, LiaoCurve{Setting: st, Report: MeasureReport{Spec: f.Spec.Base, Result: res}})
-	}
+	f := fourLiaoCurves(t)
 	var b bytes.Buffer
 	if err := f.WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
@@ -112,6 +104,49 @@ func TestLiaoFigReport(t *testing.T) {
 	}
 	if err := f.Plot(filepath.Join(t.TempDir(), "fig.svg")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fourLiaoCurves is a figure of the four settings analysed from stamps
+// whose host 1 is off by 200 ns, -300 ns, 2 us and 20 us.
+func fourLiaoCurves(t *testing.T) LiaoFig {
+	t.Helper()
+	sizes := []int{64, 1024, 65536}
+	f := LiaoFig{Spec: DefaultLiaoFigSpec(DefaultMeasureSpec())}
+	errs := []int64{200, -300, 2000, 20000}
+	for i, st := range liaoSettings() {
+		res, err := measure.Analyze(latencyStamps(sizes, 5, errs[i]), func(raw int64) int64 { return raw })
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Curves = append(f.Curves, LiaoCurve{Setting: st, Report: MeasureReport{Spec: f.Spec.Base, Result: res}})
+	}
+	return f
+}
+
+// TestLiaoFigJSON: the figure encodes as JSON (gclock lab measure
+// liao-fig2 -json, after the whole measurement), a per-host Tweak set
+// or not, and the curves come back.
+func TestLiaoFigJSON(t *testing.T) {
+	f := fourLiaoCurves(t)
+	f.Spec.Base.Gclock.Tweak = func(int, *daemon.Config) {}
+	for i := range f.Curves {
+		f.Curves[i].Report.Spec.Gclock.Tweak = f.Spec.Base.Gclock.Tweak
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Curves []struct {
+			Setting LiaoSetting
+		}
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Curves) != 4 || back.Curves[3].Setting != liaoSettings()[3] {
+		t.Errorf("curves back from JSON: %+v, want the four settings", back.Curves)
 	}
 }
 

@@ -59,10 +59,11 @@ type MeasureResult struct {
 	Stamps []measure.Stamp // every node's
 	// Truth is the true global time at a CLOCK_MONOTONIC_RAW instant: the
 	// reference's (host 0's) emulated clock, which the evaluator rebuilds
-	// from its daemon's configuration. The nodes never see it.
-	Truth  measure.Truth
-	Gclock GclockResult // the daemons evaluated over the same run
-	Dir    string       // the nodes' stamp files and logs
+	// from its daemon's configuration. The nodes never see it. A func: left
+	// out of the JSON.
+	Truth  measure.Truth `json:"-"`
+	Gclock GclockResult  // the daemons evaluated over the same run
+	Dir    string        // the nodes' stamp files and logs
 }
 
 // RunMeasure starts the daemons (RunGclock), waits for their warm-up, runs

@@ -513,8 +513,8 @@ func condense(abs []float64, signed float64, boundsN, in int, width float64) *Er
 }
 
 // quantile is the nearest-rank q-quantile of sorted values (NaN for
-// none): gonum's stat.Quantile, stat.Empirical, as eval.Quantiles takes
-// it for int64s; these values are float64s (percentages, ns).
+// none): gonum's stat.Quantile, stat.Empirical, as internal/quantile's Of
+// takes it for int64s; these values are float64s (percentages, ns).
 func quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()

@@ -129,7 +129,7 @@ func (c *comm) HandleMessage(in *transport.Incoming) {
 	k := boxKey{in.Packet.Page.Addr, from}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ch := c.box[k]; ch != nil && len(ch) > 0 {
+	if len(c.box[k]) > 0 {
 		return // a second message with the same tag and sender: a bug of the sender (or a forger); dropped
 	}
 	q := &c.q[from]
@@ -153,7 +153,7 @@ func (c *comm) HandleMessage(in *transport.Incoming) {
 	if len(q.fifo) > 2*q.n+64 { // drop the keys already taken
 		kept := q.fifo[:0]
 		for _, k := range q.fifo {
-			if ch := c.box[k]; ch != nil && len(ch) > 0 {
+			if len(c.box[k]) > 0 {
 				kept = append(kept, k)
 			}
 		}

@@ -725,7 +725,7 @@ func TestRealDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gclock merge -method daemon: %v\n%s", err, mout)
 	}
-	want := fmt.Sprintf("received before sent: 0 on raw timestamps, 0 after correction; 0 message ends unmatched")
+	want := "received before sent: 0 on raw timestamps, 0 after correction; 0 message ends unmatched"
 	if !strings.Contains(string(mout), want) {
 		t.Errorf("gclock merge -method daemon: no %q in\n%s", want, mout)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 )
 
 // Dist is the distribution of a link's jitter.
@@ -199,7 +199,7 @@ func (m Model) Quantiles(n int, seed uint64, qs ...float64) []int64 {
 	for i := range s {
 		s[i] = m.Sample(r)
 	}
-	return eval.Quantiles(s, qs...)
+	return quantile.Of(s, qs...)
 }
 
 // String spells the model in the syntax ParseLink reads.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 )
 
 // TestNetStatistics checks a Spec's rates and tail means over many seeded
@@ -107,7 +107,7 @@ func TestTailQuantiles(t *testing.T) {
 				}
 			}
 			qs := []float64{0.1, 0.5, 0.9, 0.99}
-			got := eval.Quantiles(v, qs...)
+			got := quantile.Of(v, qs...)
 			for i, q := range qs {
 				want := tt.inv(q)
 				// 2% of the value plus the truncation to whole ns.
@@ -136,7 +136,7 @@ func TestOnePareto(t *testing.T) {
 	for i := range v {
 		v[i] = int64(d-tail) + sim.Draw(r, tail)
 	}
-	b := eval.Quantiles(v, qs...)
+	b := quantile.Of(v, qs...)
 	for i, q := range qs {
 		if math.Abs(float64(a[i]-b[i])) > 0.02*float64(b[i])+2 {
 			t.Errorf("q%v: lab pareto %d ns, sim pareto %d ns", q, a[i], b[i])

@@ -39,7 +39,7 @@ func (c *memConn) WriteTo(b []byte, to netip.AddrPort) error {
 
 func (c *memConn) Close() error { return nil }
 
-type fixedSource struct{ now *int64 }
+type fixedSource struct{}
 
 func (s fixedSource) At(raw int64) Reading {
 	return Reading{Time: 1_764_000_000_000_000_000 + raw, MaxErr: 1000, OK: true}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/transport"
 )
@@ -25,7 +26,7 @@ type realtimeSource struct {
 
 func (s *realtimeSource) At(raw int64) ntp.Reading {
 	s.asked.Store(raw)
-	off, _ := transport.WallRawOffset()
+	off, _ := rawclock.WallOffset()
 	return ntp.Reading{Time: raw + off + s.offset, MaxErr: s.maxErr, OK: true}
 }
 

@@ -37,7 +37,7 @@ func labLikeScenario(t *testing.T) Scenario {
 // lognormal of mean 100 us, sigma 0.1, about normal:100us:10us), seeds
 // 1-3. In the lab, chronyd at 16 polls/s showed medians of 1.8-3.1 us on
 // the quiet and busy pareto link (up to 18 us with cross traffic;
-// docs/bench-2026-11-27o.md) and 1.2-2.3 us on normal:100us:10us (issue
+// docs/bench/bench-2026-11-27o.md) and 1.2-2.3 us on normal:100us:10us (issue
 // 28); measured here: 1.35-1.96 us and 1.06-1.51 us per host. Every host
 // must converge from its initial offset (up to 5 ms) to errors far below
 // it after the warm-up, and chrony's maximum error (root delay/2 + root

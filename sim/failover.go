@@ -169,7 +169,7 @@ func (r *runner) newMember(i int, cfg engine.Config) (*engine.Member, error) {
 // failoverRoles is node self's roles under reference ref: the scenario's
 // roles when nobody is gone; else the topology over the nodes not gone
 // (positions: ref, then the others by id) with the gone ones as leaves of
-// ref, as the daemon builds them (daemon.Config.FailoverRoles).
+// ref, as the daemon builds them (daemon.Config's failoverRoles).
 func (r *runner) failoverRoles(self, ref int, gone []engine.NodeID) ([]engine.NodeID, []engine.NodeID, error) {
 	if len(gone) == 0 {
 		if ref != r.sc.Reference {

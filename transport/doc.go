@@ -44,7 +44,7 @@
 // UDPConn asks the kernel for software receive and transmit stamps
 // (SO_TIMESTAMPING; transmit stamps come back on the error queue, matched by
 // OPT_ID) and converts them from CLOCK_REALTIME to CLOCK_MONOTONIC_RAW with
-// an offset sampled right after each packet (WallRawOffset).
+// an offset sampled right after each packet (internal/rawclock.WallOffset).
 //
 // PageServer is the responder of the paper's page-transfer workload
 // (measure's communication test serves pages with it). The benchmark

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -17,56 +16,6 @@ import (
 	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/internal/sockts"
 )
-
-// wallNow reads CLOCK_REALTIME, the clock of the kernel's socket stamps.
-func wallNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_REALTIME, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
-
-// WallRawOffset samples CLOCK_REALTIME - CLOCK_MONOTONIC_RAW by reading
-// the wall clock (CLOCK_REALTIME) between two raw reads, against the raw
-// midpoint. It takes the median of wallRawSandwiches sandwiches;
-// halfWidth bounds its error from the read order (medianBound).
-func WallRawOffset() (offset, halfWidth int64) {
-	var offs, hws [wallRawSandwiches]int64
-	for i := range offs {
-		r1 := rawclock.Now()
-		rt := wallNow()
-		r2 := rawclock.Now()
-		offs[i] = rt - (r1 + (r2-r1)/2)
-		hws[i] = (r2 - r1 + 1) / 2
-	}
-	return medianBound(offs[:], hws[:])
-}
-
-// medianBound is the median of the sandwiches' offsets and a bound on its
-// error: the true offset lies within hws[i] of offs[i] for every i, so it
-// lies within h of the k narrowest sandwiches' offsets, h the widest of
-// them; with k a majority, the median (more than half of the values on
-// each side) lies within h of it too. The widest sandwich's half-width
-// (the bound before) made one preempted read of five widen the sample: on
-// this 2-core machine under load, 1.5 ms at p99.9 and 18 ms at worst in
-// 3000 samples, which TestRunNTP saw as served bounds of 1.1-1.8 ms.
-func medianBound(offs, hws []int64) (offset, halfWidth int64) {
-	o := slices.Clone(offs)
-	slices.Sort(o)
-	h := slices.Clone(hws)
-	slices.Sort(h)
-	return o[len(o)/2], h[len(h)/2]
-}
-
-// wallRawSandwiches is how many sandwiches WallRawOffset takes the median
-// of. One sandwich's midpoint is within 5 ns of the true offset half of the
-// time but 100-200 ns off one time in ten (cache misses and preemption
-// inside a system call, not visible in its width); the median of five was
-// within -3..+10 ns at p1..p99 on this machine (4 s of samples), against
-// -109..+191 ns for the narrowest of five. Fifteen clock reads cost about
-// 3 us per packet.
-const wallRawSandwiches = 5
 
 // UDPOptions configures ListenUDP.
 type UDPOptions struct {
@@ -91,7 +40,7 @@ type UDPOptions struct {
 
 // UDPConn is a UDP socket implementing PacketConn and StampedConn. Kernel
 // stamps are CLOCK_REALTIME; UDPConn converts them to CLOCK_MONOTONIC_RAW
-// with an offset sampled by WallRawOffset right after each receive and
+// with an offset sampled by rawclock.WallOffset right after each receive and
 // send, so the conversion error is the sandwich half-width (a few hundred
 // ns with system-call clock reads) plus the wall clock's NTP slew
 // between the stamp and the sample (at most 500 ppm of the few tens of us
@@ -249,7 +198,7 @@ func (u *UDPConn) ReadFromStamped(b []byte) (int, netip.AddrPort, int64, error) 
 		return n, from, 0, err
 	}
 	user := rawclock.Now()
-	off, hw := WallRawOffset()
+	off, hw := rawclock.WallOffset()
 	real, ok := parseTimestamping(u.oob[:oobn])
 	var k int64
 	if ok {
@@ -310,7 +259,7 @@ func (u *UDPConn) WriteToStamped(b []byte, to netip.AddrPort) (int64, error) {
 		if got && int32(key-id) >= 0 {
 			u.nextID = key + 1
 			user := rawclock.Now()
-			off, hw := WallRawOffset()
+			off, hw := rawclock.WallOffset()
 			k := real - off
 			u.mu.Lock()
 			if k > user {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/lab"
 )
 
@@ -113,9 +113,9 @@ func replayRow(name string, errs []int64) labReplayRow {
 		abs[i] = max(e, -e)
 		sum += float64(e)
 	}
-	// Nearest rank (eval.Quantiles): where p*n is a whole number, one
+	// Nearest rank (quantile.Of): where p*n is a whole number, one
 	// rank lower than the floor(p*n)+1-th this used to report.
-	q := eval.Quantiles(abs, 0.5, 0.9, 0.99)
+	q := quantile.Of(abs, 0.5, 0.9, 0.99)
 	r.P50Ns, r.P90Ns, r.P99Ns, r.BiasNs = q[0], q[1], q[2], sum/float64(len(errs))
 	return r
 }

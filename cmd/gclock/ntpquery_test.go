@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/ntp"
 	"github.com/gclock/gclock/transport"
 )
@@ -16,7 +17,7 @@ import (
 type fixedSource struct{}
 
 func (fixedSource) At(raw int64) ntp.Reading {
-	off, _ := transport.WallRawOffset()
+	off, _ := rawclock.WallOffset()
 	return ntp.Reading{Time: raw + off + 2_000_000, MaxErr: 100_000, OK: true}
 }
 

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/gclock/gclock/transport"
+	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/wire"
 )
 
@@ -35,7 +35,7 @@ type frameLog struct {
 }
 
 func (f *frameLog) start() {
-	f.offStart, f.hwStart = transport.WallRawOffset()
+	f.offStart, f.hwStart = rawclock.WallOffset()
 	f.recs = make([]frameRec, 0, 1<<14)
 }
 
@@ -74,7 +74,7 @@ func parseGclockFrame(eth []byte) (op uint8, sender, seq uint32, dport uint16) {
 // offset from the raw clock (wall_minus_raw_ns; files before 2026-11-27
 // call it realtime_minus_raw_ns), then in,out,rx_ns,at_ns,start_ns,end_ns,op,sender,seq,dport.
 func (f *frameLog) writeFile(path string) error {
-	f.offEnd, f.hwEnd = transport.WallRawOffset()
+	f.offEnd, f.hwEnd = rawclock.WallOffset()
 	fh, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("frame log: %w", err)

@@ -1,6 +1,6 @@
 package netlab
 
-import "github.com/gclock/gclock/eval"
+import "github.com/gclock/gclock/internal/quantile"
 
 // latenessCap bounds the lateness samples kept per direction.
 const latenessCap = 1 << 20
@@ -84,7 +84,7 @@ func (s *Switch) Stats() []DirStats {
 			for k, x := range st.lateness {
 				v[k] = int64(x)
 			}
-			q := eval.Quantiles(v, 0.5, 0.99, 1)
+			q := quantile.Of(v, 0.5, 0.99, 1)
 			c.LatenessP50Ns, c.LatenessP99Ns, c.LatenessMaxNs = q[0], q[1], q[2]
 			c.LatenessSamples = len(v)
 			c.writeCost = nil
@@ -92,7 +92,7 @@ func (s *Switch) Stats() []DirStats {
 			for k, x := range st.writeCost {
 				w[k] = int64(x)
 			}
-			q = eval.Quantiles(w, 0.5, 0.99)
+			q = quantile.Of(w, 0.5, 0.99)
 			c.WriteP50Ns, c.WriteP99Ns = q[0], q[1]
 			c.queueWait = nil
 			if len(st.queueWait) > 0 {
@@ -100,7 +100,7 @@ func (s *Switch) Stats() []DirStats {
 				for k, x := range st.queueWait {
 					v[k] = int64(x)
 				}
-				q = eval.Quantiles(v, 0.5, 0.99, 1)
+				q = quantile.Of(v, 0.5, 0.99, 1)
 				c.SmallQueueP50Ns, c.SmallQueueP99Ns, c.SmallQueueMaxNs = q[0], q[1], q[2]
 				c.SmallQueueSamples = len(v)
 			}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 
@@ -401,7 +401,7 @@ func (d *probeDir) result(from, to int, link netmodel.Link, lat []DirStats) DirR
 	if r.Received > 0 {
 		r.DupRate = float64(r.Duplicates) / float64(r.Received)
 	}
-	q := eval.Quantiles(owd, 0, 0.5, 0.99, 1)
+	q := quantile.Of(owd, 0, 0.5, 0.99, 1)
 	r.MinNs, r.P50Ns, r.P99Ns, r.MaxNs = q[0], q[1], q[2], q[3]
 	if link.Direct {
 		r.Link = "direct"

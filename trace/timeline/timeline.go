@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/chrome"
 	"github.com/gclock/gclock/trace/correct"
@@ -421,7 +421,7 @@ func (e *evaluator) stats() *ErrStats {
 	if len(e.abs) == 0 {
 		return s
 	}
-	q := eval.Quantiles(e.abs, 0.50, 0.99)
+	q := quantile.Of(e.abs, 0.50, 0.99)
 	s.P50, s.P99 = q[0], q[1]
 	s.Mean = e.sum / float64(len(e.abs))
 	return s

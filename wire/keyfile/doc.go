@@ -10,6 +10,6 @@
 //	keys, err := keyfile.Read("/etc/gclock/cluster.key")
 //	kr, err := wire.NewKeyring(keys[0].ID, keys)
 //
-// The daemon (daemon.AuthConfig.Keyring), gclock keygen and measure read
+// The daemon (daemon.AuthConfig's keyring), gclock keygen and measure read
 // key files through it, so a file one accepts the others accept.
 package keyfile
