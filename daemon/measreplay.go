@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/eval/limit"
 )
 
 // Measurement is one line of a daemon's log.measurements file: an exchange
@@ -82,6 +83,9 @@ type ReplayConfig struct {
 	RoundGap  int64               // a pause longer than this (ns, local clock) starts a new round
 	Warmup    int64               // ns after the first exchange left out of the figures
 	EvalEvery int64               // ns between evaluations after each round, until the next
+	// Limit also feeds every round to the textbook estimators of
+	// eval/limit and judges them at the same evaluations (ReplayResult.Limit).
+	Limit bool
 }
 
 // DefaultReplayConfig is the lab daemons' estimator: a 4096-exchange
@@ -99,6 +103,8 @@ type ReplayResult struct {
 	Restarts, Rejected             int // rounds that restarted the window / that it refused
 	// Errors (estimate - truth, ns) at every evaluation.
 	Errors []int64
+	// Limit is what the same exchanges allowed (ReplayConfig.Limit).
+	Limit *limit.Result
 }
 
 // Replay feeds the measurements of one source, round by round, to a hull
@@ -117,6 +123,10 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 	h, err := estimate.NewHull(hc)
 	if err != nil {
 		return res, fmt.Errorf("replay: %w", err)
+	}
+	var lim *limit.Tracker
+	if rc.Limit {
+		lim = limit.New()
 	}
 	var rounds [][]estimate.Sample
 	for i, m := range ms {
@@ -137,6 +147,9 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 			}
 			res.Restarts++ // the window restarted from this round
 		}
+		if lim != nil {
+			lim.AddRound(rd)
+		}
 		end := rd[len(rd)-1].LocRecv
 		next := end + 1e9
 		if i+1 < len(rounds) {
@@ -148,9 +161,16 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 			}
 			if y, _, ok := h.Center(x); ok {
 				res.Errors = append(res.Errors, y-x)
+				if lim != nil {
+					lim.Judge(x, x) // raw clocks: the source's time is the local time
+				}
 			}
 		}
 	}
 	res.Exchanges, res.Rounds, res.Evaluations = len(ms), len(rounds), len(res.Errors)
+	if lim != nil {
+		r := lim.Result(int(ms[0].Source))
+		res.Limit = &r
+	}
 	return res, nil
 }

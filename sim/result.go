@@ -6,6 +6,7 @@ import (
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/eval/limit"
 	"github.com/gclock/gclock/internal/satmath"
 )
 
@@ -43,7 +44,7 @@ type Result struct {
 	// share a point. Violations must be 0.
 	Agreement eval.Agreement `json:"agreement"`
 	// Limits is every node's limit but the reference's (Options.Limit).
-	Limits []NodeLimit `json:"limits,omitempty"`
+	Limits []limit.Result `json:"limits,omitempty"`
 }
 
 func (r *runner) result(wall time.Duration) *Result {
@@ -51,7 +52,7 @@ func (r *runner) result(wall time.Duration) *Result {
 	res := &Result{Scenario: r.sc, Events: r.events, Wall: wall, Trace: r.trace, Recording: r.rec, RealTime: r.rtResult()}
 	for i, t := range r.limits {
 		if i != r.ref {
-			res.Limits = append(res.Limits, t.result(i))
+			res.Limits = append(res.Limits, t.Result(i))
 		}
 	}
 	all, others := eval.New(r.evalOptions()), eval.New(r.evalOptions())

@@ -14,6 +14,7 @@ import (
 	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/eval/limit"
 	"github.com/gclock/gclock/netmodel"
 )
 
@@ -78,7 +79,7 @@ type Options struct {
 	// Trace records the plot nodes' error and bounds over time and their
 	// resync events (needed by Plot).
 	Trace bool
-	// Limit computes every node's limit (sim/limit.go): textbook
+	// Limit computes every node's limit (eval/limit): textbook
 	// estimators fed the rounds its engine was given, judged at the same
 	// evaluations (Result.Limits).
 	Limit bool
@@ -157,7 +158,7 @@ type runner struct {
 	trace  *Trace
 	rec    *Recording
 	plotIx map[int]int
-	limits []*limitTracker // per node with Options.Limit
+	limits []*limit.Tracker // per node with Options.Limit
 
 	agree eval.Agreement // synced reads of each instant share a point
 	reads []eval.Read    // this instant's reads (evaluate)
@@ -282,9 +283,9 @@ func (r *runner) setup() error {
 		r.rec = &Recording{Node: sc.Eval.RecordNode}
 	}
 	if r.opt.Limit {
-		r.limits = make([]*limitTracker, len(r.nodes))
+		r.limits = make([]*limit.Tracker, len(r.nodes))
 		for i := range r.limits {
-			r.limits[i] = newLimitTracker()
+			r.limits[i] = limit.New()
 		}
 	}
 	// Start every node at the origin; they are ticked in order of id, each a
@@ -493,7 +494,7 @@ func (r *runner) deliver(e event) error {
 		r.rec.addRound(e.msg.Samples)
 	}
 	if r.limits != nil && e.msg.Type == engine.MsgTimeDiff {
-		r.limits[e.node].addRound(e.msg.Samples)
+		r.limits[e.node].AddRound(e.msg.Samples)
 	}
 	return r.drain(int(e.node), local)
 }
@@ -631,7 +632,7 @@ func (r *runner) evaluate() {
 			continue
 		}
 		if r.limits != nil && i != r.ref {
-			r.limits[i].judge(local, truth)
+			r.limits[i].Judge(local, truth)
 		}
 		rd := eval.Read{At: r.now, Est: tm.Est, Earliest: tm.Earliest, Latest: tm.Latest, Mono: tm.Mono,
 			Status: eval.Status(tm.Status), Truth: truth}

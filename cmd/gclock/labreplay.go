@@ -25,6 +25,10 @@ type labReplayRow struct {
 	P90Ns       int64   `json:"error_p90_ns"`
 	P99Ns       int64   `json:"error_p99_ns"`
 	BiasNs      float64 `json:"error_bias_ns"`
+	// Limit: the best textbook estimator's median |error| on the same
+	// exchanges and evaluations (--limit; eval/limit), and which.
+	LimitNs   float64 `json:"limit_ns,omitempty"`
+	LimitName string  `json:"limit,omitempty"`
 }
 
 // runLabReplay is `gclock lab replay`: the centre-line estimator replayed
@@ -52,6 +56,8 @@ flags:
 	memory := fs.Float64("center-memory", lab.LabDaemonConfig().Sync.CenterMemory, "the centre line's memory in rounds, as the lab's daemons (sync.center_memory; 0: none)")
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
+	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight")
+	floorOnly := fs.Bool("floor-only", false, "the centre line on the fastest exchanges alone (the estimator before the body line)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +67,7 @@ flags:
 	}
 	rc.Hull.Window, rc.Hull.CenterPoints, rc.Hull.CenterBand, rc.Warmup = *window, *points, int64(*band), int64(*warmup)
 	rc.Hull.CenterMemory = *memory
+	rc.Hull.CenterFloorOnly, rc.Limit = *floorOnly, *withLimit
 	var rows []labReplayRow
 	var all []int64
 	total := labReplayRow{File: "all"}
@@ -80,6 +87,9 @@ flags:
 		}
 		row := replayRow(path, res.Errors)
 		row.Exchanges, row.Rounds, row.Restarts = res.Exchanges, res.Rounds, res.Restarts
+		if res.Limit != nil {
+			row.LimitNs, row.LimitName = res.Limit.Best, res.Limit.BestName
+		}
 		rows = append(rows, row)
 		all = append(all, res.Errors...)
 		total.Exchanges += res.Exchanges
@@ -94,10 +104,20 @@ flags:
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	fmt.Fprintf(stdout, "%-40s %9s %6s %8s %6s %9s %9s %9s %9s\n", "file", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us")
+	lim := func(r labReplayRow) string {
+		if !*withLimit || r.LimitName == "" {
+			return ""
+		}
+		return fmt.Sprintf(" %9.3f %9.2fx  %s", r.LimitNs/1e3, float64(r.P50Ns)/r.LimitNs, r.LimitName)
+	}
+	head := ""
+	if *withLimit {
+		head = fmt.Sprintf(" %9s %10s  %s", "limit us", "p50/limit", "best textbook")
+	}
+	fmt.Fprintf(stdout, "%-40s %9s %6s %8s %6s %9s %9s %9s %9s%s\n", "file", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-40s %9d %6d %8d %6d %9.3f %9.3f %9.3f %9.3f\n", r.File, r.Exchanges, r.Rounds, r.Restarts, r.Evaluations,
-			float64(r.P50Ns)/1e3, float64(r.P90Ns)/1e3, float64(r.P99Ns)/1e3, r.BiasNs/1e3)
+		fmt.Fprintf(stdout, "%-40s %9d %6d %8d %6d %9.3f %9.3f %9.3f %9.3f%s\n", r.File, r.Exchanges, r.Rounds, r.Restarts, r.Evaluations,
+			float64(r.P50Ns)/1e3, float64(r.P90Ns)/1e3, float64(r.P99Ns)/1e3, r.BiasNs/1e3, lim(r))
 	}
 	return nil
 }

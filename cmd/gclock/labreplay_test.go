@@ -42,6 +42,24 @@ func TestLabReplay(t *testing.T) {
 	if rows[0].BiasNs > -300 || rows[0].BiasNs < -700 {
 		t.Errorf("bias %.0f ns, want about -500 (half the 1 us floor asymmetry)", rows[0].BiasNs)
 	}
+	// With the limit: every row names a best textbook estimator, whose
+	// median is that of the same evaluations (it sees the same asymmetry:
+	// about 0.5 us).
+	out.Reset()
+	if err := runLabReplay([]string{"-json", "-limit", "-warmup", "2s", good}, &out, &errb); err != nil {
+		t.Fatalf("-limit: %v (%s)", err, errb.String())
+	}
+	rows = nil
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("bad JSON %q: %v", out.String(), err)
+	}
+	if rows[0].LimitName == "" || rows[0].LimitNs < 200 || rows[0].LimitNs > 800 {
+		t.Errorf("-limit: %s %.0f ns, want a textbook estimator near 500 ns", rows[0].LimitName, rows[0].LimitNs)
+	}
+	out.Reset()
+	if err := runLabReplay([]string{"-limit", "-warmup", "2s", good}, &out, &errb); err != nil || !strings.Contains(out.String(), "best textbook") {
+		t.Errorf("-limit table: %v\n%s", err, out.String())
+	}
 	bad := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte(b.String()[:200]), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,19 @@
-package sim
+// Package limit computes what a node's exchanges allowed (issue 28): the
+// evaluator feeds every round a node's estimator was given to a set of
+// textbook estimators, each over the newest few rounds, and judges every
+// one against the truth at the same instants as the estimator under test.
+// The best of them for that node, chosen with hindsight, is the node's
+// reference error: no estimator that reads only these exchanges is
+// promised to do better, and the distance to it is what an estimator
+// leaves on the table. The textbook estimators read only the samples; the
+// truth is the evaluator's. The simulator (sim.Options.Limit) and `gclock
+// lab replay --limit` use it.
+//
+//	t := limit.New()
+//	t.AddRound(round)        // every round the node's estimator got
+//	t.Judge(local, truth)    // at every evaluation: local time, true source time
+//	r := t.Result()          // every estimator's median and p99, the best
+package limit
 
 import (
 	"math"
@@ -7,16 +22,6 @@ import (
 
 	"github.com/gclock/gclock/estimate"
 )
-
-// The limit (issue 28): what the exchanges a node actually received
-// allowed. Beside the engine, the evaluator feeds every round a node's
-// engine was given to a set of textbook estimators, each over the newest
-// few rounds, and judges every one against the truth at the same
-// evaluations as the engine. The best of them for that node, chosen with
-// hindsight, is the node's reference error: no estimator that reads only
-// these exchanges is promised to do better, and gclock's distance to it is
-// what its estimator leaves on the table. The textbook estimators read
-// only the samples, like the engine; the truth is the evaluator's.
 
 // limitSpans are the windows of the textbook estimators, in rounds.
 var limitSpans = []int{3, 10}
@@ -34,9 +39,9 @@ var limitKinds = []struct {
 	{"floor1", fitEachWayFloor1}, // Paxson's: the fastest 1% each way, matched
 }
 
-// LimitNames lists the textbook estimators as "kind/span" in the order of
-// NodeLimit.Medians.
-func LimitNames() []string {
+// Names lists the textbook estimators as "kind/span" in the order of
+// Result.Medians.
+func Names() []string {
 	var out []string
 	for _, k := range limitKinds {
 		for _, s := range limitSpans {
@@ -46,10 +51,10 @@ func LimitNames() []string {
 	return out
 }
 
-// NodeLimit is one node's limit: every textbook estimator's median and
-// p99 |error| over the node's evaluations after the warm-up (LimitNames
-// order; NaN: never had a line), and the best median.
-type NodeLimit struct {
+// Result is one node's limit: every textbook estimator's median and p99
+// |error| over its evaluations (Names order; NaN: never had a line), and
+// the best median.
+type Result struct {
 	Node    int       `json:"node"`
 	Medians []float64 `json:"medians_ns"`
 	P99s    []float64 `json:"p99s_ns"`
@@ -58,8 +63,8 @@ type NodeLimit struct {
 	BestName string  `json:"best"`
 }
 
-// limitTracker holds one node's received rounds and the textbook lines.
-type limitTracker struct {
+// Tracker holds one node's received rounds and the textbook lines.
+type Tracker struct {
 	rounds [][]estimate.Sample
 	x0     int64     // the lines' origin: the newest round's first local send
 	a, b   []float64 // per estimator: offset at x0 and slope
@@ -67,13 +72,14 @@ type limitTracker struct {
 	errs   [][]float64
 }
 
-func newLimitTracker() *limitTracker {
+// New returns an empty Tracker.
+func New() *Tracker {
 	n := len(limitKinds) * len(limitSpans)
-	return &limitTracker{a: make([]float64, n), b: make([]float64, n), ok: make([]bool, n), errs: make([][]float64, n)}
+	return &Tracker{a: make([]float64, n), b: make([]float64, n), ok: make([]bool, n), errs: make([][]float64, n)}
 }
 
-// addRound takes a round the node's engine was given and refits.
-func (t *limitTracker) addRound(round []estimate.Sample) {
+// AddRound takes a round the node's estimator was given and refits.
+func (t *Tracker) AddRound(round []estimate.Sample) {
 	if len(round) == 0 {
 		return
 	}
@@ -96,8 +102,9 @@ func (t *limitTracker) addRound(round []estimate.Sample) {
 	}
 }
 
-// judge records every line's |error| at local time local against truth.
-func (t *limitTracker) judge(local, truth int64) {
+// Judge records every line's |error| at local time local against truth,
+// the source's true time then.
+func (t *Tracker) Judge(local, truth int64) {
 	dx := float64(local - t.x0)
 	for i := range t.a {
 		if !t.ok[i] {
@@ -108,10 +115,10 @@ func (t *limitTracker) judge(local, truth int64) {
 	}
 }
 
-// result is the node's NodeLimit.
-func (t *limitTracker) result(node int) NodeLimit {
-	names := LimitNames()
-	nl := NodeLimit{Node: node, Best: math.NaN()}
+// Result is the node's limit so far (node labels it).
+func (t *Tracker) Result(node int) Result {
+	names := Names()
+	nl := Result{Node: node, Best: math.NaN()}
 	for i, e := range t.errs {
 		med, p99 := math.NaN(), math.NaN()
 		if len(e) > 0 {
