@@ -20,7 +20,12 @@ import (
 // a 71-us floor and a tail each way).
 func labLikeScenario(t *testing.T) Scenario {
 	t.Helper()
-	const path = "testdata/lab-like.yaml"
+	return readScenario(t, "testdata/lab-like.yaml")
+}
+
+// readScenario parses the scenario file at path.
+func readScenario(t *testing.T, path string) Scenario {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 )
@@ -65,14 +64,7 @@ func TestCenterLabLikeBurstyHostMedians(t *testing.T) {
 // its bounds.
 func labLikeHostMedians(t *testing.T, path string, seeds uint64) (mean, mid int64, worst []int64) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := Parse(data, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := readScenario(t, path)
 	var sum, n int64
 	for seed := uint64(1); seed <= seeds; seed++ {
 		sc.Seed = seed
