@@ -116,14 +116,14 @@ func parseChronyTracking(b []byte, seq uint32) (chronyTracking, error) {
 var chronySeq atomic.Uint32
 
 // queryChronyTracking asks chronyd at the Unix socket path for its
-// tracking report, from a client socket beside it, as chronyc does
-// (chronyd answers the sender's path; it does not answer an abstract
-// one); the client socket is removed after.
-func queryChronyTracking(path string, timeout time.Duration) (chronyTracking, error) {
+// tracking report, from a client socket in clientDir that chronyd's group
+// may write to (chronyclient.go; chronyd answers the sender's path; it
+// does not answer an abstract one); the client socket is removed after.
+func queryChronyTracking(path, clientDir string, timeout time.Duration) (chronyTracking, error) {
 	if _, err := os.Stat(path); err != nil {
 		return chronyTracking{}, fmt.Errorf("chronyd command socket: %w", err)
 	}
-	lp := filepath.Join(filepath.Dir(path), fmt.Sprintf("gclock-chronyc.%d.%d.sock", os.Getpid(), chronySeq.Add(1)))
+	lp := filepath.Join(clientDir, fmt.Sprintf("gclock-chronyc.%d.%d.sock", os.Getpid(), chronySeq.Add(1)))
 	local := &net.UnixAddr{Name: lp, Net: "unixgram"}
 	c, err := net.DialUnix("unixgram", local, &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
@@ -131,6 +131,9 @@ func queryChronyTracking(path string, timeout time.Duration) (chronyTracking, er
 	}
 	defer os.Remove(lp)
 	defer c.Close()
+	if err := shareWithChronyd(lp, path); err != nil {
+		return chronyTracking{}, err
+	}
 	c.SetDeadline(time.Now().Add(timeout))
 	seq := chronySeq.Add(1)
 	if _, err := c.Write(chronyTrackingRequest(seq)); err != nil {

@@ -142,7 +142,7 @@ func TestChronydTracking(t *testing.T) {
 	var tr chronyTracking
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		tr, err = queryChronyTracking(sock, time.Second)
+		tr, err = queryChronyTracking(sock, dir, time.Second)
 		if err == nil && tr.Stratum == 3 {
 			break
 		}
@@ -155,7 +155,7 @@ func TestChronydTracking(t *testing.T) {
 		t.Errorf("tracking %+v, want reference id 127.127.1.1, leap 0", tr)
 	}
 	t.Logf("chronyd tracking: %+v", tr)
-	if _, err := queryChronyTracking(filepath.Join(dir, "nope.sock"), time.Second); err == nil {
+	if _, err := queryChronyTracking(filepath.Join(dir, "nope.sock"), dir, time.Second); err == nil {
 		t.Error("a missing socket answered")
 	}
 }

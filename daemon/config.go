@@ -38,6 +38,7 @@ type Config struct {
 	Auth       AuthConfig        `yaml:"auth,omitempty"`  // cluster key (auth.go)
 	NTP        NTPConfig         `yaml:"ntp"`             // daemon/ntp.go
 	Refclock   RefclockConfig    `yaml:"refclock"`        // daemon/ntp.go
+	ClockBound ClockBoundConfig  `yaml:"clockbound"`      // daemon/clockbound.go
 	State      StateConfig       `yaml:"state,omitempty"` // state file (state.go)
 }
 
@@ -248,8 +249,9 @@ func DefaultConfig() Config {
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
 		RealTime: RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel,
 			ChronySocket: DefaultChronySocket},
-		NTP:      NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
-		Refclock: RefclockConfig{Every: Duration(time.Second)},
+		NTP:        NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
+		Refclock:   RefclockConfig{Every: Duration(time.Second)},
+		ClockBound: ClockBoundConfig{Every: Duration(time.Second), VoidAfter: Duration(10 * time.Second)},
 	}
 }
 
@@ -289,6 +291,7 @@ func (c *Config) Validate() error {
 	c.Auth.validate(&e)
 	c.validateKeyless(&e) // keyless.go
 	c.validateNTP(&e)
+	c.validateClockBound(&e) // clockbound.go
 	c.State.validate(&e)
 	if m := c.Log.Measurements; m != "" && !filepath.IsAbs(m) {
 		e.add("log.measurements", "%q: want an absolute path", m)

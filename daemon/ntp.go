@@ -409,7 +409,7 @@ func (x *extras) start(ctx context.Context, n *node) (wait func()) {
 			if err := x.ntpSrv.Serve(ctx); err != nil {
 				n.log.Error("ntp server stopped", "err", err)
 			}
-			n.log.Info("ntp server stopping", "stats", fmt.Sprintf("%+v", x.ntpSrv.Stats()))
+			n.log.Info("ntp server stopping", "stats", x.ntpSrv.Stats()) // ntp.Stats.LogValue: one field each
 		}()
 	}
 	if x.rc != nil {

@@ -92,16 +92,18 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 		if kernel == nil {
 			kernel = readKernelUpstream
 		}
-		failing := false
-		rt.upstream = upstreamReader(kernel, c.RealTime.ChronySocket, func(err error) {
+		// Logged at the first read and at every change: whether chronyd
+		// was reached is said once at start.
+		known, failing := false, false
+		rt.upstream = upstreamReader(kernel, c.RealTime.ChronySocket, chronyClientDir(c), func(err error) {
 			switch {
-			case err != nil && !failing:
+			case err != nil && (!known || !failing):
 				n.log.Info("chronyd's tracking not read: the kernel's clock state alone is the upstream (stratum not known)",
 					"chrony_socket", c.RealTime.ChronySocket, "err", err)
-			case err == nil && failing:
+			case err == nil && (!known || failing):
 				n.log.Info("chronyd's tracking read: its stratum, reference id and root delay are the upstream's", "chrony_socket", c.RealTime.ChronySocket)
 			}
-			failing = err != nil
+			known, failing = true, err != nil
 		})
 	}
 	if !rt.isRef {

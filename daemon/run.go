@@ -283,6 +283,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	}
 	epDone := make(chan error, 1)
 	go func() { epDone <- n.ep.Run(ctx) }()
+	cbWait, err := n.startClockBound(ctx) // clockbound.go
+	if err != nil {
+		cancel()
+		<-epDone
+		return fmt.Errorf("daemon: %w", err)
+	}
 	rtWait := n.startRealTime(ctx)
 	extWait := ext.start(ctx, n)
 	logger.Info("daemon started", "node", cfg.Node.ID, "listen", listen, "reference", ref,
@@ -297,6 +303,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	cancel()
 	rtWait()
 	extWait()
+	cbWait()
 	eerr := <-epDone // no handler runs after this
 	n.sendMu.Lock()
 	n.stopping = true

@@ -87,14 +87,15 @@ const chronyTimeout = 100 * time.Millisecond
 // upstreamReader reads the kernel's state and, when chronySock is set and
 // chronyd answers there, completes it with chronyd's tracking (withChrony).
 // chronyd not answering is not an error: the kernel's state stands alone
-// (chronyErr reports why, for a log line once per change).
-func upstreamReader(kernel func() (realtime.Upstream, error), chronySock string, chronyErr func(error)) func() (realtime.Upstream, error) {
+// (chronyErr reports why, for a log line once per change). The client
+// socket goes in clientDir (chronyClientDir).
+func upstreamReader(kernel func() (realtime.Upstream, error), chronySock, clientDir string, chronyErr func(error)) func() (realtime.Upstream, error) {
 	return func() (realtime.Upstream, error) {
 		u, err := kernel()
 		if err != nil || chronySock == "" {
 			return u, err
 		}
-		t, cerr := queryChronyTracking(chronySock, chronyTimeout)
+		t, cerr := queryChronyTracking(chronySock, clientDir, chronyTimeout)
 		chronyErr(cerr)
 		if cerr != nil {
 			return u, nil

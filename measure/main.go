@@ -174,9 +174,22 @@ func localClock(file string) (func(raw int64) int64, error) {
 	}, nil
 }
 
+// UsageError is NodeMain's error for a command line typed wrong (a bad
+// flag, an unexpected argument, a flag value out of range), as opposed to
+// a measurement that failed: gclock exits 2 on it. Printed is true when
+// the flag package has already written it, with the usage, to stderr.
+type UsageError struct {
+	Err     error
+	Printed bool
+}
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
 // NodeMain is `gclock measure [latency]`: one node, its flags in args,
 // usage printed on -h or a bad flag, logs on stderr. It writes the node's
-// stamp file and returns when the measurement is over or ctx ends.
+// stamp file and returns when the measurement is over or ctx ends. A
+// command line typed wrong comes back as a *UsageError.
 func NodeMain(ctx context.Context, args []string, latency bool, usage string, stderr io.Writer) error {
 	name := "gclock measure"
 	if latency {
@@ -188,30 +201,34 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 	var f measureFlags
 	f.register(fs, latency)
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &UsageError{Err: err, Printed: true}
 	}
+	bad := func(err error) error { return &UsageError{Err: err} }
 	cfg := DefaultConfig()
 	cfg.Rank, cfg.Lead, cfg.Period, cfg.Count, cfg.SetupTimeout = f.rank, f.lead, f.period, f.count, f.timeout
 	if latency {
 		if fs.NArg() > 0 {
-			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+			return bad(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 		}
 		cfg.Op = OpLatency
 		sz, err := ParseSizes(f.sizes)
 		if err != nil {
-			return err
+			return bad(err)
 		}
 		cfg.Sizes, cfg.Interleave = sz, f.interlv
 	} else {
 		cfg.Op, cfg.Runs, cfg.Start, cfg.Repeat, cfg.Command, cfg.SpinWindow = f.op, f.runs, f.start, f.repeat, fs.Args(), f.spin
 		cfg.SchedFIFO = f.schedFIFO
 		if cfg.Op != OpCmd && fs.NArg() > 0 {
-			return fmt.Errorf("unexpected argument %q (a command runs only with -op cmd)", fs.Arg(0))
+			return bad(fmt.Errorf("unexpected argument %q (a command runs only with -op cmd)", fs.Arg(0)))
 		}
 	}
 	peers, err := parsePeers(f.peers)
 	if err != nil {
-		return err
+		return bad(err)
 	}
 	cfg.Peers, cfg.Insecure = peers, f.insecure
 	if f.keyFile != "" {
@@ -225,7 +242,7 @@ func NodeMain(ctx context.Context, args []string, latency bool, usage string, st
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if err := cfg.Validate(); err != nil {
-		return err
+		return bad(err)
 	}
 	out := f.out
 	if out == "" {

@@ -105,7 +105,7 @@ func runCompletion(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return fmt.Errorf("want one shell: bash, zsh or fish (got %d arguments)", fs.NArg())
+		return usage.Errorf("want one shell: bash, zsh or fish (got %d arguments)", fs.NArg())
 	}
 	model := completionModel()
 	w := bufio.NewWriter(stdout)
@@ -117,7 +117,7 @@ func runCompletion(args []string, stdout, stderr io.Writer) error {
 	case "fish":
 		writeFish(w, model)
 	default:
-		return fmt.Errorf("unknown shell %q (bash, zsh, fish)", fs.Arg(0))
+		return usage.Errorf("unknown shell %q (bash, zsh, fish)", fs.Arg(0))
 	}
 	return w.Flush()
 }

@@ -52,6 +52,18 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"bogus"}, 2, `gclock: unknown command "bogus"`, ""},
 		{[]string{"ntp-query"}, 2, "gclock ntp-query: want one server", ""},
 		{[]string{"version", "extra"}, 2, `gclock version: unexpected argument "extra"`, ""},
+		// issue 29: measure's usage errors exited 1 and a bad flag printed
+		// twice; lab's unknown subcommand and completion's arguments exited 1.
+		{[]string{"measure", "-nosuchflag"}, 2, "flag provided but not defined: -nosuchflag", ""},
+		{[]string{"measure", "latency", "-nosuchflag"}, 2, "flag provided but not defined: -nosuchflag", ""},
+		{[]string{"measure"}, 2, "gclock measure: -peers: empty", ""},
+		{[]string{"measure", "-peers", "10.0.0.1:3200,10.0.0.2:3200", "-rank", "5"}, 2, "gclock measure: rank 5: want 0..1", ""},
+		{[]string{"measure", "extra"}, 2, `gclock measure: unexpected argument "extra"`, ""},
+		{[]string{"measure", "report"}, 2, "gclock measure: no stamp files given", ""},
+		{[]string{"lab", "nosuchsub"}, 2, `gclock lab: unexpected argument "nosuchsub"`, ""},
+		{[]string{"completion"}, 2, "gclock completion: want one shell", ""},
+		{[]string{"completion", "bash", "zsh"}, 2, "gclock completion: want one shell", ""},
+		{[]string{"completion", "bogus"}, 2, `gclock completion: unknown shell "bogus"`, ""},
 		{[]string{"--version"}, 0, "", "gclock"},
 		{[]string{"help", "now"}, 0, "", "usage: gclock now"},
 	}

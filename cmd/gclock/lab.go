@@ -310,7 +310,7 @@ func runLab(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (subcommands: validate, up, down, bench, bench-transport, replay)", fs.Arg(0))
+		return usage.Errorf("unexpected argument %q (subcommands: validate, up, down, bench, bench-transport, replay, measure, spoof)", fs.Arg(0))
 	}
 	peers, err := f.peers()
 	if err != nil {

@@ -62,7 +62,13 @@ func runMeasure(args []string) error {
 func runMeasureNode(args []string, latency bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return measure.NodeMain(ctx, args, latency, measureUsage, os.Stderr)
+	err := measure.NodeMain(ctx, args, latency, measureUsage, os.Stderr)
+	var ue *measure.UsageError
+	if errors.As(err, &ue) {
+		// Exit 2, and print it once: flag has printed a bad flag already.
+		return &usage.Error{Err: ue.Err, Printed: ue.Printed}
+	}
+	return err
 }
 
 const measureReportUsage = `usage: gclock measure report [flags] FILE...
@@ -93,7 +99,7 @@ func runMeasureReport(args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return errors.New("no stamp files given")
+		return usage.Errorf("no stamp files given")
 	}
 	var all []measure.Stamp
 	for _, p := range fs.Args() {
