@@ -252,3 +252,18 @@ func TestPlotLatencyCurves(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotLatencyCurvesNonPositive: a median latency at or below 0 (a
+// clock error larger than the latency, on loopback) is left off the
+// logarithmic latency axis instead of failing the plot (it failed the test
+// above now and then).
+func TestPlotLatencyCurvesNonPositive(t *testing.T) {
+	res := &Result{Latency: []LatencyPoint{{From: 0, Size: 64, P50Ns: -120}, {From: 0, Size: 4096, P50Ns: 0}}}
+	f := filepath.Join(t.TempDir(), "np.png")
+	if err := PlotLatencyCurves([]LatencyCurve{{Name: "neg", Result: res, Period: 1e6}}, 0, "test", f); err != nil {
+		t.Fatalf("non-positive medians: %v", err)
+	}
+	if st, err := os.Stat(f); err != nil || st.Size() < 1000 {
+		t.Errorf("%v", err)
+	}
+}

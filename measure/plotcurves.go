@@ -67,7 +67,7 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	}
 	lat.Legend.Top, lat.Legend.Left = true, true
 	tp.Legend.Top = true
-	drawn := 0
+	drawn, nonPositive, latPoints := 0, 0, 0
 	for i, c := range curves {
 		if c.Result == nil {
 			continue
@@ -106,14 +106,21 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 		if len(meas) == 0 {
 			continue
 		}
+		// The latency panel's axis is logarithmic: a median at or below 0
+		// (on loopback, a clock error larger than the latency) has no place
+		// on it and is counted in the title instead of failing the plot.
+		meas, truth = positive(meas, &nonPositive), positive(truth, &nonPositive)
 		drawn++
-		l, pts, err := plotter.NewLinePoints(meas)
-		if err != nil {
-			return err
+		latPoints += len(meas)
+		if len(meas) > 0 {
+			l, pts, err := plotter.NewLinePoints(meas)
+			if err != nil {
+				return err
+			}
+			l.Color, pts.Color = col, col
+			lat.Add(l, pts)
+			lat.Legend.Add(c.Name+": global time (median)", l, pts)
 		}
-		l.Color, pts.Color = col, col
-		lat.Add(l, pts)
-		lat.Legend.Add(c.Name+": global time (median)", l, pts)
 		if len(truth) > 0 {
 			tl, err := plotter.NewLine(truth)
 			if err != nil {
@@ -149,8 +156,29 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 		return fmt.Errorf("measure: plot %s: no messages %d->%d", file, from, 1-from)
 	}
 	lat.Legend.Add("dashed: the truth (median)")
+	if nonPositive > 0 {
+		lat.Title.Text += fmt.Sprintf(" (%d medians <= 0 not drawn on the log axis)", nonPositive)
+	}
+	if latPoints == 0 {
+		// Nothing positive to draw: an empty log axis has no range.
+		lat.Y.Scale, lat.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+	}
 	for _, p := range []*plot.Plot{lat, errp, tp} {
 		p.Add(plotter.NewGrid())
 	}
 	return saveGrid([][]*plot.Plot{{lat}, {errp}, {tp}}, file, ext, 8*vg.Inch, 12*vg.Inch)
+}
+
+// positive returns the points of xy whose Y is above 0, adding the others'
+// count to *dropped.
+func positive(xy plotter.XYs, dropped *int) plotter.XYs {
+	out := xy[:0:0]
+	for _, p := range xy {
+		if p.Y > 0 {
+			out = append(out, p)
+		} else {
+			*dropped++
+		}
+	}
+	return out
 }
