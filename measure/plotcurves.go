@@ -67,7 +67,7 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	}
 	lat.Legend.Top, lat.Legend.Left = true, true
 	tp.Legend.Top = true
-	drawn, nonPositive, latPoints := 0, 0, 0
+	drawn, nonPositive, latPoints, errPoints := 0, 0, 0, 0
 	for i, c := range curves {
 		if c.Result == nil {
 			continue
@@ -100,6 +100,7 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 			slices.Sort(signed)
 			mean := pt.Err.MeanNs / 1e3
 			e.XYs = append(e.XYs, plotter.XY{X: x * shift, Y: mean})
+			errPoints++
 			e.down = append(e.down, math.Max(0, mean-quantile(signed, 0.1)))
 			e.up = append(e.up, math.Max(0, quantile(signed, 0.9)-mean))
 		}
@@ -159,9 +160,16 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	if nonPositive > 0 {
 		lat.Title.Text += fmt.Sprintf(" (%d medians <= 0 not drawn on the log axis)", nonPositive)
 	}
-	if latPoints == 0 {
-		// Nothing positive to draw: an empty log axis has no range.
-		lat.Y.Scale, lat.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+	// An empty logarithmic axis has no range (gonum/plot panics on it):
+	// a panel with nothing to draw gets linear axes.
+	for _, p := range []struct {
+		p *plot.Plot
+		n int
+	}{{lat, latPoints}, {errp, errPoints}} {
+		if p.n == 0 {
+			p.p.X.Scale, p.p.X.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+			p.p.Y.Scale, p.p.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+		}
 	}
 	for _, p := range []*plot.Plot{lat, errp, tp} {
 		p.Add(plotter.NewGrid())
