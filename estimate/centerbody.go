@@ -92,6 +92,14 @@ const (
 	// 96% efficient on a normal distribution and caps what one exchange of
 	// a heavy tail can pull.
 	bodyHuber = 1.5
+	// bodyReject: midpoints farther than this many robust standard
+	// deviations from the line count nothing (Huber's estimate "skipped").
+	// Under load the lab's delays carry a one-sided tail of tens of us,
+	// heavier one way (the reference's replies wait behind its other
+	// children's rounds); clipped at the Huber constant, each tail exchange
+	// still pulls, and the two directions' tails differ, so the line moved
+	// by hundreds of ns. A bell loses 0.05% of its exchanges at 3.5.
+	bodyReject = 3.5
 	// bodyRefits: reweighting passes of the Huber fit.
 	bodyRefits = 4
 	// bodyMinPoints is the fewest exchanges per side for a body line: with
@@ -384,7 +392,9 @@ func huberLine(xs, ds, w0 []float64, xm, hk float64) (a, skew float64, v func(at
 		k := hk * sc
 		for i := range xs {
 			w[i] = w0[i]
-			if r := math.Abs(res[i]); sc > 0 && r > k {
+			if r := math.Abs(res[i]); sc > 0 && r > bodyReject*sc {
+				w[i] = 0
+			} else if sc > 0 && r > k {
 				w[i] *= k / r
 			}
 		}
@@ -395,7 +405,9 @@ func huberLine(xs, ds, w0 []float64, xm, hk float64) (a, skew float64, v func(at
 	for i := range xs {
 		r, wi := res[i], w0[i]
 		psi, dpsi := r, 1.0
-		if sc > 0 && math.Abs(r) > k {
+		if sc > 0 && math.Abs(r) > bodyReject*sc {
+			psi, dpsi = 0, 0
+		} else if sc > 0 && math.Abs(r) > k {
 			psi, dpsi = math.Copysign(k, r), 0
 		}
 		row := [2]float64{1, (xs[i] - xm) / 1e9}
