@@ -220,7 +220,9 @@ func TestMemberRefusesOldTerm(t *testing.T) {
 	now := int64(1e12)
 	m.Tick(now)
 	m.Ready()
-	// Node 2 leads term 1 (1 mod 3 names Order[1]).
+	// Node 2 leads term 1 (1 mod 3 names Order[1]); node 1 has been silent
+	// for the vote's silence.
+	now += int64(300 * time.Millisecond)
 	m.Step(Message{Type: MsgStatusQuery, From: 2, To: 3, Seq: 1, Term: 1, Flags: FlagBeat}, now+1)
 	if m.Reference() != 2 || m.Term() != 1 {
 		t.Fatalf("after node 2's heartbeat of term 1: reference %d term %d", m.Reference(), m.Term())
@@ -264,7 +266,9 @@ func TestMemberVotes(t *testing.T) {
 		{"heard recently", after/2 - 1, 1, 2, false},
 		{"term naming another node", after, 1, 3, false},
 		{"current term", after, 0, 1, false},
-		{"a later term of node 2", after, 4, 2, true},
+		{"a later term of node 2", after, 1, 2, true},
+		{"beyond one walk of the order", after, 4, 2, false},
+		{"beyond MaxTerm", after, MaxTerm + 2, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
