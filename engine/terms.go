@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Evidence for a newer term (docs/daemon.md, "Security"). A member that
 // followed every higher term it heard of could be steered by one message:
@@ -110,12 +113,17 @@ func (m *Member) step(t uint32) bool {
 	return uint64(t) <= uint64(m.term)+uint64(len(m.cfg.Order))
 }
 
-// couldVote reports whether the member would grant a vote now (as far as
-// silence goes): its reference is silent, or it is a reference without a
-// lease.
+// couldVote reports whether a majority could have voted for a newer term
+// as far as this member knows: its reference has been silent for the
+// vote's silence, or it is a reference that no majority acknowledged for
+// as long (a starting reference is not leased yet, but leads).
 func (m *Member) couldVote(local int64) bool {
 	if m.Reference() == m.self {
-		return !m.Leased(local)
+		last := m.refSince
+		if m.lease > 0 && m.lease != math.MaxInt64 {
+			last = max(last, m.lease-m.leaseRef())
+		}
+		return local-last >= m.voteSilence()
 	}
 	return local-m.heard >= m.voteSilence()
 }
@@ -138,9 +146,9 @@ func (m *Member) quorum(t uint32) bool {
 
 // discoveredTerm is the term discovery ends on: the highest term a quorum
 // claims or its own reference claims within a step of the member's term,
-// else the term all answers agree on when its reference is among them or
-// is this member (the only nodes alive may be the reference and this one:
-// a restart must find the cluster's term without a quorum), else none.
+// else the term all answers agree on (the only nodes alive may be fewer
+// than a quorum, or their reference dead: a restart must find the
+// cluster's term without a quorum), else none.
 // So a faulty node that is the only one to answer a restarting member can
 // make it follow a term of its choice (docs/daemon.md, "Security").
 func (m *Member) discoveredTerm() (uint32, bool) {
@@ -161,12 +169,15 @@ func (m *Member) discoveredTerm() (uint32, bool) {
 	}
 	agree, n := uint32(0), 0
 	for _, t := range m.claims {
+		if t <= m.term {
+			continue // a starting node's query says nothing of the cluster's term
+		}
 		if n > 0 && t != agree {
 			return 0, false
 		}
 		agree, n = t, n+1
 	}
-	if n > 0 && (m.discLeads[agree] || m.refOf(agree) == m.self) && agree > m.term && agree <= MaxTerm {
+	if n > 0 && agree > m.term && agree <= MaxTerm {
 		return agree, true
 	}
 	return 0, false
