@@ -34,7 +34,7 @@ import (
 // wraps. A cluster moves at most len(Order) terms per election, and an
 // election needs the reference silent for 3/4 failover_after: at one
 // election a second with an order of 16, 2^31 terms last 4 years of
-// elections without a pause; at failover_after 1 s and three nodes, 68.
+// elections without a pause; at failover_after 1 s and three nodes, 17.
 const MaxTerm = uint32(1) << 31
 
 // RejectTerm is the reason of a RejectError for an engine message of a
