@@ -28,6 +28,7 @@ func (n *node) noteMember() {
 	n.changes.Store(n.eng.Changes())
 	n.term.Store(n.eng.Term())
 	n.stale.Store(n.eng.StaleTerm())
+	n.unproven.Store(n.eng.TermRefused())
 }
 
 // statusReply answers a status query with the Member's reply: global time
@@ -36,6 +37,26 @@ func (n *node) noteMember() {
 func (n *node) statusReply(in *transport.Incoming, reply *wire.Packet) error {
 	from := engine.NodeID(in.Packet.Sender)
 	st := &in.Packet.Status
+	if !n.isPeer(in.Packet.Sender) {
+		// A tool (gclock status) or anyone else holding the cluster key
+		// from outside the peer list: answered from a snapshot, never
+		// stepped into the Member, so that no term, vote or heartbeat of
+		// its can move the election (issue 29).
+		now := n.clk.now()
+		n.mu.Lock()
+		if n.eng.Discovering() {
+			n.mu.Unlock()
+			return fmt.Errorf("status query while looking for the current reference: %w", transport.ErrNotReady)
+		}
+		t := n.eng.Estimate(n.lockedLocal(now))
+		reply.Status.Reference, reply.Status.Term = uint32(n.eng.Reference()), n.eng.Term()
+		if n.eng.Reference() == engine.NodeID(n.cfg.Node.ID) && n.eng.Leased(n.lockedLocal(now)) {
+			reply.Status.Flags = engine.FlagLease
+		}
+		n.mu.Unlock()
+		reply.Status.Local, reply.Status.Time = now, t
+		return nil
+	}
 	q := engine.Message{Type: engine.MsgStatusQuery, From: from, To: engine.NodeID(n.cfg.Node.ID), Seq: in.Packet.Seq,
 		Term: st.Term, Flags: st.Flags, Sent: st.Sent}
 	now := n.clk.now()

@@ -96,11 +96,14 @@ type node struct {
 	changes atomic.Uint64  // eng.Changes()
 	term    atomic.Uint32  // eng.Term()
 	stale   atomic.Uint64  // eng.StaleTerm()
-	next    int64
-	last    int64         // latest local time given to the engine
-	clamped atomic.Uint64 // stamps raised to last (see lockedLocal)
-	wake    chan struct{} // re-arm the tick timer
-	pub     chan struct{} // publish now (a round finished)
+	// unproven is eng.TermRefused(): status messages of a newer term not
+	// adopted (engine messages of one are counted by admitMsg).
+	unproven atomic.Uint64
+	next     int64
+	last     int64         // latest local time given to the engine
+	clamped  atomic.Uint64 // stamps raised to last (see lockedLocal)
+	wake     chan struct{} // re-arm the tick timer
+	pub      chan struct{} // publish now (a round finished)
 
 	ctx      context.Context
 	sendMu   sync.Mutex // orders goSend's wg.Add before Run's wg.Wait

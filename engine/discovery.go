@@ -46,8 +46,9 @@ func (m *Member) endDiscovery(local int64) {
 	m.discovering = false
 	m.discWait = nil
 	m.heard = local
-	t := m.discTerm
-	if t <= m.term {
+	t, ok := m.discoveredTerm()
+	m.discLeads = map[uint32]bool{}
+	if !ok {
 		return
 	}
 	m.term = t

@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Terms and votes (see member.go): a member follows the reference of the
 // newest term it hears of, stands for the next term when the failover walk
@@ -51,6 +54,12 @@ func (m *Member) adopt(t uint32, local int64) {
 // this node.
 func (m *Member) stand(j int, local int64) {
 	t := m.termFor(j)
+	if t > MaxTerm {
+		m.logIf(!m.stuck, slog.LevelError, "the election's terms are used up: no more failover (restart the whole cluster)", "term", m.term)
+		m.stuck = true
+		m.nextWalk = local + m.after/2
+		return
+	}
 	m.log.Info("reference silent: standing for the next term", "old", m.Reference(), "term", t, "silent_for", time.Duration(local-m.heard))
 	m.cand, m.candTerm, m.candIdx, m.candSent, m.candEnd = true, t, j, local, local+m.queryTimeout()
 	m.grants[t] = true
@@ -98,6 +107,9 @@ func (m *Member) grant(q Message, local int64) bool {
 	switch {
 	case t <= m.term || t < m.voted || m.refOf(t) != q.From:
 		return false
+	case t > MaxTerm || !m.step(t):
+		m.unproven++
+		return false // a jump no failover makes: it would use up the terms
 	case m.Reference() == m.self:
 		if m.Leased(local) {
 			return false // alive with a majority: no need of another

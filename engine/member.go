@@ -106,14 +106,16 @@ type Member struct {
 	seq     uint32
 
 	// Election.
-	term     uint32          // current term
-	voted    uint32          // highest term this member is bound to by a vote (max of term and grants)
-	grants   map[uint32]bool // terms voted for, above term
-	refSince int64           // reference: local time it became the reference
-	stale    uint64          // engine messages refused for an older term
-	lease    int64           // reference: local time its majority lease ends
-	fLease   int64           // follower: local time its reference's lease ends
-	beatNext int64           // reference: next heartbeat
+	term     uint32            // current term
+	voted    uint32            // highest term this member is bound to by a vote (max of term and grants)
+	grants   map[uint32]bool   // terms voted for, above term
+	refSince int64             // reference: local time it became the reference
+	stale    uint64            // engine messages refused for an older term
+	unproven uint64            // messages of a newer term not adopted (terms.go)
+	claims   map[NodeID]uint32 // per node: the term its last status message said it is in
+	lease    int64             // reference: local time its majority lease ends
+	fLease   int64             // follower: local time its reference's lease ends
+	beatNext int64             // reference: next heartbeat
 	beats    map[uint32]int64
 	acked    map[NodeID]int64 // per node: send time of the newest heartbeat acknowledged
 	notice   map[NodeID]int64 // per node: when it was last told the current term
@@ -132,7 +134,7 @@ type Member struct {
 	discovering bool
 	discEnd     int64
 	discWait    map[NodeID]uint32
-	discTerm    uint32
+	discLeads   map[uint32]bool // terms whose reference claimed them
 
 	// Liveness query to the reference.
 	qSeq uint32
@@ -194,7 +196,8 @@ func NewMember(cfg MemberConfig, logger *slog.Logger) (*Member, error) {
 		}
 	}
 	m := &Member{cfg: cfg, log: logger.With("node", self), self: self, after: int64(cfg.FailoverAfter), seq: cfg.FirstSeq,
-		beats: map[uint32]int64{}, acked: map[NodeID]int64{}, notice: map[NodeID]int64{}, grants: map[uint32]bool{}}
+		beats: map[uint32]int64{}, acked: map[NodeID]int64{}, notice: map[NodeID]int64{}, grants: map[uint32]bool{},
+		claims: map[NodeID]uint32{}, discLeads: map[uint32]bool{}}
 	eng, err := m.newNode(0)
 	if err != nil {
 		return nil, err
@@ -266,6 +269,9 @@ func (m *Member) CheckMessage(msg Message, local int64) error {
 	if m.failover() && msg.Term < m.term {
 		return fmt.Errorf("member %d: message from %d of term %d, current %d: %w", m.self, msg.From, msg.Term, m.term, ErrStaleTerm)
 	}
+	if err := m.checkTerm(msg); err != nil {
+		return err
+	}
 	v := m.view
 	v.stamps(&msg)
 	v.unshift(&msg)
@@ -297,13 +303,17 @@ func (m *Member) Tick(local int64) {
 
 // Step gives the member a message received at local.
 func (m *Member) Step(msg Message, local int64) {
-	// A vote request or a resignation names a term nobody leads (yet, or
-	// any more): it makes nobody follow.
-	if m.failover() && msg.Term > m.term && !(msg.Type == MsgStatusQuery && msg.Flags&(FlagVote|FlagResign) != 0) {
-		if m.started && !m.discovering {
-			m.adopt(msg.Term, local)
-		} else {
-			m.discTerm = max(m.discTerm, msg.Term)
+	// A newer term is adopted only on evidence that it was won (terms.go);
+	// an engine message never raises a term.
+	if m.failover() {
+		if t, _, ok := claimOf(msg); ok && t <= MaxTerm {
+			m.claims[msg.From] = t
+		}
+		if msg.Term > m.term {
+			m.newer(msg, local)
+			if m.checkTerm(msg) != nil && msg.Type != MsgStatusQuery && msg.Type != MsgStatusReply {
+				return
+			}
 		}
 	}
 	switch msg.Type {

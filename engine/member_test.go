@@ -53,6 +53,10 @@ type memberNet struct {
 	// step is the time step of run (0: 100 us).
 	step int64
 	past map[NodeID]int // timers asked in the past in a row
+	// faulty nodes are left out of the invariants (oneTime); byz, if set,
+	// runs at every step to send their forged messages.
+	faulty map[NodeID]bool
+	byz    func()
 }
 
 type flight struct {
@@ -147,6 +151,9 @@ func (n *memberNet) run(until int64, probe func()) {
 				n.ms[id].Tick(n.local(id))
 				n.collect(id)
 			}
+		}
+		if n.byz != nil {
+			n.byz()
 		}
 		if probe != nil {
 			probe()

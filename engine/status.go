@@ -67,7 +67,6 @@ func (m *Member) statusReply(r Message, local int64) {
 			return
 		}
 		delete(m.discWait, r.From)
-		m.discTerm = max(m.discTerm, r.Term)
 		m.discoveryAnswered(local)
 	case m.cand && r.Seq != 0 && r.Seq == m.candSeqs[r.From] && r.Flags&FlagVote != 0:
 		m.votes[r.From] = true
