@@ -8,7 +8,7 @@ import (
 
 // Lab is a running lab (a netlab.Lab: hosts, links, the switch) with the
 // experiments that run on it as methods: RunGclock, RunPeers, RunSpoof,
-// RunMeasure, RunNTPClients, StartEndpoints.
+// RunMeasure, StartEndpoints.
 type Lab struct {
 	*netlab.Lab
 }
