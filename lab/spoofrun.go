@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
@@ -234,8 +232,6 @@ func (r *spoofRun) writeConfigs() error {
 		r.base.Auth = daemon.AuthConfig{KeyFile: kf, KeyID: 1}
 		r.keyFile = kf
 	}
-	origin := gtime.RawNow()
-	rng := rand.New(rand.NewPCG(sc.Seed, 0x73706f6f66))
 	var peers []daemon.Peer
 	var order []uint32
 	r.peerAddrs = map[uint32]string{}
@@ -245,24 +241,16 @@ func (r *spoofRun) writeConfigs() error {
 		order = append(order, uint32(i+1))
 		r.peerAddrs[uint32(i+1)] = a
 	}
-	r.clocks = make([]*hostClock, r.n)
+	var err error
+	if r.clocks, err = drawClocks(r.n, sc.Seed, 0x73706f6f66, sc.MaxOffset, sc.MaxDriftPPM, nil); err != nil {
+		return fmt.Errorf("lab: spoof: %w", err)
+	}
 	for i := range r.n {
-		conf := daemon.EmulatedClockConfig{
-			Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(sc.MaxOffset))),
-			DriftPPM:  math.Round((2*rng.Float64()-1)*sc.MaxDriftPPM*1000) / 1000,
-			Seed:      int64(sc.Seed)*1000 + int64(i),
-			OriginRaw: origin,
-		}
-		emu, err := clock.NewEmulated(clock.EmuParams{Origin: origin, Offset: int64(conf.Offset), DriftPPM: conf.DriftPPM, Seed: conf.Seed})
-		if err != nil {
-			return fmt.Errorf("lab: spoof: host %d clock: %w", i, err)
-		}
-		r.clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true, OffsetNs: int64(conf.Offset), DriftPPM: conf.DriftPPM}, emu: emu, conf: conf}
 		r.res.Clocks = append(r.res.Clocks, r.clocks[i].truth)
 		c := r.base
 		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
 		c.Peers, c.Reference.Order = peers, order
-		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: conf}
+		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: r.clocks[i].truth.Config}
 		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
 		c.Metrics.Listen = "unix:" + r.metrics(i)
 		b, err := yaml.Marshal(&c)
