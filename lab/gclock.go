@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -278,6 +279,25 @@ type SeriesPoint struct {
 	LoNs   int64 // earliest - truth (saturated)
 	HiNs   int64 // latest - truth
 	Synced bool
+}
+
+// WriteSeries writes every evaluation to the CSV file path (t_s, host,
+// err_ns, lo_ns, hi_ns, synced).
+func WriteSeries(path string, series []SeriesPoint) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "t_s,host,err_ns,lo_ns,hi_ns,synced")
+	for _, p := range series {
+		fmt.Fprintf(w, "%.3f,%d,%d,%d,%d,%v\n", float64(p.AtNs)/1e9, p.Host, p.ErrNs, p.LoNs, p.HiNs, p.Synced)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // GclockResult is one RunGclock.
