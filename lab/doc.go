@@ -12,7 +12,7 @@
 //	if err != nil { ... }
 //	defer l.Down()
 //	res, _ := l.RunGclock(ctx, lab.DefaultGclockConfig())  // a daemon per host, evaluated
-//	peers, _ := l.RunPeers(ctx, []string{lab.PeerChrony, lab.PeerPTP4L}, lab.DefaultPeerConfig())
+//	peers, _ := l.runPeers(ctx, []string{lab.PeerChrony, lab.PeerPTP4L}, lab.DefaultPeerConfig())
 //
 // The experiments, a file set each: the gclock run and its evaluator
 // (gclock.go, faults.go, failover.go), the peers chrony and ptp4l
@@ -23,7 +23,7 @@
 //
 // # Peers
 //
-// RunPeers runs chronyd (-x: never touches the clock; client with xleave,
+// runPeers runs chronyd (-x: never touches the clock; client with xleave,
 // minpoll/maxpoll -4; kernel timestamps, which chronyc ntpdata confirms) and
 // ptp4l (-S software timestamps, UDP IPv4, free_running 1) between two
 // hosts, each instance with its own directory under Config.RunDir for its

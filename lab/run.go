@@ -129,7 +129,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	go func() {
 		defer close(done)
 		if len(spec.Peers) > 0 {
-			results, perr = l.RunPeers(ctx, spec.Peers, pc)
+			results, perr = l.runPeers(ctx, spec.Peers, pc)
 		}
 	}()
 	if sw := l.Switch(); sw != nil {

@@ -31,7 +31,7 @@ import (
 type SpoofConfig struct {
 	// Command runs `gclock daemon` (RunSpoof appends "-config FILE");
 	// SpoofCommand runs the spoofer (`gclock lab spoof-send`; RunSpoof
-	// appends "-config FILE", a SpoofSendConfig in JSON). Env and
+	// appends "-config FILE", a spoofSendConfig in JSON). Env and
 	// SpoofEnv are added to their environments.
 	Command, SpoofCommand []string
 	Env, SpoofEnv         []string
@@ -90,7 +90,7 @@ type SpoofResult struct {
 	Insider  bool           `json:"insider"`
 	Captured int            `json:"captured"`
 	Nodes    []SpoofNode    `json:"nodes"`
-	Spoofer  SpoofSendStats `json:"spoofer"`
+	Spoofer  spoofSendStats `json:"spoofer"`
 	// FailoverMs is the time from the reference's stop until every
 	// other daemon names host 1 (node 2) its reference; -1: not within
 	// the run.
@@ -374,7 +374,7 @@ func (r *spoofRun) startSpoofer(el time.Duration) error {
 	if sc.Key {
 		keyID = 1
 	}
-	scfg := SpoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(daemonPort)),
+	scfg := spoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(daemonPort)),
 		KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: r.capFile, Seed: sc.Seed, Report: r.report,
 		MaxDrift: r.base.Sync.MaxDriftPPM / 1e6}
 	if sc.Insider {

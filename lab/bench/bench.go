@@ -137,15 +137,15 @@ func ParseProfiles(s string) ([]Profile, error) {
 		}
 		switch {
 		case name == "quiet":
-			out = append(out, Profile{name, DefaultTargets(), func(*lab.RunSpec) {}})
+			out = append(out, Profile{name, defaultTargets(), func(*lab.RunSpec) {}})
 		case name == "busy":
-			out = append(out, Profile{name, BusyTargets(), func(r *lab.RunSpec) { r.Load, r.LoadOutside = 4, 2 }})
+			out = append(out, Profile{name, busyTargets(), func(r *lab.RunSpec) { r.Load, r.LoadOutside = 4, 2 }})
 		case strings.HasPrefix(name, "cross"):
 			pct, err := strconv.Atoi(strings.TrimPrefix(name, "cross"))
 			if err != nil || pct < 1 || pct > 100 {
 				return nil, fmt.Errorf("--profile %q: %q: want crossNN with NN a percentage of the port rate, 1..100", s, name)
 			}
-			out = append(out, Profile{name, BusyTargets(), func(r *lab.RunSpec) {
+			out = append(out, Profile{name, busyTargets(), func(r *lab.RunSpec) {
 				r.Cross = float64(pct) / 100
 				if r.Lab.PortRate == 0 {
 					r.Lab.PortRate = crossRate
@@ -168,7 +168,7 @@ func ParseProfiles(s string) ([]Profile, error) {
 // lab's absolute ones (median 0.3 us, p99 2 us), the others to a median of
 // 1 us and a p99 of 10 us.
 func linkProfile(c netmodel.LinkClass) (Profile, error) {
-	t := DefaultTargets()
+	t := defaultTargets()
 	t.ChronyRatio = 3
 	if !c.Floor {
 		t.MedianNs, t.P99Ns = 1000, 10000
@@ -259,7 +259,7 @@ func runOne(ctx context.Context, spec Spec, run lab.RunSpec, p Profile, s uint64
 	}
 	r, err := measure(ctx, run)
 	if err == nil {
-		row.Report, row.Checks = r, p.Targets.CheckRun(r)
+		row.Report, row.Checks = r, p.Targets.checkRun(r)
 	}
 	if spec.Keep == "" {
 		return row, err

@@ -22,24 +22,24 @@ type Targets struct {
 	// ChronyRatio: chrony's median |error| over gclock's, at least.
 	ChronyRatio float64
 	// HostMedianNs: no host's median |error| above this (the reference
-	// excluded); 0: not checked. Checked by CheckRun.
+	// excluded); 0: not checked. Checked by checkRun.
 	HostMedianNs float64
 }
 
-// BusyTargets are issue 21's targets for a loaded lab (`gclock lab bench
+// busyTargets are issue 21's targets for a loaded lab (`gclock lab bench
 // --profile busy,cross30,cross70`): median 0.5 us and at most a fifth of
 // chrony's, p99 5 us (and below every peer's), no host's median above
 // 1 us, every evaluation inside the bounds; the resync budget is
-// DefaultTargets'.
-func BusyTargets() Targets {
-	t := DefaultTargets()
+// defaultTargets'.
+func busyTargets() Targets {
+	t := defaultTargets()
 	t.MedianNs, t.P99Ns, t.ChronyRatio, t.HostMedianNs = 500, 5000, 5, 1000
 	return t
 }
 
-// CheckRun is Check on a run's report, and HostMedianNs against its worst
+// checkRun is Check on a run's report, and HostMedianNs against its worst
 // host (the reference excluded) when set.
-func (t Targets) CheckRun(r lab.RunReport) []TargetCheck {
+func (t Targets) checkRun(r lab.RunReport) []TargetCheck {
 	out := t.check(r.Summary, r.Compare)
 	if t.HostMedianNs > 0 {
 		worst, host := WorstHostMedian(r.Nodes)
@@ -61,11 +61,11 @@ func WorstHostMedian(nodes []lab.GclockSummary) (ns int64, host int) {
 	return ns, host
 }
 
-// DefaultTargets: median 0.3 us, p99 2 us, every evaluation inside the
+// defaultTargets: median 0.3 us, p99 2 us, every evaluation inside the
 // bounds, at most 1 resync a second while converging and 0.2 after, a
 // median 10 times below chrony's; and (always checked when the peers ran)
 // a p99 below every peer's.
-func DefaultTargets() Targets {
+func defaultTargets() Targets {
 	return Targets{MedianNs: 300, P99Ns: 2000, Coverage: 1, ConvergenceRoundsPerS: 1, RoundsPerS: 0.2, ChronyRatio: 10}
 }
 

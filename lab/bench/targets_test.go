@@ -35,7 +35,7 @@ func TestTargetsCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := DefaultTargets().check(tc.g, tc.peers)
+			cs := defaultTargets().check(tc.g, tc.peers)
 			if len(cs) != tc.checks {
 				t.Fatalf("%d checks, want %d: %+v", len(cs), tc.checks, cs)
 			}
@@ -92,7 +92,7 @@ func TestBusyTargetsCheckRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var failed []string
-			for _, c := range BusyTargets().CheckRun(tc.r) {
+			for _, c := range busyTargets().checkRun(tc.r) {
 				if !c.Met {
 					failed = append(failed, c.Name)
 				}
@@ -108,8 +108,8 @@ func TestBusyTargetsCheckRun(t *testing.T) {
 		})
 	}
 	// The default targets do not check the hosts.
-	if n, m := len(DefaultTargets().CheckRun(base)), len(DefaultTargets().check(base.Summary, base.Compare)); n != m {
-		t.Errorf("DefaultTargets().CheckRun: %d checks, netlab.Check %d", n, m)
+	if n, m := len(defaultTargets().checkRun(base)), len(defaultTargets().check(base.Summary, base.Compare)); n != m {
+		t.Errorf("defaultTargets().checkRun: %d checks, netlab.Check %d", n, m)
 	}
 	if ns, h := WorstHostMedian(base.Nodes); ns != 900 || h != 2 {
 		t.Errorf("WorstHostMedian = %d, h%d; want 900, h2", ns, h)
