@@ -505,18 +505,24 @@ func (r *gclockRun) writeConfigs(base daemon.Config) error {
 		if r.clocks[i] == nil {
 			r.clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0}}
 		}
-		b, err := yaml.Marshal(r.hostConfig(base, i, peers))
-		if err != nil {
+		if err := writeHostConfig(r.path("h%d.yaml", i), r.hostConfig(base, i, peers)); err != nil {
 			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
-		}
-		if _, err := daemon.Parse(b); err != nil {
-			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
-		}
-		if err := os.WriteFile(r.path("h%d.yaml", i), b, 0o644); err != nil {
-			return fmt.Errorf("lab: gclock: %w", err)
 		}
 	}
 	return nil
+}
+
+// writeHostConfig writes a host's daemon config c to path, once it reads
+// back as the daemon will read it.
+func writeHostConfig(path string, c *daemon.Config) error {
+	b, err := yaml.Marshal(c)
+	if err == nil {
+		_, err = daemon.Parse(b)
+	}
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	return err
 }
 
 // path is the file name.Sprintf(format, host) in r.dir.

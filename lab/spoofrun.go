@@ -18,7 +18,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
@@ -253,15 +252,8 @@ func (r *spoofRun) writeConfigs() error {
 		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: r.clocks[i].truth.Config}
 		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
 		c.Metrics.Listen = "unix:" + r.metrics(i)
-		b, err := yaml.Marshal(&c)
-		if err != nil {
+		if err := writeHostConfig(filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)), &c); err != nil {
 			return fmt.Errorf("lab: spoof: host %d config: %w", i, err)
-		}
-		if _, err := daemon.Parse(b); err != nil {
-			return fmt.Errorf("lab: spoof: host %d config: %w", i, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)), b, 0o644); err != nil {
-			return fmt.Errorf("lab: spoof: %w", err)
 		}
 	}
 	return nil
