@@ -12,21 +12,25 @@
 //	if err != nil { ... }
 //	defer l.Down()
 //	res, _ := l.RunGclock(ctx, lab.DefaultGclockConfig())  // a daemon per host, evaluated
-//	peers, _ := l.RunPeers(ctx, []string{lab.PeerChrony, lab.PeerPTP4L}, lab.DefaultPeerConfig())
 //
-// The experiments, a file set each: the gclock run and its evaluator
-// (gclock.go, faults.go, failover.go), the peers chrony and ptp4l
-// (peers.go), the stock NTP clients (ntp.go), the spoofer (spoof.go,
-// spoofrun.go), distributed measurements (measure.go, measurerun.go),
-// the whole `gclock lab` run and its report (run.go, targets.go), and
-// transport endpoints in two hosts (endpoints.go).
+// The experiments, a file set each (docs/lab.md lists them); `gclock lab
+// bench` is package lab/bench, its profiles and targets with it.
+//
+// # Names
+//
+// A run that builds its own lab takes a Spec and gives a Report: Run
+// (RunSpec, RunReport), Measure (MeasureSpec, MeasureReport), bench.Run.
+// An experiment on a running lab is a method of Lab that takes a Config
+// and gives a Result: RunGclock (GclockConfig, GclockResult), RunSpoof
+// (SpoofConfig, SpoofResult), runMeasure (measureConfig, MeasureResult).
+// A Default* function gives each its defaults.
 //
 // # Peers
 //
-// RunPeers runs chronyd (-x: never touches the clock; client with xleave,
+// Run's peers (RunSpec.Peers) are chronyd (-x: never touches the clock; client with xleave,
 // minpoll/maxpoll -4; kernel timestamps, which chronyc ntpdata confirms) and
 // ptp4l (-S software timestamps, UDP IPv4, free_running 1) between two
-// hosts, each instance with its own directory under Config.RunDir for its
+// hosts (RunSpec.Peer), each instance with its own directory under Config.RunDir for its
 // config, sockets and log. chrony's estimate is `chronyc tracking`'s
 // "System time"; ptp4l's is its "master offset". Their readings after the
 // warm-up are condensed by eval.SummarizeErrors into the fields `gclock

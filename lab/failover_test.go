@@ -23,7 +23,7 @@ func TestFailoverPause(t *testing.T) {
 	gc.Duration, gc.Warmup = 38*time.Second, 10*time.Second
 	gc.FailoverAfter = 2 * time.Second
 	gc.Trace = true // the series: which synced reads came after the takeover
-	gc.Faults = []Fault{{At: 14 * time.Second, Host: 0, Kind: FaultStop, For: 10 * time.Second}}
+	gc.Faults = []Fault{{At: 14 * time.Second, Host: 0, Kind: faultStop, For: 10 * time.Second}}
 	res, err := l.RunGclock(context.Background(), gc)
 	if err != nil {
 		t.Fatalf("RunGclock: %v", err)
@@ -111,7 +111,7 @@ func TestRandomFaults(t *testing.T) {
 	if _, err := ParseFaults("random:1", 3, 10*time.Second, 12*time.Second); err == nil {
 		t.Error("a run with no room for a fault accepted")
 	}
-	if f, err := ParseFault("partition-in:0:30s:8s"); err != nil || f.Kind != FaultPartitionIn {
+	if f, err := ParseFault("partition-in:0:30s:8s"); err != nil || f.Kind != faultPartitionIn {
 		t.Errorf("partition-in: %+v, %v", f, err)
 	}
 }

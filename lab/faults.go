@@ -17,25 +17,25 @@ import (
 
 // Fault kinds.
 const (
-	// FaultKill: SIGKILL the host's daemon, start it again (same config,
+	// faultKill: SIGKILL the host's daemon, start it again (same config,
 	// same state file) after For.
-	FaultKill = "kill"
-	// FaultStop: SIGSTOP the daemon, SIGCONT after For.
-	FaultStop = "stop"
-	// FaultPartition: the switch drops every frame from or to the host
+	faultKill = "kill"
+	// faultStop: SIGSTOP the daemon, SIGCONT after For.
+	faultStop = "stop"
+	// faultPartition: the switch drops every frame from or to the host
 	// for For.
-	FaultPartition = "partition"
-	// FaultPartitionOut: the switch drops every frame from the host (it
-	// can hear, not speak) for For; FaultPartitionIn every frame to it
+	faultPartition = "partition"
+	// faultPartitionOut: the switch drops every frame from the host (it
+	// can hear, not speak) for For; faultPartitionIn every frame to it
 	// (it can speak, not hear). One-way partitions.
-	FaultPartitionOut = "partition-out"
-	FaultPartitionIn  = "partition-in"
+	faultPartitionOut = "partition-out"
+	faultPartitionIn  = "partition-in"
 )
 
 // knownFault reports whether kind is a fault kind.
 func knownFault(kind string) bool {
 	switch kind {
-	case FaultKill, FaultStop, FaultPartition, FaultPartitionOut, FaultPartitionIn:
+	case faultKill, faultStop, faultPartition, faultPartitionOut, faultPartitionIn:
 		return true
 	}
 	return false
@@ -43,7 +43,7 @@ func knownFault(kind string) bool {
 
 // partition reports whether kind is a partition (one-way or not).
 func partition(kind string) bool {
-	return kind == FaultPartition || kind == FaultPartitionOut || kind == FaultPartitionIn
+	return kind == faultPartition || kind == faultPartitionOut || kind == faultPartitionIn
 }
 
 // Fault is one event of a run: at At (from the daemons' start) Kind
@@ -182,7 +182,7 @@ func (fr *faultRunner) step(at time.Duration, procs []*netlab.Proc) error {
 			fr.started[i] = true
 			fr.l.Logger().Info("fault starts", "fault", f.String())
 			switch f.Kind {
-			case FaultKill:
+			case faultKill:
 				if err := procs[h].Signal(unix.SIGKILL); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
@@ -192,17 +192,17 @@ func (fr *faultRunner) step(at time.Duration, procs []*netlab.Proc) error {
 					return fmt.Errorf("lab: gclock: %v: the daemon did not die", f)
 				}
 				fr.down[h] = true
-			case FaultStop:
+			case faultStop:
 				if err := procs[h].Signal(unix.SIGSTOP); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
 				fr.stopped[h] = true
-			case FaultPartition:
+			case faultPartition:
 				if err := fr.l.Switch().Partition(h, f.For); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
-			case FaultPartitionOut, FaultPartitionIn:
-				if err := fr.l.Switch().PartitionOneWay(h, f.Kind == FaultPartitionOut, f.For); err != nil {
+			case faultPartitionOut, faultPartitionIn:
+				if err := fr.l.Switch().PartitionOneWay(h, f.Kind == faultPartitionOut, f.For); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
 			}
@@ -211,13 +211,13 @@ func (fr *faultRunner) step(at time.Duration, procs []*netlab.Proc) error {
 			fr.ended[i] = true
 			fr.l.Logger().Info("fault ends", "fault", f.String())
 			switch f.Kind {
-			case FaultKill:
+			case faultKill:
 				p, err := fr.startDaemon(h)
 				if err != nil {
 					return fmt.Errorf("lab: gclock: %v: restart: %w", f, err)
 				}
 				procs[h], fr.down[h] = p, false
-			case FaultStop:
+			case faultStop:
 				if err := procs[h].Signal(unix.SIGCONT); err != nil {
 					return fmt.Errorf("lab: gclock: %v: %w", f, err)
 				}
@@ -271,7 +271,7 @@ func ParseFault(s string) (Fault, error) {
 // (host 0, and whoever took over) is hit as often as any host.
 func randomFaults(seed uint64, hosts int, warmup, duration time.Duration) []Fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c74))
-	kinds := []string{FaultKill, FaultStop, FaultPartition, FaultPartitionOut, FaultPartitionIn}
+	kinds := []string{faultKill, faultStop, faultPartition, faultPartitionOut, faultPartitionIn}
 	var out []Fault
 	at := warmup + 2*time.Second
 	for {

@@ -9,7 +9,7 @@ import (
 
 func TestParseFault(t *testing.T) {
 	f, err := ParseFault("kill:1:20s:3s")
-	if err != nil || f != (Fault{At: 20 * time.Second, Host: 1, Kind: FaultKill, For: 3 * time.Second}) {
+	if err != nil || f != (Fault{At: 20 * time.Second, Host: 1, Kind: faultKill, For: 3 * time.Second}) {
 		t.Fatalf("ParseFault: %+v, %v", f, err)
 	}
 	for _, tc := range []struct{ in, want string }{
@@ -44,10 +44,10 @@ func TestFaultValidate(t *testing.T) {
 		f    Fault
 		want string
 	}{
-		{Fault{At: time.Second, Host: 1, Kind: FaultKill, For: time.Second}, ""},
-		{Fault{At: time.Second, Host: 4, Kind: FaultKill, For: time.Second}, "host"},
+		{Fault{At: time.Second, Host: 1, Kind: faultKill, For: time.Second}, ""},
+		{Fault{At: time.Second, Host: 4, Kind: faultKill, For: time.Second}, "host"},
 		{Fault{At: time.Second, Host: 1, Kind: "x", For: time.Second}, "kind"},
-		{Fault{At: 59 * time.Second, Host: 1, Kind: FaultStop, For: time.Second}, "duration"},
+		{Fault{At: 59 * time.Second, Host: 1, Kind: faultStop, For: time.Second}, "duration"},
 	} {
 		err := tc.f.validate(0, 4, d)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
@@ -60,7 +60,7 @@ func TestFaultValidate(t *testing.T) {
 // a kill from 10 s to 13 s and is synced again at 14 s; one read has the
 // truth outside.
 func TestFaultResults(t *testing.T) {
-	f := Fault{At: 10 * time.Second, Host: 1, Kind: FaultKill, For: 3 * time.Second}
+	f := Fault{At: 10 * time.Second, Host: 1, Kind: faultKill, For: 3 * time.Second}
 	s := func(at time.Duration, lo, hi int64, synced bool) SeriesPoint {
 		return SeriesPoint{AtNs: int64(at), Host: 1, ErrNs: (lo + hi) / 2, LoNs: lo, HiNs: hi, Synced: synced}
 	}

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -132,13 +133,14 @@ func (w Wander) String() string {
 	return s
 }
 
-// emulated returns host i's emulated clock configuration under w.
-func (w Wander) emulated(c daemon.EmulatedClockConfig, reference bool) daemon.EmulatedClockConfig {
+// emulated returns host's emulated clock configuration under w (host 0
+// the reference: no steps).
+func (w Wander) emulated(c daemon.EmulatedClockConfig, host int) daemon.EmulatedClockConfig {
 	if w.RandomWalkPPM > 0 || w.SinePPM > 0 {
 		c.WanderPPM, c.WanderStep = w.RandomWalkPPM, daemon.Duration(time.Second)
 		c.SinePPM, c.SinePeriod = w.SinePPM, daemon.Duration(w.SinePeriod)
 	}
-	if !reference {
+	if host != 0 {
 		drift := c.DriftPPM
 		for _, st := range w.Steps {
 			drift += st.DeltaPPM
@@ -279,6 +281,25 @@ type SeriesPoint struct {
 	Synced bool
 }
 
+// WriteSeries writes every evaluation to the CSV file path (t_s, host,
+// err_ns, lo_ns, hi_ns, synced).
+func WriteSeries(path string, series []SeriesPoint) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "t_s,host,err_ns,lo_ns,hi_ns,synced")
+	for _, p := range series {
+		fmt.Fprintf(w, "%.3f,%d,%d,%d,%d,%v\n", float64(p.AtNs)/1e9, p.Host, p.ErrNs, p.LoNs, p.HiNs, p.Synced)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
 // GclockResult is one RunGclock.
 type GclockResult struct {
 	Summary GclockSummary   `json:"summary"`
@@ -312,9 +333,40 @@ type GclockResult struct {
 
 // hostClock is the evaluator's copy of a host's emulated clock.
 type hostClock struct {
-	truth ClockTruth
+	truth ClockTruth      // truth.Config is the daemon's clock config
 	emu   *clock.Emulated // nil: raw clock
-	conf  daemon.EmulatedClockConfig
+}
+
+// drawClocks draws n hosts' emulated clocks, the one clock population of
+// the lab's runs: from a PCG on seed and stream, each host an offset
+// uniform in +-maxOffset, a drift uniform in +-maxDriftPPM (to 0.001 ppm)
+// and a noise seed of its own, all from the raw instant origin; shape
+// (nil: none) adds host i's wander. The evaluator's copy is built with
+// clock.EmulatedConfig.New, as the daemon builds its clock from the same
+// config.
+func drawClocks(n int, seed, stream uint64, maxOffset time.Duration, maxDriftPPM float64,
+	shape func(c daemon.EmulatedClockConfig, host int) daemon.EmulatedClockConfig) ([]*hostClock, error) {
+	origin := gtime.RawNow()
+	rng := rand.New(rand.NewPCG(seed, stream))
+	out := make([]*hostClock, n)
+	for i := range n {
+		c := daemon.EmulatedClockConfig{
+			Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(maxOffset))),
+			DriftPPM:  math.Round((2*rng.Float64()-1)*maxDriftPPM*1000) / 1000,
+			Seed:      int64(seed)*1000 + int64(i),
+			OriginRaw: origin,
+		}
+		if shape != nil {
+			c = shape(c, i)
+		}
+		emu, err := c.New()
+		if err != nil {
+			return nil, fmt.Errorf("host %d clock: %w", i, err)
+		}
+		out[i] = &hostClock{emu: emu, truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true,
+			OffsetNs: int64(c.Offset), DriftPPM: c.DriftPPM, Config: c}}
+	}
+	return out, nil
 }
 
 func (h *hostClock) at(raw int64) int64 {
@@ -437,43 +489,40 @@ func (gc GclockConfig) daemonBase() (daemon.Config, error) {
 // r.clocks) and writes the host's daemon config, h<i>.yaml in r.dir.
 func (r *gclockRun) writeConfigs(base daemon.Config) error {
 	gc := r.gc
-	origin := gtime.RawNow()
-	rng := rand.New(rand.NewPCG(gc.Seed, 0x6c6162))
-	r.clocks = make([]*hostClock, r.n)
 	var peers []daemon.Peer
 	for i := range r.n {
 		peers = append(peers, daemon.Peer{ID: uint32(i + 1), Address: net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(daemonPort))})
 	}
-	for i := range r.n {
-		h := &hostClock{truth: ClockTruth{Host: i, Reference: i == 0}}
-		if gc.Emulate {
-			h.conf = gc.Wander.emulated(daemon.EmulatedClockConfig{
-				Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(gc.MaxOffset))),
-				DriftPPM:  math.Round((2*rng.Float64()-1)*gc.MaxDriftPPM*1000) / 1000,
-				Seed:      int64(gc.Seed)*1000 + int64(i),
-				OriginRaw: origin,
-			}, i == 0)
-			emu, err := h.conf.New()
-			if err != nil {
-				return fmt.Errorf("lab: gclock: host %d clock: %w", i, err)
-			}
-			h.emu = emu
-			h.truth.Emulated, h.truth.OffsetNs, h.truth.DriftPPM = true, int64(h.conf.Offset), h.conf.DriftPPM
-			h.truth.Config = h.conf
-		}
-		r.clocks[i] = h
-		b, err := yaml.Marshal(r.hostConfig(base, i, peers))
+	r.clocks = make([]*hostClock, r.n)
+	if gc.Emulate {
+		var err error
+		r.clocks, err = drawClocks(r.n, gc.Seed, 0x6c6162, gc.MaxOffset, gc.MaxDriftPPM, gc.Wander.emulated)
 		if err != nil {
-			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
-		}
-		if _, err := daemon.Parse(b); err != nil {
-			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
-		}
-		if err := os.WriteFile(r.path("h%d.yaml", i), b, 0o644); err != nil {
 			return fmt.Errorf("lab: gclock: %w", err)
 		}
 	}
+	for i := range r.n {
+		if r.clocks[i] == nil {
+			r.clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0}}
+		}
+		if err := writeHostConfig(r.path("h%d.yaml", i), r.hostConfig(base, i, peers)); err != nil {
+			return fmt.Errorf("lab: gclock: host %d config: %w", i, err)
+		}
+	}
 	return nil
+}
+
+// writeHostConfig writes a host's daemon config c to path, once it reads
+// back as the daemon will read it.
+func writeHostConfig(path string, c *daemon.Config) error {
+	b, err := yaml.Marshal(c)
+	if err == nil {
+		_, err = daemon.Parse(b)
+	}
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	return err
 }
 
 // path is the file name.Sprintf(format, host) in r.dir.
@@ -502,7 +551,7 @@ func (r *gclockRun) hostConfig(base daemon.Config, i int, peers []daemon.Peer) *
 		c.Auth.Insecure = true
 	}
 	if gc.Emulate {
-		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: r.clocks[i].conf}
+		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: r.clocks[i].truth.Config}
 	} else {
 		c.Clock = daemon.ClockConfig{Source: daemon.ClockRaw}
 	}

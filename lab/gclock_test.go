@@ -221,3 +221,31 @@ func TestTermScales(t *testing.T) {
 		t.Errorf("after a redefinition: %d (%d redefinitions), want host 1's clock %d and 1", g, ts.redefined, raw+3_000_000)
 	}
 }
+
+// The frugal configuration keeps the budget in single probe/reply
+// exchanges by construction: one exchange per resync, never repeated, at
+// most one resync a second and, once the period has grown, one per 5 s.
+func TestFrugalConfig(t *testing.T) {
+	c, err := daemon.Load("testdata/frugal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sync
+	if s.PingsPerRound != 1 {
+		t.Errorf("pings_per_round %d, want 1", s.PingsPerRound)
+	}
+	if s.NetworkLatencyErrorThresh < daemon.Duration(time.Second) {
+		t.Errorf("network_latency_error_thresh %v: rounds may be repeated (a second exchange)", s.NetworkLatencyErrorThresh)
+	}
+	if s.InitialGlobalPeriod < daemon.Duration(time.Second) {
+		t.Errorf("initial_global_period %v: more than one resync a second", s.InitialGlobalPeriod)
+	}
+	// Halvings never go below min_global_period once the period has
+	// reached it (engine: an initial period below the minimum).
+	if s.MinGlobalPeriod < daemon.Duration(5*time.Second) {
+		t.Errorf("min_global_period %v: more than 0.2 resyncs a second once converged", s.MinGlobalPeriod)
+	}
+	if s.Estimator != "center" {
+		t.Errorf("estimator %q, want center (the lab's)", s.Estimator)
+	}
+}

@@ -7,8 +7,8 @@ import (
 )
 
 // Lab is a running lab (a netlab.Lab: hosts, links, the switch) with the
-// experiments that run on it as methods: RunGclock, RunPeers, RunSpoof,
-// RunMeasure, RunNTPClients, StartEndpoints.
+// experiments that run on it as methods: RunGclock, runPeers, RunSpoof,
+// runMeasure, StartEndpoints.
 type Lab struct {
 	*netlab.Lab
 }

@@ -173,7 +173,7 @@ func MeasureLiaoFig(ctx context.Context, spec LiaoFigSpec) (LiaoFig, error) {
 }
 
 // Slug is the setting's directory name under LiaoFigSpec.Keep.
-func (s LiaoSetting) Slug() string {
+func (s LiaoSetting) slug() string {
 	return strings.ReplaceAll(strings.ReplaceAll(s.String(), ", ", "-"), "non-adaptive", "nonadaptive")
 }
 
@@ -212,7 +212,7 @@ func (f LiaoFig) keep(dir string, c LiaoCurve) error {
 	if s.Fig3 {
 		meta.Wander.Steps = append(append([]WanderStep(nil), meta.Wander.Steps...), WanderStep{After: s.StepAfter, DeltaPPM: liaoDriftPPM})
 	}
-	cd := filepath.Join(dir, c.Setting.Slug())
+	cd := filepath.Join(dir, c.Setting.slug())
 	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("lab: liao: keep: %w", err)
 	}
@@ -281,7 +281,7 @@ func LoadLiaoFig(dir string) (LiaoFig, error) {
 	}
 	f := LiaoFig{Spec: LiaoFigSpec{Base: base, Fig3: meta.Fig3, StepAfter: meta.StepAfter, BusyLoad: meta.BusyLoad, BusyOutside: meta.BusyOutside}}
 	for _, st := range liaoSettings() {
-		cd := filepath.Join(dir, st.Slug())
+		cd := filepath.Join(dir, st.slug())
 		if _, err := os.Stat(cd); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -316,7 +316,7 @@ func LoadLiaoFig(dir string) (LiaoFig, error) {
 		f.Curves = append(f.Curves, LiaoCurve{Setting: cm.Setting, Report: rep, LoadAvg: cm.LoadAvg, Start: cm.Start, Done: cm.Done})
 	}
 	if len(f.Curves) == 0 {
-		return f, fmt.Errorf("lab: liao: %s: no curve kept (want directories such as %s)", dir, liaoSettings()[0].Slug())
+		return f, fmt.Errorf("lab: liao: %s: no curve kept (want directories such as %s)", dir, liaoSettings()[0].slug())
 	}
 	return f, nil
 }

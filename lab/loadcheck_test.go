@@ -65,7 +65,7 @@ func TestMeasureChecksLoads(t *testing.T) {
 // expected time as much as one did under the busy profile at load 20 (7x).
 func TestMeasureCap(t *testing.T) {
 	for _, expect := range []time.Duration{time.Second, 6200 * time.Millisecond, time.Minute} {
-		mc := MeasureConfig{Expect: expect, Margin: 5 * time.Second}
+		mc := measureConfig{Expect: expect, Margin: 5 * time.Second}
 		if c := measureCap(mc); c < 7*expect+mc.Margin {
 			t.Errorf("expect %v: the daemons stop after %v, before a 7x overrun", expect, c)
 		}

@@ -23,13 +23,13 @@ import (
 // measurePort is the UDP port of `gclock measure` on the lab's hosts.
 const measurePort = 3200
 
-// MeasureConfig says how RunMeasure runs `gclock measure` on the hosts.
-type MeasureConfig struct {
-	// Gclock runs the daemons; RunMeasure sets its Duration to Warmup +
+// measureConfig says how runMeasure runs `gclock measure` on the hosts.
+type measureConfig struct {
+	// Gclock runs the daemons; runMeasure sets its Duration to Warmup +
 	// Expect + Margin.
 	Gclock GclockConfig
 	// Command runs `gclock measure` (the gclock binary and "measure");
-	// RunMeasure appends the node flags. Required.
+	// runMeasure appends the node flags. Required.
 	Command []string
 	Env     []string // extra environment of the nodes
 	// Latency runs `gclock measure latency` between hosts 0 and 1 instead
@@ -44,7 +44,7 @@ type MeasureConfig struct {
 }
 
 // measureOverrun is how many times longer than expected (Expect) the
-// nodes may run before RunMeasure gives up on them: under the busy profile
+// nodes may run before runMeasure gives up on them: under the busy profile
 // (`--load 4 --load-outside 2`) at a load average of 20 on 2 cores, 300
 // allreduce iterations took 7 times their 6.2 s (4 times, the old cap,
 // ended the run at iteration 214). The daemons stop as soon as the nodes
@@ -52,9 +52,9 @@ type MeasureConfig struct {
 const measureOverrun = 16
 
 // measureCap is how long after the warm-up the daemons may run for mc.
-func measureCap(mc MeasureConfig) time.Duration { return measureOverrun*mc.Expect + mc.Margin }
+func measureCap(mc measureConfig) time.Duration { return measureOverrun*mc.Expect + mc.Margin }
 
-// MeasureResult is one RunMeasure.
+// MeasureResult is one runMeasure.
 type MeasureResult struct {
 	Stamps []measure.Stamp // every node's
 	// Truth is the true global time at a CLOCK_MONOTONIC_RAW instant: the
@@ -66,11 +66,11 @@ type MeasureResult struct {
 	Dir    string        // the nodes' stamp files and logs
 }
 
-// RunMeasure starts the daemons (RunGclock), waits for their warm-up, runs
+// runMeasure starts the daemons (RunGclock), waits for their warm-up, runs
 // one `gclock measure` process per host (each reading its own daemon's page
 // and its own emulated clock, talking UDP through the switch), waits for
 // them and the daemons, and returns every stamp with the truth.
-func (l *Lab) RunMeasure(ctx context.Context, mc MeasureConfig) (MeasureResult, error) {
+func (l *Lab) runMeasure(ctx context.Context, mc measureConfig) (MeasureResult, error) {
 	var res MeasureResult
 	if len(mc.Command) == 0 {
 		return res, errors.New("lab: measure: command: empty (want the gclock binary and \"measure\")")
@@ -202,7 +202,7 @@ func waitPages(ctx context.Context, gdir string, hosts int, gdone <-chan gout) e
 
 // startNodes starts `gclock measure` on hosts 0..hosts-1, reading the
 // daemons' pages and configs in gdir, writing stamps and logs to dir.
-func (l *Lab) startNodes(mc MeasureConfig, hosts int, dir, gdir string) ([]*netlab.Proc, error) {
+func (l *Lab) startNodes(mc measureConfig, hosts int, dir, gdir string) ([]*netlab.Proc, error) {
 	var peers []string
 	for i := range hosts {
 		peers = append(peers, net.JoinHostPort(netlab.HostAddr(i).String(), strconv.Itoa(measurePort)))

@@ -15,7 +15,7 @@ import (
 )
 
 // measureEnv makes the test binary run `gclock measure [latency] ARGS`
-// instead of the tests, so RunMeasure can start nodes without a gclock
+// instead of the tests, so runMeasure can start nodes without a gclock
 // binary. It is checked in init, before TestMain.
 const measureEnv = "GCLAB_TEST_MEASURE"
 
@@ -37,11 +37,11 @@ func init() {
 	os.Exit(0)
 }
 
-func measureConfig(t *testing.T, latency bool, args ...string) MeasureConfig {
+func testMeasureConfig(t *testing.T, latency bool, args ...string) measureConfig {
 	gc := DefaultGclockConfig()
 	gc.Command, gc.Env = []string{os.Args[0]}, []string{daemonEnv + "=1"}
 	gc.Warmup = 8 * time.Second
-	return MeasureConfig{Gclock: gc, Command: []string{os.Args[0]}, Env: []string{measureEnv + "=1"}, Latency: latency,
+	return measureConfig{Gclock: gc, Command: []string{os.Args[0]}, Env: []string{measureEnv + "=1"}, Latency: latency,
 		Args: args, Expect: 3 * time.Second, Margin: 3 * time.Second}
 }
 
@@ -60,9 +60,9 @@ func TestMeasureMethods(t *testing.T) {
 		t.Fatalf("Up: %v", err)
 	}
 	defer l.Down()
-	r, err := l.RunMeasure(context.Background(), measureConfig(t, false, "-op", "allreduce", "-runs", "100", "-period", "20ms", "-repeat", "1"))
+	r, err := l.runMeasure(context.Background(), testMeasureConfig(t, false, "-op", "allreduce", "-runs", "100", "-period", "20ms", "-repeat", "1"))
 	if err != nil {
-		t.Fatalf("RunMeasure: %v", err)
+		t.Fatalf("runMeasure: %v", err)
 	}
 	// Every execution, the late ones too (ReproMPI would leave those out;
 	// how many there are depends on the machine's load, not on gclock):
@@ -113,9 +113,9 @@ func TestMeasureLatencyAsymmetric(t *testing.T) {
 		t.Fatalf("Up: %v", err)
 	}
 	defer l.Down()
-	r, err := l.RunMeasure(context.Background(), measureConfig(t, true, "-sizes", "64,1024,16384,65536", "-count", "25", "-period", "2ms"))
+	r, err := l.runMeasure(context.Background(), testMeasureConfig(t, true, "-sizes", "64,1024,16384,65536", "-count", "25", "-period", "2ms"))
 	if err != nil {
-		t.Fatalf("RunMeasure: %v", err)
+		t.Fatalf("runMeasure: %v", err)
 	}
 	res, err := measure.Analyze(r.Stamps, r.Truth)
 	if err != nil {

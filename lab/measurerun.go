@@ -98,7 +98,7 @@ type MeasureReport struct {
 }
 
 // Measure builds a lab (root), runs the daemons and their warm-up, runs
-// the measurement (RunMeasure), tears the lab down and analyses the stamps
+// the measurement (runMeasure), tears the lab down and analyses the stamps
 // against the truth.
 func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	out := MeasureReport{Spec: spec}
@@ -125,7 +125,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 	if len(spec.Gclock.Command) == 0 {
 		return out, errors.New("lab: measure: gclock command: empty (want the gclock binary and \"daemon\")")
 	}
-	mc := MeasureConfig{Gclock: spec.Gclock, Command: spec.Command, Env: spec.Env, Latency: spec.Latency, Margin: 5 * time.Second}
+	mc := measureConfig{Gclock: spec.Gclock, Command: spec.Command, Env: spec.Env, Latency: spec.Latency, Margin: 5 * time.Second}
 	lead := 200 * time.Millisecond
 	if spec.Latency {
 		sz, err := measure.ParseSizes(spec.Sizes)
@@ -165,7 +165,7 @@ func Measure(ctx context.Context, spec MeasureSpec) (MeasureReport, error) {
 		sw.ResetStats()
 	}
 	out.LoadAvgStart = loadAvg()
-	r, err := l.RunMeasure(ctx, mc)
+	r, err := l.runMeasure(ctx, mc)
 	out.LoadAvgEnd = loadAvg()
 	if err != nil {
 		return out, err

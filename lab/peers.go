@@ -18,7 +18,7 @@ import (
 	"github.com/gclock/gclock/lab/netlab"
 )
 
-// Peer names accepted by RunPeers.
+// Peer names accepted by runPeers.
 const (
 	PeerChrony = "chrony"
 	PeerPTP4L  = "ptp4l"
@@ -77,11 +77,11 @@ type PeerResult struct {
 	Notes    []string  `json:"notes,omitempty"` // how it ran (timestamping modes, ...)
 }
 
-// RunPeers runs the named peers (PeerChrony, PeerPTP4L) at the same time on
+// runPeers runs the named peers (PeerChrony, PeerPTP4L) at the same time on
 // the lab's link between pc.Server and pc.Client, and returns their
 // results in the order asked. Each peer's processes are stopped when it
 // returns; Down stops them too if the caller is interrupted.
-func (l *Lab) RunPeers(ctx context.Context, names []string, pc PeerConfig) ([]PeerResult, error) {
+func (l *Lab) runPeers(ctx context.Context, names []string, pc PeerConfig) ([]PeerResult, error) {
 	if err := pc.Validate(l.Config().Hosts); err != nil {
 		return nil, fmt.Errorf("lab: peers: %w", err)
 	}

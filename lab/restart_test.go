@@ -10,10 +10,10 @@ import (
 // Host 2's pause falls within host 3's partition (two followers, each
 // judged on its own); the reference's kill comes 8 s after both are back.
 var restartFaults = []Fault{
-	{At: 12 * time.Second, Host: 3, Kind: FaultPartition, For: 30 * time.Second},
-	{At: 16 * time.Second, Host: 1, Kind: FaultKill, For: 3 * time.Second},
-	{At: 24 * time.Second, Host: 2, Kind: FaultStop, For: 10 * time.Second},
-	{At: 50 * time.Second, Host: 0, Kind: FaultKill, For: 3 * time.Second},
+	{At: 12 * time.Second, Host: 3, Kind: faultPartition, For: 30 * time.Second},
+	{At: 16 * time.Second, Host: 1, Kind: faultKill, For: 3 * time.Second},
+	{At: 24 * time.Second, Host: 2, Kind: faultStop, For: 10 * time.Second},
+	{At: 50 * time.Second, Host: 0, Kind: faultKill, For: 3 * time.Second},
 }
 
 // TestRestarts runs four daemons with state files and, after they

@@ -92,7 +92,7 @@ type RunReport struct {
 func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	var rep RunReport
 	cfg, gc, pc := spec.Lab, spec.Gclock, spec.Peer
-	if err := spec.check(); err != nil {
+	if err := spec.Check(); err != nil {
 		return rep, err
 	}
 	l, err := Up(ctx, cfg)
@@ -129,7 +129,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	go func() {
 		defer close(done)
 		if len(spec.Peers) > 0 {
-			results, perr = l.RunPeers(ctx, spec.Peers, pc)
+			results, perr = l.runPeers(ctx, spec.Peers, pc)
 		}
 	}()
 	if sw := l.Switch(); sw != nil {
@@ -161,9 +161,12 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 	return rep, nil
 }
 
-// check reports the first field of spec that Run cannot run.
-func (spec RunSpec) check() error {
+// Check reports the first field of spec that Run cannot run.
+func (spec RunSpec) Check() error {
 	cfg := spec.Lab
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	if err := spec.Peer.Validate(cfg.Hosts); err != nil {
 		return err
 	}

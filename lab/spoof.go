@@ -42,8 +42,8 @@ import (
 // the captured datagrams as they were, and captured datagrams sent to
 // another peer than their destination.
 
-// SpoofSendConfig is what the spoofer process is given (as a JSON file).
-type SpoofSendConfig struct {
+// spoofSendConfig is what the spoofer process is given (as a JSON file).
+type spoofSendConfig struct {
 	Peers    map[uint32]string `json:"peers"`     // id -> host:port of each daemon
 	Own      string            `json:"own"`       // the spoofer's own host:port (replies to it are counted)
 	KeyID    uint32            `json:"key_id"`    // the cluster's key id; 0: the cluster has no key
@@ -51,15 +51,15 @@ type SpoofSendConfig struct {
 	Duration time.Duration     `json:"duration"`  // how long to send
 	Capture  string            `json:"capture"`   // file of captured datagrams (writeCapture); empty: none
 	Seed     uint64            `json:"seed"`      // of the choices
-	Report   string            `json:"report"`    // where to write the SpoofSendStats (JSON)
+	Report   string            `json:"report"`    // where to write the spoofSendStats (JSON)
 	MaxDrift float64           `json:"max_drift"` // the daemons' sync.max_drift (real-time rate lies stay within it)
 	// KeyFile makes the spoofer an insider: it seals with the cluster
 	// key in this file (key KeyID) and sends insiderKinds only.
 	KeyFile string `json:"key_file,omitempty"`
 }
 
-// SpoofSendStats counts what the spoofer sent and what came back to it.
-type SpoofSendStats struct {
+// spoofSendStats counts what the spoofer sent and what came back to it.
+type spoofSendStats struct {
 	Sent          uint64            `json:"sent"`
 	SentBytes     uint64            `json:"sent_bytes"`
 	ByKind        map[string]uint64 `json:"by_kind"`
@@ -146,7 +146,7 @@ var spoofKinds = []string{"probe", "probe_reply", "timediff_far_round", "timedif
 	"err_report", "period_change", "status_query_peer", "status_query_own", "realtime_query_peer", "realtime_query_own",
 	"status_reply", "realtime_info", "replay"}
 
-func newForger(c SpoofSendConfig, captured []capturedDatagram) (*forger, error) {
+func newForger(c spoofSendConfig, captured []capturedDatagram) (*forger, error) {
 	f := &forger{rng: rand.New(rand.NewPCG(c.Seed, 0x73706f6f66)), addrs: map[uint32]netip.AddrPort{},
 		keyID: c.KeyID, maxDrift: c.MaxDrift, captured: captured}
 	for id, a := range c.Peers {
@@ -401,8 +401,8 @@ func ipUDP(from, to netip.AddrPort, payload []byte) []byte {
 
 // spoofSend runs the spoofer: Rate forged datagrams a second for
 // Duration, from a raw socket (root, in the spoofer's own namespace).
-func spoofSend(ctx context.Context, c SpoofSendConfig) (SpoofSendStats, error) {
-	st := SpoofSendStats{ByKind: map[string]uint64{}}
+func spoofSend(ctx context.Context, c spoofSendConfig) (spoofSendStats, error) {
+	st := spoofSendStats{ByKind: map[string]uint64{}}
 	var captured []capturedDatagram
 	if c.Capture != "" {
 		fh, err := os.Open(c.Capture)
@@ -469,7 +469,7 @@ func countAnswers(lc *net.UDPConn, answers chan<- [2]uint64) {
 
 // sendForged sends f's datagrams on the raw socket fd at c.Rate for
 // c.Duration (a millisecond's worth at a time), counting into st.
-func sendForged(ctx context.Context, fd int, f *forger, c SpoofSendConfig, st *SpoofSendStats) {
+func sendForged(ctx context.Context, fd int, f *forger, c spoofSendConfig, st *spoofSendStats) {
 	const slot = time.Millisecond
 	perSlot := float64(c.Rate) * slot.Seconds()
 	start := time.Now()
@@ -512,7 +512,7 @@ func SpoofSendFile(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("spoof: %w", err)
 	}
-	var c SpoofSendConfig
+	var c spoofSendConfig
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("spoof: %s: %w", path, err)
 	}

@@ -66,7 +66,7 @@ func TestForger(t *testing.T) {
 		if err != nil || len(back) != 1 || back[0].From != capd[0].From || !bytes.Equal(back[0].Payload, payload) {
 			t.Fatalf("capture round trip: %v %v", back, err)
 		}
-		f, err := newForger(SpoofSendConfig{Peers: peers, Own: "10.77.0.4:3190", KeyID: keyID, Seed: 3, MaxDrift: 1e-4}, back)
+		f, err := newForger(spoofSendConfig{Peers: peers, Own: "10.77.0.4:3190", KeyID: keyID, Seed: 3, MaxDrift: 1e-4}, back)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestForgerInsider(t *testing.T) {
 	td.Msg.Type, td.Msg.From, td.Msg.To, td.Msg.Round = 3, 1, 2, 17
 	b, _ := td.MarshalBinary()
 	capd := []capturedDatagram{{From: netip.MustParseAddrPort(peers[1]), To: netip.MustParseAddrPort(peers[2]), Payload: kr.Seal(b, 2, 1<<60)}}
-	f, err := newForger(SpoofSendConfig{Peers: peers, Own: "10.77.0.4:3190", KeyID: 1, KeyFile: kf, Seed: 3}, capd)
+	f, err := newForger(spoofSendConfig{Peers: peers, Own: "10.77.0.4:3190", KeyID: 1, KeyFile: kf, Seed: 3}, capd)
 	if err != nil {
 		t.Fatal(err)
 	}

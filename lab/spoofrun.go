@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -19,9 +18,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
@@ -33,7 +30,7 @@ import (
 type SpoofConfig struct {
 	// Command runs `gclock daemon` (RunSpoof appends "-config FILE");
 	// SpoofCommand runs the spoofer (`gclock lab spoof-send`; RunSpoof
-	// appends "-config FILE", a SpoofSendConfig in JSON). Env and
+	// appends "-config FILE", a spoofSendConfig in JSON). Env and
 	// SpoofEnv are added to their environments.
 	Command, SpoofCommand []string
 	Env, SpoofEnv         []string
@@ -92,7 +89,7 @@ type SpoofResult struct {
 	Insider  bool           `json:"insider"`
 	Captured int            `json:"captured"`
 	Nodes    []SpoofNode    `json:"nodes"`
-	Spoofer  SpoofSendStats `json:"spoofer"`
+	Spoofer  spoofSendStats `json:"spoofer"`
 	// FailoverMs is the time from the reference's stop until every
 	// other daemon names host 1 (node 2) its reference; -1: not within
 	// the run.
@@ -234,8 +231,6 @@ func (r *spoofRun) writeConfigs() error {
 		r.base.Auth = daemon.AuthConfig{KeyFile: kf, KeyID: 1}
 		r.keyFile = kf
 	}
-	origin := gtime.RawNow()
-	rng := rand.New(rand.NewPCG(sc.Seed, 0x73706f6f66))
 	var peers []daemon.Peer
 	var order []uint32
 	r.peerAddrs = map[uint32]string{}
@@ -245,35 +240,20 @@ func (r *spoofRun) writeConfigs() error {
 		order = append(order, uint32(i+1))
 		r.peerAddrs[uint32(i+1)] = a
 	}
-	r.clocks = make([]*hostClock, r.n)
+	var err error
+	if r.clocks, err = drawClocks(r.n, sc.Seed, 0x73706f6f66, sc.MaxOffset, sc.MaxDriftPPM, nil); err != nil {
+		return fmt.Errorf("lab: spoof: %w", err)
+	}
 	for i := range r.n {
-		conf := daemon.EmulatedClockConfig{
-			Offset:    daemon.Duration(int64((2*rng.Float64() - 1) * float64(sc.MaxOffset))),
-			DriftPPM:  math.Round((2*rng.Float64()-1)*sc.MaxDriftPPM*1000) / 1000,
-			Seed:      int64(sc.Seed)*1000 + int64(i),
-			OriginRaw: origin,
-		}
-		emu, err := clock.NewEmulated(clock.EmuParams{Origin: origin, Offset: int64(conf.Offset), DriftPPM: conf.DriftPPM, Seed: conf.Seed})
-		if err != nil {
-			return fmt.Errorf("lab: spoof: host %d clock: %w", i, err)
-		}
-		r.clocks[i] = &hostClock{truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true, OffsetNs: int64(conf.Offset), DriftPPM: conf.DriftPPM}, emu: emu, conf: conf}
 		r.res.Clocks = append(r.res.Clocks, r.clocks[i].truth)
 		c := r.base
 		c.Node = daemon.NodeConfig{ID: uint32(i + 1)}
 		c.Peers, c.Reference.Order = peers, order
-		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: conf}
+		c.Clock = daemon.ClockConfig{Source: daemon.ClockEmulated, Emulated: r.clocks[i].truth.Config}
 		c.GlobalTime.ShmPath = filepath.Join(dir, fmt.Sprintf("page-h%d", i))
 		c.Metrics.Listen = "unix:" + r.metrics(i)
-		b, err := yaml.Marshal(&c)
-		if err != nil {
+		if err := writeHostConfig(filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)), &c); err != nil {
 			return fmt.Errorf("lab: spoof: host %d config: %w", i, err)
-		}
-		if _, err := daemon.Parse(b); err != nil {
-			return fmt.Errorf("lab: spoof: host %d config: %w", i, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%d.yaml", i)), b, 0o644); err != nil {
-			return fmt.Errorf("lab: spoof: %w", err)
 		}
 	}
 	return nil
@@ -386,7 +366,7 @@ func (r *spoofRun) startSpoofer(el time.Duration) error {
 	if sc.Key {
 		keyID = 1
 	}
-	scfg := SpoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(daemonPort)),
+	scfg := spoofSendConfig{Peers: r.peerAddrs, Own: net.JoinHostPort(netlab.HostAddr(r.n).String(), strconv.Itoa(daemonPort)),
 		KeyID: keyID, Rate: sc.Rate, Duration: sc.Duration - el, Capture: r.capFile, Seed: sc.Seed, Report: r.report,
 		MaxDrift: r.base.Sync.MaxDriftPPM / 1e6}
 	if sc.Insider {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -318,18 +317,22 @@ func runLab(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m, err := labMeasure(ctx, &f, peers)
+	spec, err := f.runSpec(peers)
 	if err != nil {
 		return err
 	}
-	rep, gres, results, vc, pc := m.rep, m.gres, m.peers, m.vc, m.pc
+	rep, err := f.run(ctx, spec, false)
+	if err != nil {
+		return err
+	}
+	gres, results, pc := rep.Gclock, rep.Peers, spec.Peer
 	if f.json {
 		return labWriteJSON(os.Stdout, rep)
 	}
 	fmt.Printf("lab: %d hosts, link %s, switch sched-fifo=%v, %d busy loops beside the daemons\n",
 		rep.Hosts, rep.Link, rep.SchedFIFO, rep.Load)
 	labPrintLoad(os.Stdout, rep)
-	if len(rep.Validation) > 0 {
+	if vc := spec.Validate; vc != nil && len(rep.Validation) > 0 {
 		fmt.Printf("\nswitch validation (h%d<->h%d, kernel timestamps):\n", vc.A, vc.B)
 		netlab.PrintValidation(os.Stdout, rep.Validation)
 	}
@@ -368,32 +371,23 @@ func (f *labFlags) peers() ([]string, error) {
 	return peers, nil
 }
 
-// labMeasurement is one lab run: gclock and its peers on one lab.
-type labMeasurement struct {
-	rep   lab.RunReport
-	gres  lab.GclockResult
-	peers []lab.PeerResult
-	vc    netlab.ValidateConfig
-	pc    lab.PeerConfig
-}
-
-// labMeasure turns the flags into a lab.RunSpec (f.seed seeds the links
-// and clocks), runs it (lab.Run) and writes the --series and --plot files.
-func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasurement, error) {
-	var m labMeasurement
+// runSpec turns the flags into a lab.RunSpec (f.seed seeds the links and
+// clocks), checked.
+func (f *labFlags) runSpec(peers []string) (lab.RunSpec, error) {
+	var spec lab.RunSpec
 	cfg, err := f.config()
 	if err != nil {
-		return m, err
+		return spec, err
 	}
 	pc := lab.DefaultPeerConfig()
 	pc.Duration, pc.Warmup, pc.PTPLogSyncInterval = f.duration, f.warmup, f.ptpSync
 	if err := pc.Validate(cfg.Hosts); err != nil {
-		return m, err
+		return spec, err
 	}
 	gc := lab.DefaultGclockConfig()
 	gc.Duration, gc.Warmup, gc.Seed, gc.MaxDriftPPM, gc.EvalEvery = f.duration, f.warmup, f.seed, f.maxDrift, f.evalEvery
 	if gc.Wander, err = f.wanderModel(); err != nil {
-		return m, err
+		return spec, err
 	}
 	gc.Trace = f.plot != "" || f.series != ""
 	gc.Measurements = f.measurements
@@ -402,7 +396,7 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if f.randFaults != "" {
 		rf, err := lab.ParseFaults(f.randFaults, cfg.Hosts, f.warmup, f.duration)
 		if err != nil {
-			return m, fmt.Errorf("--faults: %w", err)
+			return spec, fmt.Errorf("--faults: %w", err)
 		}
 		gc.Faults = append(gc.Faults, rf...)
 		if gc.FailoverAfter == 0 {
@@ -414,41 +408,41 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	case "raw":
 		gc.Emulate = false
 	default:
-		return m, fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
+		return spec, fmt.Errorf("--clocks %q: want emulated or raw", f.clocks)
 	}
 	if f.load < 0 || f.load > 64 {
-		return m, fmt.Errorf("--load %d: want 0..64", f.load)
+		return spec, fmt.Errorf("--load %d: want 0..64", f.load)
 	}
 	if f.loadOutside < 0 || f.loadOutside > 64 {
-		return m, fmt.Errorf("--load-outside %d: want 0..64", f.loadOutside)
+		return spec, fmt.Errorf("--load-outside %d: want 0..64", f.loadOutside)
 	}
 	if f.flood < 0 || f.flood > 1e6 {
-		return m, fmt.Errorf("--flood %d: want 0..1000000 frames/s", f.flood)
+		return spec, fmt.Errorf("--flood %d: want 0..1000000 frames/s", f.flood)
 	}
 	cross, err := f.crossShare()
 	if err != nil {
-		return m, err
+		return spec, err
 	}
 	if f.daemonCfg != "" || f.syncProfile != "" {
 		dc, err := labDaemonBase(f.daemonCfg, f.syncProfile)
 		if err != nil {
-			return m, err
+			return spec, err
 		}
 		gc.Base = &dc
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return m, fmt.Errorf("cannot find the gclock binary to run the daemons: %w", err)
+		return spec, fmt.Errorf("cannot find the gclock binary to run the daemons: %w", err)
 	}
 	gc.Command = []string{exe, "daemon"}
 	if err := gc.Validate(); err != nil {
-		return m, err
+		return spec, err
 	}
 	vc, err := f.validateConfig()
 	if err != nil {
-		return m, err
+		return spec, err
 	}
-	spec := lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load,
+	spec = lab.RunSpec{Lab: cfg, Gclock: gc, Peers: peers, Peer: pc, Load: f.load,
 		LoadOutside: f.loadOutside, Flood: f.flood, Cross: cross, LoadCommand: []string{exe}}
 	if !f.noValidate {
 		spec.Validate = &vc
@@ -456,22 +450,27 @@ func labMeasure(ctx context.Context, f *labFlags, peers []string) (labMeasuremen
 	if f.verbose {
 		spec.Progress = os.Stderr
 	}
+	return spec, nil
+}
+
+// run runs spec (lab.Run) and writes the --series (unless noSeries) and
+// --plot files.
+func (f *labFlags) run(ctx context.Context, spec lab.RunSpec, noSeries bool) (lab.RunReport, error) {
 	rep, err := lab.Run(ctx, spec)
 	if err != nil {
-		return m, err
+		return rep, err
 	}
-	if f.series != "" {
-		if err := labSeries(rep.Gclock, f.series); err != nil {
-			return m, err
+	if f.series != "" && !noSeries {
+		if err := lab.WriteSeries(f.series, rep.Gclock.Series); err != nil {
+			return rep, fmt.Errorf("--series: %w", err)
 		}
 	}
 	if f.plot != "" {
 		if err := labPlot(rep.Gclock, f.plot); err != nil {
-			return m, err
+			return rep, err
 		}
 	}
-	m.rep, m.gres, m.peers, m.vc, m.pc = rep, rep.Gclock, rep.Peers, vc, pc
-	return m, nil
+	return rep, nil
 }
 
 // labPrintLoad prints the load beside the daemons other than --load: busy
@@ -662,24 +661,6 @@ func labPlot(r lab.GclockResult, file string) error {
 	res.Scenario.Engine.Estimator = "lab daemons"
 	res.Scenario.Engine.Adaptive = true
 	return sim.PlotFile(res, file)
-}
-
-// labSeries writes every evaluation as CSV.
-func labSeries(r lab.GclockResult, file string) error {
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("--series: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "t_s,host,err_ns,lo_ns,hi_ns,synced")
-	for _, p := range r.Series {
-		fmt.Fprintf(w, "%.3f,%d,%d,%d,%d,%v\n", float64(p.AtNs)/1e9, p.Host, p.ErrNs, p.LoNs, p.HiNs, p.Synced)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("--series %s: %w", file, err)
-	}
-	return f.Close()
 }
 
 // syncProfileHelp is --sync-profile's help: the daemons' sync profile, not

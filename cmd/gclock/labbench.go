@@ -17,116 +17,11 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/bench"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 	"golang.org/x/sys/unix"
 )
-
-// labBenchRun is one run (a profile, a seed) of `gclock lab bench`.
-type labBenchRun struct {
-	Profile string            `json:"profile"`
-	Seed    uint64            `json:"seed"`
-	Report  lab.RunReport     `json:"report"`
-	Checks  []lab.TargetCheck `json:"checks"`
-	// Evidence is the run's directory under --keep ("" with --keep none).
-	Evidence string `json:"evidence,omitempty"`
-}
-
-// labBenchReport is `gclock lab bench --json`.
-type labBenchReport struct {
-	Command  string                 `json:"command"`
-	Date     string                 `json:"date"`
-	Machine  string                 `json:"machine"`
-	Profiles []string               `json:"profiles"`
-	Targets  map[string]lab.Targets `json:"targets"` // per profile
-	Runs     []labBenchRun          `json:"runs"`
-	Tally    []labTally             `json:"tally"`          // per profile and target: runs that met it
-	Complete bool                   `json:"complete"`       // false: interrupted, Runs holds what finished
-	Keep     string                 `json:"keep,omitempty"` // the runs' evidence (--keep)
-}
-
-type labTally struct {
-	Profile string `json:"profile"`
-	Name    string `json:"name"`
-	Met     int    `json:"met"`
-	Runs    int    `json:"runs"`
-}
-
-// benchProfile is one row setting of `gclock lab bench --profile`: what it
-// changes in the flags and the targets its runs are held to.
-type benchProfile struct {
-	Name    string
-	Targets lab.Targets
-	apply   func(*labFlags)
-}
-
-// parseProfiles reads --profile: quiet (the flags as given), busy (--load
-// 4 and --load-outside 2) and crossNN (--cross NN%, on --port-rate or
-// 1 Gbit/s ports).
-func parseProfiles(s string) ([]benchProfile, error) {
-	var out []benchProfile
-	seen := map[string]bool{}
-	for _, name := range strings.Split(s, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("--profile %q: %s twice", s, name)
-		}
-		seen[name] = true
-		if name == "links" {
-			for _, c := range netmodel.Matrix() {
-				if !seen["link-"+c.Name] {
-					seen["link-"+c.Name] = true
-					out = append(out, linkProfile(c))
-				}
-			}
-			continue
-		}
-		if c, ok := strings.CutPrefix(name, "link-"); ok {
-			lc, found := netmodel.MatrixClass(c)
-			if !found {
-				return nil, fmt.Errorf("--profile %q: %q: unknown link class (want one of %s)", s, name, strings.Join(netmodel.MatrixNames(), ", "))
-			}
-			out = append(out, linkProfile(lc))
-			continue
-		}
-		switch {
-		case name == "quiet":
-			out = append(out, benchProfile{name, lab.DefaultTargets(), func(*labFlags) {}})
-		case name == "busy":
-			out = append(out, benchProfile{name, lab.BusyTargets(), func(f *labFlags) { f.load, f.loadOutside = 4, 2 }})
-		case strings.HasPrefix(name, "cross"):
-			pct, err := strconv.Atoi(strings.TrimPrefix(name, "cross"))
-			if err != nil || pct < 1 || pct > 100 {
-				return nil, fmt.Errorf("--profile %q: %q: want crossNN with NN a percentage of the port rate, 1..100", s, name)
-			}
-			out = append(out, benchProfile{name, lab.BusyTargets(), func(f *labFlags) { f.cross = strconv.Itoa(pct) + "%" }})
-		default:
-			return nil, fmt.Errorf("--profile %q: %q: unknown (want quiet, busy, crossNN (e.g. cross30), link-CLASS or links)", s, name)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--profile %q: no profile", s)
-	}
-	return out, nil
-}
-
-// linkProfile is a row of the link matrix (issue 28): the flags as given
-// on the class's link. Every class is held to the issue's relative
-// targets (a median at most a third of chrony's, a p99 below every
-// peer's, every evaluation inside the bounds); floor-type classes also to
-// the quiet lab's absolute ones (median 0.3 us, p99 2 us), the others to
-// a median of 1 us and a p99 of 10 us.
-func linkProfile(c netmodel.LinkClass) benchProfile {
-	t := lab.DefaultTargets()
-	t.ChronyRatio = 3
-	if !c.Floor {
-		t.MedianNs, t.P99Ns = 1000, 10000
-	}
-	return benchProfile{"link-" + c.Name, t, func(f *labFlags) { f.link = c.Link }}
-}
 
 // parseSeeds reads "1-6", "1,3,5" or a mix ("1-3,7").
 func parseSeeds(s string) ([]uint64, error) {
@@ -170,7 +65,7 @@ func machineLine() string {
 }
 
 // runLabBench runs the lab comparison once per seed and reports every run
-// against lab.DefaultTargets.
+// against its profile's targets (package lab/bench).
 func runLabBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gclock lab bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -231,7 +126,7 @@ flags (and every flag of gclock lab):
 	if err != nil {
 		return err
 	}
-	profs, err := parseProfiles(*profiles)
+	profs, err := bench.ParseProfiles(*profiles)
 	if err != nil {
 		return err
 	}
@@ -239,103 +134,27 @@ flags (and every flag of gclock lab):
 	if err != nil {
 		return err
 	}
-	for _, p := range profs {
-		g := f
-		p.apply(&g)
-		if _, err := g.config(); err != nil {
-			return fmt.Errorf("profile %s: %w", p.Name, err)
-		}
-		if _, err := g.crossShare(); err != nil {
-			return fmt.Errorf("profile %s: %w", p.Name, err)
-		}
+	run, err := f.runSpec(peers)
+	if err != nil {
+		return err
 	}
-	now := time.Now()
-	kd := keepDir(*keep, *out, now)
-	if kd != "" {
-		if err := os.MkdirAll(kd, 0o755); err != nil {
-			return fmt.Errorf("bench: --keep: %w", err)
-		}
-		// The runs' files go to a run directory of this bench's own (the
-		// daemons' sockets and pages need a short path on tmpfs), copied
-		// to the evidence after each run, before another lab can reuse it.
-		f.runDir = filepath.Join(benchRunRoot, fmt.Sprintf("bench-%d", os.Getpid()))
-		defer os.RemoveAll(f.runDir)
-		fmt.Fprintf(stderr, "gclock lab bench: keeping every run's evidence in %s\n", kd)
-	}
+	kd := keepDir(*keep, *out, time.Now())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep := labBenchReport{Command: "gclock lab bench " + strings.Join(args, " "), Date: now.UTC().Format(time.RFC3339),
-		Machine: machineLine(), Targets: map[string]lab.Targets{}, Keep: kd}
-	for _, p := range profs {
-		rep.Profiles = append(rep.Profiles, p.Name)
-		rep.Targets[p.Name] = p.Targets
+	rep, err := bench.Run(ctx, bench.Spec{Run: run, Profiles: profs, Seeds: ss, Keep: kd, RunRoot: benchRunRoot,
+		Command: "gclock lab bench " + strings.Join(args, " "), Machine: machineLine(), Progress: stderr,
+		Measure: func(ctx context.Context, s lab.RunSpec) (lab.RunReport, error) {
+			return labBenchMeasure(ctx, &f, s, kd != "")
+		}})
+	if err != nil {
+		return err
 	}
-	total, n := len(ss)*len(profs), 0
-run:
-	for _, s := range ss {
-		for _, p := range profs {
-			n++
-			g := f
-			p.apply(&g)
-			g.seed = s
-			fmt.Fprintf(stderr, "gclock lab bench: run %d of %d (profile %s, seed %d)\n", n, total, p.Name, s)
-			br := labBenchRun{Profile: p.Name, Seed: s}
-			if kd != "" {
-				br.Evidence = filepath.Join(kd, runEvidenceName(p.Name, s))
-				if err := os.RemoveAll(br.Evidence); err != nil {
-					return fmt.Errorf("bench: --keep: %w", err)
-				}
-				if err := os.MkdirAll(br.Evidence, 0o755); err != nil {
-					return fmt.Errorf("bench: --keep: %w", err)
-				}
-				g.series = filepath.Join(br.Evidence, evidenceSeries)
-				if f.frameLog != "" {
-					g.frameLog = filepath.Join(br.Evidence, evidenceFrames)
-				}
-			}
-			m, err := labBenchMeasure(ctx, &g, peers)
-			if err == nil {
-				br.Report, br.Checks = m.rep, p.Targets.CheckRun(m.rep)
-			}
-			if kd != "" {
-				ev := labBenchEvidence{Command: rep.Command, Machine: rep.Machine, labBenchRun: br}
-				if err != nil {
-					ev.Error = err.Error()
-				}
-				kerr := keepRunEvidence(br.Evidence, ev, m, g.runDir)
-				if cerr := clearDir(g.runDir); cerr != nil && kerr == nil {
-					kerr = fmt.Errorf("bench: clearing %s: %w", g.runDir, cerr)
-				}
-				if kerr != nil {
-					fmt.Fprintf(stderr, "gclock lab bench: %v\n", kerr)
-				}
-				if err != nil {
-					fmt.Fprintf(stderr, "gclock lab bench: what the failed run left is in %s\n", br.Evidence)
-				}
-			}
-			if err != nil {
-				if ctx.Err() != nil && len(rep.Runs) > 0 {
-					fmt.Fprintf(stderr, "gclock lab bench: interrupted; reporting the %d runs that finished\n", len(rep.Runs))
-					break run
-				}
-				return fmt.Errorf("bench: profile %s, seed %d: %w", p.Name, s, err)
-			}
-			rep.Runs = append(rep.Runs, br)
-		}
-	}
-	rep.Complete = len(rep.Runs) == total
-	rep.Tally = tally(rep.Runs)
 	if f.json {
 		if err := labWriteJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		writeLabBench(stdout, rep, "")
-	}
-	if kd != "" {
-		if err := writeJSONFile(filepath.Join(kd, evidenceBench), rep); err != nil {
-			return err
-		}
 	}
 	if *out != "" {
 		file, err := os.Create(*out)
@@ -347,37 +166,50 @@ run:
 			return fmt.Errorf("bench: -o %s: %w", *out, err)
 		}
 	}
-	if *strict {
-		missed := 0
-		for _, t := range rep.Tally {
-			missed += t.Runs - t.Met
-		}
-		if missed > 0 {
-			return fmt.Errorf("bench: --strict: %d target checks missed (see the report)", missed)
-		}
+	if n := rep.Missed(); *strict && n > 0 {
+		return fmt.Errorf("bench: --strict: %d target checks missed (see the report)", n)
 	}
 	return nil
 }
 
-func tally(runs []labBenchRun) []labTally {
-	var out []labTally
-	idx := map[[2]string]int{}
-	for _, r := range runs {
-		for _, c := range r.Checks {
-			k := [2]string{r.Profile, c.Name}
-			i, ok := idx[k]
-			if !ok {
-				i = len(out)
-				idx[k] = i
-				out = append(out, labTally{Profile: r.Profile, Name: c.Name})
-			}
-			out[i].Runs++
-			if c.Met {
-				out[i].Met++
-			}
-		}
+// keepNone is the --keep value that keeps nothing.
+const keepNone = "none"
+
+// keepDir is where a bench keeps its runs' evidence: keep as given, or
+// (keep "") beside the report file out (bench.md -> bench.d), or, without
+// -o, lab-bench-<UTC time>.d in the current directory; "" for --keep none.
+func keepDir(keep, out string, now time.Time) string {
+	switch {
+	case keep == keepNone:
+		return ""
+	case keep != "":
+		return keep
+	case out != "":
+		return strings.TrimSuffix(out, filepath.Ext(out)) + ".d"
 	}
-	return out
+	return "lab-bench-" + now.UTC().Format("20060102T150405Z") + ".d"
+}
+
+// evidenceLink is how the report at reportFile links a run's evidence
+// directory: relative to the report's directory when it can be, else as
+// given; "" without evidence.
+func evidenceLink(reportFile, evDir string) string {
+	if evDir == "" {
+		return ""
+	}
+	if reportFile == "" {
+		return filepath.ToSlash(evDir) + "/"
+	}
+	base, err1 := filepath.Abs(filepath.Dir(reportFile))
+	target, err2 := filepath.Abs(evDir)
+	if err1 != nil || err2 != nil {
+		return filepath.ToSlash(evDir) + "/"
+	}
+	rel, err := filepath.Rel(base, target)
+	if err != nil {
+		return filepath.ToSlash(target) + "/"
+	}
+	return filepath.ToSlash(rel) + "/"
 }
 
 // describeProfile says what a profile's runs had beside the daemons.
@@ -400,7 +232,7 @@ func describeProfile(rep lab.RunReport) string {
 
 // writeLabBench writes the report as Markdown, to the file reportFile ("":
 // stdout), which each run's evidence directory is linked from.
-func writeLabBench(w io.Writer, r labBenchReport, reportFile string) {
+func writeLabBench(w io.Writer, r bench.Report, reportFile string) {
 	fmt.Fprintf(w, "# gclock lab bench\n\n`%s`, %s, on %s.\n\n", r.Command, r.Date, r.Machine)
 	if len(r.Runs) > 0 {
 		p := r.Runs[0].Report
@@ -442,7 +274,7 @@ func writeLabBench(w io.Writer, r labBenchReport, reportFile string) {
 			}
 		}
 		worst := "-"
-		if ns, h := lab.WorstHostMedian(run.Report.Nodes); h > 0 {
+		if ns, h := bench.WorstHostMedian(run.Report.Nodes); h > 0 {
 			worst = fmt.Sprintf("%s (h%d)", us(ns), h)
 		}
 		util := "-"
@@ -463,7 +295,7 @@ func writeLabBench(w io.Writer, r labBenchReport, reportFile string) {
 			s.ConvergenceRoundsPerNodePerS, s.RoundsPerNodePerS, run.Report.LoadAvgStart[0], run.Report.LoadAvgEnd[0], util, met, len(run.Checks))
 	}
 	for _, prof := range r.Profiles {
-		var runs []labBenchRun
+		var runs []bench.Row
 		for _, run := range r.Runs {
 			if run.Profile == prof {
 				runs = append(runs, run)
@@ -509,8 +341,12 @@ func writeLabBench(w io.Writer, r labBenchReport, reportFile string) {
 	fmt.Fprintln(w, "\nA resync is one of Liao's global resynchronisations: a round of probe/reply exchanges with the reference, then the time difference. Profiles: quiet is the flags as given; busy adds --load 4 and 2 busy loops outside the lab's namespaces; crossNN sends a bulk TCP flow from every host to the next through the switch at NN% of the port rate, the switch's ports FIFO queues (docs/lab.md, Load).")
 }
 
-// labBenchMeasure runs one bench run (tests replace it with a fake lab).
-var labBenchMeasure = labMeasure
+// labBenchMeasure runs one bench run, its --plot file and, without
+// evidence (keep: series.csv has it), its --series file (tests replace
+// it with a fake lab).
+var labBenchMeasure = func(ctx context.Context, f *labFlags, spec lab.RunSpec, keep bool) (lab.RunReport, error) {
+	return f.run(ctx, spec, keep)
+}
 
 // benchRunRoot is where the bench makes its lab's run directory (tests
 // replace it).

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/bench"
 )
 
 func TestKeepDir(t *testing.T) {
@@ -58,17 +59,22 @@ func TestEvidenceLink(t *testing.T) {
 
 // fakeLabRun stands for lab.Run in the bench: it leaves in the run
 // directory what a lab leaves (configs, logs, measurements, a page, a pid
-// file, a socket) and returns a report whose median is medianNs; the
-// series goes where the flags say, as labMeasure writes it.
-func fakeLabRun(t *testing.T, medianNs map[uint64]int64, fail uint64) func(context.Context, *labFlags, []string) (labMeasurement, error) {
-	return func(_ context.Context, f *labFlags, peers []string) (labMeasurement, error) {
-		var m labMeasurement
-		if f.runDir == "" {
+// file, a socket, the frame log) and returns a report whose median is
+// medianNs, with a series.
+func fakeLabRun(t *testing.T, medianNs map[uint64]int64, fail uint64) func(context.Context, *labFlags, lab.RunSpec, bool) (lab.RunReport, error) {
+	return func(_ context.Context, _ *labFlags, spec lab.RunSpec, _ bool) (lab.RunReport, error) {
+		var m lab.RunReport
+		seed := spec.Lab.Seed
+		if spec.Gclock.Seed != seed || !spec.Gclock.Trace {
+			return m, fmt.Errorf("fake lab: gclock seed %d (the lab's %d), trace %v", spec.Gclock.Seed, seed, spec.Gclock.Trace)
+		}
+		runDir := spec.Lab.RunDir
+		if runDir == "" {
 			return m, errors.New("fake lab: no run directory")
 		}
 		files := map[string]string{
-			"gclock/h0.yaml":             fmt.Sprintf("# seed %d\n", f.seed),
-			"gclock/h1.log":              fmt.Sprintf("level=INFO msg=started seed=%d\n", f.seed),
+			"gclock/h0.yaml":             fmt.Sprintf("# seed %d\n", seed),
+			"gclock/h1.log":              fmt.Sprintf("level=INFO msg=started seed=%d\n", seed),
 			"gclock/measurements-h1.csv": "source,src_send_ns,loc_recv_ns,loc_send_ns,src_recv_ns,rtt_ns\n1,2,3,4,5,6\n",
 			"gclock/page-h1":             "not evidence",
 			"chrony-h0/chrony.conf":      "local stratum 1\n",
@@ -78,7 +84,7 @@ func fakeLabRun(t *testing.T, medianNs map[uint64]int64, fail uint64) func(conte
 			"gclock/state/state-h1.json": "{}\n",
 		}
 		for name, body := range files {
-			p := filepath.Join(f.runDir, name)
+			p := filepath.Join(runDir, name)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -86,30 +92,24 @@ func fakeLabRun(t *testing.T, medianNs map[uint64]int64, fail uint64) func(conte
 				t.Fatal(err)
 			}
 		}
-		ln, err := net.Listen("unix", filepath.Join(f.runDir, "gclock", "metrics-h1.sock"))
+		ln, err := net.Listen("unix", filepath.Join(runDir, "gclock", "metrics-h1.sock"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		if f.seed == fail {
+		if seed == fail {
 			return m, errors.New("fake lab: the daemon of host 1 exited early")
 		}
-		res := lab.GclockResult{Series: []lab.SeriesPoint{{AtNs: 10e9, Host: 1, ErrNs: 42, LoNs: -100, HiNs: 100, Synced: true}}}
-		if f.series != "" {
-			if err := labSeries(res, f.series); err != nil {
+		if spec.Lab.FrameLog != "" {
+			if err := os.WriteFile(spec.Lab.FrameLog, []byte("# wall_minus_raw_ns start 1 (+-1) end 1 (+-1)\n"), 0o644); err != nil {
 				return m, err
 			}
 		}
-		if f.frameLog != "" {
-			if err := os.WriteFile(f.frameLog, []byte("# wall_minus_raw_ns start 1 (+-1) end 1 (+-1)\n"), 0o644); err != nil {
-				return m, err
-			}
-		}
-		m.rep = lab.RunReport{Hosts: 4, Link: "pareto:100us:50us", DurationNs: 60e9, WarmupNs: 10e9, Load: f.load,
-			Summary: lab.GclockSummary{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: medianNs[f.seed], ErrorP99Ns: 900, ErrorMaxNs: 1000}, BoundCoverage: 1},
+		m = lab.RunReport{Hosts: 4, Link: "pareto:100us:50us", DurationNs: 60e9, WarmupNs: 10e9, Load: spec.Load,
+			Summary: lab.GclockSummary{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: medianNs[seed], ErrorP99Ns: 900, ErrorMaxNs: 1000}, BoundCoverage: 1},
 			Compare: map[string]lab.Summary{lab.PeerChrony: {Evaluations: 10, ErrorP50Ns: 5000, ErrorP99Ns: 9000}}}
-		m.gres = res
-		m.peers = []lab.PeerResult{{Peer: lab.PeerChrony, Readings: []lab.Reading{{AtNs: 1e9, OffsetNs: -1200}, {AtNs: 2e9, OffsetNs: 800}}}}
+		m.Gclock = lab.GclockResult{Series: []lab.SeriesPoint{{AtNs: 10e9, Host: 1, ErrNs: 42, LoNs: -100, HiNs: 100, Synced: true}}}
+		m.Peers = []lab.PeerResult{{Peer: lab.PeerChrony, Readings: []lab.Reading{{AtNs: 1e9, OffsetNs: -1200}, {AtNs: 2e9, OffsetNs: 800}}}}
 		return m, nil
 	}
 }
@@ -143,11 +143,11 @@ func TestLabBenchKeepsEvidence(t *testing.T) {
 		"gclock/measurements-h1.csv", "gclock/state/state-h1.json", "peers.csv", "ptp4l-h1/ptp4l.log", "run.json", "series.csv"}
 	for _, prof := range []string{"quiet", "busy"} {
 		for seed := uint64(1); seed <= 2; seed++ {
-			ev := filepath.Join(dir, "bench.d", runEvidenceName(prof, seed))
+			ev := filepath.Join(dir, "bench.d", fmt.Sprintf("%s-seed%d", prof, seed))
 			if got := listFiles(t, ev); !slices.Equal(got, wantFiles) {
 				t.Errorf("%s: files %q, want %q", ev, got, wantFiles)
 			}
-			r, err := readRunEvidence(filepath.Join(ev, evidenceRunJSON))
+			r, err := readRunEvidence(filepath.Join(ev, "run.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,17 +159,17 @@ func TestLabBenchKeepsEvidence(t *testing.T) {
 			if want := fmt.Sprintf("seed=%d\n", seed); !strings.HasSuffix(string(b), want) {
 				t.Errorf("%s: h1.log %q, want its own run's (%q)", ev, b, want)
 			}
-			b, _ = os.ReadFile(filepath.Join(ev, evidenceSeries))
+			b, _ = os.ReadFile(filepath.Join(ev, "series.csv"))
 			if want := "t_s,host,err_ns,lo_ns,hi_ns,synced\n10.000,1,42,-100,100,true\n"; string(b) != want {
 				t.Errorf("%s: series %q, want %q", ev, b, want)
 			}
-			b, _ = os.ReadFile(filepath.Join(ev, evidencePeers))
+			b, _ = os.ReadFile(filepath.Join(ev, "peers.csv"))
 			if want := "t_s,peer,offset_ns\n1.000,chrony,-1200\n2.000,chrony,800\n"; string(b) != want {
 				t.Errorf("%s: peers %q, want %q", ev, b, want)
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "bench.d", evidenceBench)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "bench.d", "bench.json")); err != nil {
 		t.Errorf("no bench.json: %v", err)
 	}
 	if ents, _ := os.ReadDir(runRoot); len(ents) != 0 {
@@ -193,7 +193,7 @@ func TestLabBenchKeepsFailedRun(t *testing.T) {
 	if !strings.Contains(stderr.String(), "what the failed run left is in "+ev) {
 		t.Errorf("stderr %q", stderr.String())
 	}
-	r, rerr := readRunEvidence(filepath.Join(ev, evidenceRunJSON))
+	r, rerr := readRunEvidence(filepath.Join(ev, "run.json"))
 	if rerr != nil || !strings.Contains(r.Error, "exited early") || r.Seed != 2 {
 		t.Errorf("run.json %+v, %v", r, rerr)
 	}
@@ -210,10 +210,11 @@ func TestLabBenchKeepNone(t *testing.T) {
 	t.Cleanup(func() { labBenchMeasure, benchRunRoot = oldMeasure, oldRoot })
 	var sawRunDir []string
 	fake := fakeLabRun(t, map[uint64]int64{1: 150}, 0)
-	labBenchMeasure = func(ctx context.Context, f *labFlags, p []string) (labMeasurement, error) {
-		sawRunDir = append(sawRunDir, f.runDir)
-		f.runDir = filepath.Join(dir, "lab")
-		return fake(ctx, f, p)
+	labBenchMeasure = func(ctx context.Context, f *labFlags, spec lab.RunSpec, keep bool) (lab.RunReport, error) {
+		sawRunDir = append(sawRunDir, spec.Lab.RunDir)
+		spec.Lab.RunDir = filepath.Join(dir, "lab")
+		spec.Gclock.Trace = true
+		return fake(ctx, f, spec, keep)
 	}
 	benchRunRoot = t.TempDir()
 	out := filepath.Join(dir, "bench.md")
@@ -253,9 +254,15 @@ func listFiles(t *testing.T, dir string) []string {
 	return out
 }
 
+// runEvidence is a run.json.
+type runEvidence struct {
+	Command, Machine, Error string
+	bench.Row
+}
+
 // readRunEvidence reads a run.json back.
-func readRunEvidence(path string) (labBenchEvidence, error) {
-	var ev labBenchEvidence
+func readRunEvidence(path string) (runEvidence, error) {
+	var ev runEvidence
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ev, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/lab/bench"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/measure"
 	"github.com/gclock/gclock/netmodel"
@@ -172,23 +173,7 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	}
 	// The load, as gclock lab and its bench take it (a profile applied
 	// over the flags, as the bench applies it).
-	lf := labFlags{load: f.load, loadOutside: f.loadOutside, cross: f.cross, portRate: f.portRate}
-	if f.profile != "" {
-		profs, err := parseProfiles(f.profile)
-		if err != nil {
-			return spec, err
-		}
-		if len(profs) != 1 {
-			return spec, fmt.Errorf("--profile %q: want one profile (gclock lab bench runs several)", f.profile)
-		}
-		profs[0].apply(&lf)
-	}
-	if lf.load < 0 || lf.load > 64 {
-		return spec, fmt.Errorf("--load %d: want 0..64", lf.load)
-	}
-	if lf.loadOutside < 0 || lf.loadOutside > 64 {
-		return spec, fmt.Errorf("--load-outside %d: want 0..64", lf.loadOutside)
-	}
+	lf := labFlags{cross: f.cross, portRate: f.portRate}
 	cross, err := lf.crossShare()
 	if err != nil {
 		return spec, err
@@ -196,6 +181,24 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 	portRate, err := lf.portRateBps()
 	if err != nil {
 		return spec, err
+	}
+	ld := lab.RunSpec{Load: f.load, LoadOutside: f.loadOutside, Cross: cross}
+	ld.Lab.PortRate = portRate
+	if f.profile != "" {
+		profs, err := bench.ParseProfiles(f.profile)
+		if err != nil {
+			return spec, err
+		}
+		if len(profs) != 1 {
+			return spec, fmt.Errorf("--profile %q: want one profile (gclock lab bench runs several)", f.profile)
+		}
+		ld = profs[0].Apply(ld)
+	}
+	if ld.Load < 0 || ld.Load > 64 {
+		return spec, fmt.Errorf("--load %d: want 0..64", ld.Load)
+	}
+	if ld.LoadOutside < 0 || ld.LoadOutside > 64 {
+		return spec, fmt.Errorf("--load-outside %d: want 0..64", ld.LoadOutside)
 	}
 	if f.op == measure.OpCmd {
 		return spec, fmt.Errorf("--op cmd: run gclock measure -op cmd on your nodes; the lab runs the built-in operations")
@@ -205,9 +208,9 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 		return spec, fmt.Errorf("cannot find the gclock binary to run the daemons and nodes: %w", err)
 	}
 	spec.Link, spec.Command = f.link, []string{exe, "measure"}
-	spec.Load, spec.LoadOutside, spec.Cross, spec.LoadCommand = lf.load, lf.loadOutside, cross, []string{exe}
+	spec.Load, spec.LoadOutside, spec.Cross, spec.LoadCommand = ld.Load, ld.LoadOutside, ld.Cross, []string{exe}
 	cfg := &spec.Lab
-	cfg.PortRate, cfg.RunDir = portRate, f.runDir
+	cfg.PortRate, cfg.RunDir = ld.Lab.PortRate, f.runDir
 	cfg.Hosts, cfg.Seed, cfg.SchedFIFO, cfg.BusyPoll = f.hosts, f.seed, f.schedFIFO, f.busy
 	level := slog.LevelWarn
 	if f.verbose {
@@ -242,8 +245,8 @@ func (f *labMeasureFlags) spec(stderr io.Writer) (lab.MeasureSpec, error) {
 func labMeasureOutput(f *labMeasureFlags, r lab.MeasureReport, stdout io.Writer) error {
 	latency := r.Spec.Latency
 	if f.series != "" {
-		if err := labSeries(r.Run.Gclock, f.series); err != nil {
-			return err
+		if err := lab.WriteSeries(f.series, r.Run.Gclock.Series); err != nil {
+			return fmt.Errorf("--series: %w", err)
 		}
 	}
 	if f.plot != "" {

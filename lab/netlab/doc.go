@@ -22,7 +22,7 @@
 // off, and a multicast route. Its veth peer p<i> sits in namespace
 // <prefix>sw, without an address. A direct link (netmodel.ParseLink("direct")) joins
 // <prefix>h0 and <prefix>h1 with one veth pair and no switch. The prefix
-// is the lab's own (Lab.Prefix: gclab-<pid>-<n>-, the pid of its process
+// is the lab's own (its prefix: gclab-<pid>-<n>-, the pid of its process
 // and a count), so two labs never share a namespace, and a lab's Down
 // removes exactly its own: it kills the processes inside them (`ip netns
 // pids`) and deletes the namespaces, which takes their veths along.

@@ -32,7 +32,7 @@ func namespaces(t *testing.T) []string {
 	}
 	var ns []string
 	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], Prefix) {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], namePrefix) {
 			ns = append(ns, f[0])
 		}
 	}
@@ -46,7 +46,7 @@ func TestUpConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"one host", Config{Hosts: 1}, "hosts 1"},
-		{"too many", Config{Hosts: MaxHosts + 1}, "hosts 251"},
+		{"too many", Config{Hosts: maxHosts + 1}, "hosts 251"},
 		{"direct needs two", Config{Hosts: 3, Link: netmodel.Link{Direct: true}}, "exactly 2"},
 		{"bad model", Config{Hosts: 2, Link: netmodel.Link{Forward: netmodel.Model{Loss: 2}}}, "loss 2"},
 		{"spin", Config{Hosts: 2, SpinWindow: time.Second}, "spin window"},
@@ -133,7 +133,7 @@ func TestLab(t *testing.T) {
 	// Probes 1 ms apart each way leave the switch idle for longer than
 	// WarmAfter, so it made warm-up writes; none reached a host (the dup
 	// rates above would show it).
-	if l.Switch().WarmUps() == 0 {
+	if l.Switch().warmUps() == 0 {
 		t.Errorf("no warm-up write with WarmAfter %v and frames 1 ms apart", cfg.WarmAfter)
 	}
 	// The switch counted the same directions.
@@ -157,10 +157,10 @@ func TestLab(t *testing.T) {
 	select {
 	case <-p.Done():
 	case <-time.After(5 * time.Second):
-		t.Fatalf("process %d still running after Down", p.Pid())
+		t.Fatalf("process %d still running after Down", p.pid())
 	}
-	if err := unix.Kill(p.Pid(), 0); !errors.Is(err, unix.ESRCH) {
-		t.Errorf("process %d: kill 0 = %v after Down, want ESRCH", p.Pid(), err)
+	if err := unix.Kill(p.pid(), 0); !errors.Is(err, unix.ESRCH) {
+		t.Errorf("process %d: kill 0 = %v after Down, want ESRCH", p.pid(), err)
 	}
 	if got := namespaces(t); len(got) != 0 {
 		t.Errorf("namespaces left after Down: %v", got)
@@ -182,7 +182,7 @@ func TestLab(t *testing.T) {
 // those; an exclusive one every other process's (cleanupOthers).
 func TestCleanupStale(t *testing.T) {
 	needLab(t)
-	ns := Prefix + "2147483646-7-h0"
+	ns := namePrefix + "2147483646-7-h0"
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %s: %v", out, err)
 	}
@@ -289,7 +289,7 @@ func TestConcurrentLabs(t *testing.T) {
 		t.Fatalf("Up b beside a: %v", err)
 	}
 	defer b.Down()
-	if a.Prefix() == b.Prefix() || a.HostNS(0) == b.HostNS(0) {
+	if a.prefix == b.prefix || a.HostNS(0) == b.HostNS(0) {
 		t.Fatalf("two labs share names: %s, %s", a.HostNS(0), b.HostNS(0))
 	}
 	has := func(ns string) bool {
@@ -309,11 +309,11 @@ func TestConcurrentLabs(t *testing.T) {
 	for _, l := range []*Lab{a, b} {
 		rs, err := l.Validate(context.Background(), ValidateConfig{A: 0, B: 1, Probes: 50, Interval: time.Millisecond, Port: 47004})
 		if err != nil {
-			t.Fatalf("Validate %s: %v", l.Prefix(), err)
+			t.Fatalf("Validate %s: %v", l.prefix, err)
 		}
 		for _, r := range rs {
 			if r.Received != r.Sent || r.Sent < 45 {
-				t.Errorf("%s h%d>h%d: %d of %d probes", l.Prefix(), r.From, r.To, r.Received, r.Sent)
+				t.Errorf("%s h%d>h%d: %d of %d probes", l.prefix, r.From, r.To, r.Received, r.Sent)
 			}
 		}
 	}
@@ -328,7 +328,7 @@ func TestConcurrentLabs(t *testing.T) {
 
 	// A namespace of a lab whose process has ended (pid 0x7ffffffe does not
 	// run: above pid_max) goes; this process's stay.
-	dead := Prefix + "2147483646-1-h0"
+	dead := namePrefix + "2147483646-1-h0"
 	if out, err := exec.Command("ip", "netns", "add", dead).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %s: %v", out, err)
 	}
@@ -363,8 +363,8 @@ func TestConcurrentLabs(t *testing.T) {
 // tests lost theirs to the first one's cleanup in a CI run).
 func TestUpKeepsThisProcessLabs(t *testing.T) {
 	needLab(t)
-	mine := fmt.Sprintf("%s%d-999999-h0", Prefix, os.Getpid())
-	stale := Prefix + "2147483646-1-h0"
+	mine := fmt.Sprintf("%s%d-999999-h0", namePrefix, os.Getpid())
+	stale := namePrefix + "2147483646-1-h0"
 	for _, ns := range []string{mine, stale} {
 		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 			t.Fatalf("ip netns add %s: %s: %v", ns, out, err)

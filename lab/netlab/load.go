@@ -50,11 +50,11 @@ func (l *Lab) startBusy(n int, where func(i int) (ns string, host int)) (stop fu
 	return stop, nil
 }
 
-// floodIf is the veth pair (floodIf, floodIf+"p") in FloodNS whose frames
+// floodIf is the veth pair (floodIf, floodIf+"p") in floodNS whose frames
 // never reach the lab's switch.
 const floodIf = "fl0"
 
-// StartFlood builds the namespace FloodNS and runs `command loadgen flood` in it: pps
+// StartFlood builds the namespace floodNS and runs `command loadgen flood` in it: pps
 // small frames a second written to one end of a veth pair, each received
 // and dropped by the kernel at the other end in softirq, for at most d.
 // Everything else on the machine waits for that work, as it waits for a
@@ -66,14 +66,14 @@ func (l *Lab) StartFlood(ctx context.Context, command []string, env []string, pp
 	if len(command) == 0 {
 		return nil, fmt.Errorf("lab: flood: no load generator command")
 	}
-	if err := ipCmd(ctx, "netns", "add", l.FloodNS()); err != nil {
+	if err := ipCmd(ctx, "netns", "add", l.floodNS()); err != nil {
 		return nil, fmt.Errorf("lab: flood: %w", err)
 	}
 	for _, args := range [][]string{
-		{"-n", l.FloodNS(), "link", "add", floodIf, "type", "veth", "peer", "name", floodIf + "p"},
-		{"-n", l.FloodNS(), "addr", "add", "10.78.0.2/30", "dev", floodIf + "p"},
-		{"-n", l.FloodNS(), "link", "set", floodIf, "up"},
-		{"-n", l.FloodNS(), "link", "set", floodIf + "p", "up"},
+		{"-n", l.floodNS(), "link", "add", floodIf, "type", "veth", "peer", "name", floodIf + "p"},
+		{"-n", l.floodNS(), "addr", "add", "10.78.0.2/30", "dev", floodIf + "p"},
+		{"-n", l.floodNS(), "link", "set", floodIf, "up"},
+		{"-n", l.floodNS(), "link", "set", floodIf + "p", "up"},
 	} {
 		if err := ipCmd(ctx, args...); err != nil {
 			return nil, fmt.Errorf("lab: flood: %w", err)
@@ -85,7 +85,7 @@ func (l *Lab) StartFlood(ctx context.Context, command []string, env []string, pp
 	if err != nil {
 		return nil, fmt.Errorf("lab: flood: log: %w", err)
 	}
-	p, err := l.execIn(l.FloodNS(), -1, argv, env, ExecOptions{Stdout: logf, Stderr: logf})
+	p, err := l.execIn(l.floodNS(), -1, argv, env, ExecOptions{Stdout: logf, Stderr: logf})
 	logf.Close()
 	if err != nil {
 		return nil, fmt.Errorf("lab: flood: %w", err)

@@ -167,7 +167,7 @@ func raise(ctx context.Context, f *os.File, level lockLevel, say func(holder str
 // process is up, holding it exclusively. It says once (log, Warn: the CLI
 // shows warnings) that it waits and for whom. first reports that the
 // process holds LockPath exclusively and no other lab of it is up: no lab
-// runs on the machine, so every namespace under Prefix is a leftover.
+// runs on the machine, so every namespace under namePrefix is a leftover.
 // release gives the place back (and LockPath with the process's last lab
 // and hold).
 func lockLab(ctx context.Context, log *slog.Logger, concurrent bool) (release func(), first bool, err error) {
@@ -421,7 +421,7 @@ var ErrLabBusy = errors.New("another lab is running")
 
 // Down is `gclock lab down`: it removes what ended labs left (their
 // namespaces and the processes inside them). When no lab runs (LockPath is
-// free) that is every namespace under Prefix. While one runs it removes
+// free) that is every namespace under namePrefix. While one runs it removes
 // only those of labs whose process has ended, and returns ErrLabBusy
 // naming the running one (it removes its own namespaces when it ends);
 // force removes the running labs' namespaces too.

@@ -13,39 +13,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Prefix starts the name of every namespace a lab makes. Each lab adds a
-// run name of its own (Lab.Prefix: the pid of its process and a count,
+// namePrefix starts the name of every namespace a lab makes. Each lab adds a
+// run name of its own (Lab.prefix: the pid of its process and a count,
 // gclab-4711-2-h0), so that two labs never share a namespace, a lab's
 // Down removes exactly its own, and cleanup knows which lab a namespace
 // belongs to and whether that lab's process still runs.
-const Prefix = "gclab-"
+const namePrefix = "gclab-"
 
 // runs counts this process's labs, for their prefixes.
 var runs atomic.Int64
 
-// runPrefix is a new lab's namespace prefix: Prefix, this process's pid and
+// runPrefix is a new lab's namespace prefix: namePrefix, this process's pid and
 // its count of labs, e.g. "gclab-4711-2-".
-func runPrefix() string { return fmt.Sprintf("%s%d-%d-", Prefix, os.Getpid(), runs.Add(1)) }
+func runPrefix() string { return fmt.Sprintf("%s%d-%d-", namePrefix, os.Getpid(), runs.Add(1)) }
 
-// Prefix is the start of every namespace name of this lab (e.g.
-// "gclab-4711-2-").
-func (l *Lab) Prefix() string { return l.prefix }
-
-// HostNS is the namespace name of host i (Prefix + "h<i>").
+// HostNS is the namespace name of host i (the lab's prefix + "h<i>").
 func (l *Lab) HostNS(i int) string { return l.prefix + "h" + strconv.Itoa(i) }
 
-// SwitchNS is the switch namespace's name (Prefix + "sw"; none on a
+// switchNS is the switch namespace's name (the lab's prefix + "sw"; none on a
 // direct link).
-func (l *Lab) SwitchNS() string { return l.prefix + "sw" }
+func (l *Lab) switchNS() string { return l.prefix + "sw" }
 
-// FloodNS is the namespace of the softirq load (StartFlood, Prefix +
+// floodNS is the namespace of the softirq load (StartFlood, namePrefix +
 // "flood").
-func (l *Lab) FloodNS() string { return l.prefix + "flood" }
+func (l *Lab) floodNS() string { return l.prefix + "flood" }
 
-// nsOwner is the pid in a namespace name under Prefix (gclab-4711-2-h0),
+// nsOwner is the pid in a namespace name under namePrefix (gclab-4711-2-h0),
 // 0 when it has none (an older gclock's fixed names, gclab-h0).
 func nsOwner(ns string) int {
-	rest, ok := strings.CutPrefix(ns, Prefix)
+	rest, ok := strings.CutPrefix(ns, namePrefix)
 	if !ok {
 		return 0
 	}
@@ -66,14 +62,14 @@ func running(pid int) bool {
 	return err == nil || err == unix.EPERM
 }
 
-// cleanup removes every namespace under Prefix, whichever lab made it,
+// cleanup removes every namespace under namePrefix, whichever lab made it,
 // and kills the processes still inside them: `gclock lab down` when no
 // lab runs (or with -force). It touches nothing else.
 func cleanup(log *slog.Logger) error {
 	return removeNamespaces(log, func(string) bool { return true })
 }
 
-// cleanupOthers removes the namespaces under Prefix that no lab of this
+// cleanupOthers removes the namespaces under namePrefix that no lab of this
 // process made: what Up runs when it takes LockPath. No other process's
 // lab runs then, but a concurrent lab of this one may already be making
 // its namespaces (it took the process's hold after this Up did, before
@@ -87,7 +83,7 @@ func othersOf(me int) func(ns string) bool {
 	return func(ns string) bool { return nsOwner(ns) != me }
 }
 
-// cleanupEnded removes the namespaces under Prefix of labs whose process
+// cleanupEnded removes the namespaces under namePrefix of labs whose process
 // has ended (a crash, a SIGKILL), safe while other labs run.
 func cleanupEnded(log *slog.Logger) error {
 	return removeNamespaces(log, endedOf(os.Getpid(), running))
@@ -103,7 +99,7 @@ func endedOf(me int, running func(pid int) bool) func(ns string) bool {
 	}
 }
 
-// removeNamespaces deletes every namespace under Prefix that match
+// removeNamespaces deletes every namespace under namePrefix that match
 // selects, with the processes inside.
 func removeNamespaces(log *slog.Logger, match func(ns string) bool) error {
 	if log == nil {
@@ -116,7 +112,7 @@ func removeNamespaces(log *slog.Logger, match func(ns string) bool) error {
 	var errs []error
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || !strings.HasPrefix(f[0], Prefix) || !match(f[0]) {
+		if len(f) == 0 || !strings.HasPrefix(f[0], namePrefix) || !match(f[0]) {
 			continue
 		}
 		ns := f[0]

@@ -24,16 +24,16 @@ import (
 // HostIf is the name of each host's interface inside its namespace.
 const HostIf = "eth0"
 
-// MaxHosts bounds Config.Hosts: addresses are 10.77.0.(i+1)/24 and port
+// maxHosts bounds Config.Hosts: addresses are 10.77.0.(i+1)/24 and port
 // names p<i> must fit an interface name.
-const MaxHosts = 250
+const maxHosts = 250
 
 // netnsDir is where `ip netns` keeps its namespace handles.
 const netnsDir = "/run/netns"
 
 // Config says what lab to build.
 type Config struct {
-	Hosts int           // number of host namespaces, 2..MaxHosts (Direct: exactly 2)
+	Hosts int           // number of host namespaces, 2..maxHosts (Direct: exactly 2)
 	Link  netmodel.Link // the emulated link between any two hosts
 	Seed  uint64
 	// SpinWindow is how long before a frame's release time the switch's
@@ -106,8 +106,8 @@ func (c Config) Validate() error {
 		if c.Hosts != 2 {
 			return fmt.Errorf("hosts %d: a direct link joins exactly 2 hosts", c.Hosts)
 		}
-	} else if c.Hosts < 2 || c.Hosts > MaxHosts {
-		return fmt.Errorf("hosts %d: want 2..%d", c.Hosts, MaxHosts)
+	} else if c.Hosts < 2 || c.Hosts > maxHosts {
+		return fmt.Errorf("hosts %d: want 2..%d", c.Hosts, maxHosts)
 	}
 	if c.SpinWindow < 0 || c.SpinWindow > 10*time.Millisecond {
 		return fmt.Errorf("spin window %v: want 0..10ms", c.SpinWindow)
@@ -195,8 +195,8 @@ func SkipReason() string {
 
 // Up builds the lab: it waits for the lab lock (LockPath; see
 // Config.Concurrent), removes what crashed runs left when it is the
-// machine's only lab (every namespace under Prefix that no lab of this
-// process made, and the processes inside them), then creates its namespaces (named after Lab.Prefix), veth
+// machine's only lab (every namespace under namePrefix that no lab of this
+// process made, and the processes inside them), then creates its namespaces (named after the lab's prefix), veth
 // pairs and addresses, and starts the switch. On any error
 // it removes what it made. The caller must call Down, also on SIGINT and
 // SIGTERM (the CLI cancels its context on them and defers Down).
@@ -249,7 +249,7 @@ func (l *Lab) build(ctx context.Context) error {
 		names = append(names, l.HostNS(i))
 	}
 	if !l.cfg.Link.Direct {
-		names = append(names, l.SwitchNS())
+		names = append(names, l.switchNS())
 	}
 	for _, ns := range names {
 		if err := addNamespace(ctx, ns); err != nil {
@@ -308,10 +308,10 @@ func (l *Lab) linkHost(ctx context.Context, i int) error {
 		}
 	case !l.cfg.Link.Direct:
 		if err := ipCmd(ctx, "-n", ns, "link", "add", HostIf, "address", hostMAC(i), "type", "veth",
-			"peer", "name", portName(i), "netns", l.SwitchNS()); err != nil {
+			"peer", "name", portName(i), "netns", l.switchNS()); err != nil {
 			return fmt.Errorf("lab: %s veth: %w", ns, err)
 		}
-		if err := ipCmd(ctx, "-n", l.SwitchNS(), "link", "set", portName(i), "up"); err != nil {
+		if err := ipCmd(ctx, "-n", l.switchNS(), "link", "set", portName(i), "up"); err != nil {
 			return fmt.Errorf("lab: switch port %s: %w", portName(i), err)
 		}
 	}
@@ -338,11 +338,11 @@ func (l *Lab) upSwitch(ctx context.Context) error {
 	warm := ""
 	if l.cfg.WarmAfter > 0 {
 		warm = warmPort
-		if err := ipCmd(ctx, "-n", l.SwitchNS(), "link", "add", warmPort, "type", "veth", "peer", "name", warmPort+"p"); err != nil {
+		if err := ipCmd(ctx, "-n", l.switchNS(), "link", "add", warmPort, "type", "veth", "peer", "name", warmPort+"p"); err != nil {
 			return fmt.Errorf("lab: warm-up veth: %w", err)
 		}
 		for _, w := range []string{warmPort, warmPort + "p"} {
-			if err := ipCmd(ctx, "-n", l.SwitchNS(), "link", "set", w, "up"); err != nil {
+			if err := ipCmd(ctx, "-n", l.switchNS(), "link", "set", w, "up"); err != nil {
 				return fmt.Errorf("lab: warm-up veth %s: %w", w, err)
 			}
 		}
@@ -350,7 +350,7 @@ func (l *Lab) upSwitch(ctx context.Context) error {
 	sw, err := startSwitch(switchConfig{
 		WarmPort:   warm,
 		WarmAfter:  l.cfg.WarmAfter,
-		Namespace:  l.SwitchNS(),
+		Namespace:  l.switchNS(),
 		Ports:      ports,
 		Link:       l.cfg.Link,
 		Seed:       l.cfg.Seed,
@@ -392,7 +392,7 @@ func (l *Lab) Down() error {
 		p.Stop(2 * time.Second)
 	}
 	if l.sw != nil {
-		l.sw.Close()
+		l.sw.close()
 	}
 	err := removeNamespaces(l.log, func(ns string) bool { return strings.HasPrefix(ns, l.prefix) })
 	l.release()
@@ -563,7 +563,7 @@ func (l *Lab) execIn(ns string, host int, argv, env []string, opt ExecOptions) (
 }
 
 // Pid is the process id (of `ip netns exec`, which execs argv in place).
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+func (p *Proc) pid() int { return p.cmd.Process.Pid }
 
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }

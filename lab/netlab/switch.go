@@ -204,9 +204,9 @@ func newSwitch(cfg switchConfig, log *slog.Logger) *Switch {
 	return s
 }
 
-// Close stops forwarding, waits for the switch thread and closes its
+// close stops forwarding, waits for the switch thread and closes its
 // sockets. Frames still queued are dropped.
-func (s *Switch) Close() {
+func (s *Switch) close() {
 	if s.closed.Swap(true) {
 		return
 	}

@@ -110,8 +110,8 @@ func (s *Switch) Stats() []DirStats {
 	return out
 }
 
-// WarmUps is how many warm-up writes the switch made (see WarmAfter).
-func (s *Switch) WarmUps() int64 { return s.warmups.Load() }
+// warmUps is how many warm-up writes the switch made (see WarmAfter).
+func (s *Switch) warmUps() int64 { return s.warmups.Load() }
 
 // PortStats returns every egress port's counters (nil without a port
 // model).

@@ -1,7 +1,8 @@
-package main
+package bench
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gclock/gclock/lab"
 )
@@ -27,36 +27,18 @@ const (
 	evidenceBench   = "bench.json" // in --keep itself: the whole report, as --json prints it
 )
 
-// keepNone is the --keep value that keeps nothing.
-const keepNone = "none"
-
-// keepDir is where a bench keeps its runs' evidence: keep as given, or
-// (keep "") beside the report file out (bench.md -> bench.d), or, without
-// -o, lab-bench-<UTC time>.d in the current directory; "" for --keep none.
-func keepDir(keep, out string, now time.Time) string {
-	switch {
-	case keep == keepNone:
-		return ""
-	case keep != "":
-		return keep
-	case out != "":
-		return strings.TrimSuffix(out, filepath.Ext(out)) + ".d"
-	}
-	return "lab-bench-" + now.UTC().Format("20060102T150405Z") + ".d"
-}
-
 // runEvidenceName is the directory of one run under --keep.
 func runEvidenceName(profile string, seed uint64) string {
 	return fmt.Sprintf("%s-seed%d", profile, seed)
 }
 
-// labBenchEvidence is run.json: one run of the bench with the command that
-// made it.
-type labBenchEvidence struct {
+// evidence is run.json: one run of the bench with the command that made
+// it.
+type evidence struct {
 	Command string `json:"command"`
 	Machine string `json:"machine"`
 	Error   string `json:"error,omitempty"` // the run did not finish: why
-	labBenchRun
+	Row
 }
 
 // keepRunEvidence fills dir (made if missing) with one run's evidence:
@@ -64,8 +46,8 @@ type labBenchEvidence struct {
 // daemons' configs, logs, measurements and state files, the peers'
 // configs and logs) but the shared-memory pages, pid files and sockets.
 // The series (and the frame log) are written there by the run itself.
-// m may be partial: a run that failed keeps what it left.
-func keepRunEvidence(dir string, ev labBenchEvidence, m labMeasurement, runDir string) error {
+// A run that failed keeps what it left.
+func keepRunEvidence(dir string, ev evidence, rep lab.RunReport, runDir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: --keep: %w", err)
 	}
@@ -73,8 +55,8 @@ func keepRunEvidence(dir string, ev labBenchEvidence, m labMeasurement, runDir s
 	if err := writeJSONFile(filepath.Join(dir, evidenceRunJSON), ev); err != nil {
 		errs = append(errs, err)
 	}
-	if len(m.peers) > 0 {
-		if err := writePeerReadings(filepath.Join(dir, evidencePeers), m.peers); err != nil {
+	if len(rep.Peers) > 0 {
+		if err := writePeerReadings(filepath.Join(dir, evidencePeers), rep.Peers); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -91,7 +73,9 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("bench: --keep: %w", err)
 	}
-	if err := labWriteJSON(f, v); err != nil {
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		f.Close()
 		return fmt.Errorf("bench: --keep: %s: %w", path, err)
 	}
@@ -203,26 +187,4 @@ func clearDir(dir string) error {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 	}
 	return errors.Join(errs...)
-}
-
-// evidenceLink is how the report at reportFile links a run's evidence
-// directory: relative to the report's directory when it can be, else as
-// given; "" without evidence.
-func evidenceLink(reportFile, evDir string) string {
-	if evDir == "" {
-		return ""
-	}
-	if reportFile == "" {
-		return filepath.ToSlash(evDir) + "/"
-	}
-	base, err1 := filepath.Abs(filepath.Dir(reportFile))
-	target, err2 := filepath.Abs(evDir)
-	if err1 != nil || err2 != nil {
-		return filepath.ToSlash(evDir) + "/"
-	}
-	rel, err := filepath.Rel(base, target)
-	if err != nil {
-		return filepath.ToSlash(target) + "/"
-	}
-	return filepath.ToSlash(rel) + "/"
 }

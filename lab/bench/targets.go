@@ -1,8 +1,10 @@
-package lab
+package bench
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/gclock/gclock/lab"
 )
 
 // Targets are the figures a default lab run is held to (the daemon issue's
@@ -20,24 +22,24 @@ type Targets struct {
 	// ChronyRatio: chrony's median |error| over gclock's, at least.
 	ChronyRatio float64
 	// HostMedianNs: no host's median |error| above this (the reference
-	// excluded); 0: not checked. Checked by CheckRun.
+	// excluded); 0: not checked. Checked by checkRun.
 	HostMedianNs float64
 }
 
-// BusyTargets are issue 21's targets for a loaded lab (`gclock lab bench
+// busyTargets are issue 21's targets for a loaded lab (`gclock lab bench
 // --profile busy,cross30,cross70`): median 0.5 us and at most a fifth of
 // chrony's, p99 5 us (and below every peer's), no host's median above
 // 1 us, every evaluation inside the bounds; the resync budget is
-// DefaultTargets'.
-func BusyTargets() Targets {
-	t := DefaultTargets()
+// defaultTargets'.
+func busyTargets() Targets {
+	t := defaultTargets()
 	t.MedianNs, t.P99Ns, t.ChronyRatio, t.HostMedianNs = 500, 5000, 5, 1000
 	return t
 }
 
-// CheckRun is Check on a run's report, and HostMedianNs against its worst
+// checkRun is Check on a run's report, and HostMedianNs against its worst
 // host (the reference excluded) when set.
-func (t Targets) CheckRun(r RunReport) []TargetCheck {
+func (t Targets) checkRun(r lab.RunReport) []TargetCheck {
 	out := t.check(r.Summary, r.Compare)
 	if t.HostMedianNs > 0 {
 		worst, host := WorstHostMedian(r.Nodes)
@@ -49,7 +51,7 @@ func (t Targets) CheckRun(r RunReport) []TargetCheck {
 
 // WorstHostMedian is the largest median |error| of nodes[1:] (node 0 is the
 // reference) and its host; host -1 when there is none with evaluations.
-func WorstHostMedian(nodes []GclockSummary) (ns int64, host int) {
+func WorstHostMedian(nodes []lab.GclockSummary) (ns int64, host int) {
 	host = -1
 	for i := 1; i < len(nodes); i++ {
 		if nodes[i].Evaluations > 0 && (host < 0 || nodes[i].ErrorP50Ns > ns) {
@@ -59,11 +61,11 @@ func WorstHostMedian(nodes []GclockSummary) (ns int64, host int) {
 	return ns, host
 }
 
-// DefaultTargets: median 0.3 us, p99 2 us, every evaluation inside the
+// defaultTargets: median 0.3 us, p99 2 us, every evaluation inside the
 // bounds, at most 1 resync a second while converging and 0.2 after, a
 // median 10 times below chrony's; and (always checked when the peers ran)
 // a p99 below every peer's.
-func DefaultTargets() Targets {
+func defaultTargets() Targets {
 	return Targets{MedianNs: 300, P99Ns: 2000, Coverage: 1, ConvergenceRoundsPerS: 1, RoundsPerS: 0.2, ChronyRatio: 10}
 }
 
@@ -76,7 +78,7 @@ type TargetCheck struct {
 
 // check holds a run's gclock summary and its peers' (keyed by peer name;
 // missing peers are not checked) to t, in a fixed order.
-func (t Targets) check(g GclockSummary, peers map[string]Summary) []TargetCheck {
+func (t Targets) check(g lab.GclockSummary, peers map[string]lab.Summary) []TargetCheck {
 	us := func(ns float64) string { return fmt.Sprintf("%.3f us", ns/1e3) }
 	out := []TargetCheck{
 		{fmt.Sprintf("median |error| <= %s", us(t.MedianNs)), us(float64(g.ErrorP50Ns)), g.Evaluations > 0 && float64(g.ErrorP50Ns) <= t.MedianNs},
@@ -85,7 +87,7 @@ func (t Targets) check(g GclockSummary, peers map[string]Summary) []TargetCheck 
 		{fmt.Sprintf("resyncs/s while converging <= %g", t.ConvergenceRoundsPerS), fmt.Sprintf("%.3f", g.ConvergenceRoundsPerNodePerS), g.ConvergenceRoundsPerNodePerS <= t.ConvergenceRoundsPerS},
 		{fmt.Sprintf("resyncs/s after <= %g", t.RoundsPerS), fmt.Sprintf("%.3f", g.RoundsPerNodePerS), g.RoundsPerNodePerS <= t.RoundsPerS},
 	}
-	if c, ok := peers[PeerChrony]; ok {
+	if c, ok := peers[lab.PeerChrony]; ok {
 		r := math.Inf(1)
 		if g.ErrorP50Ns > 0 {
 			r = float64(c.ErrorP50Ns) / float64(g.ErrorP50Ns)
@@ -93,7 +95,7 @@ func (t Targets) check(g GclockSummary, peers map[string]Summary) []TargetCheck 
 		out = append(out, TargetCheck{fmt.Sprintf("chrony median / gclock median >= %g", t.ChronyRatio), fmt.Sprintf("%.1fx", r),
 			c.Evaluations > 0 && g.Evaluations > 0 && r >= t.ChronyRatio})
 	}
-	for _, p := range []string{PeerChrony, PeerPTP4L} {
+	for _, p := range []string{lab.PeerChrony, lab.PeerPTP4L} {
 		if s, ok := peers[p]; ok {
 			out = append(out, TargetCheck{"p99 below " + p + "'s", fmt.Sprintf("%.2f vs %.2f us", float64(g.ErrorP99Ns)/1e3, float64(s.ErrorP99Ns)/1e3),
 				s.Evaluations > 0 && g.Evaluations > 0 && g.ErrorP99Ns < s.ErrorP99Ns})
