@@ -249,7 +249,7 @@ func DefaultConfig() Config {
 		GlobalTime: GlobalTimeConfig{ShmPath: gtime.DefaultPath, PublishEvery: Duration(time.Second)},
 		RealTime: RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel,
 			ChronySocket: DefaultChronySocket},
-		NTP:        NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Interval: Duration(time.Second), Burst: 16, Leak: 2}},
+		NTP:        NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Burst: 16, Leak: 2}},
 		Refclock:   RefclockConfig{Every: Duration(time.Second)},
 		ClockBound: ClockBoundConfig{Every: Duration(time.Second), VoidAfter: Duration(10 * time.Second)},
 	}

@@ -51,19 +51,23 @@ type NTPConfig struct {
 }
 
 // NTPRateLimitConfig limits the answers per client address (an IPv6 /64
-// counts as one), as chrony's ratelimit does: Burst at once, one every
-// Interval on average; beyond, one request in 2^Leak gets a kiss-o'-death
-// RATE and the others are dropped. The default (1s, 16, 2) never limits an
-// NTP client (they poll every 16 s or more after a burst of at most 8) and
-// holds a flood of 2000 requests/s to an answer a second and 500 KoDs.
+// counts as one), as chrony's ratelimit does, and is off by default as
+// chrony's is (Interval 0): a limit per address can be spent by anyone who
+// forges that address. With Interval set: Burst at once, one every
+// Interval on average; beyond, one request in 2^Leak is still answered (so
+// a client whose address a flood forges keeps at least that share), one in
+// 2^KoD of the others gets a kiss-o'-death RATE (0: none, chrony's
+// default), and the rest are dropped. (1s, 16, 2) never limits an NTP
+// client (they poll every 16 s or more after a burst of at most 8).
 type NTPRateLimitConfig struct {
-	Interval Duration `yaml:"interval"` // 0: no limit
+	Interval Duration `yaml:"interval"` // 0: no limit (the default)
 	Burst    int      `yaml:"burst"`
 	Leak     int      `yaml:"leak"`
+	KoD      int      `yaml:"kod"`
 }
 
 func (r NTPRateLimitConfig) limit() ntp.RateLimit {
-	return ntp.RateLimit{Interval: int64(r.Interval), Burst: r.Burst, Leak: r.Leak}
+	return ntp.RateLimit{Interval: int64(r.Interval), Burst: r.Burst, Leak: r.Leak, KoD: r.KoD}
 }
 
 // allowPrefixes parses ntp.allow (empty: ntp.DefaultAllow); a bare address

@@ -34,7 +34,8 @@ const dropRejectedRate = "rejected_rate"
 // the engine's checks.
 var dropReasons = []string{transport.DropBadTag, transport.DropReplay, transport.DropUnknownSender,
 	transport.DropMalformed, engine.RejectStaleRound, engine.RejectSample, dropRejectedRate,
-	transport.DropMisaddressed, transport.DropSeqJump, transport.DropUnverified, engine.RejectTerm}
+	transport.DropMisaddressed, transport.DropSeqJump, transport.DropUnverified, engine.RejectTerm,
+	transport.DropChallenge}
 
 // security holds the daemon's own drop counters and the status history.
 type security struct {
@@ -158,7 +159,7 @@ func newSecurityCollector(snap func() SecuritySnapshot) *securityCollector {
 	return &securityCollector{
 		snap: snap,
 		dropped: prometheus.NewDesc("gclock_packets_dropped_total",
-			"Datagrams and messages dropped, by reason: bad_tag, replay, unknown_sender, malformed, stale_round, rejected_sample, rejected_rate, misaddressed, seq_jump, unverified, unproven_term (a newer election term without evidence it was won).",
+			"Datagrams and messages dropped, by reason: bad_tag, replay, unknown_sender, malformed, stale_round, rejected_sample, rejected_rate, misaddressed, seq_jump, unverified, unproven_term (a newer election term without evidence it was won), challenge (a replayed challenge not answered: at most one answer per 100 ms per sender).",
 			[]string{"node", "reason"}, nil),
 		stChg: prometheus.NewDesc("gclock_status_changes_total",
 			"Changes of the node's status, by the status changed into (the first status counts as one).",

@@ -17,10 +17,13 @@
 // bound already covers every delay upstream of this server.
 //
 // A Responder answers only the networks of its Policy's allow list (the
-// daemon's default: DefaultAllow, loopback and private ranges) and limits
-// each source's answers (RateLimit, as chrony's ratelimit: a burst, then
-// one per interval; beyond, a kiss-o'-death RATE for one request in
-// 2^leak, nothing for the rest); Stats count the denied, limited and KoD.
+// daemon's default: DefaultAllow, loopback and private ranges) and can
+// limit each source's answers (RateLimit, as chrony's ratelimit, and off
+// by default as chrony's: a burst, then one per interval; beyond, one
+// request in 2^leak still answered, a kiss-o'-death RATE for one in 2^kod
+// of the others, nothing for the rest; a fixed table whose least recently
+// seen source a newcomer replaces); Stats count the denied, limited and
+// KoD.
 //
 // Responder runs Respond on a socket (transport.UDPConn: kernel receive
 // stamps) for a Source, the daemon's served time (daemon/ntp.go, the

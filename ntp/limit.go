@@ -1,24 +1,36 @@
 package ntp
 
 import (
+	crand "crypto/rand"
 	"fmt"
-	"math"
+	"hash/maphash"
 	"math/bits"
+	"math/rand/v2"
 	"net/netip"
 )
 
 // RateLimit limits the answers each source gets, as chrony's ratelimit
 // does: a source may get Burst answers at once and one every Interval on
 // average (a token bucket, kept as one "theoretical arrival time" per
-// source: GCRA). A request over the limit is dropped, except one in
-// 2^Leak, which gets a kiss-o'-death RATE (RFC 5905, 7.4) telling a real
-// client to poll less often; a spoofed source's victim gets at most that
-// share of 48-byte replies, never more bytes than were sent. IPv6 sources
-// count by /64, as chrony does. Interval 0: no limit.
+// source: GCRA). Beyond the limit, one request in 2^Leak is still answered
+// (at random, so that nobody can time it), one in 2^KoD of the others gets
+// a kiss-o'-death RATE (RFC 5905, 7.4) telling a real client to poll less
+// often (KoD 0: none, chrony's default), and the rest are dropped. IPv6
+// sources count by /64, as chrony does. Interval 0: no limit (the default
+// of the daemon's ntp.rate_limit, as of chrony's).
+//
+// A limit per source address can always be spent by someone who forges
+// that address: the leak is what keeps the real client answered (one
+// request in 2^Leak at worst, chrony's answer too); and the table of
+// sources has a fixed size, its least recently seen record replaced by a
+// newcomer, so that a flood of forged addresses only resets limits (a
+// fresh record holds a full burst) and never puts a real client in a
+// bucket shared with the flood.
 type RateLimit struct {
 	Interval int64 // ns
 	Burst    int
-	Leak     int
+	Leak     int // 1..4 with a limit (chrony's range)
+	KoD      int // 0..4
 }
 
 // Check names the first field out of range.
@@ -28,8 +40,10 @@ func (l RateLimit) Check() error {
 		return fmt.Errorf("ntp rate limit: interval %d ns: want >= 0", l.Interval)
 	case l.Interval > 0 && (l.Burst < 1 || l.Burst > 1024):
 		return fmt.Errorf("ntp rate limit: burst %d: want 1..1024", l.Burst)
-	case l.Leak < 0 || l.Leak > 16:
-		return fmt.Errorf("ntp rate limit: leak %d: want 0..16", l.Leak)
+	case l.Interval > 0 && (l.Leak < 1 || l.Leak > 4), l.Leak < 0 || l.Leak > 4:
+		return fmt.Errorf("ntp rate limit: leak %d: want 1..4 (one over-limit request in 2^leak answered, so that a forged flood never cuts a client off)", l.Leak)
+	case l.KoD < 0 || l.KoD > 4:
+		return fmt.Errorf("ntp rate limit: kod %d: want 0..4", l.KoD)
 	}
 	return nil
 }
@@ -41,26 +55,40 @@ const (
 	drop   // over the limit: nothing
 )
 
-// maxSources bounds the limiter's table (about 100 KB): beyond it, new
-// sources share one bucket until idle entries are swept.
-const maxSources = 4096
+// The limiter's table, as chrony's clientlog.c: a hash table of
+// limitSlots slots of slotSize records each, the slot chosen by a keyed
+// hash of the address (the key random per limiter, so that nobody can aim
+// addresses at one slot). A newcomer takes an empty record of its slot or
+// replaces the least recently seen one. 8192 records of 40 bytes: 320 KB,
+// allocated when a limit is set; an active client (one request per 16 s or
+// more often) keeps its record unless more than 8 addresses of its slot
+// are more recent, which takes more than 8192 sources at once.
+const (
+	slotSize   = 8
+	limitSlots = 1024
+)
 
 // limiter is the per-source state of a RateLimit. Not safe for concurrent
 // use (the responder's one goroutine owns it).
 type limiter struct {
-	lim       RateLimit
-	tat       map[netip.Addr]source
-	shared    source // the bucket of sources the full table has no room for
-	lastSweep int64
+	lim     RateLimit
+	seed    maphash.Seed
+	table   []record // limitSlots * slotSize; an invalid addr: empty
+	rng     *rand.Rand
+	evicted uint64 // records replaced by a newcomer
 }
 
-type source struct {
-	tat     int64  // the theoretical arrival time of the next request at the average rate
-	limited uint64 // requests over the limit so far (the leak counts them)
+type record struct {
+	addr netip.Addr
+	tat  int64 // the theoretical arrival time of the next request at the average rate
+	last int64 // the last request's time (the least recent is replaced)
 }
 
 func newLimiter(l RateLimit) *limiter {
-	return &limiter{lim: l, tat: map[netip.Addr]source{}, lastSweep: math.MinInt64}
+	var seed [32]byte
+	crand.Read(seed[:])
+	return &limiter{lim: l, seed: maphash.MakeSeed(), table: make([]record, limitSlots*slotSize),
+		rng: rand.New(rand.NewChaCha8(seed))}
 }
 
 // key is the source a request counts against: the IPv4 address, or the
@@ -80,58 +108,45 @@ func (l *limiter) take(a netip.Addr, now int64) int {
 	if l.lim.Interval <= 0 {
 		return answer
 	}
-	k := key(a)
-	s, ok := l.tat[k]
-	var sp *source
-	switch {
-	case ok:
-		sp = &s
-	case len(l.tat) < maxSources:
-		s = source{tat: now}
-		sp = &s
-	default:
-		if now-l.lastSweep >= l.lim.Interval {
-			l.sweep(now)
-		}
-		if len(l.tat) < maxSources {
-			s = source{tat: now}
-			sp = &s
-		} else {
-			sp, k = &l.shared, netip.Addr{}
-		}
-	}
-	v := l.step(sp, now)
-	if k.IsValid() {
-		l.tat[k] = *sp
-	}
-	return v
-}
-
-// step is GCRA on one source: the request conforms when its theoretical
-// arrival time is at most (Burst-1) intervals ahead of now.
-func (l *limiter) step(s *source, now int64) int {
+	r := l.record(key(a), now)
+	r.last = now
+	// GCRA: the request conforms when its theoretical arrival time is at
+	// most (Burst-1) intervals ahead of now.
 	iv := l.lim.Interval
-	t := max(s.tat, now)
+	t := max(r.tat, now)
 	if t-now <= int64(l.lim.Burst-1)*iv {
-		s.tat = t + iv
+		r.tat = t + iv
 		return answer
 	}
-	s.limited++
-	if s.limited&(1<<l.lim.Leak-1) == 0 {
+	if l.rng.Uint64()&(1<<l.lim.Leak-1) == 0 {
+		return answer // the leak
+	}
+	if l.lim.KoD > 0 && l.rng.Uint64()&(1<<l.lim.KoD-1) == 0 {
 		return kod
 	}
 	return drop
 }
 
-// sweep forgets the sources whose bucket is full again (idle: a new entry
-// would be the same).
-func (l *limiter) sweep(now int64) {
-	l.lastSweep = now
-	for k, s := range l.tat {
-		if s.tat <= now {
-			delete(l.tat, k)
+// record returns k's record, a new one (a full bucket at now) in an empty
+// place or in place of the least recently seen of k's slot.
+func (l *limiter) record(k netip.Addr, now int64) *record {
+	i := int(maphash.Comparable(l.seed, k)%limitSlots) * slotSize
+	slot := l.table[i : i+slotSize]
+	oldest := -1
+	for j := range slot {
+		switch {
+		case slot[j].addr == k:
+			return &slot[j]
+		case !slot[j].addr.IsValid():
+			slot[j] = record{addr: k, tat: now}
+			return &slot[j]
+		case oldest < 0 || slot[j].last < slot[oldest].last:
+			oldest = j
 		}
 	}
+	l.evicted++
+	slot[oldest] = record{addr: k, tat: now}
+	return &slot[oldest]
 }
 
 // pollFor is the poll exponent (log2 s) a KoD RATE asks for: at least the

@@ -49,6 +49,14 @@ import (
 // for long, down after a key holder's forged number moved it up. No single
 // datagram can so wedge a window for longer than a round trip.
 //
+// A challenge is answered at once, without the handler, when its sequence
+// number is fresh in the sender's window (which it then moves, as any
+// datagram does); one whose number is not (a replay, or a peer not verified
+// yet) is answered at most once per challengeEvery per sender and
+// otherwise dropped (DropChallenge), so that replaying one captured
+// challenge buys at most ten answers a second, to the peer's own address
+// (admitChallenge).
+//
 // Every datagram written is sealed (wire.Keyring.Seal) for its
 // destination with a sequence number from that destination's counter, new
 // for every transmission, retransmissions and repeated cached replies
@@ -64,10 +72,11 @@ const (
 	DropMisaddressed  = "misaddressed"   // sealed for another node (the trailer's destination)
 	DropSeqJump       = "seq_jump"       // a sequence number more than wire.MaxSeqJump above the window
 	DropUnverified    = "unverified"     // from a peer that has not yet answered a challenge since this endpoint started
+	DropChallenge     = "challenge"      // a challenge not answered: its sequence number not fresh (a replay) and one answered less than challengeEvery ago
 )
 
 // DropReasons lists the transport's drop reasons in a fixed order.
-var DropReasons = []string{DropBadTag, DropReplay, DropUnknownSender, DropMalformed, DropMisaddressed, DropSeqJump, DropUnverified}
+var DropReasons = []string{DropBadTag, DropReplay, DropUnknownSender, DropMalformed, DropMisaddressed, DropSeqJump, DropUnverified, DropChallenge}
 
 // ErrTooLong is logged when a sealed datagram would exceed wire.MaxPacket.
 var ErrTooLong = errors.New("sealed datagram larger than the largest UDP payload")
@@ -86,7 +95,10 @@ type peerWindow struct {
 	// only; a tool's window is never challenged).
 	verified bool
 	nonces   [2]uint64 // the last two challenges' nonces (0: none)
-	lastChal time.Time
+	lastChal time.Time // when this node last challenged the sender
+	// lastAnswer is when this node last answered a challenge of the
+	// sender's (admitChallenge).
+	lastAnswer time.Time
 }
 
 // gate is the receive side's admission state; only the receive loop
@@ -160,14 +172,7 @@ func (g *gate) admit(b []byte, from netip.AddrPort, now time.Time) (pkt []byte, 
 	w := g.window(sender)
 	seq := tr.Seq
 	if op == wire.OpAuthChallenge {
-		// Stateless: answered with this node's current number, whatever
-		// the window; a replayed challenge gets an answer nobody waits for.
-		// A peer not verified yet is challenged back at once (a peer that
-		// starts verifies and is verified in one round trip).
-		if isPeer && !w.verified && (w.lastChal.IsZero() || now.Sub(w.lastChal) >= challengeEvery) {
-			return pkt, verdict{challenge: sender, chalAddr: g.peers[sender]}
-		}
-		return pkt, verdict{}
+		return g.admitChallenge(pkt, w, sender, seq, isPeer, now)
 	}
 	if !isPeer {
 		// A tool: its replayed requests get read-only answers again, so
@@ -217,6 +222,46 @@ func (g *gate) admit(b []byte, from netip.AddrPort, now time.Time) (pkt []byte, 
 		v.challenge, v.chalAddr = sender, g.peers[sender]
 	}
 	return nil, v
+}
+
+// admitChallenge decides on a challenge from sender (window w, trailer
+// sequence seq) read at now: answered when its number is fresh, as any
+// datagram's (and then it moves the window); otherwise at most once per
+// challengeEvery per sender, counting the fresh ones (DropChallenge).
+//
+// A challenge's answer goes out at once and costs a seal and a send; were
+// every copy answered, a replayer of one captured challenge would make this
+// node answer at the rate it replays, and every answer moves this node's
+// counter toward the challenger: more than wire.MaxSeqJump answers between
+// two datagrams the challenger accepts make the next one a jump it refuses
+// (the follower lost its source for ~10 s). A number not fresh is
+// still answered now and then, not never, because two peers whose windows
+// for each other are both wrong (one restarted with its wall clock back,
+// or a key holder moved both up) must still be able to verify each other;
+// and such a peer is challenged back, so that its next challenge is fresh.
+// A tool (not a peer) is never challenged, so a number of its that is not
+// fresh is refused like its replayed requests.
+func (g *gate) admitChallenge(pkt []byte, w *peerWindow, sender uint32, seq uint64, isPeer bool, now time.Time) ([]byte, verdict) {
+	check := w.w.Check(seq)
+	fresh := check == wire.Fresh && (w.verified || !isPeer) || check == wire.Jump && !isPeer
+	due := w.lastAnswer.IsZero() || now.Sub(w.lastAnswer) >= challengeEvery
+	var v verdict
+	if isPeer && (!w.verified || check == wire.Old || check == wire.Jump) && (w.lastChal.IsZero() || now.Sub(w.lastChal) >= challengeEvery) {
+		// A peer not verified yet (it restarted, or this node did), or one
+		// whose number is below or far above the window: ask for its
+		// number, so that the two verify each other in one round trip. (A
+		// number seen already is a copy: the window is right.)
+		v.challenge, v.chalAddr = sender, g.peers[sender]
+	}
+	if !fresh && (!isPeer || !due) {
+		v.reason = DropChallenge
+		return nil, v
+	}
+	if fresh {
+		w.w.Accept(seq)
+	}
+	w.lastAnswer = now
+	return pkt, v
 }
 
 // challengeFor starts a challenge to peer id at now unless one went out
@@ -373,6 +418,8 @@ func (e *Endpoint) countDrop(reason string) {
 		e.dropJump.Add(1)
 	case DropUnverified:
 		e.dropUnverified.Add(1)
+	case DropChallenge:
+		e.dropChallenge.Add(1)
 	}
 }
 
@@ -381,5 +428,6 @@ func (s Stats) Drops() map[string]uint64 {
 	return map[string]uint64{
 		DropBadTag: s.BadTag, DropReplay: s.Replays, DropUnknownSender: s.UnknownSender, DropMalformed: s.DecodeErrors,
 		DropMisaddressed: s.Misaddressed, DropSeqJump: s.SeqJumps, DropUnverified: s.Unverified,
+		DropChallenge: s.ChallengesRefused,
 	}
 }

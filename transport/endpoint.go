@@ -235,11 +235,15 @@ type Stats struct {
 	SeqJumps      uint64 // authenticated datagrams whose sequence number jumps beyond wire.MaxSeqJump (dropped: DropSeqJump)
 	Unverified    uint64 // authenticated datagrams from a peer not yet verified by a challenge (dropped: DropUnverified)
 	Challenges    uint64 // challenges sent to peers (auth.go)
-	DupRequests   uint64 // repeated requests answered from the reply cache
-	DupMessages   uint64 // repeated one-way messages not delivered again
-	Stale         uint64 // replies and ACKs nobody waits for (late or duplicate)
-	Timeouts      uint64 // requests and flagged sends that gave up
-	Evicted       uint64 // remembered messages forgotten before RecentTTL (memory full)
+	// ChallengesRefused counts peers' and tools' challenges not answered
+	// (dropped: DropChallenge): replayed, at most one answered per
+	// challengeEvery.
+	ChallengesRefused uint64
+	DupRequests       uint64 // repeated requests answered from the reply cache
+	DupMessages       uint64 // repeated one-way messages not delivered again
+	Stale             uint64 // replies and ACKs nobody waits for (late or duplicate)
+	Timeouts          uint64 // requests and flagged sends that gave up
+	Evicted           uint64 // remembered messages forgotten before RecentTTL (memory full)
 }
 
 type pendKey struct {
@@ -287,6 +291,7 @@ type Endpoint struct {
 	dupReq, dupMsg, stale, timeouts                          atomic.Uint64
 	dropTag, dropReplay, dropSender                          atomic.Uint64
 	dropDest, dropJump, dropUnverified, challenges           atomic.Uint64
+	dropChallenge                                            atomic.Uint64
 
 	refused refusals
 }
@@ -362,7 +367,7 @@ func (e *Endpoint) Stats() Stats {
 		Timeouts: e.timeouts.Load(), Evicted: evicted,
 		BadTag: e.dropTag.Load(), Replays: e.dropReplay.Load(), UnknownSender: e.dropSender.Load(),
 		Misaddressed: e.dropDest.Load(), SeqJumps: e.dropJump.Load(), Unverified: e.dropUnverified.Load(),
-		Challenges: e.challenges.Load(),
+		Challenges: e.challenges.Load(), ChallengesRefused: e.dropChallenge.Load(),
 	}
 }
 

@@ -248,8 +248,9 @@ func TestRestartReplays(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 		synctest.Wait()
-		// A replayed challenge is answered (statelessly: the answer goes to
-		// node 1, which asked nothing); nothing else may be received.
+		// A replayed challenge may be answered (at most once per
+		// challengeEvery: the answer goes to node 1, which asked nothing);
+		// nothing else may be received.
 		chals := uint64(0)
 		for _, b := range captured {
 			if wire.Op(b[3]).Kind() == wire.OpAuthChallenge {
