@@ -159,7 +159,7 @@ func (h *Hull) CenterShape() (CenterShape, bool) {
 }
 
 // midPt is an exchange's midpoint: local time and offset y - x, absolute.
-type midPt struct{ x, off int64 }
+type midPt struct{ x, off, rtt int64 }
 
 // trimMids drops the midpoints older than the hull's oldest point.
 func (h *Hull) trimMids() {
@@ -197,13 +197,14 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		return out
 	}
 	qUp, qLow := side(h.up.pts, 1), side(h.low.pts, -1)
-	var mx, md, mw []float64
+	var mx, md, mw, mr []float64
 	for _, m := range h.mids {
 		x := m.x - h.x0
 		if x < from || x < h.minX {
 			continue
 		}
 		mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, weight(x))
+		mr = append(mr, float64(m.rtt))
 	}
 	if len(qUp) < bodyMinPoints || len(qLow) < bodyMinPoints || len(mx) < bodyMinPoints {
 		return c, s
@@ -213,7 +214,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
 	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
 
-	a, sk, vAt, xm, ok := fitBody(mx, md, mw)
+	a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, float64(h.newest)+h.roundGap/2)
 	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
 	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
 		h.body.shape = shape
@@ -344,21 +345,45 @@ func quantileVar(q []wv, k int) float64 {
 var bodyHubers = []float64{0.25, 0.6, bodyHuber}
 
 // fitBody fits a line through the exchanges' midpoint offsets (x, d
-// relative, memory weights w0) by Huber's M-estimate, with the constant
-// of bodyHubers whose estimated variance is least. It returns the line
-// (relative d at x = 0, skew), the variance of the line's offset at a
-// local time after the weighted centre of the points xm (the sandwich
+// relative, memory weights w0, round trips rtt) by Huber's M-estimate,
+// with the constant of bodyHubers and the set of exchanges (all, or the
+// faster half by round trip, as Intel's collector drops its slowest)
+// whose estimated variance at xe is least. It returns the line (relative
+// d at x = 0, skew), the variance of the line's offset at a local time
+// after the weighted centre xm of the points it used (the sandwich
 // covariance, so the skew's error counts), and xm.
-func fitBody(xs, ds, w0 []float64) (a, skew float64, v func(at float64) float64, xm float64, ok bool) {
-	xm = weightedMean(xs, w0)
-	best := math.Inf(1)
-	for _, hk := range bodyHubers {
-		ca, cs, cv, good := huberLine(xs, ds, w0, xm, hk)
-		if !good {
-			continue
+//
+// The faster half matters where the delays have modes: an exchange whose
+// round trip is short went out and back on the fast mode, so its midpoint
+// is near the truth, while one that took the slow mode one way is off by
+// half the modes' distance; on a bell the round trip says nothing of the
+// midpoint, the half has twice the variance and is not chosen.
+func fitBody(xs, ds, w0, rtt []float64, xe float64) (a, skew float64, v func(at float64) float64, xm float64, ok bool) {
+	sets := [][3][]float64{{xs, ds, w0}}
+	if len(rtt) >= 2*bodyMinPoints {
+		med := slices.Clone(rtt)
+		slices.Sort(med)
+		lim := med[len(med)/2]
+		var fx, fd, fw []float64
+		for i, r := range rtt {
+			if r <= lim {
+				fx, fd, fw = append(fx, xs[i]), append(fd, ds[i]), append(fw, w0[i])
+			}
 		}
-		if v0 := cv(0); v0 < best {
-			best, a, skew, v, ok = v0, ca, cs, cv, true
+		sets = append(sets, [3][]float64{fx, fd, fw})
+	}
+	best := math.Inf(1)
+	for _, set := range sets {
+		sx, sd, sw := set[0], set[1], set[2]
+		cm := weightedMean(sx, sw)
+		for _, hk := range bodyHubers {
+			ca, cs, cv, good := huberLine(sx, sd, sw, cm, hk)
+			if !good {
+				continue
+			}
+			if ve := cv(xe - cm); ve < best {
+				best, a, skew, v, xm, ok = ve, ca, cs, cv, cm, true
+			}
 		}
 	}
 	return a, skew, v, xm, ok

@@ -499,7 +499,9 @@ func (h *Hull) addPoints(u, l pt) {
 	h.low.add(l)
 	if h.cfg.Center && !h.cfg.CenterFloorOnly {
 		// The exchange's midpoint, absolute, for the body line.
-		h.mids = append(h.mids, midPt{x: h.x0 + (u.x+l.x)/2, off: h.c + (u.d-l.d)/2})
+		// The exchange's round trip less the source's hold: LOW stores -d,
+		// so u.d + l.d = (SrcRecv - LocSend) - (SrcSend - LocRecv).
+		h.mids = append(h.mids, midPt{x: h.x0 + (u.x+l.x)/2, off: h.c + (u.d-l.d)/2, rtt: u.d + l.d})
 	}
 	h.newest = max(h.newest, u.x, l.x)
 	h.minX = min(h.minX, u.x, l.x)
