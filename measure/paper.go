@@ -76,9 +76,9 @@ type PaperView struct {
 	SkewP50Pct     float64    `json:"start_skew_p50_pct,omitempty"`
 	SkewP99Pct     float64    `json:"start_skew_p99_pct,omitempty"`
 	SkewMaxPct     float64    `json:"start_skew_max_pct,omitempty"`
-	Coverage  float64    `json:"coverage"` // share of values whose true time is inside the bounds; -1 without bounds
-	boundsIn  int
-	widths    []float64
+	Coverage       float64    `json:"coverage"` // share of values whose true time is inside the bounds; -1 without bounds
+	boundsIn       int
+	widths         []float64
 }
 
 // paperExec is one execution's node times under one method.
