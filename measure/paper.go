@@ -58,14 +58,33 @@ type PaperView struct {
 	ErrP99Pct float64    `json:"err_p99_abs_pct,omitempty"`
 	ErrMaxPct float64    `json:"err_max_abs_pct,omitempty"`
 	ErrWithin [3]float64 `json:"err_within"`
-	Coverage  float64    `json:"coverage"` // share of values whose true time is inside the bounds; -1 without bounds
-	boundsIn  int
-	widths    []float64
+	// ErrPcts splits in two: ClockErrPcts, (measured - the node's true
+	// time) / the true operation * 100, is what the stamps get wrong (for
+	// the global methods the global-time stamps of the node's start and of
+	// the common end against the truth; for (a) the node's own clock over
+	// its interval); SkewPcts, (the node's true start - the earliest true
+	// start) / the true operation * 100, is how late the node really
+	// started, which the truth shows and no clock causes (for (a) the
+	// spread of the barrier's exits). ErrPcts = ClockErrPcts - SkewPcts
+	// for the global methods.
+	ClockErrPcts   []float64  `json:"-"`
+	ClockErrP50Pct float64    `json:"clock_err_p50_abs_pct,omitempty"`
+	ClockErrP99Pct float64    `json:"clock_err_p99_abs_pct,omitempty"`
+	ClockErrMaxPct float64    `json:"clock_err_max_abs_pct,omitempty"`
+	ClockErrWithin [3]float64 `json:"clock_err_within"`
+	SkewPcts       []float64  `json:"-"`
+	SkewP50Pct     float64    `json:"start_skew_p50_pct,omitempty"`
+	SkewP99Pct     float64    `json:"start_skew_p99_pct,omitempty"`
+	SkewMaxPct     float64    `json:"start_skew_max_pct,omitempty"`
+	Coverage       float64    `json:"coverage"` // share of values whose true time is inside the bounds; -1 without bounds
+	boundsIn       int
+	widths         []float64
 }
 
 // paperExec is one execution's node times under one method.
 type paperExec struct {
 	ns, lo, hi, trueNs []int64
+	skewNs             []int64 // each node's true start - the earliest true start
 	bounds, truth      bool
 	trueOp             int64
 }
@@ -96,6 +115,7 @@ func paperGlobal(ps []*pair, read func(*Stamp) gtime.Time, truth Truth) (paperEx
 		}
 		for _, p := range ps {
 			x.trueNs = append(x.trueNs, te-truth(p.start.Raw))
+			x.skewNs = append(x.skewNs, truth(p.start.Raw)-t0)
 		}
 		x.trueOp = te - t0
 	}
@@ -116,6 +136,9 @@ func paperLocal(ps []*pair, truth Truth) paperExec {
 			ts, tend := truth(p.start.Raw), truth(p.end.Raw)
 			x.trueNs = append(x.trueNs, tend-ts)
 			te, t0 = max(te, tend), min(t0, ts)
+		}
+		for _, p := range ps {
+			x.skewNs = append(x.skewNs, truth(p.start.Raw)-t0)
 		}
 		x.trueOp = te - t0
 	}
@@ -154,6 +177,8 @@ func (m *PaperView) add(x paperExec) {
 			m.HasTruth = true
 			m.TrueDevs = append(m.TrueDevs, (float64(x.trueNs[i])-tmean)/tmean*100)
 			m.ErrPcts = append(m.ErrPcts, float64(v-x.trueOp)/float64(x.trueOp)*100)
+			m.ClockErrPcts = append(m.ClockErrPcts, float64(v-x.trueNs[i])/float64(x.trueOp)*100)
+			m.SkewPcts = append(m.SkewPcts, float64(x.skewNs[i])/float64(x.trueOp)*100)
 			if x.bounds && x.lo[i] <= x.trueNs[i] && x.trueNs[i] <= x.hi[i] {
 				m.boundsIn++
 			}
@@ -218,6 +243,11 @@ func (m *PaperView) finish() {
 		e := absSorted(m.ErrPcts)
 		m.ErrP50Pct, m.ErrP99Pct, m.ErrMaxPct = quantile(e, 0.5), quantile(e, 0.99), e[len(e)-1]
 		m.ErrWithin = within(m.ErrPcts)
+		c := absSorted(m.ClockErrPcts)
+		m.ClockErrP50Pct, m.ClockErrP99Pct, m.ClockErrMaxPct = quantile(c, 0.5), quantile(c, 0.99), c[len(c)-1]
+		m.ClockErrWithin = within(m.ClockErrPcts)
+		k := absSorted(m.SkewPcts)
+		m.SkewP50Pct, m.SkewP99Pct, m.SkewMaxPct = quantile(k, 0.5), quantile(k, 0.99), k[len(k)-1]
 		if m.BoundsN > 0 {
 			m.Coverage = float64(m.boundsIn) / float64(len(m.ErrPcts))
 		}

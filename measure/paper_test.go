@@ -96,6 +96,51 @@ func TestPaperCommonEnd(t *testing.T) {
 	}
 }
 
+// TestPaperClockErrorApartFromStartSkew: four nodes with exact clocks
+// (global = raw = truth) run a scheduled execution; node 2 really starts
+// 30 us after the others (under ReproMPI's limit), every node ends at
+// 1.1 ms. The stamps are exact, so the clock-only error must read 0; the
+// start skew is node 2's 30 us of the 1 ms operation, 3%, which the old
+// "error in % of the op" counted as the clock's.
+func TestPaperClockErrorApartFromStartSkew(t *testing.T) {
+	late := []int64{0, 0, 30_000, 0}
+	var ss []Stamp
+	for r := range 4 {
+		start := 100_000 + late[r]
+		s := st(0, ModeScheduled, r, EventStart, start, 0, start, 500)
+		s.Target = 100_000
+		ss = append(ss, s, st(0, ModeScheduled, r, EventEnd, 1_100_000, 0, 1_100_000, 500))
+	}
+	res, err := Analyze(ss, func(r int64) int64 { return r })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.PaperMethod(MethodGlobal)
+	if g == nil || g.N != 4 || !g.HasTruth {
+		t.Fatalf("global paper view: %+v", g)
+	}
+	if g.ClockErrMaxPct > 1e-9 || g.ClockErrWithin != [3]float64{1, 1, 1} {
+		t.Errorf("clock-only error max %.6f%%, within %v; want 0 (the clocks are exact)", g.ClockErrMaxPct, g.ClockErrWithin)
+	}
+	if !near(g.SkewMaxPct, 3, 1e-9) || !near(g.SkewPcts[2], 3, 1e-9) || g.SkewPcts[0] != 0 {
+		t.Errorf("start skew max %.6f%%, per node %v; want 3%% for node 2, 0 for the others", g.SkewMaxPct, g.SkewPcts)
+	}
+	// The whole error is the skew (with its sign: node 2's time is short).
+	if !near(g.ErrPcts[2], -3, 1e-9) || !near(g.ErrMaxPct, 3, 1e-9) {
+		t.Errorf("error against the whole op: node 2 %.6f%%, max %.6f%%; want -3%% and 3%%", g.ErrPcts[2], g.ErrMaxPct)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"clock-only error in % of the op", "start skew in % of the op",
+		"0.0000% / 0.0000% / 0.0000% | 100% / 100% / 100% | 0.0000% / 3.0000% / 3.0000% |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
 // TestReproMPIInvalidates: an execution with a node later than the limit
 // is left out of the scheduled methods and counted, as ReproMPI does.
 func TestReproMPIInvalidates(t *testing.T) {
@@ -260,6 +305,11 @@ func TestPaperSyntheticFiles(t *testing.T) {
 		}
 		if !strings.Contains(md.String(), "error in % of the op") {
 			t.Error("report with a truth lacks the error in % of the op")
+		}
+		// Starts at most 50 ns apart: the clock-only error carries the
+		// rest, up to the 400 + 200 ns of the global clocks.
+		if g.SkewMaxPct > 50.0/600_000*100 || g.ClockErrP99Pct > 0.1 {
+			t.Errorf("start skew max %.4f%%, clock-only error p99 %.4f%%; want <= 50 ns of the op and <= 0.1%%", g.SkewMaxPct, g.ClockErrP99Pct)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,7 +46,16 @@ func PlotDeviations(r *Result, file string) error {
 	if err != nil {
 		return err
 	}
-	var rows [][]*plot.Plot
+	fig, err := deviationsFigure(r, file)
+	if err != nil {
+		return err
+	}
+	return fig.render(file, ext)
+}
+
+// deviationsFigure builds PlotDeviations's figure.
+func deviationsFigure(r *Result, file string) (*figure, error) {
+	fig := &figure{w: 8 * vg.Inch}
 	addPanel := func(title, key string, devs []float64) error {
 		if len(devs) == 0 {
 			return nil
@@ -69,8 +77,8 @@ func PlotDeviations(r *Result, file string) error {
 			p.Title.Text += fmt.Sprintf(" (%d beyond +-%.3f%% not drawn)", len(devs)-len(kept), lim)
 			devs = kept
 		}
-		p.X.Label.Text = "deviation from the mean of the execution (% of the operation)"
-		p.Y.Label.Text = "node times"
+		p.X.Label.Text = "deviation from the mean of the execution (% of the operation); dashed: the paper's +-0.04, 0.24, 1.8%"
+		p.Y.Label.Text = "node times (count)"
 		h, err := plotter.NewHist(plotter.Values(devs), 40)
 		if err != nil {
 			return err
@@ -97,7 +105,8 @@ func PlotDeviations(r *Result, file string) error {
 				p.Add(l)
 			}
 		}
-		rows = append(rows, []*plot.Plot{p})
+		setTicks(p)
+		fig.panels = append(fig.panels, p)
 		return nil
 	}
 	var truth []float64
@@ -106,16 +115,17 @@ func PlotDeviations(r *Result, file string) error {
 			truth = m.TrueDevs
 		}
 		if err := addPanel(methodTitle[m.Name], m.Name, m.Devs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := addPanel("true times of (b)'s executions", "true", truth); err != nil {
-		return err
+		return nil, err
 	}
-	if len(rows) == 0 {
-		return fmt.Errorf("measure: plot %s: no executions", file)
+	if len(fig.panels) == 0 {
+		return nil, fmt.Errorf("measure: plot %s: no executions", file)
 	}
-	return saveGrid(rows, file, ext, 8*vg.Inch, vg.Length(len(rows))*2.6*vg.Inch)
+	fig.h = vg.Length(len(fig.panels)) * 2.8 * vg.Inch
+	return fig, nil
 }
 
 // PlotErrors draws the distribution (CDF) of each method's |error| against
@@ -125,16 +135,20 @@ func PlotErrors(r *Result, file string) error {
 	if err != nil {
 		return err
 	}
+	fig, err := errorsFigure(r, file)
+	if err != nil {
+		return err
+	}
+	return fig.render(file, ext)
+}
+
+// errorsFigure builds PlotErrors's figure.
+func errorsFigure(r *Result, file string) (*figure, error) {
 	p := plot.New()
 	p.Title.Text = "error of each method's time against the true time"
 	p.X.Label.Text = "|measured - true| (ns, log scale)"
 	p.Y.Label.Text = "fraction of values"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	// Top right, moved left and down: the curves rise steeply at the left
-	// (global time) and reach 1 at the far right (barrier-aligned).
-	p.Legend.Top, p.Legend.Left = true, false
-	p.Legend.XOffs, p.Legend.YOffs = -2.3*vg.Inch, -1.2*vg.Inch
 	drawn := false
 	for _, m := range r.Methods {
 		var abs []float64
@@ -154,21 +168,21 @@ func PlotErrors(r *Result, file string) error {
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		l.Color, l.Width = colors[m.Name], vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(shortTitle[m.Name], l)
 	}
 	if !drawn {
-		return fmt.Errorf("measure: plot %s: no errors (no truth)", file)
+		return nil, fmt.Errorf("measure: plot %s: no errors (no truth)", file)
 	}
 	p.Add(plotter.NewGrid())
-	return saveGrid([][]*plot.Plot{{p}}, file, ext, 8*vg.Inch, 4.5*vg.Inch)
+	setTicks(p)
+	return &figure{panels: []*plot.Plot{p}, w: 9 * vg.Inch, h: 4.5 * vg.Inch}, nil
 }
 
-// shortTitle names the methods in the error figure's legend, which must
-// fit between the global-time curves and the barrier-aligned one.
+// shortTitle names the methods in the error figure's legend.
 var shortTitle = map[string]string{
 	MethodBarrier:         "(a) barrier-aligned",
 	MethodGlobal:          "(b) global time",
@@ -187,23 +201,32 @@ func (e errPts) YError(i int) (float64, float64) { return e.down[i], e.up[i] }
 
 // PlotLatency draws the one-way latency per message size, each direction's
 // median estimate with its median bounds as error bars and, with a truth,
-// the true median dashed (the layout of Liao's figure 2).
+// the true median (the layout of Liao's figure 2), drawn over the
+// estimates, dashed with open squares, so that it shows where the two meet.
 func PlotLatency(r *Result, file string) error {
 	ext, err := format(file)
 	if err != nil {
 		return err
 	}
+	fig, err := latencyFigure(r, file)
+	if err != nil {
+		return err
+	}
+	return fig.render(file, ext)
+}
+
+// latencyFigure builds PlotLatency's figure.
+func latencyFigure(r *Result, file string) (*figure, error) {
 	if len(r.Latency) == 0 {
-		return fmt.Errorf("measure: plot %s: no latency messages", file)
+		return nil, fmt.Errorf("measure: plot %s: no latency messages", file)
 	}
 	p := plot.New()
 	p.Title.Text = "one-way latency from global timestamps"
 	p.X.Label.Text = "message size (bytes, log scale)"
-	p.Y.Label.Text = "latency (us)"
+	p.Y.Label.Text = "one-way latency (us)"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
 	dirColor := []color.Color{colors[MethodGlobal], colors[MethodBarrier]}
+	var truths []plot.Plotter
 	for dir := range 2 {
 		var e errPts
 		var tr plotter.XYs
@@ -218,7 +241,7 @@ func PlotLatency(r *Result, file string) error {
 			e.down = append(e.down, math.Max(0, y-pt.LoP50Ns/1e3))
 			e.up = append(e.up, math.Max(0, pt.HiP50Ns/1e3-y))
 			if pt.Err != nil {
-				tr = append(tr, plotter.XY{X: float64(pt.Size), Y: pt.TrueP50 / 1e3})
+				tr = append(tr, plotter.XY{X: x, Y: pt.TrueP50 / 1e3})
 			}
 		}
 		if len(e.XYs) == 0 {
@@ -226,54 +249,55 @@ func PlotLatency(r *Result, file string) error {
 		}
 		line, pts, err := plotter.NewLinePoints(e.XYs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		line.Color, pts.Color = dirColor[dir], dirColor[dir]
 		bars, err := plotter.NewYErrorBars(e)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bars.Color = dirColor[dir]
 		p.Add(line, pts, bars)
-		p.Legend.Add(fmt.Sprintf("%d->%d estimate (median) and bounds", dir, 1-dir), line, pts)
+		p.Legend.Add(fmt.Sprintf("%d->%d estimate (median), bounds", dir, 1-dir), line, pts)
 		if len(tr) > 0 {
-			l, err := plotter.NewLine(tr)
+			l, s, err := truthLine(tr, dirColor[dir])
 			if err != nil {
-				return err
+				return nil, err
 			}
-			l.Color, l.Dashes = dirColor[dir], []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%d->%d true (median)", dir, 1-dir), l)
+			truths = append(truths, l, s)
+			p.Legend.Add(fmt.Sprintf("%d->%d true (median)", dir, 1-dir), l, s)
 		}
 	}
 	p.Add(plotter.NewGrid())
-	return saveGrid([][]*plot.Plot{{p}}, file, ext, 8*vg.Inch, 5*vg.Inch)
+	p.Add(truths...)
+	setTicks(p)
+	return &figure{panels: []*plot.Plot{p}, w: 9 * vg.Inch, h: 5 * vg.Inch, truths: len(truths) / 2}, nil
 }
 
-func saveGrid(rows [][]*plot.Plot, file, ext string, w, h vg.Length) error {
-	c, err := draw.NewFormattedCanvas(w, h, ext)
+// truthLine is a true curve: dashed, with open squares around the
+// estimates' dots, so that it stays visible where it lies on them.
+func truthLine(xy plotter.XYs, c color.Color) (*plotter.Line, *plotter.Scatter, error) {
+	l, s, err := plotter.NewLinePoints(xy)
 	if err != nil {
-		return fmt.Errorf("measure: plot %s: %w", file, err)
+		return nil, nil, err
 	}
-	dc := draw.New(c)
-	t := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 2 * vg.Millimeter}
-	canvases := plot.Align(rows, t, dc)
-	for i, row := range rows {
-		for j, p := range row {
-			p.Draw(canvases[i][j])
-		}
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("measure: plot: %w", err)
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("measure: plot %s: %w", file, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("measure: plot %s: %w", file, err)
-	}
-	return nil
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), []vg.Length{vg.Points(5), vg.Points(3)}
+	s.Color, s.Shape, s.Radius = c, openBox{}, vg.Points(4.5)
+	return l, s, nil
+}
+
+// openBox is an unfilled square glyph.
+type openBox struct{}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (openBox) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.2)})
+	r := sty.Radius
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Close()
+	c.Stroke(p)
 }

@@ -46,15 +46,23 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	if err != nil {
 		return err
 	}
+	fig, err := latencyCurvesFigure(curves, from, title, file)
+	if err != nil {
+		return err
+	}
+	return fig.render(file, ext)
+}
+
+// latencyCurvesFigure builds PlotLatencyCurves's figure.
+func latencyCurvesFigure(curves []LatencyCurve, from int, title, file string) (*figure, error) {
 	if len(curves) == 0 {
-		return fmt.Errorf("measure: plot %s: no curves", file)
+		return nil, fmt.Errorf("measure: plot %s: no curves", file)
 	}
 	lat, errp, tp := plot.New(), plot.New(), plot.New()
 	lat.Title.Text = title
 	lat.X.Label.Text = "message size (bytes, log scale)"
-	lat.Y.Label.Text = fmt.Sprintf("one-way latency %d->%d (us, log scale)", from, 1-from)
+	lat.Y.Label.Text = fmt.Sprintf("latency %d->%d (us)", from, 1-from)
 	lat.Y.Scale = plot.LogScale{}
-	lat.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	errp.Title.Text = "error of each size against the truth: mean, bars p10-p90"
 	errp.X.Label.Text = lat.X.Label.Text
 	errp.Y.Label.Text = "estimate - truth (us)"
@@ -63,10 +71,8 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	tp.Y.Label.Text = "estimate - truth (us)"
 	for _, p := range []*plot.Plot{lat, errp} {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
-	lat.Legend.Top, lat.Legend.Left = true, true
-	tp.Legend.Top = true
+	var truths []plot.Plotter
 	drawn, nonPositive, latPoints, errPoints := 0, 0, 0, 0
 	for i, c := range curves {
 		if c.Result == nil {
@@ -116,37 +122,37 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 		if len(meas) > 0 {
 			l, pts, err := plotter.NewLinePoints(meas)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			l.Color, pts.Color = col, col
 			lat.Add(l, pts)
-			lat.Legend.Add(c.Name+": global time (median)", l, pts)
+			lat.Legend.Add(c.Name, l, pts)
 		}
 		if len(truth) > 0 {
-			tl, err := plotter.NewLine(truth)
+			tl, ts, err := truthLine(truth, col)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			tl.Color, tl.Dashes = col, []vg.Length{vg.Points(4), vg.Points(3)}
-			lat.Add(tl)
+			truths = append(truths, tl, ts)
 		}
 		if len(e.XYs) > 0 {
 			el, ep, err := plotter.NewLinePoints(e.XYs)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			el.Color, ep.Color = col, col
 			bars, err := plotter.NewYErrorBars(e)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			bars.Color = col
 			errp.Add(el, ep, bars)
+			errp.Legend.Add(c.Name, el, ep)
 		}
 		if len(msgs) > 0 {
 			sc, err := plotter.NewScatter(msgs)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			sc.Color, sc.Shape, sc.Radius = col, draw.CircleGlyph{}, vg.Points(1.2)
 			tp.Add(sc)
@@ -154,9 +160,21 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 		}
 	}
 	if drawn == 0 {
-		return fmt.Errorf("measure: plot %s: no messages %d->%d", file, from, 1-from)
+		return nil, fmt.Errorf("measure: plot %s: no messages %d->%d", file, from, 1-from)
 	}
-	lat.Legend.Add("dashed: the truth (median)")
+	// The truth over the estimates, and the legend's key to the styles.
+	lat.Add(truths...)
+	grey := color.Gray{Y: 0x30}
+	key := &plotter.Line{LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1)}}
+	keyPts := &plotter.Scatter{GlyphStyle: draw.GlyphStyle{Color: grey, Shape: draw.RingGlyph{}, Radius: vg.Points(3)}}
+	lat.Legend.Add("solid, dots: global time (median)", key, keyPts)
+	if len(truths) > 0 {
+		tl, ts, err := truthLine(plotter.XYs{{X: 1, Y: 1}}, grey)
+		if err != nil {
+			return nil, err
+		}
+		lat.Legend.Add("dashed, squares: the truth (median)", tl, ts)
+	}
 	if nonPositive > 0 {
 		lat.Title.Text += fmt.Sprintf(" (%d medians <= 0 not drawn on the log axis)", nonPositive)
 	}
@@ -173,8 +191,9 @@ func PlotLatencyCurves(curves []LatencyCurve, from int, title, file string) erro
 	}
 	for _, p := range []*plot.Plot{lat, errp, tp} {
 		p.Add(plotter.NewGrid())
+		setTicks(p)
 	}
-	return saveGrid([][]*plot.Plot{{lat}, {errp}, {tp}}, file, ext, 8*vg.Inch, 12*vg.Inch)
+	return &figure{panels: []*plot.Plot{lat, errp, tp}, w: 10 * vg.Inch, h: 12 * vg.Inch, truths: len(truths) / 2}, nil
 }
 
 // positive returns the points of xy whose Y is above 0, adding the others'
