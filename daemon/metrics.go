@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/gtime"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,10 @@ type Snapshot struct {
 	// ServedMaxError is the half-width of the served time's bounds now
 	// (UTC's with real_time, global time's otherwise); 0 while not synced.
 	ServedMaxError time.Duration
+	// Upstream is the state of the reference's CLOCK_REALTIME served with
+	// UTC (reference-realtime: the model's), when HaveUpstream.
+	Upstream     realtime.Upstream
+	HaveUpstream bool
 	// Offset is global time minus the local clock now (est(x) - x): large
 	// between hosts booted at different times, it is the mapping's offset.
 	Offset time.Duration

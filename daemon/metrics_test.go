@@ -276,3 +276,20 @@ func TestMetricsNodeLabel(t *testing.T) {
 		t.Errorf("no gclock_served_max_error_seconds while synced")
 	}
 }
+
+// withoutNodeLabel is a series name with its node label taken out.
+func withoutNodeLabel(series string) string {
+	i := strings.Index(series, `node="`)
+	if i < 0 {
+		return series
+	}
+	j := strings.IndexByte(series[i+6:], '"')
+	if j < 0 {
+		return series
+	}
+	out := series[:i] + series[i+6+j+1:]
+	out = strings.Replace(out, "{,", "{", 1)
+	out = strings.Replace(out, ",,", ",", 1)
+	out = strings.Replace(out, ",}", "}", 1)
+	return strings.TrimSuffix(out, "{}")
+}

@@ -741,6 +741,9 @@ func (n *node) Snapshot() Snapshot {
 		Term: n.term.Load(), StaleTerm: n.stale.Load(),
 		Status: t.Status.String(), TakenAt: time.Now()}
 	s.Served, s.ServedStatus, s.ServedReason, s.ServedMaxError = n.served(t)
+	if n.rt != nil {
+		s.Upstream, s.HaveUpstream = n.rt.upstreamState()
+	}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
