@@ -29,7 +29,7 @@ func (f fixedSnapshot) Snapshot() Snapshot { return Snapshot(f) }
 // and 5.
 func goldenSnapshot() fixedSnapshot {
 	return fixedSnapshot{
-		Node: 2, Reference: 1, Status: "synced", Served: "realtime", ServedStatus: "unsynced", ServedReason: "upstream-unsynchronised", TakenAt: time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC),
+		Node: 2, Reference: 1, Status: "synced", Served: "realtime", ServedStatus: "synced", ServedMaxError: 27 * time.Microsecond, TakenAt: time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC),
 		Offset:              -1234*time.Second - 567890123,
 		EstimatedError:      1500 * time.Nanosecond,
 		FrequencyAdjustment: 12.5e-6,
