@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -33,6 +34,36 @@ type View struct {
 	StatusChanges    map[string]uint64 `json:"status_changes"`
 	// TakenAt is when the daemon took the view (its CLOCK_REALTIME, RFC 3339).
 	TakenAt string `json:"taken_at"`
+	// Served is what clients get (Snapshot.ServedState): its status is the
+	// one every surface reports; Status above is global time's.
+	Served ViewServed `json:"served"`
+}
+
+// ViewServed is the time a node serves (the page, NTP, /readyz): global
+// time, or UTC with real_time and its upstream, as chronyc tracking shows
+// chronyd's.
+type ViewServed struct {
+	Timescale string `json:"timescale"` // reference (global time), realtime, mean-drift
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"` // why UTC is not served
+	BoundNs   int64  `json:"bound_ns"`         // half-width of the served bounds (0: not synced)
+	// The reference's CLOCK_REALTIME (reference-realtime, once a model is
+	// known): whether its kernel says synchronised, the leap announced
+	// (0 none, 1 insert, 2 delete), chronyd's stratum, reference id, root
+	// delay and dispersion, the kernel's maxerror.
+	Upstream *ViewUpstream `json:"upstream,omitempty"`
+}
+
+// ViewUpstream is ViewServed's upstream.
+type ViewUpstream struct {
+	Known       bool   `json:"known"` // false: real_time.upstream none
+	Synced      bool   `json:"synced"`
+	Leap        uint8  `json:"leap"`
+	Stratum     uint8  `json:"stratum"`
+	RefID       uint32 `json:"ref_id"`
+	RootDelayNs int64  `json:"root_delay_ns"`
+	RootDispNs  int64  `json:"root_dispersion_ns"`
+	MaxErrorNs  int64  `json:"max_error_ns"`
 }
 
 // ViewSource is one source's line of `gclock sources` and `gclock sourcestats`.
@@ -80,6 +111,12 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 		FrequencyPPM: s.FrequencyAdjustment * 1e6, SelfPeriodNs: int64(s.SelfPeriod),
 		Drops: sec.Drops, StatusChanges: sec.StatusChanges, TakenAt: at.UTC().Format(time.RFC3339Nano),
 		Sources: []ViewSource{}, Children: []ViewChild{}}
+	st, _, reason := s.ServedState()
+	v.Served = ViewServed{Timescale: cmp.Or(s.Served, "reference"), Status: st, Reason: reason, BoundNs: int64(s.ServedMaxError)}
+	if u := s.Upstream; s.HaveUpstream {
+		v.Served.Upstream = &ViewUpstream{Known: u.Known, Synced: u.Synced || !u.Known, Leap: u.Leap, Stratum: u.Stratum, RefID: u.RefID,
+			RootDelayNs: u.RootDelay, RootDispNs: u.RootDisp, MaxErrorNs: u.MaxErr}
+	}
 	for _, src := range s.Sources {
 		v.Sources = append(v.Sources, ViewSource{ID: src.ID, Selected: src.Selected, Silent: src.Silent,
 			Rounds: src.Rounds, EstimatorRestarts: src.EstimatorRestarts, Samples: src.Samples,

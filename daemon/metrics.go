@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
+	"github.com/gclock/gclock/gtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,6 +39,13 @@ type Snapshot struct {
 	Served       string
 	ServedStatus string
 	ServedReason string
+	// ServedMaxError is the half-width of the served time's bounds now
+	// (UTC's with real_time, global time's otherwise); 0 while not synced.
+	ServedMaxError time.Duration
+	// Upstream is the state of the reference's CLOCK_REALTIME served with
+	// UTC (reference-realtime: the model's), when HaveUpstream.
+	Upstream     realtime.Upstream
+	HaveUpstream bool
 	// Offset is global time minus the local clock now (est(x) - x): large
 	// between hosts booted at different times, it is the mapping's offset.
 	Offset time.Duration
@@ -146,6 +155,19 @@ type Snapshotter interface {
 	Snapshot() Snapshot
 }
 
+// ServedState is the one status every surface reports (the page,
+// /readyz, NTP, gclock-wait, gclock tracking, gclock_served_status,
+// systemd's READY and STATUS, the status page): the served time's status
+// and what it is ("global time", or "UTC (realtime)"), and why UTC is not
+// served. A Snapshot from before real_time existed (Served empty) is
+// global time's.
+func (s Snapshot) ServedState() (status, what, reason string) {
+	if s.ServedStatus == "" || s.Served == "" || s.Served == gtime.TimescaleReference.String() {
+		return s.Status, "global time", ""
+	}
+	return s.ServedStatus, "UTC (" + s.Served + ")", s.ServedReason
+}
+
 // statuses are the values of the gclock_status metric's label (a status
 // outside the list is exported too, as 1).
 var statuses = []string{"unsynced", "synced", "stale", "degraded", "no-daemon"}
@@ -193,6 +215,7 @@ type collector struct {
 	msg                                         *prometheus.Desc
 	refChanges, silent                          *prometheus.Desc
 	term, staleTerm                             *prometheus.Desc
+	servedSt, servedErr                         *prometheus.Desc
 	build                                       buildLabels
 
 	// chronyc tracking (the selected source) and sourcestats (each source).
@@ -213,7 +236,9 @@ func newCollector(src Snapshotter) *collector {
 		offset:     d("offset_seconds", "Global time minus the local clock (CLOCK_MONOTONIC_RAW), seconds."),
 		estErr:     d("max_error_seconds", "Half-width of the guaranteed bounds on global time, seconds: a bound (timex's maxerror), not an estimate."),
 		freq:       d("frequency_adjustment_ratio", "Estimated rate of global time per local second, minus 1."),
-		st:         d("status", "1 for the node's current status, 0 for the others.", "status", "reference"),
+		st:         d("status", "1 for the status of global time (the cluster's sync) on this node, 0 for the others; what clients get is gclock_served_status.", "status", "reference"),
+		servedSt:   d("served_status", "1 for the status of the time this node serves (the page, NTP, /readyz, gclock-wait: UTC with real_time, else global time), 0 for the others; reason says why UTC is not served.", "status", "timescale", "reason"),
+		servedErr:  d("served_max_error_seconds", "Half-width of the bounds of the time this node serves (UTC with real_time), seconds; absent while it is not synced."),
 		srcRounds:  d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
 		restarts:   d("estimator_restarts_total", "Estimator windows restarted on inconsistent samples.", "source"),
 		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp).", "source", "reason"),
@@ -259,6 +284,7 @@ func newCollector(src Snapshotter) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
 		c.rounds, c.repeated, c.cut, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
 		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes} {
@@ -296,6 +322,25 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if !known && s.Status != "" {
 		g(c.st, 1, s.Status, ref)
+	}
+	sst, _, reason := s.ServedState()
+	scale := s.Served
+	if scale == "" {
+		scale = gtime.TimescaleReference.String()
+	}
+	known = false
+	for _, name := range statuses {
+		v, r := 0.0, ""
+		if name == sst {
+			v, known, r = 1, true, reason
+		}
+		g(c.servedSt, v, name, scale, r)
+	}
+	if !known && sst != "" {
+		g(c.servedSt, 1, sst, scale, reason)
+	}
+	if sst == "synced" || sst == "degraded" {
+		g(c.servedErr, s.ServedMaxError.Seconds())
 	}
 	for _, src := range s.Sources {
 		id := strconv.FormatUint(uint64(src.ID), 10)
@@ -375,6 +420,14 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// nodeLabelled is a collector whose metrics metricsHandler labels with
+// node, as every gclock_ metric is (the NTP server's, real time's, the
+// refclock feed's: their collectors do not know the node).
+type nodeLabelled struct {
+	prometheus.Collector
+	node uint32
+}
+
 // metricsHandler serves src's metrics from a private registry (no Go
 // runtime or process metrics unless the caller adds them), with the extra
 // collectors given (other metric families, built elsewhere).
@@ -384,7 +437,11 @@ func metricsHandler(src Snapshotter, extra ...prometheus.Collector) (http.Handle
 		return nil, err
 	}
 	for _, c := range extra {
-		if err := reg.Register(c); err != nil {
+		r := prometheus.Registerer(reg)
+		if l, ok := c.(nodeLabelled); ok {
+			c, r = l.Collector, prometheus.WrapRegistererWith(prometheus.Labels{"node": strconv.FormatUint(uint64(l.node), 10)}, reg)
+		}
+		if err := r.Register(c); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/internal/memnet"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -28,7 +29,7 @@ func (f fixedSnapshot) Snapshot() Snapshot { return Snapshot(f) }
 // and 5.
 func goldenSnapshot() fixedSnapshot {
 	return fixedSnapshot{
-		Node: 2, Reference: 1, Status: "synced", TakenAt: time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC),
+		Node: 2, Reference: 1, Status: "synced", Served: "realtime", ServedStatus: "synced", ServedMaxError: 27 * time.Microsecond, TakenAt: time.Date(2026, 11, 27, 12, 0, 0, 500_000_000, time.UTC),
 		Offset:              -1234*time.Second - 567890123,
 		EstimatedError:      1500 * time.Nanosecond,
 		FrequencyAdjustment: 12.5e-6,
@@ -253,4 +254,42 @@ func metricValue(body, name string) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// TestMetricsNodeLabel: the collectors that do not know the node (the NTP
+// server's, real time's: extras) get the node label from metricsHandler.
+func TestMetricsNodeLabel(t *testing.T) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gclock_ntp_test", Help: "a test gauge"})
+	h, err := metricsHandler(fixedSnapshot{Node: 7, Status: "synced"}, nodeLabelled{g, 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{`gclock_ntp_test{node="7"} 0`, `gclock_served_status{node="7",reason="",status="synced",timescale="reference"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "gclock_served_max_error_seconds") != true {
+		t.Errorf("no gclock_served_max_error_seconds while synced")
+	}
+}
+
+// withoutNodeLabel is a series name with its node label taken out.
+func withoutNodeLabel(series string) string {
+	i := strings.Index(series, `node="`)
+	if i < 0 {
+		return series
+	}
+	j := strings.IndexByte(series[i+6:], '"')
+	if j < 0 {
+		return series
+	}
+	out := series[:i] + series[i+6+j+1:]
+	out = strings.Replace(out, "{,", "{", 1)
+	out = strings.Replace(out, ",,", ",", 1)
+	out = strings.Replace(out, ",}", "}", 1)
+	return strings.TrimSuffix(out, "{}")
 }

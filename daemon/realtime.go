@@ -36,6 +36,13 @@ import (
 // and then without showing it in its width.
 const wallReadMargin = 200
 
+// refSampleEvery is how often the reference-realtime reference samples
+// CLOCK_REALTIME and the kernel's state (adjtimex) when the kernel's rate
+// is known: the model's error is max_slew_ppm over two intervals (500 ppm
+// x 10 ms = 5 us) plus the read's; a sample is one adjtimex and five
+// clock sandwiches, about 2 us of CPU, 200 times a second.
+const refSampleEvery = 5 * time.Millisecond
+
 // realTime drives one daemon's realtime.Scale.
 type realTime struct {
 	mode    string
@@ -79,7 +86,7 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	poll := int64(c.RealTime.PollEvery)
 	sc, err := realtime.New(realtime.Config{
 		Mode: rtMode(c.RealTime.Mode), ID: engine.NodeID(c.Node.ID), Reference: ref,
-		Poll: poll, Lead: 2*n.publishSpan() + 2*poll,
+		Poll: poll, SampleEvery: int64(refSampleEvery), Lead: 2*n.publishSpan() + 2*poll,
 		MaxSlew: c.RealTime.MaxSlewPPM / 1e6, MaxDrift: n.engCfg.MaxDrift, Clocks: len(c.Peers),
 		ReplyTimeout: max(poll, int64(time.Second)),
 	}, n.log)
@@ -95,6 +102,16 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 		// Logged at the first read and at every change: whether chronyd
 		// was reached is said once at start.
 		known, failing := false, false
+		if c.Clock.Source != ClockRaw {
+			// The kernel's rate is against CLOCK_MONOTONIC_RAW, not an
+			// emulated local clock: the slope is measured.
+			k := kernel
+			kernel = func() (realtime.Upstream, error) {
+				u, err := k()
+				u.Rate, u.RateKnown = 0, false
+				return u, err
+			}
+		}
 		rt.upstream = upstreamReader(kernel, c.RealTime.ChronySocket, chronyClientDir(c), func(err error) {
 			switch {
 			case err != nil && (!known || !failing):
@@ -173,10 +190,18 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 			u, uerr := rt.fetchUpstream()
 			rt.mu.Lock()
 			rt.setUpstream(n, u, uerr)
-			g, off, hw := rt.wallSample()
+			g, off, hw := rt.bestWallSample()
 			rt.sc.Sample(g, off, hw)
-			rd.NextTick = rt.sc.Ready().NextTick
+			after := rt.sc.Ready()
+			rd.NextTick = after.NextTick
 			rt.mu.Unlock()
+			if after.Moved {
+				// The page carries the old model's line: republish.
+				select {
+				case n.pub <- struct{}{}:
+				default:
+				}
+			}
 		}
 		for _, q := range rd.Messages {
 			rt.query(ctx, n, q)
@@ -244,6 +269,29 @@ func (rt *realTime) upstreamState() (realtime.Upstream, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.sc.Upstream()
+}
+
+// wallRetryAbove: a wall sample wider than this (the reads were
+// preempted) is taken again, up to wallTries times, and the narrowest
+// kept: the model's error starts from the sample's.
+const (
+	wallRetryAbove = 1000 + wallReadMargin
+	wallTries      = 4
+)
+
+// bestWallSample is wallSample taken again while it is wider than
+// wallRetryAbove, the narrowest of wallTries kept.
+func (rt *realTime) bestWallSample() (g, off, err int64) {
+	g, off, err = rt.wallSample()
+	for range wallTries - 1 {
+		if err <= wallRetryAbove {
+			break
+		}
+		if g2, off2, err2 := rt.wallSample(); err2 < err {
+			g, off, err = g2, off2, err2
+		}
+	}
+	return g, off, err
 }
 
 // wallSample is CLOCK_REALTIME minus the local clock now: the offset

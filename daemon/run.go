@@ -261,7 +261,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	// Metrics before any goroutine starts: a failure here has nothing to
 	// wait for (only the defers to run).
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h, err := metricsHandler(n, newSecurityCollector(n.SecuritySnapshot), ext,
+		h, err := metricsHandler(n, newSecurityCollector(n.SecuritySnapshot), nodeLabelled{ext, cfg.Node.ID},
 			// What every Prometheus target exports: CPU, memory, file
 			// descriptors and start time of the process; the Go runtime.
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
@@ -740,7 +740,10 @@ func (n *node) Snapshot() Snapshot {
 	s := Snapshot{Node: n.cfg.Node.ID, Reference: n.ref.Load(), ReferenceChanges: n.changes.Load(),
 		Term: n.term.Load(), StaleTerm: n.stale.Load(),
 		Status: t.Status.String(), TakenAt: time.Now()}
-	s.Served, s.ServedStatus, s.ServedReason = n.served(t)
+	s.Served, s.ServedStatus, s.ServedReason, s.ServedMaxError = n.served(t)
+	if n.rt != nil {
+		s.Upstream, s.HaveUpstream = n.rt.upstreamState()
+	}
 	if t.Status != engine.StatusUnsynced {
 		s.Offset = time.Duration(t.Est - now)
 		s.EstimatedError = time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
@@ -770,22 +773,28 @@ func (n *node) Snapshot() Snapshot {
 // time now) as served: on UTC, what publish would write to the page
 // (unsynced while UTC has no model or an unsynchronised upstream), and
 // why UTC is not served.
-func (n *node) served(t engine.Time) (timescale, status, reason string) {
+func (n *node) served(t engine.Time) (timescale, status, reason string, maxErr time.Duration) {
+	half := func(t engine.Time) time.Duration {
+		if t.Status == engine.StatusUnsynced || t.Earliest == math.MinInt64 || t.Latest == math.MaxInt64 {
+			return 0
+		}
+		return time.Duration(max(t.Est-t.Earliest, t.Latest-t.Est))
+	}
 	if n.rt == nil {
-		return gtime.TimescaleReference.String(), t.Status.String(), ""
+		return gtime.TimescaleReference.String(), t.Status.String(), "", half(t)
 	}
 	timescale = n.rt.timescale().String()
 	ts := []engine.Time{t}
 	if t.Status == engine.StatusUnsynced {
-		return timescale, t.Status.String(), "global time unsynced"
+		return timescale, t.Status.String(), "global time unsynced", 0
 	}
 	if n.rt.apply(ts) {
-		return timescale, ts[0].Status.String(), ""
+		return timescale, ts[0].Status.String(), "", half(ts[0])
 	}
 	if up, has := n.rt.upstreamState(); has && up.Problem() != "" {
-		return timescale, engine.StatusUnsynced.String(), up.Problem()
+		return timescale, engine.StatusUnsynced.String(), up.Problem(), 0
 	}
-	return timescale, engine.StatusUnsynced.String(), "no model of UTC yet"
+	return timescale, engine.StatusUnsynced.String(), "no model of UTC yet", 0
 }
 
 // takeReply removes from r the engine's answer of type t to (to, seq): it

@@ -14,7 +14,7 @@ import (
 
 // notifier speaks systemd's notify protocol (sd_notify(3)) when the
 // service manager asked for it ($NOTIFY_SOCKET, Type=notify): READY=1 once
-// global time is synced (so that units ordered after gclockd, and
+// the served time is synced (UTC with real_time, else global time: so that units ordered after gclockd, and
 // `systemctl start`, wait for synced time), STATUS= with the status as it
 // changes, WATCHDOG=1 from the main loop every half $WATCHDOG_USEC (a
 // wedged loop stops the pings and systemd restarts the daemon), STOPPING=1
@@ -85,17 +85,27 @@ func (n *notifier) note(err error) error {
 	return nil
 }
 
-// statusChanged sends STATUS= for a new status, with READY=1 the first time
-// it is synced. It returns an error only the first time one happens.
-func (n *notifier) statusChanged(st engine.Status, node, ref uint32) error {
+// statusChanged sends STATUS= for a new served status (Snapshot.ServedState:
+// st, what is served and why it is not), with global time's status when it
+// differs, and READY=1 the first time the served time is synced: with
+// real_time, UTC, not global time alone. It returns an error only the
+// first time one happens.
+func (n *notifier) statusChanged(st, what, reason string, global engine.Status, node, ref uint32) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.addr == nil || st.String() == n.status {
+	text := what + " " + st
+	if reason != "" {
+		text += ": " + reason
+	}
+	if what != "global time" && global.String() != st {
+		text += "; global time " + global.String()
+	}
+	if n.addr == nil || text == n.status {
 		return nil
 	}
-	n.status = st.String()
-	msg := fmt.Sprintf("STATUS=%s (node %d, reference %d)", n.status, node, ref)
-	if st == engine.StatusSynced && !n.ready {
+	n.status = text
+	msg := fmt.Sprintf("STATUS=%s (node %d, reference %d)", text, node, ref)
+	if st == engine.StatusSynced.String() && !n.ready {
 		n.ready = true
 		msg = "READY=1\n" + msg
 	}

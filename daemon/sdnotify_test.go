@@ -43,14 +43,14 @@ func TestNotifier(t *testing.T) {
 		st   engine.Status
 		want string // "" : nothing sent
 	}{
-		{engine.StatusUnsynced, "STATUS=unsynced (node 2, reference 1)"},
+		{engine.StatusUnsynced, "STATUS=global time unsynced (node 2, reference 1)"},
 		{engine.StatusUnsynced, ""},
-		{engine.StatusSynced, "READY=1\nSTATUS=synced (node 2, reference 1)"},
-		{engine.StatusDegraded, "STATUS=degraded (node 2, reference 1)"},
-		{engine.StatusSynced, "STATUS=synced (node 2, reference 1)"}, // READY only once
+		{engine.StatusSynced, "READY=1\nSTATUS=global time synced (node 2, reference 1)"},
+		{engine.StatusDegraded, "STATUS=global time degraded (node 2, reference 1)"},
+		{engine.StatusSynced, "STATUS=global time synced (node 2, reference 1)"}, // READY only once
 	}
 	for _, s := range steps {
-		if err := n.statusChanged(s.st, 2, 1); err != nil {
+		if err := n.statusChanged(s.st.String(), "global time", "", s.st, 2, 1); err != nil {
 			t.Fatal(err)
 		}
 		if s.want == "" {
@@ -80,7 +80,7 @@ func TestNotifier(t *testing.T) {
 // for another process is not ours; bad values say what is wrong.
 func TestNotifierEnv(t *testing.T) {
 	n, err := newNotifier(func(string) string { return "" })
-	if err != nil || n.pingEvery() != 0 || n.statusChanged(engine.StatusSynced, 1, 1) != nil {
+	if err != nil || n.pingEvery() != 0 || n.statusChanged("synced", "global time", "", engine.StatusSynced, 1, 1) != nil {
 		t.Errorf("no NOTIFY_SOCKET: %v, ping every %v", err, n.pingEvery())
 	}
 	n, err = newNotifier(func(k string) string {
@@ -102,10 +102,10 @@ func TestNotifierEnv(t *testing.T) {
 	n, _ = newNotifier(func(k string) string {
 		return map[string]string{"NOTIFY_SOCKET": filepath.Join(t.TempDir(), "gone")}[k]
 	})
-	if err := n.statusChanged(engine.StatusSynced, 1, 1); err == nil || !strings.Contains(err.Error(), "sd_notify") {
+	if err := n.statusChanged("synced", "global time", "", engine.StatusSynced, 1, 1); err == nil || !strings.Contains(err.Error(), "sd_notify") {
 		t.Errorf("dead socket: %v", err)
 	}
-	if err := n.statusChanged(engine.StatusDegraded, 1, 1); err != nil {
+	if err := n.statusChanged("degraded", "global time", "", engine.StatusDegraded, 1, 1); err != nil {
 		t.Errorf("second error reported again: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/transport"
 	"github.com/gclock/gclock/wire"
 
@@ -93,10 +94,16 @@ func (n *node) admitMsg(m engine.Message, local int64) bool {
 func (n *node) noteStatus() {
 	now := n.clk.now()
 	n.mu.Lock()
-	st := n.eng.Estimate(now).Status
+	t := n.eng.Estimate(now)
+	st := t.Status
 	n.mu.Unlock()
 	if n.sd != nil {
-		if err := n.sd.statusChanged(st, n.cfg.Node.ID, n.ref.Load()); err != nil {
+		scale, sst, reason, _ := n.served(t)
+		what := "global time"
+		if scale != gtime.TimescaleReference.String() {
+			what = "UTC (" + scale + ")"
+		}
+		if err := n.sd.statusChanged(sst, what, reason, st, n.cfg.Node.ID, n.ref.Load()); err != nil {
 			n.log.Warn("systemd notify", "err", err)
 		}
 	}

@@ -22,6 +22,11 @@ func mountStatus(mux *http.ServeMux, src Snapshotter, cfg Config) (sample func(c
 	mux.Handle("/status/", sp)
 	mux.Handle("/status.json", sp)
 	mountHealth(mux, src)
+	// The metrics server's root leads to the status page (a browser
+	// pointed at metrics.listen); any other unknown path is 404.
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/status", http.StatusFound)
+	})
 	return h.Run
 }
 
@@ -53,20 +58,24 @@ func mountHealth(mux *http.ServeMux, src Snapshotter) {
 			return
 		}
 		s := src.Snapshot()
-		status, what := s.Status, "global time"
-		if scale != "global" && s.ServedStatus != "" && s.Served != gtime.TimescaleReference.String() {
-			status, what = s.ServedStatus, "UTC ("+s.Served+")"
+		status, what, reason := s.ServedState()
+		if scale == "global" {
+			status, what, reason = s.Status, "global time", ""
 		}
 		if status != "synced" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			why := ""
-			if what != "global time" && s.ServedReason != "" {
-				why = ": " + s.ServedReason
+			if reason != "" {
+				why = ": " + reason
 			}
 			fmt.Fprintf(w, "not ready: %s %s%s (global time %s; node %d, reference %d)\n", what, status, why, s.Status, s.Node, s.Reference)
 			return
 		}
-		fmt.Fprintf(w, "ready: %s synced, bound width %v (node %d, reference %d)\n", what, s.Width, s.Node, s.Reference)
+		width := s.Width
+		if scale != "global" && s.ServedMaxError > 0 {
+			width = 2 * s.ServedMaxError
+		}
+		fmt.Fprintf(w, "ready: %s synced, bound width %v (node %d, reference %d)\n", what, width, s.Node, s.Reference)
 	})
 }
 

@@ -13,6 +13,8 @@ package daemon
 // server passes on the leap announcement (ntp.go).
 
 import (
+	"math"
+	"sync"
 	"time"
 
 	"github.com/gclock/gclock/engine/realtime"
@@ -36,15 +38,39 @@ const (
 	staIns          = 0x10 // STA_INS: insert a leap second at the end of the UTC day
 	staDel          = 0x20 // STA_DEL: delete one
 	staUnsync       = 0x40 // STA_UNSYNC: the clock is not synchronised
+	staPLL          = 0x01 // STA_PLL: the kernel's PLL slews the phase offset
+	// userHZ is the kernel's USER_HZ, the unit of adjtimex's tick (us per
+	// 1/USER_HZ s): 100 on every Linux architecture.
+	userHZ = 100
 )
 
 // kernelTimex is what adjtimex (modes 0: read only) returns that the
 // upstream needs: the clock state (its return value), the status bits,
-// and maxerror and esterror in microseconds.
+// maxerror and esterror in microseconds, and what sets CLOCK_REALTIME's
+// rate: the tick (us per 1/USER_HZ s), the frequency (ppm with a 16-bit
+// fraction) and the PLL's remaining phase offset.
 type kernelTimex struct {
 	State              int
 	Status             int32
 	MaxErrUs, EstErrUs int64
+	Tick, Freq, Offset int64
+}
+
+// rate is CLOCK_REALTIME's rate against CLOCK_MONOTONIC_RAW, minus 1, as
+// the kernel runs it (ntp_tick_length: tick x 1000 x USER_HZ ns a second
+// plus the frequency); false while the PLL slews a phase offset (STA_PLL,
+// ntpd's mode: the rate then changes every second) or for a tick the
+// kernel refuses. chronyd slews by frequency and tick, not with the PLL.
+func (k kernelTimex) rate() (float64, bool) {
+	if k.Status&staPLL != 0 && k.Offset != 0 {
+		return 0, false
+	}
+	nominal := int64(1e6 / userHZ)
+	if k.Tick < nominal*9/10 || k.Tick > nominal*11/10 {
+		return 0, false
+	}
+	r := float64(k.Tick-nominal)/float64(nominal) + float64(k.Freq)/65536e6
+	return r, math.Abs(r) <= 0.1+500e-6
 }
 
 // kernelMaxErrUs caps maxerror and esterror: the kernel keeps them below
@@ -62,6 +88,10 @@ func upstreamFromKernel(k kernelTimex) realtime.Upstream {
 		EstErr: min(max(k.EstErrUs, 0), kernelMaxErrUs) * 1000}
 	if k.MaxErrUs < 0 || k.MaxErrUs > kernelMaxErrUs || k.EstErrUs < 0 || k.EstErrUs > kernelMaxErrUs {
 		u.Synced = false
+	}
+	u.Rate, u.RateKnown = k.rate()
+	if !u.RateKnown {
+		u.Rate = 0
 	}
 	switch k.Status & (staIns | staDel) {
 	case staIns:
@@ -84,22 +114,42 @@ func readKernelUpstream() (realtime.Upstream, error) {
 // chronyTimeout bounds a tracking query (chronyd answers in microseconds).
 const chronyTimeout = 100 * time.Millisecond
 
+// chronyEvery is how often the reference asks chronyd for its tracking:
+// the kernel is read with every sample (refSampleEvery), chronyd's
+// stratum, reference and root delay and dispersion (information: the
+// kernel's maxerror is the bound) once a second.
+const chronyEvery = time.Second
+
 // upstreamReader reads the kernel's state and, when chronySock is set and
 // chronyd answers there, completes it with chronyd's tracking (withChrony).
 // chronyd not answering is not an error: the kernel's state stands alone
 // (chronyErr reports why, for a log line once per change). The client
 // socket goes in clientDir (chronyClientDir).
+// chronyd is asked at most every chronyEvery; its last answer is reused
+// in between.
 func upstreamReader(kernel func() (realtime.Upstream, error), chronySock, clientDir string, chronyErr func(error)) func() (realtime.Upstream, error) {
+	var (
+		mu     sync.Mutex
+		asked  time.Time
+		last   chronyTracking
+		lastOK bool
+	)
 	return func() (realtime.Upstream, error) {
 		u, err := kernel()
 		if err != nil || chronySock == "" {
 			return u, err
 		}
-		t, cerr := queryChronyTracking(chronySock, clientDir, chronyTimeout)
-		chronyErr(cerr)
-		if cerr != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); asked.IsZero() || now.Sub(asked) >= chronyEvery || now.Before(asked) {
+			asked = now
+			t, cerr := queryChronyTracking(chronySock, clientDir, chronyTimeout)
+			chronyErr(cerr)
+			last, lastOK = t, cerr == nil
+		}
+		if !lastOK {
 			return u, nil
 		}
-		return withChrony(u, t), nil
+		return withChrony(u, last), nil
 	}
 }

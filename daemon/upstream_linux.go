@@ -16,5 +16,6 @@ func adjtimex() (kernelTimex, error) {
 	if err != nil {
 		return kernelTimex{}, fmt.Errorf("adjtimex: %w", err)
 	}
-	return kernelTimex{State: state, Status: tx.Status, MaxErrUs: int64(tx.Maxerror), EstErrUs: int64(tx.Esterror)}, nil
+	return kernelTimex{State: state, Status: tx.Status, MaxErrUs: int64(tx.Maxerror), EstErrUs: int64(tx.Esterror),
+		Tick: int64(tx.Tick), Freq: int64(tx.Freq), Offset: int64(tx.Offset)}, nil
 }

@@ -420,7 +420,7 @@ func TestGrafanaDashboard(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"gclock_status", "gclock_max_error_seconds", "gclock_frequency_adjustment_ratio",
+	for _, n := range []string{"gclock_served_status", "gclock_served_max_error_seconds", "gclock_max_error_seconds", "gclock_frequency_adjustment_ratio",
 		"gclock_last_offset_seconds", "gclock_rms_offset_seconds", "gclock_update_interval_seconds", "gclock_global_period_seconds",
 		"gclock_build_info"} {
 		if !queried[n] {

@@ -254,6 +254,13 @@ func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
 		rep.Reason = "upstream-unsynchronised"
 	}
 	bounded := t.Earliest != math.MinInt64 && t.Latest != math.MaxInt64
+	// A UTC page with no UTC yet (no model, an unsynchronised upstream)
+	// has no time to print: its estimate is no date (it would read 1970).
+	estText := formatGlobal(t.Est, in.Timescale)
+	if in.Timescale.Epoch() && !bounded && t.Status != gtime.StatusSynced && t.Status != gtime.StatusDegraded {
+		estText = "none (no UTC yet)"
+		rep.Est = estText
+	}
 	if bounded {
 		w := t.Width()
 		e, l := strconv.FormatInt(t.Earliest, 10), strconv.FormatInt(t.Latest, 10)
@@ -266,7 +273,7 @@ func printNow(stdout io.Writer, page string, rd nowReading, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "global time  %s (%s timescale)\n", formatGlobal(t.Est, in.Timescale), in.Timescale)
+	fmt.Fprintf(stdout, "global time  %s (%s timescale)\n", estText, in.Timescale)
 	if bounded {
 		fmt.Fprintf(stdout, "earliest     %s (%s)\n", formatGlobal(t.Earliest, in.Timescale), signedDur(t.Earliest-t.Est))
 		fmt.Fprintf(stdout, "latest       %s (%s)\n", formatGlobal(t.Latest, in.Timescale), signedDur(t.Latest-t.Est))

@@ -248,6 +248,10 @@ func TestNowUpstreamReason(t *testing.T) {
 		if has := strings.Contains(out.String(), "reason       upstream-unsynchronised"); has != (tt.reason != "") {
 			t.Errorf("upstream unsynced %v: text output:\n%s", tt.up, out.String())
 		}
+		// Without UTC there is no date to print, never 1970.
+		if noUTC := strings.Contains(out.String(), "none (no UTC yet)"); strings.Contains(out.String(), "1970") || noUTC != (tt.status != gtime.StatusSynced) {
+			t.Errorf("upstream unsynced %v, %v: text output:\n%s", tt.up, tt.status, out.String())
+		}
 	}
 }
 

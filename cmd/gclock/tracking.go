@@ -158,7 +158,13 @@ func printTracking(w io.Writer, v daemon.View) {
 	default:
 		line("Reference", "none yet")
 	}
-	line("Status", "%s", v.Status)
+	if v.Served.Timescale != "" && v.Served.Timescale != "reference" {
+		// What clients get first, as chronyc tracking: the UTC block.
+		printUTC(line, v.Served)
+		line("Global time", "%s", v.Status)
+	} else {
+		line("Status", "%s", cmp.Or(v.Served.Status, v.Status))
+	}
 	if v.Status == "unsynced" {
 		line("Bound", "none (no estimate yet)")
 	} else {
@@ -188,6 +194,48 @@ func printTracking(w io.Writer, v daemon.View) {
 		drops += n
 	}
 	line("Dropped packets", "%d", drops)
+}
+
+// printUTC is the served UTC's block of gclock tracking: chronyc
+// tracking's Reference ID, Stratum, Root delay, Root dispersion and Leap
+// status of the reference's CLOCK_REALTIME, and the bound served.
+func printUTC(line func(k, f string, a ...any), s daemon.ViewServed) {
+	st := s.Status
+	if s.Reason != "" {
+		st += " (" + s.Reason + ")"
+	}
+	line("UTC", "%s: %s", s.Timescale, st)
+	if s.BoundNs > 0 {
+		line("UTC bound", "+-%s (served: the upstream's + the model's + global time's)", fmtDur(s.BoundNs))
+	} else {
+		line("UTC bound", "none (not synced)")
+	}
+	u := s.Upstream
+	switch {
+	case u == nil:
+		line("Leap status", "Not synchronised (no model of UTC yet)")
+		return
+	case !u.Known:
+		line("Leap status", "Normal (real_time.upstream none: CLOCK_REALTIME vouched for)")
+		return
+	case !u.Synced:
+		line("Leap status", "Not synchronised")
+	case u.Leap == 1:
+		line("Leap status", "Insert second")
+	case u.Leap == 2:
+		line("Leap status", "Delete second")
+	default:
+		line("Leap status", "Normal")
+	}
+	if u.Stratum > 0 {
+		line("Stratum", "%d (the reference's chronyd)", u.Stratum)
+		line("UTC reference", "%08X", u.RefID)
+		line("Root delay", "%s", fmtDur(u.RootDelayNs))
+		line("Root dispersion", "%s", fmtDur(u.RootDispNs))
+	} else {
+		line("Stratum", "not known (chronyd not read)")
+	}
+	line("Upstream bound", "+-%s (the reference kernel's maxerror)", fmtDur(u.MaxErrorNs))
 }
 
 func printSources(w io.Writer, v daemon.View) {

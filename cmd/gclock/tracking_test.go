@@ -13,6 +13,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/engine/realtime"
 )
 
 type snap daemon.Snapshot
@@ -131,3 +132,43 @@ func TestViewErrors(t *testing.T) {
 }
 
 func usageIs(err error) (bool, bool) { return usage.Is(err) }
+
+// TestTrackingUTC: with real_time, gclock tracking leads with the served
+// UTC's block (status and why, leap, stratum, reference, root delay and
+// dispersion, bounds) as chronyc tracking does, and global time's status
+// comes after it: a node whose global time is synced but whose UTC is not
+// says unsynced first.
+func TestTrackingUTC(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		s    snap
+		want []string
+	}{
+		{"unsynchronised upstream", snap{Node: 1, Reference: 1, Status: "synced", Served: "realtime", ServedStatus: "unsynced",
+			ServedReason: "upstream-unsynchronised", HaveUpstream: true, Upstream: realtime.Upstream{Known: true, MaxErr: 16e9}},
+			[]string{"UTC             : realtime: unsynced (upstream-unsynchronised)", "UTC bound       : none (not synced)",
+				"Leap status     : Not synchronised", "Global time     : synced"}},
+		{"chronyd upstream", snap{Node: 2, Reference: 1, Status: "synced", Served: "realtime", ServedStatus: "synced",
+			ServedMaxError: 27 * time.Microsecond, HaveUpstream: true, Upstream: realtime.Upstream{Known: true, Synced: true, MaxErr: 20_000,
+				Stratum: 2, RefID: 0xC0A80001, RootDelay: 30_000, RootDisp: 5_000, Leap: realtime.LeapInsert}},
+			[]string{"UTC             : realtime: synced", "UTC bound       : +-27µs", "Leap status     : Insert second",
+				"Stratum         : 2", "UTC reference   : C0A80001", "Root delay      : 30µs", "Root dispersion : 5µs",
+				"Upstream bound  : +-20µs", "Global time     : synced"}},
+	} {
+		var b bytes.Buffer
+		mux := http.NewServeMux()
+		mux.Handle(daemon.ControlPath, daemon.ViewHandler(tt.s, func() daemon.SecuritySnapshot { return daemon.SecuritySnapshot{} }))
+		srv := httptest.NewServer(mux)
+		v, _, err := fetchView(strings.TrimPrefix(srv.URL, "http://"), time.Second)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		printTracking(&b, v)
+		for _, w := range tt.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: no %q in\n%s", tt.name, w, b.String())
+			}
+		}
+	}
+}

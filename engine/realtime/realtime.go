@@ -141,6 +141,11 @@ type Config struct {
 	// Poll is the time between queries (nodes) and samples or mean updates
 	// (the reference).
 	Poll int64
+	// SampleEvery (reference-realtime, the reference): the time between
+	// samples of CLOCK_REALTIME; 0 means Poll. With the kernel's rate known
+	// (Upstream.RateKnown) the model's error is MaxSlew x 2 x SampleEvery
+	// plus the read's, so a few ms keep it within microseconds.
+	SampleEvery int64
 	// Lead (mean-drift): a segment takes effect this long after it is made;
 	// at least the time every node takes to learn it (the daemon: 2 x its
 	// publication span + 2 x Poll).
@@ -168,6 +173,8 @@ func (c *Config) Validate() error {
 		return bad("Mode", c.Mode)
 	case c.Poll <= 0:
 		return bad("Poll", c.Poll)
+	case c.SampleEvery < 0:
+		return bad("SampleEvery", c.SampleEvery)
 	case c.Lead < 0:
 		return bad("Lead", c.Lead)
 	case !(c.MaxSlew >= 0) || math.IsInf(c.MaxSlew, 0):
@@ -197,6 +204,10 @@ type Ready struct {
 	// Sample: the driver must take a sample of CLOCK_REALTIME - g now and
 	// pass it to Sample.
 	Sample bool
+	// Moved (the reference): a sample changed the model's slope or found
+	// a jump; what was published from the old model must be republished
+	// now (its error allowance covers one sample interval more, no longer).
+	Moved bool
 	// NextTick is the local time at which Tick must next be called.
 	NextTick int64
 }
@@ -310,6 +321,9 @@ func New(cfg Config, logger *slog.Logger) (*Scale, error) {
 	if cfg.ReplyTimeout == 0 {
 		cfg.ReplyTimeout = max(cfg.Poll, 1e9)
 	}
+	if cfg.SampleEvery == 0 {
+		cfg.SampleEvery = cfg.Poll
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -369,6 +383,11 @@ func (s *Scale) Tick(local int64, in Inputs) {
 	}
 	s.nextPoll = satAdd(local, s.cfg.Poll)
 	if s.isRef {
+		if s.cfg.Mode == ModeReference && s.up.RateKnown {
+			// The slope is the kernel's: sample often. Without it the
+			// slope is measured over Poll.
+			s.nextPoll = satAdd(local, s.cfg.SampleEvery)
+		}
 		if s.cfg.Mode == ModeReference || len(s.segs) == 0 {
 			s.out.Sample = true
 			return
@@ -423,11 +442,30 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 			s.log.Warn("reference CLOCK_REALTIME moved outside its bounds (step or fast slew): served time slews to it",
 				"moved_ns", d, "bound_ns", perr+e, "jumps", s.st.Jumps)
 			s.off = offModel{At: g, Offset: off, Err: e, Slope: s.off.Slope, SlopeErr: s.cfg.MaxSlew, Up: s.up}
+			if s.up.RateKnown {
+				s.off.Slope = s.up.Rate
+			}
 			s.last, s.haveLast = smp, true
+			s.out.Moved = true
 			return
 		}
 	}
-	if s.haveLast && g > s.last.At {
+	switch {
+	case s.up.RateKnown:
+		// The kernel runs CLOCK_REALTIME at 1 + Rate of the local clock
+		// until its NTP daemon calls adjtimex again: the line is exact
+		// but for KernelRateErr, and a change of rate (at most MaxSlew)
+		// made right after this sample is seen at the next one, one
+		// SampleEvery later, when the page is republished (Moved): the
+		// model's error holds MaxSlew over two sample intervals.
+		allow := int64(math.Ceil(s.cfg.MaxSlew * float64(2*s.cfg.SampleEvery)))
+		if s.haveOff && s.off.Slope != s.up.Rate {
+			s.out.Moved = true
+		}
+		s.nextPoll = min(s.nextPoll, satAdd(g, s.cfg.SampleEvery)) // g is the local clock here
+		s.off = offModel{At: g, Offset: off, Err: e + allow, Slope: s.up.Rate, SlopeErr: KernelRateErr, Up: s.up}
+		s.haveOff = true
+	case s.haveLast && g > s.last.At:
 		fd := float64(g - s.last.At)
 		s.off = offModel{At: g, Offset: off, Err: e,
 			Slope:    float64(off-s.last.Offset) / fd,
@@ -436,6 +474,14 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 	}
 	s.last, s.haveLast = smp, true
 }
+
+// KernelRateErr bounds how far CLOCK_REALTIME's rate against
+// CLOCK_MONOTONIC_RAW strays from the one its tick and frequency give (per
+// ns): the kernel's NTP-adjusted multiplier carries its rounding into the
+// next tick (timekeeping_adjust), so the two clocks keep the rate to
+// parts in 1e12; 1 ppb leaves room for what that does not model
+// (measured on a quiet kernel: docs/daemon.md).
+const KernelRateErr = 1e-9
 
 // updateMean recomputes the mean rate and, once the last segment is in
 // effect, makes the next one Lead ahead. The first segment starts at the

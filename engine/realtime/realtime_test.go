@@ -380,3 +380,55 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceModelKernelRate: with the kernel's rate known the model
+// follows it between samples, SampleEvery apart: its error is the read's
+// plus MaxSlew over two intervals, a rate change within MaxSlew between
+// samples stays inside, and Ready says Moved when the rate changed.
+func TestReferenceModelKernelRate(t *testing.T) {
+	cfg := testConfig(ModeReference, 1)
+	cfg.SampleEvery = 5e6
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, off, rate := 100*sec, int64(1_700_000_000*sec), 30e-6
+	moves := 0
+	for k := range 400 {
+		if k == 150 {
+			rate = -400e-6 // set by the NTP daemon 1 ms after a sample
+		}
+		s.Tick(g, Inputs{})
+		rd := s.Ready()
+		if !rd.Sample {
+			t.Fatalf("sample %d not asked for", k)
+		}
+		if k > 0 && rd.NextTick != g+5e6 {
+			t.Fatalf("next tick %d after %d, want SampleEvery", rd.NextTick, g)
+		}
+		if k > 0 {
+			tm := []engine.Time{{Est: g, Earliest: g, Latest: g, Status: engine.StatusSynced}}
+			if !s.Apply(tm) {
+				t.Fatalf("sample %d: no model", k)
+			}
+			if truth := g + off; truth < tm[0].Earliest || truth > tm[0].Latest {
+				t.Fatalf("sample %d: truth %d outside [%d, %d]", k, truth, tm[0].Earliest, tm[0].Latest)
+			}
+			if w := tm[0].Latest - tm[0].Earliest; w > 2*(5_000+200+2_500)+10 { // + the upstream's growth over 5 ms
+				t.Fatalf("sample %d: width %d ns", k, w)
+			}
+		}
+		if err := s.SetUpstream(Upstream{Known: true, Synced: true, Rate: rate, RateKnown: true}); err != nil {
+			t.Fatal(err)
+		}
+		s.Sample(g, off, 200)
+		if s.Ready().Moved {
+			moves++
+		}
+		off += int64(rate * 5e6)
+		g += 5e6
+	}
+	if moves != 1 || s.Stats().Jumps != 0 {
+		t.Errorf("%d moves, %d jumps; want 1, 0", moves, s.Stats().Jumps)
+	}
+}

@@ -26,6 +26,10 @@ const UpstreamGrowth = 500e-6
 // bound but a broken reading.
 const maxUpstreamErr = int64(1) << 40
 
+// maxKernelRate is the largest |Rate| the kernel can run: tick within
+// +-10% of its nominal value, frequency within +-500 ppm.
+const maxKernelRate = 0.1 + 500e-6
+
 // Upstream is the state of the reference's CLOCK_REALTIME as its own
 // discipline reports it: the kernel's adjtimex (STA_UNSYNC, TIME_ERROR,
 // maxerror, esterror, STA_INS/STA_DEL) and, when chronyd runs, its
@@ -57,6 +61,14 @@ type Upstream struct {
 	// RootDelay and RootDisp are the daemon's root delay and dispersion
 	// (ns; 0: not known). MaxErr already includes them when chronyd sets it.
 	RootDelay, RootDisp int64
+	// Rate is CLOCK_REALTIME's rate against the reference's local clock,
+	// minus 1, as the kernel runs it now (its tick and frequency, adjtimex
+	// modes 0), when RateKnown. The reference's model then follows the
+	// kernel's rate instead of measuring a slope between samples. Read on
+	// the reference only: it is not sent to the nodes (the model's slope
+	// carries it).
+	Rate      float64
+	RateKnown bool
 }
 
 // Check names the first field no reader produces.
@@ -79,6 +91,8 @@ func (u *Upstream) Check() error {
 		return bad("root_delay", u.RootDelay)
 	case u.RootDisp < 0 || u.RootDisp > maxUpstreamErr:
 		return bad("root_disp", u.RootDisp)
+	case math.IsNaN(u.Rate) || math.Abs(u.Rate) > maxKernelRate || (!u.RateKnown && u.Rate != 0):
+		return bad("rate", u.Rate)
 	}
 	return nil
 }
