@@ -126,6 +126,10 @@ const (
 	// within 1.5x of the limit, normal 3 us 5 (4, 3) of 6, normal 10 us 5
 	// (2, 4), bimodal 5 (3, 6), and p99 on normal 10 us 1.6 us against 3.8.
 	bodyMemoryScale = 2.0
+	// bodySkipRatio: the body line is not fitted while the floor line's
+	// variance is below 1/bodySkipRatio of an optimistic guess at the
+	// body's (bodyVarLow); the blend gives the body nothing below 1/1.
+	bodySkipRatio = 4.0
 	// bodyMinMoves: rounds of measured moves before they count.
 	bodyMinMoves = 3
 	// bodyDecay is the weight of the newest round in the smoothed log
@@ -139,6 +143,7 @@ type bodyState struct {
 	logRatio float64
 	seen     bool
 	shape    CenterShape
+	weighed  bool // shape holds a weighing
 	// The last round's lines (floor c, s; body a, sk) and reading point,
 	// and the smoothed squares of each line's move there (moves: how many).
 	c, s, a, sk, xe float64
@@ -155,7 +160,7 @@ func (h *Hull) CenterShape() (CenterShape, bool) {
 	if h.cfg.CenterAdapt && h.spanSel > 0 {
 		src = h.cands[h.spanSel-1]
 	}
-	return src.body.shape, src.body.seen
+	return src.body.shape, src.body.weighed
 }
 
 // midPt is an exchange's midpoint: local time and offset y - x, absolute.
@@ -214,8 +219,20 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
 	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
 
-	a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, float64(h.newest)+h.roundGap/2)
 	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
+	b := &h.body
+	// Where the floor is far the better line even against an optimistic
+	// body (the floor links: most of them), the body's fits are not worth
+	// their cost (a dozen reweighted fits of thousands of midpoints, 10x
+	// the rest of the centre line): its weight would be 0 anyway.
+	if vLow := bodyVarLow(mx, md, mw, mr, c, s); vLow > 0 && max(vFloor, b.moveF) < vLow/bodySkipRatio {
+		b.lines = false // no body line this round: no move to measure next
+		shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vLow)
+		shape.Asymmetric = !(max(spreadUp, spreadLow)/min(spreadUp, spreadLow) <= bodyAsymRatio)
+		b.shape, b.weighed = shape, true
+		return c, s
+	}
+	a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, float64(h.newest)+h.roundGap/2)
 	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
 		h.body.shape = shape
 		return c, s
@@ -237,7 +254,6 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// what the formulas leave out: the max-margin line's skew rests on a
 	// few extreme exchanges, so its error grows faster than the body's
 	// away from the points' centre.
-	b := &h.body
 	if b.lines {
 		jf := (c + s*b.xe) - (b.c + b.s*b.xe)
 		jb := (a + sk*b.xe) - (b.a + b.sk*b.xe)
@@ -299,7 +315,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		gate := min(1, max(0, rho-1))
 		shape.BodyWeight = fade * gate * rho / (1 + rho)
 	}
-	h.body.shape = shape
+	h.body.shape, h.body.weighed = shape, true
 	wb := shape.BodyWeight
 	return c + wb*(a-c), s + wb*(sk-s)
 }
@@ -361,9 +377,7 @@ var bodyHubers = []float64{0.25, 0.6, bodyHuber}
 func fitBody(xs, ds, w0, rtt []float64, xe float64) (a, skew float64, v func(at float64) float64, xm float64, ok bool) {
 	sets := [][3][]float64{{xs, ds, w0}}
 	if len(rtt) >= 2*bodyMinPoints {
-		med := slices.Clone(rtt)
-		slices.Sort(med)
-		lim := med[len(med)/2]
+		lim := selectKth(slices.Clone(rtt), len(rtt)/2)
 		var fx, fd, fw []float64
 		for i, r := range rtt {
 			if r <= lim {
@@ -494,13 +508,45 @@ func madScale(r []float64) float64 {
 		return 0
 	}
 	c := slices.Clone(r)
-	slices.Sort(c)
-	med := c[len(c)/2]
+	med := selectKth(c, len(c)/2)
 	for i, v := range c {
 		c[i] = math.Abs(v - med)
 	}
-	slices.Sort(c)
-	return 1.4826 * c[len(c)/2]
+	return 1.4826 * selectKth(c, len(c)/2)
+}
+
+// selectKth returns the k-th smallest value of a (0-based), reordering a
+// (Hoare's selection with the middle element as pivot: O(len(a)) on the
+// average, where a sort would be O(len(a) log len(a)); the body line takes
+// a median in every reweighting pass).
+func selectKth(a []float64, k int) float64 {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		p := a[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < p {
+				i++
+			}
+			for a[j] > p {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return a[k]
+		}
+	}
+	return a[k]
 }
 
 func weightedMean(xs, w []float64) float64 {
@@ -539,4 +585,54 @@ func (h *Hull) bodyMemory(tau float64, from int64) (float64, int64) {
 		from = math.MinInt64
 	}
 	return tau, from
+}
+
+// bodyVarLow is an optimistic guess at the body line's offset variance,
+// cheap beside fitting it: the midpoints detrended by the floor line
+// (c, s), and the least of the mean's variance (the robust spread squared
+// over the effective number) and the median's (1/(4 f^2 n), f the density
+// of the central tenth), for all the exchanges and for the faster half by
+// round trip, halved.
+func bodyVarLow(xs, ds, w, rtt []float64, c, s float64) float64 {
+	var sw, sw2 float64
+	for _, v := range w {
+		sw += v
+		sw2 += v * v
+	}
+	if !(sw2 > 0) {
+		return 0
+	}
+	n := sw * sw / sw2
+	r := make([]float64, len(xs))
+	for i := range xs {
+		r[i] = ds[i] - (c + s*xs[i])
+	}
+	guess := func(r []float64, n float64) float64 {
+		if len(r) < bodyMinPoints {
+			return math.Inf(1)
+		}
+		sc := madScale(r)
+		k := len(r) / 10
+		slices.Sort(r)
+		m := len(r) / 2
+		width := r[min(len(r)-1, m+k/2)] - r[max(0, m-k/2)]
+		vMean := sc * sc / n
+		if !(width > 0) {
+			return vMean
+		}
+		f := (float64(k) / float64(len(r))) / width
+		return min(vMean, 1/(4*f*f*n))
+	}
+	v := guess(slices.Clone(r), n)
+	if len(rtt) >= 2*bodyMinPoints {
+		lim := selectKth(slices.Clone(rtt), len(rtt)/2)
+		var half []float64
+		for i, t := range rtt {
+			if t <= lim {
+				half = append(half, r[i])
+			}
+		}
+		v = min(v, guess(half, n/2))
+	}
+	return v / 2
 }

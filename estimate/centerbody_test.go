@@ -14,7 +14,7 @@ import (
 // source's clock running skew faster than the local one, and returns the
 // mean |error| of Center half a period after each of the last rounds, and
 // the shape of the line at the end.
-func bodyRun(t *testing.T, link string, floorOnly bool, seed uint64) (float64, estimate.CenterShape, bool) {
+func bodyRun(t testing.TB, link string, floorOnly bool, seed uint64) (float64, estimate.CenterShape, bool) {
 	t.Helper()
 	l, err := netmodel.ParseLink(link)
 	if err != nil {
@@ -115,3 +115,5 @@ func TestCenterBody(t *testing.T) {
 		})
 	}
 }
+
+func bodyRunB(b *testing.B, link string, floorOnly bool) { bodyRun(b, link, floorOnly, 1) }
