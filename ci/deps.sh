@@ -26,8 +26,12 @@ if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq >/dev/null 2>&1 || true
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1 || echo "ci/deps.sh: could not install ${need[*]} (tests that need them will skip and say so)"
   [ "$created_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
-  # A stock chronyd started anyway (no policy-rc.d honoured) would adjust the clock: stop it.
-  pkill -x chronyd 2>/dev/null || true
+  # A stock chronyd started anyway (no policy-rc.d honoured) would adjust the clock: stop it,
+  # by its own pid file, never by name: a lab's chronyd -x (its pid file in the lab's run
+  # directory) may be measuring at the time, and killing it failed a running bench.
+  if [ -s /run/chrony/chronyd.pid ]; then
+    kill "$(cat /run/chrony/chronyd.pid)" 2>/dev/null || true
+  fi
 fi
 # ntpsec-ntpdate's ifupdown hook steps the clock when an interface comes up: keep it from running.
 [ -x /etc/network/if-up.d/ntpsec-ntpdate ] && [ "$(id -u)" = 0 ] && chmod -x /etc/network/if-up.d/ntpsec-ntpdate
