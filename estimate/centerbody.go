@@ -19,24 +19,28 @@ import (
 // several us), and the exchanges above it, which the floor line throws
 // away, hold most of the information.
 //
-// So the hull fits a second line, through the body of both sides: every
-// exchange of the memory's span, each side's delays weighted by Huber's
-// rule about that side's own centre (full weight within bodyHuber robust
-// standard deviations, less beyond, so that a heavy tail counts little),
-// with one common line and margin as the floor line has. Its offset is
-// unbiased whenever the two directions' delays have the same shape (the
-// same M-estimate of location each way), whatever that shape is.
+// So the hull fits a second line, the body line, through the midpoint
+// offsets of every exchange of its memory (twice the floor line's):
+// Huber's M-estimate of a line, with the constant (nearly the median,
+// between, nearly the mean) and the set of exchanges (all, or the faster
+// half by round trip) of least estimated variance, midpoints beyond
+// bodyReject robust standard deviations skipped. Its offset is unbiased
+// whenever the two directions' delays have the same shape, whatever that
+// shape is; a midpoint pairs the two directions of one exchange, so that
+// where both met the same delay (one mode of two) the noise cancels.
 //
 // Which line to trust is decided from the data, by the variance each
-// line's offset has on this data: for the body, the M-estimator's sandwich
-// variance; for the floor line, the variance of a low quantile, p(1-p)
-// S(p)^2/n, S the sparsity (dQ/dp) read off each side's own order
-// statistics around the share p of the exchanges the floor line rests on.
-// A sharp floor has a small sparsity there and the floor line wins by
-// orders of magnitude; a bell has a large one and the body wins by 5-10x.
-// The two lines are blended by inverse variance (the log of the ratio is
-// smoothed over rounds, so that one round's noise does not flip the
-// choice).
+// line's offset has on this data where it is read (after the newest
+// exchange): for the body, the M-estimator's sandwich covariance; for the
+// floor line, the variance of a low quantile, p(1-p) S(p)^2/n, S the
+// sparsity (dQ/dp) read off each side's own order statistics around the
+// share p of the exchanges the floor line rests on; for both, the larger
+// of that and how far the line moved when the next round came. A sharp
+// floor has a small sparsity there and the floor line wins by orders of
+// magnitude (the body is then not even fitted: bodyVarLow); a bell has a
+// large one and the body wins by 5-10x. The log of the ratio is smoothed
+// over rounds; a body 4x better stands alone, a closer one is blended by
+// inverse variance where the two lines agree.
 //
 // When the two directions' delays have different shapes (one way queues
 // more, or jitters more), neither the body nor the floor is unbiased in
