@@ -71,7 +71,7 @@ type CenterShape struct {
 	// disagree beyond their noise. The line then rests on the floor where
 	// the floor is sharp, on the body where the delays are bells.
 	Asymmetric bool
-	// Points is the number of exchanges per side the body line used.
+	// Points is the number of exchanges (midpoints) the body line weighed.
 	Points int
 	// Disagree is the distance between the two lines at the newest
 	// exchange in standard deviations of their difference.
