@@ -50,7 +50,7 @@ func (s *Scale) Map(g int64) (int64, bool) {
 			return 0, false
 		}
 		o, _, ok := s.off.at(g)
-		return satAdd(g, o), ok
+		return satAdd(satAdd(g, o), s.ho.residual(g, s.slew())), ok
 	}
 	if len(s.segs) == 0 {
 		return 0, false
@@ -82,7 +82,7 @@ func (s *Scale) Apply(ts []engine.Time) bool {
 			// bounds: the lower bound is reached at Earliest.
 			// The upstream's own error (CLOCK_REALTIME - UTC) widens both
 			// bounds; an unsynchronised upstream serves no UTC at all.
-			if s.off.Up.Problem() != "" {
+			if s.off.Up.Problem() != "" || s.tooOld(t.Est) {
 				return false
 			}
 			var oe, ol, oh, ul, uh int64
@@ -107,6 +107,15 @@ func (s *Scale) Apply(ts []engine.Time) bool {
 			return false
 		}
 		t.Earliest, t.Latest = l-xl, h+xh
+		if s.cfg.Mode == ModeReference {
+			// Slewing from the old reference's model (failover.go): the
+			// bounds widen to hold the served value, the truth stays in
+			// the new model's.
+			if r := s.ho.residual(t.Est, s.slew()); r != 0 {
+				e = satAdd(e, r)
+				t.Earliest, t.Latest = min(t.Earliest, e), max(t.Latest, e)
+			}
+		}
 		t.Est = min(max(e, t.Earliest), t.Latest)
 		t.Mono = t.Est
 	}
