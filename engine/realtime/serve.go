@@ -63,8 +63,9 @@ func (s *Scale) Map(g int64) (int64, bool) {
 // into served time, bounds included: g + O(g) and the chain both increase
 // with g, so the bounds stay bounds. False: no model yet, or a reading the
 // models cannot map, or (reference-realtime) an upstream that is not
-// synchronised (Upstream says why); the reading must then not be served
-// as synced. The upstream's error bound, grown since it was read, widens
+// synchronised (Upstream says why), or a model of another node's
+// CLOCK_REALTIME older than MaxAge at ts[0] (Unserved says why); the
+// reading must then not be served as synced. The upstream's error bound, grown since it was read, widens
 // both bounds.
 func (s *Scale) Apply(ts []engine.Time) bool {
 	for i := range ts {
@@ -82,7 +83,9 @@ func (s *Scale) Apply(ts []engine.Time) bool {
 			// bounds: the lower bound is reached at Earliest.
 			// The upstream's own error (CLOCK_REALTIME - UTC) widens both
 			// bounds; an unsynchronised upstream serves no UTC at all.
-			if s.off.Up.Problem() != "" || s.tooOld(t.Est) {
+			// The age is judged at the first reading (now): the others
+			// are a page's look-ahead of the same read.
+			if s.off.Up.Problem() != "" || (i == 0 && s.tooOld(t.Est)) {
 				return false
 			}
 			var oe, ol, oh, ul, uh int64
