@@ -66,9 +66,9 @@ type realTime struct {
 	// kick wakes the driver after a change of reference.
 	kick chan struct{}
 
-	mu      sync.Mutex
-	ref     engine.NodeID
-	sc      *realtime.Scale
+	mu  sync.Mutex
+	ref engine.NodeID
+	sc  *realtime.Scale
 	// What the reference last logged of its upstream: a read failure, the
 	// problem (Upstream.Problem), the leap announced.
 	upFailing bool
