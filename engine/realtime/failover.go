@@ -40,10 +40,6 @@ func (s *Scale) Retarget(ref engine.NodeID, local int64) {
 	s.st.Retargets++
 }
 
-// Reference is the node whose CLOCK_REALTIME this Scale serves (after
-// Retarget, the new one even while its model has not arrived).
-func (s *Scale) Reference() engine.NodeID { return s.cfg.Reference }
-
 // eagerEvery is the time between polls (or samples) while the new
 // reference's model is awaited.
 func (s *Scale) eagerEvery() int64 {
