@@ -18,8 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gclock/gclock/engine"
@@ -43,26 +43,32 @@ const wallReadMargin = 200
 // clock sandwiches, about 2 us of CPU, 200 times a second.
 const refSampleEvery = 5 * time.Millisecond
 
-// realTime drives one daemon's realtime.Scale.
+// realTime drives one daemon's realtime.Scale. Under reference failover it
+// follows the Member's reference (retarget): the Scale's clock is the local
+// clock on a node and global time on the reference (toGlobal: the identity,
+// or the frozen line of a takeover).
 type realTime struct {
-	mode    string
-	id      uint32
-	ref     engine.NodeID
-	isRef   bool
-	refAddr netip.AddrPort
+	mode  string
+	id    uint32
+	isRef atomic.Bool
 
 	// Hooks, replaced by unit tests.
-	local         func() int64          // the local clock (global time on the reference)
-	fromRaw       func(raw int64) int64 // CLOCK_MONOTONIC_RAW onto the local clock
+	local         func() int64            // the local clock
+	toGlobal      func(local int64) int64 // the local clock onto global time, on the reference (nil: the identity)
+	fromRaw       func(raw int64) int64   // CLOCK_MONOTONIC_RAW onto the local clock
 	rawNow        func() int64
 	wallRawOffset func() (off, halfWidth int64) // CLOCK_REALTIME - CLOCK_MONOTONIC_RAW
 	// upstream reads CLOCK_REALTIME's own state with every sample (the
 	// reference in reference-realtime mode with real_time.upstream kernel;
-	// nil: not read, upstream.go).
+	// nil: not read, upstream.go). Every node has it: any may become the
+	// reference.
 	upstream func() (realtime.Upstream, error)
+	// kick wakes the driver after a change of reference.
+	kick chan struct{}
 
-	mu sync.Mutex
-	sc *realtime.Scale
+	mu  sync.Mutex
+	ref engine.NodeID
+	sc  *realtime.Scale
 	// What the reference last logged of its upstream: a read failure, the
 	// problem (Upstream.Problem), the leap announced.
 	upFailing bool
@@ -80,24 +86,57 @@ func rtMode(mode string) realtime.Mode {
 func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 	c := n.cfg
 	rt := &realTime{
-		mode: c.RealTime.Mode, id: c.Node.ID, ref: ref, isRef: c.Node.ID == uint32(ref),
+		mode: c.RealTime.Mode, id: c.Node.ID, ref: ref,
 		local: n.clk.now, fromRaw: n.clk.fromRaw, rawNow: n.sys.raw, wallRawOffset: rawclock.WallOffset,
+		kick: make(chan struct{}, 1),
+	}
+	rt.isRef.Store(c.Node.ID == uint32(ref))
+	if n.sys.wall != nil {
+		rt.wallRawOffset = n.sys.wall
+	}
+	rt.toGlobal = func(local int64) int64 {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.eng.In(local)
 	}
 	poll := int64(c.RealTime.PollEvery)
+	reply := max(poll, int64(time.Second))
+	var maxAge int64
+	if len(c.Reference.Order) > 1 {
+		// A model of another node's CLOCK_REALTIME is served through one
+		// failover (failover_after and a status query's timeout, at most
+		// 1 s) and a few polls more, then no longer: no UTC source is left.
+		maxAge = int64(c.Reference.FailoverAfter) + int64(time.Second) + 4*poll + 2*reply
+	}
 	sc, err := realtime.New(realtime.Config{
 		Mode: rtMode(c.RealTime.Mode), ID: engine.NodeID(c.Node.ID), Reference: ref,
 		Poll: poll, SampleEvery: int64(refSampleEvery), Lead: 2*n.publishSpan() + 2*poll,
 		MaxSlew: c.RealTime.MaxSlewPPM / 1e6, MaxDrift: n.engCfg.MaxDrift, Clocks: len(c.Peers),
-		ReplyTimeout: max(poll, int64(time.Second)),
+		ReplyTimeout: reply, MaxAge: maxAge,
 	}, n.log)
 	if err != nil {
 		return nil, fmt.Errorf("real_time: %w", err)
 	}
 	rt.sc = sc
-	if rt.isRef && c.RealTime.Mode == RealTimeReference && c.RealTime.Upstream != UpstreamNone {
+	if c.RealTime.Mode == RealTimeReference && c.RealTime.Upstream != UpstreamNone {
 		kernel := n.sys.upstream
 		if kernel == nil {
 			kernel = readKernelUpstream
+		}
+		if c.Clock.Source == ClockRaw {
+			// The kernel's rate is against CLOCK_MONOTONIC_RAW; after a
+			// takeover global time is a line of slope 1 + skew on it.
+			k := kernel
+			kernel = func() (realtime.Upstream, error) {
+				u, err := k()
+				n.mu.Lock()
+				fm, frozen := n.eng.Frozen()
+				n.mu.Unlock()
+				if frozen && u.RateKnown {
+					u.Rate = (u.Rate - fm.Skew) / (1 + fm.Skew)
+				}
+				return u, err
+			}
 		}
 		// Logged at the first read and at every change: whether chronyd
 		// was reached is said once at start.
@@ -123,14 +162,59 @@ func newRealTime(n *node, ref engine.NodeID) (*realTime, error) {
 			known, failing = true, err != nil
 		})
 	}
-	if !rt.isRef {
-		addr, ok := n.peers[ref]
-		if !ok {
+	if !rt.isRef.Load() {
+		if _, ok := n.peers[ref]; !ok {
 			return nil, fmt.Errorf("real_time: the reference %d has no peer address", ref)
 		}
-		rt.refAddr = addr
 	}
 	return rt, nil
+}
+
+// clock is the Scale's clock now: global time on the reference, the
+// local clock on a node.
+func (rt *realTime) clock() int64 {
+	l := rt.local()
+	if rt.isRef.Load() && rt.toGlobal != nil {
+		return rt.toGlobal(l)
+	}
+	return l
+}
+
+// retarget follows a change of reference (engine.EvReferenceChange): a
+// node asks the new reference for its model, the new reference samples its
+// own CLOCK_REALTIME and upstream; served time moves from the old model to
+// the new one without a jump (realtime.Scale.Retarget).
+func (rt *realTime) retarget(n *node, ref engine.NodeID) {
+	rt.mu.Lock()
+	if ref == rt.ref {
+		rt.mu.Unlock()
+		return
+	}
+	_, known := n.peers[ref]
+	self := uint32(ref) == rt.id
+	if !known && !self {
+		rt.mu.Unlock()
+		n.log.Warn("real_time: the new reference has no peer address: UTC is not followed", "reference", ref)
+		return
+	}
+	old := rt.ref
+	rt.ref = ref
+	rt.isRef.Store(self)
+	rt.mu.Unlock()
+	now := rt.clock() // n.mu: not under rt.mu
+	rt.mu.Lock()
+	rt.sc.Retarget(ref, now)
+	rt.mu.Unlock()
+	if self {
+		n.log.Info("real_time: this node is the reference now: served UTC is its own CLOCK_REALTIME (slewed to from the old reference's)",
+			"old", old, "mode", rt.mode, "upstream", n.cfg.RealTime.Upstream)
+	} else {
+		n.log.Info("real_time: following the new reference", "reference", ref, "old", old, "mode", rt.mode)
+	}
+	select {
+	case rt.kick <- struct{}{}:
+	default:
+	}
 }
 
 // timescale is what the page says it serves.
@@ -165,14 +249,16 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 			rt.mu.Lock()
 			st := rt.sc.Stats()
 			rt.mu.Unlock()
-			n.log.Info("real time stopping", "mode", rt.mode, "reference", rt.isRef, "polls", st.Polls, "poll_failures", st.PollFails,
+			n.log.Info("real time stopping", "mode", rt.mode, "reference", rt.isRef.Load(), "polls", st.Polls, "poll_failures", st.PollFails, "retargets", st.Retargets,
 				"replies", st.Replies, "wall_jumps", st.Jumps, "segments", st.Segments, "mean_rate", st.Mean, "mean_rate_err", st.MeanErr)
 			return
 		case <-t.C:
+		case <-rt.kick:
 		}
-		local := rt.local()
+		isRef := rt.isRef.Load()
+		local := rt.clock()
 		in := realtime.Inputs{Earliest: math.MinInt64}
-		if !rt.isRef {
+		if !isRef {
 			n.mu.Lock()
 			in.Earliest = n.eng.Estimate(local).Earliest
 			n.mu.Unlock()
@@ -208,7 +294,13 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 		}
 		// The local clock runs within max_drift of real time: a timer a
 		// few ppm early or late is one more Tick or a later poll.
-		t.Reset(time.Duration(max(rd.NextTick-rt.local(), 0)))
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(time.Duration(max(rd.NextTick-rt.clock(), 0)))
 	}
 }
 
@@ -263,6 +355,13 @@ func (rt *realTime) setUpstream(n *node, u realtime.Upstream, err error) {
 	}
 }
 
+// unserved says why served time at global time g is not UTC ("": it is).
+func (rt *realTime) unserved(g int64) string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.sc.Unserved(g)
+}
+
 // upstreamState is the upstream state of the model served (false: no
 // model, or not reference-realtime).
 func (rt *realTime) upstreamState() (realtime.Upstream, bool) {
@@ -302,6 +401,9 @@ func (rt *realTime) wallSample() (g, off, err int64) {
 	r2 := rt.rawNow()
 	mid := r1 + (r2-r1)/2
 	g = rt.fromRaw(mid)
+	if rt.isRef.Load() && rt.toGlobal != nil {
+		g = rt.toGlobal(g)
+	}
 	return g, mid + o - g, hw + wallReadMargin
 }
 
@@ -311,14 +413,20 @@ func (rt *realTime) query(ctx context.Context, n *node, q realtime.Message) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(max(int64(n.cfg.RealTime.PollEvery), int64(time.Second))))
 	defer cancel()
 	p := &wire.Packet{Op: wire.OpRealTimeQuery, Sender: rt.id, RealTime: wire.RealTime{Rate: q.Rate, RateErr: q.RateErr, After: q.After}}
-	reply, _, err := n.ep.Request(ctx, rt.refAddr, p)
+	// The query names its reference: one asked before a change of
+	// reference is answered by the old one, whose reply the Scale refuses.
+	addr, ok := n.peers[q.To]
+	if !ok {
+		return
+	}
+	reply, _, err := n.ep.Request(ctx, addr, p)
 	if err != nil {
-		n.log.Debug("real-time query failed", "reference", rt.ref, "err", err)
+		n.log.Debug("real-time query failed", "reference", q.To, "err", err)
 		return
 	}
 	m := fromWireInfo(reply.RealTime)
-	m.From, m.To, m.Seq = rt.ref, engine.NodeID(rt.id), q.Seq
-	local := rt.local()
+	m.From, m.To, m.Seq = q.To, engine.NodeID(rt.id), q.Seq
+	local := rt.clock()
 	rt.mu.Lock()
 	rt.sc.Step(m, local) // refusals are logged by the Scale
 	rt.mu.Unlock()
@@ -340,11 +448,11 @@ func toWireInfo(m realtime.Message) wire.RealTime {
 
 // handleQuery answers a node's OpRealTimeQuery on the reference.
 func (rt *realTime) handleQuery(from uint32, q wire.RealTime, reply *wire.Packet) error {
-	local := rt.local()
+	local := rt.clock()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	reply.RealTime = wire.RealTime{}
-	r, err := rt.sc.Answer(realtime.Message{Type: realtime.MsgQuery, From: engine.NodeID(from), To: rt.ref,
+	r, err := rt.sc.Answer(realtime.Message{Type: realtime.MsgQuery, From: engine.NodeID(from), To: engine.NodeID(rt.id),
 		Rate: q.Rate, RateErr: q.RateErr, After: q.After}, local)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/engine"
+	"github.com/gclock/gclock/engine/realtime"
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/satmath"
@@ -426,8 +428,7 @@ func (n *node) dispatch(r engine.Ready) {
 			}
 		}
 		if ev.Kind == engine.EvReferenceChange && n.rt != nil {
-			n.log.Warn("real_time does not follow reference changes yet: it still asks the first reference of the order",
-				"reference", ev.Peer, "mode", n.cfg.RealTime.Mode)
+			n.rt.retarget(n, ev.Peer)
 		}
 		n.log.Debug("engine event", "kind", ev.Kind, "peer", ev.Peer, "value", ev.Value)
 	}
@@ -791,10 +792,7 @@ func (n *node) served(t engine.Time) (timescale, status, reason string, maxErr t
 	if n.rt.apply(ts) {
 		return timescale, ts[0].Status.String(), "", half(ts[0])
 	}
-	if up, has := n.rt.upstreamState(); has && up.Problem() != "" {
-		return timescale, engine.StatusUnsynced.String(), up.Problem(), 0
-	}
-	return timescale, engine.StatusUnsynced.String(), "no model of UTC yet", 0
+	return timescale, engine.StatusUnsynced.String(), cmp.Or(n.rt.unserved(t.Est), realtime.ReasonNoModel), 0
 }
 
 // takeReply removes from r the engine's answer of type t to (to, seq): it

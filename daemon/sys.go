@@ -31,6 +31,9 @@ type sys struct {
 	// upstream reads CLOCK_REALTIME's own state (nil: the kernel's,
 	// readKernelUpstream; tests fake it).
 	upstream func() (realtime.Upstream, error)
+	// wall is CLOCK_REALTIME - CLOCK_MONOTONIC_RAW with its read's
+	// half-width (nil: the machine's, rawclock.WallOffset; tests fake it).
+	wall func() (off, halfWidth int64)
 }
 
 // realSys is CLOCK_MONOTONIC_RAW, UDP and HTTP on TCP or a Unix socket.

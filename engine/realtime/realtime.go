@@ -161,6 +161,11 @@ type Config struct {
 	// ReplyTimeout: a query unanswered this long has failed; 0 means
 	// max(Poll, 1 s).
 	ReplyTimeout int64
+	// MaxAge (reference-realtime): a model of another node's
+	// CLOCK_REALTIME older than this (global ns from its sample) is no
+	// longer served: its reference stopped answering and no other serves
+	// UTC (Unserved says so). 0: served however old, its bounds growing.
+	MaxAge int64
 }
 
 // Validate names the first field out of range.
@@ -183,6 +188,8 @@ func (c *Config) Validate() error {
 		return bad("MaxDrift", c.MaxDrift)
 	case c.ReplyTimeout < 0:
 		return bad("ReplyTimeout", c.ReplyTimeout)
+	case c.MaxAge < 0:
+		return bad("MaxAge", c.MaxAge)
 	}
 	return nil
 }
@@ -215,8 +222,10 @@ type Ready struct {
 // Stats are a Scale's counters.
 type Stats struct {
 	Polls, PollFails, Replies, Jumps, Refused uint64
-	Segments                                  int
-	Mean, MeanErr                             float64
+	// Retargets counts the reference changes (Retarget).
+	Retargets     uint64
+	Segments      int
+	Mean, MeanErr float64
 	// ModelAt is the global time of the reference-realtime model's sample
 	// (HaveModel false: none yet).
 	ModelAt   int64
@@ -230,6 +239,8 @@ type offModel struct {
 	Slope, SlopeErr float64
 	// Up is the upstream state read with the sample at At.
 	Up Upstream
+	// Ref is the node whose CLOCK_REALTIME this is (failover.go).
+	Ref engine.NodeID
 }
 
 func (m offModel) at(g int64) (off, err int64, ok bool) {
@@ -311,6 +322,13 @@ type Scale struct {
 	st         Stats
 	failStreak int
 	refusing   bool // the last reply was refused
+
+	// eager: since Retarget, no model of the new reference's
+	// CLOCK_REALTIME yet: a node polls, the reference samples, more often
+	// (failover.go). ho slews served time from the old reference's model
+	// to the new one's.
+	eager bool
+	ho    handover
 }
 
 // New makes a Scale. A nil logger discards.
@@ -382,6 +400,9 @@ func (s *Scale) Tick(local int64, in Inputs) {
 		return
 	}
 	s.nextPoll = satAdd(local, s.cfg.Poll)
+	if s.eager {
+		s.nextPoll = satAdd(local, s.eagerEvery())
+	}
 	if s.isRef {
 		if s.cfg.Mode == ModeReference && s.up.RateKnown {
 			// The slope is the kernel's: sample often. Without it the
@@ -431,8 +452,8 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 		return
 	}
 	e := max(halfWidth, 0)
-	smp := offModel{At: g, Offset: off, Err: e, Up: s.up}
-	if s.haveOff {
+	smp := offModel{At: g, Offset: off, Err: e, Up: s.up, Ref: s.cfg.ID}
+	if s.haveOff && s.off.Ref == s.cfg.ID {
 		pred, perr, ok := s.off.at(g)
 		if d := off - pred; !ok || d > perr+e || d < -perr-e {
 			// A step or a slew faster than MaxSlew: restart from this
@@ -441,7 +462,7 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 			s.st.Jumps++
 			s.log.Warn("reference CLOCK_REALTIME moved outside its bounds (step or fast slew): served time slews to it",
 				"moved_ns", d, "bound_ns", perr+e, "jumps", s.st.Jumps)
-			s.off = offModel{At: g, Offset: off, Err: e, Slope: s.off.Slope, SlopeErr: s.cfg.MaxSlew, Up: s.up}
+			s.off = offModel{At: g, Offset: off, Err: e, Slope: s.off.Slope, SlopeErr: s.cfg.MaxSlew, Up: s.up, Ref: s.cfg.ID}
 			if s.up.RateKnown {
 				s.off.Slope = s.up.Rate
 			}
@@ -463,14 +484,16 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 			s.out.Moved = true
 		}
 		s.nextPoll = min(s.nextPoll, satAdd(g, s.cfg.SampleEvery)) // g is the local clock here
-		s.off = offModel{At: g, Offset: off, Err: e + allow, Slope: s.up.Rate, SlopeErr: KernelRateErr, Up: s.up}
-		s.haveOff = true
+		s.setModel(offModel{At: g, Offset: off, Err: e + allow, Slope: s.up.Rate, SlopeErr: KernelRateErr, Up: s.up, Ref: s.cfg.ID}, g)
 	case s.haveLast && g > s.last.At:
 		fd := float64(g - s.last.At)
-		s.off = offModel{At: g, Offset: off, Err: e,
+		s.setModel(offModel{At: g, Offset: off, Err: e,
 			Slope:    float64(off-s.last.Offset) / fd,
-			SlopeErr: s.cfg.MaxSlew + float64(e+s.last.Err)/fd, Up: s.up}
-		s.haveOff = true
+			SlopeErr: s.cfg.MaxSlew + float64(e+s.last.Err)/fd, Up: s.up, Ref: s.cfg.ID}, g)
+	case s.eager:
+		// The first sample of a new reference: the second one, which
+		// gives the slope, comes one SampleEvery later.
+		s.nextPoll = min(s.nextPoll, satAdd(g, s.cfg.SampleEvery))
 	}
 	s.last, s.haveLast = smp, true
 }
@@ -655,9 +678,12 @@ func (s *Scale) accept(r Message, gk int64) error {
 		if math.Abs(r.Slope) > 0.01 || r.SlopeErr > 0.01 || r.Err > 1e9 {
 			return fmt.Errorf("model slope %g +- %g, error %d ns: implausible", r.Slope, r.SlopeErr, r.Err)
 		}
-		if !s.haveOff || r.At >= s.off.At {
-			s.off = offModel{At: r.At, Offset: r.Offset, Err: r.Err, Slope: r.Slope, SlopeErr: r.SlopeErr, Up: r.Up}
-			s.haveOff = true
+		if !s.haveOff || r.At >= s.off.At || s.off.Ref != r.From {
+			g0 := r.At
+			if gk != math.MinInt64 {
+				g0 = max(g0, gk)
+			}
+			s.setModel(offModel{At: r.At, Offset: r.Offset, Err: r.Err, Slope: r.Slope, SlopeErr: r.SlopeErr, Up: r.Up, Ref: r.From}, g0)
 		}
 		return nil
 	case ModeMeanDrift:

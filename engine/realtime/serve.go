@@ -50,7 +50,7 @@ func (s *Scale) Map(g int64) (int64, bool) {
 			return 0, false
 		}
 		o, _, ok := s.off.at(g)
-		return satAdd(g, o), ok
+		return satAdd(satAdd(g, o), s.ho.residual(g, s.slew())), ok
 	}
 	if len(s.segs) == 0 {
 		return 0, false
@@ -63,8 +63,9 @@ func (s *Scale) Map(g int64) (int64, bool) {
 // into served time, bounds included: g + O(g) and the chain both increase
 // with g, so the bounds stay bounds. False: no model yet, or a reading the
 // models cannot map, or (reference-realtime) an upstream that is not
-// synchronised (Upstream says why); the reading must then not be served
-// as synced. The upstream's error bound, grown since it was read, widens
+// synchronised (Upstream says why), or a model of another node's
+// CLOCK_REALTIME older than MaxAge at ts[0] (Unserved says why); the
+// reading must then not be served as synced. The upstream's error bound, grown since it was read, widens
 // both bounds.
 func (s *Scale) Apply(ts []engine.Time) bool {
 	for i := range ts {
@@ -82,7 +83,9 @@ func (s *Scale) Apply(ts []engine.Time) bool {
 			// bounds: the lower bound is reached at Earliest.
 			// The upstream's own error (CLOCK_REALTIME - UTC) widens both
 			// bounds; an unsynchronised upstream serves no UTC at all.
-			if s.off.Up.Problem() != "" {
+			// The age is judged at the first reading (now): the others
+			// are a page's look-ahead of the same read.
+			if s.off.Up.Problem() != "" || (i == 0 && s.tooOld(t.Est)) {
 				return false
 			}
 			var oe, ol, oh, ul, uh int64
@@ -107,6 +110,15 @@ func (s *Scale) Apply(ts []engine.Time) bool {
 			return false
 		}
 		t.Earliest, t.Latest = l-xl, h+xh
+		if s.cfg.Mode == ModeReference {
+			// Slewing from the old reference's model (failover.go): the
+			// bounds widen to hold the served value, the truth stays in
+			// the new model's.
+			if r := s.ho.residual(t.Est, s.slew()); r != 0 {
+				e = satAdd(e, r)
+				t.Earliest, t.Latest = min(t.Earliest, e), max(t.Latest, e)
+			}
+		}
 		t.Est = min(max(e, t.Earliest), t.Latest)
 		t.Mono = t.Est
 	}
