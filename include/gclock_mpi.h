@@ -17,10 +17,19 @@
  * for the whole run (MPI_Wtime never switches scale mid-run):
  *   global: the page is readable and its status is synced, stale,
  *           no-daemon or degraded (the bounds widen, the status says so);
- *   local:  the page is missing, unreadable or unsynced: MPI_Wtime is
+ *   synced: no rank has a usable page: in MPI_Init every rank measures its
+ *           clock against rank 0's over MPI (a sync session: ping-pongs with
+ *           rank 0, as the tracer's), and MPI_Wtime is rank 0's
+ *           CLOCK_MONOTONIC_RAW through an offset and a drift fitted over
+ *           the sessions so far (again every GCLOCK_MPI_SYNC_PERIOD seconds
+ *           at a world barrier, and at every gclock_timesync);
+ *   local:  the page is missing, unreadable or unsynced on some ranks, or
+ *           on all with GCLOCK_MPI_SYNC=0: MPI_Wtime is
  *           PMPI_Wtime (the MPI library's own local clock), said once on
  *           stderr (GCLOCK_MPI_QUIET=1 silences it; GCLOCK_MPI_REQUIRE=1
- *           makes it fatal instead: the process exits with status 1).
+ *           makes a missing page fatal instead: the process exits with
+ *           status 1).
+ * MPI_WTIME_IS_GLOBAL reads true in the global and synced modes.
  *
  * With GCLOCK_MPI_TRACE=DIR the library also records every rank's
  * point-to-point messages (every send mode, blocking, nonblocking and
@@ -48,7 +57,8 @@ extern "C" {
 /* Modes (gclock_mpi_mode). */
 enum gclock_mpi_mode {
 	GCLOCK_MPI_LOCAL = 0, /* fallback: MPI_Wtime is PMPI_Wtime */
-	GCLOCK_MPI_GLOBAL = 1 /* MPI_Wtime is global time from the page */
+	GCLOCK_MPI_GLOBAL = 1, /* MPI_Wtime is global time from the page */
+	GCLOCK_MPI_SYNCED = 2  /* no page on any rank: MPI_Wtime is rank 0's clock from the library's own sync sessions */
 };
 
 /* Returned instead of a page status in local mode. */
@@ -58,7 +68,10 @@ enum gclock_mpi_mode {
  * MPI_Wtime would return in *wtime (any pointer may be NULL) and its
  * guaranteed bounds in *earliest and *latest, in MPI_Wtime's seconds. It
  * returns the page's status (enum gclock_status of gclock.h: 1 synced,
- * 2 stale, 3 no-daemon, 4 degraded) in global mode; in local mode GCLOCK_MPI_NO_GLOBAL,
+ * 2 stale, 3 no-daemon, 4 degraded) in global mode; 1 (synced) in synced
+ * mode, where the bounds are half the round trip of the last session's
+ * best exchange, plus the fit's distance from it, plus an assumed 100 ppm
+ * of rate error since then; in local mode GCLOCK_MPI_NO_GLOBAL,
  * with the bounds -HUGE_VAL and +HUGE_VAL (nothing is known about other
  * hosts); a negative errno when the page became unreadable (the value is
  * then the last one returned). */
@@ -83,7 +96,8 @@ int64_t gclock_mpi_origin_ns(void);
  * exchanges GCLOCK_MPI_SYNC_ROUNDS ping-pongs with rank 0 and records the
  * best in its trace, so that `gclock merge -method spline` follows the
  * clocks' drift between MPI_Init and MPI_Finalize (which always sync).
- * Returns 1 (session run), 0 (not tracing: nothing done), -1 (an MPI error;
+ * In synced mode it also refits MPI_Wtime's offset and drift.
+ * Returns 1 (session run), 0 (neither tracing nor synced: nothing done), -1 (an MPI error;
  * said on stderr). GCLOCK_MPI_SYNC_PERIOD=S runs one at the first
  * MPI_Barrier on MPI_COMM_WORLD after S seconds since the last. */
 int gclock_timesync(void);

@@ -263,6 +263,25 @@ exec ip netns exec "$h" env GCLOCK_PAGE=`+pages+`/page-${h##*-} TMPDIR=`+tmp+`/t
 	}
 	checkSyncMerge(t, nfiles, clocks[:cfg.Hosts], 40, true, say)
 
+	// 5. MPI_Wtime without a page on any host (synced mode, issue 30 item
+	// 4): every rank serves rank 0's clock through its own sync sessions
+	// across the emulated network (MPI_Init, then every second at a world
+	// barrier), each rank on its emulated clock; the truth is rank 0's
+	// emulated clock at the raw instant, beside the daemon's figure (1.).
+	for _, period := range []string{"1", "0"} {
+		sout := run(map[string]string{"LD_PRELOAD": filepath.Join(dir, "libgclockmpi-test.so"),
+			"GCLOCK_PAGE": filepath.Join(tmp, "no-page"), "GCLOCK_MPI_SYNC_PERIOD": period,
+			"GCLOCK_MPI_TEST_CLOCK": testClockEnv(clocks[:cfg.Hosts])}, filepath.Join(dir, "ring"), "40", "75")
+		serr, smid := wtimeErrors(t, parseWtimes(t, sout), clocks[:cfg.Hosts])
+		say("MPI_Wtime without a daemon (own sync sessions, GCLOCK_MPI_SYNC_PERIOD=%s) vs truth over %d reads of ranks 1-%d: |error| beyond the read's duration p50 %d ns, max %d ns; from its middle p50 %d ns, max %d ns\n",
+			period, len(serr), cfg.Hosts-1, serr[len(serr)/2], serr[len(serr)-1], smid[len(smid)/2], smid[len(smid)-1])
+		for r := 0; r < cfg.Hosts; r++ {
+			if !strings.Contains(sout, fmt.Sprintf("attr %d 1 1\n", r)) {
+				t.Errorf("no page, rank %d: MPI_WTIME_IS_GLOBAL not true", r)
+			}
+		}
+	}
+
 	// The daemons must still have been running: the pages' bounds were
 	// checked above; now wait for the evaluation to end.
 	res := <-done

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 			usage();
 	}
 	const char *why;
-	int global = gclock_mpi_mode(&why) == GCLOCK_MPI_GLOBAL;
+	int global = gclock_mpi_mode(&why) != GCLOCK_MPI_LOCAL; /* the page, or the library's own sync (synced mode) */
 	int all_global = 0;
 	MPI_Allreduce(&global, &all_global, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 	int *in = calloc((size_t)count, sizeof *in), *out = calloc((size_t)count, sizeof *out);

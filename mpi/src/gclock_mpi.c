@@ -44,6 +44,84 @@ static char page_path[4096];
 static __thread struct gclock_reader tls_reader;
 static __thread int tls_state; /* 0: not opened, 1: open, -errno: failed */
 static __thread double tls_last_wtime = -HUGE_VAL;
+static __thread int64_t tls_last_est = INT64_MIN;
+static int job_ranks, job_global; /* MPI_Init: ranks, ranks with a page */
+static int64_t self_origin;       /* rank 0's clock at MPI_Init, whole seconds */
+
+static int64_t trace_now(void);
+static int env_flag(const char *name);
+
+/* Synced mode (no page on any rank): MPI_Wtime is rank 0's clock (the trace
+ * clock, CLOCK_MONOTONIC_RAW) through this rank's offset against it,
+ * local - global = off + rate * (local - tref), fitted by least squares over
+ * the midpoints of the best exchange of the last SELF_POINTS sync sessions
+ * (self_point). A seqlock lets MPI_Wtime on any thread read a consistent
+ * fit while a session refits it. */
+#define SELF_POINTS 16 /* sessions in the fit: older ones would hold a wandering frequency against the newest */
+#define SELF_RATE_PPB 100000 /* assumed bound on the fitted rate's error (100 ppm), for the bounds only */
+static struct {
+	unsigned seq;  /* odd while being written */
+	int64_t tref;  /* local ns: the last session's midpoint */
+	int64_t off;   /* local - global at tref, ns */
+	int64_t rate;  /* d(local - global)/d(local), in 1e-18 */
+	int64_t err;   /* bound at tref, ns */
+} self;
+static int64_t self_t[SELF_POINTS], self_off[SELF_POINTS], self_h[SELF_POINTS];
+static int self_n;
+
+static int verbose(void) { return env_flag("GCLOCK_MPI_VERBOSE") && !env_flag("GCLOCK_MPI_QUIET"); }
+
+/* self_point adds a session's best exchange (midpoint tm on the local clock,
+ * offset local - global at it, half round trip h) and refits. */
+static void self_point(int64_t tm, int64_t off, int64_t h)
+{
+	int i = self_n % SELF_POINTS;
+	self_t[i] = tm;
+	self_off[i] = off;
+	self_h[i] = h;
+	self_n++;
+	int n = self_n < SELF_POINTS ? self_n : SELF_POINTS;
+	/* Relative to the newest point: doubles stay exact enough. */
+	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	for (int k = 0; k < n; k++) {
+		double x = (double)(self_t[k] - tm), y = (double)(self_off[k] - off);
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+	}
+	double vx = sxx - sx * sx / n, b = 0;
+	if (n >= 2 && vx > 0)
+		b = (sxy - sx * sy / n) / vx;
+	double a = sy / n - b * sx / n; /* the fit at tm, relative to off */
+	unsigned q = __atomic_load_n(&self.seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&self.seq, q + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&self.tref, tm, __ATOMIC_RELAXED);
+	__atomic_store_n(&self.off, off + (int64_t)llround(a), __ATOMIC_RELAXED);
+	__atomic_store_n(&self.rate, (int64_t)llround(b * 1e18), __ATOMIC_RELAXED);
+	__atomic_store_n(&self.err, h + (int64_t)ceil(fabs(a)), __ATOMIC_RELAXED);
+	__atomic_store_n(&self.seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* self_now reads global time in synced mode: est and its half-width. */
+static int64_t self_now(int64_t *halfw)
+{
+	int64_t tref, off, rate, err;
+	unsigned q;
+	do {
+		q = __atomic_load_n(&self.seq, __ATOMIC_ACQUIRE);
+		tref = __atomic_load_n(&self.tref, __ATOMIC_RELAXED);
+		off = __atomic_load_n(&self.off, __ATOMIC_RELAXED);
+		rate = __atomic_load_n(&self.rate, __ATOMIC_RELAXED);
+		err = __atomic_load_n(&self.err, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	} while ((q & 1) || q != __atomic_load_n(&self.seq, __ATOMIC_RELAXED));
+	int64_t local = trace_now(), d = local - tref;
+	int64_t theta = off + (int64_t)(((__int128)rate * d) / 1000000000000000000LL);
+	*halfw = err + (int64_t)(((__int128)(d < 0 ? -d : d) * SELF_RATE_PPB) / 1000000000);
+	return local - theta;
+}
 
 static int env_flag(const char *name)
 {
@@ -120,6 +198,7 @@ static void choose_mode(void)
 		return;
 	}
 	if (env_flag("GCLOCK_MPI_REQUIRE")) {
+		/* The daemon's page is required: the own sync sessions do not count. */
 		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_REQUIRE is set and MPI_Wtime would be %s\n", why);
 		exit(1);
 	}
@@ -142,19 +221,38 @@ static void job_origin(void)
 	notice_later = 1;
 	int m = gclock_mpi_mode(NULL);
 	notice_later = 0;
-	long long o = 0;
+	long long o[2] = {0, 0}; /* global time's origin; rank 0's clock's, for synced mode */
 	if (rank == 0 && !origin_set && m == GCLOCK_MPI_GLOBAL) {
 		struct gclock_time t;
 		if (gclock_mpi_now(&t) == 0 && t.est > 0)
-			o = (long long)(t.est - t.est % 1000000000LL);
+			o[0] = (long long)(t.est - t.est % 1000000000LL);
 	}
-	PMPI_Bcast(&o, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+	if (rank == 0 && !origin_set) {
+		int64_t r = trace_now();
+		o[1] = (long long)(r - r % 1000000000LL);
+	}
+	PMPI_Bcast(o, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
 	if (!origin_set)
-		origin_ns = (int64_t)o;
-	int g = m == GCLOCK_MPI_GLOBAL, total = 0;
-	PMPI_Reduce(&g, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+		origin_ns = (int64_t)o[0];
+	self_origin = origin_set ? origin_ns : (int64_t)o[1];
+	int g = m == GCLOCK_MPI_GLOBAL;
+	PMPI_Allreduce(&g, &job_global, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	job_ranks = size;
+}
+
+/* job_notice runs in MPI_Init once the mode is settled (after sync_init):
+ * rank 0 says one notice for the job, not one per rank. */
+static void job_notice(void)
+{
+	int rank = 0, size = job_ranks, total = job_global;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	if (rank != 0)
 		return;
+	if (gclock_mpi_mode(NULL) == GCLOCK_MPI_SYNCED) {
+		if (verbose())
+			say("MPI_Wtime is %s", why);
+		return;
+	}
 	if (total == 0)
 		say("MPI_Wtime is %s (on all %d ranks)", why, size);
 	else if (total < size)
@@ -168,12 +266,13 @@ int gclock_mpi_mode(const char **w)
 	pthread_once(&mode_once, choose_mode);
 	if (w)
 		*w = why;
-	return mode;
+	return __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
 }
 
 int64_t gclock_mpi_origin_ns(void)
 {
-	pthread_once(&mode_once, choose_mode);
+	if (gclock_mpi_mode(NULL) == GCLOCK_MPI_SYNCED)
+		return self_origin;
 	return origin_ns;
 }
 
@@ -190,7 +289,21 @@ static struct gclock_reader *thread_reader(int *err)
 
 int gclock_mpi_now(struct gclock_time *t)
 {
-	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
+	int m = gclock_mpi_mode(NULL);
+	if (m == GCLOCK_MPI_SYNCED) {
+		int64_t h, est = self_now(&h);
+		/* A refit may step the fit back: est never decreases per thread. */
+		if (est < tls_last_est)
+			est = tls_last_est;
+		tls_last_est = est;
+		t->est = est;
+		t->earliest = est - h;
+		t->latest = est + h;
+		t->status = GCLOCK_SYNCED;
+		t->timescale = GCLOCK_TS_REFERENCE;
+		return 0;
+	}
+	if (m != GCLOCK_MPI_GLOBAL)
 		return -ENODEV;
 	int err;
 	struct gclock_reader *r = thread_reader(&err);
@@ -207,14 +320,14 @@ static double to_wtime(int64_t ns)
 	if (ns == INT64_MAX)
 		return HUGE_VAL;
 	int64_t d;
-	if (__builtin_sub_overflow(ns, origin_ns, &d))
+	if (__builtin_sub_overflow(ns, gclock_mpi_origin_ns(), &d))
 		return ns < 0 ? -HUGE_VAL : HUGE_VAL;
 	return (double)d / 1e9;
 }
 
 int gclock_mpi_wtime_bounds(double *wtime, double *earliest, double *latest)
 {
-	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL) {
+	if (gclock_mpi_mode(NULL) == GCLOCK_MPI_LOCAL) {
 		double w = PMPI_Wtime();
 		if (wtime)
 			*wtime = w;
@@ -251,7 +364,7 @@ int gclock_mpi_wtime_bounds(double *wtime, double *earliest, double *latest)
 
 double MPI_Wtime(void)
 {
-	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
+	if (gclock_mpi_mode(NULL) == GCLOCK_MPI_LOCAL)
 		return PMPI_Wtime();
 	double w;
 	int st = gclock_mpi_wtime_bounds(&w, NULL, NULL);
@@ -266,7 +379,7 @@ double MPI_Wtime(void)
 
 double MPI_Wtick(void)
 {
-	if (gclock_mpi_mode(NULL) != GCLOCK_MPI_GLOBAL)
+	if (gclock_mpi_mode(NULL) == GCLOCK_MPI_LOCAL)
 		return PMPI_Wtick();
 	/* 1 ns, or the double's step at the current MPI_Wtime when that is
 	 * coarser (far from the origin: 238 ns at 1.7e9 s of UTC with
@@ -276,11 +389,11 @@ double MPI_Wtick(void)
 	return step > 1e-9 ? step : 1e-9;
 }
 
-/* MPI_WTIME_IS_GLOBAL reads true in global mode. */
+/* MPI_WTIME_IS_GLOBAL reads true in the global and synced modes. */
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag)
 {
 	int rc = PMPI_Comm_get_attr(comm, keyval, value, flag);
-	if (rc == MPI_SUCCESS && keyval == MPI_WTIME_IS_GLOBAL && gclock_mpi_mode(NULL) == GCLOCK_MPI_GLOBAL) {
+	if (rc == MPI_SUCCESS && keyval == MPI_WTIME_IS_GLOBAL && gclock_mpi_mode(NULL) != GCLOCK_MPI_LOCAL) {
 		static int one = 1;
 		*(int **)value = &one;
 		*flag = 1;
@@ -936,6 +1049,8 @@ static void test_clock_setup(int rank)
  * any rank traces (agreed in MPI_Init), so no rank waits forever. */
 static MPI_Comm sync_comm = MPI_COMM_NULL;
 static int sync_on, sync_rounds = 200, sync_keep = 2;
+static int sync_trace; /* some rank traces: sessions at MPI_Finalize too */
+static int self_on;    /* MPI_Wtime from the sessions (no page on any rank): every session refits */
 static int64_t sync_period, sync_last; /* ns on rank 0's clock; 0: no period */
 static uint64_t sync_sessions;
 
@@ -1005,6 +1120,14 @@ static int sync_session(uint8_t kind)
 				s[k].src_recv = t[2 * k + 1];
 			}
 			qsort(s, (size_t)n, sizeof *s, cmp_rtt);
+			if (self_on) {
+				/* The best exchange: its midpoint, offset and half round trip. */
+				const gct_sample *x = &s[0];
+				int64_t tm = x->loc_recv + (x->loc_send - x->loc_recv) / 2;
+				int64_t off = ((x->loc_recv - x->src_send) + (x->loc_send - x->src_recv)) / 2;
+				int64_t h = ((x->src_recv - x->src_send) - (x->loc_send - x->loc_recv) + 1) / 2;
+				self_point(tm, off, h);
+			}
 			pthread_mutex_lock(&tr.mu);
 			if (tr.w && gct_session(tr.w, 0, kind, s, (uint32_t)sync_keep) == 0)
 				sync_sessions++;
@@ -1018,15 +1141,19 @@ static int sync_session(uint8_t kind)
 	return rc == MPI_SUCCESS ? 0 : -1;
 }
 
-/* sync_init agrees on syncing (any rank tracing) and runs the start session. */
+/* sync_init agrees on syncing (any rank tracing, or no rank with a page
+ * for MPI_Wtime) and runs the start session; with no page on any rank,
+ * MPI_Wtime then serves rank 0's clock through the sessions' fit (synced
+ * mode) if every rank got one. */
 static void sync_init(void)
 {
 	const char *dir = getenv("GCLOCK_MPI_TRACE");
-	int want = dir && *dir && env_long("GCLOCK_MPI_SYNC", 1, 0, 1) != 0;
-	int any = 0;
-	PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	if (!any)
+	int on = env_long("GCLOCK_MPI_SYNC", 1, 0, 1) != 0;
+	int want[2] = {dir && *dir && on, job_global == 0 && on}, any[2] = {0, 0};
+	PMPI_Allreduce(want, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (!any[0] && !any[1])
 		return;
+	sync_trace = any[0];
 	/* Rank 0's rounds and period for all: the ping-pongs and the periodic
 	 * broadcasts must match on every rank even if their environments differ. */
 	int64_t agreed[2] = {env_long("GCLOCK_MPI_SYNC_ROUNDS", 200, 1, 100000),
@@ -1040,14 +1167,32 @@ static void sync_init(void)
 	if (PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS)
 		return;
 	sync_on = 1;
-	sync_session(GCT_SESSION_START);
+	self_on = any[1];
+	if (self_on && tr.world_rank == 0)
+		self_point(trace_now(), 0, 0); /* the reference: global time is its clock */
+	int ok = sync_session(GCT_SESSION_START) == 0, all = 0;
+	if (!self_on)
+		return;
+	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (!all) {
+		self_on = 0;
+		snprintf(why, sizeof why, "local time: no gclock page on any rank, and a sync session with rank 0 failed");
+		return;
+	}
+	snprintf(why, sizeof why,
+		 "rank 0's clock through this rank's own sync sessions with it (no gclock page on any rank; "
+		 "%d ping-pongs at MPI_Init%s)",
+		 sync_rounds, sync_period > 0 ? " and every GCLOCK_MPI_SYNC_PERIOD at a world barrier" : "");
+	__atomic_store_n(&mode, GCLOCK_MPI_SYNCED, __ATOMIC_RELEASE);
 }
 
 static void sync_fini(void)
 {
 	if (!sync_on)
 		return;
-	sync_session(GCT_SESSION_END);
+	if (sync_trace)
+		sync_session(GCT_SESSION_END);
+	self_on = 0; /* MPI_Wtime keeps the last fit */
 	sync_on = 0;
 	PMPI_Comm_free(&sync_comm);
 }
@@ -1104,7 +1249,8 @@ static void trace_open(void)
 	pthread_once(&mode_once, choose_mode);
 	if (test_clock) {
 		gct_set_clock(tr.w, trace_now_cb, NULL);
-		say("rank %d: GCLOCK_MPI_TEST_CLOCK (test build): stamps on an emulated clock, off %lld ns, %lld ppb; "
+		if (verbose())
+			say("rank %d: GCLOCK_MPI_TEST_CLOCK (test build): stamps on an emulated clock, off %lld ns, %lld ppb; "
 		    "daemon mappings not recorded",
 		    tr.world_rank, (long long)test_off, (long long)test_ppb);
 		return;
@@ -1118,7 +1264,7 @@ static void trace_open(void)
 		r = poll_locked();
 		pthread_mutex_unlock(&tr.mu);
 	}
-	if (r != 1)
+	if (r != 1 && verbose())
 		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping from %s yet (%s); one is recorded as soon as the page "
 		    "has one (for -method daemon); the sync sessions with rank 0 serve -method linear and spline",
 		    tr.world_rank, page_path, err ? strerror(-err) : r < 0 ? strerror(-r) : "page unsynced");
@@ -1136,7 +1282,7 @@ static void trace_close(void)
 	if (tr.have_page)
 		gclock_close(&tr.page);
 	tr.have_page = 0;
-	if (tr.mappings == 0 && !test_clock)
+	if (tr.mappings == 0 && !test_clock && verbose())
 		say("rank %d: GCLOCK_MPI_TRACE: no daemon mapping recorded in the whole run: `gclock merge` corrects "
 		    "this trace with its %llu sync sessions (-method auto, linear or spline)",
 		    tr.world_rank, (unsigned long long)sync_sessions);
@@ -1152,12 +1298,15 @@ static void trace_close(void)
  * MPI_Init and MPI_Init_thread. */
 static void after_init(void)
 {
+	int rank = 0;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	test_clock_setup(rank); /* before job_origin: rank 0's origin is on its trace clock */
 	job_origin();
 	PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
-	test_clock_setup(tr.world_rank);
 	trace_open();
 	sync_init();
+	job_notice();
 }
 
 int MPI_Init(int *argc, char ***argv)
