@@ -134,6 +134,10 @@ const (
 	// variance is below 1/bodySkipRatio of an optimistic guess at the
 	// body's (bodyVarLow); the blend gives the body nothing below 1/1.
 	bodySkipRatio = 4.0
+	// bodySharpDecay is the weight of the newest round in sharpLR: about
+	// ten rounds count, so a burst of one or two does not turn a bell into
+	// a floor.
+	bodySharpDecay = 0.1
 	// bodyMinMoves: rounds of measured moves before they count.
 	bodyMinMoves = 3
 	// bodyDecay is the weight of the newest round in the smoothed log
@@ -146,8 +150,11 @@ const (
 type bodyState struct {
 	logRatio float64
 	seen     bool
-	shape    CenterShape
-	weighed  bool // shape holds a weighing
+	// sharpLR: the slowly smoothed log of the formulas' variance ratio.
+	sharpLR   float64
+	sharpSeen bool
+	shape     CenterShape
+	weighed   bool // shape holds a weighing
 	// The last round's lines (floor c, s; body a, sk) and reading point,
 	// and the smoothed squares of each line's move there (moves: how many).
 	c, s, a, sk, xe float64
@@ -252,6 +259,15 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		return c, s
 	}
 	vFloor *= vBody / vCentre
+	// The shape's long-run sharpness: the formulas alone (no measured
+	// moves, which a load burst inflates for a round or two), smoothed
+	// slowly. It says whether the floor is a floor, for the asymmetric
+	// case below.
+	if sr := math.Log(vFloor / vBody); !h.body.sharpSeen {
+		h.body.sharpLR, h.body.sharpSeen = sr, true
+	} else {
+		h.body.sharpLR += bodySharpDecay * (sr - h.body.sharpLR)
+	}
 	// Measured: how far each line moved at the last round's reading point
 	// since that round. A line's move from one round to the next is about
 	// its error (the centre line forgets over a few rounds), and it counts
@@ -297,10 +313,14 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	ratio := max(spreadUp, spreadLow) / min(spreadUp, spreadLow)
 	shape.Asymmetric = !(ratio <= bodyAsymRatio) || !(z < bodyAgreeHi)
 	switch {
-	case shape.Asymmetric && rho >= bodyClear:
+	case shape.Asymmetric && (rho >= bodyClear || math.Exp(b.sharpLR) >= bodyClear):
 		// Shapes differ and neither has a sharp floor (bells of different
-		// widths): a bell is jitter about a path's delay, so the centres
-		// are the better guess; the floor of a bell is no floor.
+		// widths, or a bell whose one direction a load burst widened): a
+		// bell is jitter about a path's delay, so the centres are the
+		// better guess; the floor of a bell is no floor. Judged by the
+		// long-run sharpness too: in the lab a burst made a 3-us bell's
+		// spreads 12 against 9 us and inflated the body's measured moves,
+		// and the floor line it then leaned on was 2-8 us off for 12 s.
 		shape.BodyWeight = 1
 	case rho >= bodyClear:
 		// The body alone: the two lines rest on the same exchanges, so
