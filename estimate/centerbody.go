@@ -134,7 +134,7 @@ const (
 	// variance is below 1/bodySkipRatio of an optimistic guess at the
 	// body's (bodyVarLow); the blend gives the body nothing below 1/1.
 	bodySkipRatio = 4.0
-	// bodySharpDecay is the weight of the newest round in sharpLR: about
+	// bodySharpDecay is the weight of the newest round in sharp: about
 	// ten rounds count, so a burst of one or two does not turn a bell into
 	// a floor.
 	bodySharpDecay = 0.1
@@ -146,21 +146,40 @@ const (
 )
 
 // bodyState is a hull's memory of the choice: the smoothed log of
-// Var(floor)/Var(body) and the last shape.
+// Var(floor)/Var(body), the same of the formulas alone (sharp), and the
+// last shape.
 type bodyState struct {
-	logRatio float64
-	seen     bool
-	// sharpLR: the slowly smoothed log of the formulas' variance ratio.
-	sharpLR   float64
-	sharpSeen bool
-	shape     CenterShape
-	weighed   bool // shape holds a weighing
+	ratio, sharp smoothed
+	shape        CenterShape
+	weighed      bool // shape holds a weighing
 	// The last round's lines (floor c, s; body a, sk) and reading point,
-	// and the smoothed squares of each line's move there (moves: how many).
+	// and the smoothed squares of each line's move there.
 	c, s, a, sk, xe float64
 	lines           bool
-	moveF, moveB    float64
-	moves           int
+	moveF, moveB    smoothed
+}
+
+// smoothed is an exponentially weighted average that takes its first
+// value whole; n counts the values added.
+type smoothed struct {
+	v float64
+	n int
+}
+
+// add adds x with weight decay (the first x is taken as it is).
+func (a *smoothed) add(x, decay float64) {
+	if a.n == 0 {
+		a.v = x
+	} else {
+		a.v += decay * (x - a.v)
+	}
+	a.n++
+}
+
+// spreadsDiffer says whether two directions' robust spreads differ by
+// more than bodyAsymRatio (NaN or 0 spreads count as differing).
+func spreadsDiffer(up, down float64) bool {
+	return !(max(up, down)/min(up, down) <= bodyAsymRatio)
 }
 
 // CenterShape returns what the centre line rests on (the hull whose line
@@ -177,15 +196,11 @@ func (h *Hull) CenterShape() (CenterShape, bool) {
 // midPt is an exchange's midpoint: local time and offset y - x, absolute.
 type midPt struct{ x, off, rtt int64 }
 
-// trimMids drops the midpoints older than the hull's oldest point.
+// trimMids drops the midpoints older than the hull's oldest point (they
+// are in arrival order, not always in x order: one pass over them).
 func (h *Hull) trimMids() {
 	cut := h.x0 + h.minX
-	i, _ := slices.BinarySearchFunc(h.mids, cut, func(m midPt, x int64) int { return cmp.Compare(m.x, x) })
-	if i > 0 && slices.IsSortedFunc(h.mids[:i+min(1, len(h.mids)-i)], func(a, b midPt) int { return cmp.Compare(a.x, b.x) }) {
-		h.mids = append(h.mids[:0], h.mids[i:]...)
-	} else if i > 0 || len(h.mids) > 4*h.cfg.Window {
-		h.mids = slices.DeleteFunc(h.mids, func(m midPt) bool { return m.x < cut })
-	}
+	h.mids = slices.DeleteFunc(h.mids, func(m midPt) bool { return m.x < cut })
 }
 
 // fuseBody weighs the floor line (c, s, in relative d units) against the
@@ -236,16 +251,11 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// body (the floor links: most of them), the body's fits are not worth
 	// their cost (a dozen reweighted fits of thousands of midpoints, 10x
 	// the rest of the centre line): its weight would be 0 anyway.
-	if vLow := bodyVarLow(mx, md, mw, mr, c, s); vLow > 0 && max(vFloor, b.moveF) < vLow/bodySkipRatio {
+	if vLow := bodyVarLow(mx, md, mw, mr, c, s); vLow > 0 && max(vFloor, b.moveF.v) < vLow/bodySkipRatio {
 		b.lines = false // no body line this round: no move to measure next
 		shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vLow)
-		shape.Asymmetric = !(max(spreadUp, spreadLow)/min(spreadUp, spreadLow) <= bodyAsymRatio)
+		shape.Asymmetric = spreadsDiffer(spreadUp, spreadLow)
 		b.shape, b.weighed = shape, true
-		return c, s
-	}
-	a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, float64(h.newest)+h.roundGap/2)
-	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
-		h.body.shape = shape
 		return c, s
 	}
 	// Both lines are judged where they are read: after the newest
@@ -253,9 +263,14 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// there is its variance at the points' centre grown as the body's
 	// grows (the same exchanges, the same lever).
 	xe := float64(h.newest) + h.roundGap/2
+	a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, xe)
+	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
+		b.shape = shape
+		return c, s
+	}
 	vBody, vCentre := vAt(xe-xm), vAt(0)
 	if !(vBody > 0) || !(vCentre > 0) {
-		h.body.shape = shape
+		b.shape = shape
 		return c, s
 	}
 	vFloor *= vBody / vCentre
@@ -263,11 +278,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// moves, which a load burst inflates for a round or two), smoothed
 	// slowly. It says whether the floor is a floor, for the asymmetric
 	// case below.
-	if sr := math.Log(vFloor / vBody); !h.body.sharpSeen {
-		h.body.sharpLR, h.body.sharpSeen = sr, true
-	} else {
-		h.body.sharpLR += bodySharpDecay * (sr - h.body.sharpLR)
-	}
+	b.sharp.add(math.Log(vFloor/vBody), bodySharpDecay)
 	// Measured: how far each line moved at the last round's reading point
 	// since that round. A line's move from one round to the next is about
 	// its error (the centre line forgets over a few rounds), and it counts
@@ -277,25 +288,15 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	if b.lines {
 		jf := (c + s*b.xe) - (b.c + b.s*b.xe)
 		jb := (a + sk*b.xe) - (b.a + b.sk*b.xe)
-		if b.moves == 0 {
-			b.moveF, b.moveB = jf*jf, jb*jb
-		} else {
-			b.moveF += bodyDecay * (jf*jf - b.moveF)
-			b.moveB += bodyDecay * (jb*jb - b.moveB)
-		}
-		b.moves++
+		b.moveF.add(jf*jf, bodyDecay)
+		b.moveB.add(jb*jb, bodyDecay)
 	}
 	b.c, b.s, b.a, b.sk, b.xe, b.lines = c, s, a, sk, xe, true
-	if b.moves >= bodyMinMoves {
-		vFloor, vBody = max(vFloor, b.moveF), max(vBody, b.moveB)
+	if b.moveF.n >= bodyMinMoves {
+		vFloor, vBody = max(vFloor, b.moveF.v), max(vBody, b.moveB.v)
 	}
 	shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vBody)
-	r := math.Log(vFloor / vBody)
-	if !b.seen {
-		b.logRatio, b.seen = r, true
-	} else {
-		b.logRatio += bodyDecay * (r - b.logRatio)
-	}
+	b.ratio.add(math.Log(vFloor/vBody), bodyDecay)
 	// The two lines must agree within their noise: where both sides have
 	// the same shape, each is unbiased and their difference is noise; a
 	// difference beyond it means the directions' delays differ in shape
@@ -306,14 +307,13 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// line's noise is what the formulas grasp least (a bell's extreme
 	// exchanges), and the lines' distance says little: only the spreads
 	// judge the shapes there.
-	rho := math.Exp(b.logRatio) // Var(floor) / Var(body)
+	rho := math.Exp(b.ratio.v) // Var(floor) / Var(body)
 	if rho >= bodyClear {
 		z = 0
 	}
-	ratio := max(spreadUp, spreadLow) / min(spreadUp, spreadLow)
-	shape.Asymmetric = !(ratio <= bodyAsymRatio) || !(z < bodyAgreeHi)
+	shape.Asymmetric = spreadsDiffer(spreadUp, spreadLow) || !(z < bodyAgreeHi)
 	switch {
-	case shape.Asymmetric && (rho >= bodyClear || math.Exp(b.sharpLR) >= bodyClear):
+	case shape.Asymmetric && (rho >= bodyClear || math.Exp(b.sharp.v) >= bodyClear):
 		// Shapes differ and neither has a sharp floor (bells of different
 		// widths, or a bell whose one direction a load burst widened): a
 		// bell is jitter about a path's delay, so the centres are the
@@ -339,7 +339,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		gate := min(1, max(0, rho-1))
 		shape.BodyWeight = fade * gate * rho / (1 + rho)
 	}
-	h.body.shape, h.body.weighed = shape, true
+	b.shape, b.weighed = shape, true
 	wb := shape.BodyWeight
 	return c + wb*(a-c), s + wb*(sk-s)
 }
