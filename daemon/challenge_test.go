@@ -1,10 +1,7 @@
 package daemon
 
 import (
-	"context"
-	"log/slog"
 	"net/netip"
-	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,16 +33,8 @@ func TestRunChallengeFloodKeepsSource(t *testing.T) {
 			cfgs[i].Metrics.Listen = netip.AddrPortFrom(netip.MustParseAddr("10.0.0.9"), uint16(9100+i)).String()
 		}
 		clusterKey(t, cfgs)
-		ctx, cancel := context.WithCancel(context.Background())
-		d := &daemons{t: t, sys: fakeSys(mn, &metrics), log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), errs: make(chan error, 2)}
-		defer d.stopAll(cancel)
-		d.start(ctx, cfgs[0])
-		d.start(ctx, cfgs[1])
-		deadline := time.Now().Add(20 * time.Second)
-		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
-		r2 := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
-		waitPageSyncedBy(t, read, r2, 2, deadline)
-		time.Sleep(time.Second)
+		r2, read, stop := startSyncedPair(t, mn, &metrics, cfgs)
+		defer stop()
 		var chal []byte
 		for _, b := range cp.stop() {
 			if wire.Op(b[3]).Kind() == wire.OpAuthChallenge {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -52,16 +51,7 @@ func TestRealTimeKernelSlew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := gtime.NewWriter(filepath.Join(t.TempDir(), "page"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	r, err := gtime.Open(w.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	w, r := testPage(t)
 
 	// The fake kernel: CLOCK_REALTIME = raw + off, off growing at the rate
 	// its frequency (scaled ppm) gives; maxerror set at raw 0 and grown by

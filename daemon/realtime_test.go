@@ -414,16 +414,7 @@ func TestRealTimeStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := gtime.NewWriter(filepath.Join(t.TempDir(), "page"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	r, err := gtime.Open(w.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	w, r := testPage(t)
 	const slew = 30e-6
 	step := map[int]int64{40: -20 * int64(time.Millisecond), 70: 5 * int64(time.Millisecond)}
 	prev, prevX := int64(math.MinInt64), int64(0)
@@ -509,4 +500,21 @@ func TestRealTimeConfig(t *testing.T) {
 			t.Errorf("Validate = %v, want %q", err, tt.want)
 		}
 	}
+}
+
+// testPage is a page writer in a test's directory and a reader of it,
+// both closed when the test ends.
+func testPage(t *testing.T) (*gtime.Writer, *gtime.Reader) {
+	t.Helper()
+	w, err := gtime.NewWriter(filepath.Join(t.TempDir(), "page"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	r, err := gtime.Open(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return w, r
 }

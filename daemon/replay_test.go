@@ -212,16 +212,8 @@ func TestRunInsiderProbe(t *testing.T) {
 		}
 		cfgs[1].Metrics.Listen = "10.0.0.2:9100"
 		kr := clusterKey(t, cfgs)
-		ctx, cancel := context.WithCancel(context.Background())
-		d := &daemons{t: t, sys: fakeSys(mn, &metrics), log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), errs: make(chan error, 2)}
-		defer d.stopAll(cancel)
-		d.start(ctx, cfgs[0])
-		d.start(ctx, cfgs[1])
-		deadline := time.Now().Add(20 * time.Second)
-		read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
-		r2 := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
-		waitPageSyncedBy(t, read, r2, 2, deadline)
-		time.Sleep(time.Second)
+		r2, read, stop := startSyncedPair(t, mn, &metrics, cfgs)
+		defer stop()
 
 		p := wire.Packet{Op: wire.OpProbe, Sender: 1, Seq: 12345}
 		p.Msg.Type, p.Msg.From, p.Msg.To, p.Msg.Round, p.Msg.Seq = 1, 1, 2, 1, 1
@@ -392,4 +384,28 @@ func TestRunLinkKeys(t *testing.T) {
 			t.Errorf("node 3's forgery as node 1: bad_tag %v -> %v, want one more", before["bad_tag"], after["bad_tag"])
 		}
 	})
+}
+
+// startSyncedPair starts the two daemons of cfgs on mn, waits until node
+// 2's page says synced and a second more, and returns node 2's page, the
+// read of a page at the fake raw clock, and the stop of both daemons.
+func startSyncedPair(t *testing.T, mn *memnet.Network, metrics *fakeMetrics, cfgs []Config) (*gtime.Reader, func(*gtime.Reader) (gtime.Time, error), func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &daemons{t: t, sys: fakeSys(mn, metrics), log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), errs: make(chan error, 2)}
+	started := false
+	defer func() {
+		if !started { // a wait below failed the test: stop the daemons as the caller's defer would
+			d.stopAll(cancel)
+		}
+	}()
+	d.start(ctx, cfgs[0])
+	d.start(ctx, cfgs[1])
+	deadline := time.Now().Add(20 * time.Second)
+	read := func(r *gtime.Reader) (gtime.Time, error) { return r.At(fakeRaw()) }
+	r2 := openPage(t, cfgs[1].GlobalTime.ShmPath, 2, deadline)
+	waitPageSyncedBy(t, read, r2, 2, deadline)
+	time.Sleep(time.Second)
+	started = true
+	return r2, read, func() { d.stopAll(cancel) }
 }
