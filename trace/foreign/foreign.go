@@ -321,7 +321,7 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 		}
 		w = min(max(w, 1000), span)
 	}
-	nw := int((span + w - 1) / w)
+	nw := max(int(span/w), 1) // a partial last window joins the one before
 	knots := make([][]knot, n) // per location, in g0 (base) time
 	cur := make([][]int64, n)
 	for i := range base {
@@ -334,6 +334,8 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 		win[j] = append(win[j], int32(k))
 	}
 	x := make([]float64, n)
+	has := make([]bool, n)
+	distUp, distDown := make([]float64, n), make([]float64, n)
 	in, out := make([][]int32, n), make([][]int32, n)
 	for range opt.Passes {
 		next := make([][]knot, n)
@@ -349,41 +351,106 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 				in[m.To] = append(in[m.To], k)
 				out[m.From] = append(out[m.From], k)
 			}
+			// Gauss-Seidel: each location in turn moves to the middle of
+			// its window, (fastest apparent latency in - fastest out)/2,
+			// with the others' latest estimates; the reference, which
+			// cannot move, moves all the others instead (without it they
+			// could drift together, held only by their messages among
+			// themselves).
 			clear(x)
-			// apparent latency of message k with the current estimates
 			lat := func(k int32) float64 {
 				m := t.Msgs[k]
 				return float64(cur[m.To][m.Recv]-cur[m.From][m.Send]) - x[m.To] + x[m.From]
 			}
-			// Gauss-Seidel: each location in turn moves to the middle of
-			// its window, (fastest in - fastest out)/2, with the others'
-			// latest estimates.
-			for sweep := 0; sweep < 1000; sweep++ {
+			mid := func(i int) float64 {
+				lo, hi := math.Inf(1), math.Inf(1)
+				for _, k := range in[i] {
+					lo = min(lo, lat(k))
+				}
+				for _, k := range out[i] {
+					hi = min(hi, lat(k))
+				}
+				return (lo - hi) / 2
+			}
+			r := res.Reference
+			for i := range n {
+				has[i] = i != r && len(in[i]) > 0 && len(out[i]) > 0
+			}
+			if len(in[r]) == 0 || len(out[r]) == 0 {
+				continue
+			}
+			converged := false
+			for sweep := 0; sweep < 1000 && !converged; sweep++ {
 				worst := 0.0
 				for i := range n {
-					if i == res.Reference || len(in[i]) == 0 || len(out[i]) == 0 {
-						continue
+					if has[i] {
+						d := mid(i)
+						x[i] += d
+						worst = max(worst, math.Abs(d))
 					}
-					lo, hi := math.Inf(1), math.Inf(1)
-					for _, k := range in[i] {
-						lo = min(lo, lat(k))
-					}
-					for _, k := range out[i] {
-						hi = min(hi, lat(k))
-					}
-					d := (lo - hi) / 2
-					x[i] += d
-					worst = max(worst, math.Abs(d))
 				}
-				if worst < 0.1 {
-					break
+				d := -mid(r)
+				for i := range n {
+					if has[i] {
+						x[i] += d
+					}
+				}
+				worst = max(worst, math.Abs(d))
+				converged = worst < 0.1
+			}
+			if !converged {
+				continue
+			}
+			// Each message (from -> to) with apparent latency a says
+			// x[to] - x[from] <= a (its true latency is >= 0); with
+			// x[ref] = 0 each location's error lies in
+			// [-d(p, ref), d(ref, p)], d the shortest paths through those
+			// constraints. An estimate outside is pulled to its edge.
+			// A negative cycle (drift inside the window, a mismatch)
+			// skips the clamp.
+			up, ok1 := shortest(t, cur, ms, r, n, false, distUp)
+			down, ok2 := shortest(t, cur, ms, r, n, true, distDown)
+			for i := range n {
+				if has[i] && ok1 && ok2 && !math.IsInf(up[i], 1) && !math.IsInf(down[i], 1) && -down[i] <= up[i] {
+					x[i] = min(max(x[i], -down[i]), up[i])
 				}
 			}
-			at := t0 + int64(j)*w + w/2
 			for i := range n {
-				if i != res.Reference && len(in[i]) > 0 && len(out[i]) > 0 {
-					next[i] = append(next[i], knot{at: at, d: interp(knots[i], at) - x[i]})
+				if !has[i] {
+					continue
 				}
+				// the knot sits at the mean time of the location's
+				// messages in the window (relative to the window start:
+				// no absolute times in float64)
+				ws := t0 + int64(j)*w
+				var sum float64
+				for _, k := range in[i] {
+					sum += float64(base[i][t.Msgs[k].Recv] - ws)
+				}
+				for _, k := range out[i] {
+					sum += float64(base[i][t.Msgs[k].Send] - ws)
+				}
+				at := ws + int64(sum/float64(len(in[i])+len(out[i])))
+				next[i] = append(next[i], knot{at: at, d: interp(knots[i], at) - x[i]})
+			}
+		}
+		// Before the first and after the last window the offset records
+		// (init, finalize) are the better anchors: the base mapping goes
+		// through them, so the correction fades to 0 there.
+		if opt.Mappers == nil {
+			for i := range n {
+				ks := next[i]
+				if len(ks) == 0 || i == res.Reference {
+					continue
+				}
+				offs := t.Locs[i].Offsets
+				if first := offs[0].Local + offs[0].Offset; first < ks[0].at {
+					ks = append([]knot{{at: first}}, ks...)
+				}
+				if last := offs[len(offs)-1].Local + offs[len(offs)-1].Offset; last > ks[len(ks)-1].at {
+					ks = append(ks, knot{at: last})
+				}
+				next[i] = ks
 			}
 		}
 		knots = next
@@ -401,6 +468,36 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 		copy(base[i], cur[i])
 	}
 	return w
+}
+
+// shortest returns the shortest path lengths from the reference (reverse:
+// to it) over the difference constraints of the messages ms: an edge
+// from -> to of length cur[to][recv] - cur[from][send]. Bellman-Ford; false
+// on a negative cycle.
+func shortest(t *Trace, cur [][]int64, ms []int32, ref, n int, reverse bool, d []float64) ([]float64, bool) {
+	for i := range d {
+		d[i] = math.Inf(1)
+	}
+	d[ref] = 0
+	for round := 0; round <= n; round++ {
+		changed := false
+		for _, k := range ms {
+			m := t.Msgs[k]
+			a := float64(cur[m.To][m.Recv] - cur[m.From][m.Send])
+			u, v := m.From, m.To
+			if reverse {
+				u, v = v, u
+			}
+			if !math.IsInf(d[u], 1) && d[u]+a < d[v] {
+				d[v] = d[u] + a
+				changed = true
+			}
+		}
+		if !changed {
+			return d, true
+		}
+	}
+	return d, false
 }
 
 func abs(x int64) int64 {

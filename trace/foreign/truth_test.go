@@ -3,6 +3,7 @@ package foreign
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,28 +120,50 @@ func evaluate(tr *truthFile, global func(loc, ev int) int64) errStats {
 }
 
 // bound is, per event of a non-reference location, the half-width of the
-// window its clock offset is confined to by the messages of the same
-// correction window: a receive is after its send, so the fastest message
-// in (true latency a) and the fastest message out (true latency b) leave
-// an interval of width a+b for the offset, even with every peer's clock
-// known exactly. No method that does not know the latencies can promise
-// better than (a+b)/2 for it (the middle of the interval is what Correct
-// picks). Drift within the window only widens the true interval, so this
-// bound is optimistic. Windows where a location lacks a message in or out
-// give no bound; those events are left out.
-func bound(tr *truthFile, window int64) errStats {
+// interval its clock offset is confined to by the messages of its
+// correction window: a receive is after its send, so a message q -> p of
+// true latency L allows shifting p's times by u_p with u_q - u_p <= L, and
+// with the reference fixed, p can shift anywhere in [-D(p, ref), D(ref, p)]
+// (D the shortest paths over those constraints, here Floyd-Warshall)
+// without making any message of the window acausal. No method that does not
+// know the latencies can promise better than half that interval. It
+// assumes drift inside a window known, so it is optimistic. Events in
+// windows where the location is not bounded both ways are left out.
+func bound(tr *truthFile, window int64) (errStats, map[[2]int]int64) {
 	t0 := tr.Locations[tr.Reference].Global[0]
-	type key struct{ loc, win int }
-	minIn, minOut := map[key]int64{}, map[key]int64{}
-	for _, m := range tr.Messages {
+	n := len(tr.Locations)
+	byWin := map[int][]int{}
+	for k, m := range tr.Messages {
 		w := int((m.SendG - t0) / window)
-		lat := m.RecvG - m.SendG
-		for _, k := range []struct {
-			mp  map[key]int64
-			loc int
-		}{{minIn, m.To}, {minOut, m.From}} {
-			if v, ok := k.mp[key{k.loc, w}]; !ok || lat < v {
-				k.mp[key{k.loc, w}] = lat
+		byWin[w] = append(byWin[w], k)
+	}
+	half := map[[2]int]int64{} // (location, window) -> half-width
+	inf := int64(math.MaxInt64 / 4)
+	for w, ks := range byWin {
+		d := make([][]int64, n)
+		for i := range d {
+			d[i] = make([]int64, n)
+			for j := range d[i] {
+				if i != j {
+					d[i][j] = inf
+				}
+			}
+		}
+		for _, k := range ks {
+			m := tr.Messages[k]
+			d[m.From][m.To] = min(d[m.From][m.To], m.RecvG-m.SendG)
+		}
+		for k := range n {
+			for i := range n {
+				for j := range n {
+					d[i][j] = min(d[i][j], d[i][k]+d[k][j])
+				}
+			}
+		}
+		r := tr.Reference
+		for p := range n {
+			if p != r && d[r][p] < inf && d[p][r] < inf {
+				half[[2]int{p, w}] = (d[r][p] + d[p][r]) / 2
 			}
 		}
 	}
@@ -150,13 +173,10 @@ func bound(tr *truthFile, window int64) errStats {
 			continue
 		}
 		for _, g := range l.Global {
-			w := int((g - t0) / window)
-			a, ok1 := minIn[key{i, w}]
-			b, ok2 := minOut[key{i, w}]
-			if ok1 && ok2 {
-				v = append(v, (a+b)/2)
+			if h, ok := half[[2]int{i, int((g - t0) / window)}]; ok {
+				v = append(v, h)
 			}
 		}
 	}
-	return statsOf(v)
+	return statsOf(v), half
 }
