@@ -321,7 +321,7 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 		}
 		w = min(max(w, 1000), span)
 	}
-	nw := max(int(span/w), 1) // a partial last window joins the one before
+	nw := max(int(span/w), 1)  // a partial last window joins the one before
 	knots := make([][]knot, n) // per location, in g0 (base) time
 	cur := make([][]int64, n)
 	for i := range base {
