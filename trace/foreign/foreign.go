@@ -111,6 +111,20 @@ type Result struct {
 	Locs      []LocReport
 	Causality Causality
 	Messages  int
+
+	mappers []correct.Mapper
+	knots   [][]knot // refinement, per location, in base-mapped time
+}
+
+// Map maps a local time of location loc that is not an event's (a clock
+// offset record's, a buffer flush's stop time) with the location's base
+// mapping and refinement (CLC moves events only).
+func (r *Result) Map(loc int, local int64) int64 {
+	g := r.mappers[loc].Global(local)
+	if r.knots != nil {
+		g += int64(math.Round(interp(r.knots[loc], g)))
+	}
+	return g
 }
 
 // Errors matched with errors.Is.
@@ -205,7 +219,7 @@ func Correct(t *Trace, opt Options) (*Result, error) {
 		opt.Passes = 3
 	}
 	n := len(t.Locs)
-	res := &Result{Global: make([][]int64, n), Locs: make([]LocReport, n), Reference: opt.Reference, Messages: len(t.Msgs)}
+	res := &Result{Global: make([][]int64, n), Locs: make([]LocReport, n), Reference: opt.Reference, Messages: len(t.Msgs), mappers: make([]correct.Mapper, n)}
 	base := make([][]int64, n)
 	for i, l := range t.Locs {
 		lr := &res.Locs[i]
@@ -219,6 +233,7 @@ func Correct(t *Trace, opt Options) (*Result, error) {
 				return nil, fmt.Errorf("location %d (%s): clock offsets: %w", i, l.Name, err)
 			}
 		}
+		res.mappers[i] = mp
 		base[i] = make([]int64, len(l.Times))
 		for j, x := range l.Times {
 			base[i][j] = mp.Global(x)
@@ -460,6 +475,7 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 			}
 		}
 	}
+	res.knots = knots
 	for i := range n {
 		res.Locs[i].Knots = len(knots[i])
 		for e, g := range base[i] {
@@ -554,4 +570,15 @@ func runCLC(t *Trace, res *Result, opt Options) error {
 		}
 	}
 	return nil
+}
+
+// sortMessages orders messages by sender and send event (a map's order
+// would make the refinement's results vary from run to run).
+func sortMessages(ms []Message) {
+	slices.SortFunc(ms, func(a, b Message) int {
+		if c := cmp.Compare(a.From, b.From); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Send, b.Send)
+	})
 }
