@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
@@ -62,6 +63,11 @@ func mergeCmd(args []string, out io.Writer) error {
 	}
 	if fs.NArg() == 0 {
 		return errors.New("no trace files given (usage: gclock merge [flags] FILE...)")
+	}
+	for _, f := range fs.Args() {
+		if strings.HasSuffix(f, ".otf2") {
+			return fmt.Errorf("%s: %w: gclock merge reads gclock traces (.gct); correct an OTF2 archive another tool recorded with `gclock trace correct -o DIR %s`", f, errNotGclock, f)
+		}
 	}
 	if *otf2Dir != "" && !otf2.Available {
 		return fmt.Errorf("-otf2: %w", otf2.ErrNotBuilt)

@@ -28,6 +28,7 @@ func init() {
 
 const traceUsage = `usage: gclock trace info [-keep-going] FILE...
        gclock trace demo [flags] -dir DIR
+       gclock trace correct [flags] -o DIR ARCHIVE.otf2
 
 info describes each trace file: process, host, clock, chunks, events, sync
 sessions, daemon mappings, and any corrupt or truncated chunk with its offset.
@@ -37,24 +38,30 @@ messages (and DIR/truth-NN.bin, the true global time of every event, for
 'gclock merge -truth DIR'), merges them with each correction method (linear, spline, daemon),
 and reports the error of every corrected timestamp against the truth and
 the causality violations. Run 'gclock trace demo -h' for its flags.
+
+correct maps an OTF2 archive another tool recorded (Score-P) onto global
+time: the archive's own clock offsets refined by its messages, or the
+daemon's recorded mappings. Run 'gclock trace correct -h' for its flags.
 `
 
 func runTrace(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, traceUsage)
-		return errors.New("missing subcommand (info or demo)")
+		return errors.New("missing subcommand (info, demo or correct)")
 	}
 	switch args[0] {
 	case "info":
 		return traceInfo(args[1:], os.Stdout)
 	case "demo":
 		return traceDemo(args[1:], os.Stdout)
+	case "correct":
+		return traceCorrect(args[1:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(os.Stderr, traceUsage)
 		return flag.ErrHelp
 	}
 	fmt.Fprint(os.Stderr, traceUsage)
-	return fmt.Errorf("unknown subcommand %q (want info or demo)", args[0])
+	return fmt.Errorf("unknown subcommand %q (want info, demo or correct)", args[0])
 }
 
 func traceInfo(args []string, out io.Writer) error {

@@ -90,7 +90,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lin := evaluate(tr, func(i, e int) int64 { return before.Times[strconv.FormatUint(ar.LocIDs[i], 10)][e] })
+	lin := Evaluate(tr, func(i, e int) int64 { return before.Times[strconv.FormatUint(ar.LocIDs[i], 10)][e] })
 	out := t.TempDir()
 	rep, err := ar.Write(out, "traces", res)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 	}
 	outPath := filepath.Join(out, "traces.otf2")
 	after := readByPython(t, outPath)
-	got := evaluate(tr, func(i, e int) int64 { return after.Times[strconv.FormatUint(ar.LocIDs[i], 10)][e] })
+	got := Evaluate(tr, func(i, e int) int64 { return after.Times[strconv.FormatUint(ar.LocIDs[i], 10)][e] })
 	t.Logf("libotf2 reads the input: %v; the corrected archive: %v", lin, got)
 	t.Logf("receives before sends: raw %d, linear %d, corrected %d, after CLC %d of %d", res.Causality.Raw, res.Causality.Linear, res.Causality.Corrected, res.Causality.CLC, res.Messages)
 	for i, id := range ar.LocIDs {

@@ -22,9 +22,9 @@ func TestCorrectDriftSteps(t *testing.T) {
 			if res.Reference != tr.Reference {
 				t.Errorf("reference %d, want %d (the location whose offsets are all 0)", res.Reference, tr.Reference)
 			}
-			lin := evaluate(tr, func(i, e int) int64 { return Linear(m.Locs[i].Offsets, m.Locs[i].Times[e]) })
-			got := evaluate(tr, func(i, e int) int64 { return res.Global[i][e] })
-			b, half := bound(tr, res.Window)
+			lin := Evaluate(tr, func(i, e int) int64 { return Linear(m.Locs[i].Offsets, m.Locs[i].Times[e]) })
+			got := Evaluate(tr, func(i, e int) int64 { return res.Global[i][e] })
+			b, half := Bound(tr, res.Window)
 			t0 := tr.Locations[tr.Reference].Global[0]
 			within, judged := 0, 0
 			for i, l := range tr.Locations {
@@ -61,7 +61,7 @@ func TestCorrectDriftSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := evaluate(tr, func(i, e int) int64 { return clc.Global[i][e] })
+			after := Evaluate(tr, func(i, e int) int64 { return clc.Global[i][e] })
 			t.Logf("after CLC: %v, receives before sends %d", after, clc.Causality.CLC)
 			if clc.Causality.CLC != 0 {
 				t.Errorf("%d receives before their sends after CLC", clc.Causality.CLC)
