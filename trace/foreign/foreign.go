@@ -136,6 +136,14 @@ var (
 	ErrBadTrace = errors.New("inconsistent trace")
 )
 
+// Limits of the input: times and offsets below 2^62 keep every sum of two
+// in int64; a rate error above 1% between two offset records is a broken
+// record, not a clock.
+const (
+	maxTime = int64(1) << 62
+	maxRate = 0.01
+)
+
 func (t *Trace) check(opt *Options) error {
 	if len(t.Locs) == 0 {
 		return fmt.Errorf("%w: no locations", ErrBadTrace)
@@ -152,9 +160,22 @@ func (t *Trace) check(opt *Options) error {
 		if opt.Mappers == nil && len(l.Offsets) == 0 {
 			return fmt.Errorf("location %d (%s): %w (the producer wrote no CLOCK_OFFSET for it; give the daemon's mappings)", i, l.Name, ErrNoOffsets)
 		}
-		for j := 1; j < len(l.Offsets); j++ {
-			if l.Offsets[j].Local <= l.Offsets[j-1].Local {
-				return fmt.Errorf("%w: location %d (%s): clock offset %d at local %d not after offset %d at %d", ErrBadTrace, i, l.Name, j, l.Offsets[j].Local, j-1, l.Offsets[j-1].Local)
+		if len(l.Times) > 0 && (l.Times[0] < 0 || l.Times[len(l.Times)-1] >= maxTime) {
+			return fmt.Errorf("%w: location %d (%s): times %d .. %d outside [0, 2^62)", ErrBadTrace, i, l.Name, l.Times[0], l.Times[len(l.Times)-1])
+		}
+		for j, o := range l.Offsets {
+			if o.Local < 0 || o.Local >= maxTime || o.Offset <= -maxTime || o.Offset >= maxTime {
+				return fmt.Errorf("%w: location %d (%s): clock offset %d (at %d, offset %d) outside 2^62", ErrBadTrace, i, l.Name, j, o.Local, o.Offset)
+			}
+			if j == 0 {
+				continue
+			}
+			p := l.Offsets[j-1]
+			if o.Local <= p.Local {
+				return fmt.Errorf("%w: location %d (%s): clock offset %d at local %d not after offset %d at %d", ErrBadTrace, i, l.Name, j, o.Local, j-1, p.Local)
+			}
+			if rate := float64(o.Offset-p.Offset) / float64(o.Local-p.Local); math.Abs(rate) > maxRate {
+				return fmt.Errorf("%w: location %d (%s): clock offsets %d and %d differ by %d over %d: a rate error of %.0f ppm is no clock's", ErrBadTrace, i, l.Name, j-1, j, o.Offset-p.Offset, o.Local-p.Local, rate*1e6)
 			}
 		}
 	}

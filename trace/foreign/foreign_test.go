@@ -79,7 +79,7 @@ func TestCorrectBadInput(t *testing.T) {
 		return &Trace{
 			Locs: []Location{
 				{Name: "rank 0", Times: []int64{10, 20, 30}, Offsets: []OffsetRecord{{Local: 0}, {Local: 100}}},
-				{Name: "rank 1", Times: []int64{15, 25, 35}, Offsets: []OffsetRecord{{Local: 0, Offset: 5}, {Local: 100, Offset: 7}}},
+				{Name: "rank 1", Times: []int64{15, 25, 35}, Offsets: []OffsetRecord{{Local: 0, Offset: 5}, {Local: 1_000_000, Offset: 7}}},
 			},
 			Msgs: []Message{{From: 0, To: 1, Send: 0, Recv: 1}, {From: 1, To: 0, Send: 2, Recv: 2}},
 		}
@@ -98,6 +98,9 @@ func TestCorrectBadInput(t *testing.T) {
 		{"offsets out of order", func(tr *Trace) { tr.Locs[1].Offsets[1].Local = 0 }, ErrBadTrace, "clock offset 1"},
 		{"message to nowhere", func(tr *Trace) { tr.Msgs[1].Recv = 9 }, ErrBadTrace, "message 1"},
 		{"no locations", func(tr *Trace) { tr.Locs = nil }, ErrBadTrace, "no locations"},
+		{"offsets no clock", func(tr *Trace) { tr.Locs[1].Offsets[1].Offset = 50_000 }, ErrBadTrace, "rate error of 49995 ppm"},
+		{"time beyond 2^62", func(tr *Trace) { tr.Locs[0].Times[2] = 1 << 62 }, ErrBadTrace, "outside [0, 2^62)"},
+		{"offset beyond 2^62", func(tr *Trace) { tr.Locs[0].Offsets[0].Offset = -(1 << 62) }, ErrBadTrace, "clock offset 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := good()
