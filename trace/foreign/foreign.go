@@ -311,6 +311,21 @@ type knot struct {
 	d  float64
 }
 
+// orderKnots sorts knots by time and averages those at the same time.
+func orderKnots(ks []knot) []knot {
+	slices.SortStableFunc(ks, func(a, b knot) int { return cmp.Compare(a.at, b.at) })
+	out := ks[:0]
+	for i := 0; i < len(ks); {
+		j, sum := i, 0.0
+		for ; j < len(ks) && ks[j].at == ks[i].at; j++ {
+			sum += ks[j].d
+		}
+		out = append(out, knot{at: ks[i].at, d: sum / float64(j-i)})
+		i = j
+	}
+	return out
+}
+
 // interp evaluates the piecewise linear correction at x (constant outside).
 func interp(ks []knot, x int64) float64 {
 	if len(ks) == 0 {
@@ -387,6 +402,30 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 				in[m.To] = append(in[m.To], k)
 				out[m.From] = append(out[m.From], k)
 			}
+			// Each message (from -> to) with apparent latency a says
+			// x[to] - x[from] <= a (its true latency is >= 0); with
+			// x[ref] = 0 each location's error lies in
+			// [-d(p, ref), d(ref, p)], d the shortest paths through those
+			// constraints. Only locations with both finite are tied to the
+			// reference (others, exchanging only among themselves, could
+			// be anywhere): only they get a knot. An estimate outside its
+			// interval is pulled to its edge. A negative cycle (drift
+			// inside the window, a mismatch) leaves the window without
+			// knots.
+			r := res.Reference
+			up, ok1 := shortest(t, cur, ms, r, n, false, distUp)
+			down, ok2 := shortest(t, cur, ms, r, n, true, distDown)
+			if !ok1 || !ok2 {
+				continue
+			}
+			any := false
+			for i := range n {
+				has[i] = i != r && !math.IsInf(up[i], 1) && !math.IsInf(down[i], 1)
+				any = any || has[i]
+			}
+			if !any {
+				continue
+			}
 			// Gauss-Seidel: each location in turn moves to the middle of
 			// its window, (fastest apparent latency in - fastest out)/2,
 			// with the others' latest estimates; the reference, which
@@ -407,13 +446,6 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 					hi = min(hi, lat(k))
 				}
 				return (lo - hi) / 2
-			}
-			r := res.Reference
-			for i := range n {
-				has[i] = i != r && len(in[i]) > 0 && len(out[i]) > 0
-			}
-			if len(in[r]) == 0 || len(out[r]) == 0 {
-				continue
 			}
 			converged := false
 			for sweep := 0; sweep < 1000 && !converged; sweep++ {
@@ -437,17 +469,8 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 			if !converged {
 				continue
 			}
-			// Each message (from -> to) with apparent latency a says
-			// x[to] - x[from] <= a (its true latency is >= 0); with
-			// x[ref] = 0 each location's error lies in
-			// [-d(p, ref), d(ref, p)], d the shortest paths through those
-			// constraints. An estimate outside is pulled to its edge.
-			// A negative cycle (drift inside the window, a mismatch)
-			// skips the clamp.
-			up, ok1 := shortest(t, cur, ms, r, n, false, distUp)
-			down, ok2 := shortest(t, cur, ms, r, n, true, distDown)
 			for i := range n {
-				if has[i] && ok1 && ok2 && !math.IsInf(up[i], 1) && !math.IsInf(down[i], 1) && -down[i] <= up[i] {
+				if has[i] && -down[i] <= up[i] {
 					x[i] = min(max(x[i], -down[i]), up[i])
 				}
 			}
@@ -469,6 +492,12 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 				at := ws + int64(sum/float64(len(in[i])+len(out[i])))
 				next[i] = append(next[i], knot{at: at, d: interp(knots[i], at) - x[i]})
 			}
+		}
+		// A knot sits at the mean time of its messages, and a receive can
+		// fall after the next window's start: keep the knots in order, one
+		// per time (interp divides by their distance).
+		for i := range n {
+			next[i] = orderKnots(next[i])
 		}
 		// Before the first and after the last window the offset records
 		// (init, finalize) are the better anchors: the base mapping goes

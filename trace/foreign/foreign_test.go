@@ -11,9 +11,12 @@ import (
 // against the generator's truth: better than Score-P's linear interpolation,
 // within the bound the messages allow, no receive before its send.
 func TestCorrectDriftSteps(t *testing.T) {
-	for _, c := range []struct{ procs, seed string }{{"6", "1"}, {"6", "2"}, {"6", "3"}, {"12", "4"}} {
-		t.Run("procs"+c.procs+"_seed"+c.seed, func(t *testing.T) {
-			_, tr := generate(t, "-procs", c.procs, "-seconds", "20", "-interval-ms", "4", "-seed", c.seed)
+	for _, c := range []struct{ procs, seed, steps, wander string }{
+		{"6", "1", "2", "0.05"}, {"6", "2", "2", "0.05"}, {"12", "4", "2", "0.05"},
+		{"6", "3", "4", "0.3"}, // more steps, six times the wander
+	} {
+		t.Run("procs"+c.procs+"_seed"+c.seed+"_steps"+c.steps+"_wander"+c.wander, func(t *testing.T) {
+			_, tr := generate(t, "-procs", c.procs, "-seconds", "12", "-interval-ms", "4", "-seed", c.seed, "-steps", c.steps, "-wander-ppm", c.wander)
 			m := modelOf(tr)
 			res, err := Correct(m, Options{Reference: -1})
 			if err != nil {
@@ -131,5 +134,28 @@ func TestLinearMatchesOTF2(t *testing.T) {
 	}
 	if got := Linear(offs[:1], base+7); got != base+7-1000 {
 		t.Errorf("one record: %d", got)
+	}
+}
+
+// TestKnots: knots out of order or at one time (a receive after the next
+// window's start) still interpolate between neighbours.
+func TestKnots(t *testing.T) {
+	ks := orderKnots([]knot{{at: 30, d: 3}, {at: 10, d: 1}, {at: 20, d: 4}, {at: 20, d: 2}})
+	want := []knot{{10, 1}, {20, 3}, {30, 3}}
+	if len(ks) != len(want) {
+		t.Fatalf("%v, want %v", ks, want)
+	}
+	for i := range ks {
+		if ks[i] != want[i] {
+			t.Fatalf("%v, want %v", ks, want)
+		}
+	}
+	for _, c := range []struct {
+		x    int64
+		want float64
+	}{{0, 1}, {10, 1}, {15, 2}, {20, 3}, {25, 3}, {99, 3}} {
+		if got := interp(ks, c.x); got != c.want {
+			t.Errorf("interp(%d) = %v, want %v", c.x, got, c.want)
+		}
 	}
 }
