@@ -99,10 +99,14 @@ func traceCorrect(args []string, out io.Writer) error {
 	}
 	ns := func(ticks int64) int64 { return int64(float64(ticks) * 1e9 / float64(ar.Resolution)) }
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "location\tname\tevents\toffsets\tmethod\tskew ppm\tknots\tmax refinement ns\tclamped\tCLC moved\tmax CLC ns")
+	fmt.Fprintln(tw, "location\tname\tevents\toffsets\tmethod\tskew ppm\tknots\tshares\tmax refinement ns\tclamped\tCLC moved\tmax CLC ns")
 	for i, l := range res.Locs {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%.3f\t%d\t%d\t%d\t%d\t%d\n", ar.LocIDs[i], l.Name, len(ar.Trace.Locs[i].Times), len(ar.Trace.Locs[i].Offsets),
-			l.Method, l.SkewPPM, l.Knots, ns(l.MaxAdj), l.Clamped, l.Moved, ns(l.MaxCLC))
+		shares := "-"
+		if l.Shared >= 0 {
+			shares = fmt.Sprint(ar.LocIDs[l.Shared])
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%.3f\t%d\t%s\t%d\t%d\t%d\t%d\n", ar.LocIDs[i], l.Name, len(ar.Trace.Locs[i].Times), len(ar.Trace.Locs[i].Offsets),
+			l.Method, l.SkewPPM, l.Knots, shares, ns(l.MaxAdj), l.Clamped, l.Moved, ns(l.MaxCLC))
 	}
 	tw.Flush()
 	if res.Window > 0 {

@@ -264,6 +264,26 @@ func ReadArchive(path string) (*Archive, error) {
 		ar.Unmatched += max(len(r)-len(sends[k]), 0)
 	}
 	sortMessages(ar.Trace.Msgs)
+	// The locations of one location group (a process's threads) read one
+	// clock: those without messages share the refinement of the first
+	// one with messages.
+	hasMsg := make([]bool, n)
+	for _, m := range ar.Trace.Msgs {
+		hasMsg[m.From], hasMsg[m.To] = true, true
+	}
+	donor := map[uint64]int{}
+	for i := range n {
+		if _, ok := donor[locGroup[i]]; !ok && hasMsg[i] {
+			donor[locGroup[i]] = i
+		}
+	}
+	ar.Trace.ClockOf = make([]int, n)
+	for i := range n {
+		ar.Trace.ClockOf[i] = -1
+		if j, ok := donor[locGroup[i]]; ok && !hasMsg[i] {
+			ar.Trace.ClockOf[i] = j
+		}
+	}
 	return ar, nil
 }
 

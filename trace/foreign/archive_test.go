@@ -221,3 +221,41 @@ func TestArchiveBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadsShareTheirProcess: threads without messages (OpenMP threads
+// of a rank) read their process's clock and get its refinement, not just
+// the linear interpolation.
+func TestThreadsShareTheirProcess(t *testing.T) {
+	dir, tr := generate(t, "-procs", "4", "-seconds", "6", "-interval-ms", "3", "-seed", "8", "-threads", "2")
+	ar, err := ReadArchive(filepath.Join(dir, "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Correct(ar.Trace, Options{Reference: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// errors of the threads of ranks 1..3 (locations 4.. after the 4
+	// masters; rank 0's threads are on the reference clock)
+	threads := func(global func(i, e int) int64) ErrorStats {
+		var v []int64
+		for i := 4 + 2; i < len(tr.Locations); i++ {
+			for e, g := range tr.Locations[i].Global {
+				d := global(i, e) - g
+				v = append(v, max(d, -d))
+			}
+		}
+		return statsOf(v)
+	}
+	lin := threads(func(i, e int) int64 { return Linear(ar.Trace.Locs[i].Offsets, ar.Trace.Locs[i].Times[e]) })
+	got := threads(func(i, e int) int64 { return res.Global[i][e] })
+	t.Logf("threads: linear %v, corrected %v", lin, got)
+	for i := 4; i < len(res.Locs); i++ {
+		if want := (i - 4) / 2; res.Locs[i].Shared != want {
+			t.Errorf("location %d (%s) shares %d, want %d (its rank's master thread)", i, res.Locs[i].Name, res.Locs[i].Shared, want)
+		}
+	}
+	if 2*got.P99 > lin.P99 {
+		t.Errorf("threads corrected %v, not twice better than linear %v", got, lin)
+	}
+}

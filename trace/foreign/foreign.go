@@ -41,6 +41,11 @@ type Message struct {
 type Trace struct {
 	Locs []Location
 	Msgs []Message
+	// ClockOf, if not nil, says for each location which location's clock
+	// it reads (the threads of one process share the process's clock):
+	// a location without messages of its own gets that location's
+	// refinement. -1 or its own index: its own clock.
+	ClockOf []int
 }
 
 // Options tune Correct.
@@ -97,6 +102,7 @@ type LocReport struct {
 	Method  string // "daemon", "linear", "spline", "offset", "reference"
 	Knots   int    // refinement knots (windows in which it had messages both ways)
 	MaxAdj  int64  // the largest |refinement| applied to an event, ns
+	Shared  int    // the location whose refinement it shares (no messages of its own), -1 if none
 	SkewPPM float64
 	Clamped int // events moved forward to keep the location's order
 	Moved   int // events moved by CLC
@@ -179,6 +185,14 @@ func (t *Trace) check(opt *Options) error {
 			}
 		}
 	}
+	if t.ClockOf != nil && len(t.ClockOf) != len(t.Locs) {
+		return fmt.Errorf("%w: ClockOf has %d entries for %d locations", ErrBadTrace, len(t.ClockOf), len(t.Locs))
+	}
+	for i, j := range t.ClockOf {
+		if j >= len(t.Locs) {
+			return fmt.Errorf("%w: location %d reads the clock of location %d, which does not exist", ErrBadTrace, i, j)
+		}
+	}
 	for k, m := range t.Msgs {
 		if m.From < 0 || m.From >= len(t.Locs) || m.To < 0 || m.To >= len(t.Locs) ||
 			m.Send < 0 || m.Send >= len(t.Locs[m.From].Times) || m.Recv < 0 || m.Recv >= len(t.Locs[m.To].Times) {
@@ -244,7 +258,10 @@ func Correct(t *Trace, opt Options) (*Result, error) {
 	base := make([][]int64, n)
 	for i, l := range t.Locs {
 		lr := &res.Locs[i]
-		lr.Name = l.Name
+		lr.Name, lr.Shared = l.Name, -1
+		if t.ClockOf != nil && t.ClockOf[i] >= 0 && t.ClockOf[i] != i {
+			lr.Shared = t.ClockOf[i]
+		}
 		var mp correct.Mapper
 		if opt.Mappers != nil {
 			mp, lr.Method = opt.Mappers[i], "daemon"
@@ -516,6 +533,13 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 					ks = append(ks, knot{at: last})
 				}
 				next[i] = ks
+			}
+		}
+		// Locations without messages (a process's other threads) share
+		// the refinement of the location whose clock they read.
+		for i, j := range t.ClockOf {
+			if j >= 0 && j != i && len(next[i]) == 0 {
+				next[i] = next[j]
 			}
 		}
 		knots = next

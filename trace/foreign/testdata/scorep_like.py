@@ -147,6 +147,7 @@ def main():
     ap.add_argument("-steps", type=int, default=2, help="drift steps per clock")
     ap.add_argument("-wander-ppm", type=float, default=0.05, help="rate random walk, ppm per sqrt(s)")
     ap.add_argument("-sync-stddev-ns", type=float, default=1000, help="error of Score-P's offset measurements")
+    ap.add_argument("-threads", type=int, default=0, help="extra thread locations per process (same clock, no messages)")
     ap.add_argument("-seed", type=int, default=1)
     a = ap.parse_args()
     if a.procs < 2:
@@ -167,17 +168,23 @@ def main():
             mpi = name.startswith("MPI_")
             regions[name] = w.definitions.region(name, region_role=RegionRole.POINT2POINT if mpi else RegionRole.FUNCTION,
                                                  paradigm=Paradigm.MPI if mpi else Paradigm.USER)
-        locs = []
+        locs, lgs = [], []
         for p in range(a.procs):
             node = w.definitions.system_tree_node("node %d" % p, parent=root)
             lg = w.definitions.location_group("MPI Rank %d" % p, location_group_type=LocationGroupType.PROCESS,
                                               system_tree_parent=node)
+            lgs.append(lg)
             locs.append(w.definitions.location("Master thread", type=LocationType.CPU_THREAD, group=lg))
         w.definitions.group("MPI_COMM_WORLD locations", group_type=GroupType.COMM_LOCATIONS,
                             paradigm=Paradigm.MPI, members=locs)
         wg = w.definitions.group("MPI_COMM_WORLD group", group_type=GroupType.COMM_GROUP,
                                  paradigm=Paradigm.MPI, members=list(range(a.procs)))
         world = w.definitions.comm("MPI_COMM_WORLD", group=wg)
+        if a.threads:
+            regions["omp_work"] = w.definitions.region("omp_work", paradigm=Paradigm.OPENMP)
+        thread_locs = [[w.definitions.location("OpenMP thread %d" % (k + 1), type=LocationType.CPU_THREAD, group=lgs[p])
+                        for k in range(a.threads)] for p in range(a.procs)]
+        offsets_of = []
         for p in range(a.procs):
             ck = clocks[p]
             ew = w.event_writer_from_location(locs[p])
@@ -208,11 +215,35 @@ def main():
                 off = g - t + err
                 _otf2.DefWriter_WriteClockOffset(ew._def_handle, t, off, 0.0 if p == 0 else a.sync_stddev_ns)
                 meas.append({"local": t, "offset": off, "true_offset": g - t})
+            offsets_of.append(meas)
             truth["locations"].append({
                 "rank": p, "global_ns": glob, "local_ns": local,
                 "clock": {"offset0_s": ck.o0, "drift0": ck.d0, "steps": ck.steps},
                 "clock_offsets": meas,
             })
+        # threads (no messages): the process's clock and clock offsets,
+        # work regions at irregular intervals; after all the ranks' master
+        # threads, so that a rank is its master thread's location index
+        for p in range(a.procs):
+            ck = clocks[p]
+            for k in range(a.threads):
+                ew = w.event_writer_from_location(thread_locs[p][k])
+                glob, local = [], []
+                g = start + 10_000
+                while g < end - 1_000_000:
+                    d = int(rng.uniform(50_000, 2_000_000))
+                    for x, kind in ((g, "enter"), (g + d, "leave")):
+                        t = ck.local(x)
+                        glob.append(x)
+                        local.append(t)
+                        (ew.enter if kind == "enter" else ew.leave)(t, regions["omp_work"])
+                    g += d + int(rng.uniform(10_000, 1_000_000))
+                for m in offsets_of[p]:
+                    _otf2.DefWriter_WriteClockOffset(ew._def_handle, m["local"], m["offset"], 0.0 if p == 0 else a.sync_stddev_ns)
+                truth["locations"].append({
+                    "rank": p, "thread": k + 1, "global_ns": glob, "local_ns": local,
+                    "clock_offsets": offsets_of[p],
+                })
     missing = [i for i, m in enumerate(msgs) if "recv_idx" not in m or "send_idx" not in m]
     assert not missing, "messages without both ends: %s" % missing[:5]
     with open(os.path.join(a.out, "truth.json"), "w") as f:
