@@ -131,7 +131,7 @@ const (
 
 // Paradigm values of OTF2_Paradigm used here.
 const (
-	paradigmUser = 2
+	paradigmUser = 1 // OTF2_PARADIGM_USER (2 is OTF2_PARADIGM_COMPILER)
 	paradigmMPI  = 4
 )
 
