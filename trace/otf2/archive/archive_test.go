@@ -390,3 +390,40 @@ func TestUnknownRecords(t *testing.T) {
 		t.Errorf("MpiSend with an appended field read as %s", ev[2].String())
 	}
 }
+
+// TestCopyErrors: a hook's error and an event hook that breaks a
+// location's time order stop Copy with an error naming the record.
+func TestCopyErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeEverything(t, dir, Options{}, 10)
+	a, err := Open(filepath.Join(dir, "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Copy(a, t.TempDir(), "out", Transform{LocalDef: func(loc uint64, r *Record) error {
+		return errors.New("no offsets here")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "no offsets here") || !strings.Contains(err.Error(), "of location 0") {
+		t.Errorf("hook error: %v", err)
+	}
+	var n uint64
+	err = Copy(a, t.TempDir(), "out", Transform{Event: func(loc uint64, r *Record) error {
+		n++
+		r.Time = 1000 - n // backwards
+		return nil
+	}})
+	if err == nil || !strings.Contains(err.Error(), "time order") {
+		t.Errorf("backwards times: %v", err)
+	}
+	out := t.TempDir()
+	if err := Copy(a, out, "same", Transform{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"traces.def", "traces/7.evt", "traces/0.def"} {
+		x, _ := os.ReadFile(filepath.Join(dir, f))
+		y, _ := os.ReadFile(filepath.Join(out, strings.Replace(f, "traces", "same", 1)))
+		if len(x) == 0 || string(x) != string(y) {
+			t.Errorf("%s changed in an identity copy (%d and %d bytes)", f, len(x), len(y))
+		}
+	}
+}
