@@ -279,6 +279,22 @@ func TestNewRecordChecks(t *testing.T) {
 	if _, err := NewRecord(GlobalDef, "MetricClass", 0, U(0), Array([]Value{U(1), U(2)}), U(0), U(0)); err == nil {
 		t.Error("metric class element of two values accepted")
 	}
+	// A record written must have all its fields, or those of an older version.
+	for _, c := range []struct {
+		name string
+		n    int
+		ok   bool
+	}{{"MpiSend", 4, true}, {"MpiSend", 3, false}, {"MpiSend", 0, false}, {"MpiCollectiveBegin", 0, true},
+		{"Region", 11, true}, {"Region", 7, true}, {"Region", 8, false}, {"Region", 6, false}} {
+		s := Lookup(Event, c.name)
+		if s == nil {
+			s = Lookup(GlobalDef, c.name)
+		}
+		r := &Record{Spec: s, Type: s.ID, Fields: make([]Value, c.n)}
+		if _, err := appendRecord(nil, r, false); (err == nil) != c.ok {
+			t.Errorf("%s with %d fields: %v", c.name, c.n, err)
+		}
+	}
 	r := MustRecord(GlobalDef, "Region", 0, U(3), U(1), U(2), U(0), U(0), U(0), U(1), U(15), U(4), U(0))
 	if r.Uint("regionType") != 22 || r.Uint("regionRole") != 15 || r.Uint("paradigm") != 4 {
 		t.Errorf("region %s: attic regionType should be MPI_COLL_BARRIER (22)", r)
