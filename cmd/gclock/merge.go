@@ -15,7 +15,6 @@ import (
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
-	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
 )
@@ -34,7 +33,7 @@ were sent per pair of processes before and after correction, and optionally
 applies the controlled logical clock (-clc), reporting how far it moved each
 process. Writes Chrome trace-event JSON (-chrome), a Perfetto protobuf trace
 (-perfetto; both open in ui.perfetto.dev), an OTF2 archive (-otf2; Vampir,
-Scalasca, otf2-print; needs a build with -tags otf2 and libotf2) and/or a
+Scalasca, otf2-print) and/or a
 compact binary merged trace (-o).
 
 flags:
@@ -68,9 +67,6 @@ func mergeCmd(args []string, out io.Writer) error {
 		if strings.HasSuffix(f, ".otf2") {
 			return fmt.Errorf("%s: %w: gclock merge reads gclock traces (.gct); correct an OTF2 archive another tool recorded with `gclock trace correct -o DIR %s`", f, errNotGclock, f)
 		}
-	}
-	if *otf2Dir != "" && !otf2.Available {
-		return fmt.Errorf("-otf2: %w", otf2.ErrNotBuilt)
 	}
 	m, err := correct.ParseMethod(*method)
 	if err != nil {

@@ -279,6 +279,22 @@ func TestNewRecordChecks(t *testing.T) {
 	if _, err := NewRecord(GlobalDef, "MetricClass", 0, U(0), Array([]Value{U(1), U(2)}), U(0), U(0)); err == nil {
 		t.Error("metric class element of two values accepted")
 	}
+	// A record written must have all its fields, or those of an older version.
+	for _, c := range []struct {
+		name string
+		n    int
+		ok   bool
+	}{{"MpiSend", 4, true}, {"MpiSend", 3, false}, {"MpiSend", 0, false}, {"MpiCollectiveBegin", 0, true},
+		{"Region", 11, true}, {"Region", 7, true}, {"Region", 8, false}, {"Region", 6, false}} {
+		s := Lookup(Event, c.name)
+		if s == nil {
+			s = Lookup(GlobalDef, c.name)
+		}
+		r := &Record{Spec: s, Type: s.ID, Fields: make([]Value, c.n)}
+		if _, err := appendRecord(nil, r, false); (err == nil) != c.ok {
+			t.Errorf("%s with %d fields: %v", c.name, c.n, err)
+		}
+	}
 	r := MustRecord(GlobalDef, "Region", 0, U(3), U(1), U(2), U(0), U(0), U(0), U(1), U(15), U(4), U(0))
 	if r.Uint("regionType") != 22 || r.Uint("regionRole") != 15 || r.Uint("paradigm") != 4 {
 		t.Errorf("region %s: attic regionType should be MPI_COLL_BARRIER (22)", r)
@@ -388,5 +404,42 @@ func TestUnknownRecords(t *testing.T) {
 	}
 	if !ev[2].Equal(send) {
 		t.Errorf("MpiSend with an appended field read as %s", ev[2].String())
+	}
+}
+
+// TestCopyErrors: a hook's error and an event hook that breaks a
+// location's time order stop Copy with an error naming the record.
+func TestCopyErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeEverything(t, dir, Options{}, 10)
+	a, err := Open(filepath.Join(dir, "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Copy(a, t.TempDir(), "out", Transform{LocalDef: func(loc uint64, r *Record) error {
+		return errors.New("no offsets here")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "no offsets here") || !strings.Contains(err.Error(), "of location 0") {
+		t.Errorf("hook error: %v", err)
+	}
+	var n uint64
+	err = Copy(a, t.TempDir(), "out", Transform{Event: func(loc uint64, r *Record) error {
+		n++
+		r.Time = 1000 - n // backwards
+		return nil
+	}})
+	if err == nil || !strings.Contains(err.Error(), "time order") {
+		t.Errorf("backwards times: %v", err)
+	}
+	out := t.TempDir()
+	if err := Copy(a, out, "same", Transform{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"traces.def", "traces/7.evt", "traces/0.def"} {
+		x, _ := os.ReadFile(filepath.Join(dir, f))
+		y, _ := os.ReadFile(filepath.Join(out, strings.Replace(f, "traces", "same", 1)))
+		if len(x) == 0 || string(x) != string(y) {
+			t.Errorf("%s changed in an identity copy (%d and %d bytes)", f, len(x), len(y))
+		}
 	}
 }

@@ -214,6 +214,9 @@ func appendRecord(b []byte, r *Record, event bool) ([]byte, error) {
 		b = appendLength(b, uint64(len(r.Raw)), uint64(len(r.Raw)))
 		return append(b, r.Raw...), nil
 	}
+	if err := complete(r.Spec, len(r.Fields)); err != nil {
+		return b, err
+	}
 	b = append(b, r.Spec.ID)
 	var typ uint8
 	if r.Spec.Singleton && len(r.Fields) == 1 {
@@ -229,6 +232,19 @@ func appendRecord(b []byte, r *Record, event bool) ([]byte, error) {
 	est := estimate(r.Spec.Fields, r.Fields, event)
 	b = appendLength(b, uint64(len(data)), est)
 	return append(b, data...), nil
+}
+
+// complete checks that a record has n of its fields: all of them, or (as
+// read from an older archive) all up to a version that added the rest.
+func complete(s *Spec, n int) error {
+	f := s.Fields
+	if n == len(f) {
+		return nil
+	}
+	if n > len(f) || n == 0 && len(f) > 0 && !s.Since.less(f[0].Since) || n > 0 && (f[n].Since == f[n-1].Since || !s.Since.less(f[n].Since)) {
+		return fmt.Errorf("%s with %d of its %d fields", s.Name, n, len(f))
+	}
+	return nil
 }
 
 // appendLength writes a record length: one byte if the estimate is below

@@ -19,6 +19,11 @@
 //	w.SetProperty("GCLOCK::KEY", "value")
 //	err = w.Close() // finishes the files, writes the anchor file last
 //
+// Rewriting (e.g. correcting timestamps) is Copy with hooks that change
+// records on their way:
+//
+//	err = archive.Copy(a, dir, "traces", archive.Transform{Event: func(loc uint64, r *archive.Record) error { r.Time += d; return nil }})
+//
 // A Record is generic: its Spec (the record type: id, name, fields) comes
 // from a table generated from OTF2's own record specification
 // (share/otf2/otf2.defs and otf2.events; see gen/gen.py and spec_gen.go),

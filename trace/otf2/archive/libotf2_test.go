@@ -221,60 +221,36 @@ func testReadLibotf2(t *testing.T, dir string, want *written) {
 	}
 }
 
-// rewrite copies an archive through this package, shifting every
-// timestamp (events, ClockOffset and BufferFlush times, the clock
-// properties' offset) by shift.
+// rewrite copies an archive with Copy, shifting every timestamp (events,
+// ClockOffset and BufferFlush times, the clock properties' offset) by shift.
 func rewrite(t *testing.T, src, dir string, shift uint64) {
 	t.Helper()
 	a, err := Open(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Create(dir, a.Name, Options{ChunkSizeEvents: a.ChunkSizeEvents, ChunkSizeDefs: a.ChunkSizeDefs,
-		Machine: a.Machine, Creator: a.Creator, Description: a.Description, TraceID: a.TraceID, Version: a.Version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range a.Properties {
-		w.SetProperty(p.Name, p.Value)
-	}
-	for i := range a.Global {
-		r := &a.Global[i]
-		if r.Name() == "ClockProperties" {
-			_ = r.Set("globalOffset", U(r.Uint("globalOffset")+shift))
-		}
-		if err := w.Global(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, loc := range a.Locations {
-		defs, err := a.LocalDefs(loc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range defs {
-			if defs[i].Name() == "ClockOffset" {
-				_ = defs[i].Set("time", U(defs[i].Uint("time")+shift))
+	err = Copy(a, dir, a.Name, Transform{
+		Global: func(r *Record) error {
+			if r.Name() == "ClockProperties" {
+				return r.Set("globalOffset", U(r.Uint("globalOffset")+shift))
 			}
-			if err := w.LocalDef(loc, &defs[i]); err != nil {
-				t.Fatal(err)
+			return nil
+		},
+		LocalDef: func(loc uint64, r *Record) error {
+			if r.Name() == "ClockOffset" {
+				return r.Set("time", U(r.Uint("time")+shift))
 			}
-		}
-		err = a.EachEvent(loc, func(r *Record) error {
+			return nil
+		},
+		Event: func(loc uint64, r *Record) error {
 			r.Time += shift
 			if r.Name() == "BufferFlush" {
-				_ = r.Set("stopTime", U(r.Uint("stopTime")+shift))
+				return r.Set("stopTime", U(r.Uint("stopTime")+shift))
 			}
-			return w.Event(loc, r)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.FinishEvents(loc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+			return nil
+		},
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,11 @@
 package archive
 
-//go:generate sh -c "python3 gen/gen.py ${OTF2_SHARE:-/usr/share/otf2} spec_gen.go"
+// spec_gen.go is generated from OTF2's record specification (the
+// share/otf2 directory of the OTF2 source):
+//
+//	OTF2_SHARE=/path/to/otf2-3.0.2/share/otf2 go generate ./trace/otf2/archive
+//
+//go:generate python3 gen/gen.py spec_gen.go
 
 import "fmt"
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generates ../spec_gen.go, the table of every OTF2 event and definition
+"""Generates spec_gen.go, the table of every OTF2 event and definition
 record, from OTF2's record specification (share/otf2 of the OTF2 source:
-__init__.py, otf2.types, otf2.defs, otf2.events).
+__init__.py, otf2.types, otf2.defs, otf2.events), in trace/otf2/archive:
 
-    python3 gen/gen.py /path/to/otf2-3.0.2/share/otf2 spec_gen.go
+    OTF2_SHARE=/path/to/otf2-3.0.2/share/otf2 python3 gen/gen.py spec_gen.go
 
-(`go generate` in trace/otf2/archive runs it with $OTF2_SHARE.)
+(what `go generate` runs).
 """
 import importlib.util
 import os
@@ -70,7 +70,10 @@ def record(r, singleton):
 
 
 def main():
-    share, dst = sys.argv[1], sys.argv[2]
+    share = os.environ.get('OTF2_SHARE')
+    if len(sys.argv) != 2 or not share:
+        sys.exit('usage: OTF2_SHARE=/path/to/otf2-3.0.2/share/otf2 python3 gen/gen.py spec_gen.go')
+    dst = sys.argv[1]
     m = load(share)
     glob = [d for d in m.defs if not isinstance(d, m.LocalOnlyDefRecord)]
     loc = [d for d in m.defs if not isinstance(d, m.GlobalOnlyDefRecord)]
