@@ -259,3 +259,86 @@ func TestThreadsShareTheirProcess(t *testing.T) {
 		t.Errorf("threads corrected %v, not twice better than linear %v", got, lin)
 	}
 }
+
+// TestArchiveCommMappingTable: events that name their communicator by a
+// location-local id, mapped to the global one by a MappingTable local
+// definition (as Score-P writes them), are matched like global ids.
+func TestArchiveCommMappingTable(t *testing.T) {
+	src, err := archive.Open(filepath.Join("testdata", "tiny", "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w, err := archive.Create(dir, "traces", archive.Options{Creator: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range src.Global {
+		if err := w.Global(&src.Global[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const local = 7 // location-local id of MPI_COMM_WORLD (global 0)
+	for _, loc := range src.Locations {
+		mt, err := archive.NewRecord(archive.LocalDef, "MappingTable", 0, archive.U(mappingComm), archive.Value{Map: &archive.Map{Mode: 1, Items: []uint64{local, 0}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.LocalDef(loc, mt); err != nil {
+			t.Fatal(err)
+		}
+		defs, err := src.LocalDefs(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range defs {
+			if err := w.LocalDef(loc, &defs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = src.EachEvent(loc, func(r *archive.Record) error {
+			if n := r.Name(); n == "MpiSend" || n == "MpiRecv" {
+				if err := r.Set("communicator", archive.U(local)); err != nil {
+					return err
+				}
+			}
+			return w.Event(loc, r)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := ReadArchive(filepath.Join("testdata", "tiny", "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadArchive(filepath.Join(dir, "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Trace.Msgs) == 0 || len(got.Trace.Msgs) != len(want.Trace.Msgs) || got.Unmatched != 0 {
+		t.Fatalf("%d messages (%d unmatched) through the mapping table, %d without", len(got.Trace.Msgs), got.Unmatched, len(want.Trace.Msgs))
+	}
+	for i := range got.Trace.Msgs {
+		if got.Trace.Msgs[i] != want.Trace.Msgs[i] {
+			t.Fatalf("message %d: %+v, want %+v", i, got.Trace.Msgs[i], want.Trace.Msgs[i])
+		}
+	}
+	// without the table the local id names no communicator: an error
+	// naming the location and the event
+	bad := filepath.Join(t.TempDir(), "b")
+	if err := os.CopyFS(bad, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := os.ReadFile(filepath.Join("testdata", "tiny", "traces", "0.def"))
+	if err := os.WriteFile(filepath.Join(bad, "traces", "0.def"), def, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadArchive(filepath.Join(bad, "traces.otf2"))
+	if err == nil || !strings.Contains(err.Error(), "location 0") || !strings.Contains(err.Error(), "communicator 7 is not defined") {
+		t.Errorf("unmapped communicator: %v", err)
+	}
+}
