@@ -105,8 +105,12 @@ func traceCorrect(args []string, out io.Writer) error {
 		if l.Shared >= 0 {
 			shares = fmt.Sprint(ar.LocIDs[l.Shared])
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%.3f\t%d\t%s\t%d\t%d\t%d\t%d\n", ar.LocIDs[i], l.Name, len(ar.Trace.Locs[i].Times), len(ar.Trace.Locs[i].Offsets),
-			l.Method, l.SkewPPM, l.Knots, shares, ns(l.MaxAdj), l.Clamped, l.Moved, ns(l.MaxCLC))
+		skew := fmt.Sprintf("%.3f", l.SkewPPM)
+		if l.Method == "daemon" {
+			skew = "-" // piecewise: the daemon's mappings have one each
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n", ar.LocIDs[i], l.Name, len(ar.Trace.Locs[i].Times), len(ar.Trace.Locs[i].Offsets),
+			l.Method, skew, l.Knots, shares, ns(l.MaxAdj), l.Clamped, l.Moved, ns(l.MaxCLC))
 	}
 	tw.Flush()
 	if res.Window > 0 {

@@ -342,3 +342,41 @@ func TestArchiveCommMappingTable(t *testing.T) {
 		t.Errorf("unmapped communicator: %v", err)
 	}
 }
+
+// TestArchiveTimeEdges: a timestamp beyond int64 is an error naming the
+// event; corrected times before the clock's zero are refused by Write.
+func TestArchiveTimeEdges(t *testing.T) {
+	src, err := archive.Open(filepath.Join("testdata", "tiny", "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	err = archive.Copy(src, dir, "traces", archive.Transform{Event: func(loc uint64, r *archive.Record) error {
+		if loc == 1 {
+			r.Time += 1 << 63 // every event of location 1 beyond int64
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadArchive(filepath.Join(dir, "traces.otf2"))
+	if err == nil || !strings.Contains(err.Error(), "location 1") || !strings.Contains(err.Error(), "beyond int64") {
+		t.Errorf("timestamps beyond int64: %v", err)
+	}
+	ar, err := ReadArchive(filepath.Join("testdata", "tiny", "traces.otf2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Correct(ar.Trace, Options{Reference: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Global[0][0] = -5
+	if _, err := ar.Write(t.TempDir(), "traces", res); err == nil || !strings.Contains(err.Error(), "before the clock's zero") {
+		t.Errorf("negative corrected time: %v", err)
+	}
+	if _, err := ar.Write(filepath.Join("testdata", "tiny"), "traces", res); err == nil || !strings.Contains(err.Error(), "would overwrite") {
+		t.Errorf("writing over the input: %v", err)
+	}
+}
