@@ -556,6 +556,7 @@ struct preq {
 	uint64_t num;
 	struct comm_info *c;
 	struct coll *k;
+	struct preq *next; /* pending requests of the same handle, oldest first (see req_add_locked) */
 };
 
 /* The regions the tracer records: gclock_timesync and the MPI calls below.
@@ -995,22 +996,41 @@ static void req_event_locked(int what, uint64_t num)
 }
 
 /* req_add_locked makes request r pending (numbered: with a number and its
- * start instant); NULL when it cannot be followed. */
+ * start instant); NULL when it cannot be followed. Several pending requests
+ * may share a handle: OpenMPI returns one static completed request
+ * (ompi_request_empty) for every send it could complete at once; they are
+ * chained, and each completion of the handle takes the oldest. */
 static struct preq *req_add_locked(MPI_Request r, int kind, struct comm_info *c, struct coll *k, int numbered)
 {
-	uint64_t old;
-	if (map_del(&tr.recvs, req_key(r), &old)) { /* a handle MPI reused: its request was freed */
-		free(((struct preq *)(uintptr_t)old)->k);
-		free((void *)(uintptr_t)old);
-	}
 	struct preq *p = malloc(sizeof *p);
-	if (!p || map_put(&tr.recvs, req_key(r), (uint64_t)(uintptr_t)p) != 0) {
+	uint64_t *v = map_get(&tr.recvs, req_key(r));
+	if (!p || (!v && map_put(&tr.recvs, req_key(r), (uint64_t)(uintptr_t)p) != 0)) {
 		free(p);
 		tr.reqs_dropped++;
 		return NULL;
 	}
 	*p = (struct preq){.kind = kind, .c = c, .k = k, .num = numbered ? ++tr.req_num : 0};
+	if (v) {
+		struct preq *q = (struct preq *)(uintptr_t)*v;
+		while (q->next)
+			q = q->next;
+		q->next = p;
+	}
 	req_event_locked(REQ_START, p->num);
+	return p;
+}
+
+/* req_take_locked removes the oldest pending request of handle r. */
+static struct preq *req_take_locked(MPI_Request r)
+{
+	uint64_t *v = map_get(&tr.recvs, req_key(r));
+	if (!v)
+		return NULL;
+	struct preq *p = (struct preq *)(uintptr_t)*v;
+	if (p->next)
+		*v = (uint64_t)(uintptr_t)p->next;
+	else
+		map_del(&tr.recvs, req_key(r), NULL);
 	return p;
 }
 
@@ -1388,7 +1408,7 @@ static void trace_close(void)
 		    "this trace with its %llu sync sessions (-method auto, linear or spline)",
 		    tr.world_rank, (unsigned long long)sync_sessions);
 	if (tr.recvs.live > 0 || tr.reqs_dropped > 0)
-		say("rank %d: %zu receive requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
+		say("rank %d: %zu nonblocking requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
 		    tr.world_rank, tr.recvs.live, (unsigned long long)tr.reqs_dropped);
 	pthread_mutex_unlock(&tr.mu);
 }
@@ -1669,9 +1689,10 @@ int MPI_Request_free(MPI_Request *req)
 		pthread_mutex_lock(&tr.mu);
 		if (map_del(&tr.persist, req_key(*req), &p))
 			free((void *)(uintptr_t)p);
-		if (map_del(&tr.recvs, req_key(*req), &p)) { /* an active request freed: never completed here */
-			free(((struct preq *)(uintptr_t)p)->k);
-			free((void *)(uintptr_t)p);
+		struct preq *q = req_take_locked(*req); /* an active request freed: never completed here */
+		if (q) {
+			free(q->k);
+			free(q);
 		}
 		pthread_mutex_unlock(&tr.mu);
 	}
@@ -1848,9 +1869,8 @@ int MPI_Win_free(MPI_Win *win)
 static void completed(MPI_Request was, const MPI_Status *st)
 {
 	pthread_mutex_lock(&tr.mu);
-	uint64_t v;
-	if (map_del(&tr.recvs, req_key(was), &v)) {
-		struct preq *p = (struct preq *)(uintptr_t)v;
+	struct preq *p = req_take_locked(was);
+	if (p) {
 		int cancelled = 0;
 		if (p->kind != PREQ_COLL)
 			PMPI_Test_cancelled(st, &cancelled);

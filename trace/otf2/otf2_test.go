@@ -134,8 +134,8 @@ func TestDefinitions(t *testing.T) {
 	if d.Offset != 1000 || d.Length != 500 || d.Origin != 0 {
 		t.Errorf("clock: offset %d length %d origin %d, want 1000 500 0", d.Offset, d.Length, d.Origin)
 	}
-	wantReg := []RegionDef{{"MPI_Barrier", roleBarrier, paradigmMPI, 1, rmaNone}, {"MPI_Send", rolePoint2Pt, paradigmMPI, 0, rmaNone},
-		{"solve", roleFunction, paradigmUser, 0, rmaNone}, {"MPI_Comm_rank", roleFunction, paradigmMPI, 0, rmaNone}}
+	wantReg := []RegionDef{{Name: "MPI_Barrier", Role: roleBarrier, Paradigm: paradigmMPI, coll: 1}, {Name: "MPI_Send", Role: rolePoint2Pt, Paradigm: paradigmMPI},
+		{Name: "solve", Role: roleFunction, Paradigm: paradigmUser}, {Name: "MPI_Comm_rank", Role: roleFunction, Paradigm: paradigmMPI}}
 	if !reflect.DeepEqual(d.Regions, wantReg) {
 		t.Errorf("regions %+v, want %+v", d.Regions, wantReg)
 	}
@@ -143,7 +143,9 @@ func TestDefinitions(t *testing.T) {
 	if d.Procs[0].Proc != 1 || d.Procs[1].Proc != 2 {
 		t.Errorf("ranks %+v, want processes 1, 2", d.Procs)
 	}
-	wantLoc := []LocationDef{{1 << 16, "p", 0, 7}, {2 << 16, "p", 1, 0}, {2<<16 | 3, "p track 3", 1, 1}}
+	// Raw stamps are global + 1000: the mapping's offset is -1000 at the first and last event.
+	wantLoc := []LocationDef{{ID: 1 << 16, Name: "p", Group: 0, Events: 7, FirstLocal: 2000, FirstOffset: -1000, LastLocal: 2400, LastOffset: -1000, HasOffsets: true},
+		{ID: 2 << 16, Name: "p", Group: 1}, {ID: 2<<16 | 3, Name: "p track 3", Group: 1, Events: 1, FirstLocal: 2500, FirstOffset: -1000, LastLocal: 2500, LastOffset: -1000, HasOffsets: true}}
 	if !reflect.DeepEqual(d.Locations, wantLoc) {
 		t.Errorf("locations %+v, want %+v", d.Locations, wantLoc)
 	}
@@ -292,13 +294,13 @@ func TestTranslateMPIData(t *testing.T) {
 		unnamed int64
 	}{
 		{"bcast on a split communicator: root 3 is its rank 0", []format.Merged{ev(10, 1, format.Enter, 1, 3, 0), ev(20, 1, format.Leave, 1, half, 8)},
-			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Comm: 1, Root: 0, Received: 8, Op: 1}, {Kind: Leave}}, 0},
+			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Comm: 2, Root: 0, Received: 8, Op: 1}, {Kind: Leave}}, 0},
 		{"scan on the world: no root, sizes", []format.Merged{ev(10, 0, format.Enter, 5, noPeer, 12), ev(20, 0, format.Leave, 5, worldKey, 12)},
 			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Size: 12, Received: 12, Op: 14}, {Kind: Leave}}, 0},
 		{"a communicator named in part: MPI_COMM_WORLD, no root", []format.Merged{ev(10, 0, format.Enter, 1, 1, 4), ev(20, 0, format.Leave, 1, 0x77, 0)},
 			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Op: 1}, {Kind: Leave}}, 1},
 		{"a message with its communicator, tag and rank there", []format.Merged{ev(10, 3, format.Send, tk<<32|5, 1, 4), ev(20, 1, format.Recv, tk<<32|5, 3, 4)},
-			[]Record{{Kind: MpiSend, Peer: 1, Tag: 8, Comm: 1, Size: 4}, {Kind: MpiRecv, Peer: 0, Tag: 8, Comm: 1, Size: 4}}, 0},
+			[]Record{{Kind: MpiSend, Peer: 1, Tag: 8, Comm: 2, Size: 4}, {Kind: MpiRecv, Peer: 0, Tag: 8, Comm: 2, Size: 4}}, 0},
 		{"a message to a rank outside the named communicator", []format.Merged{ev(10, 3, format.Send, tk<<32|5, 2, 4)},
 			[]Record{{Kind: MpiSend, Peer: 2, Tag: tk, Size: 4}}, 1},
 		{"put, lock and fence on a window", []format.Merged{
@@ -346,7 +348,7 @@ func TestTranslateMPIData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.defs.Comms) != 2 || !reflect.DeepEqual(s.defs.Comms[1].Members, []uint32{3, 1}) || len(s.defs.Windows) != 1 || s.defs.Windows[0].Comm != 1 {
+	if len(s.defs.Comms) != 3 || !s.defs.Comms[1].Self || !reflect.DeepEqual(s.defs.Comms[2].Members, []uint32{3, 1}) || len(s.defs.Windows) != 1 || s.defs.Windows[0].Comm != 2 {
 		t.Errorf("communicators %+v, windows %+v", s.defs.Comms, s.defs.Windows)
 	}
 }
