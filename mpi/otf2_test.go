@@ -48,7 +48,11 @@ func TestMPIRunOTF2(t *testing.T) {
 	}
 	count := map[string]int{}
 	ops := map[string]int{}
+	regions := map[string]int{}
 	opRe := regexp.MustCompile(`Operation: ([A-Z_]+)`)
+	regRe := regexp.MustCompile(`Region: "([^"]+)"`)
+	open := map[string]string{} // location -> the innermost open region
+	var outside []string
 	for _, l := range strings.Split(string(printed), "\n") {
 		f := strings.Fields(l)
 		if len(f) < 3 || !regexp.MustCompile(`^\d+$`).MatchString(f[1]) {
@@ -58,6 +62,15 @@ func TestMPIRunOTF2(t *testing.T) {
 		if m := opRe.FindStringSubmatch(l); m != nil && f[0] == "MPI_COLLECTIVE_END" {
 			ops[m[1]]++
 		}
+		switch m := regRe.FindStringSubmatch(l); {
+		case f[0] == "ENTER" && m != nil:
+			regions[m[1]]++
+			open[f[1]] = m[1]
+		case f[0] == "LEAVE":
+			open[f[1]] = ""
+		case open[f[1]] == "" || !strings.HasPrefix(open[f[1]], "MPI_"):
+			outside = append(outside, l)
+		}
 	}
 	var total int64
 	for _, n := range count {
@@ -66,16 +79,31 @@ func TestMPIRunOTF2(t *testing.T) {
 	if total != rep.OTF2.Events {
 		t.Errorf("otf2-print printed %d events, gclock wrote %d", total, rep.OTF2.Events)
 	}
-	if count["ENTER"] == 0 || count["ENTER"] != count["LEAVE"] || count["MPI_COLLECTIVE_BEGIN"] != count["ENTER"] || count["MPI_COLLECTIVE_END"] != count["ENTER"] {
-		t.Errorf("regions and collectives: %v (every region here is a collective: one begin and end each)", count)
+	colls := regions["MPI_Barrier"] + regions["MPI_Bcast"] + regions["MPI_Reduce"] + regions["MPI_Allreduce"]
+	if count["ENTER"] == 0 || count["ENTER"] != count["LEAVE"] || count["MPI_COLLECTIVE_BEGIN"] != colls || count["MPI_COLLECTIVE_END"] != colls {
+		t.Errorf("regions and collectives: %v, regions %v (one collective begin and end per collective region)", count, regions)
+	}
+	// Every MPI call a region: the environment, point-to-point and completion calls too.
+	for _, r := range []string{"MPI_Init", "MPI_Finalize", "MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv", "MPI_Sendrecv",
+		"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Test"} {
+		if regions[r] == 0 || (r == "MPI_Init" || r == "MPI_Finalize") && regions[r] != ranks {
+			t.Errorf("%d %s regions (regions %v)", regions[r], r, regions)
+		}
+	}
+	if len(outside) > 0 {
+		t.Errorf("%d MPI records outside an MPI call's region, e.g. %s", len(outside), outside[0])
+	}
+	// Nonblocking requests: each started and completed once.
+	if count["MPI_ISEND"] == 0 || count["MPI_ISEND"] != count["MPI_ISEND_COMPLETE"] || count["MPI_IRECV_REQUEST"] == 0 || count["MPI_IRECV_REQUEST"] != count["MPI_IRECV"] {
+		t.Errorf("requests: %v, want as many MPI_ISEND as MPI_ISEND_COMPLETE and MPI_IRECV_REQUEST as MPI_IRECV, all positive", count)
 	}
 	for _, op := range []string{"BARRIER", "BCAST", "REDUCE", "ALLREDUCE"} {
 		if ops[op] == 0 || ops[op]%ranks != 0 {
 			t.Errorf("operation %s: %d collective ends, want a positive multiple of %d ranks (%v)", op, ops[op], ranks, ops)
 		}
 	}
-	if count["MPI_SEND"] == 0 || count["MPI_SEND"] != count["MPI_RECV"] {
-		t.Errorf("messages: %d sends, %d receives, want equal and positive", count["MPI_SEND"], count["MPI_RECV"])
+	if count["MPI_SEND"] == 0 || count["MPI_SEND"]+count["MPI_ISEND"] != count["MPI_RECV"]+count["MPI_IRECV"] {
+		t.Errorf("messages: %d+%d sends, %d+%d receives, want equal and positive", count["MPI_SEND"], count["MPI_ISEND"], count["MPI_RECV"], count["MPI_IRECV"])
 	}
 	if rep.OTF2.Dependencies == 0 {
 		t.Error("no collective dependency was left out: the C tracer records them for every collective")
