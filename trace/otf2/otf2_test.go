@@ -441,7 +441,7 @@ func TestTranslateRequests(t *testing.T) {
 	req := func(t int64, p uint32, k int, num int64) format.Merged {
 		return ev(t, p, format.Instant, reqNameBit|uint64(k), 0, num)
 	}
-	msg := uint64(tk<<32 | 0)
+	msg := uint64(tk << 32) // message 0 of the key
 	evs := []format.Merged{
 		// Rank 0: MPI_Isend (request 1) to rank 1, an unsuccessful MPI_Test, MPI_Wait completes it.
 		ev(10, 0, format.Enter, 1, 0, 0), ev(11, 0, format.Send, msg, 1, 4), req(12, 0, reqStart, 1), ev(13, 0, format.Leave, 1, 0, 0),
