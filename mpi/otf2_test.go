@@ -152,6 +152,11 @@ func TestMPICallsOTF2(t *testing.T) {
 		{`^MPI_COLLECTIVE_END .*Operation: EXSCAN, ` + half + `, Root: NONE, Sent: 8, Received: (0|8)$`, n},
 		{`^MPI_COLLECTIVE_END .*Operation: ALLTOALLW, ` + world + `, Root: NONE, Sent: 40, Received: (16|32|48|64)$`, n},
 		{`^MPI_COLLECTIVE_END .*Operation: BCAST, ` + half + `, Root: 1 \("rank [23] `, n},
+		// The nonblocking forms: a request each, completed with the call's data.
+		{`^NON_BLOCKING_COLLECTIVE_REQUEST .*Request: \d+$`, 3 * n},
+		{`^NON_BLOCKING_COLLECTIVE_COMPLETE .*Operation: SCAN, ` + world + `, Root: NONE, Sent: 12, Received: 12, Request: \d+$`, n},
+		{`^NON_BLOCKING_COLLECTIVE_COMPLETE .*Operation: EXSCAN, ` + half + `, Root: NONE, Sent: 8, Received: (0|8), Request: \d+$`, n},
+		{`^NON_BLOCKING_COLLECTIVE_COMPLETE .*Operation: ALLTOALLW, ` + world + `, Root: NONE, Sent: 40, Received: (16|32|48|64), Request: \d+$`, n},
 		{`^MPI_SEND .*Receiver: \d .*` + world + `, Tag: 7, Length: 12$`, 3 * n},
 		{`^MPI_RECV .*Sender: \d .*` + world + `, Tag: 7, Length: 12$`, 3 * n},
 		{`^MPI_SEND .*Receiver: 1 .*` + half + `, Tag: 8, Length: 4$`, 3 * n / 2},
@@ -272,7 +277,7 @@ func TestWaitStatesOTF2(t *testing.T) {
 	dir := built(t)
 	py := otf2Python(t)
 	clocks := []testClock{{1_000_000, 20_000}, {-3_000_000, -15_000}, {5_000_000_000, 30_000}, {7, -30_000}}
-	const rounds, lsMs, lrMs, nbMs = 4, 50, 30, 40
+	const rounds, lsMs, lrMs, nbMs = 5, 50, 30, 40
 	tdir := filepath.Join(t.TempDir(), "trace")
 	out, errout, err := mpirun(t, ranks, map[string]string{
 		"LD_PRELOAD":            filepath.Join(dir, "libgclockmpi-test.so"),
@@ -358,13 +363,16 @@ func TestWaitStatesOTF2(t *testing.T) {
 					m.Tag, r, m.LateSender, m.LateReceiver, d, tls, tlr, tol)
 			}
 			truths[m.Tag] = append(truths[m.Tag], [2]int64{tls, tlr})
-			// The tracer's enters follow the program's stamps just before the calls.
+			// The tracer's enters follow the program's stamps just before the
+			// calls (how soon after is up to the scheduler: over 100 ms on a
+			// loaded machine; an enter recorded late would shrink the waits,
+			// which the medians below would see).
 			for _, e := range []struct {
 				rank  int
 				local *int64
 			}{{m.Sender, m.SendEnterLocal}, {m.Receiver, m.RecvEnterLocal}} {
 				s, ok := stamps[[3]int{e.rank, m.Tag, r}]
-				if raw := clocks[e.rank].raw(*e.local); !ok || raw < s || raw-s > 15e6 {
+				if raw := clocks[e.rank].raw(*e.local); !ok || raw < s {
 					t.Errorf("tag %d round %d: rank %d's region entered at raw %d, its program stamped %d (found %v) just before the call", m.Tag, r, e.rank, raw, s, ok)
 				}
 			}
