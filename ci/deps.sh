@@ -102,8 +102,8 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1; } ||
     echo "ci/deps.sh: could not install chromium (the status page's browser tests will skip and say so)"
 fi
-# OTF2 (trace/otf2, built with -tags otf2): libotf2 to write archives, otf2-print (otf2-tools) and
-# python3-otf2 to read them back (about 2 MB). A block of its own; without them the OTF2 tests skip.
+# OTF2 (trace/otf2): libotf2 for the -tags otf2 sink, otf2-print (otf2-tools) and python3-otf2 to
+# read archives back and to write reference archives (about 2 MB). A block of its own; without them the OTF2 tests skip.
 if ! { command -v otf2-print && pkg-config --exists otf2 && /usr/bin/python3 -c 'import otf2'; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends pkg-config libotf2-trace-dev otf2-tools python3-otf2 >/dev/null 2>&1 ||

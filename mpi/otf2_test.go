@@ -1,5 +1,3 @@
-//go:build otf2 && cgo
-
 package mpi
 
 import (

@@ -14,7 +14,6 @@ import (
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
-	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
 )
@@ -33,7 +32,7 @@ were sent per pair of processes before and after correction, and optionally
 applies the controlled logical clock (-clc), reporting how far it moved each
 process. Writes Chrome trace-event JSON (-chrome), a Perfetto protobuf trace
 (-perfetto; both open in ui.perfetto.dev), an OTF2 archive (-otf2; Vampir,
-Scalasca, otf2-print; needs a build with -tags otf2 and libotf2) and/or a
+Scalasca, otf2-print) and/or a
 compact binary merged trace (-o).
 
 flags:
@@ -62,9 +61,6 @@ func mergeCmd(args []string, out io.Writer) error {
 	}
 	if fs.NArg() == 0 {
 		return errors.New("no trace files given (usage: gclock merge [flags] FILE...)")
-	}
-	if *otf2Dir != "" && !otf2.Available {
-		return fmt.Errorf("-otf2: %w", otf2.ErrNotBuilt)
 	}
 	m, err := correct.ParseMethod(*method)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
-	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/timeline"
 )
 
@@ -31,7 +30,7 @@ Runs the job with OpenMPI's mpirun, every rank with libgclockmpi preloaded
 ranks' traces onto global time (the daemon's mappings where the ranks had a
 gclock page, else the library's own sync sessions with rank 0; -method),
 with the controlled logical clock, into one Perfetto trace DIR/trace.pftrace
-(ui.perfetto.dev) and, in a build with -tags otf2, one OTF2 archive
+(ui.perfetto.dev) and one OTF2 archive
 DIR/otf2/traces.otf2 (Vampir, Scalasca). It says one line for the job on
 stderr; the merge's full report is DIR/merge.txt. The program's own output
 passes through. gclock's flags come first, before mpirun's:
@@ -128,9 +127,7 @@ func mergeJob(paths []string, dir string, m correct.Method) (string, error) {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	opt := timeline.Options{Method: m, CLC: true, Perfetto: bw, Log: slog.New(slog.DiscardHandler)}
 	otf2Dir := filepath.Join(dir, "otf2")
-	if otf2.Available {
-		opt.OTF2 = otf2Dir
-	}
+	opt.OTF2 = otf2Dir
 	rep, err := timeline.Run(timeline.Files(paths), opt)
 	if ferr := bw.Flush(); err == nil && ferr != nil {
 		err = ferr
@@ -162,11 +159,7 @@ func mergeJob(paths []string, dir string, m correct.Method) (string, error) {
 	}
 	line := fmt.Sprintf("%d ranks, %d events, %d messages (received before sent: %d raw, %d corrected), %s: %s (ui.perfetto.dev)",
 		len(paths), rep.Events, tot.Messages, tot.Raw, after, strings.Join(methods, "/"), pft)
-	if otf2.Available {
-		line += ", " + filepath.Join(otf2Dir, "traces.otf2")
-	} else {
-		line += "; no OTF2: this gclock was built without -tags otf2"
-	}
+	line += ", " + filepath.Join(otf2Dir, "traces.otf2")
 	return line + "; report " + filepath.Join(dir, "merge.txt"), nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/internal/perfettocheck"
-	"github.com/gclock/gclock/trace/otf2"
 )
 
 // TestMPIRunOneStep: `gclock mpirun` runs a 4-rank job of an unmodified MPI
@@ -52,8 +51,10 @@ func TestMPIRunOneStep(t *testing.T) {
 	if !strings.Contains(stdout.String(), "wtime 3 ") {
 		t.Errorf("the program's output did not pass through:\n%s", stdout.String())
 	}
-	if otf2.Available != !strings.Contains(lines[0], "no OTF2") {
-		t.Errorf("OTF2 built %v, line: %s", otf2.Available, lines[0])
+	if anchor := filepath.Join(dir, "otf2", "traces.otf2"); !strings.Contains(lines[0], anchor) {
+		t.Errorf("the line does not name the OTF2 archive %s: %s", anchor, lines[0])
+	} else if _, err := os.Stat(anchor); err != nil {
+		t.Error(err)
 	}
 	if !strings.Contains(lines[0], "received before sent: ") || !strings.Contains(lines[0], " 0 corrected)") {
 		t.Errorf("want 0 messages received before sent after correction: %s", lines[0])

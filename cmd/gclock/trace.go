@@ -16,7 +16,6 @@ import (
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
-	"github.com/gclock/gclock/trace/otf2"
 	"github.com/gclock/gclock/trace/plot"
 	"github.com/gclock/gclock/trace/timeline"
 	"github.com/gclock/gclock/trace/tracegen"
@@ -162,7 +161,7 @@ func traceDemo(args []string, out io.Writer) error {
 	seed := fs.Uint64("seed", def.Seed, "random seed")
 	chromeOut := fs.Bool("chrome", true, "also write DIR/merged.json (spline or auto method, with CLC)")
 	pftOut := fs.Bool("perfetto", false, "also write DIR/merged.pftrace (Perfetto protobuf, auto method, with CLC)")
-	otf2Out := fs.Bool("otf2", false, "also write the OTF2 archive DIR/otf2/traces.otf2 (auto method, with CLC; needs a build with -tags otf2)")
+	otf2Out := fs.Bool("otf2", false, "also write the OTF2 archive DIR/otf2/traces.otf2 (auto method, with CLC)")
 	verbose := fs.Bool("v", false, "log progress")
 	best := fs.Float64("best-rtt", 0, "merge keeping only this fraction of each session's lowest-RTT exchanges (0: all)")
 	plots := fs.String("plots", "", "write trace_error_cdf.png and trace_error_time.png into this directory")
@@ -171,9 +170,6 @@ func traceDemo(args []string, out io.Writer) error {
 	}
 	if *dir == "" {
 		return errors.New("trace demo: -dir is required (where the traces go)")
-	}
-	if *otf2Out && !otf2.Available {
-		return fmt.Errorf("trace demo -otf2: %w", otf2.ErrNotBuilt)
 	}
 	cfg := def
 	cfg.Procs, cfg.Duration, cfg.Sessions, cfg.SyncMessages = *procs, *dur, *sessions, *msgs

@@ -76,8 +76,10 @@
 //     mappings), gclock::bound_ns: the half-width of the bound on the
 //     event's global time.
 //
-// Writing the archive needs libotf2 (Debian: libotf2-trace-dev) and a
-// build with `-tags otf2` and cgo; without it Create returns ErrNotBuilt and
-// the rest of gclock stays pure Go. The translation itself is pure Go and
-// tested on every build.
+// The archive is written in pure Go by package archive (gosink.go, every
+// build: CreateGo), byte for byte what libotf2 writes but for the anchor
+// file's trace id; a build with `-tags otf2` and cgo writes it with libotf2
+// instead (archive.go, Debian libotf2-trace-dev), and the tests check that
+// both sinks write the same files. The Kind -> OTF2 record mapping of the
+// pure-Go sink is the table eventRecords, one row per kind.
 package otf2

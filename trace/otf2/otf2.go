@@ -10,9 +10,6 @@ import (
 	"github.com/gclock/gclock/trace/format"
 )
 
-// ErrNotBuilt is returned by Create in a build without libotf2.
-var ErrNotBuilt = errors.New("this gclock was built without OTF2 support (rebuild with -tags otf2 and cgo, with libotf2-trace-dev installed)")
-
 // KV is one metadata field, written as the archive property GCLOCK::KEY.
 type KV struct{ Key, Value string }
 
@@ -156,7 +153,7 @@ const (
 
 // Paradigm values of OTF2_Paradigm used here.
 const (
-	paradigmUser = 2
+	paradigmUser = 1 // OTF2_PARADIGM_USER (2 is OTF2_PARADIGM_COMPILER)
 	paradigmMPI  = 4
 )
 

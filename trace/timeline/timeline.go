@@ -47,8 +47,7 @@ type Options struct {
 	Chrome     io.Writer // Chrome trace-event JSON output, or nil
 	Binary     io.Writer // merged binary trace output, or nil
 	Perfetto   io.Writer // Perfetto protobuf trace output, or nil
-	// OTF2 is the directory of an OTF2 archive to write, or "" (needs a
-	// build with libotf2: otf2.Available).
+	// OTF2 is the directory of an OTF2 archive to write, or "".
 	OTF2 string
 	// Truth, if set, holds per process the true global time of every event
 	// in file order; Run then reports the error of the corrected timestamps

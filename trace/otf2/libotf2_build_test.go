@@ -3,22 +3,16 @@
 package otf2
 
 import (
-	"errors"
 	"os/exec"
 	"testing"
 )
 
-func TestCreateWithoutLibotf2(t *testing.T) {
-	if _, err := Create(t.TempDir(), Options{}); !errors.Is(err, ErrNotBuilt) || Available {
-		t.Fatalf("Create = %v (Available %v), want ErrNotBuilt", err, Available)
-	}
-}
-
-// TestWithLibotf2 runs the OTF2 read-back tests, which need libotf2 (cgo,
-// -tags otf2), from the default build, so that `go test ./...` (the
-// README's one test command, which CI runs) covers them wherever
-// ci/deps.sh installed libotf2: otf2-print and python3-otf2 read back every
-// record of the demo's and of an MPI run's archives.
+// TestWithLibotf2 runs the OTF2 tests of the libotf2 build (cgo, -tags
+// otf2) from the default build, so that `go test ./...` (the README's one
+// test command, which CI runs) covers that build too wherever ci/deps.sh
+// installed libotf2: otf2-print and python3-otf2 read back the libotf2
+// sink's archives, and the pure-Go sink writes what the libotf2 sink
+// writes (TestSinksOTF2Identical).
 func TestWithLibotf2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds gclock with cgo and libotf2")
