@@ -949,6 +949,18 @@ func (w *Writer) Close() error {
 	if !w.frozen {
 		w.freeze()
 	}
+	// A nonblocking send whose call's region the trace cuts off: a send.
+	for li := range w.loc2 {
+		if h := w.loc2[li].held; h != nil {
+			w.loc2[li].held = nil
+			w.defs.Locations[li].Events++
+			w.stats.Events++
+			if w.err = w.sink.event(h); w.err != nil {
+				w.sink.abort()
+				return w.err
+			}
+		}
+	}
 	w.defs.Length = w.lastTime - w.defs.Offset
 	w.hostNames()
 	w.realtime()

@@ -234,7 +234,11 @@ func FuzzTranslate(f *testing.F) {
 		for p := range uint32(4) { // the C MPI tracer's names: a communicator (key 2), its tag, a window (key 3)
 			names = append(names, format.Name{Proc: p, ID: commNameBit | 2, Name: "MPI communicator 00000002: 2 ranks, world ranks 2 0"},
 				format.Name{Proc: p, ID: tagNameBit, Name: "MPI communicator 00000002 tag 5"},
-				format.Name{Proc: p, ID: winNameBit | 3, Name: "MPI window 00000003 on communicator 00000002"})
+				format.Name{Proc: p, ID: winNameBit | 3, Name: "MPI window 00000003 on communicator 00000002"},
+				format.Name{Proc: p, ID: 3, Name: []string{"MPI_Isend", "MPI_Irecv", "MPI_Iallreduce", "MPI_Wait"}[p]})
+			for k := reqStart; k <= reqCancel; k++ { // the request instants
+				names = append(names, format.Name{Proc: p, ID: reqNameBit | uint64(k), Name: reqNames[k]})
+			}
 		}
 		s := &recSink{}
 		w := newWriter(s, Options{Bound: func(uint32, int64) (int64, bool) { return 5, rng.IntN(2) == 0 }})
@@ -247,6 +251,9 @@ func FuzzTranslate(f *testing.F) {
 			tm += rng.Int64N(50)
 			e := format.Merged{Event: format.Event{Time: tm, Kind: format.Kind(rng.IntN(8)), ID: rng.Uint64N(4) | uint64(rng.IntN(2))<<63,
 				Peer: uint32(rng.IntN(5)), Value: rng.Int64N(100) - 10, Track: uint16(rng.IntN(3))}, Proc: uint32(rng.IntN(4)), Raw: rng.Int64()}
+			if e.Kind == format.Instant && rng.IntN(2) == 0 {
+				e.ID, e.Value = reqNameBit|uint64(1+rng.IntN(4)), rng.Int64N(4) // a request instant of request 0..3
+			}
 			if err := w.Write(&e); err != nil {
 				return
 			}
@@ -596,4 +603,18 @@ func FuzzParseRealtime(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHeldSendAtClose: a nonblocking send whose call's region the trace
+// cuts off (no request number, no leave) is still written, as a send.
+func TestHeldSendAtClose(t *testing.T) {
+	names := []format.Name{{Proc: 0, ID: 1, Name: "MPI_Isend"}}
+	evs := []format.Merged{ev(10, 0, format.Enter, 1, 0, 0), ev(11, 0, format.Send, 5<<32, 1, 4)}
+	s, w, err := run(t, Options{}, []uint32{0, 1}, names, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.recs) != 2 || s.recs[1].Kind != MpiSend || s.recs[1].Time != 11 || s.recs[1].Size != 4 || w.Stats().Events != 2 || s.defs.Locations[0].Events != 2 {
+		t.Errorf("records %+v, stats %+v", s.recs, w.Stats())
+	}
 }
