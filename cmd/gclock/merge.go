@@ -208,6 +208,9 @@ func printReport(out io.Writer, rep *timeline.Report) {
 		if o.Unnamed > 0 {
 			fmt.Fprintf(out, "; %d MPI records whose communicator or window the traces do not name (written on MPI_COMM_WORLD, or as regions only)", o.Unnamed)
 		}
+		if o.Requests > 0 {
+			fmt.Fprintf(out, "; %d MPI request events of requests their rank never started (left out)", o.Requests)
+		}
 		fmt.Fprintln(out)
 	}
 	if rep.UnboundFlows > 0 {

@@ -535,7 +535,7 @@ static struct {
 	uint64_t mappings; /* recorded */
 	int world_rank, world_size;
 	struct u64map seqs;   /* (dir, peer, comm key ^ tag) -> next message number */
-	struct u64map recvs;  /* pending MPI_Irecv request -> its comm_info; nonblocking collective -> struct coll | 1 */
+	struct u64map recvs;  /* pending nonblocking request -> its struct preq */
 	struct u64map named;  /* message keys (id >> 32) whose communicator and tag were named */
 	struct u64map persist; /* persistent request -> its struct persist */
 	struct comm_info **comms; /* never moved nor freed: pending requests point to them */
@@ -543,7 +543,21 @@ static struct {
 	struct win_info **wins; /* windows, as comms */
 	size_t nwins;
 	uint64_t reqs_dropped;
+	uint64_t req_num; /* the last request number given */
 } tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* A pending nonblocking request: a receive (MPI_Irecv, or a started
+ * persistent receive: num 0), a send (MPI_Isend and the other modes) or a
+ * nonblocking collective (k). num numbers the requests of this rank (1,
+ * 2, ...) in the REQ_NAME instants; 0: none written (persistent). */
+enum { PREQ_RECV, PREQ_SEND, PREQ_COLL };
+struct preq {
+	int kind;
+	uint64_t num;
+	struct comm_info *c;
+	struct coll *k;
+	struct preq *next; /* pending requests of the same handle, oldest first (see req_add_locked) */
+};
 
 /* The regions the tracer records: gclock_timesync and the MPI calls below.
  * COLLECTIVES lists every collective with its nonblocking form and the
@@ -579,16 +593,23 @@ enum deps {
 	X(Win_create) X(Win_allocate) X(Win_free) X(Put) X(Get) X(Accumulate) X(Win_fence) X(Win_lock) X(Win_unlock)  \
 	X(Win_lock_all) X(Win_unlock_all)
 
+/* P2P_CALLS: the point-to-point calls, the completion calls and the
+ * environment calls, each a plain region (no data on its events). */
+#define P2P_CALLS(X)                                                                                                   \
+	X(Init) X(Init_thread) X(Finalize) X(Send) X(Ssend) X(Bsend) X(Rsend) X(Isend) X(Issend) X(Ibsend) X(Irsend)  \
+	X(Recv) X(Irecv) X(Sendrecv) X(Wait) X(Waitall) X(Waitany) X(Waitsome) X(Test) X(Testall) X(Testany)        \
+	X(Testsome) X(Start) X(Startall)
+
 #define REGION_ENUM(b, nb, d) R_##b, R_##nb,
 #define RMA_ENUM(n) R_##n,
-enum { R_NONE, R_SYNC, COLLECTIVES(REGION_ENUM) RMA_CALLS(RMA_ENUM) R_NAMES };
+enum { R_NONE, R_SYNC, COLLECTIVES(REGION_ENUM) RMA_CALLS(RMA_ENUM) P2P_CALLS(RMA_ENUM) R_NAMES };
 #define REGION_ROW(b, nb, d) [R_##b] = {"MPI_" #b, d}, [R_##nb] = {"MPI_" #nb, d},
 #define RMA_ROW(n) [R_##n] = {"MPI_" #n, D_NONE},
 static const struct {
 	const char *name;
 	enum deps deps;
 } regions[R_NAMES] = {[R_NONE] = {"", D_NONE}, [R_SYNC] = {"gclock_timesync", D_NONE},
-		      COLLECTIVES(REGION_ROW) RMA_CALLS(RMA_ROW)};
+		      COLLECTIVES(REGION_ROW) RMA_CALLS(RMA_ROW) P2P_CALLS(RMA_ROW)};
 
 /* NO_PEER in a region's enter event: no root or target. */
 #define NO_PEER UINT32_MAX
@@ -598,6 +619,16 @@ static const struct {
 #define COMM_NAME (1ULL << 61) /* | communicator key: its members */
 #define TAG_NAME (1ULL << 62)  /* | message key (id >> 32): communicator and tag */
 #define WIN_NAME (1ULL << 60)  /* | window key: its communicator */
+/* Instants of nonblocking requests (value: the request's number, 1, 2, ...
+ * per rank): REQ_NAME | REQ_*; see req_event. */
+#define REQ_NAME (1ULL << 59)
+enum { REQ_START = 1, REQ_DONE, REQ_TEST, REQ_CANCEL };
+static const char *const req_names[] = {"", "MPI request started", "MPI request completed", "MPI request tested",
+					"MPI request cancelled"};
+#define USER_NAME (1ULL << 58) /* | communicator key: the name MPI_Comm_set_name gave it */
+#define HOST_NAME (1ULL << 57) /* the host's name (gethostname) */
+#define REALTIME_NAME ((1ULL << 57) | 1) /* "realtime R at local L": CLOCK_REALTIME and the trace clock, read together */
+#define SELF_KEY 2             /* MPI_COMM_SELF's key (the same name on every rank) */
 
 static uint64_t req_key(MPI_Request r)
 {
@@ -653,6 +684,12 @@ static struct comm_info *comm_locked(MPI_Comm comm)
 		PMPI_Comm_rank(comm, &c.rank);
 		if (comm == MPI_COMM_WORLD) {
 			c.key = 1;
+		} else if (comm == MPI_COMM_SELF) {
+			c.key = SELF_KEY;
+			c.world = malloc(sizeof(int));
+			if (!c.world)
+				return NULL;
+			c.world[0] = tr.world_rank;
 		} else {
 			MPI_Group g, wg;
 			int *in = malloc(sizeof(int) * (size_t)c.size);
@@ -671,6 +708,8 @@ static struct comm_info *comm_locked(MPI_Comm comm)
 			PMPI_Group_free(&wg);
 			free(in);
 			c.key = fnv32(c.world, sizeof(int) * (size_t)c.size, 2166136261u) | 2; /* never 1 */
+			if (c.key == SELF_KEY)
+				c.key = 6;
 		}
 	}
 	struct comm_info **n = realloc(tr.comms, sizeof *n * (tr.ncomms + 1));
@@ -925,28 +964,97 @@ static void coll_leave(struct coll *k, int rc)
 	pthread_mutex_unlock(&tr.mu);
 }
 
+/* Regions and requests. Every MPI call the tracer wraps is a region
+ * (enter and leave of its name). A nonblocking request (MPI_Isend and the
+ * other send modes, MPI_Irecv, MPI_I<collective>) gets a number, 1, 2, ...
+ * per rank, and instants REQ_NAME | REQ_* with the number as value: started
+ * in the call's region (after its send for a send), completed in the
+ * region of the MPI_Wait or MPI_Test form that completed it (before its
+ * receive for a receive), tested for each unsuccessful MPI_Test* of it,
+ * cancelled when its status says so. trace/otf2 turns them into OTF2's
+ * request records. */
+static void region(int r, int leave)
+{
+	if (!tr.w)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	if (tr.w) {
+		if (leave) {
+			gct_leave(tr.w, 0, (uint64_t)r);
+		} else {
+			poll_locked();
+			gct_enter(tr.w, 0, (uint64_t)r);
+		}
+	}
+	pthread_mutex_unlock(&tr.mu);
+}
+
+static void req_event_locked(int what, uint64_t num)
+{
+	if (tr.w && num)
+		gct__stamped(tr.w, GCT_INSTANT, 0, REQ_NAME | (uint64_t)what, (int64_t)num, 0);
+}
+
+/* req_add_locked makes request r pending (numbered: with a number and its
+ * start instant); NULL when it cannot be followed. Several pending requests
+ * may share a handle: OpenMPI returns one static completed request
+ * (ompi_request_empty) for every send it could complete at once; they are
+ * chained, and each completion of the handle takes the oldest. */
+static struct preq *req_add_locked(MPI_Request r, int kind, struct comm_info *c, struct coll *k, int numbered)
+{
+	struct preq *p = malloc(sizeof *p);
+	uint64_t *v = map_get(&tr.recvs, req_key(r));
+	if (!p || (!v && map_put(&tr.recvs, req_key(r), (uint64_t)(uintptr_t)p) != 0)) {
+		free(p);
+		tr.reqs_dropped++;
+		return NULL;
+	}
+	*p = (struct preq){.kind = kind, .c = c, .k = k, .num = numbered ? ++tr.req_num : 0};
+	if (v) {
+		struct preq *q = (struct preq *)(uintptr_t)*v;
+		while (q->next)
+			q = q->next;
+		q->next = p;
+	}
+	req_event_locked(REQ_START, p->num);
+	return p;
+}
+
+/* req_take_locked removes the oldest pending request of handle r. */
+static struct preq *req_take_locked(MPI_Request r)
+{
+	uint64_t *v = map_get(&tr.recvs, req_key(r));
+	if (!v)
+		return NULL;
+	struct preq *p = (struct preq *)(uintptr_t)*v;
+	if (p->next)
+		*v = (uint64_t)(uintptr_t)p->next;
+	else
+		map_del(&tr.recvs, req_key(r), NULL);
+	return p;
+}
+
 /* Nonblocking collectives: the call is a region and sends its
  * dependencies at once (it has entered the collective); the receives are
  * recorded when MPI_Wait or MPI_Test (any form) completes the request (no rank can
  * complete before the ranks it depends on entered). The pending request
- * maps to its struct coll, tagged by the low bit (comm_info pointers of
- * receive requests are aligned). */
+ * (struct preq) keeps its struct coll; the call's region holds the
+ * request's start instant (before its leave), the completing call's
+ * region its completion instant. */
 static void icoll_started(struct coll *k, int rc, MPI_Request *req)
 {
 	if (!k->c)
 		return;
 	pthread_mutex_lock(&tr.mu);
-	if (tr.w)
-		gct_leave_data(tr.w, 0, (uint64_t)k->region, k->recvd, k->c->key);
 	if (rc == MPI_SUCCESS && tr.w) {
 		struct coll *p = malloc(sizeof *p);
-		if (!p || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)p | 1) != 0) {
-			free(p);
+		if (!p)
 			tr.reqs_dropped++;
-		} else {
-			*p = *k;
-		}
+		else if (*p = *k, !req_add_locked(*req, PREQ_COLL, k->c, p, 1))
+			free(p);
 	}
+	if (tr.w)
+		gct_leave_data(tr.w, 0, (uint64_t)k->region, k->recvd, k->c->key);
 	pthread_mutex_unlock(&tr.mu);
 }
 
@@ -1246,7 +1354,20 @@ static void trace_open(void)
 	}
 	for (int i = 1; i < R_NAMES; i++)
 		gct_name(tr.w, (uint64_t)i, regions[i].name);
+	for (int i = REQ_START; i <= REQ_CANCEL; i++)
+		gct_name(tr.w, REQ_NAME | (uint64_t)i, req_names[i]);
+	gct_name(tr.w, HOST_NAME, host);
 	pthread_once(&mode_once, choose_mode);
+	{
+		/* The realtime date: CLOCK_REALTIME read between two trace clock readings. */
+		struct timespec rt;
+		int64_t l0 = trace_now();
+		clock_gettime(CLOCK_REALTIME, &rt);
+		int64_t l1 = trace_now();
+		snprintf(name, sizeof name, "realtime %lld at local %lld", (long long)rt.tv_sec * 1000000000LL + rt.tv_nsec,
+			 (long long)(l0 + (l1 - l0) / 2));
+		gct_name(tr.w, REALTIME_NAME, name);
+	}
 	if (test_clock) {
 		gct_set_clock(tr.w, trace_now_cb, NULL);
 		if (verbose())
@@ -1287,7 +1408,7 @@ static void trace_close(void)
 		    "this trace with its %llu sync sessions (-method auto, linear or spline)",
 		    tr.world_rank, (unsigned long long)sync_sessions);
 	if (tr.recvs.live > 0 || tr.reqs_dropped > 0)
-		say("rank %d: %zu receive requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
+		say("rank %d: %zu nonblocking requests never completed through MPI_Wait*/MPI_Test*, %llu not followed: not traced",
 		    tr.world_rank, tr.recvs.live, (unsigned long long)tr.reqs_dropped);
 	pthread_mutex_unlock(&tr.mu);
 }
@@ -1296,7 +1417,12 @@ static void trace_close(void)
 
 /* after_init runs once MPI is initialised, from the C and the Fortran
  * MPI_Init and MPI_Init_thread. */
-static void after_init(void)
+/* after_init's region r (MPI_Init or MPI_Init_thread) starts when the trace
+ * opens, after PMPI_Init returned, not before PMPI_Init: the first sync
+ * session runs here, and an event seconds before it (OpenMPI's PMPI_Init
+ * takes that long on a loaded node) would have a time extrapolated from
+ * the sessions, beyond the error they bound (TestTraceSyncNoDaemon). */
+static void after_init(int r)
 {
 	int rank = 0;
 	PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -1305,15 +1431,17 @@ static void after_init(void)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &tr.world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &tr.world_size);
 	trace_open();
+	region(r, 0);
 	sync_init();
 	job_notice();
+	region(r, 1);
 }
 
 int MPI_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
 	if (rc == MPI_SUCCESS)
-		after_init();
+		after_init(R_Init);
 	return rc;
 }
 
@@ -1321,15 +1449,32 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 	if (rc == MPI_SUCCESS)
-		after_init();
+		after_init(R_Init_thread);
 	return rc;
 }
 
+/* MPI_Finalize's region ends when the trace closes, before PMPI_Finalize. */
 int MPI_Finalize(void)
 {
+	region(R_Finalize, 0);
 	sync_fini();
+	region(R_Finalize, 1);
 	trace_close();
 	return PMPI_Finalize();
+}
+
+/* MPI_Comm_set_name: the name, for the OTF2 communicator definitions. */
+int MPI_Comm_set_name(MPI_Comm comm, const char *name)
+{
+	int rc = PMPI_Comm_set_name(comm, name);
+	if (rc == MPI_SUCCESS && tr.w && name) {
+		pthread_mutex_lock(&tr.mu);
+		struct comm_info *c = comm_locked(comm);
+		if (c && tr.w)
+			gct_name(tr.w, USER_NAME | c->key, name);
+		pthread_mutex_unlock(&tr.mu);
+	}
+	return rc;
 }
 
 int MPI_Comm_free(MPI_Comm *comm)
@@ -1344,30 +1489,55 @@ int MPI_Comm_free(MPI_Comm *comm)
 	return rc;
 }
 
-/* Sends, every mode: recorded at the call (before the message can arrive). */
-#define SEND_WRAP(NAME, PARAMS, ARGS)                                                                                  \
+/* send_started makes a nonblocking send's request pending. */
+static void send_started(int rc, MPI_Request r, int dest, MPI_Comm comm)
+{
+	if (rc != MPI_SUCCESS || !tr.w || dest == MPI_PROC_NULL || dest < 0)
+		return;
+	pthread_mutex_lock(&tr.mu);
+	struct comm_info *c = comm_locked(comm);
+	if (c && dest < c->size && tr.w)
+		req_add_locked(r, PREQ_SEND, c, NULL, 1);
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* Sends, every mode: a region; the send recorded at the call (before the
+ * message can arrive); a nonblocking send's request then started. */
+#define SEND_WRAP(NAME, PARAMS, ARGS, STARTED)                                                                         \
 	int MPI_##NAME PARAMS                                                                                          \
 	{                                                                                                              \
+		if (!tr.w)                                                                                             \
+			return PMPI_##NAME ARGS;                                                                       \
+		region(R_##NAME, 0);                                                                                   \
 		trace_send(dest, tag, comm, count, t);                                                                 \
-		return PMPI_##NAME ARGS;                                                                               \
+		int rc = PMPI_##NAME ARGS;                                                                             \
+		STARTED;                                                                                               \
+		region(R_##NAME, 1);                                                                                   \
+		return rc;                                                                                             \
 	}
 #define SEND_PARAMS const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm
-SEND_WRAP(Send, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
-SEND_WRAP(Ssend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
-SEND_WRAP(Isend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
-SEND_WRAP(Bsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
-SEND_WRAP(Rsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm))
-SEND_WRAP(Issend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
-SEND_WRAP(Ibsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
-SEND_WRAP(Irsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req))
+#define BLOCKING (void)0
+#define NONBLOCKING send_started(rc, *req, dest, comm)
+SEND_WRAP(Send, (SEND_PARAMS), (buf, count, t, dest, tag, comm), BLOCKING)
+SEND_WRAP(Ssend, (SEND_PARAMS), (buf, count, t, dest, tag, comm), BLOCKING)
+SEND_WRAP(Isend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req), NONBLOCKING)
+SEND_WRAP(Bsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm), BLOCKING)
+SEND_WRAP(Rsend, (SEND_PARAMS), (buf, count, t, dest, tag, comm), BLOCKING)
+SEND_WRAP(Issend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req), NONBLOCKING)
+SEND_WRAP(Ibsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req), NONBLOCKING)
+SEND_WRAP(Irsend, (SEND_PARAMS, MPI_Request *req), (buf, count, t, dest, tag, comm, req), NONBLOCKING)
 
 int MPI_Recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+	if (!tr.w)
+		return PMPI_Recv(buf, count, t, source, tag, comm, status);
 	MPI_Status local;
 	MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+	region(R_Recv, 0);
 	int rc = PMPI_Recv(buf, count, t, source, tag, comm, st);
 	if (rc == MPI_SUCCESS)
 		trace_recv(st, comm);
+	region(R_Recv, 1);
 	return rc;
 }
 
@@ -1376,23 +1546,31 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
 {
 	MPI_Status local;
 	MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+	region(R_Sendrecv, 0);
 	trace_send(dest, stag, comm, scount, stype);
 	int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, st);
 	if (rc == MPI_SUCCESS)
 		trace_recv(st, comm);
+	region(R_Sendrecv, 1);
 	return rc;
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Request *req)
 {
+	if (!tr.w)
+		return PMPI_Irecv(buf, count, t, source, tag, comm, req);
+	region(R_Irecv, 0);
 	int rc = PMPI_Irecv(buf, count, t, source, tag, comm, req);
-	if (rc == MPI_SUCCESS && tr.w && source != MPI_PROC_NULL) {
+	if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
 		pthread_mutex_lock(&tr.mu);
 		struct comm_info *c = comm_locked(comm);
-		if (!c || map_put(&tr.recvs, req_key(*req), (uint64_t)(uintptr_t)c) != 0)
+		if (!c)
 			tr.reqs_dropped++;
+		else if (tr.w)
+			req_add_locked(*req, PREQ_RECV, c, NULL, 1);
 		pthread_mutex_unlock(&tr.mu);
 	}
+	region(R_Irecv, 1);
 	return rc;
 }
 
@@ -1468,27 +1646,33 @@ static void starting(int n, MPI_Request reqs[], int recvs)
 		}
 		pthread_mutex_lock(&tr.mu);
 		struct comm_info *c = comm_locked(p->comm);
-		if (!c || map_put(&tr.recvs, req_key(reqs[i]), (uint64_t)(uintptr_t)c) != 0)
+		if (!c)
 			tr.reqs_dropped++;
+		else if (tr.w)
+			req_add_locked(reqs[i], PREQ_RECV, c, NULL, 0);
 		pthread_mutex_unlock(&tr.mu);
 	}
 }
 
 int MPI_Start(MPI_Request *req)
 {
+	region(R_Start, 0);
 	starting(1, req, 0);
 	int rc = PMPI_Start(req);
 	if (rc == MPI_SUCCESS)
 		starting(1, req, 1);
+	region(R_Start, 1);
 	return rc;
 }
 
 int MPI_Startall(int n, MPI_Request reqs[])
 {
+	region(R_Startall, 0);
 	starting(n, reqs, 0);
 	int rc = PMPI_Startall(n, reqs);
 	if (rc == MPI_SUCCESS)
 		starting(n, reqs, 1);
+	region(R_Startall, 1);
 	return rc;
 }
 
@@ -1499,6 +1683,11 @@ int MPI_Request_free(MPI_Request *req)
 		pthread_mutex_lock(&tr.mu);
 		if (map_del(&tr.persist, req_key(*req), &p))
 			free((void *)(uintptr_t)p);
+		struct preq *q = req_take_locked(*req); /* an active request freed: never completed here */
+		if (q) {
+			free(q->k);
+			free(q);
+		}
 		pthread_mutex_unlock(&tr.mu);
 	}
 	return PMPI_Request_free(req);
@@ -1668,22 +1857,41 @@ int MPI_Win_free(MPI_Win *win)
 	return rc;
 }
 
-/* completed records the receive of a pending MPI_Irecv request that
- * completed with status st. */
+/* completed records the completion of a pending request with status st:
+ * its completion instant (or cancellation), and a receive's message or a
+ * nonblocking collective's dependencies. */
 static void completed(MPI_Request was, const MPI_Status *st)
 {
 	pthread_mutex_lock(&tr.mu);
-	uint64_t c;
-	if (map_del(&tr.recvs, req_key(was), &c)) {
-		if (c & 1) {
-			struct coll *k = (struct coll *)(uintptr_t)(c & ~(uint64_t)1);
-			if (tr.w)
-				coll_deps_in_locked(k);
-			free(k);
-		} else if (tr.w) {
-			trace_recv_locked(st, (struct comm_info *)(uintptr_t)c);
+	struct preq *p = req_take_locked(was);
+	if (p) {
+		int cancelled = 0;
+		if (p->kind != PREQ_COLL)
+			PMPI_Test_cancelled(st, &cancelled);
+		if (tr.w && cancelled) {
+			req_event_locked(REQ_CANCEL, p->num);
+		} else if (tr.w && p->kind == PREQ_COLL) {
+			req_event_locked(REQ_DONE, p->num);
+			coll_deps_in_locked(p->k);
+		} else if (tr.w && p->kind == PREQ_SEND) {
+			req_event_locked(REQ_DONE, p->num);
+		} else if (tr.w && st->MPI_SOURCE != MPI_PROC_NULL && st->MPI_SOURCE >= 0 && st->MPI_SOURCE < p->c->size) {
+			req_event_locked(REQ_DONE, p->num); /* just before its receive */
+			trace_recv_locked(st, p->c);
 		}
+		free(p->k);
+		free(p);
 	}
+	pthread_mutex_unlock(&tr.mu);
+}
+
+/* tested records an unsuccessful test of the pending request was. */
+static void tested(MPI_Request was)
+{
+	pthread_mutex_lock(&tr.mu);
+	uint64_t *v = map_get(&tr.recvs, req_key(was));
+	if (v)
+		req_event_locked(REQ_TEST, ((struct preq *)(uintptr_t)*v)->num);
 	pthread_mutex_unlock(&tr.mu);
 }
 
@@ -1692,7 +1900,7 @@ static void completed(MPI_Request was, const MPI_Status *st)
  * later completes them, or the completion is seen on the next call). */
 static int tracking(void) { return __atomic_load_n(&tr.recvs.live, __ATOMIC_RELAXED) > 0; }
 
-int MPI_Wait(MPI_Request *req, MPI_Status *status)
+static int traced_Wait(MPI_Request *req, MPI_Status *status)
 {
 	if (!tracking())
 		return PMPI_Wait(req, status);
@@ -1705,7 +1913,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
 	return rc;
 }
 
-int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+static int traced_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
 	if (!tracking())
 		return PMPI_Test(req, flag, status);
@@ -1715,6 +1923,8 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 	int rc = PMPI_Test(req, flag, st);
 	if (rc == MPI_SUCCESS && *flag)
 		completed(was, st);
+	else if (rc == MPI_SUCCESS)
+		tested(was);
 	return rc;
 }
 
@@ -1744,7 +1954,7 @@ static void many_done(MPI_Status *statuses, MPI_Request *was, MPI_Status *st)
 		free(st);
 }
 
-int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
+static int traced_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
 	MPI_Request *was;
 	MPI_Status *st;
@@ -1759,21 +1969,26 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 	return rc;
 }
 
-int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+static int traced_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
 	MPI_Request *was;
 	MPI_Status *st;
 	if (!tracking() || many(n, reqs, statuses, &was, &st) != 0)
 		return PMPI_Testall(n, reqs, flag, statuses);
 	int rc = PMPI_Testall(n, reqs, flag, st);
-	if (rc == MPI_SUCCESS && *flag)
-		for (int i = 0; i < n; i++)
-			completed(was[i], &st[i]);
+	if (rc == MPI_SUCCESS) {
+		for (int i = 0; i < n; i++) {
+			if (*flag)
+				completed(was[i], &st[i]);
+			else
+				tested(was[i]);
+		}
+	}
 	many_done(statuses, was, st);
 	return rc;
 }
 
-int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
+static int traced_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
 	MPI_Request *was;
 	MPI_Status *st;
@@ -1798,7 +2013,7 @@ static void completed_some(int rc, int outcount, const int indices[], MPI_Reques
 			completed(was[indices[i]], &st[i]);
 }
 
-int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+static int traced_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
 	MPI_Request *was;
 	MPI_Status *st;
@@ -1810,7 +2025,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 	return rc;
 }
 
-int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+static int traced_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
 	MPI_Request *was;
 	MPI_Status *st;
@@ -1820,11 +2035,14 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
 	int rc = PMPI_Testany(n, reqs, index, flag, one);
 	if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
 		completed(was[*index], one);
+	else if (rc == MPI_SUCCESS && !*flag)
+		for (int i = 0; i < n; i++)
+			tested(was[i]);
 	many_done(MPI_STATUSES_IGNORE, was, st);
 	return rc;
 }
 
-int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
+static int traced_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
 	MPI_Request *was;
 	MPI_Status *st;
@@ -1832,9 +2050,35 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 		return PMPI_Testsome(n, reqs, outcount, indices, statuses);
 	int rc = PMPI_Testsome(n, reqs, outcount, indices, st);
 	completed_some(rc, *outcount, indices, was, st);
+	if (rc == MPI_SUCCESS && *outcount == 0)
+		for (int i = 0; i < n; i++)
+			tested(was[i]);
 	many_done(statuses, was, st);
 	return rc;
 }
+
+/* The completion calls' regions, around their traced forms above. */
+#define COMPLETION(NAME, PARAMS, ARGS)                                                                                 \
+	int MPI_##NAME PARAMS                                                                                          \
+	{                                                                                                              \
+		if (!tr.w)                                                                                             \
+			return traced_##NAME ARGS;                                                                     \
+		region(R_##NAME, 0);                                                                                   \
+		int rc = traced_##NAME ARGS;                                                                           \
+		region(R_##NAME, 1);                                                                                   \
+		return rc;                                                                                             \
+	}
+COMPLETION(Wait, (MPI_Request * req, MPI_Status *status), (req, status))
+COMPLETION(Test, (MPI_Request * req, int *flag, MPI_Status *status), (req, flag, status))
+COMPLETION(Waitall, (int n, MPI_Request reqs[], MPI_Status statuses[]), (n, reqs, statuses))
+COMPLETION(Testall, (int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]), (n, reqs, flag, statuses))
+COMPLETION(Waitany, (int n, MPI_Request reqs[], int *index, MPI_Status *status), (n, reqs, index, status))
+COMPLETION(Testany, (int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status),
+	   (n, reqs, index, flag, status))
+COMPLETION(Waitsome, (int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]),
+	   (n, reqs, outcount, indices, statuses))
+COMPLETION(Testsome, (int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]),
+	   (n, reqs, outcount, indices, statuses))
 
 /* The collectives (COLLECTIVE above): one line each, both forms. */
 #define S_ARGS const void *sbuf, int scount, MPI_Datatype stype

@@ -31,7 +31,7 @@ typedef struct {
 	int kind;
 	uint64_t time;
 	uint32_t region, peer, tag, root, metric, comm, win;
-	uint64_t size, received, match;
+	uint64_t size, received, match, request;
 	uint8_t op, lock;
 	int64_t value, raw, bound;
 	uint64_t msgid;
@@ -66,8 +66,22 @@ static OTF2_ErrorCode gc_event(OTF2_EvtWriter* w, OTF2_AttributeList* al, const 
 		OTF2_RMA_SYNC_LEVEL_PROCESS | OTF2_RMA_SYNC_LEVEL_MEMORY, r->win, r->root, 0, 0);
 	case 15: return OTF2_EvtWriter_RmaAcquireLock(w, al, r->time, r->win, r->peer, r->match, r->lock);
 	case 16: return OTF2_EvtWriter_RmaReleaseLock(w, al, r->time, r->win, r->peer, r->match);
+	case 17: return OTF2_EvtWriter_MpiIsend(w, al, r->time, r->peer, r->comm, r->tag, r->size, r->request);
+	case 18: return OTF2_EvtWriter_MpiIsendComplete(w, al, r->time, r->request);
+	case 19: return OTF2_EvtWriter_MpiIrecvRequest(w, al, r->time, r->request);
+	case 20: return OTF2_EvtWriter_MpiIrecv(w, al, r->time, r->peer, r->comm, r->tag, r->size, r->request);
+	case 21: return OTF2_EvtWriter_MpiRequestTest(w, al, r->time, r->request);
+	case 22: return OTF2_EvtWriter_MpiRequestCancelled(w, al, r->time, r->request);
+	case 23: return OTF2_EvtWriter_NonBlockingCollectiveRequest(w, al, r->time, r->request);
+	case 24: return OTF2_EvtWriter_NonBlockingCollectiveComplete(w, al, r->time, r->op, r->comm, r->root, r->size, r->received, r->request);
 	}
 	return OTF2_ERROR_INVALID_ARGUMENT;
+}
+
+static OTF2_ErrorCode gc_locprop(OTF2_GlobalDefWriter* g, uint64_t loc, uint32_t name, int64_t v) {
+	OTF2_AttributeValue a;
+	a.int64 = v;
+	return OTF2_GlobalDefWriter_WriteLocationProperty(g, loc, name, OTF2_TYPE_INT64, a);
 }
 
 static OTF2_ErrorCode gc_metric(OTF2_GlobalDefWriter* g, uint32_t id, uint32_t name) {
@@ -158,7 +172,7 @@ func (s *archive) event(r *Record) error {
 	}
 	c := C.gc_rec{kind: C.int(r.Kind), time: C.uint64_t(r.Time), region: C.uint32_t(r.Region), peer: C.uint32_t(r.Peer),
 		tag: C.uint32_t(r.Tag), root: C.uint32_t(r.Root), metric: C.uint32_t(r.Metric), size: C.uint64_t(r.Size),
-		comm: C.uint32_t(r.Comm), win: C.uint32_t(r.Win), received: C.uint64_t(r.Received), match: C.uint64_t(r.Match),
+		comm: C.uint32_t(r.Comm), win: C.uint32_t(r.Win), received: C.uint64_t(r.Received), match: C.uint64_t(r.Match), request: C.uint64_t(r.Request),
 		lock: C.uint8_t(r.Lock), op: C.uint8_t(r.Op), value: C.int64_t(r.Value), raw: C.int64_t(r.Raw), bound: C.int64_t(r.Bound),
 		msgid: C.uint64_t(r.MsgID), has_bound: cbool(r.HasBound), has_msgid: cbool(r.HasMsgID)}
 	return s.check(C.gc_event(w, s.al, &c), fmt.Sprintf("write %s of location %d at %d ns", r.Kind, r.Loc, r.Time))
@@ -248,8 +262,15 @@ func (s *archive) finish(d *Defs) (err error) {
 	machine, nodeClass, hostClass := st.ref("gclock"), st.ref("machine"), st.ref("node")
 	hostNames := make([]C.OTF2_StringRef, len(d.Hosts))
 	for i, h := range d.Hosts {
-		hostNames[i] = st.ref(fmt.Sprintf("host %d", h))
+		if i < len(d.HostNames) && d.HostNames[i] != "" {
+			hostNames[i] = st.ref(d.HostNames[i])
+		} else {
+			hostNames[i] = st.ref(fmt.Sprintf("host %d", h))
+		}
 	}
+	// The correction's mapping at each location's first and last event.
+	offProps := [4]C.OTF2_StringRef{st.ref("GCLOCK::FIRST_LOCAL_NS"), st.ref("GCLOCK::FIRST_OFFSET_NS"),
+		st.ref("GCLOCK::LAST_LOCAL_NS"), st.ref("GCLOCK::LAST_OFFSET_NS")}
 	procNames := make([]C.OTF2_StringRef, len(d.Procs))
 	for i, p := range d.Procs {
 		procNames[i] = st.ref(p.Name)
@@ -293,7 +314,11 @@ func (s *archive) finish(d *Defs) (err error) {
 		chk(C.OTF2_GlobalDefWriter_WriteString(g, C.OTF2_StringRef(i), cs), "write a string")
 		C.free(unsafe.Pointer(cs))
 	}
-	chk(C.OTF2_GlobalDefWriter_WriteClockProperties(g, 1_000_000_000, C.uint64_t(d.Offset), C.uint64_t(d.Length), C.OTF2_UNDEFINED_TIMESTAMP), "write the clock properties")
+	realtime := C.uint64_t(C.OTF2_UNDEFINED_TIMESTAMP)
+	if d.HasRealtime {
+		realtime = C.uint64_t(d.Realtime)
+	}
+	chk(C.OTF2_GlobalDefWriter_WriteClockProperties(g, 1_000_000_000, C.uint64_t(d.Offset), C.uint64_t(d.Length), realtime), "write the clock properties")
 	chk(C.OTF2_GlobalDefWriter_WriteParadigm(g, C.OTF2_PARADIGM_MPI, mpi, C.OTF2_PARADIGM_CLASS_PROCESS), "write the MPI paradigm")
 	chk(C.OTF2_GlobalDefWriter_WriteParadigm(g, C.OTF2_PARADIGM_USER, user, C.OTF2_PARADIGM_CLASS_PROCESS), "write the user paradigm")
 	chk(C.OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, machine, nodeClass, C.OTF2_UNDEFINED_SYSTEM_TREE_NODE), "write the system tree root")
@@ -307,6 +332,13 @@ func (s *archive) finish(d *Defs) (err error) {
 	}
 	for i, l := range d.Locations {
 		chk(C.OTF2_GlobalDefWriter_WriteLocation(g, C.OTF2_LocationRef(l.ID), locNames[i], C.OTF2_LOCATION_TYPE_CPU_THREAD, C.uint64_t(l.Events), C.OTF2_LocationGroupRef(l.Group)), "write a location")
+	}
+	for _, l := range d.Locations {
+		if l.HasOffsets {
+			for j, v := range [4]int64{l.FirstLocal, l.FirstOffset, l.LastLocal, l.LastOffset} {
+				chk(C.gc_locprop(g, C.uint64_t(l.ID), C.uint32_t(offProps[j]), C.int64_t(v)), "write a location's clock mapping")
+			}
+		}
 	}
 	for i, r := range d.Regions {
 		chk(C.OTF2_GlobalDefWriter_WriteRegion(g, C.OTF2_RegionRef(i), regNames[i], regNames[i], empty, C.OTF2_RegionRole(r.Role), C.OTF2_Paradigm(r.Paradigm), C.OTF2_REGION_FLAG_NONE, empty, 0, 0), "write a region")
@@ -325,8 +357,14 @@ func (s *archive) finish(d *Defs) (err error) {
 		chk(C.OTF2_GlobalDefWriter_WriteGroup(g, 0, worldLocs, C.OTF2_GROUP_TYPE_COMM_LOCATIONS, C.OTF2_PARADIGM_MPI, C.OTF2_GROUP_FLAG_NONE, C.uint32_t(len(locs)), &locs[0]), "write the MPI locations")
 		chk(C.OTF2_GlobalDefWriter_WriteGroup(g, 1, worldGroup, C.OTF2_GROUP_TYPE_COMM_GROUP, C.OTF2_PARADIGM_MPI, C.OTF2_GROUP_FLAG_NONE, C.uint32_t(len(ranks)), &ranks[0]), "write MPI_COMM_WORLD's group")
 		chk(C.OTF2_GlobalDefWriter_WriteComm(g, 0, world, 1, C.OTF2_UNDEFINED_COMM, C.OTF2_COMM_FLAG_NONE), "write MPI_COMM_WORLD")
-		// Communicator i: group i+1, its members' ranks in MPI_COMM_WORLD in its rank order.
+		// Communicator i: group i+1, its members' ranks in MPI_COMM_WORLD in its rank
+		// order; MPI_COMM_SELF's group is of type COMM_SELF, without members.
 		for i := 1; i < len(d.Comms); i++ {
+			if d.Comms[i].Self {
+				chk(C.OTF2_GlobalDefWriter_WriteGroup(g, C.OTF2_GroupRef(i+1), commNames[i], C.OTF2_GROUP_TYPE_COMM_SELF, C.OTF2_PARADIGM_MPI, C.OTF2_GROUP_FLAG_NONE, 0, nil), "write MPI_COMM_SELF's group")
+				chk(C.OTF2_GlobalDefWriter_WriteComm(g, C.OTF2_CommRef(i), commNames[i], C.OTF2_GroupRef(i+1), C.OTF2_UNDEFINED_COMM, C.OTF2_COMM_FLAG_NONE), "write MPI_COMM_SELF")
+				continue
+			}
 			m := make([]C.uint64_t, len(d.Comms[i].Members))
 			for j, r := range d.Comms[i].Members {
 				m[j] = C.uint64_t(r)

@@ -14,9 +14,18 @@
 //     properties' global offset is the first event's time and the trace
 //     length the span to the last; a trace that starts before global time 0
 //     is shifted so that it starts at 0, and the shift is written as the
-//     archive property GCLOCK::ORIGIN_NS.
+//     archive property GCLOCK::ORIGIN_NS. The clock properties' realtime
+//     date (Defs.Realtime: UTC ns of the global offset) comes from the C
+//     tracer's realtime pair ("realtime R at local L", name id 1<<57|1) of
+//     the first process that has one.
+//   - No ClockOffset records: readers add them to the timestamps, which
+//     are global already. Each location's mapping at its first and last
+//     event (global - local) is written as the location properties
+//     GCLOCK::FIRST_LOCAL_NS, GCLOCK::FIRST_OFFSET_NS, GCLOCK::LAST_LOCAL_NS
+//     and GCLOCK::LAST_OFFSET_NS (LocationDef's offsets).
 //   - One location group (an MPI rank, in rank order of the process numbers)
-//     per process, under a system tree node per host; one location per
+//     per process, under a system tree node per host (named by the C
+//     tracer's gethostname, name id 1<<57; else "host N"); one location per
 //     track (thread) of a process, with ID proc<<16 | track.
 //   - Enter and Leave of every region. Regions named after MPI calls get
 //     the MPI paradigm and the role OTF2 gives them (point-to-point,
@@ -27,9 +36,12 @@
 //     root (its rank there) and the bytes sent and received. Without that
 //     data (the Go recorder, older traces) a collective is on
 //     MPI_COMM_WORLD with no root (OTF2_UNDEFINED_UINT32) and sizes 0.
-//   - Communicators: MPI_COMM_WORLD (every process's track 0, in process
-//     order) and each communicator the C tracer's string table names with
-//     all its members ("MPI communicator KEY: N ranks, world ranks ...").
+//   - Communicators: Defs.Comms[0] MPI_COMM_WORLD (every process's track 0,
+//     in process order), Defs.Comms[1] MPI_COMM_SELF (a group of type
+//     COMM_SELF without members, as Score-P writes it; the C tracer's key
+//     2), and each communicator the C tracer's string table names with all
+//     its members ("MPI communicator KEY: N ranks, world ranks ..."), named
+//     by MPI_Comm_set_name (name id 1<<58 | KEY) if the program named it.
 //   - Send and Recv become MpiSend and MpiRecv with the message size. The
 //     C tracer names the communicator and tag of every message key (the
 //     id's upper 32 bits): the record then has that communicator, the
@@ -38,6 +50,17 @@
 //     the attribute gclock::message_id. The dependencies the C tracer
 //     records for collectives (message ids with bit 63 set) are not
 //     messages and are left out.
+//   - Nonblocking requests of the C tracer: its instants "MPI request
+//     started/completed/tested/cancelled" (name ids 1<<59 | 1..4, value: the
+//     request number) become request records with Record.Request the
+//     number: MpiIsend (the send in an MPI_Isend/Issend/Ibsend/Irsend
+//     region, held until its request's start) and MpiIsendComplete;
+//     MpiIrecvRequest (in MPI_Irecv) and MpiIrecv (the receive after the
+//     completion); MpiRequestTest; MpiRequestCancelled;
+//     NbcRequest and NbcComplete (NonBlockingCollectiveRequest/Complete:
+//     Op, Comm, Root, Size, Received from the MPI_I<collective> region's
+//     events). A request instant of a request its location never started
+//     is left out and counted in Stats.Requests.
 //   - One-sided calls of the C tracer: RmaWinCreate and RmaWinDestroy in
 //     MPI_Win_create/allocate and MPI_Win_free, RmaPut, RmaGet and RmaAtomic
 //     (accumulate) with the target's rank in the window's communicator and

@@ -79,6 +79,21 @@ var eventRecords = map[Kind]struct {
 	RmaCollEnd:     {"RmaCollectiveEnd", func(r *Record) []ar.Value { return []ar.Value{u(0), u(3), u(r.Win), u(r.Root), u(0), u(0)} }},
 	RmaAcquireLock: {"RmaAcquireLock", func(r *Record) []ar.Value { return []ar.Value{u(r.Win), u(r.Peer), u(r.Match), u(r.Lock)} }},
 	RmaReleaseLock: {"RmaReleaseLock", func(r *Record) []ar.Value { return []ar.Value{u(r.Win), u(r.Peer), u(r.Match)} }},
+	// Nonblocking requests: the request id is the C tracer's request number.
+	MpiIsend: {"MpiIsend", func(r *Record) []ar.Value {
+		return []ar.Value{u(r.Peer), u(r.Comm), u(r.Tag), u(r.Size), u(r.Request)}
+	}},
+	MpiIsendComplete: {"MpiIsendComplete", func(r *Record) []ar.Value { return []ar.Value{u(r.Request)} }},
+	MpiIrecvRequest:  {"MpiIrecvRequest", func(r *Record) []ar.Value { return []ar.Value{u(r.Request)} }},
+	MpiIrecv: {"MpiIrecv", func(r *Record) []ar.Value {
+		return []ar.Value{u(r.Peer), u(r.Comm), u(r.Tag), u(r.Size), u(r.Request)}
+	}},
+	MpiRequestTest:      {"MpiRequestTest", func(r *Record) []ar.Value { return []ar.Value{u(r.Request)} }},
+	MpiRequestCancelled: {"MpiRequestCancelled", func(r *Record) []ar.Value { return []ar.Value{u(r.Request)} }},
+	NbcRequest:          {"NonBlockingCollectiveRequest", func(r *Record) []ar.Value { return []ar.Value{u(r.Request)} }},
+	NbcComplete: {"NonBlockingCollectiveComplete", func(r *Record) []ar.Value {
+		return []ar.Value{u(r.Op), u(r.Comm), u(r.Root), u(r.Size), u(r.Received), u(r.Request)}
+	}},
 	// One int64 value (OTF2_TYPE_INT64) of the metric class.
 	Metric: {"Metric", func(r *Record) []ar.Value {
 		return []ar.Value{u(r.Metric), ar.Array([]ar.Value{u(ar.TypeInt64), ar.I(r.Value)})}
@@ -119,6 +134,7 @@ const (
 	locCPUThread        = 1  // OTF2_LOCATION_TYPE_CPU_THREAD
 	groupCommLocations  = 4  // OTF2_GROUP_TYPE_COMM_LOCATIONS
 	groupCommGroup      = 5  // OTF2_GROUP_TYPE_COMM_GROUP
+	groupCommSelf       = 6  // OTF2_GROUP_TYPE_COMM_SELF
 	metricTypeUser      = 3  // OTF2_METRIC_TYPE_USER
 	metricAbsolutePoint = 17 // OTF2_METRIC_ABSOLUTE_POINT
 	baseDecimal         = 1  // OTF2_BASE_DECIMAL
@@ -155,8 +171,15 @@ func (s *goSink) finish(d *Defs) error {
 	machine, nodeClass, hostClass := str("gclock"), str("machine"), str("node")
 	hostNames := make([]ar.Value, len(d.Hosts))
 	for i, h := range d.Hosts {
-		hostNames[i] = str(fmt.Sprintf("host %d", h))
+		if i < len(d.HostNames) && d.HostNames[i] != "" {
+			hostNames[i] = str(d.HostNames[i])
+		} else {
+			hostNames[i] = str(fmt.Sprintf("host %d", h))
+		}
 	}
+	// The correction's mapping at each location's first and last event.
+	offProps := [4]ar.Value{str("GCLOCK::FIRST_LOCAL_NS"), str("GCLOCK::FIRST_OFFSET_NS"),
+		str("GCLOCK::LAST_LOCAL_NS"), str("GCLOCK::LAST_OFFSET_NS")}
 	procNames := make([]ar.Value, len(d.Procs))
 	for i, p := range d.Procs {
 		procNames[i] = str(p.Name)
@@ -204,7 +227,11 @@ func (s *goSink) finish(d *Defs) error {
 	for i, x := range strs {
 		def("String", u(i), ar.S(x))
 	}
-	def("ClockProperties", u(1_000_000_000), u(d.Offset), u(d.Length), ar.U(undefinedTimestamp))
+	realtime := ar.U(undefinedTimestamp)
+	if d.HasRealtime {
+		realtime = ar.U(d.Realtime)
+	}
+	def("ClockProperties", u(1_000_000_000), u(d.Offset), u(d.Length), realtime)
 	def("Paradigm", u(paradigmMPI), mpi, u(paradigmClassProc))
 	def("Paradigm", u(paradigmUser), user, u(paradigmClassProc))
 	def("SystemTreeNode", u(0), machine, nodeClass, ar.U(undefined32))
@@ -218,6 +245,14 @@ func (s *goSink) finish(d *Defs) error {
 	}
 	for i, l := range d.Locations {
 		def("Location", u(l.ID), locNames[i], u(locCPUThread), u(l.Events), u(l.Group))
+	}
+	for _, l := range d.Locations {
+		if l.HasOffsets {
+			for j, v := range [4]int64{l.FirstLocal, l.FirstOffset, l.LastLocal, l.LastOffset} {
+				// location, name, type, value
+				def("LocationProperty", u(l.ID), offProps[j], u(ar.TypeInt64), ar.I(v))
+			}
+		}
 	}
 	for i, r := range d.Regions {
 		// self, name, description, source file, begin and end line, canonical name, role, paradigm, flags
@@ -238,8 +273,14 @@ func (s *goSink) finish(d *Defs) error {
 		def("Group", u(0), worldLocs, ar.Array(locs...), u(groupCommLocations), u(paradigmMPI), u(0))
 		def("Group", u(1), worldGroup, ar.Array(ranks...), u(groupCommGroup), u(paradigmMPI), u(0))
 		def("Comm", u(0), world, u(1), ar.U(undefined32), u(0))
-		// Communicator i: group i+1, its members' ranks in MPI_COMM_WORLD in its rank order.
+		// Communicator i: group i+1, its members' ranks in MPI_COMM_WORLD in its rank
+		// order; MPI_COMM_SELF's group is of type COMM_SELF, without members.
 		for i := 1; i < len(d.Comms); i++ {
+			if d.Comms[i].Self {
+				def("Group", u(i+1), commNames[i], ar.Array(), u(groupCommSelf), u(paradigmMPI), u(0))
+				def("Comm", u(i), commNames[i], u(i+1), ar.U(undefined32), u(0))
+				continue
+			}
 			m := make([][]ar.Value, len(d.Comms[i].Members))
 			for j, r := range d.Comms[i].Members {
 				m[j] = []ar.Value{u(r)}

@@ -116,7 +116,9 @@ func writeRich(t *testing.T, dir string) *Writer {
 }
 
 // TestGoSinkOTF2Print: otf2-print reads every record of the pure-Go sink's
-// archive.
+// archive, and the definitions of the C tracer's names: hosts, MPI_COMM_SELF,
+// a communicator MPI_Comm_set_name named, the realtime date, each
+// location's mapping.
 func TestGoSinkOTF2Print(t *testing.T) {
 	bin, err := exec.LookPath("otf2-print")
 	if err != nil {
@@ -143,13 +145,26 @@ func TestGoSinkOTF2Print(t *testing.T) {
 	if n != w.Stats().Events {
 		t.Errorf("otf2-print printed %d events, gclock wrote %d", n, w.Stats().Events)
 	}
-	for _, want := range []string{`RMA_ATOMIC`, `Type: ACCUMULATE`, `"solve ✓ (UTF-8)"`, `GCLOCK::HOSTS`, `"gclock::bound_ns"`, `Lock: 0, Type: SHARED`, `Communicator: "MPI communicator 3c39ef87" <1>, Root: 0`} {
+	for _, want := range []string{`RMA_ATOMIC`, `Type: ACCUMULATE`, `"solve ✓ (UTF-8)"`, `GCLOCK::HOSTS`, `"gclock::bound_ns"`, `Lock: 0, Type: SHARED`, `Communicator: "odd ranks" <2>, Root: 0`,
+		`Request: 1`, `Operation: ALLREDUCE, Communicator: "MPI_COMM_WORLD" <0>, Root: NONE, Sent: 4, Received: 4, Request: 2`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("otf2-print output lacks %q", want)
 		}
 	}
+	g, err := exec.Command(bin, "-G", filepath.Join(dir, "traces.otf2")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("otf2-print -G: %v\n%s", err, g)
+	}
+	// Proc 0's first event: raw 1.7e18 - 5e6 + 137, so UTC 1.8e18 + 137, and timestamp
+	// Offset is that event's: 2027-01-15 08:00:00.000000137 UTC.
+	for _, want := range []string{`Name: "node-a"`, `Name: "node-b"`, `Type: COMM_SELF`, `COMM                                   1  Name: "MPI_COMM_SELF"`,
+		`Name: "odd ranks"`, `Date: 2027-01-15 08:00:00.000000137`, `Name: "GCLOCK::FIRST_OFFSET_NS" <`, `Type: INT64, Value: 4999999`} {
+		if !strings.Contains(string(g), want) {
+			t.Errorf("otf2-print -G output lacks %q", want)
+		}
+	}
 	if t.Failed() {
-		t.Log(s)
+		t.Log(s, string(g))
 	}
 }
 

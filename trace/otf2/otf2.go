@@ -28,22 +28,30 @@ type Kind uint8
 
 // Event record kinds.
 const (
-	Enter          Kind = iota + 1 // region enter
-	Leave                          // region leave
-	MpiSend                        // point-to-point send
-	MpiRecv                        // point-to-point receive
-	CollBegin                      // MpiCollectiveBegin
-	CollEnd                        // MpiCollectiveEnd
-	Metric                         // one int64 metric value
-	RmaWinCreate                   // a window created (Win)
-	RmaWinDestroy                  // a window freed (Win)
-	RmaPut                         // Win, Peer (remote), Size, Match
-	RmaGet                         // Win, Peer (remote), Received, Match
-	RmaAtomic                      // an accumulate: Win, Peer (remote), Size, Match
-	RmaCollBegin                   // RmaCollectiveBegin (a fence)
-	RmaCollEnd                     // RmaCollectiveEnd: Win
-	RmaAcquireLock                 // Win, Peer (remote), Match (the lock id), Lock
-	RmaReleaseLock                 // Win, Peer (remote), Match (the lock id)
+	Enter               Kind = iota + 1 // region enter
+	Leave                               // region leave
+	MpiSend                             // point-to-point send
+	MpiRecv                             // point-to-point receive
+	CollBegin                           // MpiCollectiveBegin
+	CollEnd                             // MpiCollectiveEnd
+	Metric                              // one int64 metric value
+	RmaWinCreate                        // a window created (Win)
+	RmaWinDestroy                       // a window freed (Win)
+	RmaPut                              // Win, Peer (remote), Size, Match
+	RmaGet                              // Win, Peer (remote), Received, Match
+	RmaAtomic                           // an accumulate: Win, Peer (remote), Size, Match
+	RmaCollBegin                        // RmaCollectiveBegin (a fence)
+	RmaCollEnd                          // RmaCollectiveEnd: Win
+	RmaAcquireLock                      // Win, Peer (remote), Match (the lock id), Lock
+	RmaReleaseLock                      // Win, Peer (remote), Match (the lock id)
+	MpiIsend                            // a nonblocking send: Peer (receiver), Comm, Tag, Size, Request
+	MpiIsendComplete                    // a nonblocking send completed: Request
+	MpiIrecvRequest                     // a nonblocking receive posted: Request
+	MpiIrecv                            // a nonblocking receive completed: Peer (sender), Comm, Tag, Size, Request
+	MpiRequestTest                      // an unsuccessful test of a request: Request
+	MpiRequestCancelled                 // a request cancelled: Request
+	NbcRequest                          // NonBlockingCollectiveRequest: Request
+	NbcComplete                         // NonBlockingCollectiveComplete: Op, Comm, Root, Size (sent), Received, Request
 )
 
 // String names the kind as otf2-print does.
@@ -81,6 +89,22 @@ func (k Kind) String() string {
 		return "RMA_ACQUIRE_LOCK"
 	case RmaReleaseLock:
 		return "RMA_RELEASE_LOCK"
+	case MpiIsend:
+		return "MPI_ISEND"
+	case MpiIsendComplete:
+		return "MPI_ISEND_COMPLETE"
+	case MpiIrecvRequest:
+		return "MPI_IRECV_REQUEST"
+	case MpiIrecv:
+		return "MPI_IRECV"
+	case MpiRequestTest:
+		return "MPI_REQUEST_TEST"
+	case MpiRequestCancelled:
+		return "MPI_REQUEST_CANCELLED"
+	case NbcRequest:
+		return "NON_BLOCKING_COLLECTIVE_REQUEST"
+	case NbcComplete:
+		return "NON_BLOCKING_COLLECTIVE_COMPLETE"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -94,13 +118,14 @@ type Record struct {
 	Loc      uint64 // location
 	Time     uint64 // global time - origin, ns
 	Region   uint32 // Enter, Leave
-	Peer     uint32 // MpiSend: receiver, MpiRecv: sender, Rma*: the target (rank in Comm, or in the window's)
+	Peer     uint32 // MpiSend, MpiIsend: receiver, MpiRecv, MpiIrecv: sender, Rma*: the target (rank in Comm, or in the window's)
 	Tag      uint32
-	Comm     uint32 // MpiSend, MpiRecv, CollEnd: index in Defs.Comms (0: MPI_COMM_WORLD)
-	Size     uint64 // message bytes; CollEnd: bytes sent; RmaPut, RmaAtomic: bytes
-	Received uint64 // CollEnd, RmaGet: bytes received
-	Op       uint8  // CollEnd: OTF2_CollectiveOp
-	Root     uint32 // CollEnd: rank in Comm, or Undefined
+	Comm     uint32 // MpiSend, MpiRecv, MpiIsend, MpiIrecv, CollEnd, NbcComplete: index in Defs.Comms (0: MPI_COMM_WORLD, 1: MPI_COMM_SELF)
+	Size     uint64 // message bytes; CollEnd, NbcComplete: bytes sent; RmaPut, RmaAtomic: bytes
+	Received uint64 // CollEnd, NbcComplete, RmaGet: bytes received
+	Op       uint8  // CollEnd, NbcComplete: OTF2_CollectiveOp
+	Root     uint32 // CollEnd, NbcComplete: rank in Comm, or Undefined
+	Request  uint64 // MpiIsend .. NbcComplete: the request id (the tracer's request number on this location, 1, 2, ...)
 	Win      uint32 // Rma*: index in Defs.Windows, or Undefined (RmaCollEnd of an unknown window)
 	Match    uint64 // RmaPut, RmaGet, RmaAtomic: matching id; locks: the lock id
 	Lock     uint8  // RmaAcquireLock: OTF2_LockType (0 exclusive, 1 shared)
@@ -169,9 +194,42 @@ const (
 	tagNameBit  = uint64(1) << 62 // | message key (id >> 32): "MPI communicator KEY tag T"
 	commNameBit = uint64(1) << 61 // | communicator key: "MPI communicator KEY: N ranks, world ranks ..."
 	winNameBit  = uint64(1) << 60 // | window key: "MPI window KEY on communicator CKEY"
+	reqNameBit  = uint64(1) << 59 // | reqStart..reqCancel: the request instants (value: the request number)
+	userNameBit = uint64(1) << 58 // | communicator key: the name MPI_Comm_set_name gave it
+	hostName    = uint64(1) << 57 // the host's name (gethostname)
+	realtimeID  = hostName | 1    // "realtime R at local L": CLOCK_REALTIME and the trace clock read together
 	worldKey    = 1               // MPI_COMM_WORLD's key
+	selfKey     = 2               // MPI_COMM_SELF's key (on every rank)
 	noPeer      = ^uint32(0)      // a region's enter without root or target
 )
+
+// The request instants of the C tracer (reqNameBit | kind), by their names.
+const (
+	reqStart = 1 + iota
+	reqDone
+	reqTest
+	reqCancel
+)
+
+var reqNames = [...]string{reqStart: "MPI request started", reqDone: "MPI request completed", reqTest: "MPI request tested", reqCancel: "MPI request cancelled"}
+
+// isendCalls are the regions whose send is a nonblocking one.
+var isendCalls = map[string]bool{"MPI_Isend": true, "MPI_Issend": true, "MPI_Ibsend": true, "MPI_Irsend": true}
+
+// nbcName is the nonblocking form's name of a blocking collective's:
+// MPI_Reduce_scatter -> MPI_Ireduce_scatter.
+func nbcName(blocking string) string {
+	return "MPI_I" + strings.ToLower(blocking[4:5]) + blocking[5:]
+}
+
+// nonBlocking maps a nonblocking collective's name to its blocking form's.
+var nonBlocking = func() map[string]string {
+	m := map[string]string{}
+	for n := range collectives {
+		m[nbcName(n)] = n
+	}
+	return m
+}()
 
 // rmaKind is what an MPI one-sided call's region becomes.
 type rmaKind uint8
@@ -259,13 +317,20 @@ type RegionDef struct {
 	Role     uint8
 	Paradigm uint8
 	coll     int     // OTF2_CollectiveOp + 1, 0: not a collective
+	nbc      int     // a nonblocking collective's OTF2_CollectiveOp + 1
 	rma      rmaKind // one-sided call
+	isend    bool    // a nonblocking send
+	irecv    bool    // MPI_Irecv
 }
 
-// CommDef is an MPI communicator other than MPI_COMM_WORLD (Defs.Comms[0]).
+// CommDef is an MPI communicator: Defs.Comms[0] is MPI_COMM_WORLD (no
+// Members: every rank), Defs.Comms[1] MPI_COMM_SELF (Self, no Members:
+// written as a group of type OTF2_GROUP_TYPE_COMM_SELF, as Score-P does),
+// then the communicators the C tracer names.
 type CommDef struct {
-	Name    string
+	Name    string   // the name MPI_Comm_set_name gave it, else "MPI communicator KEY"
 	Members []uint32 // ranks in MPI_COMM_WORLD (location group indices), in communicator rank order
+	Self    bool     // MPI_COMM_SELF
 	pos     map[uint32]uint32
 }
 
@@ -288,20 +353,36 @@ type LocationDef struct {
 	Name   string
 	Group  int // index in Defs.Procs (the rank)
 	Events uint64
+	// The correction's mapping at this location's first and last event:
+	// global - local (ns, the raw local stamp against the written global
+	// time, origin included) at those local times. Written as location
+	// properties (GCLOCK::OFFSET_FIRST_NS ...), not as OTF2 ClockOffset
+	// records: readers add those to the timestamps, which are global
+	// already. HasOffsets false for a location without events.
+	FirstLocal, FirstOffset int64
+	LastLocal, LastOffset   int64
+	HasOffsets              bool
 }
 
 // Defs are the global definitions, complete after Close.
 type Defs struct {
 	Offset, Length uint64 // clock properties: first event and span, ns
 	Origin         int64  // global time of timestamp 0
-	Procs          []ProcDef
-	Hosts          []uint32 // distinct hosts, ascending
-	Locations      []LocationDef
-	Regions        []RegionDef
-	Comms          []CommDef // [0]: MPI_COMM_WORLD (no members listed: every rank)
-	Windows        []WinDef
-	Metrics        []string // metric names (one class per member)
-	Metadata       []KV
+	// Realtime is the UTC date (ns since 1970) of timestamp Offset (OTF2
+	// 3.0's realtimeTimestamp of the clock properties), when a trace
+	// carries the C tracer's realtime pair (its reference rank's preferred);
+	// HasRealtime false otherwise.
+	Realtime    uint64
+	HasRealtime bool
+	Procs       []ProcDef
+	Hosts       []uint32 // distinct hosts, ascending
+	HostNames   []string // per Hosts: the name a trace of it gives (the C tracer's gethostname), else "host N"
+	Locations   []LocationDef
+	Regions     []RegionDef
+	Comms       []CommDef // [0]: MPI_COMM_WORLD (no members listed: every rank)
+	Windows     []WinDef
+	Metrics     []string // metric names (one class per member)
+	Metadata    []KV
 }
 
 // Stats count what the translation did.
@@ -316,6 +397,10 @@ type Stats struct {
 	// upper half as its tag, a collective on MPI_COMM_WORLD with no root
 	// or sizes, a one-sided call has its region only).
 	Unnamed int64
+	// Request instants of the C tracer not turned into records: of a
+	// request this location never started (its start was lost, or the
+	// trace is cut), or a start outside a nonblocking call's region.
+	Requests int64
 }
 
 // sink receives the records; the libotf2 archive or a test double.
@@ -347,6 +432,8 @@ type Writer struct {
 	match     []uint64        // per location, the next RMA matching id
 	commOf    map[uint32]int
 	winOf     map[uint32]int
+	firstOf   map[uint32][2]int64 // per process, its first event's raw and global time
+	loc2      []locState          // per location: the requests and the open regions
 	originSet bool
 	first     bool
 	lastTime  uint64
@@ -358,7 +445,7 @@ type Writer struct {
 func newWriter(s sink, opt Options) *Writer {
 	return &Writer{sink: s, opt: opt, names: map[nameKey]string{}, rank: map[uint32]int{},
 		locIdx: map[uint64]int{}, regionOf: map[string]uint32{}, metricOf: map[string]uint32{}, first: true,
-		commOf: map[uint32]int{}, winOf: map[uint32]int{}, defs: Defs{Comms: []CommDef{{Name: "MPI_COMM_WORLD"}}}}
+		commOf: map[uint32]int{}, winOf: map[uint32]int{}, firstOf: map[uint32][2]int64{}, defs: Defs{Comms: []CommDef{{Name: "MPI_COMM_WORLD"}, {Name: "MPI_COMM_SELF", Self: true}}}}
 }
 
 // SetNames registers the string tables of the traces.
@@ -421,6 +508,7 @@ func (w *Writer) loc(proc uint32, track uint16) (int, error) {
 	w.last = append(w.last, 0)
 	w.entered = append(w.entered, format.Merged{})
 	w.match = append(w.match, 0)
+	w.loc2 = append(w.loc2, locState{reqs: map[uint64]*request{}})
 	return len(w.defs.Locations) - 1, nil
 }
 
@@ -431,10 +519,14 @@ func (w *Writer) region(name string) uint32 {
 	d := RegionDef{Name: name, Role: roleFunction, Paradigm: paradigmUser}
 	if c, ok := collectives[name]; ok {
 		d.Role, d.Paradigm, d.coll = c.role, paradigmMPI, int(c.op)+1
+	} else if b, ok := nonBlocking[name]; ok {
+		c := collectives[b]
+		d.Role, d.Paradigm, d.nbc = c.role, paradigmMPI, int(c.op)+1
 	} else if k, ok := rmaCalls[name]; ok {
 		d.Paradigm, d.rma = paradigmMPI, k
 	} else if pointToPoint[name] {
 		d.Role, d.Paradigm = rolePoint2Pt, paradigmMPI
+		d.isend, d.irecv = isendCalls[name], name == "MPI_Irecv"
 	} else if strings.HasPrefix(name, "MPI_") {
 		d.Paradigm = paradigmMPI
 	}
@@ -492,6 +584,14 @@ func (w *Writer) write(m *format.Merged) error {
 	}
 	w.first = false
 	w.lastTime = max(w.lastTime, t)
+	ld := &w.defs.Locations[li]
+	if !ld.HasOffsets {
+		ld.HasOffsets, ld.FirstLocal, ld.FirstOffset = true, m.Raw, m.Time-m.Raw
+	}
+	ld.LastLocal, ld.LastOffset = m.Raw, m.Time-m.Raw
+	if _, ok := w.firstOf[m.Proc]; !ok {
+		w.firstOf[m.Proc] = [2]int64{m.Raw, m.Time}
+	}
 	r := Record{Loc: w.defs.Locations[li].ID, Time: t, Raw: m.Raw}
 	if w.opt.Bound != nil {
 		r.Bound, r.HasBound = w.opt.Bound(m.Proc, m.Raw)
@@ -501,12 +601,23 @@ func (w *Writer) write(m *format.Merged) error {
 		w.stats.Events++
 		return w.sink.event(&x)
 	}
+	ls := &w.loc2[li]
+	// A nonblocking send waits in its call's region for its request
+	// number; anything else first lets it go as a blocking send.
+	if ls.held != nil && !(m.Kind == format.Instant && w.reqInstant(m) == reqStart) {
+		h := *ls.held
+		ls.held = nil
+		if err := emit(h); err != nil {
+			return err
+		}
+	}
 	switch m.Kind {
 	case format.Enter, format.Leave:
 		r.Region = w.region(w.name(m.Proc, m.ID, "region"))
 		d := w.defs.Regions[r.Region]
 		if m.Kind == format.Enter {
 			w.entered[li] = *m
+			ls.open = append(ls.open, r.Region)
 			r.Kind = Enter
 			if err := emit(r); err != nil {
 				return err
@@ -523,11 +634,18 @@ func (w *Writer) write(m *format.Merged) error {
 		}
 		// The C MPI tracer's enter carries the root or target and the bytes sent, its leave the
 		// communicator's or window's key (never 0) and the bytes received.
+		if n := len(ls.open); n > 0 && ls.open[n-1] == r.Region {
+			ls.open = ls.open[:n-1]
+		}
+		ls.awaitRecv = 0
 		in := w.entered[li]
 		data := in.Kind == format.Enter && in.ID == m.ID && m.Peer != 0
-		if d.coll > 0 {
+		if d.coll > 0 || (d.nbc > 0 && ls.nbc != 0) {
 			c := r
 			c.Kind, c.Op, c.Root = CollEnd, uint8(d.coll-1), Undefined
+			if d.nbc > 0 {
+				c.Op = uint8(d.nbc - 1)
+			}
 			if data {
 				if ci, ok := w.comm(m.Proc, m.Peer); ok {
 					c.Comm, c.Size, c.Received = ci, uint64(max(in.Value, 0)), uint64(max(m.Value, 0))
@@ -538,7 +656,13 @@ func (w *Writer) write(m *format.Merged) error {
 					w.stats.Unnamed++
 				}
 			}
-			if err := emit(c); err != nil {
+			if d.nbc > 0 {
+				// Kept for the request's completion.
+				if q := ls.reqs[ls.nbc]; q != nil {
+					q.coll = c
+				}
+				ls.nbc = 0
+			} else if err := emit(c); err != nil {
 				return err
 			}
 		}
@@ -550,6 +674,9 @@ func (w *Writer) write(m *format.Merged) error {
 		r.Kind = Leave
 		return emit(r)
 	case format.Instant:
+		if k := w.reqInstant(m); k != 0 {
+			return w.request(ls, r, k, uint64(m.Value), emit)
+		}
 		reg := w.region(w.name(m.Proc, m.ID, "instant"))
 		if d := &w.defs.Regions[reg]; d.Paradigm == paradigmUser {
 			d.Role = roleArtificial
@@ -597,9 +724,95 @@ func (w *Writer) write(m *format.Merged) error {
 				w.stats.Unnamed++
 			}
 		}
+		if r.Kind == MpiSend && len(ls.open) > 0 && w.defs.Regions[ls.open[len(ls.open)-1]].isend {
+			ls.held = &r // until its request's number
+			return nil
+		}
+		if r.Kind == MpiRecv && ls.awaitRecv != 0 {
+			r.Kind, r.Request = MpiIrecv, ls.awaitRecv
+			ls.awaitRecv = 0
+		}
 		return emit(r)
 	}
 	return fmt.Errorf("otf2: process %d: event of unknown kind %d at local %d ns", m.Proc, m.Kind, m.Raw)
+}
+
+// locState is what the translation keeps per location for the C tracer's
+// requests.
+type locState struct {
+	open      []uint32            // the open regions, innermost last
+	held      *Record             // a nonblocking send waiting for its request number
+	reqs      map[uint64]*request // the pending requests by number
+	awaitRecv uint64              // a completed receive request whose MpiRecv comes next
+	nbc       uint64              // the request a nonblocking collective's region started
+}
+
+// request is a pending nonblocking request.
+type request struct {
+	kind Kind   // MpiIsend, MpiIrecv or NbcComplete
+	coll Record // NbcComplete: the collective's data (Op, Comm, Root, Size, Received)
+}
+
+// reqInstant returns the C tracer's request instant kind of m, 0 if m is
+// none (its id and its name in the string table must both say so).
+func (w *Writer) reqInstant(m *format.Merged) int {
+	if m.Kind != format.Instant || m.ID&^7 != reqNameBit {
+		return 0
+	}
+	k := int(m.ID & 7)
+	if k < reqStart || k > reqCancel || w.names[nameKey{m.Proc, m.ID}] != reqNames[k] {
+		return 0
+	}
+	return k
+}
+
+// request turns a request instant of request num into its OTF2 record.
+func (w *Writer) request(ls *locState, r Record, k int, num uint64, emit func(Record) error) error {
+	r.Request = num
+	q := ls.reqs[num]
+	var top RegionDef
+	if len(ls.open) > 0 {
+		top = w.defs.Regions[ls.open[len(ls.open)-1]]
+	}
+	switch {
+	case k == reqStart && ls.held != nil:
+		h := *ls.held
+		ls.held = nil
+		h.Kind, h.Request = MpiIsend, num
+		ls.reqs[num] = &request{kind: MpiIsend}
+		return emit(h)
+	case k == reqStart && top.irecv:
+		ls.reqs[num] = &request{kind: MpiIrecv}
+		r.Kind = MpiIrecvRequest
+		return emit(r)
+	case k == reqStart && top.nbc > 0:
+		c := Record{Op: uint8(top.nbc - 1), Root: Undefined}
+		ls.reqs[num], ls.nbc = &request{kind: NbcComplete, coll: c}, num
+		r.Kind = NbcRequest
+		return emit(r)
+	case k == reqStart || q == nil:
+		w.stats.Requests++
+		return nil
+	case k == reqTest:
+		r.Kind = MpiRequestTest
+		return emit(r)
+	case k == reqCancel:
+		delete(ls.reqs, num)
+		r.Kind = MpiRequestCancelled
+		return emit(r)
+	}
+	delete(ls.reqs, num)
+	switch q.kind {
+	case MpiIsend:
+		r.Kind = MpiIsendComplete
+	case MpiIrecv:
+		ls.awaitRecv = num // its receive follows
+		return nil
+	default:
+		c := q.coll
+		r.Kind, r.Op, r.Comm, r.Root, r.Size, r.Received = NbcComplete, c.Op, c.Comm, c.Root, c.Size, c.Received
+	}
+	return emit(r)
 }
 
 // comm returns the index of the communicator with the C tracer's key, as
@@ -607,6 +820,9 @@ func (w *Writer) write(m *format.Merged) error {
 func (w *Writer) comm(proc uint32, key uint32) (uint32, bool) {
 	if key == worldKey {
 		return 0, true
+	}
+	if key == selfKey {
+		return 1, true
 	}
 	if i, ok := w.commOf[key]; ok {
 		return uint32(i), true
@@ -616,6 +832,9 @@ func (w *Writer) comm(proc uint32, key uint32) (uint32, bool) {
 		return 0, false
 	}
 	c := CommDef{Name: fmt.Sprintf("MPI communicator %08x", key), pos: map[uint32]uint32{}}
+	if n := w.names[nameKey{proc, userNameBit | uint64(key)}]; n != "" {
+		c.Name = n
+	}
 	for i, p := range members {
 		r, ok := w.rank[p]
 		if !ok || r < 0 {
@@ -637,6 +856,9 @@ func (w *Writer) rankIn(ci uint32, proc uint32) (uint32, bool) {
 	}
 	if ci == 0 {
 		return uint32(r), true
+	}
+	if ci == 1 {
+		return 0, true // MPI_COMM_SELF
 	}
 	p, ok := w.defs.Comms[ci].pos[uint32(r)]
 	if !ok {
@@ -727,13 +949,72 @@ func (w *Writer) Close() error {
 	if !w.frozen {
 		w.freeze()
 	}
+	// A nonblocking send whose call's region the trace cuts off: a send.
+	for li := range w.loc2 {
+		if h := w.loc2[li].held; h != nil {
+			w.loc2[li].held = nil
+			w.defs.Locations[li].Events++
+			w.stats.Events++
+			if w.err = w.sink.event(h); w.err != nil {
+				w.sink.abort()
+				return w.err
+			}
+		}
+	}
 	w.defs.Length = w.lastTime - w.defs.Offset
+	w.hostNames()
+	w.realtime()
 	w.defs.Metadata = append([]KV(nil), w.opt.Metadata...)
 	if w.defs.Origin != 0 {
 		w.defs.Metadata = append(w.defs.Metadata, KV{"origin_ns", strconv.FormatInt(w.defs.Origin, 10)})
 	}
 	w.err = w.sink.finish(&w.defs)
 	return w.err
+}
+
+// hostNames names each host after the name a trace of it gives.
+func (w *Writer) hostNames() {
+	w.defs.HostNames = make([]string, len(w.defs.Hosts))
+	for i, h := range w.defs.Hosts {
+		w.defs.HostNames[i] = fmt.Sprintf("host %d", h)
+		for _, p := range w.procs {
+			if n := w.names[nameKey{p.Proc, hostName}]; p.Host == h && n != "" {
+				w.defs.HostNames[i] = n
+				break
+			}
+		}
+	}
+}
+
+// parseRealtime reads the C tracer's "realtime R at local L".
+func parseRealtime(s string) (rt, local int64, ok bool) {
+	a, b, found := strings.Cut(strings.TrimPrefix(s, "realtime "), " at local ")
+	if !found || !strings.HasPrefix(s, "realtime ") {
+		return 0, 0, false
+	}
+	rt, err1 := strconv.ParseInt(a, 10, 64)
+	local, err2 := strconv.ParseInt(b, 10, 64)
+	return rt, local, err1 == nil && err2 == nil && rt > 0
+}
+
+// realtime sets the UTC date of timestamp Offset from the realtime pair of
+// the first process (in rank order) that has one and events: its first
+// event was at local raw r and global g, so at UTC rt + (r - local) (the
+// local clock's rate taken as UTC's over that span); timestamp Offset is
+// g - origin - Offset earlier.
+func (w *Writer) realtime() {
+	for _, p := range w.procs {
+		rt, local, ok := parseRealtime(w.names[nameKey{p.Proc, realtimeID}])
+		f, seen := w.firstOf[p.Proc]
+		if !ok || !seen {
+			continue
+		}
+		at := rt + (f[0] - local) - (f[1] - w.defs.Origin - int64(w.defs.Offset))
+		if at > 0 {
+			w.defs.Realtime, w.defs.HasRealtime = uint64(at), true
+		}
+		return
+	}
 }
 
 // Abort gives up the archive unless Close already ran (for error paths).

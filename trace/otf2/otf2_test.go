@@ -2,6 +2,7 @@ package otf2
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -134,8 +135,8 @@ func TestDefinitions(t *testing.T) {
 	if d.Offset != 1000 || d.Length != 500 || d.Origin != 0 {
 		t.Errorf("clock: offset %d length %d origin %d, want 1000 500 0", d.Offset, d.Length, d.Origin)
 	}
-	wantReg := []RegionDef{{"MPI_Barrier", roleBarrier, paradigmMPI, 1, rmaNone}, {"MPI_Send", rolePoint2Pt, paradigmMPI, 0, rmaNone},
-		{"solve", roleFunction, paradigmUser, 0, rmaNone}, {"MPI_Comm_rank", roleFunction, paradigmMPI, 0, rmaNone}}
+	wantReg := []RegionDef{{Name: "MPI_Barrier", Role: roleBarrier, Paradigm: paradigmMPI, coll: 1}, {Name: "MPI_Send", Role: rolePoint2Pt, Paradigm: paradigmMPI},
+		{Name: "solve", Role: roleFunction, Paradigm: paradigmUser}, {Name: "MPI_Comm_rank", Role: roleFunction, Paradigm: paradigmMPI}}
 	if !reflect.DeepEqual(d.Regions, wantReg) {
 		t.Errorf("regions %+v, want %+v", d.Regions, wantReg)
 	}
@@ -143,7 +144,9 @@ func TestDefinitions(t *testing.T) {
 	if d.Procs[0].Proc != 1 || d.Procs[1].Proc != 2 {
 		t.Errorf("ranks %+v, want processes 1, 2", d.Procs)
 	}
-	wantLoc := []LocationDef{{1 << 16, "p", 0, 7}, {2 << 16, "p", 1, 0}, {2<<16 | 3, "p track 3", 1, 1}}
+	// Raw stamps are global + 1000: the mapping's offset is -1000 at the first and last event.
+	wantLoc := []LocationDef{{ID: 1 << 16, Name: "p", Group: 0, Events: 7, FirstLocal: 2000, FirstOffset: -1000, LastLocal: 2400, LastOffset: -1000, HasOffsets: true},
+		{ID: 2 << 16, Name: "p", Group: 1}, {ID: 2<<16 | 3, Name: "p track 3", Group: 1, Events: 1, FirstLocal: 2500, FirstOffset: -1000, LastLocal: 2500, LastOffset: -1000, HasOffsets: true}}
 	if !reflect.DeepEqual(d.Locations, wantLoc) {
 		t.Errorf("locations %+v, want %+v", d.Locations, wantLoc)
 	}
@@ -231,7 +234,11 @@ func FuzzTranslate(f *testing.F) {
 		for p := range uint32(4) { // the C MPI tracer's names: a communicator (key 2), its tag, a window (key 3)
 			names = append(names, format.Name{Proc: p, ID: commNameBit | 2, Name: "MPI communicator 00000002: 2 ranks, world ranks 2 0"},
 				format.Name{Proc: p, ID: tagNameBit, Name: "MPI communicator 00000002 tag 5"},
-				format.Name{Proc: p, ID: winNameBit | 3, Name: "MPI window 00000003 on communicator 00000002"})
+				format.Name{Proc: p, ID: winNameBit | 3, Name: "MPI window 00000003 on communicator 00000002"},
+				format.Name{Proc: p, ID: 3, Name: []string{"MPI_Isend", "MPI_Irecv", "MPI_Iallreduce", "MPI_Wait"}[p]})
+			for k := reqStart; k <= reqCancel; k++ { // the request instants
+				names = append(names, format.Name{Proc: p, ID: reqNameBit | uint64(k), Name: reqNames[k]})
+			}
 		}
 		s := &recSink{}
 		w := newWriter(s, Options{Bound: func(uint32, int64) (int64, bool) { return 5, rng.IntN(2) == 0 }})
@@ -244,6 +251,9 @@ func FuzzTranslate(f *testing.F) {
 			tm += rng.Int64N(50)
 			e := format.Merged{Event: format.Event{Time: tm, Kind: format.Kind(rng.IntN(8)), ID: rng.Uint64N(4) | uint64(rng.IntN(2))<<63,
 				Peer: uint32(rng.IntN(5)), Value: rng.Int64N(100) - 10, Track: uint16(rng.IntN(3))}, Proc: uint32(rng.IntN(4)), Raw: rng.Int64()}
+			if e.Kind == format.Instant && rng.IntN(2) == 0 {
+				e.ID, e.Value = reqNameBit|uint64(1+rng.IntN(4)), rng.Int64N(4) // a request instant of request 0..3
+			}
 			if err := w.Write(&e); err != nil {
 				return
 			}
@@ -292,13 +302,13 @@ func TestTranslateMPIData(t *testing.T) {
 		unnamed int64
 	}{
 		{"bcast on a split communicator: root 3 is its rank 0", []format.Merged{ev(10, 1, format.Enter, 1, 3, 0), ev(20, 1, format.Leave, 1, half, 8)},
-			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Comm: 1, Root: 0, Received: 8, Op: 1}, {Kind: Leave}}, 0},
+			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Comm: 2, Root: 0, Received: 8, Op: 1}, {Kind: Leave}}, 0},
 		{"scan on the world: no root, sizes", []format.Merged{ev(10, 0, format.Enter, 5, noPeer, 12), ev(20, 0, format.Leave, 5, worldKey, 12)},
 			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Size: 12, Received: 12, Op: 14}, {Kind: Leave}}, 0},
 		{"a communicator named in part: MPI_COMM_WORLD, no root", []format.Merged{ev(10, 0, format.Enter, 1, 1, 4), ev(20, 0, format.Leave, 1, 0x77, 0)},
 			[]Record{{Kind: Enter}, {Kind: CollBegin}, {Kind: CollEnd, Root: Undefined, Op: 1}, {Kind: Leave}}, 1},
 		{"a message with its communicator, tag and rank there", []format.Merged{ev(10, 3, format.Send, tk<<32|5, 1, 4), ev(20, 1, format.Recv, tk<<32|5, 3, 4)},
-			[]Record{{Kind: MpiSend, Peer: 1, Tag: 8, Comm: 1, Size: 4}, {Kind: MpiRecv, Peer: 0, Tag: 8, Comm: 1, Size: 4}}, 0},
+			[]Record{{Kind: MpiSend, Peer: 1, Tag: 8, Comm: 2, Size: 4}, {Kind: MpiRecv, Peer: 0, Tag: 8, Comm: 2, Size: 4}}, 0},
 		{"a message to a rank outside the named communicator", []format.Merged{ev(10, 3, format.Send, tk<<32|5, 2, 4)},
 			[]Record{{Kind: MpiSend, Peer: 2, Tag: tk, Size: 4}}, 1},
 		{"put, lock and fence on a window", []format.Merged{
@@ -346,7 +356,7 @@ func TestTranslateMPIData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.defs.Comms) != 2 || !reflect.DeepEqual(s.defs.Comms[1].Members, []uint32{3, 1}) || len(s.defs.Windows) != 1 || s.defs.Windows[0].Comm != 1 {
+	if len(s.defs.Comms) != 3 || !s.defs.Comms[1].Self || !reflect.DeepEqual(s.defs.Comms[2].Members, []uint32{3, 1}) || len(s.defs.Windows) != 1 || s.defs.Windows[0].Comm != 2 {
 		t.Errorf("communicators %+v, windows %+v", s.defs.Comms, s.defs.Windows)
 	}
 }
@@ -413,4 +423,198 @@ func FuzzParseNames(f *testing.F) {
 		parseKeyPair(s, "MPI communicator ", " tag ", 10)
 		parseKeyPair(s, "MPI window ", " on communicator ", 16)
 	})
+}
+
+// TestTranslateRequests: the C tracer's request instants (started in the
+// nonblocking call's region, after its send; completed in the completing
+// call's region, before its receive; tested; cancelled) become OTF2's
+// request records with the tracer's request numbers, a nonblocking
+// collective's request records carry its data from its call's events, and
+// request instants of unknown requests, or named otherwise, leave no record.
+func TestTranslateRequests(t *testing.T) {
+	const tk = 0x1234
+	names := []format.Name{}
+	for _, p := range []uint32{0, 1} {
+		names = append(names,
+			format.Name{Proc: p, ID: 1, Name: "MPI_Isend"}, format.Name{Proc: p, ID: 2, Name: "MPI_Irecv"},
+			format.Name{Proc: p, ID: 3, Name: "MPI_Wait"}, format.Name{Proc: p, ID: 4, Name: "MPI_Test"},
+			format.Name{Proc: p, ID: 5, Name: "MPI_Iallreduce"}, format.Name{Proc: p, ID: 6, Name: "MPI_Send"},
+			format.Name{Proc: p, ID: tagNameBit | tk, Name: "MPI communicator 00000001 tag 7"})
+		for k := reqStart; k <= reqCancel; k++ {
+			names = append(names, format.Name{Proc: p, ID: reqNameBit | uint64(k), Name: reqNames[k]})
+		}
+	}
+	names = append(names, format.Name{Proc: 2, ID: reqNameBit | reqDone, Name: "not the tracer's"})
+	req := func(t int64, p uint32, k int, num int64) format.Merged {
+		return ev(t, p, format.Instant, reqNameBit|uint64(k), 0, num)
+	}
+	msg := uint64(tk << 32) // message 0 of the key
+	evs := []format.Merged{
+		// Rank 0: MPI_Isend (request 1) to rank 1, an unsuccessful MPI_Test, MPI_Wait completes it.
+		ev(10, 0, format.Enter, 1, 0, 0), ev(11, 0, format.Send, msg, 1, 4), req(12, 0, reqStart, 1), ev(13, 0, format.Leave, 1, 0, 0),
+		// Rank 1: MPI_Irecv (request 5), MPI_Wait completes it with its receive.
+		ev(14, 1, format.Enter, 2, 0, 0), req(15, 1, reqStart, 5), ev(16, 1, format.Leave, 2, 0, 0),
+		ev(20, 0, format.Enter, 4, 0, 0), req(21, 0, reqTest, 1), ev(22, 0, format.Leave, 4, 0, 0),
+		ev(30, 1, format.Enter, 3, 0, 0), req(31, 1, reqDone, 5), ev(32, 1, format.Recv, msg, 0, 4), ev(33, 1, format.Leave, 3, 0, 0),
+		ev(40, 0, format.Enter, 3, 0, 0), req(41, 0, reqDone, 1), ev(42, 0, format.Leave, 3, 0, 0),
+		// Rank 0: MPI_Iallreduce (request 2) on the world, 8 bytes each way, completed by MPI_Wait.
+		ev(50, 0, format.Enter, 5, noPeer, 8), req(51, 0, reqStart, 2), ev(52, 0, format.Leave, 5, worldKey, 8),
+		ev(60, 0, format.Enter, 3, 0, 0), req(61, 0, reqDone, 2), ev(62, 0, format.Leave, 3, 0, 0),
+		// Rank 0: a blocking send stays an MpiSend; a completion of an unknown request leaves nothing.
+		ev(70, 0, format.Enter, 6, 0, 0), ev(71, 0, format.Send, msg+1, 1, 4), ev(72, 0, format.Leave, 6, 0, 0),
+		ev(80, 0, format.Enter, 3, 0, 0), req(81, 0, reqDone, 99), ev(82, 0, format.Leave, 3, 0, 0),
+		// Rank 1: a cancelled receive request; rank 2: an instant with a request id but another name is an instant.
+		ev(90, 1, format.Enter, 2, 0, 0), req(91, 1, reqStart, 6), ev(92, 1, format.Leave, 2, 0, 0),
+		ev(93, 1, format.Enter, 3, 0, 0), req(94, 1, reqCancel, 6), ev(95, 1, format.Leave, 3, 0, 0),
+		req(96, 2, reqDone, 6),
+	}
+	s, w, err := run(t, Options{}, []uint32{0, 1, 2}, names, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rec struct {
+		Kind           Kind
+		Time           uint64
+		Peer, Tag      uint32
+		Size, Received uint64
+		Op             uint8
+		Root           uint32
+		Request        uint64
+	}
+	var got []rec
+	for _, r := range s.recs {
+		if r.Kind != Enter && r.Kind != Leave {
+			got = append(got, rec{r.Kind, r.Time, r.Peer, r.Tag, r.Size, r.Received, r.Op, r.Root, r.Request})
+		}
+	}
+	want := []rec{
+		{Kind: MpiIsend, Time: 11, Peer: 1, Tag: 7, Size: 4, Request: 1},
+		{Kind: MpiIrecvRequest, Time: 15, Request: 5},
+		{Kind: MpiRequestTest, Time: 21, Request: 1},
+		{Kind: MpiIrecv, Time: 32, Peer: 0, Tag: 7, Size: 4, Request: 5},
+		{Kind: MpiIsendComplete, Time: 41, Request: 1},
+		{Kind: NbcRequest, Time: 51, Request: 2},
+		{Kind: NbcComplete, Time: 61, Op: 11, Root: Undefined, Size: 8, Received: 8, Request: 2},
+		{Kind: MpiSend, Time: 71, Peer: 1, Tag: 7, Size: 4},
+		{Kind: MpiIrecvRequest, Time: 91, Request: 6},
+		{Kind: MpiRequestCancelled, Time: 94, Request: 6},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("records\n got %+v\nwant %+v", got, want)
+	}
+	if st := w.Stats(); st.Requests != 1 {
+		t.Errorf("Stats.Requests %d, want 1 (the completion of request 99)", st.Requests)
+	}
+	// The instant named otherwise is a zero-length region.
+	if n := len(s.recs); s.recs[n-2].Kind != Enter || s.defs.Regions[s.recs[n-2].Region].Name != "not the tracer's" {
+		t.Errorf("last records %+v, want the instant's region", s.recs[n-2:])
+	}
+	last := map[uint64]uint64{}
+	for _, r := range s.recs {
+		if r.Time < last[r.Loc] {
+			t.Fatalf("location %d runs backwards: %+v after %d", r.Loc, r, last[r.Loc])
+		}
+		last[r.Loc] = r.Time
+	}
+}
+
+// TestMPIDefinitions: host names, MPI_Comm_set_name's names, MPI_COMM_SELF
+// and the realtime date from the C tracer's string table.
+func TestMPIDefinitions(t *testing.T) {
+	const half = 0x3c39ef87
+	names := []format.Name{
+		{Proc: 0, ID: 1, Name: "MPI_Bcast"}, {Proc: 1, ID: 1, Name: "MPI_Bcast"}, {Proc: 2, ID: 1, Name: "MPI_Send"},
+		{Proc: 0, ID: hostName, Name: "node-a"}, {Proc: 3, ID: hostName, Name: "node-b"},
+		{Proc: 1, ID: commNameBit | half, Name: "MPI communicator 3c39ef87: 2 ranks, world ranks 3 1"},
+		{Proc: 1, ID: userNameBit | half, Name: "odd ranks"},
+		{Proc: 2, ID: tagNameBit | 0x55, Name: "MPI communicator 00000002 tag 3"},
+		// Rank 1 read CLOCK_REALTIME 1.7e18 when its trace clock read 5000; rank 0 has no pair.
+		{Proc: 1, ID: realtimeID, Name: "realtime 1700000000000000000 at local 5000"},
+	}
+	evs := []format.Merged{
+		ev(100, 0, format.Enter, 1, 3, 0), // raw 1100
+		ev(200, 1, format.Enter, 1, 3, 0), // raw 1200
+		ev(210, 1, format.Leave, 1, half, 4),
+		ev(300, 2, format.Send, 0x55<<32, 2, 4), // to itself on MPI_COMM_SELF
+		ev(310, 2, format.Recv, 0x55<<32, 2, 4),
+	}
+	// Hosts: processes 0 and 1 on host 0, 2 and 3 on host 1 (run's p/2).
+	s, _, err := run(t, Options{}, []uint32{0, 1, 2, 3}, names, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.defs
+	if !reflect.DeepEqual(d.HostNames, []string{"node-a", "node-b"}) {
+		t.Errorf("host names %v", d.HostNames)
+	}
+	if len(d.Comms) != 3 || d.Comms[1].Name != "MPI_COMM_SELF" || !d.Comms[1].Self || d.Comms[2].Name != "odd ranks" {
+		t.Errorf("communicators %+v", d.Comms)
+	}
+	for _, r := range s.recs {
+		if (r.Kind == MpiSend || r.Kind == MpiRecv) && (r.Comm != 1 || r.Peer != 0 || r.Tag != 3) {
+			t.Errorf("self message %+v, want MPI_COMM_SELF (1), peer 0, tag 3", r)
+		}
+	}
+	// Rank 1's first event: raw 1200, global 200, i.e. UTC 1.7e18 + (1200 - 5000);
+	// timestamp Offset (100: the trace's first event) is 100 ns earlier.
+	if want := uint64(1_700_000_000_000_000_000 + 1200 - 5000 - 100); !d.HasRealtime || d.Realtime != want {
+		t.Errorf("realtime %d (%v), want %d", d.Realtime, d.HasRealtime, want)
+	}
+}
+
+func TestParseRealtime(t *testing.T) {
+	for _, c := range []struct {
+		s         string
+		rt, local int64
+		ok        bool
+	}{
+		{"realtime 1700000000000000000 at local 5000", 1700000000000000000, 5000, true},
+		{"realtime 17 at local -5", 17, -5, true},
+		{"realtime 0 at local 5", 0, 0, false},
+		{"realtime -1 at local 5", 0, 0, false},
+		{"realtime 17 at local", 0, 0, false},
+		{"realtime x at local 5", 0, 0, false},
+		{"realtime 99999999999999999999 at local 5", 0, 0, false},
+		{"", 0, 0, false},
+	} {
+		rt, local, ok := parseRealtime(c.s)
+		if ok != c.ok || (ok && (rt != c.rt || local != c.local)) {
+			t.Errorf("parseRealtime(%q) = %d, %d, %v; want %d, %d, %v", c.s, rt, local, ok, c.rt, c.local, c.ok)
+		}
+	}
+}
+
+func FuzzParseRealtime(f *testing.F) {
+	f.Add("realtime 1700000000000000000 at local 5000")
+	f.Add("realtime 1 at local -9223372036854775808")
+	f.Fuzz(func(t *testing.T, s string) {
+		rt, local, ok := parseRealtime(s)
+		if !ok {
+			return
+		}
+		if rt <= 0 {
+			t.Fatalf("%q: realtime %d accepted", s, rt)
+		}
+		if back := fmt.Sprintf("realtime %d at local %d", rt, local); back != s {
+			// Leading zeros or a plus sign parse too; the numbers must be the text's.
+			r2, l2, ok2 := parseRealtime(back)
+			if !ok2 || r2 != rt || l2 != local {
+				t.Fatalf("%q: %d %d does not round-trip", s, rt, local)
+			}
+		}
+	})
+}
+
+// TestHeldSendAtClose: a nonblocking send whose call's region the trace
+// cuts off (no request number, no leave) is still written, as a send.
+func TestHeldSendAtClose(t *testing.T) {
+	names := []format.Name{{Proc: 0, ID: 1, Name: "MPI_Isend"}}
+	evs := []format.Merged{ev(10, 0, format.Enter, 1, 0, 0), ev(11, 0, format.Send, 5<<32, 1, 4)}
+	s, w, err := run(t, Options{}, []uint32{0, 1}, names, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.recs) != 2 || s.recs[1].Kind != MpiSend || s.recs[1].Time != 11 || s.recs[1].Size != 4 || w.Stats().Events != 2 || s.defs.Locations[0].Events != 2 {
+		t.Errorf("records %+v, stats %+v", s.recs, w.Stats())
+	}
 }

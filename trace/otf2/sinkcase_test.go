@@ -23,8 +23,17 @@ func richTrace() (procs []uint32, names []format.Name, evs []format.Merged, opt 
 			format.Name{Proc: p, ID: 13, Name: "queue depth"}, format.Name{Proc: p, ID: 14, Name: "MPI_Send"},
 			format.Name{Proc: p, ID: commNameBit | half, Name: "MPI communicator 3c39ef87: 2 ranks, world ranks 3 1"},
 			format.Name{Proc: p, ID: tagNameBit | tk, Name: "MPI communicator 3c39ef87 tag 8"},
-			format.Name{Proc: p, ID: winNameBit | win, Name: "MPI window 502c3f13 on communicator 3c39ef87"})
+			format.Name{Proc: p, ID: winNameBit | win, Name: "MPI window 502c3f13 on communicator 3c39ef87"},
+			format.Name{Proc: p, ID: 15, Name: "MPI_Isend"}, format.Name{Proc: p, ID: 16, Name: "MPI_Irecv"},
+			format.Name{Proc: p, ID: 17, Name: "MPI_Wait"}, format.Name{Proc: p, ID: 18, Name: "MPI_Test"},
+			format.Name{Proc: p, ID: 19, Name: "MPI_Iallreduce"},
+			format.Name{Proc: p, ID: userNameBit | half, Name: "odd ranks"})
+		for k := reqStart; k <= reqCancel; k++ {
+			names = append(names, format.Name{Proc: p, ID: reqNameBit | uint64(k), Name: reqNames[k]})
+		}
 	}
+	names = append(names, format.Name{Proc: 0, ID: hostName, Name: "node-a"}, format.Name{Proc: 3, ID: hostName, Name: "node-b"},
+		format.Name{Proc: 0, ID: realtimeID, Name: "realtime 1800000000000000000 at local 1699999999995000000"})
 	t := int64(1_700_000_000_000_000_000)
 	e := func(proc uint32, kind format.Kind, id uint64, peer uint32, value int64, track uint16) {
 		t += 137
@@ -56,6 +65,38 @@ func richTrace() (procs []uint32, names []format.Name, evs []format.Merged, opt 
 	e(2, format.Instant, 12, 0, 0, 1)
 	e(0, format.Counter, 13, 0, 17, 0)
 	e(0, format.Counter, 13, 0, -3, 0)
+	// Nonblocking requests: an Isend tested then completed, its Irecv
+	// completed with the receive, a nonblocking collective, a cancelled Irecv.
+	req := func(proc uint32, k int, num int64) { e(proc, format.Instant, reqNameBit|uint64(k), 0, num, 0) }
+	e(0, format.Enter, 15, 0, 0, 0)
+	e(0, format.Send, 42<<32|8, 2, 8, 0)
+	req(0, reqStart, 1)
+	e(0, format.Leave, 15, 0, 0, 0)
+	e(2, format.Enter, 16, 0, 0, 0)
+	req(2, reqStart, 1)
+	e(2, format.Leave, 16, 0, 0, 0)
+	e(0, format.Enter, 18, 0, 0, 0)
+	req(0, reqTest, 1)
+	e(0, format.Leave, 18, 0, 0, 0)
+	e(2, format.Enter, 17, 0, 0, 0)
+	req(2, reqDone, 1)
+	e(2, format.Recv, 42<<32|8, 0, 8, 0)
+	e(2, format.Leave, 17, 0, 0, 0)
+	e(0, format.Enter, 17, 0, 0, 0)
+	req(0, reqDone, 1)
+	e(0, format.Leave, 17, 0, 0, 0)
+	e(0, format.Enter, 19, noPeer, 4, 0)
+	req(0, reqStart, 2)
+	e(0, format.Leave, 19, worldKey, 4, 0)
+	e(0, format.Enter, 17, 0, 0, 0)
+	req(0, reqDone, 2)
+	e(0, format.Leave, 17, 0, 0, 0)
+	e(2, format.Enter, 16, 0, 0, 0)
+	req(2, reqStart, 2)
+	e(2, format.Leave, 16, 0, 0, 0)
+	e(2, format.Enter, 17, 0, 0, 0)
+	req(2, reqCancel, 2)
+	e(2, format.Leave, 17, 0, 0, 0)
 	e(3, format.Leave, 11, 0, 0, 0)
 	opt = Options{Metadata: []KV{{"method", "spline"}, {"hosts", "2"}}, Bound: func(proc uint32, raw int64) (int64, bool) {
 		return raw%1000 + 1, raw%2 == 0
