@@ -229,6 +229,11 @@ func (s *archive) finish(d *Defs) (err error) {
 		if dw == nil {
 			return fmt.Errorf("otf2: no definition writer for location %d in %s", l.ID, s.dir)
 		}
+		for _, o := range l.ClockOffsets() {
+			if err := s.check(C.OTF2_DefWriter_WriteClockOffset(dw, C.OTF2_TimeStamp(o.Time), C.int64_t(o.Offset), C.double(o.StdDev)), fmt.Sprintf("write the clock offsets of location %d", l.ID)); err != nil {
+				return err
+			}
+		}
 		if err := s.check(C.OTF2_Archive_CloseDefWriter(s.a, dw), "close a local definition file"); err != nil {
 			return err
 		}

@@ -18,11 +18,13 @@
 //     date (Defs.Realtime: UTC ns of the global offset) comes from the C
 //     tracer's realtime pair ("realtime R at local L", name id 1<<57|1) of
 //     the first process that has one.
-//   - No ClockOffset records: readers add them to the timestamps, which
-//     are global already. Each location's mapping at its first and last
-//     event (global - local) is written as the location properties
-//     GCLOCK::FIRST_LOCAL_NS, GCLOCK::FIRST_OFFSET_NS, GCLOCK::LAST_LOCAL_NS
-//     and GCLOCK::LAST_OFFSET_NS (LocationDef's offsets).
+//   - ClockOffset local definitions at each location's first and last
+//     event, offset 0 (readers add offsets to the timestamps, which are
+//     global already) and the bound's half-width as the standard deviation
+//     (LocationDef.ClockOffsets). The mapping at those events (global -
+//     local) is written as the location properties GCLOCK::FIRST_LOCAL_NS,
+//     GCLOCK::FIRST_OFFSET_NS, GCLOCK::LAST_LOCAL_NS and
+//     GCLOCK::LAST_OFFSET_NS (LocationDef's offsets).
 //   - One location group (an MPI rank, in rank order of the process numbers)
 //     per process, under a system tree node per host (named by the C
 //     tracer's gethostname, name id 1<<57; else "host N"); one location per

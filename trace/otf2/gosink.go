@@ -150,6 +150,15 @@ func (s *goSink) finish(d *Defs) error {
 			return fmt.Errorf("otf2: %w", err)
 		}
 		w.TouchLocalDefs(l.ID)
+		for _, o := range l.ClockOffsets() {
+			r, err := ar.NewRecord(ar.LocalDef, "ClockOffset", 0, ar.U(o.Time), ar.I(o.Offset), ar.F(o.StdDev))
+			if err == nil {
+				err = w.LocalDef(l.ID, r)
+			}
+			if err != nil {
+				return fmt.Errorf("otf2: the clock offsets of location %d: %w", l.ID, err)
+			}
+		}
 	}
 	for _, kv := range d.Metadata {
 		w.SetProperty(PropertyName(kv.Key), kv.Value)

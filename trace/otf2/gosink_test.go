@@ -2,6 +2,7 @@ package otf2
 
 import (
 	"fmt"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,39 @@ func TestGoSinkRecords(t *testing.T) {
 	}
 	if len(a.Locations) != len(w.Defs().Locations) {
 		t.Fatalf("%d locations, want %d", len(a.Locations), len(w.Defs().Locations))
+	}
+	// Each location's local definitions: its ClockOffset records, offset 0
+	// at its first and last event, the bound as the deviation.
+	ld := map[uint64]LocationDef{}
+	for _, l := range w.Defs().Locations {
+		ld[l.ID] = l
+	}
+	var offsets int
+	for _, loc := range a.Locations {
+		defs, err := a.LocalDefs(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := ld[loc]
+		want := l.ClockOffsets()
+		if len(defs) != len(want) {
+			t.Fatalf("location %d: %d local definitions, want %d clock offsets", loc, len(defs), len(want))
+		}
+		for i, r := range defs {
+			tm, _ := r.Field("time")
+			off, _ := r.Field("offset")
+			sd, _ := r.Field("standardDeviation")
+			if r.Name() != "ClockOffset" || tm.U != want[i].Time || int64(off.U) != 0 || math.Float64frombits(sd.U) != want[i].StdDev {
+				t.Errorf("location %d local definition %d: %s, want ClockOffset %+v", loc, i, r.String(), want[i])
+			}
+		}
+		if l.Events > 0 && (len(want) == 0 || want[0].Time != byLoc[loc][0].Time || want[len(want)-1].Time != byLoc[loc][len(byLoc[loc])-1].Time) {
+			t.Errorf("location %d: clock offsets %+v not at its first and last event", loc, want)
+		}
+		offsets += len(want)
+	}
+	if offsets == 0 {
+		t.Error("no ClockOffset records")
 	}
 	var n int
 	for _, loc := range a.Locations {

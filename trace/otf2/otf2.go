@@ -356,12 +356,40 @@ type LocationDef struct {
 	// The correction's mapping at this location's first and last event:
 	// global - local (ns, the raw local stamp against the written global
 	// time, origin included) at those local times. Written as location
-	// properties (GCLOCK::OFFSET_FIRST_NS ...), not as OTF2 ClockOffset
-	// records: readers add those to the timestamps, which are global
-	// already. HasOffsets false for a location without events.
+	// properties (GCLOCK::FIRST_OFFSET_NS ...). HasOffsets false for a
+	// location without events.
 	FirstLocal, FirstOffset int64
 	LastLocal, LastOffset   int64
 	HasOffsets              bool
+	// The same two events' timestamps as written and the half-width of
+	// the bound on their global time (0: the correction knows none).
+	// Written as OTF2 ClockOffset records with offset 0 (the timestamps
+	// are global already: readers add a ClockOffset's offset to them) and
+	// the bound as the standard deviation: the mapping used, stated to
+	// readers that look for Score-P's records, changing no timestamp.
+	FirstTime, LastTime   uint64
+	FirstBound, LastBound int64
+}
+
+// ClockOffsets are the ClockOffset records of a location: (time, offset,
+// standard deviation) at its first and its last event (one record when
+// they coincide), offset 0, the bound's half-width as the deviation.
+func (l *LocationDef) ClockOffsets() []ClockOffset {
+	if !l.HasOffsets {
+		return nil
+	}
+	out := []ClockOffset{{Time: l.FirstTime, StdDev: float64(l.FirstBound)}}
+	if l.LastTime != l.FirstTime {
+		out = append(out, ClockOffset{Time: l.LastTime, StdDev: float64(l.LastBound)})
+	}
+	return out
+}
+
+// ClockOffset is one OTF2 ClockOffset record (a local definition).
+type ClockOffset struct {
+	Time   uint64
+	Offset int64
+	StdDev float64
 }
 
 // Defs are the global definitions, complete after Close.
@@ -584,11 +612,6 @@ func (w *Writer) write(m *format.Merged) error {
 	}
 	w.first = false
 	w.lastTime = max(w.lastTime, t)
-	ld := &w.defs.Locations[li]
-	if !ld.HasOffsets {
-		ld.HasOffsets, ld.FirstLocal, ld.FirstOffset = true, m.Raw, m.Time-m.Raw
-	}
-	ld.LastLocal, ld.LastOffset = m.Raw, m.Time-m.Raw
 	if _, ok := w.firstOf[m.Proc]; !ok {
 		w.firstOf[m.Proc] = [2]int64{m.Raw, m.Time}
 	}
@@ -596,6 +619,17 @@ func (w *Writer) write(m *format.Merged) error {
 	if w.opt.Bound != nil {
 		r.Bound, r.HasBound = w.opt.Bound(m.Proc, m.Raw)
 	}
+	var bound int64
+	if r.HasBound {
+		bound = r.Bound
+	}
+	ld := &w.defs.Locations[li]
+	if !ld.HasOffsets {
+		ld.HasOffsets, ld.FirstLocal, ld.FirstOffset = true, m.Raw, m.Time-m.Raw
+		ld.FirstTime, ld.FirstBound = t, bound
+	}
+	ld.LastLocal, ld.LastOffset = m.Raw, m.Time-m.Raw
+	ld.LastTime, ld.LastBound = t, bound
 	emit := func(x Record) error {
 		w.defs.Locations[li].Events++
 		w.stats.Events++

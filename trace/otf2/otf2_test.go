@@ -145,10 +145,21 @@ func TestDefinitions(t *testing.T) {
 		t.Errorf("ranks %+v, want processes 1, 2", d.Procs)
 	}
 	// Raw stamps are global + 1000: the mapping's offset is -1000 at the first and last event.
-	wantLoc := []LocationDef{{ID: 1 << 16, Name: "p", Group: 0, Events: 7, FirstLocal: 2000, FirstOffset: -1000, LastLocal: 2400, LastOffset: -1000, HasOffsets: true},
-		{ID: 2 << 16, Name: "p", Group: 1}, {ID: 2<<16 | 3, Name: "p track 3", Group: 1, Events: 1, FirstLocal: 2500, FirstOffset: -1000, LastLocal: 2500, LastOffset: -1000, HasOffsets: true}}
+	// The first and last event's timestamps (global - origin) and bounds
+	// (the Bound option: proc x 10 ns, known for process 2 only) go into
+	// the ClockOffset records.
+	wantLoc := []LocationDef{{ID: 1 << 16, Name: "p", Group: 0, Events: 7, FirstLocal: 2000, FirstOffset: -1000, LastLocal: 2400, LastOffset: -1000, HasOffsets: true,
+		FirstTime: 1000, LastTime: 1400},
+		{ID: 2 << 16, Name: "p", Group: 1}, {ID: 2<<16 | 3, Name: "p track 3", Group: 1, Events: 1, FirstLocal: 2500, FirstOffset: -1000, LastLocal: 2500, LastOffset: -1000, HasOffsets: true,
+			FirstTime: 1500, LastTime: 1500, FirstBound: 20, LastBound: 20}}
 	if !reflect.DeepEqual(d.Locations, wantLoc) {
 		t.Errorf("locations %+v, want %+v", d.Locations, wantLoc)
+	}
+	wantOff := [][]ClockOffset{{{Time: 1000}, {Time: 1400}}, nil, {{Time: 1500, StdDev: 20}}}
+	for i := range d.Locations {
+		if got := d.Locations[i].ClockOffsets(); !reflect.DeepEqual(got, wantOff[i]) {
+			t.Errorf("location %d clock offsets %+v, want %+v", i, got, wantOff[i])
+		}
 	}
 	if !reflect.DeepEqual(d.Hosts, []uint32{0, 1}) {
 		t.Errorf("hosts %v", d.Hosts)
