@@ -23,26 +23,30 @@ import (
 )
 
 // TestLabUTCFailover is issue 29 item 4 over real daemons: three hosts
-// serve UTC (reference-realtime, poll_every 1 s as deploy/gclock.yaml,
-// upstream none: the lab's truth is the machine's CLOCK_REALTIME, which
-// every namespace shares), with reference failover (order h0, h1, h2,
-// failover_after 2 s). The reference's daemon is SIGKILLed; every host's
-// page is read every 10 ms before and after (RunGclock's evaluator):
+// serve UTC (reference-realtime, poll_every 1 s and max_slew_ppm 500 as
+// deploy/gclock.yaml, upstream none: the lab's truth is the machine's
+// CLOCK_REALTIME, which every namespace shares), with reference failover
+// (order h0, h1, h2, failover_after 2 s). The reference's daemon is
+// SIGKILLed 16 s in; every host's page is read every 10 ms (RunGclock's
+// evaluator) and NTP is asked from h2's namespace every 250 ms after the
+// kill:
 //
 //   - "new reference serves UTC": h1 takes over and serves its own
-//     CLOCK_REALTIME. Every synced read of h1 and h2 holds CLOCK_REALTIME;
-//     from one failover time after the kill (failover_after + a status
-//     query's timeout) on, every read is synced and its width at most
-//     twice the median width of the 6 s before the kill; NTP answers
-//     leap 0.
+//     CLOCK_REALTIME. Every read of h1 and h2 with bounds (synced or
+//     stale) holds CLOCK_REALTIME; from one failover time after the kill
+//     (failover_after + a status query's timeout) on, every read has
+//     bounds at most twice as wide as the median synced read of the 6 s
+//     before the kill (reads within a second after a stall of the whole
+//     machine left out and counted); both hosts are synced and answer NTP
+//     with leap 0 by the end.
 //   - "no UTC source left": h1's upstream is its own chronyd (-x, no
-//     source: "not synchronised"). From one failover time and a poll
-//     after the kill on, no page of h1 or h2 says synced, NTP answers leap
-//     3 and gclock_served_status says unsynced with the upstream's reason
-//     (the metric GclockNoUTCSource alerts on).
+//     source: "not synchronised"). From one failover time and a second
+//     after the kill on, no page of h1 or h2 says synced, every NTP answer
+//     has leap 3, and gclock_served_status says unsynced with the
+//     upstream's reason (the metric GclockNoUTCSource alerts on).
 //
 // Root only (network namespaces); the two cases run as parallel labs,
-// about 30 s.
+// about 30 s. -utcfailover-keep DIR keeps each case's series and logs.
 func TestLabUTCFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two 28-s labs")
@@ -93,6 +97,11 @@ type utcFailoverFigures struct {
 	afterSynced         int     // of them synced
 	lateSynced          int     // synced reads from one failover time and a second on
 	syncedS, recoverS   float64 // from the kill to the synced reads, to the widths within 2x, for good (-1: not by the end)
+	// stalled: reads after one failover time left out of the width
+	// criterion: within a second after the evaluator itself went 200 ms
+	// without a read (the machine stalled: every daemon's model aged
+	// meanwhile, failover or not).
+	stalled int
 }
 
 func labUTCFailover(t *testing.T, source bool) {
@@ -213,10 +222,10 @@ func labUTCFailover(t *testing.T, source bool) {
 			}
 		}
 		t.Logf("h%d: %d synced reads (UTC outside %d), %d stale (outside %d); width median before %.0f us, widest within one failover time %.0f us, "+
-			"after it %.0f us (%.2fx); synced again %.2f s after the kill (%d of %d reads after one failover time synced); "+
+			"after it %.0f us (%.2fx; %d reads after a stall left out); synced again %.2f s after the kill (%d of %d reads after one failover time synced); "+
 			"width within 2x for good %.2f s after the kill; NTP leaps after it %v, leap 0 for good %.2f s after the kill; %s",
 			h, f.synced, f.outside, f.stale, f.staleOutside, float64(f.before)/1e3, float64(f.during)/1e3, float64(f.after)/1e3,
-			float64(f.after)/float64(max(f.before, 1)), f.syncedS, f.afterSynced, f.afterReads, f.recoverS, leaps, ntpBack, statuses[h])
+			float64(f.after)/float64(max(f.before, 1)), f.stalled, f.syncedS, f.afterSynced, f.afterReads, f.recoverS, leaps, ntpBack, statuses[h])
 		if f.outside != 0 || f.synced == 0 {
 			t.Errorf("h%d: UTC outside the served bounds in %d of %d synced reads, want 0", h, f.outside, f.synced)
 		}
@@ -260,9 +269,17 @@ func labUTCFailover(t *testing.T, source bool) {
 func utcFailoverReads(series []SeriesPoint, h int, warm, kill, foTime, end time.Duration) utcFailoverFigures {
 	var f utcFailoverFigures
 	var before []int64
+	var prev, stallEnd time.Duration
 	for _, p := range series {
 		at := time.Duration(p.AtNs)
-		if p.Host != h || at < warm || at >= end {
+		if p.Host != h {
+			continue
+		}
+		if prev > 0 && at-prev >= stallGap {
+			stallEnd = at + time.Second
+		}
+		prev = at
+		if at < warm || at >= end {
 			continue
 		}
 		w := p.HiNs - p.LoNs
@@ -293,13 +310,17 @@ func utcFailoverReads(series []SeriesPoint, h int, warm, kill, foTime, end time.
 		case at < kill+foTime:
 			f.during = max(f.during, w)
 		default:
-			f.after = max(f.after, w)
 			f.afterBounded++
 			if p.Synced {
 				f.afterSynced++
 			}
 			if p.Synced && at >= kill+foTime+time.Second {
 				f.lateSynced++
+			}
+			if at < stallEnd {
+				f.stalled++
+			} else {
+				f.after = max(f.after, w)
 			}
 		}
 	}
@@ -311,9 +332,17 @@ func utcFailoverReads(series []SeriesPoint, h int, warm, kill, foTime, end time.
 	f.before = before[len(before)/2]
 	// For good: the first read after the kill from which every read is
 	// synced, or has bounds within twice the width before.
+	prev, stallEnd = 0, 0
 	for _, p := range series {
 		at := time.Duration(p.AtNs)
-		if p.Host != h || at < kill || at >= end {
+		if p.Host != h {
+			continue
+		}
+		if prev > 0 && at-prev >= stallGap {
+			stallEnd = at + time.Second
+		}
+		prev = at
+		if at < kill || at >= end || at < stallEnd {
 			continue
 		}
 		if !p.Synced {
@@ -329,6 +358,10 @@ func utcFailoverReads(series []SeriesPoint, h int, warm, kill, foTime, end time.
 	}
 	return f
 }
+
+// stallGap: the evaluator reads every 10 ms; this long without a read of
+// a host, the lab's machine stalled.
+const stallGap = 200 * time.Millisecond
 
 // servedStatus is the gclock_served_status line that is 1 in the metrics
 // at sock ("" with the error logged when they cannot be read).
@@ -398,5 +431,43 @@ func (l *Lab) startChronyNoSource(host int) (*chronyNoSource, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("lab: chronyd in host %d made no command socket in 5 s (log: %s)", host, dir)
 		}
+	}
+}
+
+// TestUTCFailoverReads: the figures TestLabUTCFailover judges, on a made-up
+// series of one host read every 10 ms: a kill at 10 s, one failover time
+// of 2.5 s, a stall of the evaluator at 15 s (its reads for a second
+// after it are left out of the widths, not of the counts: 650 reads after
+// one failover time, 29 missed).
+func TestUTCFailoverReads(t *testing.T) {
+	const ms = time.Millisecond
+	var series []SeriesPoint
+	for at := 3 * time.Second; at < 20*time.Second; at += 10 * ms {
+		if at > 15*time.Second && at < 15*time.Second+300*ms {
+			continue // the evaluator stalled
+		}
+		w := int64(1000) // width before: 1000 ns
+		p := SeriesPoint{AtNs: int64(at), Host: 1, Synced: true, Bounded: true}
+		switch {
+		case at >= 10*time.Second && at < 12*time.Second:
+			w, p.Synced = 5000, false // the old model, stale
+		case at >= 15*time.Second+300*ms && at < 16*time.Second:
+			w = 9000 // after the stall
+		case at >= 12*time.Second:
+			w = 1500
+		}
+		p.LoNs, p.HiNs = -w/2, w/2
+		if at == 17*time.Second {
+			p.LoNs = 1 // the truth below the bounds
+		}
+		series = append(series, p, SeriesPoint{AtNs: int64(at), Host: 2, Synced: true, Bounded: true, LoNs: -1e6, HiNs: 1e6})
+	}
+	f := utcFailoverReads(series, 1, 4*time.Second, 10*time.Second, 2500*ms, 19*time.Second)
+	if f.before != 1000 || f.during != 5000 || f.after != 1500 || f.outside != 1 || f.stalled != 100 {
+		t.Errorf("before %d, during %d, after %d, outside %d, stalled %d; want 1000, 5000, 1500, 1, 100", f.before, f.during, f.after, f.outside, f.stalled)
+	}
+	if f.syncedS != 2 || f.recoverS != 2 || f.afterReads != 621 || f.afterBounded != 621 || f.stale != 200 {
+		t.Errorf("synced after %v s, recovered after %v s, %d reads after, %d with bounds, %d stale; want 2, 2, 621, 621, 200",
+			f.syncedS, f.recoverS, f.afterReads, f.afterBounded, f.stale)
 	}
 }

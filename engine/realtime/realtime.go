@@ -713,7 +713,7 @@ func (s *Scale) align(at, gk, local int64) {
 	}
 	d, ok := span(satAdd(at, s.cfg.Poll+s.cfg.Poll/20), gk) // from the query to the poll
 	elapsed := local - s.pendAt
-	if !ok || d > elapsed+s.cfg.Poll+s.cfg.Poll/20 {
+	if !ok || d > elapsed+2*s.cfg.Poll {
 		return // a sample ahead of global time: poll as usual
 	}
 	if d <= elapsed {

@@ -251,8 +251,10 @@ func TestQueryCycle(t *testing.T) {
 		t.Fatalf("served %+v, want %d", tm[0], g+7e9+1000)
 	}
 	// Unanswered: one query in flight, failed at the deadline (max(Poll, 1 s)).
+	// The answer above put the next poll just after the reference's next
+	// sample (Poll/20 after it), and every poll after it a Poll later.
 	for k := range 3 {
-		g += sec
+		g += sec + sec/10
 		node.Tick(g, Inputs{Earliest: math.MinInt64})
 		rd := node.Ready()
 		if len(rd.Messages) != 1 {
@@ -511,5 +513,44 @@ func TestTakeoverRamp(t *testing.T) {
 	}
 	if polls != eagerPolls {
 		t.Errorf("%d polls in the Poll after the change of reference, want %d", polls, eagerPolls)
+	}
+}
+
+// TestPollAlign: a node polls just after the reference's samples (Poll/20
+// after each, in global time, its local clock 7 ms off), so the model it
+// holds is never more than a Poll and Poll/20 past its sample; polling at
+// its own phase, it held models up to two Polls old.
+func TestPollAlign(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	ref := newScale(t, ModeReference, 1)
+	n := newScale(t, ModeReference, 3)
+	var samples, polls []int64
+	for g := 100*sec + 300*ms; g < 108*sec; g += ms {
+		ref.Tick(g, Inputs{})
+		if ref.Ready().Sample {
+			ref.Sample(g, 1_700_000_000*sec, 200)
+			samples = append(samples, g)
+		}
+		local := g + 7*ms
+		n.Tick(local, Inputs{Earliest: g - 10_000})
+		for _, q := range n.Ready().Messages {
+			polls = append(polls, g)
+			if err := n.Step(answer(t, ref, q, g), local); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	aligned := 0
+	for _, p := range polls[2:] {
+		i, _ := slices.BinarySearch(samples, p)
+		last := samples[i-1]
+		if d := p - last; d < sec/20 || d > sec/20+ms+10_000 {
+			t.Errorf("poll at %d ms, %d ms after the reference's last sample; want %d ms", (p-100*sec)/ms, d/ms, sec/20/ms)
+		} else {
+			aligned++
+		}
+	}
+	if aligned < 5 {
+		t.Errorf("%d polls aligned of %d: samples at %v, polls at %v", aligned, len(polls), samples, polls)
 	}
 }
