@@ -258,7 +258,8 @@ func labUTCFailover(t *testing.T, source bool) {
 		if len(leaps) != 1 || leaps[ntp.LeapUnsync] == 0 {
 			t.Errorf("h%d: NTP leaps %v from one failover time and a second after the kill on, want only 3", h, leaps)
 		}
-		if !strings.Contains(statuses[h], `status="unsynced"`) || !strings.Contains(statuses[h], `reason="upstream-unsynchronised"`) {
+		if !strings.Contains(statuses[h], `status="unsynced"`) || !strings.Contains(statuses[h], `reason="upstream-unsynchronised"`) ||
+			!strings.Contains(statuses[h], `timescale="realtime"`) {
 			t.Errorf("h%d: served status %q, want unsynced for the upstream", h, statuses[h])
 		}
 	}
