@@ -65,6 +65,11 @@ type realTime struct {
 	upstream func() (realtime.Upstream, error)
 	// kick wakes the driver after a change of reference.
 	kick chan struct{}
+	// queries wait for the driver's queries in flight; cancelQuery ends
+	// the one in flight (a change of reference: a query to a dead
+	// reference must not hold the new one's first poll for its timeout).
+	queries     sync.WaitGroup
+	cancelQuery context.CancelFunc
 
 	mu  sync.Mutex
 	ref engine.NodeID
@@ -204,6 +209,10 @@ func (rt *realTime) retarget(n *node, ref engine.NodeID) {
 	now := rt.clock() // n.mu: not under rt.mu
 	rt.mu.Lock()
 	rt.sc.Retarget(ref, now)
+	if rt.cancelQuery != nil {
+		rt.cancelQuery()
+		rt.cancelQuery = nil
+	}
 	rt.mu.Unlock()
 	if self {
 		n.log.Info("real_time: this node is the reference now: served UTC is its own CLOCK_REALTIME (slewed to from the old reference's)",
@@ -243,6 +252,7 @@ func (n *node) startRealTime(ctx context.Context) (wait func()) {
 func (rt *realTime) run(ctx context.Context, n *node) {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	defer rt.queries.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -289,8 +299,19 @@ func (rt *realTime) run(ctx context.Context, n *node) {
 				}
 			}
 		}
+		// A query runs beside the driver (the Scale has one in flight
+		// at a time and times it out itself): a reference that died
+		// must not hold the driver for the query's timeout, up to
+		// max(poll_every, 1 s), past the failover that replaced it.
 		for _, q := range rd.Messages {
-			rt.query(ctx, n, q)
+			qctx, cancel := context.WithTimeout(ctx, time.Duration(max(int64(n.cfg.RealTime.PollEvery), int64(time.Second))))
+			rt.mu.Lock()
+			rt.cancelQuery = cancel
+			rt.mu.Unlock()
+			rt.queries.Go(func() {
+				defer cancel()
+				rt.query(qctx, n, q)
+			})
 		}
 		// The local clock runs within max_drift of real time: a timer a
 		// few ppm early or late is one more Tick or a later poll.
@@ -408,10 +429,9 @@ func (rt *realTime) wallSample() (g, off, err int64) {
 }
 
 // query sends one of the Scale's queries to the reference and steps its
-// reply; an unanswered query is counted by the Scale at its deadline.
+// reply (ctx bounds the wait); an unanswered query is counted by the
+// Scale at its deadline.
 func (rt *realTime) query(ctx context.Context, n *node, q realtime.Message) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(max(int64(n.cfg.RealTime.PollEvery), int64(time.Second))))
-	defer cancel()
 	p := &wire.Packet{Op: wire.OpRealTimeQuery, Sender: rt.id, RealTime: wire.RealTime{Rate: q.Rate, RateErr: q.RateErr, After: q.After}}
 	// The query names its reference: one asked before a change of
 	// reference is answered by the old one, whose reply the Scale refuses.
@@ -430,6 +450,12 @@ func (rt *realTime) query(ctx context.Context, n *node, q realtime.Message) {
 	rt.mu.Lock()
 	rt.sc.Step(m, local) // refusals are logged by the Scale
 	rt.mu.Unlock()
+	// The answer may move the next poll (realtime.Scale aligns it to the
+	// reference's samples): the driver's timer follows.
+	select {
+	case rt.kick <- struct{}{}:
+	default:
+	}
 }
 
 func fromWireInfo(r wire.RealTime) realtime.Message {

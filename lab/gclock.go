@@ -279,6 +279,9 @@ type SeriesPoint struct {
 	LoNs   int64 // earliest - truth (saturated)
 	HiNs   int64 // latest - truth
 	Synced bool
+	// Bounded: the read has bounds (synced, stale or degraded), whether
+	// or not it promises them.
+	Bounded bool
 }
 
 // WriteSeries writes every evaluation to the CSV file path (t_s, host,
@@ -881,7 +884,8 @@ func (e *evaluator) options() eval.Options {
 func (e *evaluator) add(host int, at int64, counted bool, t gtime.Time, truth int64, known bool) {
 	if e.gc.Trace {
 		e.series = append(e.series, SeriesPoint{AtNs: at, Host: host, ErrNs: satmath.Sub(t.Est, truth),
-			LoNs: satmath.Sub(t.Earliest, truth), HiNs: satmath.Sub(t.Latest, truth), Synced: t.Status == gtime.StatusSynced})
+			LoNs: satmath.Sub(t.Earliest, truth), HiNs: satmath.Sub(t.Latest, truth), Synced: t.Status == gtime.StatusSynced,
+			Bounded: t.Status == gtime.StatusSynced || t.Status == gtime.StatusStale || t.Status == gtime.StatusDegraded})
 	}
 	if !counted {
 		return

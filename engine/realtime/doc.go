@@ -43,7 +43,12 @@
 // report and the newest segment known) and get the model or the next
 // segment in MsgInfo: a request/reply pair without ACKs, the reply being
 // the acknowledgement; a query unanswered within ReplyTimeout is counted
-// as failed and the next poll asks again.
+// as failed and the next poll asks again. In reference-realtime a node
+// polls Poll/20 after the reference's next sample (the model's At plus
+// Poll), so that the model it holds is never much older than a Poll.
+// After a change of reference (Retarget, failover.go) a node polls
+// Poll/8 apart for a Poll, and the new reference measures its slope over
+// spans doubling from SampleEvery to half a Poll.
 //
 // A Scale is driven like an engine.Node:
 //

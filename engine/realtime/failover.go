@@ -37,6 +37,12 @@ func (s *Scale) Retarget(ref engine.NodeID, local int64) {
 	s.started = true
 	s.nextPoll = local
 	s.eager = true
+	// The new reference measures its slope over growing spans (ramp);
+	// a node keeps asking for the better models for one Poll.
+	s.ramp, s.eagerUntil = s.isRef, 0
+	if !s.isRef {
+		s.eagerUntil = satAdd(local, s.cfg.Poll)
+	}
 	s.st.Retargets++
 }
 

@@ -297,6 +297,7 @@ type Scale struct {
 	pending  bool
 	pendSeq  uint32
 	pendGK   int64 // global time is at least this when the reference answers
+	pendAt   int64 // local time of the query (global time was at least pendGK then)
 	deadline int64
 	seq      uint32
 
@@ -329,6 +330,17 @@ type Scale struct {
 	// to the new one's.
 	eager bool
 	ho    handover
+	// eagerUntil (a node): it keeps polling eagerly until this local
+	// time, one Poll after Retarget, while the new reference's slope is
+	// measured over short spans (ramp). ramp (the new reference): its
+	// slope is measured from anchor, its first sample, over spans that
+	// double from SampleEvery until half a Poll, instead of between the
+	// last two samples: a slope over 5 ms carries the two reads' error
+	// divided by 5 ms (200-500 ppm, as much as max_slew_ppm again) for a
+	// whole Poll.
+	eagerUntil int64
+	ramp       bool
+	anchor     offModel
 }
 
 // New makes a Scale. A nil logger discards.
@@ -400,7 +412,7 @@ func (s *Scale) Tick(local int64, in Inputs) {
 		return
 	}
 	s.nextPoll = satAdd(local, s.cfg.Poll)
-	if s.eager {
+	if s.eager || (!s.isRef && local < s.eagerUntil) {
 		s.nextPoll = satAdd(local, s.eagerEvery())
 	}
 	if s.isRef {
@@ -430,7 +442,7 @@ func (s *Scale) Tick(local int64, in Inputs) {
 			q.After = s.segs[len(s.segs)-1].At
 		}
 	}
-	s.pending, s.pendSeq, s.pendGK = true, s.seq, gk
+	s.pending, s.pendSeq, s.pendGK, s.pendAt = true, s.seq, gk, local
 	s.deadline = satAdd(local, s.cfg.ReplyTimeout)
 	s.st.Polls++
 	s.out.Messages = append(s.out.Messages, q)
@@ -467,9 +479,13 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 				s.off.Slope = s.up.Rate
 			}
 			s.last, s.haveLast = smp, true
+			s.anchor = smp // a ramp measures from here on
 			s.out.Moved = true
 			return
 		}
+	}
+	if s.ramp && !s.haveLast {
+		s.anchor = smp
 	}
 	switch {
 	case s.up.RateKnown:
@@ -479,6 +495,7 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 		// made right after this sample is seen at the next one, one
 		// SampleEvery later, when the page is republished (Moved): the
 		// model's error holds MaxSlew over two sample intervals.
+		s.ramp = false // the slope is the kernel's, not measured
 		allow := int64(math.Ceil(s.cfg.MaxSlew * float64(2*s.cfg.SampleEvery)))
 		if s.haveOff && s.off.Slope != s.up.Rate {
 			s.out.Moved = true
@@ -486,10 +503,25 @@ func (s *Scale) Sample(g, off, halfWidth int64) {
 		s.nextPoll = min(s.nextPoll, satAdd(g, s.cfg.SampleEvery)) // g is the local clock here
 		s.setModel(offModel{At: g, Offset: off, Err: e + allow, Slope: s.up.Rate, SlopeErr: KernelRateErr, Up: s.up, Ref: s.cfg.ID}, g)
 	case s.haveLast && g > s.last.At:
-		fd := float64(g - s.last.At)
+		base := s.last
+		if s.ramp && g > s.anchor.At {
+			// After a takeover: the slope over the span since the first
+			// sample, the next sample once the span has doubled, the
+			// regular Poll once it reaches half a Poll (the model's age
+			// never exceeds the span it was measured over).
+			base = s.anchor
+			span := g - base.At
+			if 2*span >= s.cfg.Poll {
+				s.ramp = false
+			} else {
+				s.nextPoll = min(s.nextPoll, satAdd(g, max(span, s.cfg.SampleEvery)))
+			}
+			s.out.Moved = true
+		}
+		fd := float64(g - base.At)
 		s.setModel(offModel{At: g, Offset: off, Err: e,
-			Slope:    float64(off-s.last.Offset) / fd,
-			SlopeErr: s.cfg.MaxSlew + float64(e+s.last.Err)/fd, Up: s.up, Ref: s.cfg.ID}, g)
+			Slope:    float64(off-base.Offset) / fd,
+			SlopeErr: s.cfg.MaxSlew + float64(e+base.Err)/fd, Up: s.up, Ref: s.cfg.ID}, g)
 	case s.eager:
 		// The first sample of a new reference: the second one, which
 		// gives the slope, comes one SampleEvery later.
@@ -569,7 +601,7 @@ func (s *Scale) Step(m Message, local int64) error {
 		s.out.Messages = append(s.out.Messages, r)
 		return nil
 	default:
-		return s.stepInfo(m)
+		return s.stepInfo(m, local)
 	}
 }
 
@@ -636,7 +668,7 @@ func (s *Scale) pick(after, now int64) segment {
 
 // stepInfo takes the reference's answer on a node, logging a refusal once
 // per streak.
-func (s *Scale) stepInfo(m Message) error {
+func (s *Scale) stepInfo(m Message, local int64) error {
 	if s.isRef || m.From != s.cfg.Reference {
 		return fmt.Errorf("real-time info from %d: node %d follows %d: %w", m.From, s.cfg.ID, s.cfg.Reference, ErrMessage)
 	}
@@ -646,6 +678,9 @@ func (s *Scale) stepInfo(m Message) error {
 		s.failStreak = 0
 	}
 	err := s.accept(m, gk)
+	if err == nil && gk != math.MinInt64 && m.Mode == ModeReference && s.cfg.Mode == ModeReference {
+		s.align(m.At, gk, local)
+	}
 	switch {
 	case err != nil && !s.refusing:
 		s.log.Warn("real-time reply refused (logged again when one is accepted)", "reference", s.cfg.Reference, "err", err)
@@ -660,6 +695,31 @@ func (s *Scale) stepInfo(m Message) error {
 		return fmt.Errorf("real-time info from %d: %w: %w", m.From, err, ErrMessage)
 	}
 	return nil
+}
+
+// align schedules a node's next poll just after the reference's next
+// sample of CLOCK_REALTIME (reference-realtime without the kernel's rate:
+// one a Poll), at global time at + Poll + Poll/20, from its answer to the
+// query sent at local pendAt, when global time was at least gk. A node
+// polling at its own phase held a model whose sample was up to a Poll old
+// already when it arrived, and that age (max_slew_ppm x up to a Poll on
+// each side) changed at random with every change of reference: the served
+// width before and after a failover differed by up to 3x for no other
+// reason. Not while the node polls eagerly after a change of reference.
+// local is the node's clock at the answer.
+func (s *Scale) align(at, gk, local int64) {
+	if s.eager || local < s.eagerUntil {
+		return
+	}
+	d, ok := span(satAdd(at, s.cfg.Poll+s.cfg.Poll/20), gk) // from the query to the poll
+	elapsed := local - s.pendAt
+	if !ok || d > elapsed+2*s.cfg.Poll {
+		return // a sample ahead of global time: poll as usual
+	}
+	if d <= elapsed {
+		d += ((elapsed-d)/s.cfg.Poll + 1) * s.cfg.Poll
+	}
+	s.nextPoll = s.pendAt + d
 }
 
 // accept takes the reference's answer. gk is a lower bound of global time

@@ -251,8 +251,10 @@ func TestQueryCycle(t *testing.T) {
 		t.Fatalf("served %+v, want %d", tm[0], g+7e9+1000)
 	}
 	// Unanswered: one query in flight, failed at the deadline (max(Poll, 1 s)).
+	// The answer above put the next poll just after the reference's next
+	// sample (Poll/20 after it), and every poll after it a Poll later.
 	for k := range 3 {
-		g += sec
+		g += sec + sec/10
 		node.Tick(g, Inputs{Earliest: math.MinInt64})
 		rd := node.Ready()
 		if len(rd.Messages) != 1 {
@@ -430,5 +432,125 @@ func TestReferenceModelKernelRate(t *testing.T) {
 	}
 	if moves != 1 || s.Stats().Jumps != 0 {
 		t.Errorf("%d moves, %d jumps; want 1, 0", moves, s.Stats().Jumps)
+	}
+}
+
+// TestTakeoverRamp: a node that becomes the reference (Retarget) measures
+// its CLOCK_REALTIME's slope over spans doubling from SampleEvery to half a
+// Poll from its first sample, so that no model it serves carries more
+// than the steady state's error (max_slew over a Poll and two reads): the
+// slope of two samples 5 ms apart, served for a whole Poll, carried the
+// reads' error divided by 5 ms (+400 ppm for 1-us reads). The truth stays
+// inside throughout, and a node that follows the new reference polls
+// eagerly for one Poll.
+func TestTakeoverRamp(t *testing.T) {
+	const (
+		off0 = 1_700_000_000 * sec
+		ms   = int64(time.Millisecond)
+		hw   = 1000 // each sample's half-width
+	)
+	cfg := testConfig(ModeReference, 2)
+	cfg.SampleEvery = 5 * ms
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0 := 100 * sec
+	truth := func(g int64) int64 { return off0 + (g-g0)*30/1_000_000 } // CLOCK_REALTIME - g: 30 ppm
+	// The old reference's model, 20 us off, its error 100 us.
+	if err := s.Step(Message{Type: MsgInfo, From: 1, Mode: ModeReference, At: g0 - 500*ms, Offset: truth(g0-500*ms) + 20_000,
+		Err: 100_000, SlopeErr: 500e-6}, g0-400*ms); err != nil {
+		t.Fatal(err)
+	}
+	s.Retarget(2, g0)
+	var at []int64
+	steady := hw + int64(cfg.MaxSlew*float64(cfg.Poll)) + 2*hw + 20_000 // + the handover's slew
+	widest := int64(0)
+	for g := g0; g < g0+3*sec; g += ms {
+		s.Tick(g, Inputs{})
+		if s.Ready().Sample {
+			s.Sample(g, truth(g), hw)
+			at = append(at, g-g0)
+		}
+		tm := []engine.Time{{Est: g, Earliest: g, Latest: g, Status: engine.StatusSynced}}
+		if len(at) < 2 {
+			continue
+		}
+		if !s.Apply(tm) {
+			t.Fatalf("%d ms after the takeover: no model", (g-g0)/ms)
+		}
+		if v := g + truth(g); v < tm[0].Earliest || v > tm[0].Latest {
+			t.Fatalf("%d ms after the takeover: truth %+d ns from the estimate, outside [%+d, %+d]", (g-g0)/ms, v-tm[0].Est,
+				tm[0].Earliest-tm[0].Est, tm[0].Latest-tm[0].Est)
+		}
+		widest = max(widest, tm[0].Est-tm[0].Earliest, tm[0].Latest-tm[0].Est)
+	}
+	want := []int64{0, 5, 10, 20, 40, 80, 160, 320, 640, 1640, 2640}
+	for i := range want {
+		want[i] *= ms
+	}
+	if !slices.Equal(at, want) {
+		t.Errorf("samples at %v ns after the takeover, want %v", at, want)
+	}
+	if widest > steady {
+		t.Errorf("served half-width up to %d ns after the takeover, more than a steady model's oldest %d ns", widest, steady)
+	}
+	t.Logf("samples at %v ns; widest half-width %d ns (a steady model's oldest: %d ns)", at, widest, steady)
+
+	// A node that follows the new reference polls every Poll/8 for a Poll.
+	n := newScale(t, ModeReference, 3)
+	n.Tick(g0-sec, Inputs{})
+	n.Retarget(2, g0)
+	polls := 0
+	for l := g0; l < g0+cfg.Poll; l += ms {
+		n.Tick(l, Inputs{})
+		for _, q := range n.Ready().Messages {
+			polls++
+			if err := n.Step(Message{Type: MsgInfo, From: 2, To: 3, Seq: q.Seq, Mode: ModeReference, At: l, Offset: truth(l), Err: hw, SlopeErr: 500e-6}, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if polls != eagerPolls {
+		t.Errorf("%d polls in the Poll after the change of reference, want %d", polls, eagerPolls)
+	}
+}
+
+// TestPollAlign: a node polls just after the reference's samples (Poll/20
+// after each, in global time, its local clock 7 ms off), so the model it
+// holds is never more than a Poll and Poll/20 past its sample; polling at
+// its own phase, it held models up to two Polls old.
+func TestPollAlign(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	ref := newScale(t, ModeReference, 1)
+	n := newScale(t, ModeReference, 3)
+	var samples, polls []int64
+	for g := 100*sec + 300*ms; g < 108*sec; g += ms {
+		ref.Tick(g, Inputs{})
+		if ref.Ready().Sample {
+			ref.Sample(g, 1_700_000_000*sec, 200)
+			samples = append(samples, g)
+		}
+		local := g + 7*ms
+		n.Tick(local, Inputs{Earliest: g - 10_000})
+		for _, q := range n.Ready().Messages {
+			polls = append(polls, g)
+			if err := n.Step(answer(t, ref, q, g), local); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	aligned := 0
+	for _, p := range polls[2:] {
+		i, _ := slices.BinarySearch(samples, p)
+		last := samples[i-1]
+		if d := p - last; d < sec/20 || d > sec/20+ms+10_000 {
+			t.Errorf("poll at %d ms, %d ms after the reference's last sample; want %d ms", (p-100*sec)/ms, d/ms, sec/20/ms)
+		} else {
+			aligned++
+		}
+	}
+	if aligned < 5 {
+		t.Errorf("%d polls aligned of %d: samples at %v, polls at %v", aligned, len(polls), samples, polls)
 	}
 }
