@@ -186,7 +186,7 @@ func TestLabNTP(t *testing.T) {
 	l, gc := gclockLab(t, hosts)
 	chronys := map[int]*chronyRefclock{}
 	for _, h := range []int{1, 2} {
-		c, err := l.startChronyRefclock(h)
+		c, err := l.startChronyRefclock(h, ChainSetting{Name: "shipped", Refclock: ShippedRefclock})
 		if err != nil {
 			t.Fatal(err)
 		}
