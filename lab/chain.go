@@ -69,20 +69,29 @@ func (s ChainSetting) Conf(sock string) string {
 }
 
 // ShippedRefclock is the refclock line docs/daemon.md and
-// deploy/chrony/gclock.conf recommend (after the socket's path).
-const ShippedRefclock = "refid GCLK poll 2 precision 1e-7"
+// deploy/chrony/gclock.conf recommend (after the socket's path), with the
+// daemon's refclock.every at ShippedEvery: a poll of 1 s; filter 2: the
+// mean of the last two samples, so that a poll with 2 of its 4 samples is
+// not missed (chrony's default filter, 64, needs 4 samples a poll).
+const ShippedRefclock = "refid GCLK poll 0 filter 2 precision 1e-7"
 
-// DefaultChainSettings are the shipped configuration and the alternatives
-// `gclock lab chain` compares it with: chrony's default poll (16 s of
-// samples a poll), a shorter one, and the shipped poll with a short
-// regression (maxsamples 8: chronyd fits its offset and frequency to the
-// last 8 polls only).
+// ShippedEvery is the refclock.every that goes with ShippedRefclock.
+const ShippedEvery = 250 * time.Millisecond
+
+// ShippedChronyExtra is the other line of the recommended chrony.conf.
+const ShippedChronyExtra = "maxslewrate 500"
+
+// DefaultChainSettings are the recommended configuration and the
+// alternatives `gclock lab chain` compares it with: a poll of 1 s with
+// chrony's default filter (4 samples needed a poll), 2 s, 4 s (the
+// recommendation before the measurement) and chrony's default, 16 s.
 func DefaultChainSettings() []ChainSetting {
 	return []ChainSetting{
-		{Name: "shipped", Refclock: ShippedRefclock, Extra: "maxslewrate 500"},
-		{Name: "poll1", Refclock: "refid GCLK poll 1 precision 1e-7", Extra: "maxslewrate 500"},
-		{Name: "poll4", Refclock: "refid GCLK poll 4 precision 1e-7", Extra: "maxslewrate 500"},
-		{Name: "poll2-max8", Refclock: "refid GCLK poll 2 precision 1e-7 maxsamples 8", Extra: "maxslewrate 500"},
+		{Name: "shipped", Refclock: ShippedRefclock, Extra: ShippedChronyExtra},
+		{Name: "poll0", Refclock: "refid GCLK poll 0 precision 1e-7", Extra: ShippedChronyExtra},
+		{Name: "poll1", Refclock: "refid GCLK poll 1 precision 1e-7", Extra: ShippedChronyExtra},
+		{Name: "poll2", Refclock: "refid GCLK poll 2 precision 1e-7", Extra: ShippedChronyExtra},
+		{Name: "poll4", Refclock: "refid GCLK poll 4 precision 1e-7", Extra: ShippedChronyExtra},
 	}
 }
 
@@ -173,12 +182,12 @@ type ChainConfig struct {
 	SysClock  SysClock
 }
 
-// DefaultChainConfig: 4 hosts' worth of daemons as RunGclock's default
-// (70 s, 10 s warm-up), the feed every second, the default settings.
+// DefaultChainConfig: the daemons as RunGclock's default (70 s, 10 s
+// warm-up), the feed every ShippedEvery, the default settings.
 func DefaultChainConfig() ChainConfig {
 	gc := DefaultGclockConfig()
 	gc.Duration = 70 * time.Second
-	return ChainConfig{Gclock: gc, Every: time.Second, ReadEvery: 250 * time.Millisecond,
+	return ChainConfig{Gclock: gc, Every: ShippedEvery, ReadEvery: 250 * time.Millisecond,
 		Settings: DefaultChainSettings(), SysClock: DefaultSysClock()}
 }
 
@@ -238,8 +247,12 @@ type ChainRow struct {
 	// Missing is the reads without an estimate after the warm-up (chronyd
 	// not synchronised to the refclock yet); FirstNs is the first read
 	// with one (since the start; -1: none).
-	Missing  int            `json:"missing"`
-	FirstNs  int64          `json:"first_ns"`
+	Missing int   `json:"missing"`
+	FirstNs int64 `json:"first_ns"`
+	// Updates is how many times chronyd updated its estimate from the
+	// refclock over the whole run (its tracking.log): one a poll when no
+	// poll is missed (a poll with fewer samples than its filter needs is).
+	Updates  int            `json:"updates"`
 	Readings []ChainReading `json:"-"`
 }
 
@@ -446,6 +459,7 @@ loop:
 	for h := 1; h < n; h++ {
 		for i, s := range cc.Settings {
 			row := summarizeChain(h, s.Name, readings[h][i], warm, missing[h][i])
+			row.Updates = countTrackingUpdates(filepath.Join(chronys[h][i].Dir, "tracking.log"))
 			if row.Chain.Evaluations == 0 && lastErr[h][i] != nil {
 				return nil, fmt.Errorf("lab: chain: chronyd %s in host %d: no estimate after the warm-up (%d reads failed, the last: %v; log: %s)",
 					s.Name, h, missing[h][i], lastErr[h][i], chronys[h][i].Dir)
@@ -454,6 +468,22 @@ loop:
 		}
 	}
 	return rows, nil
+}
+
+// countTrackingUpdates counts the lines of chronyd's tracking.log that
+// name the refclock (GCLK): its updates from it; 0 if it cannot be read.
+func countTrackingUpdates(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[2] == "GCLK" {
+			n++
+		}
+	}
+	return n
 }
 
 // chainRelay receives a daemon's samples and sends each, its offset less
@@ -564,7 +594,9 @@ func (l *Lab) startChronyRefclock(host int, s ChainSetting) (*chronyRefclock, er
 	_ = os.MkdirAll("/var/run/chrony", 0o750) // chronyc's reply socket
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(c.Sock); err == nil {
+		_, err1 := os.Stat(c.Sock)
+		_, err2 := os.Stat(c.Cmd)
+		if err1 == nil && err2 == nil {
 			return c, nil
 		}
 		select {
@@ -573,7 +605,7 @@ func (l *Lab) startChronyRefclock(host int, s ChainSetting) (*chronyRefclock, er
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("lab: chronyd in host %d made no refclock socket in 5 s (log: %s)", host, dir)
+			return nil, fmt.Errorf("lab: chronyd in host %d made no refclock or command socket in 5 s (log: %s)", host, dir)
 		}
 	}
 }
@@ -748,18 +780,18 @@ func ChainReport(res ChainResult) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\nerrors in us: |error| median / p99; bias: mean signed error\n\n")
-	b.WriteString("| host | gclock (page, whole run) | setting | chain | chain bias | gclock at the chain's reads | ClockBound median / max | ClockBound covers | reads (missing) | first estimate |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| host | gclock (page, whole run) | setting | chain | chain bias | gclock at the chain's reads | ClockBound median / max | ClockBound covers | reads (missing) | first estimate | updates |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	node := map[int]GclockSummary{}
 	for _, nd := range res.Nodes {
 		node[nd.ID] = nd
 	}
 	for _, r := range res.Rows {
 		g := node[r.Host]
-		fmt.Fprintf(&b, "| %d | %s / %s | %s | %s / %s | %+.1f | %s / %s | %s / %s | %.4f | %d (%d) | %.1f s |\n",
+		fmt.Fprintf(&b, "| %d | %s / %s | %s | %s / %s | %+.1f | %s / %s | %s / %s | %.4f | %d (%d) | %.1f s | %d |\n",
 			r.Host, us(g.ErrorP50Ns), us(g.ErrorP99Ns), r.Setting, us(r.Chain.ErrorP50Ns), us(r.Chain.ErrorP99Ns),
 			r.Chain.ErrorBiasNs/1e3, us(r.Gclock.ErrorP50Ns), us(r.Gclock.ErrorP99Ns),
-			us(r.ClockBoundP50Ns), us(r.ClockBoundMaxNs), r.ClockBoundCovers, r.Chain.Evaluations, r.Missing, float64(r.FirstNs)/1e9)
+			us(r.ClockBoundP50Ns), us(r.ClockBoundMaxNs), r.ClockBoundCovers, r.Chain.Evaluations, r.Missing, float64(r.FirstNs)/1e9, r.Updates)
 	}
 	b.WriteString("\nper setting, all hosts' reads pooled:\n\n| setting | chain median / p99 | gclock at the same reads median / p99 | ClockBound covers |\n|---|---|---|---|\n")
 	for _, s := range res.Settings {

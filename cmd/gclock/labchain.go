@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/lab"
@@ -58,9 +60,9 @@ func runLabChain(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", d.Gclock.Seed, "seed of the emulated clocks (gclock's and the system clock's)")
 	sysOffset := fs.Duration("sys-offset", d.SysClock.Offset, "the emulated system clock's initial offset")
 	sysDrift := fs.Float64("sys-drift", d.SysClock.DriftPPM, "the emulated system clock's drift (ppm) that chronyd does not know")
-	sysWander := fs.String("sys-wander", "default", "the emulated system clock's wander: default (the lab's, as --wander) or none")
+	sysWander := fs.String("sys-wander", "default", "the emulated system clock's wander: default (the lab's, as --wander), none, or RW:SINE:PERIOD (random walk ppm/sqrt(s), sine ppm, its period), e.g. 0.02:1:5m")
 	var settings settingFlags
-	fs.Var(&settings, "setting", "a chrony setting NAME=REFCLOCK-OPTIONS[;EXTRA-LINE...] (repeatable; default: shipped, poll1, poll4, poll2-max8)")
+	fs.Var(&settings, "setting", "a chrony setting NAME=REFCLOCK-OPTIONS[;EXTRA-LINE...] (repeatable; default: shipped, poll0, poll1, poll2, poll4)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
@@ -77,7 +79,11 @@ func runLabChain(args []string, stdout, stderr io.Writer) error {
 	case "none":
 		cc.SysClock.Wander = lab.Wander{}
 	default:
-		return usage.Errorf("lab chain: --sys-wander %q: want default or none", *sysWander)
+		w, err := parseSysWander(*sysWander)
+		if err != nil {
+			return usage.Errorf("lab chain: --sys-wander: %v", err)
+		}
+		cc.SysClock.Wander = w
 	}
 	if len(settings) > 0 {
 		cc.Settings = settings
@@ -115,6 +121,38 @@ func runLabChain(args []string, stdout, stderr io.Writer) error {
 		e.SetIndent("", "  ")
 		return e.Encode(res)
 	}
-	fmt.Fprintf(stdout, "%s\nlogs: %s\ncommand: gclock lab chain %s\n", lab.ChainReport(res), res.Logs, strings.Join(args, " "))
+	fmt.Fprintf(stdout, "%s\nlogs: %s\ncommand: gclock lab chain %s\n", lab.ChainReport(res), res.Logs, shellJoin(args))
 	return nil
+}
+
+// parseSysWander reads RW:SINE:PERIOD.
+func parseSysWander(s string) (lab.Wander, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 3 {
+		return lab.Wander{}, fmt.Errorf("%q: want default, none or RW:SINE:PERIOD (e.g. 0.02:1:5m)", s)
+	}
+	rw, err1 := strconv.ParseFloat(f[0], 64)
+	sine, err2 := strconv.ParseFloat(f[1], 64)
+	period, err3 := time.ParseDuration(f[2])
+	switch {
+	case err1 != nil || !(rw >= 0 && rw <= 10):
+		return lab.Wander{}, fmt.Errorf("%q: random walk %q: want 0..10 ppm/sqrt(s)", s, f[0])
+	case err2 != nil || !(sine >= 0 && sine <= 100):
+		return lab.Wander{}, fmt.Errorf("%q: sine %q: want 0..100 ppm", s, f[1])
+	case err3 != nil || (sine > 0 && period < 2*time.Second):
+		return lab.Wander{}, fmt.Errorf("%q: period %q: want a duration of at least 2s", s, f[2])
+	}
+	return lab.Wander{RandomWalkPPM: rw, SinePPM: sine, SinePeriod: period}, nil
+}
+
+// shellJoin quotes the arguments that a shell would split.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " \t;'\"$*?()<>|&") {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
 }
