@@ -220,13 +220,17 @@ func (cc ChainConfig) Validate() error {
 
 // ChainReading is one read of one chronyd.
 type ChainReading struct {
-	AtNs int64 `json:"at_ns"` // since the start
+	// AtNs is since the run's start: the relays' (just before the
+	// chronyds and the daemons start), the origin of s(t) too.
+	AtNs int64 `json:"at_ns"`
 	// ErrNs is the clock chronyd would steer minus global time: its
 	// estimate of the system clock minus true time, minus the truth s(t).
 	ErrNs int64 `json:"err_ns"`
 	// GclockErrNs is the host's page (Est) minus the truth at the same
 	// instant; LoNs and HiNs its Earliest and Latest minus the truth.
-	GclockErrNs, LoNs, HiNs int64
+	GclockErrNs int64 `json:"gclock_err_ns"`
+	LoNs        int64 `json:"lo_ns"`
+	HiNs        int64 `json:"hi_ns"`
 }
 
 // ChainRow is one chronyd (host, setting) after the warm-up.
