@@ -186,7 +186,7 @@ func TestLabNTP(t *testing.T) {
 	l, gc := gclockLab(t, hosts)
 	chronys := map[int]*chronyRefclock{}
 	for _, h := range []int{1, 2} {
-		c, err := l.startChronyRefclock(h)
+		c, err := l.startChronyRefclock(h, ChainSetting{Name: "shipped", Refclock: ShippedRefclock, Extra: ShippedChronyExtra})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestLabNTP(t *testing.T) {
 	gc.Base = &base
 	gc.Tweak = func(host int, c *daemon.Config) {
 		if ch, ok := chronys[host]; ok {
-			c.Refclock = daemon.RefclockConfig{Sock: ch.Sock, Every: daemon.Duration(250 * time.Millisecond)}
+			c.Refclock = daemon.RefclockConfig{Sock: ch.Sock, Every: daemon.Duration(ShippedEvery)}
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -38,6 +38,7 @@ const labUsage = `usage:
   gclock lab measure [latency|report] [flags]  distributed operations and one-way latency timed in global time, against the truth (docs/measure.md)
   gclock lab replay [flags] FILE...   replay exchanges logged by --clocks raw --measurements through the estimator (no root)
   gclock lab spoof [flags]      daemons under a spoofer's forged and replayed datagrams, with and without a cluster key (docs/daemon.md)
+  gclock lab chain [flags]      the chain to programs' clocks: chronyd -x fed by the refclock, its error against gclock's (docs/daemon.md)
 
 The lab: hosts gclab-RUN-h0.. (10.77.0.(i+1)/24 on eth0; RUN is the pid of
 the lab's process and a count), one switch namespace gclab-RUN-sw running
@@ -291,6 +292,8 @@ func runLab(args []string) error {
 			return runLabBench(args[1:], os.Stdout, os.Stderr)
 		case "spoof": // labspoof.go
 			return runLabSpoof(args[1:], os.Stdout, os.Stderr)
+		case "chain": // labchain.go
+			return runLabChain(args[1:], os.Stdout, os.Stderr)
 		case "spoof-send":
 			return runLabSpoofSend(args[1:])
 		case "measure": // labmeasure.go
@@ -309,7 +312,7 @@ func runLab(args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usage.Errorf("unexpected argument %q (subcommands: validate, up, down, bench, bench-transport, replay, measure, spoof)", fs.Arg(0))
+		return usage.Errorf("unexpected argument %q (subcommands: validate, up, down, bench, bench-transport, replay, measure, spoof, chain)", fs.Arg(0))
 	}
 	peers, err := f.peers()
 	if err != nil {

@@ -1,8 +1,8 @@
 // Package refclock feeds chronyd's SOCK reference clock driver, so that
 // chronyd can discipline CLOCK_REALTIME from gclock's global time:
 //
-//	# chrony.conf
-//	refclock SOCK /run/chrony.gclock.sock refid GCLK poll 2 precision 1e-7
+//	# chrony.conf (deploy/chrony/gclock.conf; the daemon's refclock.every 250ms)
+//	refclock SOCK /run/chrony.gclock.sock refid GCLK poll 0 filter 2 precision 1e-7
 //
 // chronyd creates the Unix datagram socket at that path and reads one
 // struct sock_sample per datagram (chrony's refclock_sock.c):
