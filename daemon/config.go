@@ -250,7 +250,7 @@ func DefaultConfig() Config {
 		RealTime: RealTimeConfig{Mode: RealTimeNone, PollEvery: Duration(time.Second), MaxSlewPPM: 500, Upstream: UpstreamKernel,
 			ChronySocket: DefaultChronySocket},
 		NTP:        NTPConfig{Stratum: 1, RateLimit: NTPRateLimitConfig{Burst: 16, Leak: 2}},
-		Refclock:   RefclockConfig{Every: Duration(time.Second)},
+		Refclock:   RefclockConfig{Every: Duration(250 * time.Millisecond)},
 		ClockBound: ClockBoundConfig{Every: Duration(time.Second), VoidAfter: Duration(10 * time.Second)},
 	}
 }

@@ -72,7 +72,7 @@ func TestNTPConfig(t *testing.T) {
 		t.Errorf("YAML: %v, want line 4: ntp.listen", err)
 	}
 	c, err := Parse([]byte("real_time: {mode: reference-realtime}\nntp: {listen: \":123\"}\nrefclock: {sock: /run/chrony.gclock.sock}\n"))
-	if err != nil || c.NTP.Stratum != 1 || c.Refclock.Every != Duration(time.Second) || c.NTP.RateLimit.Burst != 16 || c.NTP.Allow != nil {
+	if err != nil || c.NTP.Stratum != 1 || c.Refclock.Every != Duration(250*time.Millisecond) || c.NTP.RateLimit.Burst != 16 || c.NTP.Allow != nil {
 		t.Errorf("YAML with defaults: %+v %+v, %v", c.NTP, c.Refclock, err)
 	}
 	// The rate limit is off by default, as chrony's (issue 29: on, a flood

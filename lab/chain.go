@@ -174,7 +174,7 @@ type ChainConfig struct {
 	// Gclock is the daemons' run (Command required); RunChain sets
 	// reference-realtime mode and each host's refclock.
 	Gclock GclockConfig
-	// Every is the daemons' refclock.every (the daemon's default: 1 s).
+	// Every is the daemons' refclock.every (the daemon's default: ShippedEvery).
 	Every time.Duration
 	// ReadEvery is how often every chronyd's tracking is read.
 	ReadEvery time.Duration

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/binary"
+	"github.com/gclock/gclock/daemon"
 	"math"
 	"os"
 	"os/exec"
@@ -229,6 +230,11 @@ func TestChronyDropIn(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "every: "+ShippedEvery.String()) {
 		t.Errorf("the drop-in does not say refclock.every %v", ShippedEvery)
+	}
+	// The daemon's default feed is the one the drop-in was measured with,
+	// so that the socket's path is all a user sets.
+	if d := daemon.DefaultConfig().Refclock.Every.D(); d != ShippedEvery {
+		t.Errorf("the daemon's default refclock.every is %v, the drop-in's %v", d, ShippedEvery)
 	}
 }
 
