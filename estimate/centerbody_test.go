@@ -115,5 +115,3 @@ func TestCenterBody(t *testing.T) {
 		})
 	}
 }
-
-func bodyRunB(b *testing.B, link string, floorOnly bool) { bodyRun(b, link, floorOnly, 1) }
