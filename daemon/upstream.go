@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gclock/gclock/engine/realtime"
+	"github.com/gclock/gclock/internal/chronycmd"
 )
 
 // Upstream sources (real_time.upstream).
@@ -131,7 +132,7 @@ func upstreamReader(kernel func() (realtime.Upstream, error), chronySock, client
 	var (
 		mu     sync.Mutex
 		asked  time.Time
-		last   chronyTracking
+		last   chronycmd.Tracking
 		lastOK bool
 	)
 	return func() (realtime.Upstream, error) {

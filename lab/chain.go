@@ -27,7 +27,6 @@ package lab
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -44,6 +43,7 @@ import (
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/internal/chronycmd"
 	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/internal/refclock"
 	"github.com/gclock/gclock/internal/satmath"
@@ -438,7 +438,7 @@ loop:
 				raw := gtime.RawNow()
 				off, _ := rawclock.WallOffset()
 				at := raw + off - startWall
-				if err != nil || !t.Synced {
+				if err != nil || !chronySynced(t) {
 					if at >= warm {
 						missing[h][i]++
 						if err != nil {
@@ -626,67 +626,13 @@ func (c *chronyRefclock) Tracking(ctx context.Context) (offsetNs int64, ok bool,
 	return offsetNs, ok, string(b), err
 }
 
-// candm (chrony's command protocol 6, as daemon/chrony.go): REQ_TRACKING
-// and the fields of its reply the chain needs.
-const (
-	candmTrackingReqLen = 28 + 76
-	candmTrackingMinRpy = 28 + 76
-)
+// chronySynced: chronyd has a reference and a leap status other than 3
+// (unsynchronised); only then is its correction an estimate.
+func chronySynced(t chronycmd.Tracking) bool { return t.RefID != 0 && t.Leap != 3 }
 
-// candmTracking is a tracking reply: the correction chronyd applies to the
-// system clock (true time minus system time, its estimate; s), and whether
-// it is synchronised (a reference and a leap status other than 3).
-type candmTracking struct {
-	Correction float64
-	Synced     bool
-}
-
-func candmTrackingRequest(seq uint32) []byte {
-	b := make([]byte, candmTrackingReqLen)
-	b[0], b[1] = 6, 1 // version, request
-	binary.BigEndian.PutUint16(b[4:], 33)
-	binary.BigEndian.PutUint32(b[8:], seq)
-	return b
-}
-
-// chronyFloat decodes chrony's 32-bit float: a 7-bit signed exponent and
-// a 25-bit signed coefficient, value coef * 2^(exp - 25).
-func chronyFloat(x uint32) float64 {
-	exp := int(x >> 25)
-	if exp >= 64 {
-		exp -= 128
-	}
-	coef := int32(x & (1<<25 - 1))
-	if coef >= 1<<24 {
-		coef -= 1 << 25
-	}
-	return math.Ldexp(float64(coef), exp-25)
-}
-
-// parseCandmTracking decodes the reply to the tracking request seq.
-func parseCandmTracking(b []byte, seq uint32) (candmTracking, error) {
-	be := binary.BigEndian
-	switch {
-	case len(b) < candmTrackingMinRpy:
-		return candmTracking{}, fmt.Errorf("chronyd tracking reply: %d bytes, want %d", len(b), candmTrackingMinRpy)
-	case b[0] != 6 || b[1] != 2:
-		return candmTracking{}, fmt.Errorf("chronyd tracking reply: version %d type %d, want 6 2", b[0], b[1])
-	case be.Uint16(b[4:]) != 33 || be.Uint16(b[6:]) != 5:
-		return candmTracking{}, fmt.Errorf("chronyd tracking reply: command %d reply %d, want 33 5", be.Uint16(b[4:]), be.Uint16(b[6:]))
-	case be.Uint16(b[8:]) != 0:
-		return candmTracking{}, fmt.Errorf("chronyd tracking reply: status %d", be.Uint16(b[8:]))
-	case be.Uint32(b[16:]) != seq:
-		return candmTracking{}, fmt.Errorf("chronyd tracking reply: sequence %d, want %d", be.Uint32(b[16:]), seq)
-	}
-	d := b[28:]
-	t := candmTracking{Correction: chronyFloat(be.Uint32(d[40:])), Synced: be.Uint32(d[0:]) != 0 && be.Uint16(d[26:]) != 3}
-	if !(math.Abs(t.Correction) < 1e6) {
-		return candmTracking{}, fmt.Errorf("chronyd tracking reply: correction %g s", t.Correction)
-	}
-	return t, nil
-}
-
-// candmClient asks one chronyd for its tracking from a socket of its own.
+// candmClient asks one chronyd for its tracking (internal/chronycmd) from
+// a socket of its own, kept for the run: a reply that comes after its
+// request timed out is read by the next request, which skips it.
 type candmClient struct {
 	conn *net.UnixConn
 	path string
@@ -703,19 +649,19 @@ func dialCandm(server, local string) (*candmClient, error) {
 	return &candmClient{conn: c, path: local, buf: make([]byte, 1024)}, nil
 }
 
-func (c *candmClient) tracking(timeout time.Duration) (candmTracking, error) {
+func (c *candmClient) tracking(timeout time.Duration) (chronycmd.Tracking, error) {
 	c.seq++
 	c.conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.conn.Write(candmTrackingRequest(c.seq)); err != nil {
-		return candmTracking{}, err
+	if _, err := c.conn.Write(chronycmd.TrackingRequest(c.seq)); err != nil {
+		return chronycmd.Tracking{}, err
 	}
 	for {
 		k, err := c.conn.Read(c.buf)
 		if err != nil {
-			return candmTracking{}, err
+			return chronycmd.Tracking{}, err
 		}
-		t, err := parseCandmTracking(c.buf[:k], c.seq)
-		if err != nil && k >= 20 && binary.BigEndian.Uint32(c.buf[16:]) != c.seq {
+		t, err := chronycmd.ParseTracking(c.buf[:k], c.seq)
+		if seq, ok := chronycmd.ReplySequence(c.buf[:k]); err != nil && ok && seq != c.seq {
 			continue // a late reply to an earlier request
 		}
 		return t, err

@@ -2,14 +2,18 @@ package lab
 
 import (
 	"encoding/binary"
-	"github.com/gclock/gclock/daemon"
+	"errors"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/internal/chronycmd"
 )
 
 func TestParseChainSetting(t *testing.T) {
@@ -75,76 +79,94 @@ func TestSysModel(t *testing.T) {
 	}
 }
 
-// candmReply builds a tracking reply: correction (s) as chrony's float.
-func candmReply(seq uint32, refID uint32, leap uint16, corr float64) []byte {
-	b := make([]byte, candmTrackingMinRpy)
-	b[0], b[1] = 6, 2
-	binary.BigEndian.PutUint16(b[4:], 33)
-	binary.BigEndian.PutUint16(b[6:], 5)
-	binary.BigEndian.PutUint32(b[16:], seq)
-	d := b[28:]
-	binary.BigEndian.PutUint32(d[0:], refID)
-	binary.BigEndian.PutUint16(d[26:], leap)
-	binary.BigEndian.PutUint32(d[40:], chronyFloatEncode(corr))
-	return b
+// TestChronySynced: chronyd's correction counts only with a reference and
+// a leap status other than 3.
+func TestChronySynced(t *testing.T) {
+	for _, c := range []struct {
+		t    chronycmd.Tracking
+		want bool
+	}{
+		{chronycmd.Tracking{RefID: 0x47434c4b, Stratum: 1}, true},
+		{chronycmd.Tracking{RefID: 0x47434c4b, Stratum: 1, Leap: 1}, true},
+		{chronycmd.Tracking{RefID: 0x47434c4b, Stratum: 1, Leap: 3}, false},
+		{chronycmd.Tracking{RefID: 0, Stratum: 0}, false},
+	} {
+		if got := chronySynced(c.t); got != c.want {
+			t.Errorf("%+v: synced %v, want %v", c.t, got, c.want)
+		}
+	}
 }
 
-// chronyFloatEncode is chrony's UTI_FloatHostToNetwork (the test's
-// inverse of chronyFloat).
-func chronyFloatEncode(x float64) uint32 {
-	var exp int
-	var coef int64
-	if x != 0 {
-		_, e := math.Frexp(x)
-		for exp = e + 1; ; exp++ { // value = coef * 2^(exp - 25), |coef| < 2^24
-			if coef = int64(math.Round(math.Ldexp(x, 25-exp))); coef >= -(1<<24) && coef < 1<<24 {
-				break
+// TestCandmClient: the lab's client against a stand-in chronyd that sends
+// a late reply to the previous request before each answer, refuses one
+// request and ignores another: a late reply is skipped, a refusal is an
+// error wrapping chronycmd.ErrRefused, a timeout an error, and every
+// answer is the one to its own request (the stand-in puts the sequence in
+// the reference id).
+func TestCandmClient(t *testing.T) {
+	dir := t.TempDir()
+	srvPath := filepath.Join(dir, "chronyd.sock")
+	srv, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: srvPath, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	const refuse, ignore = 3, 4
+	// answer turns a request into chronyd's reply (the request is padded
+	// to the reply's length): type 2, RPY_TRACKING, status, the sequence
+	// at 16, the reference id at 28.
+	answer := func(req []byte, seq uint32, status uint16) []byte {
+		b := append([]byte(nil), req...)
+		b[1] = 2
+		binary.BigEndian.PutUint16(b[6:], 5)
+		binary.BigEndian.PutUint32(b[8:], uint32(status)<<16)
+		binary.BigEndian.PutUint32(b[16:], seq)
+		binary.BigEndian.PutUint32(b[28:], seq)
+		return b
+	}
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, from, err := srv.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			req := buf[:n]
+			seq := binary.BigEndian.Uint32(req[8:])
+			if seq > 1 {
+				srv.WriteToUnix(answer(req, seq-1, 0), from) // late
+			}
+			switch seq {
+			case ignore:
+			case refuse:
+				srv.WriteToUnix(answer(req, seq, 1), from)
+			default:
+				srv.WriteToUnix(answer(req, seq, 0), from)
+			}
+		}
+	}()
+	c, err := dialCandm(srvPath, filepath.Join(dir, "client.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	for seq := uint32(1); seq <= 6; seq++ {
+		tr, err := c.tracking(200 * time.Millisecond)
+		switch seq {
+		case refuse:
+			if !errors.Is(err, chronycmd.ErrRefused) {
+				t.Errorf("request %d (refused): %+v, %v; want ErrRefused", seq, tr, err)
+			}
+		case ignore:
+			if err == nil {
+				t.Errorf("request %d (no answer): %+v, want a timeout", seq, tr)
+			}
+		default:
+			if err != nil || tr.RefID != seq {
+				t.Errorf("request %d: %+v, %v; want the answer to request %d", seq, tr, err, seq)
 			}
 		}
 	}
-	return uint32(exp&0x7f)<<25 | uint32(coef)&(1<<25-1)
-}
-
-func TestParseCandmTracking(t *testing.T) {
-	for _, corr := range []float64{0, 1.234567e-3, -2.5e-7, 4e-9, -0.75} {
-		got, err := parseCandmTracking(candmReply(9, 0x47434c4b, 0, corr), 9)
-		if err != nil || !got.Synced || math.Abs(got.Correction-corr) > math.Abs(corr)*1e-7+1e-15 {
-			t.Errorf("correction %g: got %+v, %v", corr, got, err)
-		}
-	}
-	if got, err := parseCandmTracking(candmReply(1, 0, 0, 0), 1); err != nil || got.Synced {
-		t.Errorf("no reference: %+v, %v; want not synced", got, err)
-	}
-	if got, err := parseCandmTracking(candmReply(1, 0x47434c4b, 3, 0), 1); err != nil || got.Synced {
-		t.Errorf("leap status 3: %+v, %v; want not synced", got, err)
-	}
-	good := candmReply(5, 0x47434c4b, 0, 1e-6)
-	for name, c := range map[string]struct {
-		b   []byte
-		seq uint32
-	}{
-		"short":     {good[:50], 5},
-		"sequence":  {good, 6},
-		"version":   {append([]byte{5}, good[1:]...), 5},
-		"status":    {func() []byte { b := append([]byte(nil), good...); b[9] = 3; return b }(), 5},
-		"reply":     {func() []byte { b := append([]byte(nil), good...); b[7] = 4; return b }(), 5},
-		"huge corr": {candmReply(5, 1, 0, 1e9), 5},
-	} {
-		if _, err := parseCandmTracking(c.b, c.seq); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
-}
-
-// FuzzParseCandmTracking: no reply makes the parser panic.
-func FuzzParseCandmTracking(f *testing.F) {
-	f.Add(candmReply(1, 1, 0, 1e-6), uint32(1))
-	f.Add([]byte{6, 2, 0, 0, 0, 33, 0, 5}, uint32(0))
-	f.Fuzz(func(t *testing.T, b []byte, seq uint32) {
-		if r, err := parseCandmTracking(b, seq); err == nil && !(math.Abs(r.Correction) < 1e6) {
-			t.Fatalf("accepted correction %g", r.Correction)
-		}
-	})
 }
 
 func TestSummarizeChain(t *testing.T) {
