@@ -17,15 +17,45 @@ func (m *Member) discoverTimeout() int64 {
 // reference is (it answers no status query meanwhile).
 func (m *Member) Discovering() bool { return m.discovering }
 
+// discoverRetries is how many times discovery asks a node that has not
+// answered within its timeout: a restarted node's first datagrams are
+// refused by its peers until they have verified its new sequence numbers
+// (a challenge, one round trip; transport/auth.go), so a query sent once
+// went unanswered, and a restarted reference that heard nothing else in
+// time took term 0 as if the cluster were starting, beside the reference
+// the others had elected (TestRunFailoverUDP, once under CI's load).
+const discoverRetries = 4
+
 func (m *Member) startDiscovery(local int64) {
 	m.discovering = true
 	m.discEnd = local + m.discoverTimeout()
 	m.discWait = map[NodeID]uint32{}
+	m.discFrom = m.seq
 	for _, id := range m.cfg.Cluster {
 		if id != m.self {
 			m.discWait[id] = m.query(id, local)
 		}
 	}
+	m.discRetry = local + m.discoverTimeout()/discoverRetries
+}
+
+// retryDiscovery asks again every node that has not answered, at most
+// discoverRetries times in the discovery's timeout.
+func (m *Member) retryDiscovery(local int64) {
+	if local < m.discRetry {
+		return
+	}
+	for id := range m.discWait {
+		m.discWait[id] = m.query(id, local)
+	}
+	m.discRetry = local + m.discoverTimeout()/discoverRetries
+}
+
+// discoveryReply reports whether seq answers one of the queries discovery
+// sent to a node: any of them counts (the first may be answered after a
+// retry went out).
+func (m *Member) discoveryReply(seq uint32) bool {
+	return seq != 0 && seq-m.discFrom-1 < m.seq-m.discFrom
 }
 
 // discoveryAnswered ends discovery once every node asked has answered.

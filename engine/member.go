@@ -134,6 +134,8 @@ type Member struct {
 	discovering bool
 	discEnd     int64
 	discWait    map[NodeID]uint32
+	discRetry   int64           // when discovery asks the silent nodes again
+	discFrom    uint32          // the query sequence number before discovery's first
 	discLeads   map[uint32]bool // terms whose reference claimed them
 
 	// Liveness query to the reference.
@@ -292,6 +294,7 @@ func (m *Member) Tick(local int64) {
 	}
 	if m.discovering {
 		if local < m.discEnd {
+			m.retryDiscovery(local)
 			return
 		}
 		m.endDiscovery(local)
@@ -352,7 +355,7 @@ func (m *Member) Ready() Ready {
 	m.out = Ready{}
 	next := m.nodeNext
 	if m.discovering {
-		next = m.discEnd // the Node is not ticked before
+		next = min(m.discEnd, m.discRetry) // the Node is not ticked before
 	}
 	at := func(t int64) {
 		if t != 0 && (next == 0 || t < next) {

@@ -46,8 +46,10 @@ type memberNet struct {
 	// paused nodes neither tick nor step; what reaches them waits (a
 	// SIGSTOPped process's socket buffer) and is stepped on resume.
 	paused map[NodeID]bool
-	// cut drops every message from [0] to [1] (one way).
-	cut map[[2]NodeID]bool
+	// cut drops every message from [0] to [1] (one way); drop, if set,
+	// drops the messages it returns true for.
+	cut  map[[2]NodeID]bool
+	drop func(Message) bool
 	// hold delays every message by this much more (fuzzing: reordering).
 	hold map[[2]NodeID]int64
 	// step is the time step of run (0: 100 us).
@@ -100,7 +102,7 @@ func (n *memberNet) start(id NodeID, after time.Duration) {
 func (n *memberNet) collect(id NodeID) {
 	r := n.ms[id].Ready()
 	for _, m := range r.Messages {
-		if n.cut[[2]NodeID{m.From, m.To}] {
+		if n.cut[[2]NodeID{m.From, m.To}] || n.drop != nil && n.drop(m) {
 			continue
 		}
 		n.flight = append(n.flight, flight{n.now + n.delay + n.hold[[2]NodeID{m.From, m.To}], m})

@@ -59,11 +59,14 @@ func (m *Member) statusQuery(q Message, local int64) {
 
 func (m *Member) statusReply(r Message, local int64) {
 	if r.Term < m.term && !m.discovering {
-		return // from an older term: nothing to learn
+		if m.olderLeader(r, local) {
+			m.fallBack(r, local)
+		}
+		return // from an older term: nothing else to learn
 	}
 	switch {
 	case m.discovering:
-		if seq, ok := m.discWait[r.From]; !ok || seq != r.Seq {
+		if _, ok := m.discWait[r.From]; !ok || !m.discoveryReply(r.Seq) {
 			return
 		}
 		delete(m.discWait, r.From)
@@ -89,4 +92,39 @@ func (m *Member) statusReply(r Message, local int64) {
 		m.heardRef(local)
 		m.qEnd = 0
 	}
+}
+
+// olderLeader reports whether r, a reply of an older term than the
+// member's, comes from that term's reference naming itself while the
+// member's own reference has been silent for failover_after (and its
+// promise to it, fLease, is over): the member took its term from its
+// reference's word alone (terms.go) or lost it, and the others went on in
+// the older term. Without it the member followed the silent reference for
+// good: no answer of an older term moved it, and nobody stood for a newer
+// one. FuzzMemberElection found two: a faulty node 3 claimed term 2 to
+// node 4 while node 1 was down and node 2 took term 1; and, with no faulty
+// message, node 2 paused after taking term 1, node 3 won term 2 with nodes
+// 4 and 5, then fell silent while node 2 resumed: nodes 4 and 5 followed
+// the silent node 3, nodes 1 and 2 term 1, and no side had a majority.
+// A faulty order member can so lure a member whose reference is silent
+// into an older term it names itself the reference of, as it can into a
+// newer one (docs/daemon.md, "Security").
+func (m *Member) olderLeader(r Message, local int64) bool {
+	return m.failover() && m.started && !m.cand && m.Reference() != m.self && local-m.heard >= m.after &&
+		local >= m.fLease && r.Reference == r.From && m.refOf(r.Term) == r.From && r.From != m.self
+}
+
+// fallBack follows r's older term and its reference (olderLeader). The
+// votes stand: the member never votes again in a term up to the newest it
+// was bound to.
+func (m *Member) fallBack(r Message, local int64) {
+	voted := m.voted
+	m.log.Warn("the reference of this node's term is silent and an older term's reference answers: following it",
+		"term", r.Term, "old_term", m.term, "old", m.Reference(), "reference", r.From)
+	m.term = r.Term
+	m.bind()
+	m.voted = max(m.voted, voted)
+	m.walking, m.stuck, m.qEnd = false, false, 0
+	m.rebuild(int(r.Term%uint32(len(m.cfg.Order))), false, local)
+	m.heard = local
 }
