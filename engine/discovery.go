@@ -30,6 +30,7 @@ func (m *Member) startDiscovery(local int64) {
 	m.discovering = true
 	m.discEnd = local + m.discoverTimeout()
 	m.discWait = map[NodeID]uint32{}
+	m.discTerms = map[NodeID]uint32{}
 	m.discFrom = m.seq
 	for _, id := range m.cfg.Cluster {
 		if id != m.self {

@@ -134,9 +134,10 @@ type Member struct {
 	discovering bool
 	discEnd     int64
 	discWait    map[NodeID]uint32
-	discRetry   int64           // when discovery asks the silent nodes again
-	discFrom    uint32          // the query sequence number before discovery's first
-	discLeads   map[uint32]bool // terms whose reference claimed them
+	discRetry   int64             // when discovery asks the silent nodes again
+	discFrom    uint32            // the query sequence number before discovery's first
+	discLeads   map[uint32]bool   // terms whose reference claimed them
+	discTerms   map[NodeID]uint32 // the term each answer to discovery named
 
 	// Liveness query to the reference.
 	qSeq uint32
@@ -199,7 +200,7 @@ func NewMember(cfg MemberConfig, logger *slog.Logger) (*Member, error) {
 	}
 	m := &Member{cfg: cfg, log: logger.With("node", self), self: self, after: int64(cfg.FailoverAfter), seq: cfg.FirstSeq,
 		beats: map[uint32]int64{}, acked: map[NodeID]int64{}, notice: map[NodeID]int64{}, grants: map[uint32]bool{},
-		claims: map[NodeID]uint32{}, discLeads: map[uint32]bool{}}
+		claims: map[NodeID]uint32{}, discLeads: map[uint32]bool{}, discTerms: map[NodeID]uint32{}}
 	eng, err := m.newNode(0)
 	if err != nil {
 		return nil, err

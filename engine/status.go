@@ -69,6 +69,7 @@ func (m *Member) statusReply(r Message, local int64) {
 		if _, ok := m.discWait[r.From]; !ok || !m.discoveryReply(r.Seq) {
 			return
 		}
+		m.discTerms[r.From] = r.Term
 		delete(m.discWait, r.From)
 		m.discoveryAnswered(local)
 	case m.cand && r.Seq != 0 && r.Seq == m.candSeqs[r.From] && r.Flags&FlagVote != 0:

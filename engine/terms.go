@@ -177,10 +177,34 @@ func (m *Member) discoveredTerm() (uint32, bool) {
 		}
 		agree, n = t, n+1
 	}
-	if n > 0 && agree > m.term && agree <= MaxTerm {
+	if n > 0 && agree > m.term && agree <= MaxTerm && !m.outvoted(agree) {
 		return agree, true
 	}
 	return 0, false
+}
+
+// outvoted reports whether more answers to discovery named this member's
+// own term than t: those nodes still follow the term it had (a reference
+// restarted before they noticed names itself in their answers), so t,
+// named by fewer, is not the cluster's. FuzzMemberElection found a
+// restarted node 1 that took term 2 from node 2's answer alone (node 2 had
+// followed a faulty node 3's claim, node 3 was silent since) while nodes 4
+// and 5 answered term 0 naming node 1: node 1, with no global time, could
+// win no vote, node 2 waited for it, and nodes 4 and 5 refused term 4,
+// more than one walk from theirs. Continuing term 0, node 1 leads the
+// majority that still follows it, and node 2 comes back to the older term
+// (olderLeader).
+func (m *Member) outvoted(t uint32) bool {
+	var mine, theirs int
+	for _, a := range m.discTerms {
+		switch a {
+		case m.term:
+			mine++
+		case t:
+			theirs++
+		}
+	}
+	return mine > theirs
 }
 
 // checkTerm is CheckMessage's term check for an engine message.
