@@ -307,7 +307,10 @@ func TestMemberVotes(t *testing.T) {
 // FuzzMemberElection drives five members (order 1, 2, 3; 4 and 5 follow)
 // through a sequence of pauses, kills, restarts, one-way cuts and delays
 // read from ops, while node 3 is Byzantine: besides its honest messages it
-// sends, every millisecond, one read from byz (status queries and replies
+// sends, every millisecond it is neither down nor paused (a stopped
+// process sends nothing; a paused sender's millisecond messages piled up
+// in its peers' replies and made one input run for a minute), one read
+// from byz (status queries and replies
 // of arbitrary terms, flags and references, vote requests, engine messages
 // of other terms) to one of the others. At every millisecond no two synced
 // reads of the honest nodes are disjoint and at most one honest member is
@@ -339,7 +342,7 @@ func FuzzMemberElection(f *testing.F) {
 		n.faulty = map[NodeID]bool{bad: true}
 		var k int
 		n.byz = func() {
-			if len(byz) < 5 || n.down[bad] {
+			if len(byz) < 5 || n.down[bad] || n.paused[bad] {
 				return
 			}
 			b := func() byte { v := byz[k%len(byz)]; k++; return v }
