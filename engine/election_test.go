@@ -307,12 +307,11 @@ func TestMemberVotes(t *testing.T) {
 // FuzzMemberElection drives five members (order 1, 2, 3; 4 and 5 follow)
 // through a sequence of pauses, kills, restarts, one-way cuts and delays
 // read from ops, while node 3 is Byzantine: besides its honest messages it
-// sends, every millisecond it is neither down nor paused (a stopped
-// process sends nothing; a paused sender's millisecond messages piled up
-// in its peers' replies and made one input run for a minute), one read
-// from byz (status queries and replies
-// of arbitrary terms, flags and references, vote requests, engine messages
-// of other terms) to one of the others. At every millisecond no two synced
+// sends, every millisecond it is neither down nor paused (a stopped process
+// sends nothing; a paused sender's messages piled up in its peers' replies
+// and made one input run for a minute), one read from byz (status queries
+// and replies of arbitrary terms, flags and references, vote requests,
+// engine messages of other terms) to one of the others. At every millisecond no two synced
 // reads of the honest nodes are disjoint and at most one honest member is
 // a leased reference; at the end node 3 falls silent, the net heals, and
 // a kill of the reference is followed by a takeover within failover_after
