@@ -125,10 +125,14 @@ func TestGoSinkRecords(t *testing.T) {
 	}
 }
 
-func writeRich(t *testing.T, dir string) *Writer {
+func writeRich(t *testing.T, dir string) *Writer { return writeRichWith(t, dir, CreateGo) }
+
+// writeRichWith writes richTrace in dir through the sink create opens
+// (CreateGo, or Create: libotf2 in a -tags otf2 build).
+func writeRichWith(t *testing.T, dir string, create func(string, Options) (*Writer, error)) *Writer {
 	t.Helper()
 	procs, names, evs, opt := richTrace()
-	w, err := CreateGo(dir, opt)
+	w, err := create(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package otf2
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,27 +16,9 @@ import (
 // trace id (libotf2 hashes the time, the host and the pid into it), and
 // otf2-print -A prints the same.
 func TestSinksOTF2Identical(t *testing.T) {
-	procs, names, evs, opt := richTrace()
 	write := func(create func(string, Options) (*Writer, error)) string {
 		dir := t.TempDir()
-		w, err := create(dir, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.SetNames(names)
-		for _, p := range procs {
-			if err := w.SetProcess(p, fmt.Sprintf("rank %d", p), p/2); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range evs {
-			if err := w.Write(&evs[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeRichWith(t, dir, create)
 		return dir
 	}
 	lib, pure := write(Create), write(CreateGo)
