@@ -581,35 +581,54 @@ func (l *Lab) startChronyRefclock(host int, s ChainSetting) (*chronyRefclock, er
 		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
 	}
 	c := &chronyRefclock{Host: host, Dir: dir, Sock: filepath.Join(dir, "refclock.sock"), Cmd: filepath.Join(dir, "chronyd.sock")}
-	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\nlogdir %s\nlog tracking refclocks\n", dir, c.Cmd, dir) + s.Conf(c.Sock)
-	cf := filepath.Join(dir, "chrony.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "chronyd.log"))
+	_ = os.MkdirAll("/var/run/chrony", 0o750) // chronyc's reply socket
+	c.Proc, err = l.startChronydIn(host, dir, c.Cmd, fmt.Sprintf("logdir %s\nlog tracking refclocks\n", dir)+s.Conf(c.Sock), c.Sock)
 	if err != nil {
 		return nil, fmt.Errorf("lab: chrony refclock: %w", err)
 	}
-	defer logf.Close()
-	// -x: never touch the clock; -d: foreground, log to stderr.
-	if c.Proc, err = l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, netlab.ExecOptions{Stdout: logf, Stderr: logf}); err != nil {
+	return c, nil
+}
+
+// startChronydIn starts `chronyd -x` (it never touches the clock) in host,
+// in the foreground with its log in dir/chronyd.log, on dir/chrony.conf:
+// its pid file in dir, its command socket at cmd (no UDP command port),
+// then extra. It returns once cmd and every path in wait exist, or an
+// error naming the host and the log when chronyd exits first or makes
+// them not within 5 s.
+func (l *Lab) startChronydIn(host int, dir, cmd, extra string, wait ...string) (*netlab.Proc, error) {
+	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n", dir, cmd) + extra
+	cf := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	_ = os.MkdirAll("/var/run/chrony", 0o750) // chronyc's reply socket
+	logf, err := os.Create(filepath.Join(dir, "chronyd.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	// -x: never touch the clock; -d: foreground, log to stderr.
+	p, err := l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, netlab.ExecOptions{Stdout: logf, Stderr: logf})
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err1 := os.Stat(c.Sock)
-		_, err2 := os.Stat(c.Cmd)
-		if err1 == nil && err2 == nil {
-			return c, nil
+		made := true
+		for _, path := range append([]string{cmd}, wait...) {
+			if _, err := os.Stat(path); err != nil {
+				made = false
+			}
+		}
+		if made {
+			return p, nil
 		}
 		select {
-		case <-c.Proc.Done():
-			return nil, fmt.Errorf("lab: chronyd in host %d exited: %v (log: %s)", host, c.Proc.Err(), dir)
+		case <-p.Done():
+			return nil, fmt.Errorf("chronyd in host %d exited: %v (log: %s)", host, p.Err(), dir)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("lab: chronyd in host %d made no refclock or command socket in 5 s (log: %s)", host, dir)
+			return nil, fmt.Errorf("chronyd in host %d made not all of %s and %v in 5 s (log: %s)", host, cmd, wait, dir)
 		}
 	}
 }

@@ -406,33 +406,10 @@ func (l *Lab) startChronyNoSource(host int) (*chronyNoSource, error) {
 		return nil, fmt.Errorf("lab: chronyd without source: %w", err)
 	}
 	c := &chronyNoSource{Cmd: filepath.Join(dir, "chronyd.sock")}
-	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n", dir, c.Cmd)
-	cf := filepath.Join(dir, "chrony.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+	if c.Proc, err = l.startChronydIn(host, dir, c.Cmd, ""); err != nil {
 		return nil, fmt.Errorf("lab: chronyd without source: %w", err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "chronyd.log"))
-	if err != nil {
-		return nil, fmt.Errorf("lab: chronyd without source: %w", err)
-	}
-	defer logf.Close()
-	if c.Proc, err = l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, netlab.ExecOptions{Stdout: logf, Stderr: logf}); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := os.Stat(c.Cmd); err == nil {
-			return c, nil
-		}
-		select {
-		case <-c.Proc.Done():
-			return nil, fmt.Errorf("lab: chronyd in host %d exited: %v (log: %s)", host, c.Proc.Err(), dir)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("lab: chronyd in host %d made no command socket in 5 s (log: %s)", host, dir)
-		}
-	}
+	return c, nil
 }
 
 // TestUTCFailoverReads: the figures TestLabUTCFailover judges, on a made-up
