@@ -94,3 +94,20 @@ func holdLab() (release func()) {
 	}
 	return release
 }
+
+// gclockOutcome is the outcome of runGclockAsync.
+type gclockOutcome struct {
+	res GclockResult
+	err error
+}
+
+// runGclockAsync starts l.RunGclock(ctx, gc) and returns where its outcome
+// arrives, for a test that measures beside the run.
+func runGclockAsync(ctx context.Context, l *Lab, gc GclockConfig) <-chan gclockOutcome {
+	done := make(chan gclockOutcome, 1)
+	go func() {
+		r, err := l.RunGclock(ctx, gc)
+		done <- gclockOutcome{r, err}
+	}()
+	return done
+}

@@ -206,16 +206,8 @@ func TestLabNTP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type result struct {
-		res GclockResult
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		r, err := l.RunGclock(ctx, gc)
-		done <- result{r, err}
-	}()
+	done := runGclockAsync(ctx, l, gc)
 	time.Sleep(gc.Warmup)
 
 	errs, delays := map[string][]int64{}, map[string][]int64{}

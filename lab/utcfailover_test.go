@@ -142,16 +142,8 @@ func labUTCFailover(t *testing.T, source bool) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type result struct {
-		res GclockResult
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		r, err := l.RunGclock(ctx, gc)
-		done <- result{r, err}
-	}()
+	done := runGclockAsync(ctx, l, gc)
 	// NTP from h2's namespace to h1 and h2 every 250 ms from the kill on,
 	// and the served status once the new reference's UTC (or its
 	// absence) has had time to reach every host.
