@@ -257,21 +257,41 @@ func labUTCFailover(t *testing.T, source bool) {
 	}
 }
 
+// hostReads yields host h's reads in series with their time and the end
+// of the last stall of the evaluator before them (a second after a gap of
+// stallGap between two reads: the reads just after it are late).
+func hostReads(series []SeriesPoint, h int) func(yield func(hostRead) bool) {
+	return func(yield func(hostRead) bool) {
+		var prev, stallEnd time.Duration
+		for _, p := range series {
+			at := time.Duration(p.AtNs)
+			if p.Host != h {
+				continue
+			}
+			if prev > 0 && at-prev >= stallGap {
+				stallEnd = at + time.Second
+			}
+			prev = at
+			if !yield(hostRead{p, at, stallEnd}) {
+				return
+			}
+		}
+	}
+}
+
+// hostRead is one read of hostReads.
+type hostRead struct {
+	SeriesPoint
+	at, stallEnd time.Duration
+}
+
 // utcFailoverReads condenses host h's reads (series: CLOCK_REALTIME is the
 // truth) from warm to end around a kill at kill.
 func utcFailoverReads(series []SeriesPoint, h int, warm, kill, foTime, end time.Duration) utcFailoverFigures {
 	var f utcFailoverFigures
 	var before []int64
-	var prev, stallEnd time.Duration
-	for _, p := range series {
-		at := time.Duration(p.AtNs)
-		if p.Host != h {
-			continue
-		}
-		if prev > 0 && at-prev >= stallGap {
-			stallEnd = at + time.Second
-		}
-		prev = at
+	for r := range hostReads(series, h) {
+		p, at, stallEnd := r.SeriesPoint, r.at, r.stallEnd
 		if at < warm || at >= end {
 			continue
 		}
@@ -325,17 +345,9 @@ func utcFailoverReads(series []SeriesPoint, h int, warm, kill, foTime, end time.
 	f.before = before[len(before)/2]
 	// For good: the first read after the kill from which every read is
 	// synced, or has bounds within twice the width before.
-	prev, stallEnd = 0, 0
-	for _, p := range series {
-		at := time.Duration(p.AtNs)
-		if p.Host != h {
-			continue
-		}
-		if prev > 0 && at-prev >= stallGap {
-			stallEnd = at + time.Second
-		}
-		prev = at
-		if at < kill || at >= end || at < stallEnd {
+	for r := range hostReads(series, h) {
+		p, at := r.SeriesPoint, r.at
+		if at < kill || at >= end || at < r.stallEnd {
 			continue
 		}
 		if !p.Synced {
