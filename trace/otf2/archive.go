@@ -97,8 +97,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"unsafe"
 )
 
@@ -118,15 +116,8 @@ type archive struct {
 // dir/traces.def and dir/traces/. An archive already there is replaced;
 // other files in dir are left alone.
 func Create(dir string, opt Options) (*Writer, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("otf2: %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "traces.otf2")); err == nil {
-		for _, p := range []string{"traces.otf2", "traces.def", "traces"} {
-			if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
-				return nil, fmt.Errorf("otf2: replace the archive in %s: %w", dir, err)
-			}
-		}
+	if err := replaceArchive(dir); err != nil {
+		return nil, err
 	}
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
@@ -292,16 +283,8 @@ func (s *archive) finish(d *Defs) (err error) {
 	for i, m := range d.Metrics {
 		metNames[i] = st.ref(m)
 	}
-	attrs := []struct {
-		name, desc string
-		typ        C.OTF2_Type
-	}{
-		{"gclock::local_ns", "the event's raw timestamp on its process's local clock, ns", C.OTF2_TYPE_INT64},
-		{"gclock::bound_ns", "half-width of the bound on the event's global time, ns (daemon mappings)", C.OTF2_TYPE_UINT64},
-		{"gclock::message_id", "gclock's message id (send and receive of one message share it)", C.OTF2_TYPE_UINT64},
-	}
-	attrRefs := make([]region, len(attrs))
-	for i, a := range attrs {
+	attrRefs := make([]region, len(attrDefs))
+	for i, a := range attrDefs {
 		attrRefs[i] = region{st.ref(a.name), st.ref(a.desc)}
 	}
 	mpi, user := st.ref("MPI"), st.ref("User")
@@ -348,8 +331,8 @@ func (s *archive) finish(d *Defs) (err error) {
 	for i, r := range d.Regions {
 		chk(C.OTF2_GlobalDefWriter_WriteRegion(g, C.OTF2_RegionRef(i), regNames[i], regNames[i], empty, C.OTF2_RegionRole(r.Role), C.OTF2_Paradigm(r.Paradigm), C.OTF2_REGION_FLAG_NONE, empty, 0, 0), "write a region")
 	}
-	for i, a := range attrs {
-		chk(C.OTF2_GlobalDefWriter_WriteAttribute(g, C.OTF2_AttributeRef(i), attrRefs[i].name, attrRefs[i].desc, a.typ), "write an attribute")
+	for i, a := range attrDefs {
+		chk(C.OTF2_GlobalDefWriter_WriteAttribute(g, C.OTF2_AttributeRef(i), attrRefs[i].name, attrRefs[i].desc, C.OTF2_Type(a.typ)), "write an attribute")
 	}
 	// MPI_COMM_WORLD: rank i is process i's track 0.
 	if len(d.Procs) > 0 {

@@ -20,15 +20,8 @@ type goSink struct {
 // CreateGo opens an OTF2 archive in dir like Create, written in pure Go
 // whatever the build (Create is CreateGo in a build without -tags otf2).
 func CreateGo(dir string, opt Options) (*Writer, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("otf2: %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "traces.otf2")); err == nil {
-		for _, p := range []string{"traces.otf2", "traces.def", "traces"} {
-			if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
-				return nil, fmt.Errorf("otf2: replace the archive in %s: %w", dir, err)
-			}
-		}
+	if err := replaceArchive(dir); err != nil {
+		return nil, err
 	}
 	w, err := ar.Create(dir, "traces", ar.Options{Creator: "gclock"})
 	if err != nil {
@@ -37,7 +30,25 @@ func CreateGo(dir string, opt Options) (*Writer, error) {
 	return newWriter(&goSink{dir: dir, w: w, locs: map[uint64]bool{}}, opt), nil
 }
 
-// Attribute definitions every event refers to.
+// replaceArchive makes dir and removes an archive already there (its
+// anchor file, global definitions and location files; other files in dir
+// stay), for either sink.
+func replaceArchive(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("otf2: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "traces.otf2")); err == nil {
+		for _, p := range []string{"traces.otf2", "traces.def", "traces"} {
+			if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+				return fmt.Errorf("otf2: replace the archive in %s: %w", dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Attribute definitions every event refers to (both sinks; typ is OTF2's
+// OTF2_Type).
 const (
 	attrLocal = 0 // gclock::local_ns
 	attrBound = 1 // gclock::bound_ns
