@@ -39,20 +39,7 @@ func TestTargetsCheck(t *testing.T) {
 			if len(cs) != tc.checks {
 				t.Fatalf("%d checks, want %d: %+v", len(cs), tc.checks, cs)
 			}
-			var failed []string
-			for _, c := range cs {
-				if !c.Met {
-					failed = append(failed, c.Name)
-				}
-			}
-			if len(failed) != len(tc.failing) {
-				t.Fatalf("failed %q, want %q", failed, tc.failing)
-			}
-			for i := range failed {
-				if !strings.HasPrefix(failed[i], tc.failing[i]) {
-					t.Errorf("failed %q, want %q", failed, tc.failing)
-				}
-			}
+			wantFailed(t, cs, tc.failing)
 		})
 	}
 }
@@ -91,20 +78,7 @@ func TestBusyTargetsCheckRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var failed []string
-			for _, c := range busyTargets().checkRun(tc.r) {
-				if !c.Met {
-					failed = append(failed, c.Name)
-				}
-			}
-			if len(failed) != len(tc.failing) {
-				t.Fatalf("failed %q, want %q", failed, tc.failing)
-			}
-			for i := range failed {
-				if !strings.HasPrefix(failed[i], tc.failing[i]) {
-					t.Errorf("failed %q, want %q", failed, tc.failing)
-				}
-			}
+			wantFailed(t, busyTargets().checkRun(tc.r), tc.failing)
 		})
 	}
 	// The default targets do not check the hosts.
@@ -113,5 +87,25 @@ func TestBusyTargetsCheckRun(t *testing.T) {
 	}
 	if ns, h := WorstHostMedian(base.Nodes); ns != 900 || h != 2 {
 		t.Errorf("WorstHostMedian = %d, h%d; want 900, h2", ns, h)
+	}
+}
+
+// wantFailed checks that the checks cs not met are, in order, the ones
+// whose names start with failing's.
+func wantFailed(t *testing.T, cs []TargetCheck, failing []string) {
+	t.Helper()
+	var failed []string
+	for _, c := range cs {
+		if !c.Met {
+			failed = append(failed, c.Name)
+		}
+	}
+	if len(failed) != len(failing) {
+		t.Fatalf("failed %q, want %q", failed, failing)
+	}
+	for i := range failed {
+		if !strings.HasPrefix(failed[i], failing[i]) {
+			t.Errorf("failed %q, want %q", failed, failing)
+		}
 	}
 }
