@@ -29,12 +29,13 @@ const discoverRetries = 4
 func (m *Member) startDiscovery(local int64) {
 	m.discovering = true
 	m.discEnd = local + m.discoverTimeout()
-	m.discWait = map[NodeID]uint32{}
+	m.discWait = map[NodeID]bool{}
 	m.discTerms = map[NodeID]uint32{}
 	m.discFrom = m.seq
 	for _, id := range m.cfg.Cluster {
 		if id != m.self {
-			m.discWait[id] = m.query(id, local)
+			m.discWait[id] = true
+			m.query(id, local)
 		}
 	}
 	m.discRetry = local + m.discoverTimeout()/discoverRetries
@@ -46,8 +47,10 @@ func (m *Member) retryDiscovery(local int64) {
 	if local < m.discRetry {
 		return
 	}
-	for id := range m.discWait {
-		m.discWait[id] = m.query(id, local)
+	for _, id := range m.cfg.Cluster { // in order: the same queries every run
+		if m.discWait[id] {
+			m.query(id, local)
+		}
 	}
 	m.discRetry = local + m.discoverTimeout()/discoverRetries
 }

@@ -133,7 +133,7 @@ type Member struct {
 	// Discovery (at start): queries out until discEnd; highest term named.
 	discovering bool
 	discEnd     int64
-	discWait    map[NodeID]uint32
+	discWait    map[NodeID]bool   // the nodes discovery waits for
 	discRetry   int64             // when discovery asks the silent nodes again
 	discFrom    uint32            // the query sequence number before discovery's first
 	discLeads   map[uint32]bool   // terms whose reference claimed them
