@@ -142,8 +142,10 @@ func (m *Member) lose(local int64) {
 	m.cand = false
 	delete(m.grants, m.candTerm)
 	m.bind()
-	for id := range m.votes {
-		m.send(Message{Type: MsgStatusQuery, To: id, Term: m.candTerm, Flags: FlagResign})
+	for _, id := range m.cfg.Cluster { // in order: the same messages every run
+		if m.votes[id] {
+			m.send(Message{Type: MsgStatusQuery, To: id, Term: m.candTerm, Flags: FlagResign})
+		}
 	}
 }
 
