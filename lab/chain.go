@@ -35,7 +35,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +43,7 @@ import (
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/internal/chronycmd"
+	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/internal/rawclock"
 	"github.com/gclock/gclock/internal/refclock"
 	"github.com/gclock/gclock/internal/satmath"
@@ -713,8 +713,8 @@ func summarizeChain(host int, setting string, rd []ChainReading, warm int64, mis
 	}
 	row.Chain, row.Gclock = eval.SummarizeErrors(ce), eval.SummarizeErrors(ge)
 	if len(cb) > 0 {
-		slices.Sort(cb)
-		row.ClockBoundP50Ns, row.ClockBoundMaxNs = cb[len(cb)/2], cb[len(cb)-1]
+		q := quantile.Of(cb, 0.5, 1)
+		row.ClockBoundP50Ns, row.ClockBoundMaxNs = q[0], q[1]
 		row.ClockBoundCovers = float64(covered) / float64(len(cb))
 	}
 	return row

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/trace/causality"
 	"github.com/gclock/gclock/trace/correct"
 	"github.com/gclock/gclock/trace/format"
@@ -553,7 +554,7 @@ func refineAll(t *Trace, base [][]int64, res *Result, opt Options) int64 {
 	for i := range n {
 		res.Locs[i].Knots = len(knots[i])
 		for e, g := range base[i] {
-			res.Locs[i].MaxAdj = max(res.Locs[i].MaxAdj, abs(cur[i][e]-g))
+			res.Locs[i].MaxAdj = max(res.Locs[i].MaxAdj, satmath.AbsDiff(cur[i][e], g))
 		}
 		copy(base[i], cur[i])
 	}
@@ -588,13 +589,6 @@ func shortest(t *Trace, cur [][]int64, ms []int32, ref, n int, reverse bool, d [
 		}
 	}
 	return d, false
-}
-
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // runCLC applies the controlled logical clock to res.Global.

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
+
+	"github.com/gclock/gclock/internal/quantile"
 )
 
 // Truth is what the test generator (testdata/scorep_like.py, python3-otf2,
@@ -65,8 +66,8 @@ func statsOf(v []int64) ErrorStats {
 	if len(v) == 0 {
 		return ErrorStats{}
 	}
-	slices.Sort(v)
-	return ErrorStats{N: len(v), P50: v[len(v)/2], P99: v[len(v)*99/100], Max: v[len(v)-1]}
+	q := quantile.Of(v, 0.5, 0.99, 1)
+	return ErrorStats{N: len(v), P50: q[0], P99: q[1], Max: q[2]}
 }
 
 // Evaluate compares per-location global times (global(loc, event)) with
