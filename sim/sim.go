@@ -283,9 +283,13 @@ func (r *runner) setup() error {
 		r.rec = &Recording{Node: sc.Eval.RecordNode}
 	}
 	if r.opt.Limit {
+		// The oracle is told the clocks' random walk of the frequency:
+		// every clock wanders by the scenario's ppm per sqrt(s), the
+		// node's and its source's independently.
+		w := sc.Clocks.WanderPPMPerSqrtS * 1e-6
 		r.limits = make([]*limit.Tracker, len(r.nodes))
 		for i := range r.limits {
-			r.limits[i] = limit.New()
+			r.limits[i] = limit.NewWithOracle(2 * w * w)
 		}
 	}
 	// Start every node at the origin; they are ticked in order of id, each a

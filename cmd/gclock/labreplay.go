@@ -29,6 +29,9 @@ type labReplayRow struct {
 	// exchanges and evaluations (--limit; eval/limit), and which.
 	LimitNs   float64 `json:"limit_ns,omitempty"`
 	LimitName string  `json:"limit,omitempty"`
+	// OracleNs: the Kalman filter told the clocks' true wander (0 on raw
+	// clocks) on the same exchanges (eval/limit's oracle).
+	OracleNs float64 `json:"oracle_ns,omitempty"`
 }
 
 // runLabReplay is `gclock lab replay`: the centre-line estimator replayed
@@ -56,7 +59,7 @@ flags:
 	memory := fs.Float64("center-memory", lab.LabDaemonConfig().Sync.CenterMemory, "the centre line's memory in rounds, as the lab's daemons (sync.center_memory; 0: none)")
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
-	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight")
+	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight, and the oracle (a Kalman filter told the clocks do not wander)")
 	floorOnly := fs.Bool("floor-only", false, "the centre line on the fastest exchanges alone (the estimator before the body line)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
@@ -88,7 +91,7 @@ flags:
 		row := replayRow(path, res.Errors)
 		row.Exchanges, row.Rounds, row.Restarts = res.Exchanges, res.Rounds, res.Restarts
 		if res.Limit != nil {
-			row.LimitNs, row.LimitName = res.Limit.Best, res.Limit.BestName
+			row.LimitNs, row.LimitName, row.OracleNs = res.Limit.Best, res.Limit.BestName, res.Limit.Oracle
 		}
 		rows = append(rows, row)
 		all = append(all, res.Errors...)
@@ -108,11 +111,11 @@ flags:
 		if !*withLimit || r.LimitName == "" {
 			return ""
 		}
-		return fmt.Sprintf(" %9.3f %9.2fx  %s", r.LimitNs/1e3, float64(r.P50Ns)/r.LimitNs, r.LimitName)
+		return fmt.Sprintf(" %9.3f %9.2fx %9.3f  %s", r.LimitNs/1e3, float64(r.P50Ns)/r.LimitNs, r.OracleNs/1e3, r.LimitName)
 	}
 	head := ""
 	if *withLimit {
-		head = fmt.Sprintf(" %9s %10s  %s", "limit us", "p50/limit", "best textbook")
+		head = fmt.Sprintf(" %9s %10s %9s  %s", "limit us", "p50/limit", "oracle us", "best textbook")
 	}
 	fmt.Fprintf(stdout, "%-40s %9s %6s %8s %6s %9s %9s %9s %9s%s\n", "file", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
 	for _, r := range rows {

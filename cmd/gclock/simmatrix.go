@@ -73,16 +73,19 @@ func runSimMatrix(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
 	write := func(w io.Writer) {
 		fmt.Fprintf(w, "gclock sim matrix %s (%s)\n\n", strings.Join(args, " "), time.Since(start).Round(time.Second))
 		rep.WriteMarkdown(w)
 	}
-	write(stdout)
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		write(stdout)
+	}
 	if *out != "" {
 		f, err := os.Create(*out)
 		if err != nil {

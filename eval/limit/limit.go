@@ -61,6 +61,11 @@ type Result struct {
 	// Best is the smallest median (ns) and BestName its estimator.
 	Best     float64 `json:"best_ns"`
 	BestName string  `json:"best"`
+	// Oracle and OracleP99 are the median and p99 |error| (ns) of the
+	// Kalman filter told the clocks' true wander (oracle.go); 0 when the
+	// tracker has no oracle (New) or it never had a line.
+	Oracle    float64 `json:"oracle_ns,omitempty"`
+	OracleP99 float64 `json:"oracle_p99_ns,omitempty"`
 }
 
 // Tracker holds one node's received rounds and the textbook lines.
@@ -70,12 +75,29 @@ type Tracker struct {
 	a, b   []float64 // per estimator: offset at x0 and slope
 	ok     []bool
 	errs   [][]float64
+	// The oracle (nil: none), its line at x0 and its errors.
+	oracle     *oracle
+	oa, ob     float64
+	oracleOK   bool
+	oracleErrs []float64
 }
 
 // New returns an empty Tracker.
 func New() *Tracker {
 	n := len(limitKinds) * len(limitSpans)
 	return &Tracker{a: make([]float64, n), b: make([]float64, n), ok: make([]bool, n), errs: make([][]float64, n)}
+}
+
+// NewWithOracle returns an empty Tracker that also runs the oracle
+// (oracle.go) told wander: the variance per second of the random walk of
+// the frequency difference between the node's clock and its source's, in
+// (ns/ns)^2 per second (two clocks each wandering by w ppm per sqrt(s):
+// 2 (w 1e-6)^2; 0 for clocks that do not wander). Only an evaluator knows
+// it.
+func NewWithOracle(wander float64) *Tracker {
+	t := New()
+	t.oracle = &oracle{q: max(0, wander)}
+	return t
 }
 
 // AddRound takes a round the node's estimator was given and refits.
@@ -100,6 +122,10 @@ func (t *Tracker) AddRound(round []estimate.Sample) {
 			i++
 		}
 	}
+	if t.oracle != nil {
+		t.oracle.add(round)
+		t.oa, t.ob, t.oracleOK = t.oracle.line(t.x0)
+	}
 }
 
 // Judge records every line's |error| at local time local against truth,
@@ -112,6 +138,10 @@ func (t *Tracker) Judge(local, truth int64) {
 		}
 		est := local + int64(math.Round(t.a[i]+t.b[i]*dx))
 		t.errs[i] = append(t.errs[i], math.Abs(float64(est-truth)))
+	}
+	if t.oracleOK {
+		est := local + int64(math.Round(t.oa+t.ob*dx))
+		t.oracleErrs = append(t.oracleErrs, math.Abs(float64(est-truth)))
 	}
 }
 
@@ -129,6 +159,10 @@ func (t *Tracker) Result(node int) Result {
 		if !math.IsNaN(med) && (math.IsNaN(nl.Best) || med < nl.Best) {
 			nl.Best, nl.BestName = med, names[i]
 		}
+	}
+	if e := t.oracleErrs; len(e) > 0 {
+		slices.Sort(e)
+		nl.Oracle, nl.OracleP99 = e[len(e)/2], e[min(len(e)-1, len(e)*99/100)]
 	}
 	return nl
 }
