@@ -87,6 +87,7 @@ type ViewSource struct {
 	// SourceStats.Line), the body's weight and each direction's delay
 	// spread.
 	Line              string  `json:"line,omitempty"`
+	BodyLine          string  `json:"body_line,omitempty"`
 	BodyWeight        float64 `json:"body_weight,omitempty"`
 	ShapesDiffer      bool    `json:"shapes_differ,omitempty"`
 	DelaySpreadUpNs   int64   `json:"delay_spread_up_ns,omitempty"`
@@ -123,7 +124,7 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 			FrequencyPPM: src.Frequency * 1e6, SkewPPM: src.Skew * 1e6, GlobalPeriodNs: int64(src.GlobalPeriod),
 			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
 			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),
-			Line: src.Line, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown)})
+			Line: src.Line, BodyLine: src.BodyLine, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown)})
 	}
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {

@@ -124,8 +124,11 @@ type SourceStats struct {
 	// body's share in it, ShapesDiffer whether the two directions' delays
 	// differ in shape (the line then guesses: estimate.CenterShape), and
 	// DelaySpreadUp and DelaySpreadDown each direction's robust delay
-	// spread (to the source, from it).
+	// spread (to the source, from it). BodyLine names the body line
+	// ("lower": the lower tenth of each direction's delays, matched;
+	// "midpoints"; estimate.CenterShape.Body).
 	Line                           string
+	BodyLine                       string
 	BodyWeight                     float64
 	ShapesDiffer                   bool
 	DelaySpreadUp, DelaySpreadDown time.Duration
@@ -549,6 +552,7 @@ func trackingStats(s *Snapshot, es engine.Snapshot, tr engine.Tracking, x int64,
 			ss.GlobalPeriod = time.Duration(e.GlobalPeriod)
 			if e.HasLine {
 				ss.Line, ss.BodyWeight, ss.ShapesDiffer = e.Line.Kind(), e.Line.BodyWeight, e.Line.Asymmetric
+				ss.BodyLine = e.Line.Body
 				ss.DelaySpreadUp, ss.DelaySpreadDown = time.Duration(e.Line.SpreadUp), time.Duration(e.Line.SpreadDown)
 			}
 			if e.Rounds > 0 {

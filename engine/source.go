@@ -60,6 +60,9 @@ type source struct {
 func (n *Node) noteLine(s *source) {
 	sh, ok := centerShape(s.sel)
 	kind := sh.Kind()
+	if sh.Body != "" && sh.BodyWeight > 0 {
+		kind += " (" + sh.Body + ")"
+	}
 	if sh.Asymmetric {
 		kind += ", shapes differ"
 	}
@@ -67,7 +70,7 @@ func (n *Node) noteLine(s *source) {
 		return
 	}
 	s.line = kind
-	n.logger.Info("centre line", "source", s.id, "rests_on", sh.Kind(), "shapes_differ", sh.Asymmetric, "body_weight", sh.BodyWeight,
+	n.logger.Info("centre line", "source", s.id, "rests_on", sh.Kind(), "body_line", sh.Body, "shapes_differ", sh.Asymmetric, "body_weight", sh.BodyWeight,
 		"floor_sd_ns", int64(sh.FloorSD), "body_sd_ns", int64(sh.BodySD),
 		"spread_up_ns", int64(sh.SpreadUp), "spread_down_ns", int64(sh.SpreadDown), "disagree_sd", sh.Disagree)
 }

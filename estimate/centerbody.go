@@ -76,6 +76,11 @@ type CenterShape struct {
 	// Disagree is the distance between the two lines at the newest
 	// exchange in standard deviations of their difference.
 	Disagree float64
+	// Body names the body line: "lower" (the lower tenth of each
+	// direction's delays, matched: the directions' spreads agree) or
+	// "midpoints" (the exchanges' midpoints: the spreads differ); "" when
+	// no body line was fitted.
+	Body string
 }
 
 // Kind names what the line rests on: "floor" (the body's weight under
@@ -143,6 +148,28 @@ const (
 	// bodyDecay is the weight of the newest round in the smoothed log
 	// ratio of the two variances.
 	bodyDecay = 0.3
+	// bodyQuantile: the lower body line matches this quantile of each
+	// direction's delays. A midpoint is unbiased only where the two
+	// directions' whole delay distributions have the same shape; the
+	// matched tenth only where their lower parts do, which is what one-way
+	// waiting leaves alone: on the lab's raw-clock runs (exact truth) the
+	// midpoints were 0.1-0.9 us off per host on every bell, the stacks
+	// and the reference's scheduling delaying one direction's bulk more,
+	// and the lower tenth cut the replayed medians from 0.22 / 0.28 to
+	// 0.17 / 0.19 us on normal 3 us, 0.60 / 0.71 to 0.43 / 0.43 on normal
+	// 10 us and 1.31 / 0.83 to 0.54 / 0.32 on two modes (the fast mode's
+	// lower part each way). On a symmetric bell it costs efficiency (the
+	// tenth of a normal has about 3x the mean's variance), little beside
+	// the wander: in the simulator's matrix (30 seeds) normal 3 us 133 ns
+	// against 130, normal 10 us 307 against 293, two modes 293 against
+	// 501. The twentieth did better on the lab's bells and worse in the
+	// simulator (normal 10 us 357 ns); the fifth worse on two modes.
+	bodyQuantile = 0.1
+	// bodyLowerBell: the lower body stands alone once the floor line's
+	// variance, by the formulas, is at least this times the lower body's
+	// (smoothed: sharp); on the lab's bells the ratio was 1.7-3, on
+	// uniform delays 0.25.
+	bodyLowerBell = 1.0
 )
 
 // bodyState is a hull's memory of the choice: the smoothed log of
@@ -218,7 +245,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	}
 	// Each direction's delay beyond the floor line (for the floor line's
 	// variance), and the exchanges' midpoints (for the body line).
-	side := func(ps []pt, sign float64) []wv {
+	side := func(ps []pt, sign, s float64) []wv {
 		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
 		out := make([]wv, 0, len(ps)-i0)
 		for _, p := range ps[i0:] {
@@ -227,7 +254,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		}
 		return out
 	}
-	qUp, qLow := side(h.up.pts, 1), side(h.low.pts, -1)
+	qUp, qLow := side(h.up.pts, 1, s), side(h.low.pts, -1, s)
 	var mx, md, mw, mr []float64
 	for _, m := range h.mids {
 		x := m.x - h.x0
@@ -243,7 +270,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// Spreads of each direction about its own median (the floor line's
 	// residuals: the line does not change a spread).
 	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
-	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
+	vFloor := (quantileVar(qUp, floorK, 0) + quantileVar(qLow, floorK, 0)) / 4
 
 	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
 	b := &h.body
@@ -272,6 +299,23 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	if !(vBody > 0) || !(vCentre > 0) {
 		b.shape = shape
 		return c, s
+	}
+	// The lower body: where the two directions' spreads agree, the body
+	// line's offset is where the lower tenth of each direction's delays
+	// beyond the line meet (its skew the midpoints' fit's), not the
+	// midpoints' centre (see bodyQuantile).
+	shape.Body = "midpoints"
+	lower := !spreadsDiffer(spreadUp, spreadLow)
+	if lower {
+		up, low := side(h.up.pts, 1, sk), side(h.low.pts, -1, sk)
+		qu, vu := weightedQuantile(up, bodyQuantile)
+		ql, vl := weightedQuantile(low, bodyQuantile)
+		if vq := (vu + vl) / 4; vq > 0 && !math.IsInf(vq, 0) {
+			a, vBody, vCentre = c+(qu-ql)/2, vq+(vBody-vCentre), vq
+			shape.Body = "lower"
+		} else {
+			lower = false
+		}
 	}
 	vFloor *= vBody / vCentre
 	// The shape's long-run sharpness: the formulas alone (no measured
@@ -313,6 +357,17 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	}
 	shape.Asymmetric = spreadsDiffer(spreadUp, spreadLow) || !(z < bodyAgreeHi)
 	switch {
+	case lower && math.Exp(b.sharp.v) >= bodyLowerBell:
+		// The lower body alone where the fastest exchanges are no sharper
+		// than the lower tenth (a bell's tail: the density thins out
+		// toward the fastest), whatever the lines' distance: the lower
+		// tenth is where the directions' waiting, which differs between
+		// them, has reached least, so it is the safer line of the two
+		// there, and blending in the floor's extreme exchanges only adds
+		// their noise. Where the floor is a hard edge (uniform delays, a
+		// path that is often empty) its few exchanges are sharper than
+		// the tenth and the cases below weigh the two.
+		shape.BodyWeight = 1
 	case shape.Asymmetric && (rho >= bodyClear || math.Exp(b.sharp.v) >= bodyClear):
 		// Shapes differ and neither has a sharp floor (bells of different
 		// widths, or a bell whose one direction a load burst widened): a
@@ -348,10 +403,11 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 type wv struct{ v, w float64 }
 
 // quantileVar is the variance of the k-th lowest of a side's weighted
-// values as an estimate of that quantile: p(1-p) S(p)^2 / n, with n the
-// effective number of values, p = k/n and the sparsity S read off the
-// weighted quantiles at p/2 and 2p. It sorts q.
-func quantileVar(q []wv, k int) float64 {
+// values (or, with p > 0, of its p quantile) as an estimate of that
+// quantile: p(1-p) S(p)^2 / n, with n the effective number of values,
+// p = k/n and the sparsity S read off the weighted quantiles at p/2 and
+// 2p. It sorts q.
+func quantileVar(q []wv, k int, p float64) float64 {
 	slices.SortFunc(q, func(a, b wv) int { return cmp.Compare(a.v, b.v) })
 	var sw, sw2 float64
 	for _, e := range q {
@@ -362,19 +418,40 @@ func quantileVar(q []wv, k int) float64 {
 		return math.NaN()
 	}
 	n := sw * sw / sw2
-	p := min(max(float64(k), 1)/n, 0.25)
-	quant := func(pp float64) float64 {
-		target, cum := pp*sw, 0.0
-		for _, e := range q {
-			cum += e.w
-			if cum >= target {
-				return e.v
-			}
-		}
-		return q[len(q)-1].v
+	if !(p > 0) {
+		p = max(float64(k), 1) / n
 	}
-	sp := (quant(2*p) - quant(p/2)) / (1.5 * p)
+	p = min(p, 0.25)
+	sp := (sortedQuantile(q, sw, 2*p) - sortedQuantile(q, sw, p/2)) / (1.5 * p)
 	return p * (1 - p) * sp * sp / n
+}
+
+// weightedQuantile returns the p quantile of a side's weighted values and
+// its variance as an estimate of that quantile (quantileVar's formula). It
+// sorts q.
+func weightedQuantile(q []wv, p float64) (v, variance float64) {
+	variance = quantileVar(q, 0, p) // sorts q
+	if math.IsNaN(variance) {
+		return 0, variance
+	}
+	var sw float64
+	for _, e := range q {
+		sw += e.w
+	}
+	return sortedQuantile(q, sw, p), variance
+}
+
+// sortedQuantile is the pp quantile of sorted weighted values of total
+// weight sw.
+func sortedQuantile(q []wv, sw, pp float64) float64 {
+	target, cum := pp*sw, 0.0
+	for _, e := range q {
+		cum += e.w
+		if cum >= target {
+			return e.v
+		}
+	}
+	return q[len(q)-1].v
 }
 
 // bodyHubers are the Huber constants (in robust standard deviations of

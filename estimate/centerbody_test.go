@@ -20,6 +20,13 @@ func bodyRun(t testing.TB, link string, floorOnly bool, seed uint64) (float64, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bodyRunWith(t, l.Forward.Sample, l.Reverse.Sample, floorOnly, seed)
+}
+
+// bodyRunWith is bodyRun with the two directions' delays drawn by up and
+// down.
+func bodyRunWith(t testing.TB, upDelay, downDelay func(*rand.Rand) int64, floorOnly bool, seed uint64) (float64, estimate.CenterShape, bool) {
+	t.Helper()
 	h, err := estimate.NewHull(estimate.HullConfig{Window: 4096, Center: true, CenterMemory: 2.5, CenterFloorOnly: floorOnly})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +47,7 @@ func bodyRun(t testing.TB, link string, floorOnly bool, seed uint64) (float64, e
 		x := int64(k) * period
 		var round []estimate.Sample
 		for range pings {
-			up, down := l.Forward.Sample(r), l.Reverse.Sample(r)
+			up, down := upDelay(r), downDelay(r)
 			s := estimate.Sample{LocSend: x, SrcRecv: src(x + up)}
 			s.SrcSend = s.SrcRecv + 1000
 			s.LocRecv = x + up + 1000 + down
@@ -65,29 +72,31 @@ func bodyRun(t testing.TB, link string, floorOnly bool, seed uint64) (float64, e
 }
 
 // TestCenterBody: on every delay shape the centre line rests on what the
-// data support: the body of a bell (several times better than the fastest
-// exchanges), the floor of a floor (as before), and the floor alone when
-// the two directions differ in shape. Three seeds each.
+// data support: the lower body of a bell (several times better than the
+// fastest exchanges), the floor of a floor (as before), the floor alone
+// when the two directions' floors agree and their tails differ, and the
+// midpoints when two bells of one mean differ in width. Three seeds each.
 func TestCenterBody(t *testing.T) {
 	for _, tt := range []struct {
 		name, link string
 		kinds      []string // the shape's Kind at the end, any of
 		asym       bool     // CenterShape.Asymmetric at the end
+		body       string   // CenterShape.Body at the end
 		// maxRatio: mean |error| at most this times the floor line's;
 		// minRatio: at least (a body that must not win by luck).
 		maxRatio, minRatio float64
 	}{
-		{"normal 10us", "normal:100us:10us", []string{"body", "blend"}, false, 0.4, 0},
-		{"normal 3us", "normal:100us:3us", []string{"body", "blend"}, false, 0.5, 0},
-		{"bimodal", "bimodal:100us:20us", []string{"body", "blend"}, false, 0.9, 0},
-		{"pareto floor", "pareto:100us:50us", []string{"floor"}, false, 1.05, 0.95},
-		{"exponential floor", "exponential:100us:20us", []string{"floor"}, false, 1.05, 0.95},
+		{"normal 10us", "normal:100us:10us", []string{"body", "blend"}, false, "lower", 0.4, 0},
+		{"normal 3us", "normal:100us:3us", []string{"body", "blend"}, false, "lower", 0.5, 0},
+		{"bimodal", "bimodal:100us:20us", []string{"body", "blend"}, false, "lower", 0.9, 0},
+		{"pareto floor", "pareto:100us:50us", []string{"floor"}, false, "", 1.05, 0.95},
+		{"exponential floor", "exponential:100us:20us", []string{"floor"}, false, "", 1.05, 0.95},
 		// The same floor each way, one direction queueing more: the floor
 		// is unbiased, the body is not.
-		{"one floor, different tails", "exponential:110us:10us/pareto:117.32us:30us", []string{"floor"}, true, 1.05, 0.95},
+		{"one floor, different tails", "exponential:110us:10us/pareto:117.32us:30us", []string{"floor"}, true, "", 1.05, 0.95},
 		// The same mean each way, one direction jittering more: the body
 		// is unbiased, the floor (the fastest of a bell) is not.
-		{"one mean, different widths", "normal:100us:8us/normal:100us:20us", []string{"body"}, true, 0.1, 0},
+		{"one mean, different widths", "normal:100us:8us/normal:100us:20us", []string{"body"}, true, "midpoints", 0.1, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= 3; seed++ {
@@ -108,10 +117,39 @@ func TestCenterBody(t *testing.T) {
 				if sh.Asymmetric != tt.asym {
 					t.Errorf("seed %d: Asymmetric %v, want %v", seed, sh.Asymmetric, tt.asym)
 				}
+				if sh.Body != tt.body {
+					t.Errorf("seed %d: body line %q, want %q", seed, sh.Body, tt.body)
+				}
 				if got > tt.maxRatio*floor+20 || got < tt.minRatio*floor-20 {
 					t.Errorf("seed %d: %.0f ns against the floor line's %.0f: want a ratio in [%g, %g]", seed, got, floor, tt.minRatio, tt.maxRatio)
 				}
 			}
 		})
+	}
+}
+
+// TestCenterBodyOneWayWaits: a bell each way (5 us), and one direction
+// besides waiting one time in five (exponential, 10 us on the average: a
+// busy stack or scheduler on one side, as in the lab): the midpoints' mean
+// is then 1 us off (half the mean wait), their median 0.5 us, the lower
+// tenth of each direction 0.25 us, and the line rests on the lower body.
+func TestCenterBodyOneWayWaits(t *testing.T) {
+	bell := func(r *rand.Rand) int64 { return int64(100e3 + 5e3*r.NormFloat64()) }
+	waits := func(r *rand.Rand) int64 {
+		d := bell(r)
+		if r.IntN(5) == 0 {
+			d += int64(10e3 * r.ExpFloat64())
+		}
+		return d
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		got, sh, ok := bodyRunWith(t, waits, bell, false, seed)
+		t.Logf("seed %d: %.0f ns, %s (%s body, asymmetric %v), spreads %.0f/%.0f ns", seed, got, sh.Kind(), sh.Body, sh.Asymmetric, sh.SpreadUp, sh.SpreadDown)
+		if !ok || sh.Kind() != "body" || sh.Body != "lower" {
+			t.Errorf("seed %d: rests on %s (%q body), want the lower body", seed, sh.Kind(), sh.Body)
+		}
+		if got > 450 {
+			t.Errorf("seed %d: %.0f ns off, want under 450 (the midpoints' median is 500 ns off)", seed, got)
+		}
 	}
 }

@@ -298,6 +298,9 @@ func printSourcestats(w io.Writer, v daemon.View) {
 			if s.Line == "blend" {
 				line = fmt.Sprintf("blend %.0f%% body", 100*s.BodyWeight)
 			}
+			if s.Line != "floor" && s.BodyLine != "" {
+				line += " " + s.BodyLine
+			}
 			if s.ShapesDiffer {
 				line += ", shapes differ"
 			}
