@@ -36,6 +36,25 @@ type PeerConfig struct {
 	// logMinDelayReqInterval (log2 seconds); -4 is 16 Hz like chrony's polls.
 	PTPLogSyncInterval int
 	Server, Client     int // host indexes: chronyd server / ptp4l master, and the client / slave
+	// ChronyClients are the hosts that run a chronyd client of the
+	// server, their readings pooled as gclock's hosts are (nil: every
+	// host but the server, so that chrony meets the same links and hosts
+	// gclock is judged on; ptp4l runs on Client alone).
+	ChronyClients []int
+}
+
+// chronyClients is ChronyClients with its default applied.
+func (pc PeerConfig) chronyClients(hosts int) []int {
+	if pc.ChronyClients != nil {
+		return pc.ChronyClients
+	}
+	var out []int
+	for h := range hosts {
+		if h != pc.Server {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // DefaultPeerConfig runs 60 s, summarises after 10 s of convergence.
@@ -57,6 +76,15 @@ func (pc PeerConfig) Validate(hosts int) error {
 		return fmt.Errorf("ptp log sync interval %d: want -7..4", pc.PTPLogSyncInterval)
 	case pc.Server == pc.Client || pc.Server < 0 || pc.Client < 0 || pc.Server >= hosts || pc.Client >= hosts:
 		return fmt.Errorf("server %d, client %d: want two different hosts in 0..%d", pc.Server, pc.Client, hosts-1)
+	case pc.ChronyClients != nil && len(pc.ChronyClients) == 0:
+		return fmt.Errorf("chrony clients: an empty list (nil: every host but the server)")
+	}
+	seen := map[int]bool{}
+	for _, h := range pc.ChronyClients {
+		if h == pc.Server || h < 0 || h >= hosts || seen[h] {
+			return fmt.Errorf("chrony client %d: want distinct hosts in 0..%d other than the server %d", h, hosts-1, pc.Server)
+		}
+		seen[h] = true
 	}
 	return nil
 }
@@ -155,15 +183,16 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 			p.Stop(2 * time.Second)
 		}
 	}()
-	procs, sock, err := l.startChrony(pc)
+	clients := pc.chronyClients(l.Config().Hosts)
+	procs, socks, err := l.startChrony(pc, clients)
 	if err != nil {
 		return PeerResult{}, err
 	}
-	res, err := pollChrony(ctx, pc, start, procs, sock)
+	res, err := pollChrony(ctx, pc, start, procs, clients, socks)
 	if err != nil {
 		return res, err
 	}
-	if out, err := exec.Command("chronyc", "-h", sock, "ntpdata").CombinedOutput(); err == nil {
+	if out, err := exec.Command("chronyc", "-h", socks[0], "ntpdata").CombinedOutput(); err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.Contains(line, "timestamping") || strings.HasPrefix(line, "Mode") || strings.HasPrefix(line, "Interleaved") {
 				res.Notes = append(res.Notes, strings.Join(strings.Fields(line), " "))
@@ -174,54 +203,60 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 }
 
 // startChrony starts chronyd as the server on pc.Server and as its client
-// on pc.Client, each with a directory of its own; sock is the client's
-// command socket.
-func (l *Lab) startChrony(pc PeerConfig) (procs []*netlab.Proc, sock string, err error) {
+// on each of clients, each with a directory of its own; socks are the
+// clients' command sockets, in clients' order.
+func (l *Lab) startChrony(pc PeerConfig, clients []int) (procs []*netlab.Proc, socks []string, err error) {
 	sdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Server))
 	if err != nil {
-		return nil, "", err
-	}
-	cdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Client))
-	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	// logdir: chronyd's own logs of every measurement, its statistics
 	// and its tracking beside its output, for taking a run apart after.
 	common := func(dir string) string {
 		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\nlogdir %s\nlog measurements statistics tracking\n", dir, dir, dir)
 	}
-	sconf := common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"
-	cconf := common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))
-	for _, h := range []struct {
+	type inst struct {
 		host      int
 		dir, conf string
-	}{{pc.Server, sdir, sconf}, {pc.Client, cdir, cconf}} {
+	}
+	insts := []inst{{pc.Server, sdir, common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"}}
+	for _, c := range clients {
+		cdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", c))
+		if err != nil {
+			return nil, nil, err
+		}
+		insts = append(insts, inst{c, cdir, common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))})
+		socks = append(socks, filepath.Join(cdir, "chronyd.sock"))
+	}
+	for _, h := range insts {
 		conf := filepath.Join(h.dir, "chrony.conf")
 		if err := os.WriteFile(conf, []byte(h.conf), 0o600); err != nil {
-			return procs, "", err
+			return procs, nil, err
 		}
 		logf, err := os.Create(filepath.Join(h.dir, "chronyd.log"))
 		if err != nil {
-			return procs, "", err
+			return procs, nil, err
 		}
 		// -x: never touch the clock; -d: foreground, log to stderr.
 		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 		logf.Close()
 		if err != nil {
-			return procs, "", err
+			return procs, nil, err
 		}
 		procs = append(procs, p)
 	}
-	return procs, filepath.Join(cdir, "chronyd.sock"), nil
+	return procs, socks, nil
 }
 
-// pollChrony reads the client's `chronyc tracking` every ChronyPoll until
-// Duration after start.
-func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*netlab.Proc, sock string) (PeerResult, error) {
+// pollChrony reads every client's `chronyc tracking` every ChronyPoll
+// until Duration after start; the readings of all clients are pooled, and
+// each client's median after the warm-up is noted.
+func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*netlab.Proc, clients []int, socks []string) (PeerResult, error) {
 	// chronyc binds its own reply socket under /var/run/chrony.
 	_ = os.MkdirAll("/var/run/chrony", 0o750)
 	var res PeerResult
 	res.Peer = PeerChrony
+	per := make([][]Reading, len(socks))
 	tick := time.NewTicker(pc.ChronyPoll)
 	defer tick.Stop()
 	end := start.Add(pc.Duration)
@@ -235,27 +270,40 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 		for _, p := range procs {
 			select {
 			case <-p.Done():
-				return res, fmt.Errorf("chronyd in host %d exited: %v (log: %s)", p.Host, p.Err(), filepath.Dir(sock))
+				return res, fmt.Errorf("chronyd in host %d exited: %v (logs: %s)", p.Host, p.Err(), filepath.Dir(filepath.Dir(socks[0])))
 			default:
 			}
 		}
-		out, err := exec.CommandContext(ctx, "chronyc", "-h", sock, "tracking").CombinedOutput()
-		at := time.Since(start).Nanoseconds()
-		if err != nil {
-			lastErr = fmt.Errorf("chronyc tracking: %s: %w", strings.TrimSpace(string(out)), err)
-			continue
-		}
-		off, ok, err := parseChronyTracking(string(out))
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if ok {
-			res.Readings = append(res.Readings, Reading{AtNs: at, OffsetNs: off})
+		for i, sock := range socks {
+			out, err := exec.CommandContext(ctx, "chronyc", "-h", sock, "tracking").CombinedOutput()
+			at := time.Since(start).Nanoseconds()
+			if err != nil {
+				lastErr = fmt.Errorf("chronyc tracking (h%d): %s: %w", clients[i], strings.TrimSpace(string(out)), err)
+				continue
+			}
+			off, ok, err := parseChronyTracking(string(out))
+			if err != nil {
+				lastErr = fmt.Errorf("h%d: %w", clients[i], err)
+				continue
+			}
+			if ok {
+				res.Readings = append(res.Readings, Reading{AtNs: at, OffsetNs: off})
+				per[i] = append(per[i], Reading{AtNs: at, OffsetNs: off})
+			}
 		}
 	}
 	if len(res.Readings) == 0 && lastErr != nil {
 		return res, lastErr
+	}
+	for i, rs := range per {
+		var e []int64
+		for _, rd := range rs {
+			if rd.AtNs >= pc.Warmup.Nanoseconds() {
+				e = append(e, rd.OffsetNs)
+			}
+		}
+		sm := eval.SummarizeErrors(e)
+		res.Notes = append(res.Notes, fmt.Sprintf("client h%d: %d readings after the warm-up, median |error| %.3f us", clients[i], sm.Evaluations, float64(sm.ErrorP50Ns)/1e3))
 	}
 	return res, nil
 }

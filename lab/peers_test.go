@@ -1,8 +1,11 @@
 package lab
 
 import (
+	"context"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // trackingOut is `chronyc tracking` as chrony 4.3 prints it under -x, with
@@ -120,4 +123,58 @@ func FuzzParsePTP4LOffset(f *testing.F) {
 			t.Fatalf("no reading but offset %d", v)
 		}
 	})
+}
+
+// TestPeerConfigValidate: the chrony clients default to every host but
+// the server; a list names distinct hosts other than the server.
+func TestPeerConfigValidate(t *testing.T) {
+	pc := DefaultPeerConfig()
+	if got := pc.chronyClients(4); len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("default clients of 4 hosts: %v, want [1 2 3]", got)
+	}
+	for _, tt := range []struct {
+		clients []int
+		want    string // "" valid, else part of the error
+	}{
+		{nil, ""},
+		{[]int{2}, ""},
+		{[]int{1, 3}, ""},
+		{[]int{}, "empty list"},
+		{[]int{0}, "chrony client 0"},
+		{[]int{1, 1}, "chrony client 1"},
+		{[]int{4}, "chrony client 4"},
+		{[]int{-1}, "chrony client -1"},
+	} {
+		pc.ChronyClients = tt.clients
+		err := pc.Validate(4)
+		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("clients %v: %v, want %q", tt.clients, err, tt.want)
+		}
+	}
+}
+
+// TestChronyEveryHost: chrony runs a client on every host but the server,
+// pools their readings and notes each client's median (the bench compares
+// it with gclock over the same hosts).
+func TestChronyEveryHost(t *testing.T) {
+	if _, err := exec.LookPath("chronyd"); err != nil {
+		t.Skip("no chronyd")
+	}
+	l, _ := gclockLab(t, 3)
+	pc := DefaultPeerConfig()
+	pc.Duration, pc.Warmup = 12*time.Second, 6*time.Second
+	res, err := l.runPeers(context.Background(), []string{PeerChrony}, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(res[0].Notes, "; ")
+	t.Logf("chrony: %+v; %s", res[0].Summary, notes)
+	for _, h := range []string{"client h1:", "client h2:"} {
+		if !strings.Contains(notes, h) {
+			t.Errorf("notes %q: no %q", notes, h)
+		}
+	}
+	if res[0].Summary.Evaluations < 20 {
+		t.Errorf("%d pooled readings after the warm-up, want at least 20 (two clients, 4 a second, 6 s)", res[0].Summary.Evaluations)
+	}
 }

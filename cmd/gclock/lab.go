@@ -346,7 +346,7 @@ func runLab(args []string) error {
 	}
 	labPrintGclock(os.Stdout, gres)
 	if len(results) > 0 {
-		fmt.Printf("\npeers on h%d->h%d (real clocks, true offset 0), same run (|error|, us):\n", pc.Server, pc.Client)
+		fmt.Printf("\npeers (real clocks, true offset 0; chrony: a client on every host but h%d, pooled; ptp4l: h%d->h%d), same run (|error|, us):\n", pc.Server, pc.Server, pc.Client)
 		labPrintPeers(os.Stdout, results)
 		s := gres.Summary
 		for _, r := range results {
