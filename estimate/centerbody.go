@@ -29,6 +29,16 @@ import (
 // shape is; a midpoint pairs the two directions of one exchange, so that
 // where both met the same delay (one mode of two) the noise cancels.
 //
+// Where the two directions' spreads agree, the body line's offset is not
+// the midpoints' centre but the lower body: the offset where the lower
+// tenth of each direction's delays beyond the line meet (bodyQuantile). A
+// midpoint is unbiased only where both directions' whole delay
+// distributions have the same shape; the matched tenth only needs their
+// lower parts to, which is what one-way waiting (a busy stack, a
+// scheduler, a queue building one way) leaves alone. Where the floor is
+// no sharper than that tenth (a bell's thinning tail) the lower body
+// stands alone (bodyLowerBell).
+//
 // Which line to trust is decided from the data, by the variance each
 // line's offset has on this data where it is read (after the newest
 // exchange): for the body, the M-estimator's sandwich covariance; for the
