@@ -72,21 +72,22 @@ type Result struct {
 type Tracker struct {
 	rounds [][]estimate.Sample
 	x0     int64     // the lines' origin: the newest round's first local send
-	a, b   []float64 // per estimator: offset at x0 and slope
+	a, b   []float64 // per line (the textbook estimators', then the oracle's): offset at x0 and slope
 	ok     []bool
 	errs   [][]float64
-	// The oracle (nil: none), its line at x0 and its errors.
-	oracle     *oracle
-	oa, ob     float64
-	oracleOK   bool
-	oracleErrs []float64
+	oracle *oracle // nil: none; else its line is the last of a, b
+}
+
+// textbook is the number of textbook lines (Names), the first of a, b.
+var textbook = len(limitKinds) * len(limitSpans)
+
+// newTracker returns an empty Tracker with room for lines lines.
+func newTracker(lines int) *Tracker {
+	return &Tracker{a: make([]float64, lines), b: make([]float64, lines), ok: make([]bool, lines), errs: make([][]float64, lines)}
 }
 
 // New returns an empty Tracker.
-func New() *Tracker {
-	n := len(limitKinds) * len(limitSpans)
-	return &Tracker{a: make([]float64, n), b: make([]float64, n), ok: make([]bool, n), errs: make([][]float64, n)}
-}
+func New() *Tracker { return newTracker(textbook) }
 
 // NewWithOracle returns an empty Tracker that also runs the oracle
 // (oracle.go) told wander: the variance per second of the random walk of
@@ -95,7 +96,7 @@ func New() *Tracker {
 // 2 (w 1e-6)^2; 0 for clocks that do not wander). Only an evaluator knows
 // it.
 func NewWithOracle(wander float64) *Tracker {
-	t := New()
+	t := newTracker(textbook + 1)
 	t.oracle = &oracle{q: max(0, wander)}
 	return t
 }
@@ -124,7 +125,7 @@ func (t *Tracker) AddRound(round []estimate.Sample) {
 	}
 	if t.oracle != nil {
 		t.oracle.add(round)
-		t.oa, t.ob, t.oracleOK = t.oracle.line(t.x0)
+		t.a[i], t.b[i], t.ok[i] = t.oracle.line(t.x0)
 	}
 }
 
@@ -139,32 +140,33 @@ func (t *Tracker) Judge(local, truth int64) {
 		est := local + int64(math.Round(t.a[i]+t.b[i]*dx))
 		t.errs[i] = append(t.errs[i], math.Abs(float64(est-truth)))
 	}
-	if t.oracleOK {
-		est := local + int64(math.Round(t.oa+t.ob*dx))
-		t.oracleErrs = append(t.oracleErrs, math.Abs(float64(est-truth)))
-	}
 }
 
 // Result is the node's limit so far (node labels it).
 func (t *Tracker) Result(node int) Result {
 	names := Names()
 	nl := Result{Node: node, Best: math.NaN()}
-	for i, e := range t.errs {
-		med, p99 := math.NaN(), math.NaN()
-		if len(e) > 0 {
-			slices.Sort(e)
-			med, p99 = e[len(e)/2], e[min(len(e)-1, len(e)*99/100)]
-		}
+	for i, e := range t.errs[:textbook] {
+		med, p99 := medianP99(e)
 		nl.Medians, nl.P99s = append(nl.Medians, med), append(nl.P99s, p99)
 		if !math.IsNaN(med) && (math.IsNaN(nl.Best) || med < nl.Best) {
 			nl.Best, nl.BestName = med, names[i]
 		}
 	}
-	if e := t.oracleErrs; len(e) > 0 {
-		slices.Sort(e)
-		nl.Oracle, nl.OracleP99 = e[len(e)/2], e[min(len(e)-1, len(e)*99/100)]
+	if t.oracle != nil && len(t.errs[textbook]) > 0 {
+		nl.Oracle, nl.OracleP99 = medianP99(t.errs[textbook])
 	}
 	return nl
+}
+
+// medianP99 sorts e and returns its median and 99th percentile (NaN when
+// empty).
+func medianP99(e []float64) (med, p99 float64) {
+	if len(e) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(e)
+	return e[len(e)/2], e[min(len(e)-1, len(e)*99/100)]
 }
 
 // mid is an exchange's local midpoint relative to x0 and its midpoint
