@@ -280,7 +280,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// Spreads of each direction about its own median (the floor line's
 	// residuals: the line does not change a spread).
 	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
-	vFloor := (quantileVar(qUp, floorK, 0) + quantileVar(qLow, floorK, 0)) / 4
+	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
 
 	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
 	b := &h.body
@@ -413,42 +413,47 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 type wv struct{ v, w float64 }
 
 // quantileVar is the variance of the k-th lowest of a side's weighted
-// values (or, with p > 0, of its p quantile) as an estimate of that
-// quantile: p(1-p) S(p)^2 / n, with n the effective number of values,
-// p = k/n and the sparsity S read off the weighted quantiles at p/2 and
-// 2p. It sorts q.
-func quantileVar(q []wv, k int, p float64) float64 {
+// values as an estimate of that quantile (quantileVarAt with p = k/n, n
+// the effective number of values). It sorts q.
+func quantileVar(q []wv, k int) float64 {
+	sw, n := sortWeighted(q)
+	if !(sw > 0) {
+		return math.NaN()
+	}
+	return quantileVarAt(q, sw, n, max(float64(k), 1)/n)
+}
+
+// weightedQuantile returns the p quantile of a side's weighted values and
+// its variance as an estimate of that quantile (quantileVarAt). It sorts
+// q.
+func weightedQuantile(q []wv, p float64) (v, variance float64) {
+	sw, n := sortWeighted(q)
+	if !(sw > 0) {
+		return 0, math.NaN()
+	}
+	return sortedQuantile(q, sw, p), quantileVarAt(q, sw, n, p)
+}
+
+// sortWeighted sorts a side's weighted values by value and returns their
+// total weight and effective number, sw^2 / sum(w^2).
+func sortWeighted(q []wv) (sw, n float64) {
 	slices.SortFunc(q, func(a, b wv) int { return cmp.Compare(a.v, b.v) })
-	var sw, sw2 float64
+	var sw2 float64
 	for _, e := range q {
 		sw += e.w
 		sw2 += e.w * e.w
 	}
-	if !(sw > 0) {
-		return math.NaN()
-	}
-	n := sw * sw / sw2
-	if !(p > 0) {
-		p = max(float64(k), 1) / n
-	}
+	return sw, sw * sw / sw2
+}
+
+// quantileVarAt is the variance of the p quantile (at most 0.25) of sorted
+// weighted values (total weight sw, effective number n) as an estimate of
+// that quantile: p(1-p) S(p)^2 / n, the sparsity S read off the weighted
+// quantiles at p/2 and 2p.
+func quantileVarAt(q []wv, sw, n, p float64) float64 {
 	p = min(p, 0.25)
 	sp := (sortedQuantile(q, sw, 2*p) - sortedQuantile(q, sw, p/2)) / (1.5 * p)
 	return p * (1 - p) * sp * sp / n
-}
-
-// weightedQuantile returns the p quantile of a side's weighted values and
-// its variance as an estimate of that quantile (quantileVar's formula). It
-// sorts q.
-func weightedQuantile(q []wv, p float64) (v, variance float64) {
-	variance = quantileVar(q, 0, p) // sorts q
-	if math.IsNaN(variance) {
-		return 0, variance
-	}
-	var sw float64
-	for _, e := range q {
-		sw += e.w
-	}
-	return sortedQuantile(q, sw, p), variance
 }
 
 // sortedQuantile is the pp quantile of sorted weighted values of total
