@@ -139,13 +139,7 @@ func (l *Lab) runPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 				return
 			}
 			r.Link = l.Config().Link.String()
-			var e []int64
-			for _, rd := range r.Readings {
-				if rd.AtNs >= pc.Warmup.Nanoseconds() {
-					e = append(e, rd.OffsetNs)
-				}
-			}
-			r.Summary = eval.SummarizeErrors(e)
+			r.Summary = summarizeAfter(r.Readings, pc.Warmup)
 			if r.Summary.Evaluations == 0 {
 				errs[i] = fmt.Errorf("lab: %s: no reading after the %v warm-up (see its log in %s)", n, pc.Warmup, l.Config().RunDir)
 				return
@@ -155,6 +149,18 @@ func (l *Lab) runPeers(ctx context.Context, names []string, pc PeerConfig) ([]Pe
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// summarizeAfter summarises the errors of the readings taken at or after
+// warmup into the run.
+func summarizeAfter(rs []Reading, warmup time.Duration) Summary {
+	var e []int64
+	for _, rd := range rs {
+		if rd.AtNs >= warmup.Nanoseconds() {
+			e = append(e, rd.OffsetNs)
+		}
+	}
+	return eval.SummarizeErrors(e)
 }
 
 // peerDir makes a fresh private directory for one peer instance (chronyd
@@ -296,13 +302,7 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 		return res, lastErr
 	}
 	for i, rs := range per {
-		var e []int64
-		for _, rd := range rs {
-			if rd.AtNs >= pc.Warmup.Nanoseconds() {
-				e = append(e, rd.OffsetNs)
-			}
-		}
-		sm := eval.SummarizeErrors(e)
+		sm := summarizeAfter(rs, pc.Warmup)
 		res.Notes = append(res.Notes, fmt.Sprintf("client h%d: %d readings after the warm-up, median |error| %.3f us", clients[i], sm.Evaluations, float64(sm.ErrorP50Ns)/1e3))
 	}
 	return res, nil
