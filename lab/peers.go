@@ -212,44 +212,29 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 // on each of clients, each with a directory of its own; socks are the
 // clients' command sockets, in clients' order.
 func (l *Lab) startChrony(pc PeerConfig, clients []int) (procs []*netlab.Proc, socks []string, err error) {
-	sdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", pc.Server))
-	if err != nil {
-		return nil, nil, err
-	}
-	// logdir: chronyd's own logs of every measurement, its statistics
-	// and its tracking beside its output, for taking a run apart after.
-	common := func(dir string) string {
-		return fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s/chronyd.sock\ncmdport 0\nlogdir %s\nlog measurements statistics tracking\n", dir, dir, dir)
-	}
-	type inst struct {
-		host      int
-		dir, conf string
-	}
-	insts := []inst{{pc.Server, sdir, common(sdir) + "local stratum 1\nallow 10.77.0.0/24\n"}}
-	for _, c := range clients {
-		cdir, err := l.peerDir(fmt.Sprintf("chrony-h%d", c))
-		if err != nil {
-			return nil, nil, err
-		}
-		insts = append(insts, inst{c, cdir, common(cdir) + fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))})
-		socks = append(socks, filepath.Join(cdir, "chronyd.sock"))
-	}
-	for _, h := range insts {
-		conf := filepath.Join(h.dir, "chrony.conf")
-		if err := os.WriteFile(conf, []byte(h.conf), 0o600); err != nil {
-			return procs, nil, err
-		}
-		logf, err := os.Create(filepath.Join(h.dir, "chronyd.log"))
+	hosts := append([]int{pc.Server}, clients...)
+	for i, h := range hosts {
+		dir, err := l.peerDir(fmt.Sprintf("chrony-h%d", h))
 		if err != nil {
 			return procs, nil, err
 		}
-		// -x: never touch the clock; -d: foreground, log to stderr.
-		p, err := l.Exec(h.host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", conf}, netlab.ExecOptions{Stdout: logf, Stderr: logf})
-		logf.Close()
+		// logdir: chronyd's own logs of every measurement, its statistics
+		// and its tracking beside its output, for taking a run apart after.
+		conf := fmt.Sprintf("logdir %s\nlog measurements statistics tracking\n", dir)
+		if i == 0 {
+			conf += "local stratum 1\nallow 10.77.0.0/24\n"
+		} else {
+			conf += fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))
+		}
+		sock := filepath.Join(dir, "chronyd.sock")
+		p, err := l.startChronydIn(h, dir, sock, conf)
 		if err != nil {
 			return procs, nil, err
 		}
 		procs = append(procs, p)
+		if i > 0 {
+			socks = append(socks, sock)
+		}
 	}
 	return procs, socks, nil
 }
