@@ -86,6 +86,16 @@ type ReplayConfig struct {
 	// Limit also feeds every round to the textbook estimators of
 	// eval/limit and judges them at the same evaluations (ReplayResult.Limit).
 	Limit bool
+	// Truth maps a local time of the replayed host to its source's true
+	// time then (nil: a raw-clock run, where both are the kernel's clock
+	// and the truth is the local time itself). An evaluator that knows the
+	// clocks builds it (`gclock lab replay` from an emulated run's configs);
+	// false leaves that evaluation out.
+	Truth func(local int64) (int64, bool)
+	// Wander is what the oracle is told (limit.NewWithOracle): the variance
+	// per second of the random walk of the frequency difference between
+	// the two clocks, (ns/ns)^2 per s; 0 for raw clocks.
+	Wander float64
 }
 
 // DefaultReplayConfig is the lab daemons' estimator: a 4096-exchange
@@ -95,9 +105,10 @@ func DefaultReplayConfig() ReplayConfig {
 	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6}
 }
 
-// ReplayResult is the error of the replayed estimate, where the truth is
-// that both clocks are the same (a `gclock lab --clocks raw` run, whose
-// daemons run on the one kernel clock: true offset 0, true skew 0).
+// ReplayResult is the error of the replayed estimate against the truth:
+// ReplayConfig.Truth, or for a `gclock lab --clocks raw` run, whose daemons
+// run on the one kernel clock, that both clocks are the same (true offset
+// 0, true skew 0).
 type ReplayResult struct {
 	Exchanges, Rounds, Evaluations int
 	Restarts, Rejected             int // rounds that restarted the window / that it refused
@@ -124,11 +135,16 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("replay: %w", err)
 	}
+	if rc.Wander < 0 || math.IsNaN(rc.Wander) || math.IsInf(rc.Wander, 0) {
+		return res, fmt.Errorf("replay: wander %v: want a finite variance >= 0", rc.Wander)
+	}
+	truth := rc.Truth
+	if truth == nil {
+		truth = func(x int64) (int64, bool) { return x, true }
+	}
 	var lim *limit.Tracker
 	if rc.Limit {
-		// Raw clocks: every daemon reads the one kernel clock, so the
-		// frequency difference the oracle is told is exactly 0.
-		lim = limit.NewWithOracle(0)
+		lim = limit.NewWithOracle(rc.Wander)
 	}
 	var rounds [][]estimate.Sample
 	for i, m := range ms {
@@ -161,11 +177,17 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 			if x-t0 < rc.Warmup {
 				continue
 			}
-			if y, _, ok := h.Center(x); ok {
-				res.Errors = append(res.Errors, y-x)
-				if lim != nil {
-					lim.Judge(x, x) // raw clocks: the source's time is the local time
-				}
+			y, _, ok := h.Center(x)
+			if !ok {
+				continue
+			}
+			src, known := truth(x)
+			if !known {
+				continue
+			}
+			res.Errors = append(res.Errors, y-src)
+			if lim != nil {
+				lim.Judge(x, src)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -131,6 +132,27 @@ func TestReplay(t *testing.T) {
 	mean /= float64(len(asym.Errors))
 	if mean > -700 || mean < -1300 {
 		t.Errorf("2 us slower forward: mean error %.0f ns, want about -1000", mean)
+	}
+	// A truth that says the source runs 5 us ahead: the same symmetric
+	// exchanges are now judged 5 us off, so the errors are against
+	// ReplayConfig.Truth, not the local time.
+	ahead := rc
+	ahead.Truth = func(x int64) (int64, bool) { return x + 5000, true }
+	if res, err := Replay(synthetic(40, 30, 0, 0, 2), ahead); err != nil || math.Abs(median(res.Errors)-5000) > 300 {
+		t.Errorf("a truth 5 us ahead: median |error| %.0f ns (%v), want about 5000", median(res.Errors), err)
+	}
+	// Evaluations whose truth is unknown are left out.
+	some := rc
+	some.Truth = func(x int64) (int64, bool) { return x, x%2 == 0 }
+	if res, err := Replay(synthetic(40, 30, 0, 0, 2), some); err != nil || res.Evaluations == 0 || res.Evaluations >= sym.Evaluations {
+		t.Errorf("half the truth unknown: %d evaluations of %d (%v)", res.Evaluations, sym.Evaluations, err)
+	}
+	for _, w := range []float64{-1, math.NaN(), math.Inf(1)} {
+		bad := rc
+		bad.Wander = w
+		if _, err := Replay(synthetic(2, 3, 0, 0, 3), bad); err == nil || !strings.Contains(err.Error(), "wander") {
+			t.Errorf("wander %v: %v", w, err)
+		}
 	}
 	if _, err := Replay(nil, rc); err == nil {
 		t.Error("no error for no measurements")

@@ -60,7 +60,9 @@ type GclockConfig struct {
 	// Trace keeps every evaluation in GclockResult.Series, for plots.
 	Trace bool
 	// Measurements has every daemon log the exchanges it receives
-	// (log.measurements) to measurements-h<i>.csv in the logs directory.
+	// (log.measurements) to measurements-h<i>.csv in the logs directory;
+	// after the run they are replayed for what they allowed
+	// (GclockSummary.Limit, limit.go).
 	Measurements bool
 	// Tweak, if set, edits each host's configuration last (per-host
 	// settings such as refclock.sock). Code, not data: left out of the
@@ -269,6 +271,10 @@ type GclockSummary struct {
 	// those of them sync.round_budget ended before their exchanges.
 	Rounds    float64 `json:"rounds,omitempty"`
 	RoundsCut float64 `json:"rounds_cut,omitempty"`
+	// Limit is what the host's logged exchanges allowed (limit.go; the
+	// overall summary: the hosts' mean); nil without
+	// GclockConfig.Measurements or where the truth changes in the run.
+	Limit *LimitFigures `json:"limit,omitempty"`
 }
 
 // SeriesPoint is one evaluation of one host, relative to the truth.
@@ -332,6 +338,9 @@ type GclockResult struct {
 	PageBusyReads uint64 `json:"page_busy_reads"`
 	// Failover measures the elections (GclockConfig.FailoverAfter).
 	Failover *FailoverFigures `json:"failover,omitempty"`
+	// LimitError names a replay of the logged exchanges that failed
+	// (GclockSummary.Limit); "" when none did.
+	LimitError string `json:"limit_error,omitempty"`
 }
 
 // hostClock is the evaluator's copy of a host's emulated clock.
@@ -443,7 +452,48 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 	if err := r.loop(ctx); err != nil {
 		return GclockResult{}, err
 	}
-	return r.result(), nil
+	res := r.result()
+	if gc.Measurements {
+		for _, p := range r.procs {
+			p.Stop(3 * time.Second) // every exchange logged before the replay
+		}
+		r.limits(&res, base.Sync.CenterMemory)
+	}
+	return res, nil
+}
+
+// limits adds to res what each host's logged exchanges allowed
+// (replayLimit), and their mean over the hosts to the summary, as the
+// simulator's matrix does. Not where the truth changes during the run
+// (faults, failover, a reference serving CLOCK_REALTIME): a replay of one
+// source cannot follow it. A replay that fails is named in LimitError.
+func (r *gclockRun) limits(res *GclockResult, memory float64) {
+	if r.realtime || len(r.gc.Faults) > 0 || r.gc.FailoverAfter > 0 {
+		return
+	}
+	var sum LimitFigures
+	hosts := 0
+	for i := 1; i < r.n && i < len(res.Nodes); i++ {
+		f, ok, err := r.replayLimit(i, memory)
+		if err != nil {
+			res.LimitError = fmt.Sprintf("h%d: %v", i, err)
+			return
+		}
+		if !ok {
+			continue
+		}
+		res.Nodes[i].Limit = &f
+		sum.LimitNs += f.LimitNs
+		sum.OracleNs += f.OracleNs
+		sum.Evaluations += f.Evaluations
+		hosts++
+	}
+	if hosts > 0 {
+		sum.LimitNs /= float64(hosts)
+		sum.OracleNs /= float64(hosts)
+		sum.LimitName = fmt.Sprintf("mean of %d hosts' best", hosts)
+		res.Summary.Limit = &sum
+	}
 }
 
 // gclockRun is one RunGclock: the daemons, their pages and the evaluator.

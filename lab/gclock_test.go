@@ -57,7 +57,7 @@ func runTestDaemon(args []string) int {
 func TestRunGclock(t *testing.T) {
 	l, gc := gclockLab(t, 3)
 	gc.Duration, gc.Warmup = 20*time.Second, 8*time.Second
-	gc.Trace = true
+	gc.Trace, gc.Measurements = true, true
 	res, err := l.RunGclock(context.Background(), gc)
 	if err != nil {
 		t.Fatalf("RunGclock: %v", err)
@@ -94,6 +94,24 @@ func TestRunGclock(t *testing.T) {
 	}
 	if len(res.Series) == 0 {
 		t.Error("no series with Trace set")
+	}
+	// The logged exchanges were replayed against the emulated clocks'
+	// truth (limit.go): the replayed centre line lands near the live
+	// daemons' figure (a wrong truth would be milliseconds off) and the
+	// limit comes out beside it.
+	if res.LimitError != "" || s.Limit == nil {
+		t.Fatalf("no limit: %q", res.LimitError)
+	}
+	for _, n := range res.Nodes[1:] {
+		f := n.Limit
+		if f == nil {
+			t.Errorf("host %d: no limit", n.ID)
+			continue
+		}
+		t.Logf("host %d: live median %d ns, replayed %d ns; limit %.0f ns (%s), oracle %.0f ns", n.ID, n.ErrorP50Ns, f.ReplayP50Ns, f.LimitNs, f.LimitName, f.OracleNs)
+		if f.Evaluations == 0 || f.ReplayP50Ns > 5000 || !(f.LimitNs > 0 && f.LimitNs < 50000) {
+			t.Errorf("host %d: replayed median %d ns over %d evaluations, limit %.0f ns: want under 5 us and (0, 50 us)", n.ID, f.ReplayP50Ns, f.Evaluations, f.LimitNs)
+		}
 	}
 	// The daemons' logs say they used kernel stamps.
 	logs, err := os.ReadFile(res.Logs + "/h1.log")

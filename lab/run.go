@@ -79,6 +79,9 @@ type RunReport struct {
 	Notes   map[string][]string `json:"notes,omitempty"`
 	// Faults: what happened around each fault (per host).
 	Faults []FaultResult `json:"faults,omitempty"`
+	// LimitError names a replay for the limit that failed
+	// (GclockResult.LimitError).
+	LimitError string `json:"limit_error,omitempty"`
 
 	// Gclock is the daemons' whole evaluation (series, logs), Peers the
 	// peers' results.
@@ -149,6 +152,7 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 		return rep, perr
 	}
 	rep.Summary, rep.Nodes, rep.Truth, rep.Faults = gres.Summary, gres.Nodes, gres.Clocks, gres.Faults
+	rep.LimitError = gres.LimitError
 	if len(results) > 0 {
 		rep.Compare = map[string]Summary{}
 		rep.Notes = map[string][]string{}

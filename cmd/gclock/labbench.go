@@ -249,8 +249,8 @@ func writeLabBench(w io.Writer, r bench.Report, reportFile string) {
 		fmt.Fprintf(w, "Every run's evidence is in [%s](%s), one directory per run (the seed links to it): run.json (the run's report and checks), series.csv (every evaluation), peers.csv (the peers' readings), gclock/ (the daemons' configs, logs and measurements), the peers' configs and logs (docs/lab.md, \"What a bench keeps\").\n\n",
 			r.Keep, evidenceLink(reportFile, r.Keep))
 	}
-	fmt.Fprintln(w, "| profile | seed | gclock median / p99 / max | worst host median | in bounds | mean bound width | chrony median / p99 | ptp4l median / p99 | chrony / gclock median | resyncs/s converging (after) | load | port utilisation | targets met |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| profile | seed | gclock median / p99 / max | worst host median | in bounds | mean bound width | chrony median / p99 | ptp4l median / p99 | chrony / gclock median | limit / oracle (gclock / limit) | resyncs/s converging (after) | load | port utilisation | targets met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	us := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e3) }
 	peer := func(c map[string]lab.Summary, name string) string {
 		s, ok := c[name]
@@ -285,13 +285,17 @@ func writeLabBench(w io.Writer, r bench.Report, reportFile string) {
 			}
 			util = fmt.Sprintf("%.0f-%.0f%%", 100*lo, 100*hi)
 		}
+		limit := "-"
+		if l := s.Limit; l != nil && l.LimitNs > 0 {
+			limit = fmt.Sprintf("%.3f / %.3f (%.2fx)", l.LimitNs/1e3, l.OracleNs/1e3, float64(s.ErrorP50Ns)/l.LimitNs)
+		}
 		seed := fmt.Sprint(run.Seed)
 		if l := evidenceLink(reportFile, run.Evidence); l != "" {
 			seed = fmt.Sprintf("[%d](%s)", run.Seed, l)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s / %s / %s | %s | %.1f%% | %.1f | %s | %s | %s | %.2f (%.3f) | %.1f-%.1f | %s | %d of %d |\n", run.Profile, seed,
+		fmt.Fprintf(w, "| %s | %s | %s / %s / %s | %s | %.1f%% | %.1f | %s | %s | %s | %s | %.2f (%.3f) | %.1f-%.1f | %s | %d of %d |\n", run.Profile, seed,
 			us(s.ErrorP50Ns), us(s.ErrorP99Ns), us(s.ErrorMaxNs), worst, 100*s.BoundCoverage, s.BoundWidthMeanNs/1e3,
-			peer(run.Report.Compare, lab.PeerChrony), peer(run.Report.Compare, lab.PeerPTP4L), ratio,
+			peer(run.Report.Compare, lab.PeerChrony), peer(run.Report.Compare, lab.PeerPTP4L), ratio, limit,
 			s.ConvergenceRoundsPerNodePerS, s.RoundsPerNodePerS, run.Report.LoadAvgStart[0], run.Report.LoadAvgEnd[0], util, met, len(run.Checks))
 	}
 	for _, prof := range r.Profiles {

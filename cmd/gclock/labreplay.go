@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gclock/gclock/cmd/internal/usage"
@@ -32,6 +35,9 @@ type labReplayRow struct {
 	// OracleNs: the Kalman filter told the clocks' true wander (0 on raw
 	// clocks) on the same exchanges (eval/limit's oracle).
 	OracleNs float64 `json:"oracle_ns,omitempty"`
+	// Truth: "raw" (both clocks the kernel's) or "emulated" (the run's
+	// clocks rebuilt from its daemons' configs beside the file).
+	Truth string `json:"truth,omitempty"`
 }
 
 // runLabReplay is `gclock lab replay`: the centre-line estimator replayed
@@ -42,11 +48,14 @@ func runLabReplay(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: gclock lab replay [flags] measurements-h1.csv ...
 
-Replays exchanges logged by daemons (log.measurements; gclock lab --clocks raw
---measurements writes /run/gclab/gclock/measurements-h<i>.csv) through the
-centre-line estimator, one file (one source) at a time, and prints its error
-against the truth of a raw run: both clocks are the kernel's, offset 0.
-Use it to try estimator settings on the same exchanges.
+Replays exchanges logged by daemons (log.measurements; gclock lab
+--measurements writes /run/gclab/gclock/measurements-h<i>.csv, and lab bench
+keeps them) through the centre-line estimator, one file (one source) at a
+time, and prints its error against the truth. Where the daemons' configs lie
+beside the file (h<i>.yaml, as a lab run writes them) and their clocks are
+emulated, the truth is those clocks rebuilt, as the lab's evaluator does;
+otherwise it is a raw run's: both clocks are the kernel's, offset 0. Use it
+to try estimator settings on the same exchanges.
 
 flags:
 `)
@@ -59,7 +68,7 @@ flags:
 	memory := fs.Float64("center-memory", lab.LabDaemonConfig().Sync.CenterMemory, "the centre line's memory in rounds, as the lab's daemons (sync.center_memory; 0: none)")
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
-	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight, and the oracle (a Kalman filter told the clocks do not wander)")
+	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight, and the oracle (a Kalman filter told the clocks' true random walk of the frequency: none on raw clocks)")
 	floorOnly := fs.Bool("floor-only", false, "the centre line on the fastest exchanges alone (the estimator before the body line)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
@@ -84,12 +93,23 @@ flags:
 		if err != nil {
 			return fmt.Errorf("lab replay: %w", err)
 		}
-		res, err := daemon.Replay(ms, rc)
+		frc := rc
+		truth := "raw"
+		if len(ms) > 0 {
+			tr, wander, err := replayTruth(path, ms[0].Source)
+			if err != nil {
+				return fmt.Errorf("lab replay: %w", err)
+			}
+			if tr != nil {
+				frc.Truth, frc.Wander, truth = tr, wander, "emulated"
+			}
+		}
+		res, err := daemon.Replay(ms, frc)
 		if err != nil {
 			return fmt.Errorf("lab replay: %s: %w", path, err)
 		}
 		row := replayRow(path, res.Errors)
-		row.Exchanges, row.Rounds, row.Restarts = res.Exchanges, res.Rounds, res.Restarts
+		row.Exchanges, row.Rounds, row.Restarts, row.Truth = res.Exchanges, res.Rounds, res.Restarts, truth
 		if res.Limit != nil {
 			row.LimitNs, row.LimitName, row.OracleNs = res.Limit.Best, res.Limit.BestName, res.Limit.Oracle
 		}
@@ -117,9 +137,9 @@ flags:
 	if *withLimit {
 		head = fmt.Sprintf(" %9s %10s %9s  %s", "limit us", "p50/limit", "oracle us", "best textbook")
 	}
-	fmt.Fprintf(stdout, "%-40s %9s %6s %8s %6s %9s %9s %9s %9s%s\n", "file", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
+	fmt.Fprintf(stdout, "%-40s %8s %9s %6s %8s %6s %9s %9s %9s %9s%s\n", "file", "truth", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-40s %9d %6d %8d %6d %9.3f %9.3f %9.3f %9.3f%s\n", r.File, r.Exchanges, r.Rounds, r.Restarts, r.Evaluations,
+		fmt.Fprintf(stdout, "%-40s %8s %9d %6d %8d %6d %9.3f %9.3f %9.3f %9.3f%s\n", r.File, r.Truth, r.Exchanges, r.Rounds, r.Restarts, r.Evaluations,
 			float64(r.P50Ns)/1e3, float64(r.P90Ns)/1e3, float64(r.P99Ns)/1e3, r.BiasNs/1e3, lim(r))
 	}
 	return nil
@@ -141,4 +161,49 @@ func replayRow(name string, errs []int64) labReplayRow {
 	q := quantile.Of(abs, 0.5, 0.9, 0.99)
 	r.P50Ns, r.P90Ns, r.P99Ns, r.BiasNs = q[0], q[1], q[2], sum/float64(len(errs))
 	return r
+}
+
+// replayTruth rebuilds the truth of the exchanges in the measurements file
+// at path (measurements-h<i>.csv, its host's config h<i>.yaml beside it)
+// with the source of node id source (the h*.yaml there whose node.id it
+// is): lab.EmulatedTruth. nil truth, no error: no configs beside the file,
+// or a raw clock (the raw run's truth). An emulated host whose source's
+// config is missing is an error: its figures would otherwise be judged
+// against the wrong truth.
+func replayTruth(path string, source int) (truth func(int64) (int64, bool), wander float64, err error) {
+	dir, base := filepath.Split(path)
+	var host int
+	if _, err := fmt.Sscanf(base, "measurements-h%d.csv", &host); err != nil {
+		return nil, 0, nil
+	}
+	hostPath := filepath.Join(dir, fmt.Sprintf("h%d.yaml", host))
+	hostCfg, err := daemon.Load(hostPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if hostCfg.Clock.Source != daemon.ClockEmulated {
+		return nil, 0, nil
+	}
+	cfgs, _ := filepath.Glob(filepath.Join(dir, "h*.yaml"))
+	for _, p := range cfgs {
+		c, err := daemon.Load(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		if int(c.Node.ID) != source {
+			continue
+		}
+		if c.Clock.Source != daemon.ClockEmulated {
+			return nil, 0, fmt.Errorf("%s: emulated clock, but its source's (%s) is %q: no common truth", path, p, c.Clock.Source)
+		}
+		truth, wander, err := lab.EmulatedTruth(hostCfg.Clock.Emulated, c.Clock.Emulated)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s and %s: %w", hostPath, p, err)
+		}
+		return truth, wander, nil
+	}
+	return nil, 0, fmt.Errorf("%s: emulated clock, but no config beside it has node.id %d, its source: no truth to judge it against", path, source)
 }

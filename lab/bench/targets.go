@@ -24,6 +24,12 @@ type Targets struct {
 	// HostMedianNs: no host's median |error| above this (the reference
 	// excluded); 0: not checked. Checked by checkRun.
 	HostMedianNs float64
+	// LimitRatio: gclock's median |error| at most this times the limit,
+	// what the exchanges the hosts received allowed (the hosts' mean of
+	// the best textbook estimator, chosen with hindsight: lab.LimitFigures);
+	// 0: not checked. Checked by checkRun; a run without the limit (no
+	// measurements) fails it.
+	LimitRatio float64
 }
 
 // busyTargets are issue 21's targets for a loaded lab (`gclock lab bench
@@ -45,6 +51,20 @@ func (t Targets) checkRun(r lab.RunReport) []TargetCheck {
 		worst, host := WorstHostMedian(r.Nodes)
 		out = append(out, TargetCheck{fmt.Sprintf("worst host median |error| <= %.3f us", t.HostMedianNs/1e3),
 			fmt.Sprintf("%.3f us (h%d)", float64(worst)/1e3, host), host > 0 && float64(worst) <= t.HostMedianNs})
+	}
+	if t.LimitRatio > 0 {
+		g := r.Summary
+		if l := g.Limit; l != nil && l.LimitNs > 0 {
+			ratio := float64(g.ErrorP50Ns) / l.LimitNs
+			out = append(out, TargetCheck{fmt.Sprintf("median <= %gx the limit", t.LimitRatio),
+				fmt.Sprintf("%.2fx (limit %.3f us)", ratio, l.LimitNs/1e3), g.Evaluations > 0 && ratio <= t.LimitRatio})
+		} else {
+			why := "no limit: run with measurements"
+			if r.LimitError != "" {
+				why = "no limit: " + r.LimitError
+			}
+			out = append(out, TargetCheck{fmt.Sprintf("median <= %gx the limit", t.LimitRatio), why, false})
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gclock/gclock/lab"
+	"github.com/gclock/gclock/netmodel"
 )
 
 func TestTargetsCheck(t *testing.T) {
@@ -106,6 +107,56 @@ func wantFailed(t *testing.T, cs []TargetCheck, failing []string) {
 	for i := range failed {
 		if !strings.HasPrefix(failed[i], failing[i]) {
 			t.Errorf("failed %q, want %q", failed, failing)
+		}
+	}
+}
+
+// TestLimitTargetCheckRun: a link profile holds the median to 1.5 times
+// the limit the hosts' exchanges allowed; a run without the limit fails
+// it, naming why.
+func TestLimitTargetCheckRun(t *testing.T) {
+	c, ok := netmodel.MatrixClass("normal3")
+	if !ok {
+		t.Fatal("no normal3 class")
+	}
+	tg := linkProfile(c).Targets
+	base := lab.RunReport{
+		Summary: lab.GclockSummary{Summary: lab.Summary{Evaluations: 300, ErrorP50Ns: 150, ErrorP99Ns: 900}, BoundCoverage: 1,
+			ConvergenceRoundsPerNodePerS: 0.8, RoundsPerNodePerS: 0.15},
+		Compare: map[string]lab.Summary{lab.PeerChrony: {Evaluations: 10, ErrorP50Ns: 600, ErrorP99Ns: 7000}},
+	}
+	with := func(limit *lab.LimitFigures, why string) lab.RunReport {
+		r := base
+		r.Summary.Limit, r.LimitError = limit, why
+		return r
+	}
+	tests := []struct {
+		name    string
+		r       lab.RunReport
+		failing []string
+		got     string
+	}{
+		{"within 1.5x", with(&lab.LimitFigures{LimitNs: 100}, ""), nil, "1.50x (limit 0.100 us)"},
+		{"beyond 1.5x", with(&lab.LimitFigures{LimitNs: 99}, ""), []string{"median <= 1.5x the limit"}, "1.52x (limit 0.099 us)"},
+		{"no measurements", with(nil, ""), []string{"median <= 1.5x the limit"}, "no limit: run with measurements"},
+		{"a replay failed", with(nil, "h2: truncated"), []string{"median <= 1.5x the limit"}, "no limit: h2: truncated"},
+		{"a zero limit", with(&lab.LimitFigures{}, ""), []string{"median <= 1.5x the limit"}, "no limit: run with measurements"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checks := tg.checkRun(tc.r)
+			wantFailed(t, checks, tc.failing)
+			for _, ch := range checks {
+				if strings.Contains(ch.Name, "the limit") && ch.Got != tc.got {
+					t.Errorf("%s: got %q, want %q", ch.Name, ch.Got, tc.got)
+				}
+			}
+		})
+	}
+	// The floor profiles do not check it.
+	for _, ch := range defaultTargets().checkRun(base) {
+		if strings.Contains(ch.Name, "the limit") {
+			t.Errorf("defaultTargets checks %q", ch.Name)
 		}
 	}
 }
