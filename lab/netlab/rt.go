@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -31,11 +32,23 @@ const (
 var rt struct {
 	sync.Mutex
 	users int
+	// The garbage collector's settings before the first user (see
+	// pauseGC).
+	gcPercent int
+	memLimit  int64
 }
 
+// rtMemoryLimit is the heap at which the garbage collector runs again while
+// it is paused for a real-time lab (pauseGC): a lab run allocates a few
+// tens of MB (its evaluations, the peers' readings, the frame log), so it
+// is never reached in practice, and it keeps a leak from taking the
+// machine.
+const rtMemoryLimit = 2 << 30
+
 // processRT puts every thread of this process under SCHED_FIFO at
-// processPriority (threads made later inherit it) while at least one caller
-// holds it; release undoes it.
+// processPriority (threads made later inherit it) and pauses the garbage
+// collector (pauseGC) while at least one caller holds it; release undoes
+// both.
 func processRT() (release func(), err error) {
 	rt.Lock()
 	defer rt.Unlock()
@@ -44,6 +57,7 @@ func processRT() (release func(), err error) {
 			_ = setAllThreads(schedOther, 0)
 			return nil, fmt.Errorf("SCHED_FIFO for the process's threads: %w", err)
 		}
+		rt.gcPercent, rt.memLimit = pauseGC()
 	}
 	rt.users++
 	var once sync.Once
@@ -54,9 +68,28 @@ func processRT() (release func(), err error) {
 			rt.users--
 			if rt.users == 0 {
 				_ = setAllThreads(schedOther, 0)
+				debug.SetGCPercent(rt.gcPercent)
+				debug.SetMemoryLimit(rt.memLimit)
+				runtime.GC()
 			}
 		})
 	}, nil
+}
+
+// pauseGC turns the garbage collector off up to rtMemoryLimit of heap and
+// returns its settings before. A collection's stop-the-world waits for
+// every P to pass a safe point; in a lab process whose threads are all
+// real-time and whose switch goroutine is locked to a SCHED_FIFO 50
+// thread, that wait and the switch's hand-off after a preemption have
+// waited on each other for good (docs/lab.md, "What runs where": a
+// SIGQUIT dump showed gcMarkTermination's forEachP 11 minutes in, the
+// switch's locked M parked in stoplockedm). With no collection during a
+// lab there is no such wait; the heap a lab allocates is small
+// (rtMemoryLimit).
+func pauseGC() (gcPercent int, memLimit int64) {
+	memLimit = debug.SetMemoryLimit(rtMemoryLimit)
+	gcPercent = debug.SetGCPercent(-1)
+	return gcPercent, memLimit
 }
 
 func setAllThreads(policy uint32, prio uint32) error {
