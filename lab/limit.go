@@ -28,8 +28,9 @@ type LimitFigures struct {
 	// OracleNs is the oracle's median |error|: a Kalman filter of the
 	// rounds told the clocks' true random walk of the frequency.
 	OracleNs float64 `json:"oracle_ns"`
-	// ReplayP50Ns is the replayed centre line's median |error|.
-	ReplayP50Ns int64 `json:"replay_p50_ns"`
+	// ReplayP50Ns is the replayed centre line's median |error| (a host's
+	// only: 0 in the run's summary).
+	ReplayP50Ns int64 `json:"replay_p50_ns,omitempty"`
 	Evaluations int   `json:"evaluations"`
 }
 
