@@ -196,6 +196,14 @@ type bodyState struct {
 	moveF, moveB    smoothed
 }
 
+// rebase moves the remembered lines with the hull's origin (Hull.rebase:
+// x' = x - dx, d' = d - dd), so that the next round's measured moves
+// compare lines in the same units.
+func (b *bodyState) rebase(dx, dd int64) {
+	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
+	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
+}
+
 // smoothed is an exponentially weighted average that takes its first
 // value whole; n counts the values added.
 type smoothed struct {

@@ -3,6 +3,7 @@ package estimate_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gclock/gclock/estimate"
@@ -150,6 +151,60 @@ func TestCenterBodyOneWayWaits(t *testing.T) {
 		}
 		if got > 450 {
 			t.Errorf("seed %d: %.0f ns off, want under 450 (the midpoints' median is 500 ns off)", seed, got)
+		}
+	}
+}
+
+// TestCenterBodyAcrossRebase: the body line's measured moves (how far
+// each line moved when the next round came) compare lines in the hull's
+// relative units, which change when the window drops its oldest half and
+// moves its origin (Hull.rebase). On bells with a 30-ppm skew, a window of
+// 512 rebases every few rounds; the lines' spreads (FloorSD, BodySD, which
+// include the measured moves) must not jump at those rounds: moved with
+// the origin, a line's move is its noise, a few hundred ns; not moved, it
+// is the origin's shift, hundreds of us.
+func TestCenterBodyAcrossRebase(t *testing.T) {
+	h, err := estimate.NewHull(estimate.HullConfig{Window: 512, Center: true, CenterMemory: 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := netmodel.ParseLink("normal:100us:10us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 99))
+	const skew = 30e-6
+	src := func(x int64) int64 { return x + 3_000_000 + int64(math.Round(skew*float64(x))) }
+	var sds []float64
+	x := int64(1e12)
+	for k := range 30 {
+		var round []estimate.Sample
+		for range 240 {
+			up, down := l.Forward.Sample(r), l.Reverse.Sample(r)
+			s := estimate.Sample{LocSend: x, SrcRecv: src(x + up)}
+			s.SrcSend = s.SrcRecv + 1000
+			s.LocRecv = x + up + 1000 + down
+			round = append(round, s)
+			x += 2e6
+		}
+		x += 5.5e9
+		if err := h.AddRound(round); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := h.Center(x); !ok {
+			t.Fatal("no centre line")
+		}
+		if sh, ok := h.CenterShape(); ok && k >= 6 {
+			sds = append(sds, max(sh.FloorSD, sh.BodySD))
+		}
+	}
+	sorted := slices.Clone(sds)
+	slices.Sort(sorted)
+	t.Logf("spreads: median %.0f ns, largest %.0f ns", sorted[len(sorted)/2], sorted[len(sorted)-1])
+	// Not moved with the origin, the median was 14.9 us and the largest 67.
+	for i, sd := range sds {
+		if sd > 10e3 {
+			t.Errorf("round %d: the lines' spread %.0f ns: a move measured across the origin's shift", i+6, sd)
 		}
 	}
 }

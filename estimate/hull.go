@@ -397,6 +397,7 @@ func (h *Hull) Reset() {
 		c.Reset()
 	}
 	h.spanErr, h.spanSeen, h.spanSel = [spanCands]float64{}, [spanCands]bool{}, 0
+	h.body.lines = false // the remembered lines' units are gone with the origin
 }
 
 // SetMaxSpan changes HullConfig.MaxSpan (ns, 0: no limit; negative values
@@ -568,6 +569,7 @@ func (h *Hull) rebase(dx, dd int64) {
 	h.c += dd
 	h.newest -= dx
 	h.minX -= dx
+	h.body.rebase(dx, dd)
 	for _, c := range h.cands {
 		if c.have {
 			c.rebase(dx, dd)
