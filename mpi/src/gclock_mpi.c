@@ -1161,6 +1161,7 @@ static int sync_trace; /* some rank traces: sessions at MPI_Finalize too */
 static int self_on;    /* MPI_Wtime from the sessions (no page on any rank): every session refits */
 static int64_t sync_period, sync_last; /* ns on rank 0's clock; 0: no period */
 static uint64_t sync_sessions;
+static int sync_done; /* rank 0: sessions run so far (sync_due shortens the first periods) */
 
 static long env_long(const char *name, long def, long lo, long hi)
 {
@@ -1212,6 +1213,8 @@ static int sync_session(uint8_t kind)
 				rc = PMPI_Send(t, 2 * n, MPI_INT64_T, p, n, sync_comm);
 		}
 		sync_last = trace_now();
+		if (rc == MPI_SUCCESS)
+			sync_done++;
 	} else {
 		for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
 			rc = PMPI_Recv(&b, 0, MPI_BYTE, 0, k, sync_comm, MPI_STATUS_IGNORE);
@@ -1324,12 +1327,23 @@ int gclock_timesync(void)
 
 /* sync_due runs after every MPI_Barrier on MPI_COMM_WORLD when
  * GCLOCK_MPI_SYNC_PERIOD is set: rank 0 says whether a period has passed
- * since the last session (one broadcast), and if so all run one. */
+ * since the last session (one broadcast), and if so all run one. The
+ * first two periods are a quarter and a half of it: until a second session
+ * the drift is not known (MPI_Wtime in synced mode drifts at the clocks'
+ * rate difference, 60 us a second at 60 ppm), and from a quarter period
+ * apart it is known to a few ppm; so the error before the drift is fitted
+ * shrinks from a period's worth of drift to a quarter's, and a busy
+ * machine that delays the barrier stretches it less. */
 static void sync_due(MPI_Comm comm)
 {
 	if (!sync_on || sync_period <= 0 || comm != MPI_COMM_WORLD)
 		return;
-	int due = tr.world_rank == 0 && trace_now() - sync_last >= sync_period;
+	int64_t period = sync_period;
+	if (sync_done == 1)
+		period = sync_period / 4;
+	else if (sync_done == 2)
+		period = sync_period / 2;
+	int due = tr.world_rank == 0 && trace_now() - sync_last >= period;
 	if (PMPI_Bcast(&due, 1, MPI_INT, 0, sync_comm) == MPI_SUCCESS && due)
 		gclock_timesync();
 }
