@@ -118,10 +118,7 @@ func (r *gclockRun) replayLimit(i int, memory float64) (LimitFigures, bool, erro
 	if err != nil {
 		return LimitFigures{}, false, fmt.Errorf("%s: %w", path, err)
 	}
-	if res.Limit == nil || len(res.Errors) == 0 {
-		return LimitFigures{}, false, nil
-	}
-	if math.IsNaN(res.Limit.Best) {
+	if len(res.Errors) == 0 || math.IsNaN(res.Limit.Best) { // rc.Limit: res.Limit is set
 		return LimitFigures{}, false, nil
 	}
 	abs := make([]int64, len(res.Errors))

@@ -54,17 +54,15 @@ func (t Targets) checkRun(r lab.RunReport) []TargetCheck {
 	}
 	if t.LimitRatio > 0 {
 		g := r.Summary
-		if l := g.Limit; l != nil && l.LimitNs > 0 {
+		c := TargetCheck{Name: fmt.Sprintf("median <= %gx the limit", t.LimitRatio), Got: "no limit: run with measurements"}
+		switch l := g.Limit; {
+		case l != nil && l.LimitNs > 0:
 			ratio := float64(g.ErrorP50Ns) / l.LimitNs
-			out = append(out, TargetCheck{fmt.Sprintf("median <= %gx the limit", t.LimitRatio),
-				fmt.Sprintf("%.2fx (limit %.3f us)", ratio, l.LimitNs/1e3), g.Evaluations > 0 && ratio <= t.LimitRatio})
-		} else {
-			why := "no limit: run with measurements"
-			if r.LimitError != "" {
-				why = "no limit: " + r.LimitError
-			}
-			out = append(out, TargetCheck{fmt.Sprintf("median <= %gx the limit", t.LimitRatio), why, false})
+			c.Got, c.Met = fmt.Sprintf("%.2fx (limit %.3f us)", ratio, l.LimitNs/1e3), g.Evaluations > 0 && ratio <= t.LimitRatio
+		case r.LimitError != "":
+			c.Got = "no limit: " + r.LimitError
 		}
+		out = append(out, c)
 	}
 	return out
 }
