@@ -572,3 +572,38 @@ func (e *Emulated) On(base Clock) Clock {
 		return e.Read(t)
 	})
 }
+
+// Knot is where an emulated clock's rate changes: from truth T until the
+// next knot its ideal local time is Local + (t-T)*(1+Skew), to within a
+// nanosecond (Local is floored; the dropped fraction is under 1 ns).
+type Knot struct {
+	T, Local int64
+	Skew     float64
+}
+
+// Knots returns p's clock as its rate changes from p.Origin up to truth
+// to (the first knot is at Origin, then one per wander step or drift step
+// up to and including to): a table another program can evaluate, as the
+// lab's clock shim does for chronyd. The clock before Origin is the first
+// knot's line, as Ideal extends it. At most maxKnots knots are made; more
+// is an error naming the count, not a silently short table.
+func (p EmuParams) Knots(to int64, maxKnots int) ([]Knot, error) {
+	e, err := NewEmulated(p)
+	if err != nil {
+		return nil, err
+	}
+	g := e.gen
+	knot := func(s segment) Knot { return Knot{T: s.t0, Local: eval(s, s.t0), Skew: float64(s.k) / fracUnit} }
+	out := []Knot{knot(g.cur)}
+	for {
+		b := g.boundary(&p)
+		if b == math.MaxInt64 || b > to {
+			return out, nil
+		}
+		if len(out) >= maxKnots {
+			return nil, fmt.Errorf("clock: knots up to truth %d: more than %d (wander step %d ns)", to, maxKnots, p.WanderStep)
+		}
+		g.advance(&p)
+		out = append(out, knot(g.cur))
+	}
+}

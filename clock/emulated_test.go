@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -444,5 +445,42 @@ func TestEmulatedMaxDeviation(t *testing.T) {
 		if want < 1000 {
 			t.Errorf("start %d: deviation %.0f ns: the test clock should curve by microseconds", start, want)
 		}
+	}
+}
+
+// TestKnots: the knot table reproduces Ideal to within a nanosecond, across
+// wander, sine and drift steps, and refuses to grow past its limit.
+func TestKnots(t *testing.T) {
+	const origin = int64(5e12)
+	p := EmuParams{Origin: origin, Offset: -3_456_789, DriftPPM: 27.5, WanderPPM: 0.05, WanderStep: 1e9,
+		SinePPM: 0.3, SinePeriod: 20e9, Seed: 7, Steps: []DriftStep{{At: origin + 12_345_678_901, DriftPPM: -4}}}
+	to := origin + 90e9
+	ks, err := p.Knots(to, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 92 { // origin, 90 wander steps, one drift step
+		t.Fatalf("%d knots, want 92", len(ks))
+	}
+	e, err := NewEmulated(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(x int64) float64 {
+		i := sort.Search(len(ks), func(i int) bool { return ks[i].T > x }) - 1
+		i = max(i, 0)
+		return float64(ks[i].Local) + float64(x-ks[i].T)*(1+ks[i].Skew)
+	}
+	for x := origin - 1e9; x <= to; x += 7_777_777 {
+		if d := at(x) - float64(e.Ideal(x)); math.Abs(d) > 1.01 {
+			t.Fatalf("truth %d: knots %.1f, Ideal %d (off %.2f ns)", x, at(x), e.Ideal(x), d)
+		}
+	}
+	if _, err := p.Knots(to, 50); err == nil || !strings.Contains(err.Error(), "more than 50") {
+		t.Fatalf("50 knots allowed: err %v", err)
+	}
+	flat, err := EmuParams{Origin: origin, Offset: 9, DriftPPM: 1}.Knots(to, 10)
+	if err != nil || len(flat) != 1 || flat[0].Local != origin+9 {
+		t.Fatalf("a clock without wander: %v %v", flat, err)
 	}
 }

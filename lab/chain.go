@@ -596,6 +596,12 @@ func (l *Lab) startChronyRefclock(host int, s ChainSetting) (*chronyRefclock, er
 // error naming the host and the log when chronyd exits first or makes
 // them not within 5 s.
 func (l *Lab) startChronydIn(host int, dir, cmd, extra string, wait ...string) (*netlab.Proc, error) {
+	return l.startChronydEnv(host, dir, cmd, extra, nil, wait...)
+}
+
+// startChronydEnv is startChronydIn with env added to chronyd's
+// environment (the clock shim's, clockshim.Env).
+func (l *Lab) startChronydEnv(host int, dir, cmd, extra string, env []string, wait ...string) (*netlab.Proc, error) {
 	conf := fmt.Sprintf("pidfile %s/chronyd.pid\nbindcmdaddress %s\ncmdport 0\n", dir, cmd) + extra
 	cf := filepath.Join(dir, "chrony.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
@@ -607,7 +613,7 @@ func (l *Lab) startChronydIn(host int, dir, cmd, extra string, wait ...string) (
 	}
 	defer logf.Close()
 	// -x: never touch the clock; -d: foreground, log to stderr.
-	p, err := l.Exec(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, netlab.ExecOptions{Stdout: logf, Stderr: logf})
+	p, err := l.ExecEnv(host, []string{"chronyd", "-x", "-u", "root", "-d", "-f", cf}, env, netlab.ExecOptions{Stdout: logf, Stderr: logf})
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,11 @@ type GclockConfig struct {
 	MaxDriftPPM float64       // each host's drift is uniform in [-MaxDriftPPM, MaxDriftPPM]
 	MaxOffset   time.Duration // each host's initial offset is uniform in [-MaxOffset, MaxOffset]
 	Seed        uint64        // of the clocks' parameters
+	// Origin is the CLOCK_MONOTONIC_RAW instant (ns) the emulated clocks
+	// start from (0: when RunGclock draws them). Run sets it before the
+	// daemons and the peers start, so that chronyd runs on the same clocks
+	// (HostClocks).
+	Origin int64
 	// Wander is how every emulated clock's frequency moves besides its
 	// drift: a random walk, a temperature cycle and steps
 	// (DefaultWander: a commodity crystal).
@@ -356,9 +361,11 @@ type hostClock struct {
 // (nil: none) adds host i's wander. The evaluator's copy is built with
 // clock.EmulatedConfig.New, as the daemon builds its clock from the same
 // config.
-func drawClocks(n int, seed, stream uint64, maxOffset time.Duration, maxDriftPPM float64,
+func drawClocks(n int, seed, stream uint64, origin int64, maxOffset time.Duration, maxDriftPPM float64,
 	shape func(c daemon.EmulatedClockConfig, host int) daemon.EmulatedClockConfig) ([]*hostClock, error) {
-	origin := gtime.RawNow()
+	if origin == 0 {
+		origin = gtime.RawNow()
+	}
 	rng := rand.New(rand.NewPCG(seed, stream))
 	out := make([]*hostClock, n)
 	for i := range n {
@@ -377,6 +384,28 @@ func drawClocks(n int, seed, stream uint64, maxOffset time.Duration, maxDriftPPM
 		}
 		out[i] = &hostClock{emu: emu, truth: ClockTruth{Host: i, Reference: i == 0, Emulated: true,
 			OffsetNs: int64(c.Offset), DriftPPM: c.DriftPPM, Config: c}}
+	}
+	return out, nil
+}
+
+// gclockStream is the PCG stream of the gclock runs' clocks.
+const gclockStream = 0x6c6162
+
+// HostClocks returns the emulated clocks RunGclock gives n hosts under gc
+// (gc.Emulate, with gc.Origin set): the configs the daemons get, for
+// putting another program on the same clocks. For evaluators and the lab
+// only, as every clock config is.
+func (gc GclockConfig) HostClocks(n int) ([]daemon.EmulatedClockConfig, error) {
+	if !gc.Emulate || gc.Origin == 0 {
+		return nil, errors.New("lab: host clocks: want emulated clocks with an origin")
+	}
+	hs, err := drawClocks(n, gc.Seed, gclockStream, gc.Origin, gc.MaxOffset, gc.MaxDriftPPM, gc.Wander.emulated)
+	if err != nil {
+		return nil, fmt.Errorf("lab: host clocks: %w", err)
+	}
+	out := make([]daemon.EmulatedClockConfig, n)
+	for i, h := range hs {
+		out[i] = h.truth.Config
 	}
 	return out, nil
 }
@@ -549,7 +578,7 @@ func (r *gclockRun) writeConfigs(base daemon.Config) error {
 	r.clocks = make([]*hostClock, r.n)
 	if gc.Emulate {
 		var err error
-		r.clocks, err = drawClocks(r.n, gc.Seed, 0x6c6162, gc.MaxOffset, gc.MaxDriftPPM, gc.Wander.emulated)
+		r.clocks, err = drawClocks(r.n, gc.Seed, gclockStream, gc.Origin, gc.MaxOffset, gc.MaxDriftPPM, gc.Wander.emulated)
 		if err != nil {
 			return fmt.Errorf("lab: gclock: %w", err)
 		}

@@ -6,15 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/eval"
+	"github.com/gclock/gclock/gtime"
+	"github.com/gclock/gclock/lab/clockshim"
+	"github.com/gclock/gclock/lab/cmdmon"
 	"github.com/gclock/gclock/lab/netlab"
 )
 
@@ -41,6 +47,13 @@ type PeerConfig struct {
 	// host but the server, so that chrony meets the same links and hosts
 	// gclock is judged on; ptp4l runs on Client alone).
 	ChronyClients []int
+	// Clocks are the hosts' emulated clocks (nil: every peer on the
+	// machine's clock, where the true offset is 0). With them every
+	// chronyd runs on its host's clock through the clock shim
+	// (lab/clockshim), as gclock's daemon does, and each reading is judged
+	// against the true offset of its client's clock from the server's at
+	// the instant it was read. ptp4l stays on the machine's clock.
+	Clocks []clock.EmulatedConfig
 }
 
 // chronyClients is ChronyClients with its default applied.
@@ -78,6 +91,13 @@ func (pc PeerConfig) Validate(hosts int) error {
 		return fmt.Errorf("server %d, client %d: want two different hosts in 0..%d", pc.Server, pc.Client, hosts-1)
 	case pc.ChronyClients != nil && len(pc.ChronyClients) == 0:
 		return fmt.Errorf("chrony clients: an empty list (nil: every host but the server)")
+	case pc.Clocks != nil && len(pc.Clocks) != hosts:
+		return fmt.Errorf("clocks: %d, want one per host (%d)", len(pc.Clocks), hosts)
+	}
+	for i, c := range pc.Clocks {
+		if c.OriginRaw == 0 {
+			return fmt.Errorf("clocks: host %d: no origin_raw, so the clock cannot be rebuilt", i)
+		}
 	}
 	seen := map[int]bool{}
 	for _, h := range pc.ChronyClients {
@@ -89,12 +109,18 @@ func (pc PeerConfig) Validate(hosts int) error {
 	return nil
 }
 
-// Reading is one estimate a peer reported. The hosts share one kernel
-// clock, so the true offset is 0 and OffsetNs is the estimate's error.
+// Reading is one estimate a peer reported. On the machine's clock the
+// true offset is 0; on emulated clocks (PeerConfig.Clocks) it is TrueNs.
 type Reading struct {
 	AtNs     int64 `json:"at_ns"`     // since the start of the run
 	OffsetNs int64 `json:"offset_ns"` // client clock minus server clock, as the peer estimates it
+	// TrueNs is the client's clock minus the server's at the reading, from
+	// the clocks only the evaluator knows: 0 on the machine's clock.
+	TrueNs int64 `json:"true_ns"`
 }
+
+// ErrorNs is the reading's error: estimate minus truth.
+func (r Reading) ErrorNs() int64 { return r.OffsetNs - r.TrueNs }
 
 // PeerResult is one peer's run.
 type PeerResult struct {
@@ -157,7 +183,7 @@ func summarizeAfter(rs []Reading, warmup time.Duration) Summary {
 	var e []int64
 	for _, rd := range rs {
 		if rd.AtNs >= warmup.Nanoseconds() {
-			e = append(e, rd.OffsetNs)
+			e = append(e, rd.ErrorNs())
 		}
 	}
 	return eval.SummarizeErrors(e)
@@ -180,9 +206,6 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 	if _, err := exec.LookPath("chronyd"); err != nil {
 		return PeerResult{}, fmt.Errorf("chronyd not found (install chrony; ci/lab-deps.sh does): %w", err)
 	}
-	if _, err := exec.LookPath("chronyc"); err != nil {
-		return PeerResult{}, fmt.Errorf("chronyc not found: %w", err)
-	}
 	var procs []*netlab.Proc
 	defer func() {
 		for _, p := range procs {
@@ -198,6 +221,9 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 	if err != nil {
 		return res, err
 	}
+	if pc.Clocks != nil {
+		res.Notes = append(res.Notes, "chronyd on the hosts' emulated clocks (lab/clockshim), judged against them")
+	}
 	if out, err := exec.Command("chronyc", "-h", socks[0], "ntpdata").CombinedOutput(); err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.Contains(line, "timestamping") || strings.HasPrefix(line, "Mode") || strings.HasPrefix(line, "Interleaved") {
@@ -209,14 +235,37 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 }
 
 // startChrony starts chronyd as the server on pc.Server and as its client
-// on each of clients, each with a directory of its own; socks are the
-// clients' command sockets, in clients' order.
+// on each of clients, each with a directory of its own (and, with
+// pc.Clocks, on its host's emulated clock: the shim is built into the run
+// directory and each chronyd reads its clock's table, clock.knots, beside
+// its configuration); socks are the clients' command sockets, in clients'
+// order.
 func (l *Lab) startChrony(pc PeerConfig, clients []int) (procs []*netlab.Proc, socks []string, err error) {
 	hosts := append([]int{pc.Server}, clients...)
+	var so string
+	if pc.Clocks != nil {
+		if so, err = clockshim.Build(l.Config().RunDir); err != nil {
+			return nil, nil, err
+		}
+	}
 	for i, h := range hosts {
 		dir, err := l.peerDir(fmt.Sprintf("chrony-h%d", h))
 		if err != nil {
 			return procs, nil, err
+		}
+		var env []string
+		if pc.Clocks != nil {
+			// The table reaches past the run's end; the shim extends its
+			// last knot's line after that.
+			ks, err := pc.Clocks[h].Params().Knots(gtime.RawNow()+(pc.Duration+10*time.Minute).Nanoseconds(), 1<<20)
+			if err != nil {
+				return procs, nil, fmt.Errorf("host %d clock: %w", h, err)
+			}
+			table := filepath.Join(dir, "clock.knots")
+			if err := clockshim.WriteTable(table, ks); err != nil {
+				return procs, nil, err
+			}
+			env = clockshim.Env(so, table)
 		}
 		// logdir: chronyd's own logs of every measurement, its statistics
 		// and its tracking beside its output, for taking a run apart after.
@@ -227,7 +276,7 @@ func (l *Lab) startChrony(pc PeerConfig, clients []int) (procs []*netlab.Proc, s
 			conf += fmt.Sprintf("server %s minpoll -4 maxpoll -4 xleave iburst\n", netlab.HostAddr(pc.Server))
 		}
 		sock := filepath.Join(dir, "chronyd.sock")
-		p, err := l.startChronydIn(h, dir, sock, conf)
+		p, err := l.startChronydEnv(h, dir, sock, conf, env)
 		if err != nil {
 			return procs, nil, err
 		}
@@ -239,15 +288,81 @@ func (l *Lab) startChrony(pc PeerConfig, clients []int) (procs []*netlab.Proc, s
 	return procs, socks, nil
 }
 
-// pollChrony reads every client's `chronyc tracking` every ChronyPoll
-// until Duration after start; the readings of all clients are pooled, and
-// each client's median after the warm-up is noted.
+// chronyTruth is the evaluator's side of chrony on emulated clocks: the
+// true offset of a client's clock from the server's at a raw instant.
+type chronyTruth struct {
+	server int
+	clocks map[int]*clock.Emulated
+}
+
+func newChronyTruth(pc PeerConfig, clients []int) (*chronyTruth, error) {
+	if pc.Clocks == nil {
+		return nil, nil
+	}
+	t := &chronyTruth{server: pc.Server, clocks: map[int]*clock.Emulated{}}
+	for _, h := range append([]int{pc.Server}, clients...) {
+		e, err := pc.Clocks[h].New()
+		if err != nil {
+			return nil, fmt.Errorf("host %d clock: %w", h, err)
+		}
+		t.clocks[h] = e
+	}
+	return t, nil
+}
+
+// offset is client h's clock minus the server's at raw instant r, and
+// their rate difference there; 0 on the machine's clock (t nil).
+func (t *chronyTruth) offset(h int, r int64) (ns int64, rate float64) {
+	if t == nil {
+		return 0, 0
+	}
+	c, s := t.clocks[h], t.clocks[t.server]
+	return c.Ideal(r) - s.Ideal(r), c.Skew(r) - s.Skew(r)
+}
+
+func (t *chronyTruth) err() error {
+	if t == nil {
+		return nil
+	}
+	for h, c := range t.clocks {
+		if c.Err() != nil {
+			return fmt.Errorf("host %d clock: %w", h, c.Err())
+		}
+	}
+	return nil
+}
+
+// chronyTimingSlack is how much a reading's instant may cost its truth: a
+// reading is taken at some moment of the question's round trip, so it is
+// judged at the middle, which can be off by half the round trip times the
+// rate difference of the two clocks. A reading above this is asked again
+// (up to three times, the best kept).
+const chronyTimingSlack = 10 // ns
+
+// pollChrony asks every client's chronyd for its tracking every
+// ChronyPoll until Duration after start, over chrony's command socket
+// (lab/cmdmon) with the raw clock read on both sides; the readings of all
+// clients are pooled, and each client's median after the warm-up is
+// noted. On emulated clocks each reading's truth is the clocks' offset at
+// the middle of its round trip.
 func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*netlab.Proc, clients []int, socks []string) (PeerResult, error) {
-	// chronyc binds its own reply socket under /var/run/chrony.
-	_ = os.MkdirAll("/var/run/chrony", 0o750)
 	var res PeerResult
 	res.Peer = PeerChrony
+	truth, err := newChronyTruth(pc, clients)
+	if err != nil {
+		return res, err
+	}
+	cls := make([]*cmdmon.Client, len(socks))
+	for i, sock := range socks {
+		c, err := cmdmon.Dial(sock, filepath.Join(filepath.Dir(sock), "lab-cmdmon.sock"))
+		if err != nil {
+			return res, fmt.Errorf("h%d: %w", clients[i], err)
+		}
+		defer c.Close()
+		cls[i] = c
+	}
 	per := make([][]Reading, len(socks))
+	var slack []int64 // each kept reading's timing uncertainty, ns
 	tick := time.NewTicker(pc.ChronyPoll)
 	defer tick.Stop()
 	end := start.Add(pc.Duration)
@@ -265,23 +380,37 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 			default:
 			}
 		}
-		for i, sock := range socks {
-			out, err := exec.CommandContext(ctx, "chronyc", "-h", sock, "tracking").CombinedOutput()
-			at := time.Since(start).Nanoseconds()
-			if err != nil {
-				lastErr = fmt.Errorf("chronyc tracking (h%d): %s: %w", clients[i], strings.TrimSpace(string(out)), err)
-				continue
+		for i, c := range cls {
+			var best Reading
+			bestSlack, got := int64(math.MaxInt64), false
+			for try := 0; try < 3 && bestSlack > chronyTimingSlack; try++ {
+				r0 := gtime.RawNow()
+				tr, err := c.Tracking(time.Second)
+				r1 := gtime.RawNow()
+				if err != nil {
+					lastErr = fmt.Errorf("h%d: %w", clients[i], err)
+					break
+				}
+				if !tr.Synced() {
+					break
+				}
+				mid := r0 + (r1-r0)/2
+				off, rate := truth.offset(clients[i], mid)
+				sl := int64(math.Ceil(float64(r1-r0) / 2 * math.Abs(rate)))
+				if sl < bestSlack {
+					at := time.Since(start).Nanoseconds() - (r1 - mid)
+					best, bestSlack, got = Reading{AtNs: at, OffsetNs: tr.OffsetNs(), TrueNs: off}, sl, true
+				}
 			}
-			off, ok, err := parseChronyTracking(string(out))
-			if err != nil {
-				lastErr = fmt.Errorf("h%d: %w", clients[i], err)
-				continue
-			}
-			if ok {
-				res.Readings = append(res.Readings, Reading{AtNs: at, OffsetNs: off})
-				per[i] = append(per[i], Reading{AtNs: at, OffsetNs: off})
+			if got {
+				res.Readings = append(res.Readings, best)
+				per[i] = append(per[i], best)
+				slack = append(slack, bestSlack)
 			}
 		}
+	}
+	if err := truth.err(); err != nil {
+		return res, fmt.Errorf("judging chrony: %w", err)
 	}
 	if len(res.Readings) == 0 && lastErr != nil {
 		return res, lastErr
@@ -289,6 +418,10 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 	for i, rs := range per {
 		sm := summarizeAfter(rs, pc.Warmup)
 		res.Notes = append(res.Notes, fmt.Sprintf("client h%d: %d readings after the warm-up, median |error| %.3f us", clients[i], sm.Evaluations, float64(sm.ErrorP50Ns)/1e3))
+	}
+	if truth != nil && len(slack) > 0 {
+		slices.Sort(slack)
+		res.Notes = append(res.Notes, fmt.Sprintf("each reading judged at the middle of its question's round trip: timing uncertainty median %d ns, max %d ns", slack[len(slack)/2], slack[len(slack)-1]))
 	}
 	return res, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gclock/gclock/gtime"
 )
 
 // trackingOut is `chronyc tracking` as chrony 4.3 prints it under -x, with
@@ -155,26 +157,62 @@ func TestPeerConfigValidate(t *testing.T) {
 
 // TestChronyEveryHost: chrony runs a client on every host but the server,
 // pools their readings and notes each client's median (the bench compares
-// it with gclock over the same hosts).
+// it with gclock over the same hosts); on emulated clocks every chronyd
+// runs on its host's clock through the shim and is judged against the
+// clocks' true offsets, which are milliseconds: a chronyd left on the
+// machine's clock, or judged against the wrong truth, would be that far
+// off.
 func TestChronyEveryHost(t *testing.T) {
 	if _, err := exec.LookPath("chronyd"); err != nil {
 		t.Skip("no chronyd")
 	}
-	l, _ := gclockLab(t, 3)
-	pc := DefaultPeerConfig()
-	pc.Duration, pc.Warmup = 12*time.Second, 6*time.Second
-	res, err := l.runPeers(context.Background(), []string{PeerChrony}, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	notes := strings.Join(res[0].Notes, "; ")
-	t.Logf("chrony: %+v; %s", res[0].Summary, notes)
-	for _, h := range []string{"client h1:", "client h2:"} {
-		if !strings.Contains(notes, h) {
-			t.Errorf("notes %q: no %q", notes, h)
-		}
-	}
-	if res[0].Summary.Evaluations < 20 {
-		t.Errorf("%d pooled readings after the warm-up, want at least 20 (two clients, 4 a second, 6 s)", res[0].Summary.Evaluations)
+	for _, emulated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "raw", true: "emulated"}[emulated], func(t *testing.T) {
+			if emulated {
+				if _, err := exec.LookPath("cc"); err != nil {
+					t.Skip("no C compiler for the clock shim (ci/deps.sh installs gcc)")
+				}
+			}
+			l, _ := gclockLab(t, 3)
+			pc := DefaultPeerConfig()
+			pc.Duration, pc.Warmup = 12*time.Second, 6*time.Second
+			if emulated {
+				gc := DefaultGclockConfig()
+				gc.Seed, gc.Origin = 5, gtime.RawNow()
+				var err error
+				if pc.Clocks, err = gc.HostClocks(3); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := l.runPeers(context.Background(), []string{PeerChrony}, pc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(res[0].Notes, "; ")
+			t.Logf("chrony: %+v; %s", res[0].Summary, notes)
+			for _, h := range []string{"client h1:", "client h2:"} {
+				if !strings.Contains(notes, h) {
+					t.Errorf("notes %q: no %q", notes, h)
+				}
+			}
+			if res[0].Summary.Evaluations < 20 {
+				t.Errorf("%d pooled readings after the warm-up, want at least 20 (two clients, 4 a second, 6 s)", res[0].Summary.Evaluations)
+			}
+			var maxTrue int64
+			for _, r := range res[0].Readings {
+				maxTrue = max(maxTrue, abs64(r.TrueNs))
+			}
+			switch {
+			case !emulated && maxTrue != 0:
+				t.Errorf("a true offset of %d ns on the machine's clock", maxTrue)
+			case emulated && maxTrue < 500_000:
+				t.Errorf("true offsets at most %d ns: the clocks drawn do not test the shim", maxTrue)
+			case emulated && !strings.Contains(notes, "emulated clocks") || emulated && !strings.Contains(notes, "timing uncertainty"):
+				t.Errorf("notes %q: no word of the emulated clocks", notes)
+			}
+			if p50 := res[0].Summary.ErrorP50Ns; p50 > 20_000 {
+				t.Errorf("chrony's median error %d ns: not synchronised to the truth", p50)
+			}
+		})
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/lab/netlab"
 	"github.com/gclock/gclock/netmodel"
 )
@@ -109,6 +111,16 @@ func Run(ctx context.Context, spec RunSpec) (RunReport, error) {
 		LoadOutside: spec.LoadOutside, Flood: spec.Flood, Cross: spec.Cross, PortRate: cfg.PortRate}
 	if gc.Emulate {
 		rep.Clocks, rep.Wander = "emulated", &gc.Wander
+		// One origin for the daemons' clocks and chronyd's: chronyd runs
+		// on the same emulated clocks, through the clock shim.
+		if gc.Origin == 0 {
+			gc.Origin = gtime.RawNow()
+		}
+		if slices.Contains(spec.Peers, PeerChrony) && pc.Clocks == nil {
+			if pc.Clocks, err = gc.HostClocks(cfg.Hosts); err != nil {
+				return rep, err
+			}
+		}
 	}
 	if spec.Validate != nil {
 		if rep.Validation, err = l.Validate(ctx, *spec.Validate); err != nil {

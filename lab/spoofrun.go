@@ -241,7 +241,7 @@ func (r *spoofRun) writeConfigs() error {
 		r.peerAddrs[uint32(i+1)] = a
 	}
 	var err error
-	if r.clocks, err = drawClocks(r.n, sc.Seed, 0x73706f6f66, sc.MaxOffset, sc.MaxDriftPPM, nil); err != nil {
+	if r.clocks, err = drawClocks(r.n, sc.Seed, 0x73706f6f66, 0, sc.MaxOffset, sc.MaxDriftPPM, nil); err != nil {
 		return fmt.Errorf("lab: spoof: %w", err)
 	}
 	for i := range r.n {

@@ -109,7 +109,7 @@ func fakeLabRun(t *testing.T, medianNs map[uint64]int64, fail uint64) func(conte
 			Summary: lab.GclockSummary{Summary: lab.Summary{Evaluations: 100, ErrorP50Ns: medianNs[seed], ErrorP99Ns: 900, ErrorMaxNs: 1000}, BoundCoverage: 1},
 			Compare: map[string]lab.Summary{lab.PeerChrony: {Evaluations: 10, ErrorP50Ns: 5000, ErrorP99Ns: 9000}}}
 		m.Gclock = lab.GclockResult{Series: []lab.SeriesPoint{{AtNs: 10e9, Host: 1, ErrNs: 42, LoNs: -100, HiNs: 100, Synced: true}}}
-		m.Peers = []lab.PeerResult{{Peer: lab.PeerChrony, Readings: []lab.Reading{{AtNs: 1e9, OffsetNs: -1200}, {AtNs: 2e9, OffsetNs: 800}}}}
+		m.Peers = []lab.PeerResult{{Peer: lab.PeerChrony, Readings: []lab.Reading{{AtNs: 1e9, OffsetNs: -1200}, {AtNs: 2e9, OffsetNs: 800, TrueNs: 300}}}}
 		return m, nil
 	}
 }
@@ -164,7 +164,7 @@ func TestLabBenchKeepsEvidence(t *testing.T) {
 				t.Errorf("%s: series %q, want %q", ev, b, want)
 			}
 			b, _ = os.ReadFile(filepath.Join(ev, "peers.csv"))
-			if want := "t_s,peer,offset_ns\n1.000,chrony,-1200\n2.000,chrony,800\n"; string(b) != want {
+			if want := "t_s,peer,offset_ns,true_ns\n1.000,chrony,-1200,0\n2.000,chrony,800,300\n"; string(b) != want {
 				t.Errorf("%s: peers %q, want %q", ev, b, want)
 			}
 		}

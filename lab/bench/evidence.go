@@ -22,7 +22,7 @@ import (
 const (
 	evidenceRunJSON = "run.json"   // the run: profile, seed, gclock lab --json's report, the target checks
 	evidenceSeries  = "series.csv" // the evaluator's series, as gclock lab --series writes it
-	evidencePeers   = "peers.csv"  // the peers' readings: t_s,peer,offset_ns
+	evidencePeers   = "peers.csv"  // the peers' readings: t_s,peer,offset_ns,true_ns
 	evidenceFrames  = "frames.csv" // the switch's frame log, with --frame-log
 	evidenceBench   = "bench.json" // in --keep itself: the whole report, as --json prints it
 )
@@ -85,19 +85,20 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-// writePeerReadings writes every reading of the peers (chronyc tracking's
-// system time offset, ptp4l's master offset; the true offset is 0) as CSV,
-// in time order per peer.
+// writePeerReadings writes every reading of the peers (chronyd's system
+// time offset, ptp4l's master offset) and its true offset (0 on the
+// machine's clock; the emulated clocks' offset where chronyd ran on them)
+// as CSV, in time order per peer: offset_ns - true_ns is the error.
 func writePeerReadings(path string, peers []lab.PeerResult) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("bench: --keep: %w", err)
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "t_s,peer,offset_ns")
+	fmt.Fprintln(w, "t_s,peer,offset_ns,true_ns")
 	for _, p := range peers {
 		for _, r := range p.Readings {
-			fmt.Fprintf(w, "%.3f,%s,%d\n", float64(r.AtNs)/1e9, p.Peer, r.OffsetNs)
+			fmt.Fprintf(w, "%.3f,%s,%d,%d\n", float64(r.AtNs)/1e9, p.Peer, r.OffsetNs, r.TrueNs)
 		}
 	}
 	if err := w.Flush(); err != nil {
