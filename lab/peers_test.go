@@ -3,10 +3,12 @@ package lab
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/gtime"
 )
 
@@ -152,6 +154,32 @@ func TestPeerConfigValidate(t *testing.T) {
 		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("clients %v: %v, want %q", tt.clients, err, tt.want)
 		}
+	}
+	pc.ChronyClients = nil
+	gc := DefaultGclockConfig()
+	gc.Origin = 1e12
+	clocks, err := gc.HostClocks(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noOrigin := slices.Clone(clocks)
+	noOrigin[2].OriginRaw = 0
+	for _, tt := range []struct {
+		clocks []clock.EmulatedConfig
+		want   string
+	}{
+		{clocks, ""},
+		{clocks[:3], "clocks: 3, want one per host (4)"},
+		{noOrigin, "host 2: no origin_raw"},
+	} {
+		pc.Clocks = tt.clocks
+		err := pc.Validate(4)
+		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%d clocks: %v, want %q", len(tt.clocks), err, tt.want)
+		}
+	}
+	if _, err := DefaultGclockConfig().HostClocks(4); err == nil {
+		t.Error("host clocks without an origin")
 	}
 }
 

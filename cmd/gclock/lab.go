@@ -117,7 +117,7 @@ func (f *labFlags) register(fs *flag.FlagSet, hosts int) {
 	fs.IntVar(&f.flood, "flood", 0, "softirq load: small frames per second through a veth pair of their own (e.g. 20000)")
 	fs.StringVar(&f.portRate, "port-rate", "", "model every switch port as a FIFO queue on a line of this rate, e.g. 1G (default: none; 1G with --cross)")
 	fs.StringVar(&f.cross, "cross", "", "cross traffic: every host sends a bulk TCP flow to the next at this share of the port rate, e.g. 30%")
-	fs.StringVar(&f.clocks, "clocks", "emulated", "gclock daemons' clocks: emulated (offsets, drifts) or raw (true offset 0, as the peers run)")
+	fs.StringVar(&f.clocks, "clocks", "emulated", "gclock daemons' clocks: emulated (offsets, drifts, wander; chronyd runs on the same ones) or raw (true offset 0)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 30, "emulated clocks: drift uniform in +-this many ppm")
 	dw := lab.DefaultWander()
 	fs.Float64Var(&f.wander, "wander", dw.RandomWalkPPM, "emulated clocks: random walk of the frequency, ppm per sqrt(s) (default: a commodity crystal)")
@@ -346,7 +346,7 @@ func runLab(args []string) error {
 	}
 	labPrintGclock(os.Stdout, gres)
 	if len(results) > 0 {
-		fmt.Printf("\npeers (real clocks, true offset 0; chrony: a client on every host but h%d, pooled; ptp4l: h%d->h%d), same run (|error|, us):\n", pc.Server, pc.Server, pc.Client)
+		fmt.Printf("\npeers (%s; chrony: a client on every host but h%d, pooled; ptp4l: h%d->h%d), same run (|error|, us):\n", peerClocks(rep.Clocks), pc.Server, pc.Server, pc.Client)
 		labPrintPeers(os.Stdout, results)
 		s := gres.Summary
 		for _, r := range results {

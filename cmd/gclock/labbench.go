@@ -230,14 +230,24 @@ func describeProfile(rep lab.RunReport) string {
 	return s
 }
 
+// peerClocks says which clocks the peers ran on, beside gclock's clocks
+// (lab.PeerConfig.Clocks: chronyd on the emulated clocks through the
+// clock shim, ptp4l on the real clock).
+func peerClocks(clocks string) string {
+	if clocks == "emulated" {
+		return "chronyd on the same emulated clocks as gclock's daemons (lab/clockshim; judged against them), ptp4l on the real clock (true offset 0)"
+	}
+	return "the peers on the same real clock (true offset 0)"
+}
+
 // writeLabBench writes the report as Markdown, to the file reportFile ("":
 // stdout), which each run's evidence directory is linked from.
 func writeLabBench(w io.Writer, r bench.Report, reportFile string) {
 	fmt.Fprintf(w, "# gclock lab bench\n\n`%s`, %s, on %s.\n\n", r.Command, r.Date, r.Machine)
 	if len(r.Runs) > 0 {
 		p := r.Runs[0].Report
-		fmt.Fprintf(w, "%d hosts (h0 the reference, a star), link %s each way, %v per run with the first %v left out, gclock on %s clocks; the peers on the real clock (true offset 0): chrony a client on every host but h0 (its readings pooled, as gclock's hosts are), ptp4l on h0->h1. |error| in us over the hosts other than the reference; load: the machine's 1-min load average when the daemons started and stopped.\n\n",
-			p.Hosts, p.Link, time.Duration(p.DurationNs), time.Duration(p.WarmupNs), p.Clocks)
+		fmt.Fprintf(w, "%d hosts (h0 the reference, a star), link %s each way, %v per run with the first %v left out, gclock on %s clocks; %s: chrony a client on every host but h0 (its readings pooled, as gclock's hosts are), ptp4l on h0->h1. |error| in us over the hosts other than the reference; load: the machine's 1-min load average when the daemons started and stopped.\n\n",
+			p.Hosts, p.Link, time.Duration(p.DurationNs), time.Duration(p.WarmupNs), p.Clocks, peerClocks(p.Clocks))
 		if p.Wander != nil {
 			fmt.Fprintf(w, "Emulated clocks' wander: %v.\n\n", p.Wander)
 		}
