@@ -72,9 +72,31 @@ static int self_n;
 static int verbose(void) { return env_flag("GCLOCK_MPI_VERBOSE") && !env_flag("GCLOCK_MPI_QUIET"); }
 
 /* self_point adds a session's best exchange (midpoint tm on the local clock,
- * offset local - global at it, half round trip h) and refits. */
+ * offset local - global at it, half round trip h) and refits: least squares
+ * weighted by 1/h^2, since a midpoint is off by at most h (its delays'
+ * asymmetry) and a session whose every exchange waited (a rank descheduled
+ * on a busy machine) has a long one: it must not pull the line. h is taken
+ * as at least SELF_H_MIN (the reference's own point has h 0). */
+#define SELF_H_MIN 50 /* ns */
+/* A session whose best half round trip is more than SELF_H_OUT times the
+ * least of the last SELF_H_RECENT sessions' (kept or not) plus SELF_H_SLACK
+ * is left out of the fit: with two or three points a line passes through
+ * each, whatever its weight. A machine that stays busy raises that least
+ * within SELF_H_RECENT sessions, so its sessions count again. */
+#define SELF_H_OUT 8
+#define SELF_H_SLACK 10000 /* ns */
+#define SELF_H_RECENT 8
+static int64_t self_recent[SELF_H_RECENT];
+static int self_seen;
 static void self_point(int64_t tm, int64_t off, int64_t h)
 {
+	int64_t least = h;
+	for (int k = 0; k < self_seen && k < SELF_H_RECENT; k++)
+		if (self_recent[k] < least)
+			least = self_recent[k];
+	self_recent[self_seen++ % SELF_H_RECENT] = h;
+	if (self_n > 0 && h > SELF_H_OUT * least + SELF_H_SLACK)
+		return; /* the fit goes on from the sessions before */
 	int i = self_n % SELF_POINTS;
 	self_t[i] = tm;
 	self_off[i] = off;
@@ -82,18 +104,20 @@ static void self_point(int64_t tm, int64_t off, int64_t h)
 	self_n++;
 	int n = self_n < SELF_POINTS ? self_n : SELF_POINTS;
 	/* Relative to the newest point: doubles stay exact enough. */
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
 	for (int k = 0; k < n; k++) {
 		double x = (double)(self_t[k] - tm), y = (double)(self_off[k] - off);
-		sx += x;
-		sy += y;
-		sxx += x * x;
-		sxy += x * y;
+		double hk = (double)(self_h[k] > SELF_H_MIN ? self_h[k] : SELF_H_MIN), w = 1 / (hk * hk);
+		sw += w;
+		sx += w * x;
+		sy += w * y;
+		sxx += w * x * x;
+		sxy += w * x * y;
 	}
-	double vx = sxx - sx * sx / n, b = 0;
+	double vx = sxx - sx * sx / sw, b = 0;
 	if (n >= 2 && vx > 0)
-		b = (sxy - sx * sy / n) / vx;
-	double a = sy / n - b * sx / n; /* the fit at tm, relative to off */
+		b = (sxy - sx * sy / sw) / vx;
+	double a = sy / sw - b * sx / sw; /* the fit at tm, relative to off */
 	unsigned q = __atomic_load_n(&self.seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&self.seq, q + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -1104,6 +1128,12 @@ static void sync_due(MPI_Comm comm);
  * daemon mappings, which map the raw clock, are then not recorded. */
 static int64_t test_off, test_ppb;
 static int test_clock;
+/* GCLOCK_MPI_TEST_SLOW_SESSION="k:us" (test build): in its k-th sync
+ * session (1: the one in MPI_Init) a rank other than 0 holds each reply us
+ * microseconds after stamping it, as a rank descheduled on a busy machine
+ * does: the session's exchanges are all slow one way. */
+static int test_slow_session;
+static long test_slow_us;
 
 static int64_t trace_now(void)
 {
@@ -1139,6 +1169,12 @@ static void test_clock_setup(int rank)
 	test_off = off;
 	test_ppb = ppb;
 	test_clock = 1;
+	const char *slow = getenv("GCLOCK_MPI_TEST_SLOW_SESSION");
+	if (slow && *slow && (sscanf(slow, "%d:%ld", &test_slow_session, &test_slow_us) != 2 || test_slow_session < 1 ||
+			      test_slow_us < 0 || test_slow_us > 1000000)) {
+		fprintf(stderr, "libgclockmpi: GCLOCK_MPI_TEST_SLOW_SESSION=%s: want k:us (k >= 1, us in [0, 1000000])\n", slow);
+		exit(1);
+	}
 #else
 	(void)rank;
 #endif
@@ -1216,10 +1252,14 @@ static int sync_session(uint8_t kind)
 		if (rc == MPI_SUCCESS)
 			sync_done++;
 	} else {
+		static int sessions_here;
+		long hold = ++sessions_here == test_slow_session ? test_slow_us : 0;
 		for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
 			rc = PMPI_Recv(&b, 0, MPI_BYTE, 0, k, sync_comm, MPI_STATUS_IGNORE);
 			s[k].loc_recv = trace_now();
 			s[k].loc_send = trace_now();
+			if (hold > 0)
+				usleep((useconds_t)hold);
 			if (rc == MPI_SUCCESS)
 				rc = PMPI_Send(&b, 0, MPI_BYTE, 0, k, sync_comm);
 		}
