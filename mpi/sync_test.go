@@ -325,7 +325,14 @@ func TestSyncPeriod(t *testing.T) {
 			}
 			gaps, prev = append(gaps, d/1e6), at
 		}
-		if gaps[0] >= 900 && gaps[1] >= 900 {
+		// The short start shows only where barriers come more often than
+		// a quarter period: ring's 25 rounds of 100 ms take 2.5 s, and a
+		// machine busy enough to stretch them several times over (beside
+		// two busy loops the rounds took 1-3 s each) leaves every gap to
+		// the barriers.
+		if span := (demand[len(demand)-1] - s.Sessions[0].Samples[0].LocRecv) / 1e6; span > 6000 {
+			t.Logf("rank %d: the run's barriers took %d ms for ring's 2.5 s: gaps %v ms, the short start not judged", r, span, gaps)
+		} else if gaps[0] >= 900 && gaps[1] >= 900 {
 			t.Errorf("rank %d: the first on-demand sessions came %v ms apart: no short start", r, gaps)
 		}
 	}

@@ -3,6 +3,7 @@ package mpi
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -76,27 +77,37 @@ func wtimeErrors(t *testing.T, ws []wtimeLine, clocks []testClock) ([]int64, []i
 func TestWtimeSyncedNoPage(t *testing.T) {
 	dir := built(t)
 	same := make([]testClock, ranks) // one host's clock on every rank: the truth is offset 0
+	// The median is held tight, the maximum loosely: the maximum is the
+	// MPI_Init session's error on a busy machine (its best exchange's
+	// half round trip, which the bounds report: TestAPISynced), 63-68 us
+	// in runs beside two busy loops, where the median stayed 0; an
+	// accuracy target under load is the benchmark's (collbench), not a
+	// unit test's. A drift left unfitted shows in the median (init only:
+	// 25-50 us).
 	for _, tc := range []struct {
 		name   string
 		period string
 		clocks []testClock
+		p50Err int64  // ns
 		maxErr int64  // ns
 		slow   string // GCLOCK_MPI_TEST_SLOW_SESSION
 	}{
-		// A line through 3-4 sessions a second apart: the drift is fitted.
-		{"period 1 s", "1", syncedClocks, 50_000, ""},
+		// A line through 3-4 sessions a second apart: the drift is fitted
+		// (idle: max 1.1 us).
+		{"period 1 s", "1", syncedClocks, 5_000, 150_000, ""},
 		// One session: the offset only; 60 ppm of drift in 3 s is 180 us.
-		{"init only", "0", syncedClocks, 400_000, ""},
+		{"init only", "0", syncedClocks, 400_000, 400_000, ""},
 		// The installed library on the real clocks of one host.
-		{"one clock", "1", nil, 50_000, ""},
+		{"one clock", "1", nil, 5_000, 150_000, ""},
 		// The second session's replies each held 1 ms, as a rank
 		// descheduled on a busy machine holds them: its midpoints are 500
 		// us off. The session is left out of the fit (its half round
 		// trip is 100x the first's), so the drift waits for the third
 		// session, half a second on: up to 50 ppm of it unfitted for about
 		// a second (64 us measured). A line through the slow session (no
-		// outlier rule, unweighted) was 1.8-1.9 ms off.
-		{"one slow session", "1", syncedClocks, 150_000, "2:1000"},
+		// outlier rule, unweighted) was off by 27 us in the median and
+		// 1.8-1.9 ms at most.
+		{"one slow session", "1", syncedClocks, 5_000, 150_000, "2:1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{
@@ -123,13 +134,27 @@ func TestWtimeSyncedNoPage(t *testing.T) {
 			if strings.Contains(errout, "libgclockmpi") {
 				t.Errorf("notices without GCLOCK_MPI_VERBOSE:\n%s", errout)
 			}
-			errs, mids := wtimeErrors(t, parseWtimes(t, out), clocks)
+			ws := parseWtimes(t, out)
+			errs, mids := wtimeErrors(t, ws, clocks)
+			if os.Getenv("GCLOCK_MPI_DEBUG_READS") != "" {
+				first := map[int]int64{}
+				for _, w := range ws {
+					if _, ok := first[w.rank]; !ok {
+						first[w.rank] = w.before
+					}
+					e1, _ := wtimeErrors(t, []wtimeLine{ws[0], w}, clocks)
+					t.Logf("rank %d at %.3f s: %v", w.rank, float64(w.before-first[w.rank])/1e9, e1)
+				}
+			}
 			if len(errs) < (ranks-1)*5 {
 				t.Fatalf("%d MPI_Wtime readings of ranks 1-%d, want %d or more", len(errs), ranks-1, (ranks-1)*5)
 			}
 			p50, mx := errs[len(errs)/2], errs[len(errs)-1]
 			t.Logf("MPI_Wtime of ranks 1-3 against rank 0's clock (the truth), %d readings over 3 s: beyond the read's duration p50 %d ns, max %d ns; from its middle p50 %d ns, max %d ns",
 				len(errs), p50, mx, mids[len(mids)/2], mids[len(mids)-1])
+			if p50 > tc.p50Err {
+				t.Errorf("MPI_Wtime's median error %d ns, want at most %d", p50, tc.p50Err)
+			}
 			if mx > tc.maxErr {
 				t.Errorf("MPI_Wtime up to %d ns from the truth, want at most %d", mx, tc.maxErr)
 			}

@@ -95,8 +95,12 @@ static void self_point(int64_t tm, int64_t off, int64_t h)
 		if (self_recent[k] < least)
 			least = self_recent[k];
 	self_recent[self_seen++ % SELF_H_RECENT] = h;
-	if (self_n > 0 && h > SELF_H_OUT * least + SELF_H_SLACK)
+	if (self_n > 0 && h > SELF_H_OUT * least + SELF_H_SLACK) {
+		if (verbose())
+			fprintf(stderr, "libgclockmpi: sync session %d: best half round trip %lld ns, over %d x the least of the last %d (%lld ns): left out of the fit\n",
+				self_seen, (long long)h, SELF_H_OUT, SELF_H_RECENT, (long long)least);
 		return; /* the fit goes on from the sessions before */
+	}
 	int i = self_n % SELF_POINTS;
 	self_t[i] = tm;
 	self_off[i] = off;
@@ -126,6 +130,9 @@ static void self_point(int64_t tm, int64_t off, int64_t h)
 	__atomic_store_n(&self.rate, (int64_t)llround(b * 1e18), __ATOMIC_RELAXED);
 	__atomic_store_n(&self.err, h + (int64_t)ceil(fabs(a)), __ATOMIC_RELAXED);
 	__atomic_store_n(&self.seq, q + 2, __ATOMIC_RELEASE);
+	if (verbose())
+		fprintf(stderr, "libgclockmpi: sync session %d: best half round trip %lld ns; fit of %d sessions: offset %lld ns, rate %.3f ppm\n",
+			self_seen, (long long)h, n, (long long)(off + (int64_t)llround(a)), b * 1e6);
 }
 
 /* self_now reads global time in synced mode: est and its half-width. */
