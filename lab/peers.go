@@ -224,6 +224,7 @@ func (l *Lab) runChrony(ctx context.Context, pc PeerConfig, start time.Time) (Pe
 	if pc.Clocks != nil {
 		res.Notes = append(res.Notes, "chronyd on the hosts' emulated clocks (lab/clockshim), judged against them")
 	}
+	_ = os.MkdirAll("/var/run/chrony", 0o750) // chronyc's reply socket
 	if out, err := exec.Command("chronyc", "-h", socks[0], "ntpdata").CombinedOutput(); err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.Contains(line, "timestamping") || strings.HasPrefix(line, "Mode") || strings.HasPrefix(line, "Interleaved") {
