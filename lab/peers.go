@@ -20,7 +20,6 @@ import (
 	"github.com/gclock/gclock/eval"
 	"github.com/gclock/gclock/gtime"
 	"github.com/gclock/gclock/lab/clockshim"
-	"github.com/gclock/gclock/lab/cmdmon"
 	"github.com/gclock/gclock/lab/netlab"
 )
 
@@ -342,7 +341,7 @@ const chronyTimingSlack = 10 // ns
 
 // pollChrony asks every client's chronyd for its tracking every
 // ChronyPoll until Duration after start, over chrony's command socket
-// (lab/cmdmon) with the raw clock read on both sides; the readings of all
+// (internal/chronycmd, candmClient) with the raw clock read on both sides; the readings of all
 // clients are pooled, and each client's median after the warm-up is
 // noted. On emulated clocks each reading's truth is the clocks' offset at
 // the middle of its round trip.
@@ -353,13 +352,13 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 	if err != nil {
 		return res, err
 	}
-	cls := make([]*cmdmon.Client, len(socks))
+	cls := make([]*candmClient, len(socks))
 	for i, sock := range socks {
-		c, err := cmdmon.Dial(sock, filepath.Join(filepath.Dir(sock), "lab-cmdmon.sock"))
+		c, err := dialCandm(sock, filepath.Join(filepath.Dir(sock), "client.sock"))
 		if err != nil {
 			return res, fmt.Errorf("h%d: %w", clients[i], err)
 		}
-		defer c.Close()
+		defer c.close()
 		cls[i] = c
 	}
 	per := make([][]Reading, len(socks))
@@ -386,13 +385,13 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 			bestSlack, got := int64(math.MaxInt64), false
 			for try := 0; try < 3 && bestSlack > chronyTimingSlack; try++ {
 				r0 := gtime.RawNow()
-				tr, err := c.Tracking(time.Second)
+				tr, err := c.tracking(time.Second)
 				r1 := gtime.RawNow()
 				if err != nil {
-					lastErr = fmt.Errorf("h%d: %w", clients[i], err)
+					lastErr = fmt.Errorf("h%d: chronyd's tracking: %w", clients[i], err)
 					break
 				}
-				if !tr.Synced() {
+				if !chronySynced(tr) {
 					break
 				}
 				mid := r0 + (r1-r0)/2
@@ -400,7 +399,9 @@ func pollChrony(ctx context.Context, pc PeerConfig, start time.Time, procs []*ne
 				sl := int64(math.Ceil(float64(r1-r0) / 2 * math.Abs(rate)))
 				if sl < bestSlack {
 					at := time.Since(start).Nanoseconds() - (r1 - mid)
-					best, bestSlack, got = Reading{AtNs: at, OffsetNs: tr.OffsetNs(), TrueNs: off}, sl, true
+					// The correction is true time minus the clock: the
+					// clock's offset is its negative.
+					best, bestSlack, got = Reading{AtNs: at, OffsetNs: int64(math.Round(-tr.Correction * 1e9)), TrueNs: off}, sl, true
 				}
 			}
 			if got {

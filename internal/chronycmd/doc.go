@@ -46,6 +46,7 @@
 //
 // The daemon asks chronyd once per query from a fresh client socket
 // (daemon/chrony.go); the lab keeps one client socket per chronyd and
-// skips late replies (lab/chain.go). Both send TrackingRequest and decode
+// skips late replies (lab/chain.go, used by the chain and the peers in
+// lab/peers.go). Both send TrackingRequest and decode
 // with ParseTracking.
 package chronycmd
