@@ -4,7 +4,6 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -79,31 +78,4 @@ func EncodeTable(ks []clock.Knot) ([]byte, error) {
 		}{k.T, k.Local - k.T, k.Skew})
 	}
 	return buf.Bytes(), nil
-}
-
-// DecodeTable reads a table back (for tests and for taking a run apart):
-// what the shim accepts, with an error naming what is wrong otherwise.
-func DecodeTable(b []byte) ([]clock.Knot, error) {
-	if len(b) < 16 || string(b[:8]) != magic {
-		return nil, errors.New("clockshim: not a clock table (magic)")
-	}
-	n := binary.LittleEndian.Uint32(b[8:])
-	if n == 0 || uint64(len(b)) != 16+uint64(n)*24 {
-		return nil, fmt.Errorf("clockshim: %d knots in %d bytes: sizes do not match", n, len(b))
-	}
-	ks := make([]clock.Knot, n)
-	for i := range ks {
-		p := b[16+24*i:]
-		t := int64(binary.LittleEndian.Uint64(p))
-		dev := int64(binary.LittleEndian.Uint64(p[8:]))
-		sk := math.Float64frombits(binary.LittleEndian.Uint64(p[16:]))
-		if math.IsNaN(sk) || math.Abs(sk) >= 0.5 {
-			return nil, fmt.Errorf("clockshim: knot %d: rate error %v: want |skew| < 0.5", i, sk)
-		}
-		if i > 0 && t <= ks[i-1].T {
-			return nil, fmt.Errorf("clockshim: knot %d at %d: not after knot %d", i, t, i-1)
-		}
-		ks[i] = clock.Knot{T: t, Local: t + dev, Skew: sk}
-	}
-	return ks, nil
 }
