@@ -102,6 +102,7 @@ type ViewChild struct {
 	RoundsRepeated uint64 `json:"rounds_repeated"`
 	RoundsCut      uint64 `json:"rounds_cut,omitempty"`
 	ProbeRetries   uint64 `json:"probe_retries"`
+	ProbesResent   uint64 `json:"probes_resent,omitempty"`
 	ShortestRTTNs  int64  `json:"shortest_rtt_ns"`
 }
 
@@ -129,7 +130,7 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {
 		v.Children = append(v.Children, ViewChild{ID: c.ID, GlobalPeriodNs: int64(c.GlobalPeriod), Rounds: c.Rounds,
-			RoundsRepeated: c.RoundsRepeated, RoundsCut: c.RoundsCut, ProbeRetries: c.ProbeRetries, ShortestRTTNs: int64(c.ShortestRTT)})
+			RoundsRepeated: c.RoundsRepeated, RoundsCut: c.RoundsCut, ProbeRetries: c.ProbeRetries, ProbesResent: c.ProbesResent, ShortestRTTNs: int64(c.ShortestRTT)})
 	}
 	sort.Slice(v.Children, func(i, j int) bool { return v.Children[i].ID < v.Children[j].ID })
 	return v

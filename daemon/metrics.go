@@ -142,6 +142,7 @@ type ChildStats struct {
 	RoundsRepeated uint64        // rounds repeated for a long RTT (NETWORK_LATENCY_ERROR_THRESH)
 	RoundsCut      uint64        // rounds ended by sync.round_budget before their pings_per_round exchanges
 	ProbeRetries   uint64        // probes retried after a timeout
+	ProbesResent   uint64        // replies to probes the transport sent more than once: no sample kept (engine.Message.Resent)
 	ShortestRTT    time.Duration // shortest exchange RTT ever; negative before the first round
 }
 
@@ -211,15 +212,15 @@ var currentBuild = sync.OnceValue(func() buildLabels {
 // collector builds the metrics from a Snapshot at every scrape (as
 // node_exporter's timex collector does), in base units.
 type collector struct {
-	src                                         Snapshotter
-	offset, estErr, freq, st                    *prometheus.Desc
-	srcRounds, restarts, rejected               *prometheus.Desc
-	rounds, repeated, cut, retries, rtt, period *prometheus.Desc
-	msg                                         *prometheus.Desc
-	refChanges, silent                          *prometheus.Desc
-	term, staleTerm                             *prometheus.Desc
-	servedSt, servedErr                         *prometheus.Desc
-	build                                       buildLabels
+	src                                                 Snapshotter
+	offset, estErr, freq, st                            *prometheus.Desc
+	srcRounds, restarts, rejected                       *prometheus.Desc
+	rounds, repeated, cut, retries, resent, rtt, period *prometheus.Desc
+	msg                                                 *prometheus.Desc
+	refChanges, silent                                  *prometheus.Desc
+	term, staleTerm                                     *prometheus.Desc
+	servedSt, servedErr                                 *prometheus.Desc
+	build                                               buildLabels
 
 	// chronyc tracking (the selected source) and sourcestats (each source).
 	buildInfo, refID, selfPeriod                        *prometheus.Desc
@@ -249,6 +250,7 @@ func newCollector(src Snapshotter) *collector {
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
 		cut:        d("child_rounds_cut_total", "Rounds ended by sync.round_budget before their pings_per_round exchanges.", "child"),
 		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
+		resent:     d("probes_resent_total", "Replies to probes the transport sent more than once: acknowledged, no sample kept (their times may belong to different copies).", "child"),
 		rtt:        d("shortest_rtt_seconds", "Shortest exchange round trip seen with a child, seconds.", "child"),
 		period:     d("global_period_seconds", "Current global resync period of a child, seconds.", "child"),
 		msg:        d("sync_messages_total", "Sync messages by type and direction.", "type", "direction"),
@@ -286,7 +288,7 @@ func newCollector(src Snapshotter) *collector {
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
-		c.rounds, c.repeated, c.cut, c.retries, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+		c.rounds, c.repeated, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
@@ -406,6 +408,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.repeated, ch.RoundsRepeated, id)
 		cnt(c.cut, ch.RoundsCut, id)
 		cnt(c.retries, ch.ProbeRetries, id)
+		cnt(c.resent, ch.ProbesResent, id)
 		if ch.ShortestRTT >= 0 {
 			g(c.rtt, ch.ShortestRTT.Seconds(), id)
 		}

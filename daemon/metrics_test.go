@@ -41,7 +41,7 @@ func goldenSnapshot() fixedSnapshot {
 				Line: "floor", ShapesDiffer: true, DelaySpreadUp: 3 * time.Microsecond, DelaySpreadDown: 12 * time.Microsecond},
 			{ID: 3, Silent: true, GlobalPeriod: time.Second, LastRoundAge: -1, ShortestRTT: -1, SmoothedRTT: -1},
 		},
-		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsCut: 5, ProbeRetries: 2, ShortestRTT: 48 * time.Microsecond},
+		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsCut: 5, ProbeRetries: 2, ProbesResent: 6, ShortestRTT: 48 * time.Microsecond},
 			{ID: 5, GlobalPeriod: 2 * time.Second, ShortestRTT: -1}},
 		Messages: []MessageCount{
 			{Type: "probe", Direction: "received", Count: 126},

@@ -303,7 +303,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, sys sys) error {
 	n.saveState()
 	st := n.stampCounts()
 	logger.Info("daemon stopping", "transport", n.ep.Stats(), "dropped", countsAttr(n.SecuritySnapshot().Drops), "stamps_raised", n.clamped.Load(),
-		"t1_kernel", st.ProbeStamped, "t1_engine", st.ProbeOwn, "t3_kernel", st.ReplyStamped, "t3_user", st.ReplyOwn,
+		"t1_kernel", st.ProbeStamped, "t1_engine", st.ProbeOwn, "resent", st.Resent, "t3_kernel", st.ReplyStamped, "t3_user", st.ReplyOwn,
 		"stamps_rejected", st.Rejected, "stamps_unknown", st.Unknown, "stamps_expired", st.Expired)
 	cancel()
 	rtWait()
@@ -496,6 +496,10 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 	// kernel transmit stamp (T1). A retransmitted probe keeps the engine's
 	// own, earlier send time: the reply may answer the first copy.
 	rm.T4 = n.recvLocal(timing.RecvUser, timing.RecvKernel)
+	// A retransmitted probe's reply may be the copy the child's transport
+	// resent for the later probe copy: its arrival does not pair with the
+	// times it carries (engine.Message.Resent).
+	rm.Resent = timing.Attempts > 1
 	if n.cfg.Transport.KernelTimestamps && timing.Attempts == 1 && timing.SendKernel != 0 {
 		n.txStamp(engine.MsgProbe, m.To, m.Seq, n.clk.fromRaw(timing.SendKernel))
 	}
@@ -757,7 +761,7 @@ func (n *node) Snapshot() Snapshot {
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),
-			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsCut: c.Cut, ProbeRetries: c.Retries, ShortestRTT: time.Duration(c.ShortestRTT)})
+			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsCut: c.Cut, ProbeRetries: c.Retries, ProbesResent: c.Resent, ShortestRTT: time.Duration(c.ShortestRTT)})
 	}
 	trackingStats(&s, es, tr, x, &n.rounds)
 	for t := 1; t < len(n.msgs); t++ {

@@ -71,6 +71,19 @@ type Message struct {
 	// stamp is ignored, never unsafe. The probe's own departure comes
 	// through Node.TxStamp.
 	T4 int64
+	// ProbeReply, set by the source's driver before Step and never sent on
+	// the wire: the driver's transport sent the probe more than once (a
+	// retransmission under the same probe), so this reply may be the copy
+	// the child's transport resent for a later copy of the probe. Its
+	// arrival (T4) then does not pair with the T3 it carries (the first
+	// reply's), and the probe's departure is ambiguous too: the lab's
+	// switch, which can reorder, delivered such a resent copy before the
+	// first one, and the reply looked tens of us faster than the link
+	// allows. Still inside the bounds (the copy left after T3), but no
+	// sample of the link's delays. The engine takes the reply as the
+	// probe's acknowledgement and keeps no sample of it
+	// (ChildSnapshot.Resent).
+	Resent bool
 
 	// TimeDiff: the exchanges of the round, complete on both clocks, in the
 	// child's orientation (the child is "local", the source is "source").

@@ -192,3 +192,77 @@ func TestProbeReplyDriverStamps(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeReplyResent: a reply to a probe the driver sent more than once
+// (Message.Resent: its times may belong to different copies) acknowledges
+// the probe but is kept as no sample; the round probes on for its
+// exchanges. A child whose every reply comes to a resent probe ends its
+// round without a time diff after MaxProbeRetries of them, as a silent one
+// does, instead of probing forever.
+func TestProbeReplyResent(t *testing.T) {
+	tests := []struct {
+		name       string
+		resent     []bool // per reply, in order
+		wantTD     int    // samples of the time diff; -1: none sent
+		wantResent uint64
+	}{
+		{"none resent", []bool{false, false, false}, 3, 0},
+		{"one resent", []bool{false, true, false, false}, 3, 1},
+		{"first two resent", []bool{true, true, false, false, false}, 3, 2},
+		{"all resent", []bool{true, true, true, true, true, true, true, true, true}, -1, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.ID, c.Children, c.PingsPerRound = 0, []NodeID{1}, 3
+			src, err := New(c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := int64(1000)
+			src.Tick(now)
+			r := src.Ready()
+			tdSamples := -1
+			for i, resent := range tt.resent {
+				var p *Message
+				for j := range r.Messages {
+					if r.Messages[j].Type == MsgProbe {
+						p = &r.Messages[j]
+					}
+				}
+				if p == nil {
+					t.Fatalf("reply %d: no probe to answer (messages %+v)", i, r.Messages)
+				}
+				now += 500
+				src.Step(Message{Type: MsgProbeReply, From: 1, To: 0, Round: p.Round, Seq: p.Seq,
+					T2: 7000 + now, T3: 7010 + now, Resent: resent}, now)
+				r = src.Ready()
+				for _, m := range r.Messages {
+					if m.Type == MsgTimeDiff {
+						tdSamples = len(m.Samples)
+						for _, s := range m.Samples {
+							if s.RTT() != 500-10 {
+								t.Errorf("sample %+v: round trip %d, want 490 (a resent reply's sample kept?)", s, s.RTT())
+							}
+						}
+					}
+				}
+			}
+			if tdSamples != tt.wantTD {
+				t.Errorf("time diff samples %d, want %d", tdSamples, tt.wantTD)
+			}
+			for _, m := range r.Messages {
+				if m.Type == MsgProbe && tt.wantTD < 0 {
+					t.Errorf("still probing after %d resent replies: %+v", len(tt.resent), m)
+				}
+			}
+			snap := src.Snapshot()
+			if ch := snap.Children; len(ch) != 1 || ch[0].Resent != tt.wantResent {
+				t.Errorf("children %+v, want Resent %d", ch, tt.wantResent)
+			}
+			if st := snap.Stamps; st.Resent != tt.wantResent || st.ProbeOwn+st.ProbeStamped != uint64(len(tt.resent))-tt.wantResent {
+				t.Errorf("stamps %+v: want %d resent and %d exchanges kept", st, tt.wantResent, uint64(len(tt.resent))-tt.wantResent)
+			}
+		})
+	}
+}

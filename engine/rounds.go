@@ -172,26 +172,49 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 	if c.heapIdx >= 0 {
 		heap.Remove(&n.timers, c.heapIdx)
 	}
-	c.retries = 0
-	switch {
-	case stamped:
-		n.stamps.ProbeStamped++
-	case c.probeTx != 0:
-		n.stamps.Rejected++
-		n.stamps.ProbeOwn++
-	default:
-		n.stamps.ProbeOwn++
+	if raw := now - c.probeSent; !m.Resent { // Karn: not a resent probe's round trip
+		if c.srtt == 0 {
+			c.srtt = raw
+		} else {
+			c.srtt += (raw - c.srtt) / 8
+		}
 	}
-	raw := now - c.probeSent
-	if c.srtt == 0 {
-		c.srtt = raw
+	if m.Resent {
+		// Acknowledged, but its times may belong to different copies
+		// (Message.Resent): no sample, and it counts as a retry, so that a
+		// child whose every reply comes to a resent probe ends its round as
+		// a silent one does (MaxProbeRetries). With no sample yet the round
+		// probes on past its budget, as after a timeout.
+		c.stats.Resent++
+		n.stamps.Resent++
+		c.retries++
+		switch {
+		case c.retries > n.cfg.MaxProbeRetries:
+			c.stats.Abandoned++
+			if len(c.samples) == 0 {
+				n.endRound(c, now, false)
+				return
+			}
+		case len(c.samples) == 0 || (len(c.samples) < c.target && !n.overBudget(c, now)):
+			n.sendProbe(c, now)
+			return
+		}
 	} else {
-		c.srtt += (raw - c.srtt) / 8
-	}
-	c.samples = append(c.samples, s)
-	if len(c.samples) < c.target && !n.overBudget(c, now) {
-		n.sendProbe(c, now)
-		return
+		switch {
+		case stamped:
+			n.stamps.ProbeStamped++
+		case c.probeTx != 0:
+			n.stamps.Rejected++
+			n.stamps.ProbeOwn++
+		default:
+			n.stamps.ProbeOwn++
+		}
+		c.retries = 0
+		c.samples = append(c.samples, s)
+		if len(c.samples) < c.target && !n.overBudget(c, now) {
+			n.sendProbe(c, now)
+			return
+		}
 	}
 	best := bestRTT(c.samples)
 	if !c.repeated && c.shortestEver >= 0 && best-c.shortestEver > int64(n.cfg.NetworkLatencyErrorThresh) {

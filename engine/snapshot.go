@@ -66,6 +66,7 @@ type ChildSnapshot struct {
 	Cut         uint64  // rounds ended by Config.RoundBudget before their PingsPerRound exchanges
 	Reports     uint64  // error reports received
 	Ignored     uint64  // late or duplicate replies and reports
+	Resent      uint64  // replies to probes the driver sent more than once: acknowledged, no sample kept (Message.Resent)
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
 	SRTT        int64   // smoothed raw round trip, drives the retry timeout
 }

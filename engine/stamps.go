@@ -50,6 +50,7 @@ const (
 type StampSnapshot struct {
 	ProbeStamped uint64 // exchanges whose T1 is the probe's transmit stamp
 	ProbeOwn     uint64 // exchanges whose T1 is the engine's own send time
+	Resent       uint64 // replies to probes the driver sent more than once, kept as no exchange (Message.Resent)
 	ReplyStamped uint64 // samples (in time diffs) whose T3 is the reply's transmit stamp
 	ReplyOwn     uint64 // samples whose T3 is the engine's own reply time
 	Rejected     uint64 // stamps out of range (see the package comment on stamps)
