@@ -34,6 +34,7 @@ func (h *Hull) noteRound(round []Sample) {
 	h.lastRound, h.haveRound = x, true
 	for _, c := range h.cands {
 		c.roundGap = h.roundGap
+		c.lastRound, c.haveRound = h.lastRound, h.haveRound
 	}
 }
 

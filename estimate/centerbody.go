@@ -86,6 +86,9 @@ type CenterShape struct {
 	// Disagree is the distance between the two lines at the newest
 	// exchange in standard deviations of their difference.
 	Disagree float64
+	// Memory is the body line's memory (ns) where the rounds' locations
+	// curved enough to shorten it (bodyCurve); 0: the default memory.
+	Memory float64
 	// Body names the body line: "lower" (the lower tenth of each
 	// direction's delays, matched: the directions' spreads agree) or
 	// "midpoints" (the exchanges' midpoints: the spreads differ); "" when
@@ -194,7 +197,18 @@ type bodyState struct {
 	c, s, a, sk, xe float64
 	lines           bool
 	moveF, moveB    smoothed
+	// The newest rounds' own lower-body locations (bodyCurve), the round
+	// the last was taken from, and the body's memory last chosen (ns; 0:
+	// the default).
+	rounds    []roundLoc
+	lastRound int64
+	memory    float64
 }
+
+// roundLoc is one round's own location: where the lower tenth of each
+// direction's delays of that round alone meet, at the round's mean local
+// time x (relative units), and the variance of that estimate.
+type roundLoc struct{ x, y, v float64 }
 
 // rebase moves the remembered lines with the hull's origin (Hull.rebase:
 // x' = x - dx, d' = d - dd), so that the next round's measured moves
@@ -202,6 +216,10 @@ type bodyState struct {
 func (b *bodyState) rebase(dx, dd int64) {
 	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
 	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
+	for i := range b.rounds {
+		b.rounds[i].x -= float64(dx)
+		b.rounds[i].y -= float64(dd)
+	}
 }
 
 // smoothed is an exponentially weighted average that takes its first
@@ -255,15 +273,19 @@ func (h *Hull) trimMids() {
 func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
 	tau, from := h.centerMemory()
 	tau, from = h.bodyMemory(tau, from)
-	weight := func(x int64) float64 {
-		if tau > 0 {
-			return math.Exp(-float64(h.newest-x) / tau)
+	weightOf := func(tau float64) func(x int64) float64 {
+		return func(x int64) float64 {
+			if tau > 0 {
+				return math.Exp(-float64(h.newest-x) / tau)
+			}
+			return 1
 		}
-		return 1
 	}
-	// Each direction's delay beyond the floor line (for the floor line's
-	// variance), and the exchanges' midpoints (for the body line).
-	side := func(ps []pt, sign, s float64) []wv {
+	// Each direction's delay beyond the line (c, s) (for the floor line's
+	// variance, and the lower body), and the exchanges' midpoints (for the
+	// body line), weighted by a memory of tau from from on.
+	side := func(ps []pt, sign, c, s, tau float64, from int64) []wv {
+		weight := weightOf(tau)
 		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
 		out := make([]wv, 0, len(ps)-i0)
 		for _, p := range ps[i0:] {
@@ -272,16 +294,20 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		}
 		return out
 	}
-	qUp, qLow := side(h.up.pts, 1, s), side(h.low.pts, -1, s)
-	var mx, md, mw, mr []float64
-	for _, m := range h.mids {
-		x := m.x - h.x0
-		if x < from || x < h.minX {
-			continue
+	mids := func(tau float64, from int64) (mx, md, mw, mr []float64) {
+		weight := weightOf(tau)
+		for _, m := range h.mids {
+			x := m.x - h.x0
+			if x < from || x < h.minX {
+				continue
+			}
+			mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, weight(x))
+			mr = append(mr, float64(m.rtt))
 		}
-		mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, weight(x))
-		mr = append(mr, float64(m.rtt))
+		return mx, md, mw, mr
 	}
+	qUp, qLow := side(h.up.pts, 1, c, s, tau, from), side(h.low.pts, -1, c, s, tau, from)
+	mx, md, mw, mr := mids(tau, from)
 	if len(qUp) < bodyMinPoints || len(qLow) < bodyMinPoints || len(mx) < bodyMinPoints {
 		return c, s
 	}
@@ -308,33 +334,59 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// there is its variance at the points' centre grown as the body's
 	// grows (the same exchanges, the same lever).
 	xe := float64(h.newest) + h.roundGap/2
-	a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, xe)
-	if !ok || !(vFloor > 0) || sk < lo || sk > hi {
-		b.shape = shape
-		return c, s
-	}
-	vBody, vCentre := vAt(xe-xm), vAt(0)
-	if !(vBody > 0) || !(vCentre > 0) {
-		b.shape = shape
-		return c, s
-	}
-	// The lower body: where the two directions' spreads agree, the body
-	// line's offset is where the lower tenth of each direction's delays
-	// beyond the line meet (its skew the midpoints' fit's), not the
-	// midpoints' centre (see bodyQuantile).
-	shape.Body = "midpoints"
 	lower := !spreadsDiffer(spreadUp, spreadLow)
-	if lower {
-		up, low := side(h.up.pts, 1, sk), side(h.low.pts, -1, sk)
-		qu, vu := weightedQuantile(up, bodyQuantile)
-		ql, vl := weightedQuantile(low, bodyQuantile)
-		if vq := (vu + vl) / 4; vq > 0 && !math.IsInf(vq, 0) {
-			a, vBody, vCentre = c+(qu-ql)/2, vq+(vBody-vCentre), vq
-			shape.Body = "lower"
-		} else {
-			lower = false
+	// fit is the body line with a memory of tau from from on: the
+	// midpoints' M-estimate, and where the two directions' spreads agree
+	// the lower body (its offset where the lower tenth of each direction's
+	// delays beyond the line meet, its skew the midpoints' fit's, not the
+	// midpoints' centre: see bodyQuantile). vBody is its variance where it
+	// is read, vCentre at the points' centre.
+	fit := func(mx, md, mw, mr []float64, tau float64, from int64) (a, sk, vBody, vCentre float64, lowerOK, ok bool) {
+		a, sk, vAt, xm, ok := fitBody(mx, md, mw, mr, xe)
+		if !ok || sk < lo || sk > hi {
+			return 0, 0, 0, 0, false, false
 		}
+		vBody, vCentre = vAt(xe-xm), vAt(0)
+		if !(vBody > 0) || !(vCentre > 0) {
+			return 0, 0, 0, 0, false, false
+		}
+		if lower {
+			up, low := side(h.up.pts, 1, c, sk, tau, from), side(h.low.pts, -1, c, sk, tau, from)
+			qu, vu := weightedQuantile(up, bodyQuantile)
+			ql, vl := weightedQuantile(low, bodyQuantile)
+			if vq := (vu + vl) / 4; vq > 0 && !math.IsInf(vq, 0) {
+				return c + (qu-ql)/2, sk, vq + (vBody - vCentre), vq, true, true
+			}
+		}
+		return a, sk, vBody, vCentre, false, true
 	}
+	a, sk, vBody, vCentre, lowerOK, ok := fit(mx, md, mw, mr, tau, from)
+	if !ok || !(vFloor > 0) {
+		b.shape = shape
+		return c, s
+	}
+	// The clocks' frequencies wander: a line remembers the average
+	// frequency of its memory and lags a frequency that moves on. Where the
+	// rounds' own locations curve measurably, a shorter memory (bodyCurve).
+	if lowerOK && bodyCurveOn {
+		b.noteRound(h, c, sk, side)
+		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
+			_, from2 := h.memoryFrom(tb)
+			mx2, md2, mw2, mr2 := mids(tb, from2)
+			if len(mx2) >= bodyMinPoints {
+				if a2, sk2, vB2, vC2, l2, ok2 := fit(mx2, md2, mw2, mr2, tb, from2); ok2 && l2 {
+					a, sk, vBody, vCentre = a2, sk2, vB2, vC2
+					shape.Points = len(mx2)
+				}
+			}
+		}
+		shape.Memory = b.memory
+	}
+	shape.Body = "midpoints"
+	if lowerOK {
+		shape.Body = "lower"
+	}
+	lower = lowerOK
 	vFloor *= vBody / vCentre
 	// The shape's long-run sharpness: the formulas alone (no measured
 	// moves, which a load burst inflates for a round or two), smoothed
@@ -759,4 +811,178 @@ func bodyVarLow(xs, ds, w, rtt []float64, c, s float64) float64 {
 		v = min(v, guess(half, n/2))
 	}
 	return v / 2
+}
+
+// The body line's memory and the wander (bodyCurve). A line through the
+// exchanges of a memory tau is the memory's average frequency: where the
+// frequency moves at a rate a (a crystal's temperature cycle, a random
+// walk) the line read after its newest exchange lags by about a*tau^2 (for
+// exponential weights: the line through a parabola a/2*t^2 is off by
+// a*tau^2 at its newest end). Its noise shrinks as the memory grows, about
+// as vBody*tau0/tau. So each round's own location (the lower tenth of each
+// direction's delays of that round alone, matched) is kept, a parabola is
+// fitted through the last bodyCurveRounds of them by weighted least
+// squares, and its curvature, less bodyCurveZ standard errors (so that
+// noise alone shortens nothing), gives the memory of least expected
+// error, (vBody*tau0 / (4 a^2))^(1/5); never longer than the default, never
+// under half a gap between rounds. In the simulator's link matrix run for
+// 20 minutes with the lab's wander, the mean per-host median went from 264
+// to 171 ns on a 3-us bell, 355 to 317 on a 10-us one and 388 to 299 on two
+// modes; in 60-s runs the curvature shows too late to matter (about the
+// 10th round), and the lab's kept runs replayed were within 3%
+// (docs/estimators.md, "The bells' last misses, taken apart").
+const (
+	bodyCurveRounds = 24
+	// bodyCurveMinRounds: rounds of locations before the curvature counts.
+	bodyCurveMinRounds = 6
+	// bodyCurveZ: the curvature counts beyond this many standard errors.
+	// At 2 a steady clock's line (TestCenterBodyFollowsCurvature) lost 18%
+	// in one seed of three to a curvature that was noise.
+	bodyCurveZ = 2.5
+	// bodyCurveMinCut: a memory under this share of the default replaces
+	// it (a shorter one by a few percent is not worth a second fit).
+	bodyCurveMinCut = 0.9
+	// bodyCurveMinPoints: the fewest exchanges per side of a round whose
+	// location is kept.
+	bodyCurveMinPoints = 24
+)
+
+// bodyCurveOn: the body line's memory follows the curvature (tests turn
+// it off to compare with the default memory).
+var bodyCurveOn = true
+
+// noteRound keeps the newest round's own location (once per round): the
+// matched lower tenths of its exchanges alone about the line (c, sk).
+func (b *bodyState) noteRound(h *Hull, c, sk float64, side func(ps []pt, sign, c, s, tau float64, from int64) []wv) {
+	if !h.haveRound || (len(b.rounds) > 0 && b.lastRound == h.lastRound) {
+		return
+	}
+	start := h.lastRound - h.x0
+	if h.roundGap > 0 {
+		start -= int64(h.roundGap / 4)
+	}
+	up, low := side(h.up.pts, 1, c, sk, 0, start), side(h.low.pts, -1, c, sk, 0, start)
+	if len(up) < bodyCurveMinPoints || len(low) < bodyCurveMinPoints {
+		return
+	}
+	b.lastRound = h.lastRound
+	var sx float64
+	n := 0
+	for _, ps := range [2][]pt{h.up.pts, h.low.pts} {
+		i0, _ := slices.BinarySearchFunc(ps, start, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+		for _, p := range ps[i0:] {
+			sx += float64(p.x)
+			n++
+		}
+	}
+	x := sx / float64(n)
+	qu, vu := weightedQuantile(up, bodyQuantile)
+	ql, vl := weightedQuantile(low, bodyQuantile)
+	v := (vu + vl) / 4
+	if !(v > 0) || math.IsInf(v, 0) {
+		return
+	}
+	b.rounds = append(b.rounds, roundLoc{x: x, y: c + (qu-ql)/2 + sk*x, v: v})
+	if len(b.rounds) > bodyCurveRounds {
+		b.rounds = slices.Delete(b.rounds, 0, len(b.rounds)-bodyCurveRounds)
+	}
+}
+
+// curveMemory is the body line's memory given the curvature of the kept
+// rounds' locations (see bodyCurve): tau (the default) where they show
+// none beyond their noise. vBody is the body line's variance at xe with
+// the default memory.
+func (b *bodyState) curveMemory(h *Hull, tau, vBody, xe float64) float64 {
+	b.memory = 0
+	if tau <= 0 || !(vBody > 0) {
+		return tau
+	}
+	// Weighted least squares of y = b0 + b1 t + b2 t^2, t in seconds
+	// before xe; the weights are the rounds' inverse variances (floored at
+	// (20 ns)^2, a round's own scatter beside the stamps').
+	var m [3][3]float64
+	var r [3]float64
+	n := 0
+	for _, p := range b.rounds {
+		if p.x < float64(h.minX) {
+			continue
+		}
+		t := (p.x - xe) / 1e9
+		w := 1 / max(p.v, 400)
+		f := [3]float64{1, t, t * t}
+		for i := range 3 {
+			for j := range 3 {
+				m[i][j] += w * f[i] * f[j]
+			}
+			r[i] += w * f[i] * p.y
+		}
+		n++
+	}
+	if n < bodyCurveMinRounds {
+		return tau
+	}
+	inv, ok := inv3(m)
+	if !ok {
+		return tau
+	}
+	var coef [3]float64
+	for i := range 3 {
+		for j := range 3 {
+			coef[i] += inv[i][j] * r[j]
+		}
+	}
+	// The residuals' scatter beyond the rounds' own variances (a stack's
+	// bursts, a wander the parabola does not follow) widens the error.
+	var chi float64
+	for _, p := range b.rounds {
+		if p.x < float64(h.minX) {
+			continue
+		}
+		t := (p.x - xe) / 1e9
+		e := p.y - (coef[0] + coef[1]*t + coef[2]*t*t)
+		chi += e * e / max(p.v, 400)
+	}
+	scale := max(1, chi/float64(n-3))
+	a2 := coef[2]*coef[2] - bodyCurveZ*bodyCurveZ*inv[2][2]*scale
+	if !(a2 > 0) {
+		return tau
+	}
+	// MSE(T) = vBody*tau/T + (2 b2 T^2)^2 with T in seconds: least at
+	// T^5 = vBody*tau / (16 b2^2).
+	ts := tau / 1e9
+	best := math.Pow(vBody*ts/(16*a2), 0.2) * 1e9
+	out := min(tau, max(best, h.roundGap/2))
+	if out < tau*bodyCurveMinCut {
+		b.memory = out
+	}
+	return out
+}
+
+// inv3 inverts a symmetric 3x3 matrix; ok is false when it is singular.
+func inv3(m [3][3]float64) (inv [3][3]float64, ok bool) {
+	det := m[0][0]*(m[1][1]*m[2][2]-m[1][2]*m[2][1]) -
+		m[0][1]*(m[1][0]*m[2][2]-m[1][2]*m[2][0]) +
+		m[0][2]*(m[1][0]*m[2][1]-m[1][1]*m[2][0])
+	if !(math.Abs(det) > 0) || math.IsInf(det, 0) {
+		return inv, false
+	}
+	inv[0][0] = (m[1][1]*m[2][2] - m[1][2]*m[2][1]) / det
+	inv[0][1] = (m[0][2]*m[2][1] - m[0][1]*m[2][2]) / det
+	inv[0][2] = (m[0][1]*m[1][2] - m[0][2]*m[1][1]) / det
+	inv[1][0] = (m[1][2]*m[2][0] - m[1][0]*m[2][2]) / det
+	inv[1][1] = (m[0][0]*m[2][2] - m[0][2]*m[2][0]) / det
+	inv[1][2] = (m[0][2]*m[1][0] - m[0][0]*m[1][2]) / det
+	inv[2][0] = (m[1][0]*m[2][1] - m[1][1]*m[2][0]) / det
+	inv[2][1] = (m[0][1]*m[2][0] - m[0][0]*m[2][1]) / det
+	inv[2][2] = (m[0][0]*m[1][1] - m[0][1]*m[1][0]) / det
+	return inv, true
+}
+
+// memoryFrom is the relative local time from which a memory of tau counts
+// (centerMemorySpans of it before the newest exchange).
+func (h *Hull) memoryFrom(tau float64) (float64, int64) {
+	if span := centerMemorySpans * tau; span < float64(h.newest-h.minX) {
+		return tau, h.newest - int64(span)
+	}
+	return tau, math.MinInt64
 }

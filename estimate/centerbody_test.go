@@ -208,3 +208,81 @@ func TestCenterBodyAcrossRebase(t *testing.T) {
 		}
 	}
 }
+
+// curveRun feeds a centre-line hull 50 rounds of 240 exchanges over a
+// 3-us bell each way, a round every 6 s, the source's clock moving away
+// from the local one with a frequency that changes at accel (ns/s^2, a
+// crystal's temperature cycle over a minute looks like this), and returns
+// the mean |error| of Center half a period after each of the last 20
+// rounds and the body line's memory at the end.
+func curveRun(t testing.TB, accel float64, seed uint64) (float64, float64) {
+	t.Helper()
+	h, err := estimate.NewHull(estimate.HullConfig{Window: 4096, Center: true, CenterMemory: 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 7))
+	const (
+		period = int64(6e9)
+		rounds = 50
+		pings  = 240
+		gap    = int64(700e3)
+	)
+	src := func(x int64) int64 {
+		s := float64(x) / 1e9
+		return x + 3_000_000 + int64(math.Round(20e-6*float64(x)+accel/2*s*s))
+	}
+	delay := func() int64 { return 100_000 + int64(math.Round(3000*r.NormFloat64())) }
+	var sum float64
+	var n int
+	for k := range rounds {
+		x := int64(k) * period
+		var round []estimate.Sample
+		for range pings {
+			up, down := delay(), delay()
+			s := estimate.Sample{LocSend: x, SrcRecv: src(x + up)}
+			s.SrcSend = s.SrcRecv + 1000
+			s.LocRecv = x + up + 1000 + down
+			round = append(round, s)
+			x += gap
+		}
+		if err := h.AddRound(round); err != nil {
+			t.Fatal(err)
+		}
+		if k >= rounds-20 {
+			at := x + period/2
+			y, _, ok := h.Center(at)
+			if !ok {
+				t.Fatal("no centre line")
+			}
+			sum += math.Abs(float64(y - src(at)))
+			n++
+		}
+	}
+	sh, _ := h.CenterShape()
+	return sum / float64(n), sh.Memory
+}
+
+// TestCenterBodyFollowsCurvature: where the frequency moves (3 ns/s^2,
+// h2's clock in the lab's seed 1), the body line's memory shortens to the
+// curvature the rounds show and the line lags far less than with its
+// default memory; on a steady clock the memory stays the default and
+// nothing changes.
+func TestCenterBodyFollowsCurvature(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		curved, mem := curveRun(t, 3, seed)
+		steady, memSteady := curveRun(t, 0, seed)
+		restore := estimate.SetBodyCurve(false)
+		curvedFixed, _ := curveRun(t, 3, seed)
+		steadyFixed, _ := curveRun(t, 0, seed)
+		restore()
+		t.Logf("seed %d: curving clock %.0f ns (memory %.1f s) against %.0f ns with the default memory; steady clock %.0f ns (memory %.1f s) against %.0f",
+			seed, curved, mem/1e9, curvedFixed, steady, memSteady/1e9, steadyFixed)
+		if mem == 0 || curved > 0.6*curvedFixed {
+			t.Errorf("seed %d: curving clock: %.0f ns with memory %.1f s, want a shorter memory and at most 0.6x the default memory's %.0f ns", seed, curved, mem/1e9, curvedFixed)
+		}
+		if memSteady != 0 || steady > 1.1*steadyFixed {
+			t.Errorf("seed %d: steady clock: %.0f ns with memory %.1f s, want the default memory (%.0f ns)", seed, steady, memSteady/1e9, steadyFixed)
+		}
+	}
+}

@@ -1,0 +1,10 @@
+package estimate
+
+// SetBodyCurve turns the body line's curvature-chosen memory on or off
+// (bodyCurveOn) for a comparison, and returns the function that restores
+// it. Not safe beside parallel tests of the centre line.
+func SetBodyCurve(on bool) (restore func()) {
+	was := bodyCurveOn
+	bodyCurveOn = on
+	return func() { bodyCurveOn = was }
+}
