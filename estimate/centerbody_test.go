@@ -33,32 +33,38 @@ func bodyRunWith(t testing.TB, upDelay, downDelay func(*rand.Rand) int64, floorO
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(seed, 99))
-	const (
-		skew   = 20e-6
-		offset = int64(3_000_000)
-		period = int64(6e9)
-		rounds = 16
-		pings  = 240
-		gap    = int64(2e6)
-	)
+	const skew, offset = 20e-6, int64(3_000_000)
 	src := func(x int64) int64 { return x + offset + int64(math.Round(skew*float64(x))) }
+	err16 := feedRounds(t, h, 16, 6, int64(2e6), src, func() int64 { return upDelay(r) }, func() int64 { return downDelay(r) })
+	sh, ok := h.CenterShape()
+	return err16, sh, ok
+}
+
+// feedRounds feeds h rounds of 240 exchanges, a round every 6 s, the
+// exchanges gap apart, the source's clock at local time x being src(x), the
+// two directions' delays drawn by up and down (a reply 1 us after its
+// probe), and returns the mean |error| of Center half a period after each
+// of the last evalLast rounds.
+func feedRounds(t testing.TB, h *estimate.Hull, rounds, evalLast int, gap int64, src func(int64) int64, up, down func() int64) float64 {
+	t.Helper()
+	const period, pings = int64(6e9), 240
 	var sum float64
 	var n int
 	for k := range rounds {
 		x := int64(k) * period
 		var round []estimate.Sample
 		for range pings {
-			up, down := upDelay(r), downDelay(r)
-			s := estimate.Sample{LocSend: x, SrcRecv: src(x + up)}
+			u, d := up(), down()
+			s := estimate.Sample{LocSend: x, SrcRecv: src(x + u)}
 			s.SrcSend = s.SrcRecv + 1000
-			s.LocRecv = x + up + 1000 + down
+			s.LocRecv = x + u + 1000 + d
 			round = append(round, s)
 			x += gap
 		}
 		if err := h.AddRound(round); err != nil {
 			t.Fatal(err)
 		}
-		if k >= rounds-6 {
+		if k >= rounds-evalLast {
 			at := x + period/2
 			y, _, ok := h.Center(at)
 			if !ok {
@@ -68,8 +74,7 @@ func bodyRunWith(t testing.TB, upDelay, downDelay func(*rand.Rand) int64, floorO
 			n++
 		}
 	}
-	sh, ok := h.CenterShape()
-	return sum / float64(n), sh, ok
+	return sum / float64(n)
 }
 
 // TestCenterBody: on every delay shape the centre line rests on what the
@@ -222,45 +227,14 @@ func curveRun(t testing.TB, accel float64, seed uint64) (float64, float64) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(seed, 7))
-	const (
-		period = int64(6e9)
-		rounds = 50
-		pings  = 240
-		gap    = int64(700e3)
-	)
 	src := func(x int64) int64 {
 		s := float64(x) / 1e9
 		return x + 3_000_000 + int64(math.Round(20e-6*float64(x)+accel/2*s*s))
 	}
 	delay := func() int64 { return 100_000 + int64(math.Round(3000*r.NormFloat64())) }
-	var sum float64
-	var n int
-	for k := range rounds {
-		x := int64(k) * period
-		var round []estimate.Sample
-		for range pings {
-			up, down := delay(), delay()
-			s := estimate.Sample{LocSend: x, SrcRecv: src(x + up)}
-			s.SrcSend = s.SrcRecv + 1000
-			s.LocRecv = x + up + 1000 + down
-			round = append(round, s)
-			x += gap
-		}
-		if err := h.AddRound(round); err != nil {
-			t.Fatal(err)
-		}
-		if k >= rounds-20 {
-			at := x + period/2
-			y, _, ok := h.Center(at)
-			if !ok {
-				t.Fatal("no centre line")
-			}
-			sum += math.Abs(float64(y - src(at)))
-			n++
-		}
-	}
+	mean := feedRounds(t, h, 50, 20, int64(700e3), src, delay, delay)
 	sh, _ := h.CenterShape()
-	return sum / float64(n), sh.Memory
+	return mean, sh.Memory
 }
 
 // TestCenterBodyFollowsCurvature: where the frequency moves (3 ns/s^2,
