@@ -493,12 +493,11 @@ func (n *node) probe(ctx context.Context, addr netip.AddrPort, m engine.Message)
 	rm.Type, rm.From = engine.MsgProbeReply, engine.NodeID(reply.Sender)
 	// The exchange's source-side times: the reply's kernel receive stamp
 	// (T4) and, when the first transmission was answered, the probe's
-	// kernel transmit stamp (T1). A retransmitted probe keeps the engine's
-	// own, earlier send time: the reply may answer the first copy.
+	// kernel transmit stamp (T1). A retransmitted probe's reply may be the
+	// copy the child's transport resent for the later probe copy, whose
+	// arrival does not pair with the times it carries: the engine takes it
+	// as the acknowledgement and keeps no sample (engine.Message.Resent).
 	rm.T4 = n.recvLocal(timing.RecvUser, timing.RecvKernel)
-	// A retransmitted probe's reply may be the copy the child's transport
-	// resent for the later probe copy: its arrival does not pair with the
-	// times it carries (engine.Message.Resent).
 	rm.Resent = timing.Attempts > 1
 	if n.cfg.Transport.KernelTimestamps && timing.Attempts == 1 && timing.SendKernel != 0 {
 		n.txStamp(engine.MsgProbe, m.To, m.Seq, n.clk.fromRaw(timing.SendKernel))

@@ -172,13 +172,6 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 	if c.heapIdx >= 0 {
 		heap.Remove(&n.timers, c.heapIdx)
 	}
-	if raw := now - c.probeSent; !m.Resent { // Karn: not a resent probe's round trip
-		if c.srtt == 0 {
-			c.srtt = raw
-		} else {
-			c.srtt += (raw - c.srtt) / 8
-		}
-	}
 	if m.Resent {
 		// Acknowledged, but its times may belong to different copies
 		// (Message.Resent): no sample, and it counts as a retry, so that a
@@ -208,6 +201,13 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 			n.stamps.ProbeOwn++
 		default:
 			n.stamps.ProbeOwn++
+		}
+		// Karn: only a probe sent once gives the round trip its timeout
+		// learns from.
+		if raw := now - c.probeSent; c.srtt == 0 {
+			c.srtt = raw
+		} else {
+			c.srtt += (raw - c.srtt) / 8
 		}
 		c.retries = 0
 		c.samples = append(c.samples, s)

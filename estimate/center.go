@@ -250,12 +250,7 @@ func (h *Hull) centerMemory() (tau float64, from int64) {
 		return 0, math.MinInt64
 	}
 	tau = h.cfg.CenterMemory * h.roundGap
-	if span := centerMemorySpans * tau; span < float64(h.newest-h.minX) {
-		from = h.newest - int64(span)
-	} else {
-		from = math.MinInt64
-	}
-	return tau, from
+	return tau, h.memoryFrom(tau)
 }
 
 // refineCenter averages the exchanges near the centre line instead of

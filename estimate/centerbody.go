@@ -351,11 +351,8 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 			return 0, 0, 0, 0, false, false
 		}
 		if lower {
-			up, low := side(h.up.pts, 1, c, sk, tau, from), side(h.low.pts, -1, c, sk, tau, from)
-			qu, vu := weightedQuantile(up, bodyQuantile)
-			ql, vl := weightedQuantile(low, bodyQuantile)
-			if vq := (vu + vl) / 4; vq > 0 && !math.IsInf(vq, 0) {
-				return c + (qu-ql)/2, sk, vq + (vBody - vCentre), vq, true, true
+			if d, vq, ok := lowerMeet(side(h.up.pts, 1, c, sk, tau, from), side(h.low.pts, -1, c, sk, tau, from)); ok {
+				return c + d, sk, vq + (vBody - vCentre), vq, true, true
 			}
 		}
 		return a, sk, vBody, vCentre, false, true
@@ -371,7 +368,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	if lowerOK && bodyCurveOn {
 		b.noteRound(h, c, sk, side)
 		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
-			_, from2 := h.memoryFrom(tb)
+			from2 := h.memoryFrom(tb)
 			mx2, md2, mw2, mr2 := mids(tb, from2)
 			if len(mx2) >= bodyMinPoints {
 				if a2, sk2, vB2, vC2, l2, ok2 := fit(mx2, md2, mw2, mr2, tb, from2); ok2 && l2 {
@@ -467,6 +464,19 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	b.shape, b.weighed = shape, true
 	wb := shape.BodyWeight
 	return c + wb*(a-c), s + wb*(sk-s)
+}
+
+// lowerMeet is where the lower tenth (bodyQuantile) of each direction's
+// delays beyond a line meet, as an offset from that line, and its variance;
+// ok is false when the variance is not a finite positive number.
+func lowerMeet(up, low []wv) (d, v float64, ok bool) {
+	qu, vu := weightedQuantile(up, bodyQuantile)
+	ql, vl := weightedQuantile(low, bodyQuantile)
+	v = (vu + vl) / 4
+	if !(v > 0) || math.IsInf(v, 0) {
+		return 0, 0, false
+	}
+	return (qu - ql) / 2, v, true
 }
 
 // wv is a value and its weight.
@@ -755,12 +765,7 @@ func (h *Hull) bodyMemory(tau float64, from int64) (float64, int64) {
 		return tau, from
 	}
 	tau *= bodyMemoryScale
-	if span := centerMemorySpans * tau; span < float64(h.newest-h.minX) {
-		from = h.newest - int64(span)
-	} else {
-		from = math.MinInt64
-	}
-	return tau, from
+	return tau, h.memoryFrom(tau)
 }
 
 // bodyVarLow is an optimistic guess at the body line's offset variance,
@@ -876,13 +881,11 @@ func (b *bodyState) noteRound(h *Hull, c, sk float64, side func(ps []pt, sign, c
 		}
 	}
 	x := sx / float64(n)
-	qu, vu := weightedQuantile(up, bodyQuantile)
-	ql, vl := weightedQuantile(low, bodyQuantile)
-	v := (vu + vl) / 4
-	if !(v > 0) || math.IsInf(v, 0) {
+	d, v, ok := lowerMeet(up, low)
+	if !ok {
 		return
 	}
-	b.rounds = append(b.rounds, roundLoc{x: x, y: c + (qu-ql)/2 + sk*x, v: v})
+	b.rounds = append(b.rounds, roundLoc{x: x, y: c + d + sk*x, v: v})
 	if len(b.rounds) > bodyCurveRounds {
 		b.rounds = slices.Delete(b.rounds, 0, len(b.rounds)-bodyCurveRounds)
 	}
@@ -978,11 +981,12 @@ func inv3(m [3][3]float64) (inv [3][3]float64, ok bool) {
 	return inv, true
 }
 
-// memoryFrom is the relative local time from which a memory of tau counts
-// (centerMemorySpans of it before the newest exchange).
-func (h *Hull) memoryFrom(tau float64) (float64, int64) {
+// memoryFrom is the relative local time from which a memory of tau counts:
+// centerMemorySpans of it before the newest exchange, or everything
+// (math.MinInt64) when the window is shorter than that.
+func (h *Hull) memoryFrom(tau float64) int64 {
 	if span := centerMemorySpans * tau; span < float64(h.newest-h.minX) {
-		return tau, h.newest - int64(span)
+		return h.newest - int64(span)
 	}
-	return tau, math.MinInt64
+	return math.MinInt64
 }
