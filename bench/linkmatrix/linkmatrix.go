@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gclock/gclock/netmodel"
 	"github.com/gclock/gclock/sim"
@@ -39,6 +40,9 @@ type Spec struct {
 	Seeds []uint64
 	// Workers run in parallel; 0: GOMAXPROCS.
 	Workers int
+	// Duration, when positive, replaces the base scenario's simulated
+	// duration (runs longer than the lab bench's, where the wander counts).
+	Duration time.Duration
 }
 
 // Host is one host of one run.
@@ -119,6 +123,14 @@ func Run(ctx context.Context, spec Spec) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		base = &sc
+	}
+	if spec.Duration < 0 {
+		return nil, fmt.Errorf("linkmatrix: duration %v: want a positive duration (or 0: the scenario's)", spec.Duration)
+	}
+	if spec.Duration > 0 {
+		sc := *base
+		sc.Duration = sim.Duration(spec.Duration)
 		base = &sc
 	}
 	classes := spec.Classes

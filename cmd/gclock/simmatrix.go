@@ -15,7 +15,6 @@ import (
 	"github.com/gclock/gclock/bench/linkmatrix"
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/netmodel"
-	"github.com/gclock/gclock/sim"
 )
 
 const simMatrixUsage = `usage: gclock sim matrix [flags]
@@ -59,18 +58,10 @@ func runSimMatrix(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usage.Errorf("%v", err)
 	}
-	spec := linkmatrix.Spec{Seeds: ss, Workers: *workers}
 	if *duration < 0 {
 		return usage.Errorf("--duration %v: want a positive duration (or 0: the scenario's)", *duration)
 	}
-	if *duration > 0 {
-		sc, err := sim.Shipped("link-matrix")
-		if err != nil {
-			return err
-		}
-		sc.Duration = sim.Duration(*duration)
-		spec.Base = &sc
-	}
+	spec := linkmatrix.Spec{Seeds: ss, Workers: *workers, Duration: *duration}
 	if *classes != "" {
 		for _, n := range strings.Split(*classes, ",") {
 			c, ok := netmodel.MatrixClass(strings.TrimSpace(n))
