@@ -92,6 +92,11 @@ type ViewSource struct {
 	ShapesDiffer      bool    `json:"shapes_differ,omitempty"`
 	DelaySpreadUpNs   int64   `json:"delay_spread_up_ns,omitempty"`
 	DelaySpreadDownNs int64   `json:"delay_spread_down_ns,omitempty"`
+	// FloorMemoryNs and BodyMemoryNs: each line's memory where the rounds
+	// shortened it (SourceStats.FloorMemory); absent while the default
+	// holds.
+	FloorMemoryNs int64 `json:"floor_memory_ns,omitempty"`
+	BodyMemoryNs  int64 `json:"body_memory_ns,omitempty"`
 }
 
 // ViewChild is one child this node drives rounds with.
@@ -125,7 +130,8 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 			FrequencyPPM: src.Frequency * 1e6, SkewPPM: src.Skew * 1e6, GlobalPeriodNs: int64(src.GlobalPeriod),
 			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
 			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),
-			Line: src.Line, BodyLine: src.BodyLine, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown)})
+			Line: src.Line, BodyLine: src.BodyLine, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown),
+			FloorMemoryNs: int64(src.FloorMemory), BodyMemoryNs: int64(src.BodyMemory)})
 	}
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {

@@ -132,6 +132,11 @@ type SourceStats struct {
 	BodyWeight                     float64
 	ShapesDiffer                   bool
 	DelaySpreadUp, DelaySpreadDown time.Duration
+	// FloorMemory and BodyMemory are the floor line's and the body line's
+	// memories where the rounds shortened them (the clocks' frequency
+	// wanders: estimate's floorCurve and bodyCurve); 0 while the default
+	// (sync.center_memory rounds, the body twice that) holds.
+	FloorMemory, BodyMemory time.Duration
 }
 
 // ChildStats describe the rounds this node drives with one child.
@@ -227,7 +232,7 @@ type collector struct {
 	age, lastOff, rmsOff, resid, skew, interval         *prometheus.Desc
 	srcSel, srcSamples, srcFreq, srcSkew, srcPeriod     *prometheus.Desc
 	srcAge, srcLastOff, srcRMS, srcShortRTT, srcSmooRTT *prometheus.Desc
-	srcBody, srcSpread, srcShapes                       *prometheus.Desc
+	srcBody, srcSpread, srcShapes, srcMemory            *prometheus.Desc
 }
 
 // newCollector returns a collector over src.
@@ -281,6 +286,7 @@ func newCollector(src Snapshotter) *collector {
 		srcSmooRTT:  d("source_smoothed_rtt_seconds", "Moving average (1/8 per round) of the round trip of a source's rounds' best exchanges, seconds.", "source"),
 		srcBody:     d("source_body_weight_ratio", "Share of the body of the delays in a source's centre line: 0 the fastest exchanges alone (a sharp floor), 1 the body alone (bell-shaped jitter).", "source"),
 		srcSpread:   d("source_delay_spread_seconds", "Robust spread (1.4826 MAD) of a source's one-way delays, by direction (up: to the source, down: from it), seconds.", "source", "direction"),
+		srcMemory:   d("source_line_memory_shortened_seconds", "Memory of a source's centre line (line=floor: the fastest exchanges; body: the body of the delays) where the rounds showed the clocks' frequency moving and shortened it; 0 while the default memory holds.", "source", "line"),
 		srcShapes:   d("source_delay_shapes_differ", "1 while the two directions' delays to a source differ in shape (the centre line then rests on the floor alone).", "source"),
 	}
 }
@@ -292,7 +298,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
-		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes} {
+		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes, c.srcMemory} {
 		ch <- d
 	}
 }
@@ -367,6 +373,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.srcSpread, src.DelaySpreadUp.Seconds(), id, "up")
 			g(c.srcSpread, src.DelaySpreadDown.Seconds(), id, "down")
 			g(c.srcShapes, b2f(src.ShapesDiffer), id)
+			g(c.srcMemory, src.FloorMemory.Seconds(), id, "floor")
+			g(c.srcMemory, src.BodyMemory.Seconds(), id, "body")
 		}
 		g(c.srcPeriod, src.GlobalPeriod.Seconds(), id)
 		if src.LastRoundAge >= 0 && !s.TakenAt.IsZero() {
@@ -557,6 +565,7 @@ func trackingStats(s *Snapshot, es engine.Snapshot, tr engine.Tracking, x int64,
 				ss.Line, ss.BodyWeight, ss.ShapesDiffer = e.Line.Kind(), e.Line.BodyWeight, e.Line.Asymmetric
 				ss.BodyLine = e.Line.Body
 				ss.DelaySpreadUp, ss.DelaySpreadDown = time.Duration(e.Line.SpreadUp), time.Duration(e.Line.SpreadDown)
+				ss.FloorMemory, ss.BodyMemory = time.Duration(e.Line.FloorMemory), time.Duration(e.Line.Memory)
 			}
 			if e.Rounds > 0 {
 				ss.LastRoundAge = time.Duration(max(0, x-e.LastRound))

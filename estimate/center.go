@@ -162,6 +162,9 @@ func (h *Hull) computeCenterLine() (c, skew float64, ok bool) {
 		return c, best, true
 	}
 	floorK := 1
+	if floorCurveOn && h.cfg.CenterMemory > 0 {
+		h.floor.noteRound(h, c, best, bestG/2)
+	}
 	if a, sk, k, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
 		c, best, floorK = a, sk, k
 	}
@@ -253,6 +256,19 @@ func (h *Hull) centerMemory() (tau float64, from int64) {
 	return tau, h.memoryFrom(tau)
 }
 
+// floorMemory is the floor line's memory (refineCenter): centerMemory's,
+// or shorter where the rounds' own floor locations curve (floorCurve).
+func (h *Hull) floorMemory() (tau float64, from int64) {
+	tau, from = h.centerMemory()
+	if !floorCurveOn || tau <= 0 {
+		return tau, from
+	}
+	if t := h.floor.curveMemory(h, tau); t < tau {
+		return t, h.memoryFrom(t)
+	}
+	return tau, from
+}
+
 // refineCenter averages the exchanges near the centre line instead of
 // resting on the extreme ones: the UP points within centerBand of the
 // line's margin (the fastest exchanges one way) and the LOW points
@@ -298,7 +314,7 @@ func (h *Hull) refineCenter(c, s, margin float64) (a, skew float64, k int, ok bo
 	kq := max((pts+1)/2, 2)
 	// The memory: only the newest centerMemorySpans time constants count,
 	// each point weighted by its age (see centerMemory).
-	tau, from := h.centerMemory()
+	tau, from := h.floorMemory()
 	var xs, ds, sg []float64
 	pick := func(ps []pt, r []float64, sign float64) {
 		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })

@@ -89,6 +89,10 @@ type CenterShape struct {
 	// Memory is the body line's memory (ns) where the rounds' locations
 	// curved enough to shorten it (bodyCurve); 0: the default memory.
 	Memory float64
+	// FloorMemory is the floor line's memory (ns) where the rounds' own
+	// floor locations curved enough to shorten it (floorCurve); 0: the
+	// default memory.
+	FloorMemory float64
 	// Body names the body line: "lower" (the lower tenth of each
 	// direction's delays, matched: the directions' spreads agree) or
 	// "midpoints" (the exchanges' midpoints: the spreads differ); "" when
@@ -316,7 +320,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
 	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
 
-	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx)}
+	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx), FloorMemory: h.floor.memory}
 	b := &h.body
 	// Where the floor is far the better line even against an optimistic
 	// body (the floor links: most of them), the body's fits are not worth

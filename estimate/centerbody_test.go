@@ -108,8 +108,8 @@ func TestCenterBody(t *testing.T) {
 			for seed := uint64(1); seed <= 3; seed++ {
 				got, sh, ok := bodyRun(t, tt.link, false, seed)
 				floor, _, _ := bodyRun(t, tt.link, true, seed)
-				t.Logf("seed %d: %.0f ns (floor line %.0f ns), %s (asymmetric %v), body weight %.2f, spreads %.0f/%.0f ns, disagreement %.1f sd",
-					seed, got, floor, sh.Kind(), sh.Asymmetric, sh.BodyWeight, sh.SpreadUp, sh.SpreadDown, sh.Disagree)
+				t.Logf("seed %d: %.0f ns (floor line %.0f ns), %s (asymmetric %v), body weight %.2f, spreads %.0f/%.0f ns, disagreement %.1f sd, floor memory %.1f s",
+					seed, got, floor, sh.Kind(), sh.Asymmetric, sh.BodyWeight, sh.SpreadUp, sh.SpreadDown, sh.Disagree, sh.FloorMemory/1e9)
 				if !ok {
 					t.Fatalf("seed %d: no shape", seed)
 				}

@@ -8,3 +8,12 @@ func SetBodyCurve(on bool) (restore func()) {
 	bodyCurveOn = on
 	return func() { bodyCurveOn = was }
 }
+
+// SetFloorCurve turns the floor line's curvature-chosen memory on or off
+// (floorCurveOn) and returns the function that restores it. Not safe
+// beside parallel tests of the centre line.
+func SetFloorCurve(on bool) (restore func()) {
+	was := floorCurveOn
+	floorCurveOn = on
+	return func() { floorCurveOn = was }
+}

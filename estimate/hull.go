@@ -366,6 +366,9 @@ type Hull struct {
 	// every held exchange's midpoint (centerbody.go).
 	body bodyState
 	mids []midPt
+	// floor: the rounds' own floor locations, for the floor line's memory
+	// (floorcurve.go).
+	floor floorState
 }
 
 // NewHull validates cfg and returns an empty Hull.
@@ -399,6 +402,7 @@ func (h *Hull) Reset() {
 	h.spanErr, h.spanSeen, h.spanSel = [spanCands]float64{}, [spanCands]bool{}, 0
 	h.body.lines = false // the remembered lines' units are gone with the origin
 	h.body.rounds, h.body.memory = h.body.rounds[:0], 0
+	h.floor.reset()
 }
 
 // SetMaxSpan changes HullConfig.MaxSpan (ns, 0: no limit; negative values
@@ -571,6 +575,7 @@ func (h *Hull) rebase(dx, dd int64) {
 	h.newest -= dx
 	h.minX -= dx
 	h.body.rebase(dx, dd)
+	h.floor.rebase(dx, dd)
 	for _, c := range h.cands {
 		if c.have {
 			c.rebase(dx, dd)

@@ -304,6 +304,12 @@ func printSourcestats(w io.Writer, v daemon.View) {
 			if s.ShapesDiffer {
 				line += ", shapes differ"
 			}
+			// The line's memory, where the clocks' wander shortened it.
+			if mem := s.FloorMemoryNs; s.Line == "floor" && mem > 0 {
+				line += ", memory " + fmtDur(mem)
+			} else if mem := s.BodyMemoryNs; s.Line != "floor" && mem > 0 {
+				line += ", memory " + fmtDur(mem)
+			}
 			line += fmt.Sprintf(" (%s/%s)", fmtDur(s.DelaySpreadUpNs), fmtDur(s.DelaySpreadDownNs))
 		}
 		fmt.Fprintf(w, "%-6d %4d %8d %+12.3f %10s %12s %12s  %s\n", s.ID, s.Samples, s.EstimatorRestarts, s.FrequencyPPM, skew, off, rms, line)

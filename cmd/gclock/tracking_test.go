@@ -31,7 +31,8 @@ func viewServer() http.Handler {
 			{ID: 1, Selected: true, Rounds: 42, Samples: 8, Frequency: 12.5e-6, Skew: 0.02e-6,
 				GlobalPeriod: 16 * time.Second, LastRoundAge: 3200 * time.Millisecond, LastOffset: -12, RMSOffset: 34,
 				Differences: 5, ShortestRTT: 180 * time.Microsecond, SmoothedRTT: 210 * time.Microsecond,
-				Line: "blend", BodyLine: "midpoints", BodyWeight: 0.62, ShapesDiffer: true, DelaySpreadUp: 9800 * time.Nanosecond, DelaySpreadDown: 10200 * time.Nanosecond},
+				Line: "blend", BodyLine: "midpoints", BodyWeight: 0.62, ShapesDiffer: true, DelaySpreadUp: 9800 * time.Nanosecond, DelaySpreadDown: 10200 * time.Nanosecond,
+				BodyMemory: 12 * time.Second, FloorMemory: 3 * time.Second},
 		},
 		Children: []daemon.ChildStats{{ID: 4, GlobalPeriod: 8 * time.Second, Rounds: 7, ShortestRTT: 150 * time.Microsecond}},
 	}
@@ -67,7 +68,7 @@ func TestViewCommands(t *testing.T) {
 				"Bound           : +-1.5µs (width 3µs", "Frequency       : +12.500 ppm", "Source          : node 1",
 				"Last offset     : -12ns", "Last exchange   : 3.2s ago", "Update interval : 16s", "Dropped packets : 5"}},
 			{"sources", []string{"* 1 ok 42 3.2s", "3 silent 0 -", "180µs", "210µs", "-12ns", "4             7"}},
-			{"sourcestats", []string{"1         8        0      +12.500      0.020         -12ns         34ns  blend 62% body midpoints, shapes differ (9.8µs/10.2µs)", "3         0        0       +0.000          -"}},
+			{"sourcestats", []string{"1         8        0      +12.500      0.020         -12ns         34ns  blend 62% body midpoints, shapes differ, memory 12s (9.8µs/10.2µs)", "3         0        0       +0.000          -"}},
 		} {
 			var out, errOut bytes.Buffer
 			if err := runView(tt.cmd, []string{"-server", server}, &out, &errOut); err != nil {

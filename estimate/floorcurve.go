@@ -1,0 +1,205 @@
+package estimate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// The floor line's memory and the wander (floorCurve). The floor line
+// (refineCenter) remembers HullConfig.CenterMemory rounds, and like the
+// body line (bodyCurve) it lags a frequency that moves: by about the
+// frequency's rate of change times the memory squared. On a sharp floor a
+// round's own fastest exchanges place the line within tens of ns, so the
+// rounds themselves can say which memory follows the clocks best. Each
+// round's own floor location is kept (the mean of its k fastest
+// exchanges each way, matched), and for each of floorCurveSteps+1
+// memories, from half a gap between rounds (or 1/32 of the default) to
+// the default, a line through the locations before each of the newest
+// floorPredictRounds rounds predicts that round's location. The memory
+// whose squared misses are least, by more than floorPredictT standard
+// errors of the paired difference from the default's (so that the
+// choice among a dozen memories does not chase noise), replaces the
+// default; a clock that does not wander keeps the default. A parabola's
+// curvature (as bodyCurve) did less: a random walk of the frequency is no
+// parabola. In the simulator's link matrix run for 20 minutes with the
+// lab's wander (6 seeds) the per-host median went from 176 to 157 ns on
+// pareto, 177 to 161 on exponential, 148 to 134 on one floor with
+// different tails, 259 to 257 on uniform; without wander it was
+// unchanged (85 and 168 ns); on the lab's kept 60-s runs within a few
+// percent, mostly better (docs/estimators.md, "The floor line's memory").
+const (
+	// floorCurveSteps: the memories tried, geometrically spaced.
+	floorCurveSteps = 12
+	// floorCurveMinPoints: the fewest exchanges per side of a round whose
+	// location is kept.
+	floorCurveMinPoints = 12
+	// floorPredictRounds: the newest rounds each memory predicts;
+	// floorPredictMin: rounds kept before the choice is made.
+	floorPredictRounds = 12
+	floorPredictMin    = 8
+	// floorPredictT: how many standard errors of the paired difference
+	// the chosen memory's squared misses must beat the default's by.
+	floorPredictT = 1.0
+)
+
+// floorCurveOn: the floor line's memory follows the curvature (tests turn
+// it off to compare with the default memory).
+var floorCurveOn = true
+
+// floorState is a hull's memory of the rounds' own floor locations, the
+// round the last was taken from, and the floor line's memory last chosen
+// (ns; 0: the default).
+type floorState struct {
+	rounds    []roundLoc
+	lastRound int64
+	memory    float64
+}
+
+// rebase moves the kept locations with the hull's origin.
+func (f *floorState) rebase(dx, dd int64) {
+	for i := range f.rounds {
+		f.rounds[i].x -= float64(dx)
+		f.rounds[i].y -= float64(dd)
+	}
+}
+
+// reset forgets the kept locations.
+func (f *floorState) reset() { f.rounds, f.memory = f.rounds[:0], 0 }
+
+// noteRound keeps the newest round's own floor location (once per round):
+// about the line (c, s) with margin m, the mean distance beyond the margin
+// of the round's k fastest exchanges each way, matched.
+func (f *floorState) noteRound(h *Hull, c, s, m float64) {
+	if !h.haveRound || (len(f.rounds) > 0 && f.lastRound == h.lastRound) {
+		return
+	}
+	start := h.lastRound - h.x0
+	if h.roundGap > 0 {
+		start -= int64(h.roundGap / 4)
+	}
+	fast := func(ps []pt, sign float64) (r []float64, sx float64) {
+		i0, _ := slices.BinarySearchFunc(ps, start, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+		for _, p := range ps[i0:] {
+			x := float64(p.x)
+			r = append(r, sign*(sign*float64(p.d)-(c+s*x))-m)
+			sx += x
+		}
+		return r, sx
+	}
+	ru, sxu := fast(h.up.pts, 1)
+	rl, sxl := fast(h.low.pts, -1)
+	if len(ru) < floorCurveMinPoints || len(rl) < floorCurveMinPoints {
+		return
+	}
+	f.lastRound = h.lastRound
+	k := max(3, min(centerPoints, min(len(ru), len(rl))/centerShare))
+	meanK := func(r []float64) float64 {
+		slices.Sort(r)
+		var sum float64
+		for _, v := range r[:k] {
+			sum += v
+		}
+		return sum / float64(k)
+	}
+	x := (sxu + sxl) / float64(len(ru)+len(rl))
+	y := c + s*x + (meanK(ru)-meanK(rl))/2
+	f.rounds = append(f.rounds, roundLoc{x: x, y: y, v: 1})
+	if len(f.rounds) > bodyCurveRounds {
+		f.rounds = slices.Delete(f.rounds, 0, len(f.rounds)-bodyCurveRounds)
+	}
+}
+
+// curveMemory is the floor line's memory given the kept rounds'
+// locations: tau (the default) where no shorter memory predicted the
+// newest rounds clearly better.
+func (f *floorState) curveMemory(h *Hull, tau float64) float64 {
+	f.memory = 0
+	if tau <= 0 {
+		return tau
+	}
+	var ts, ys []float64
+	for _, p := range f.rounds {
+		if p.x >= float64(h.minX) {
+			ts, ys = append(ts, p.x/1e9), append(ys, p.y)
+		}
+	}
+	n := len(ts)
+	if n < floorPredictMin {
+		return tau
+	}
+	lo := max(h.roundGap/2, tau/32)
+	if !(lo < tau*bodyCurveMinCut) {
+		return tau
+	}
+	var memories [floorCurveSteps + 1]float64
+	for i := range memories {
+		memories[i] = lo * math.Pow(tau/lo, float64(i)/floorCurveSteps)
+	}
+	// miss[j][k]: the squared miss of memory k on the j-th predicted round.
+	var miss [][floorCurveSteps + 1]float64
+	rt, w := make([]float64, n), make([]float64, n)
+	for j := max(4, n-floorPredictRounds); j < n; j++ {
+		var row [floorCurveSteps + 1]float64
+		for k, T := range memories {
+			for i := range j {
+				rt[i] = ts[i] - ts[j]
+				w[i] = math.Exp(rt[i] * 1e9 / T)
+			}
+			g, ok := lineGain(rt[:j], w[:j])
+			if !ok {
+				return tau
+			}
+			e := ys[j]
+			for i := range j {
+				e -= g[i] * ys[i]
+			}
+			row[k] = e * e
+		}
+		miss = append(miss, row)
+	}
+	// The memory whose misses beat the default's by the most, if by more
+	// than floorPredictT standard errors of the paired difference.
+	def := floorCurveSteps
+	best, bestGain := def, 0.0
+	m := float64(len(miss))
+	for k := range def {
+		var s, s2 float64
+		for _, row := range miss {
+			d := row[def] - row[k]
+			s += d
+			s2 += d * d
+		}
+		mean := s / m
+		se := math.Sqrt(max(0, s2/m-mean*mean) / (m - 1))
+		if mean > floorPredictT*se && mean > bestGain {
+			best, bestGain = k, mean
+		}
+	}
+	if best == def {
+		return tau
+	}
+	f.memory = memories[best]
+	return f.memory
+}
+
+// lineGain is the weighted least-squares line's value at t = 0 as a
+// linear function of the ys: the gains g with yhat(0) = sum g_i y_i.
+func lineGain(ts, w []float64) ([]float64, bool) {
+	var sw, st, stt float64
+	for i, t := range ts {
+		sw += w[i]
+		st += w[i] * t
+		stt += w[i] * t * t
+	}
+	det := sw*stt - st*st
+	if !(det > 0) {
+		return nil, false
+	}
+	// yhat(0) = intercept = (stt*sum(w y) - st*sum(w t y)) / det.
+	g := make([]float64, len(ts))
+	for i, t := range ts {
+		g[i] = w[i] * (stt - st*t) / det
+	}
+	return g, true
+}
