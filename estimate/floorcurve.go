@@ -17,17 +17,18 @@ import (
 // memories, from half a gap between rounds (or 1/32 of the default) to
 // the default, a line through the locations before each of the newest
 // floorPredictRounds rounds predicts that round's location. The memory
-// whose squared misses are least, by more than floorPredictT standard
-// errors of the paired difference from the default's (so that the
+// whose squared misses beat the default's by the most, if by more than
+// floorPredictT standard errors of their paired difference (so that the
 // choice among a dozen memories does not chase noise), replaces the
 // default; a clock that does not wander keeps the default. A parabola's
 // curvature (as bodyCurve) did less: a random walk of the frequency is no
 // parabola. In the simulator's link matrix run for 20 minutes with the
-// lab's wander (6 seeds) the per-host median went from 176 to 157 ns on
-// pareto, 177 to 161 on exponential, 148 to 134 on one floor with
-// different tails, 259 to 257 on uniform; without wander it was
-// unchanged (85 and 168 ns); on the lab's kept 60-s runs within a few
-// percent, mostly better (docs/estimators.md, "The floor line's memory").
+// lab's wander (gclock sim matrix --duration 20m --seeds 1-5) the mean
+// per-host median went from 0.178 to 0.162 us on pareto, 0.180 to 0.162
+// on exponential, 0.159 to 0.137 on one floor with different tails, 0.269
+// to 0.260 on uniform; without wander it was unchanged; on the lab's kept
+// 60-s runs within a few percent, mostly better (docs/estimators.md, "The
+// floor line's memory").
 const (
 	// floorCurveSteps: the memories tried, geometrically spaced.
 	floorCurveSteps = 12
