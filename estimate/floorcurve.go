@@ -36,9 +36,15 @@ const (
 	// location is kept.
 	floorCurveMinPoints = 12
 	// floorPredictRounds: the newest rounds each memory predicts;
-	// floorPredictMin: rounds kept before the choice is made.
+	// floorPredictMin: rounds kept before the choice is made. At 8 the
+	// choice came in a 70-s run's first rounds (the ramp's, 1-4 s apart),
+	// on too little: the simulator's bursty lab-like scenario
+	// (TestCenterLabLikeBurstyHostMedians, 40 seeds) went from 256 to 283
+	// ns, against 264 at 12; over 20 minutes with its bursts the three
+	// were within 1%, and on the wandering floors 12 kept about two thirds
+	// of 8's gain (pareto 176 -> 162 ns against 157; 16 kept a third).
 	floorPredictRounds = 12
-	floorPredictMin    = 8
+	floorPredictMin    = 12
 	// floorPredictT: how many standard errors of the paired difference
 	// the chosen memory's squared misses must beat the default's by.
 	floorPredictT = 1.0
