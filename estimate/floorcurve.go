@@ -50,8 +50,8 @@ const (
 	floorPredictT = 1.0
 )
 
-// floorCurveOn: the floor line's memory follows the curvature (tests turn
-// it off to compare with the default memory).
+// floorCurveOn: the floor line's memory follows the wander (tests turn it
+// off to compare with the default memory).
 var floorCurveOn = true
 
 // floorState is a hull's memory of the rounds' own floor locations, the
@@ -111,7 +111,7 @@ func (f *floorState) noteRound(h *Hull, c, s, m float64) {
 	}
 	x := (sxu + sxl) / float64(len(ru)+len(rl))
 	y := c + s*x + (meanK(ru)-meanK(rl))/2
-	f.rounds = append(f.rounds, roundLoc{x: x, y: y, v: 1})
+	f.rounds = append(f.rounds, roundLoc{x: x, y: y}) // v unused: the misses weigh the rounds
 	if len(f.rounds) > bodyCurveRounds {
 		f.rounds = slices.Delete(f.rounds, 0, len(f.rounds)-bodyCurveRounds)
 	}
