@@ -24,8 +24,8 @@ import (
 // curvature (as bodyCurve) did less: a random walk of the frequency is no
 // parabola. In the simulator's link matrix run for 20 minutes with the
 // lab's wander (gclock sim matrix --duration 20m --seeds 1-5) the mean
-// per-host median went from 0.178 to 0.162 us on pareto, 0.180 to 0.162
-// on exponential, 0.159 to 0.137 on one floor with different tails, 0.269
+// per-host median went from 0.178 to 0.165 us on pareto, 0.180 to 0.165
+// on exponential, 0.159 to 0.147 on one floor with different tails, 0.269
 // to 0.260 on uniform; without wander it was unchanged; on the lab's kept
 // 60-s runs within a few percent, mostly better (docs/estimators.md, "The
 // floor line's memory").
