@@ -163,7 +163,7 @@ func (h *Hull) computeCenterLine() (c, skew float64, ok bool) {
 	}
 	floorK := 1
 	if floorCurveOn && h.cfg.CenterMemory > 0 {
-		h.floor.noteRound(h, c, best, bestG/2)
+		h.floor.noteRound(h, c, best)
 	}
 	if a, sk, k, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
 		c, best, floorK = a, sk, k

@@ -201,18 +201,96 @@ type bodyState struct {
 	c, s, a, sk, xe float64
 	lines           bool
 	moveF, moveB    smoothed
-	// The newest rounds' own lower-body locations (bodyCurve), the round
-	// the last was taken from, and the body's memory last chosen (ns; 0:
-	// the default).
+	// The newest rounds' own lower-body locations and the memory they
+	// chose (bodyCurve).
+	roundTrack
+}
+
+// roundLoc is one round's own location (bodyCurve: where the lower tenth
+// of each direction's delays of that round alone meet; floorCurve: where
+// its fastest exchanges each way meet), at the round's mean local time x
+// (relative units), and the variance of that estimate (bodyCurve only).
+type roundLoc struct{ x, y, v float64 }
+
+// roundTrack is a line's record of the newest rounds' own locations (at
+// most bodyCurveRounds), the round the last was taken from, and the memory
+// (ns) they chose; 0: the default (bodyCurve, floorCurve).
+type roundTrack struct {
 	rounds    []roundLoc
 	lastRound int64
 	memory    float64
 }
 
-// roundLoc is one round's own location: where the lower tenth of each
-// direction's delays of that round alone meet, at the round's mean local
-// time x (relative units), and the variance of that estimate.
-type roundLoc struct{ x, y, v float64 }
+// due says whether the hull's newest round is yet to be kept, and where
+// its exchanges begin (relative local time: a quarter of a gap before the
+// round's start, as its first exchanges may precede it).
+func (r *roundTrack) due(h *Hull) (start int64, ok bool) {
+	if !h.haveRound || (len(r.rounds) > 0 && r.lastRound == h.lastRound) {
+		return 0, false
+	}
+	start = h.lastRound - h.x0
+	if h.roundGap > 0 {
+		start -= int64(h.roundGap / 4)
+	}
+	return start, true
+}
+
+// keep adds a round's location, forgetting the oldest beyond
+// bodyCurveRounds.
+func (r *roundTrack) keep(loc roundLoc) {
+	r.rounds = append(r.rounds, loc)
+	if len(r.rounds) > bodyCurveRounds {
+		r.rounds = slices.Delete(r.rounds, 0, len(r.rounds)-bodyCurveRounds)
+	}
+}
+
+// rebase moves the kept locations with the hull's origin.
+func (r *roundTrack) rebase(dx, dd int64) {
+	for i := range r.rounds {
+		r.rounds[i].x -= float64(dx)
+		r.rounds[i].y -= float64(dd)
+	}
+}
+
+// reset forgets the kept locations and the chosen memory.
+func (r *roundTrack) reset() { r.rounds, r.memory = r.rounds[:0], 0 }
+
+// meanX is the mean relative local time of the exchanges from start on,
+// both directions'.
+func (h *Hull) meanX(start int64) float64 {
+	var sx float64
+	n := 0
+	for _, ps := range [2][]pt{h.up.pts, h.low.pts} {
+		i0, _ := slices.BinarySearchFunc(ps, start, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+		for _, p := range ps[i0:] {
+			sx += float64(p.x)
+			n++
+		}
+	}
+	return sx / float64(n)
+}
+
+// beyond is each of a direction's delays beyond the line (c, s) (ps: the
+// hull's UP points, sign 1, or its LOW points, sign -1), from relative
+// local time from on, weighted by a memory of tau (0: every one alike).
+func (h *Hull) beyond(ps []pt, sign, c, s, tau float64, from int64) []wv {
+	i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
+	out := make([]wv, 0, len(ps)-i0)
+	for _, p := range ps[i0:] {
+		x := float64(p.x)
+		out = append(out, wv{sign * (sign*float64(p.d) - (c + s*x)), h.memWeight(p.x, tau)})
+	}
+	return out
+}
+
+// memWeight is the weight of an exchange at relative local time x in a
+// memory of tau: exp(-age/tau), 1 for every one when tau is 0.
+func (h *Hull) memWeight(x int64, tau float64) float64 {
+	if tau > 0 {
+		return math.Exp(-float64(h.newest-x) / tau)
+	}
+	return 1
+}
 
 // rebase moves the remembered lines with the hull's origin (Hull.rebase:
 // x' = x - dx, d' = d - dd), so that the next round's measured moves
@@ -220,10 +298,7 @@ type roundLoc struct{ x, y, v float64 }
 func (b *bodyState) rebase(dx, dd int64) {
 	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
 	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
-	for i := range b.rounds {
-		b.rounds[i].x -= float64(dx)
-		b.rounds[i].y -= float64(dd)
-	}
+	b.roundTrack.rebase(dx, dd)
 }
 
 // smoothed is an exponentially weighted average that takes its first
@@ -277,40 +352,22 @@ func (h *Hull) trimMids() {
 func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
 	tau, from := h.centerMemory()
 	tau, from = h.bodyMemory(tau, from)
-	weightOf := func(tau float64) func(x int64) float64 {
-		return func(x int64) float64 {
-			if tau > 0 {
-				return math.Exp(-float64(h.newest-x) / tau)
-			}
-			return 1
-		}
-	}
-	// Each direction's delay beyond the line (c, s) (for the floor line's
-	// variance, and the lower body), and the exchanges' midpoints (for the
-	// body line), weighted by a memory of tau from from on.
-	side := func(ps []pt, sign, c, s, tau float64, from int64) []wv {
-		weight := weightOf(tau)
-		i0, _ := slices.BinarySearchFunc(ps, from, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
-		out := make([]wv, 0, len(ps)-i0)
-		for _, p := range ps[i0:] {
-			x := float64(p.x)
-			out = append(out, wv{sign * (sign*float64(p.d) - (c + s*x)), weight(p.x)})
-		}
-		return out
-	}
+	// Each direction's delay beyond the line (c, s) (h.beyond: for the
+	// floor line's variance, and the lower body), and the exchanges'
+	// midpoints (for the body line), weighted by a memory of tau from from
+	// on.
 	mids := func(tau float64, from int64) (mx, md, mw, mr []float64) {
-		weight := weightOf(tau)
 		for _, m := range h.mids {
 			x := m.x - h.x0
 			if x < from || x < h.minX {
 				continue
 			}
-			mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, weight(x))
+			mx, md, mw = append(mx, float64(x)), append(md, float64(m.off-h.c)), append(mw, h.memWeight(x, tau))
 			mr = append(mr, float64(m.rtt))
 		}
 		return mx, md, mw, mr
 	}
-	qUp, qLow := side(h.up.pts, 1, c, s, tau, from), side(h.low.pts, -1, c, s, tau, from)
+	qUp, qLow := h.beyond(h.up.pts, 1, c, s, tau, from), h.beyond(h.low.pts, -1, c, s, tau, from)
 	mx, md, mw, mr := mids(tau, from)
 	if len(qUp) < bodyMinPoints || len(qLow) < bodyMinPoints || len(mx) < bodyMinPoints {
 		return c, s
@@ -355,7 +412,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 			return 0, 0, 0, 0, false, false
 		}
 		if lower {
-			if d, vq, ok := lowerMeet(side(h.up.pts, 1, c, sk, tau, from), side(h.low.pts, -1, c, sk, tau, from)); ok {
+			if d, vq, ok := lowerMeet(h.beyond(h.up.pts, 1, c, sk, tau, from), h.beyond(h.low.pts, -1, c, sk, tau, from)); ok {
 				return c + d, sk, vq + (vBody - vCentre), vq, true, true
 			}
 		}
@@ -370,7 +427,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// frequency of its memory and lags a frequency that moves on. Where the
 	// rounds' own locations curve measurably, a shorter memory (bodyCurve).
 	if lowerOK && bodyCurveOn {
-		b.noteRound(h, c, sk, side)
+		b.noteRound(h, c, sk)
 		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
 			from2 := h.memoryFrom(tb)
 			mx2, md2, mw2, mr2 := mids(tb, from2)
@@ -862,37 +919,22 @@ var bodyCurveOn = true
 
 // noteRound keeps the newest round's own location (once per round): the
 // matched lower tenths of its exchanges alone about the line (c, sk).
-func (b *bodyState) noteRound(h *Hull, c, sk float64, side func(ps []pt, sign, c, s, tau float64, from int64) []wv) {
-	if !h.haveRound || (len(b.rounds) > 0 && b.lastRound == h.lastRound) {
+func (b *bodyState) noteRound(h *Hull, c, sk float64) {
+	start, ok := b.due(h)
+	if !ok {
 		return
 	}
-	start := h.lastRound - h.x0
-	if h.roundGap > 0 {
-		start -= int64(h.roundGap / 4)
-	}
-	up, low := side(h.up.pts, 1, c, sk, 0, start), side(h.low.pts, -1, c, sk, 0, start)
+	up, low := h.beyond(h.up.pts, 1, c, sk, 0, start), h.beyond(h.low.pts, -1, c, sk, 0, start)
 	if len(up) < bodyCurveMinPoints || len(low) < bodyCurveMinPoints {
 		return
 	}
 	b.lastRound = h.lastRound
-	var sx float64
-	n := 0
-	for _, ps := range [2][]pt{h.up.pts, h.low.pts} {
-		i0, _ := slices.BinarySearchFunc(ps, start, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
-		for _, p := range ps[i0:] {
-			sx += float64(p.x)
-			n++
-		}
-	}
-	x := sx / float64(n)
+	x := h.meanX(start)
 	d, v, ok := lowerMeet(up, low)
 	if !ok {
 		return
 	}
-	b.rounds = append(b.rounds, roundLoc{x: x, y: c + d + sk*x, v: v})
-	if len(b.rounds) > bodyCurveRounds {
-		b.rounds = slices.Delete(b.rounds, 0, len(b.rounds)-bodyCurveRounds)
-	}
+	b.keep(roundLoc{x: x, y: c + d + sk*x, v: v})
 }
 
 // curveMemory is the body line's memory given the curvature of the kept

@@ -54,67 +54,34 @@ const (
 // off to compare with the default memory).
 var floorCurveOn = true
 
-// floorState is a hull's memory of the rounds' own floor locations, the
-// round the last was taken from, and the floor line's memory last chosen
-// (ns; 0: the default).
-type floorState struct {
-	rounds    []roundLoc
-	lastRound int64
-	memory    float64
-}
-
-// rebase moves the kept locations with the hull's origin.
-func (f *floorState) rebase(dx, dd int64) {
-	for i := range f.rounds {
-		f.rounds[i].x -= float64(dx)
-		f.rounds[i].y -= float64(dd)
-	}
-}
-
-// reset forgets the kept locations.
-func (f *floorState) reset() { f.rounds, f.memory = f.rounds[:0], 0 }
+// floorState is a hull's record of the rounds' own floor locations and
+// the floor line's memory they chose.
+type floorState struct{ roundTrack }
 
 // noteRound keeps the newest round's own floor location (once per round):
-// about the line (c, s) with margin m, the mean distance beyond the margin
-// of the round's k fastest exchanges each way, matched.
-func (f *floorState) noteRound(h *Hull, c, s, m float64) {
-	if !h.haveRound || (len(f.rounds) > 0 && f.lastRound == h.lastRound) {
+// where the means of its k fastest exchanges each way beyond the line
+// (c, s) meet.
+func (f *floorState) noteRound(h *Hull, c, s float64) {
+	start, ok := f.due(h)
+	if !ok {
 		return
 	}
-	start := h.lastRound - h.x0
-	if h.roundGap > 0 {
-		start -= int64(h.roundGap / 4)
-	}
-	fast := func(ps []pt, sign float64) (r []float64, sx float64) {
-		i0, _ := slices.BinarySearchFunc(ps, start, func(p pt, x int64) int { return cmp.Compare(p.x, x) })
-		for _, p := range ps[i0:] {
-			x := float64(p.x)
-			r = append(r, sign*(sign*float64(p.d)-(c+s*x))-m)
-			sx += x
-		}
-		return r, sx
-	}
-	ru, sxu := fast(h.up.pts, 1)
-	rl, sxl := fast(h.low.pts, -1)
-	if len(ru) < floorCurveMinPoints || len(rl) < floorCurveMinPoints {
+	up, low := h.beyond(h.up.pts, 1, c, s, 0, start), h.beyond(h.low.pts, -1, c, s, 0, start)
+	if len(up) < floorCurveMinPoints || len(low) < floorCurveMinPoints {
 		return
 	}
 	f.lastRound = h.lastRound
-	k := max(3, min(centerPoints, min(len(ru), len(rl))/centerShare))
-	meanK := func(r []float64) float64 {
-		slices.Sort(r)
+	k := max(3, min(centerPoints, min(len(up), len(low))/centerShare))
+	meanK := func(q []wv) float64 {
+		slices.SortFunc(q, func(a, b wv) int { return cmp.Compare(a.v, b.v) })
 		var sum float64
-		for _, v := range r[:k] {
-			sum += v
+		for _, e := range q[:k] {
+			sum += e.v
 		}
 		return sum / float64(k)
 	}
-	x := (sxu + sxl) / float64(len(ru)+len(rl))
-	y := c + s*x + (meanK(ru)-meanK(rl))/2
-	f.rounds = append(f.rounds, roundLoc{x: x, y: y}) // v unused: the misses weigh the rounds
-	if len(f.rounds) > bodyCurveRounds {
-		f.rounds = slices.Delete(f.rounds, 0, len(f.rounds)-bodyCurveRounds)
-	}
+	x := h.meanX(start)
+	f.keep(roundLoc{x: x, y: c + s*x + (meanK(up)-meanK(low))/2}) // v unused: the misses weigh the rounds
 }
 
 // curveMemory is the floor line's memory given the kept rounds'

@@ -401,7 +401,7 @@ func (h *Hull) Reset() {
 	}
 	h.spanErr, h.spanSeen, h.spanSel = [spanCands]float64{}, [spanCands]bool{}, 0
 	h.body.lines = false // the remembered lines' units are gone with the origin
-	h.body.rounds, h.body.memory = h.body.rounds[:0], 0
+	h.body.roundTrack.reset()
 	h.floor.reset()
 }
 

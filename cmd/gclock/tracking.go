@@ -304,10 +304,13 @@ func printSourcestats(w io.Writer, v daemon.View) {
 			if s.ShapesDiffer {
 				line += ", shapes differ"
 			}
-			// The line's memory, where the clocks' wander shortened it.
-			if mem := s.FloorMemoryNs; s.Line == "floor" && mem > 0 {
-				line += ", memory " + fmtDur(mem)
-			} else if mem := s.BodyMemoryNs; s.Line != "floor" && mem > 0 {
+			// The memory of the line it rests on, where the clocks' wander
+			// shortened it.
+			mem := s.BodyMemoryNs
+			if s.Line == "floor" {
+				mem = s.FloorMemoryNs
+			}
+			if mem > 0 {
 				line += ", memory " + fmtDur(mem)
 			}
 			line += fmt.Sprintf(" (%s/%s)", fmtDur(s.DelaySpreadUpNs), fmtDur(s.DelaySpreadDownNs))
