@@ -255,6 +255,29 @@ func (r *roundTrack) rebase(dx, dd int64) {
 // reset forgets the kept locations and the chosen memory.
 func (r *roundTrack) reset() { r.rounds, r.memory = r.rounds[:0], 0 }
 
+// note keeps the hull's newest round's own location once: where locate
+// says each direction's delays of that round alone, beyond the line
+// (c, s), meet (an offset from the line, and its variance). A round with
+// fewer than minPoints exchanges either way is not kept; one locate
+// refuses is not tried again.
+func (r *roundTrack) note(h *Hull, c, s float64, minPoints int, locate func(up, low []wv) (d, v float64, ok bool)) {
+	start, ok := r.due(h)
+	if !ok {
+		return
+	}
+	up, low := h.beyond(h.up.pts, 1, c, s, 0, start), h.beyond(h.low.pts, -1, c, s, 0, start)
+	if len(up) < minPoints || len(low) < minPoints {
+		return
+	}
+	r.lastRound = h.lastRound
+	x := h.meanX(start)
+	d, v, ok := locate(up, low)
+	if !ok {
+		return
+	}
+	r.keep(roundLoc{x: x, y: c + d + s*x, v: v})
+}
+
 // meanX is the mean relative local time of the exchanges from start on,
 // both directions'.
 func (h *Hull) meanX(start int64) float64 {
@@ -427,7 +450,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// frequency of its memory and lags a frequency that moves on. Where the
 	// rounds' own locations curve measurably, a shorter memory (bodyCurve).
 	if lowerOK && bodyCurveOn {
-		b.noteRound(h, c, sk)
+		b.note(h, c, sk, bodyCurveMinPoints, lowerMeet) // the round's own lower body
 		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
 			from2 := h.memoryFrom(tb)
 			mx2, md2, mw2, mr2 := mids(tb, from2)
@@ -916,26 +939,6 @@ const (
 // bodyCurveOn: the body line's memory follows the curvature (tests turn
 // it off to compare with the default memory).
 var bodyCurveOn = true
-
-// noteRound keeps the newest round's own location (once per round): the
-// matched lower tenths of its exchanges alone about the line (c, sk).
-func (b *bodyState) noteRound(h *Hull, c, sk float64) {
-	start, ok := b.due(h)
-	if !ok {
-		return
-	}
-	up, low := h.beyond(h.up.pts, 1, c, sk, 0, start), h.beyond(h.low.pts, -1, c, sk, 0, start)
-	if len(up) < bodyCurveMinPoints || len(low) < bodyCurveMinPoints {
-		return
-	}
-	b.lastRound = h.lastRound
-	x := h.meanX(start)
-	d, v, ok := lowerMeet(up, low)
-	if !ok {
-		return
-	}
-	b.keep(roundLoc{x: x, y: c + d + sk*x, v: v})
-}
 
 // curveMemory is the body line's memory given the curvature of the kept
 // rounds' locations (see bodyCurve): tau (the default) where they show

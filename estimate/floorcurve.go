@@ -58,19 +58,11 @@ var floorCurveOn = true
 // the floor line's memory they chose.
 type floorState struct{ roundTrack }
 
-// noteRound keeps the newest round's own floor location (once per round):
-// where the means of its k fastest exchanges each way beyond the line
-// (c, s) meet.
-func (f *floorState) noteRound(h *Hull, c, s float64) {
-	start, ok := f.due(h)
-	if !ok {
-		return
-	}
-	up, low := h.beyond(h.up.pts, 1, c, s, 0, start), h.beyond(h.low.pts, -1, c, s, 0, start)
-	if len(up) < floorCurveMinPoints || len(low) < floorCurveMinPoints {
-		return
-	}
-	f.lastRound = h.lastRound
+// fastMeet is where the means of the k fastest of each direction's delays
+// beyond a line meet, as an offset from that line (k as the floor line's
+// own points, 3-15); its variance is not estimated (0: curveMemory weighs
+// the rounds by their misses). It sorts up and low.
+func fastMeet(up, low []wv) (d, v float64, ok bool) {
 	k := max(3, min(centerPoints, min(len(up), len(low))/centerShare))
 	meanK := func(q []wv) float64 {
 		slices.SortFunc(q, func(a, b wv) int { return cmp.Compare(a.v, b.v) })
@@ -80,8 +72,7 @@ func (f *floorState) noteRound(h *Hull, c, s float64) {
 		}
 		return sum / float64(k)
 	}
-	x := h.meanX(start)
-	f.keep(roundLoc{x: x, y: c + s*x + (meanK(up)-meanK(low))/2}) // v unused: the misses weigh the rounds
+	return (meanK(up) - meanK(low)) / 2, 0, true
 }
 
 // curveMemory is the floor line's memory given the kept rounds'
