@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gclock/gclock/engine"
 	"github.com/gclock/gclock/estimate"
 	"github.com/gclock/gclock/eval/limit"
 )
@@ -96,13 +97,19 @@ type ReplayConfig struct {
 	// per second of the random walk of the frequency difference between
 	// the two clocks, (ns/ns)^2 per s; 0 for raw clocks.
 	Wander float64
+	// Floor, when not nil, keeps impossibly fast exchanges out of the
+	// estimator as the daemon's engine does (engine.Config.FloorSlack):
+	// the measurements log holds every exchange, the rejected ones too.
+	Floor *estimate.FloorConfig
 }
 
 // DefaultReplayConfig is the lab daemons' estimator: a 4096-exchange
 // window, rounds split at 300 ms pauses, 10 s of warm-up, an evaluation
 // every 10 ms.
 func DefaultReplayConfig() ReplayConfig {
-	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6}
+	ec := engine.DefaultConfig()
+	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6,
+		Floor: &estimate.FloorConfig{Slack: int64(ec.FloorSlack), MaxSkew: ec.MaxDrift, Granularity: int64(ec.Granularity)}}
 }
 
 // ReplayResult is the error of the replayed estimate against the truth:
@@ -112,6 +119,9 @@ func DefaultReplayConfig() ReplayConfig {
 type ReplayResult struct {
 	Exchanges, Rounds, Evaluations int
 	Restarts, Rejected             int // rounds that restarted the window / that it refused
+	// Exchanges the floor filter kept out (ReplayConfig.Floor): on their
+	// round trip, and on one direction alone.
+	BelowFloor, OneWayBelowFloor int
 	// Errors (estimate - truth, ns) at every evaluation.
 	Errors []int64
 	// Limit is what the same exchanges allowed (ReplayConfig.Limit).
@@ -156,17 +166,31 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 		}
 		rounds[len(rounds)-1] = append(rounds[len(rounds)-1], m.Sample)
 	}
+	var floor *estimate.FloorFilter
+	if rc.Floor != nil {
+		if floor, err = estimate.NewFloorFilter(*rc.Floor); err != nil {
+			return res, fmt.Errorf("replay: %w", err)
+		}
+	}
 	t0 := rounds[0][0].LocRecv
 	for i, rd := range rounds {
-		if err := h.AddRound(rd); err != nil {
-			if !errors.Is(err, estimate.ErrInconsistent) {
-				res.Rejected++ // a round the hull refuses, as the engine would
-				continue
+		kept := rd
+		if floor != nil {
+			var rej, ow int
+			kept, rej, ow = floor.Filter(make([]estimate.Sample, 0, len(rd)), rd, h.Mapping())
+			res.BelowFloor, res.OneWayBelowFloor = res.BelowFloor+rej, res.OneWayBelowFloor+ow
+		}
+		if len(kept) > 0 {
+			if err := h.AddRound(kept); err != nil {
+				if !errors.Is(err, estimate.ErrInconsistent) {
+					res.Rejected++ // a round the hull refuses, as the engine would
+					continue
+				}
+				res.Restarts++ // the window restarted from this round
 			}
-			res.Restarts++ // the window restarted from this round
 		}
 		if lim != nil {
-			lim.AddRound(rd)
+			lim.AddRound(rd) // the limit sees every exchange the host received
 		}
 		end := rd[len(rd)-1].LocRecv
 		next := end + 1e9

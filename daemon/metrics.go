@@ -82,8 +82,10 @@ type SourceStats struct {
 	// Exchanges from the source kept out of the estimators
 	// (gclock_samples_rejected_total): Corrupt ones had timestamps out of
 	// order, BelowFloor ones a round trip impossibly far below the path's
-	// recent floor (engine.Config.FloorSlack; a wrong stamp).
-	RejectedCorrupt, RejectedBelowFloor uint64
+	// recent floor (engine.Config.FloorSlack; a wrong stamp),
+	// OneWayBelowFloor ones a single direction's delay impossibly far below
+	// the rest of its round's.
+	RejectedCorrupt, RejectedBelowFloor, RejectedOneWayBelowFloor uint64
 	// Silent: nothing from the source for 3 of its announced global
 	// periods plus a round of probe retries (engine.SourceSnapshot.Silent).
 	Silent bool
@@ -250,7 +252,7 @@ func newCollector(src Snapshotter) *collector {
 		servedErr:  d("served_max_error_seconds", "Half-width of the bounds of the time this node serves (UTC with real_time), seconds; absent while it is not synced."),
 		srcRounds:  d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
 		restarts:   d("estimator_restarts_total", "Estimator windows restarted on inconsistent samples.", "source"),
-		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp).", "source", "reason"),
+		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp), one_way_below_floor (one direction's delay impossibly far below the rest of its round's).", "source", "reason"),
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
 		cut:        d("child_rounds_cut_total", "Rounds ended by sync.round_budget before their pings_per_round exchanges.", "child"),
@@ -359,6 +361,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.restarts, src.EstimatorRestarts, id)
 		cnt(c.rejected, src.RejectedCorrupt, id, "corrupt")
 		cnt(c.rejected, src.RejectedBelowFloor, id, "below_floor")
+		cnt(c.rejected, src.RejectedOneWayBelowFloor, id, "one_way_below_floor")
 		g(c.silent, b2f(src.Silent), id)
 		g(c.srcSel, b2f(src.Selected), id)
 		g(c.srcSamples, float64(src.Samples), id)

@@ -35,7 +35,7 @@ func goldenSnapshot() fixedSnapshot {
 		FrequencyAdjustment: 12.5e-6,
 		SelfPeriod:          500 * time.Millisecond,
 		Sources: []SourceStats{
-			{ID: 1, Rounds: 42, EstimatorRestarts: 1, RejectedCorrupt: 1, RejectedBelowFloor: 3, Selected: true, Samples: 24, Frequency: 12.25e-6, Skew: 0.03e-6,
+			{ID: 1, Rounds: 42, EstimatorRestarts: 1, RejectedCorrupt: 1, RejectedBelowFloor: 3, RejectedOneWayBelowFloor: 2, Selected: true, Samples: 24, Frequency: 12.25e-6, Skew: 0.03e-6,
 				GlobalPeriod: 8 * time.Second, LastRoundAge: 2500 * time.Millisecond, LastOffset: -180 * time.Nanosecond,
 				RMSOffset: 250 * time.Nanosecond, Differences: 41, ShortestRTT: 46 * time.Microsecond, SmoothedRTT: 52 * time.Microsecond,
 				Line: "floor", ShapesDiffer: true, DelaySpreadUp: 3 * time.Microsecond, DelaySpreadDown: 12 * time.Microsecond,

@@ -756,7 +756,7 @@ func (n *node) Snapshot() Snapshot {
 	}
 	for _, src := range es.Sources {
 		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, Silent: src.Silent,
-			RejectedCorrupt: src.Corrupt, RejectedBelowFloor: src.BelowFloor})
+			RejectedCorrupt: src.Corrupt, RejectedBelowFloor: src.BelowFloor, RejectedOneWayBelowFloor: src.OneWayBelowFloor})
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),

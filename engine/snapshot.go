@@ -29,8 +29,10 @@ type SourceSnapshot struct {
 	Ignored    uint64  // late or duplicate time diffs and corrupt samples
 	// Exchanges kept out of the estimators, by reason: Corrupt ones had
 	// timestamps out of order (also in Ignored); BelowFloor ones a round
-	// trip impossibly far below the path's recent floor (Config.FloorSlack).
-	Corrupt, BelowFloor uint64
+	// trip impossibly far below the path's recent floor (Config.FloorSlack);
+	// OneWayBelowFloor ones a round trip that fits but one direction's delay
+	// impossibly far below the rest of its round's (estimate.FloorFilter).
+	Corrupt, BelowFloor, OneWayBelowFloor uint64
 	// Contradictions counts rounds the clock model could not explain
 	// (EvContradiction); Trust is "acquiring", "synced" or "degraded".
 	Contradictions uint64

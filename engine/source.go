@@ -109,13 +109,14 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	// measurements log), the rejected ones below included.
 	n.out.Rounds = append(n.out.Rounds, RoundSamples{Source: s.id, Round: m.Round, Samples: samples})
 	if s.floor != nil {
-		kept, rejected := s.floor.Filter(make([]estimate.Sample, 0, len(samples)), samples)
-		if rejected > 0 {
+		kept, rejected, oneWay := s.floor.Filter(make([]estimate.Sample, 0, len(samples)), samples, s.sel.Mapping())
+		if rejected+oneWay > 0 {
 			floor, _ := s.floor.Floor()
 			long, _ := s.floor.LongFloor()
 			s.stats.BelowFloor += uint64(rejected)
+			s.stats.OneWayBelowFloor += uint64(oneWay)
 			n.logger.Info("exchanges faster than the path's floor rejected", "source", s.id, "round", m.Round,
-				"rejected", rejected, "of", len(samples), "floor_rtt", floor, "long_floor_rtt", long)
+				"rejected", rejected+oneWay, "one_way", oneWay, "of", len(samples), "floor_rtt", floor, "long_floor_rtt", long)
 		}
 		samples = kept
 	}

@@ -35,6 +35,9 @@ type FloorConfig struct {
 	// DefaultFloorLongFactor x History, at most 65536 (or History if that
 	// is more).
 	LongHistory int
+	// NoOneWay turns off the one-way check (see FloorFilter): only the
+	// round trip is judged, as before it.
+	NoOneWay bool
 }
 
 // DefaultFloorHistory is FloorConfig.History's default: the floor is taken
@@ -156,23 +159,33 @@ func NewFloorFilter(cfg FloorConfig) (*FloorFilter, error) {
 	return &FloorFilter{cfg: cfg}, nil
 }
 
-// Filter appends to dst the exchanges of round whose round trip fits the
-// floors and returns it with the number rejected. Every exchange of the
-// round joins the history afterwards. Samples with a negative round trip
-// are left to the caller's own checks (they are kept, not counted).
-func (f *FloorFilter) Filter(dst, round []Sample) (kept []Sample, rejected int) {
+// Filter appends to dst the exchanges of round that fit the floors and
+// returns it with how many were rejected on their round trip and how many,
+// their round trip fitting, on one direction alone (see FloorFilter's
+// one-way check; it needs line valid, the caller's current estimate, for
+// its skew). Every exchange of the round joins the history afterwards.
+// Samples with a negative round trip are left to the caller's own checks
+// (they are kept, not counted).
+func (f *FloorFilter) Filter(dst, round []Sample, line Mapping) (kept []Sample, rejected, oneWay int) {
 	fl := f.floorsWith(round)
-	for _, s := range round {
-		if fl.ok && f.below(s, fl) {
+	var ow oneWayCheck
+	if !f.cfg.NoOneWay {
+		ow = f.oneWayFloors(round, line, fl)
+	}
+	for i, s := range round {
+		switch {
+		case fl.ok && f.below(s, fl):
 			rejected++
-		} else {
+		case ow.ok && ow.below(i):
+			oneWay++
+		default:
 			dst = append(dst, s)
 		}
 	}
 	for _, s := range round {
 		f.push(s.RTT())
 	}
-	return dst, rejected
+	return dst, rejected, oneWay
 }
 
 // Floor returns the short floor the history alone gives (ok false while it

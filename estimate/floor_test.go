@@ -154,7 +154,7 @@ func TestFloorFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, r := range tt.rounds {
-				kept, rej := f.Filter(nil, r.r)
+				kept, rej, _ := f.Filter(nil, r.r, Mapping{})
 				if rej != r.rejected || len(kept)+rej != len(r.r) {
 					t.Errorf("round %d: kept %d rejected %d of %d, want %d rejected", i, len(kept), rej, len(r.r), r.rejected)
 				}
@@ -218,7 +218,7 @@ func TestFloorFilterPaths(t *testing.T) {
 			late := map[Sample]bool{}
 			for i := range tt.rounds {
 				r := tt.round(t0+int64(i)*1e9, tt.perRound)
-				kept, _ := f.Filter(nil, r)
+				kept, _, _ := f.Filter(nil, r, Identity(t0)) // raw clocks: the true line, the one-way check on
 				in := map[Sample]bool{}
 				for _, x := range kept {
 					in[x] = true
@@ -245,7 +245,8 @@ func TestFloorFilterPaths(t *testing.T) {
 				t.Errorf("%d of the %d fastest genuine exchanges (round trips from %d ns) rejected after the first 480: %v ns",
 					len(lost), tt.keepFastest, all[0].RTT(), lost)
 			}
-			_, rej := f.Filter(nil, append(tt.round(t0+int64(tt.rounds)*1e9, tt.perRound), tt.last))
+			_, rej, ow := f.Filter(nil, append(tt.round(t0+int64(tt.rounds)*1e9, tt.perRound), tt.last), Identity(t0))
+			rej += ow
 			if got := rej > 0; got != tt.rejected {
 				short, _ := f.Floor()
 				long, _ := f.LongFloor()
@@ -269,7 +270,7 @@ func TestFloorFilterKeepsOrderAndReset(t *testing.T) {
 	r := labRound(1e12, 60)
 	k := fastest(r)
 	r[k].LocSend += 60_000
-	kept, rej := f.Filter(nil, r)
+	kept, rej, _ := f.Filter(nil, r, Mapping{})
 	if rej != 1 || len(kept) != 59 || kept[k] != r[k+1] || (k > 0 && kept[k-1] != r[k-1]) {
 		t.Fatalf("rejected %d, kept %d; kept[%d] = %v, want %v", rej, len(kept), k, kept[k], r[k+1])
 	}

@@ -19,15 +19,19 @@ import (
 
 // labReplayRow is one file's (or all files') replay figures, |error| in ns.
 type labReplayRow struct {
-	File        string  `json:"file"`
-	Exchanges   int     `json:"exchanges"`
-	Rounds      int     `json:"rounds"`
-	Restarts    int     `json:"restarts"`
-	Evaluations int     `json:"evaluations"`
-	P50Ns       int64   `json:"error_p50_ns"`
-	P90Ns       int64   `json:"error_p90_ns"`
-	P99Ns       int64   `json:"error_p99_ns"`
-	BiasNs      float64 `json:"error_bias_ns"`
+	File      string `json:"file"`
+	Exchanges int    `json:"exchanges"`
+	Rounds    int    `json:"rounds"`
+	Restarts  int    `json:"restarts"`
+	// Exchanges the floor filter kept out, as the daemon does (--floor):
+	// on their round trip, and on one direction alone.
+	BelowFloor       int     `json:"below_floor"`
+	OneWayBelowFloor int     `json:"one_way_below_floor"`
+	Evaluations      int     `json:"evaluations"`
+	P50Ns            int64   `json:"error_p50_ns"`
+	P90Ns            int64   `json:"error_p90_ns"`
+	P99Ns            int64   `json:"error_p99_ns"`
+	BiasNs           float64 `json:"error_bias_ns"`
 	// Limit: the best textbook estimator's median |error| on the same
 	// exchanges and evaluations (--limit; eval/limit), and which.
 	LimitNs   float64 `json:"limit_ns,omitempty"`
@@ -69,6 +73,7 @@ flags:
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
 	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight, and the oracle (a Kalman filter told the clocks' true random walk of the frequency: none on raw clocks)")
+	floorCheck := fs.String("floor", "on", "the floor filter the daemon runs before its estimators: on (round trip and one way), round-trip (the round trip alone), off")
 	floorOnly := fs.Bool("floor-only", false, "the centre line on the fastest exchanges alone (the estimator before the body line)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
@@ -80,6 +85,17 @@ flags:
 	rc.Hull.Window, rc.Hull.CenterPoints, rc.Hull.CenterBand, rc.Warmup = *window, *points, int64(*band), int64(*warmup)
 	rc.Hull.CenterMemory = *memory
 	rc.Hull.CenterFloorOnly, rc.Limit = *floorOnly, *withLimit
+	switch *floorCheck {
+	case "on":
+	case "round-trip":
+		fc := *rc.Floor
+		fc.NoOneWay = true
+		rc.Floor = &fc
+	case "off":
+		rc.Floor = nil
+	default:
+		return fmt.Errorf("lab replay: --floor %q: want on, round-trip or off", *floorCheck)
+	}
 	var rows []labReplayRow
 	var all []int64
 	total := labReplayRow{File: "all"}
@@ -110,6 +126,7 @@ flags:
 		}
 		row := replayRow(path, res.Errors)
 		row.Exchanges, row.Rounds, row.Restarts, row.Truth = res.Exchanges, res.Rounds, res.Restarts, truth
+		row.BelowFloor, row.OneWayBelowFloor = res.BelowFloor, res.OneWayBelowFloor
 		if res.Limit != nil {
 			row.LimitNs, row.LimitName, row.OracleNs = res.Limit.Best, res.Limit.BestName, res.Limit.Oracle
 		}
@@ -118,9 +135,12 @@ flags:
 		total.Exchanges += res.Exchanges
 		total.Rounds += res.Rounds
 		total.Restarts += res.Restarts
+		total.BelowFloor += res.BelowFloor
+		total.OneWayBelowFloor += res.OneWayBelowFloor
 	}
 	t := replayRow("all", all)
 	t.Exchanges, t.Rounds, t.Restarts = total.Exchanges, total.Rounds, total.Restarts
+	t.BelowFloor, t.OneWayBelowFloor = total.BelowFloor, total.OneWayBelowFloor
 	rows = append(rows, t)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
