@@ -312,7 +312,11 @@ type Config struct {
 	// soft floor allows (twice its spread, and no further than the slack or
 	// twice the spread below the 3rd shortest of the last 4096), has a
 	// wrong stamp and is kept out of the estimators, counted in
-	// SourceSnapshot.BelowFloor. 0 turns it off.
+	// SourceSnapshot.BelowFloor. In rounds of 32 exchanges or more, one
+	// whose round trip fits but one of whose directions lies impossibly
+	// far below the rest of its round's (judged on the selected
+	// estimator's skew) is kept out too, counted in
+	// SourceSnapshot.OneWayBelowFloor. 0 turns both off.
 	FloorSlack time.Duration
 	// HullMinDelay is Jezequel's mu (4.3): a known lower bound on every
 	// one-way delay. The Hull's shift becomes Granularity - HullMinDelay and

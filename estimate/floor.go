@@ -110,6 +110,11 @@ const floorMinSamples = 32
 // more below the run's fastest round trip they refused 96% and 98% (with
 // twice the long floor's softness: 26 genuine in all, 83% and 86%).
 //
+// A round trip within the slack can still hide one impossible direction
+// (both stamps of one side shifted together): Filter also judges each
+// direction's delay alone, within its round, against the caller's line
+// (the one-way check: floor_oneway.go).
+//
 // Rejected exchanges stay in the history, so a floor that really dropped
 // is followed as soon as k exchanges show it. Dropping exchanges only
 // removes constraints, so the Hull's bounds stay guaranteed: they contain

@@ -38,8 +38,8 @@ import (
 // 4k-th minus the k-th of its round) into how far below the k-th a genuine
 // delay may lie. A bell has no floor: of 240 normal delays the k-th (7th)
 // lies 1.9 standard deviations below the mean and the 28th 1.2, so 4
-// spreads reach 4.7 below it, where one round of 240 has a delay 3 times in
-// 10000. Replayed on the kept bench runs (`gclock lab replay`; the links
+// spreads reach 4.7 below the mean, below which a round of 240 normal
+// delays has one about 3 times in 10000 rounds. Replayed on the kept bench runs (`gclock lab replay`; the links
 // benches k, n, o, q, r and t, 18 runs of each class, and the default
 // link's benches p, r and t, 9 of each profile: 486 host-runs), the check
 // refused pareto seed 3's impossible reply and 6 other exchanges (3 on
