@@ -10,8 +10,9 @@ import (
 // seed 3, docs/estimators.md, "The links bench of the final build") one
 // exchange's reply came back 20.5 us faster than any other of the run and
 // its request went 18 us slower: two stamps of one side about 19 us off
-// together (the child's late, or the reference's early). Its round trip, 2 us under the two directions' floors together,
-// passed the round-trip floor, and the floor line rested on the reply's
+// together (the child's late, or the reference's early). Its round trip,
+// 2 us under the two directions' floors together, passed the round-trip
+// floor, and the floor line rested on the reply's
 // impossible delay: 12.4 us off for 8 s.
 //
 // So each direction is judged alone, within its round: the delay of the
