@@ -98,7 +98,7 @@ type ReplayConfig struct {
 	// the two clocks, (ns/ns)^2 per s; 0 for raw clocks.
 	Wander float64
 	// Floor, when not nil, keeps impossibly fast exchanges out of the
-	// estimator as the daemon's engine does (engine.Config.FloorSlack):
+	// estimator as the daemon's engine does (engine.Config.FloorConfig):
 	// the measurements log holds every exchange, the rejected ones too.
 	Floor *estimate.FloorConfig
 }
@@ -107,9 +107,8 @@ type ReplayConfig struct {
 // window, rounds split at 300 ms pauses, 10 s of warm-up, an evaluation
 // every 10 ms.
 func DefaultReplayConfig() ReplayConfig {
-	ec := engine.DefaultConfig()
-	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6,
-		Floor: &estimate.FloorConfig{Slack: int64(ec.FloorSlack), MaxSkew: ec.MaxDrift, Granularity: int64(ec.Granularity)}}
+	floor := engine.DefaultConfig().FloorConfig()
+	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6, Floor: &floor}
 }
 
 // ReplayResult is the error of the replayed estimate against the truth:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/gclock/gclock/estimate"
 )
 
 // ErrConfig is wrapped by every Config.Validate error.
@@ -61,6 +63,14 @@ func DefaultConfig() Config {
 		MaxProbeRetries:     8,
 		SilentPeriods:       3,
 	}
+}
+
+// FloorConfig is the floor filter the engine runs before each source's
+// estimators when FloorSlack > 0 (estimate.FloorFilter), and the one
+// `gclock lab replay` runs on logged exchanges to replay what the daemon
+// did.
+func (c Config) FloorConfig() estimate.FloorConfig {
+	return estimate.FloorConfig{Slack: int64(c.FloorSlack), MaxSkew: c.MaxDrift, Granularity: int64(c.Granularity)}
 }
 
 // Validate checks every field (Check) and names the first bad one.

@@ -112,7 +112,7 @@ func NewWithEstimators(cfg Config, logger *slog.Logger, est Estimators) (*Node, 
 		n.sourceIndex[id] = int32(i)
 		src := &source{id: id, hull: h, sel: sel, period: int64(cfg.InitialGlobalPeriod), stats: SourceSnapshot{Source: id}}
 		if cfg.FloorSlack > 0 {
-			src.floor, err = estimate.NewFloorFilter(estimate.FloorConfig{Slack: int64(cfg.FloorSlack), MaxSkew: cfg.MaxDrift, Granularity: int64(cfg.Granularity)})
+			src.floor, err = estimate.NewFloorFilter(cfg.FloorConfig())
 			if err != nil {
 				return nil, fmt.Errorf("engine: node %d: floor filter for source %d: %w: %w", cfg.ID, id, err, ErrConfig)
 			}

@@ -3,6 +3,8 @@ package estimate
 import (
 	"math"
 	"slices"
+
+	"github.com/gclock/gclock/internal/satmath"
 )
 
 // The one-way check (FloorFilter.Filter): a round trip within the floor's
@@ -12,8 +14,8 @@ import (
 // its request went 18 us slower: two stamps of one side about 19 us off
 // together (the child's late, or the reference's early). Its round trip,
 // 2 us under the two directions' floors together, passed the round-trip
-// floor, and the floor line rested on the reply's
-// impossible delay: 12.4 us off for 8 s.
+// floor, and the floor line rested on the reply's impossible delay: 12.4
+// us off for 8 s.
 //
 // So each direction is judged alone, within its round: the delay of the
 // source's message (LOW: f(LocRecv) - SrcSend) and of the local one (UP:
@@ -40,9 +42,10 @@ import (
 // delay may lie. A bell has no floor: of 240 normal delays the k-th (7th)
 // lies 1.9 standard deviations below the mean and the 28th 1.2, so 4
 // spreads reach 4.7 below the mean, below which a round of 240 normal
-// delays has one about 3 times in 10000 rounds. Replayed on the kept bench runs (`gclock lab replay`; the links
-// benches k, n, o, q, r and t, 18 runs of each class, and the default
-// link's benches p, r and t, 9 of each profile: 486 host-runs), the check
+// delays has one about 3 times in 10000 rounds. Replayed on the kept bench
+// runs (`gclock lab replay`; the links benches k, n, o, q, r and t, 18 runs
+// of each class, and the default link's benches p, r and t, 9 of each
+// profile: 486 host-runs), the check
 // refused pareto seed 3's impossible reply and 6 other exchanges (3 on
 // normal 10 us, 2 bimodal, 1 normal 3 us), none on cross70's queues. On
 // benches q, r and t, 2 spreads refused 112 (bimodal and normal 10 us),
@@ -72,11 +75,8 @@ func (f *FloorFilter) oneWayFloors(round []Sample, line Mapping, fl floors) oneW
 	c := oneWayCheck{down: make([]int64, len(round)), up: make([]int64, len(round)), judged: make([]bool, len(round))}
 	x0, y0 := round[0].LocRecv, round[0].SrcSend
 	near := func(v, o int64) (int64, bool) {
-		d := v - o
-		if (v >= o) != (d >= 0) || d > oneWaySpan || d < -oneWaySpan {
-			return 0, false // wrapped, or too far to judge
-		}
-		return d, true
+		d, ok := satmath.SubChecked(v, o)
+		return d, ok && d <= oneWaySpan && d >= -oneWaySpan // not wrapped, and near enough to judge
 	}
 	loX, hiX := int64(0), int64(0)
 	var downs, ups []int64
