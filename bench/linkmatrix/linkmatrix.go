@@ -16,12 +16,14 @@
 package linkmatrix
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -298,7 +300,9 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		for n := range c.LimitBest {
 			names = append(names, n)
 		}
-		slices.SortFunc(names, func(a, b string) int { return c.LimitBest[b] - c.LimitBest[a] })
+		slices.SortFunc(names, func(a, b string) int { // most hosts first; a tie by name, not map order
+			return cmp.Or(c.LimitBest[b]-c.LimitBest[a], strings.Compare(a, b))
+		})
 		best := ""
 		for i, n := range names {
 			if i == 2 {
