@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"cmp"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,10 +18,9 @@ func ex(t, fwd, hold, back int64) Sample {
 // excess (a Lomax of shape 3 and mean 28.9 us), holds of 30 us to 1 ms.
 func labRound(t int64, n int) []Sample {
 	rng := rand.New(rand.NewPCG(uint64(t), 21))
-	lomax := func() int64 { return int64(57_700 * (math.Pow(1-rng.Float64(), -1.0/3) - 1)) }
 	r := make([]Sample, n)
 	for i := range r {
-		r[i] = ex(t+int64(i)*5_000_000, 73_500+lomax(), 30_000+rng.Int64N(1_000_000), 73_500+lomax())
+		r[i] = ex(t+int64(i)*5_000_000, paretoWay(rng), 30_000+rng.Int64N(1_000_000), paretoWay(rng))
 	}
 	return r
 }
@@ -36,7 +34,7 @@ func labRound(t int64, n int) []Sample {
 func queuedRound(t int64, n int) []Sample {
 	rng := rand.New(rand.NewPCG(uint64(t), 70))
 	way := func() int64 {
-		d := 73_500 + int64(57_700*(math.Pow(1-rng.Float64(), -1.0/3)-1))
+		d := paretoWay(rng)
 		if rng.Float64() < 0.9 {
 			d += int64(rng.ExpFloat64() * 200_000)
 		}
