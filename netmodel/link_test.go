@@ -275,3 +275,47 @@ func TestModelFloor(t *testing.T) {
 		t.Errorf("Link.Floor: %v, direct %v", l.Floor(), Link{Direct: true}.Floor())
 	}
 }
+
+// TestModelLoadedKeepsFloor: a load (Load.TailScale) stretches the waiting
+// above a floor and leaves the floor where it was; jitter without a floor
+// widens about its mean.
+func TestModelLoadedKeepsFloor(t *testing.T) {
+	for _, spec := range []string{"pareto:100us:50us", "exponential:100us:50us", "uniform:100us:40us", "normal:100us:10us", "bimodal:100us:20us"} {
+		t.Run(spec, func(t *testing.T) {
+			l, err := ParseLink(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := l.Forward
+			hot := m.Loaded(4)
+			if got, want := hot.Floor(), m.Floor(); got < want-1 || got > want+1 {
+				t.Errorf("floor under load %v, want %v (unloaded, +-1 ns of rounding)", got, want)
+			}
+			if m.Loaded(1) != m || m.Loaded(0) != m {
+				t.Errorf("Loaded(1) or Loaded(0) changed the model")
+			}
+			mean := func(m Model) float64 {
+				r := rand.New(rand.NewPCG(1, 2))
+				var s float64
+				const n = 200000
+				for range n {
+					s += float64(m.Sample(r))
+				}
+				return s / n
+			}
+			base, loaded := mean(m), mean(hot)
+			above := func(x float64) float64 { return x - float64(m.Floor()) }
+			switch m.Dist {
+			case DistPareto, DistExponential, DistUniform:
+				// The mean's distance above the floor grows 4x.
+				if r := above(loaded) / above(base); math.Abs(r-4) > 0.2 {
+					t.Errorf("mean above the floor grew %.2fx under 4x load, want 4x", r)
+				}
+			default:
+				if math.Abs(loaded-base) > 0.02*base {
+					t.Errorf("mean moved from %.0f to %.0f ns under load, want it kept", base, loaded)
+				}
+			}
+		})
+	}
+}

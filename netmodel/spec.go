@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"time"
 
 	"github.com/gclock/gclock/internal/conf"
 )
@@ -169,7 +168,7 @@ func (m *Net) Transmit(r *rand.Rand, from, to int, l Load, buf []int64) []int64 
 		if from > to {
 			model = lk.Reverse
 		}
-		model.Jitter = time.Duration(float64(model.Jitter) * l.TailScale)
+		model = model.Loaded(l.TailScale)
 	}
 	for range copies {
 		var d int64
