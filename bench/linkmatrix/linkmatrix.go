@@ -127,6 +127,9 @@ func Run(ctx context.Context, spec Spec) (*Report, error) {
 		}
 		base = &sc
 	}
+	if len(base.Faults) > 0 || len(base.Failover.Order) > 0 {
+		return nil, fmt.Errorf("linkmatrix: scenario %s stops, pauses or fails over nodes (faults, failover): the chrony stand-in runs none of that; run it with gclock sim", base.Name)
+	}
 	if spec.Duration < 0 {
 		return nil, fmt.Errorf("linkmatrix: duration %v: want a positive duration (or 0: the scenario's)", spec.Duration)
 	}

@@ -30,6 +30,14 @@ within 1.5x of the limit, coverage 1). 100 seeds take about 10 minutes on 2
 cores. --duration runs longer than the lab bench's 70 s: the clocks' wander
 then counts for more (20m, seeds 1-5, three classes: about 6 minutes).
 
+--base runs the matrix on another scenario (a file, or a shipped one): each
+class replaces its links.model and keeps the rest (loss, reordering,
+duplicates, phases, drift steps; not faults: the chrony stand-in runs none).
+Shipped conditions: link-matrix-lossy (10%% loss, 5%% reordered, 1%%
+duplicates), link-matrix-drift-step (two hosts' frequencies step) and
+link-matrix-bursts (every 10 s, 2 s of 4x jitter and scheduling noise);
+link-matrix-pause (a host stopped 10 s) runs with gclock sim alone.
+
 Classes: ` + "%s" + `
 
 flags:
@@ -47,6 +55,7 @@ func runSimMatrix(args []string, stdout, stderr io.Writer) error {
 	jsonOut := fs.Bool("json", false, "print every run as JSON")
 	out := fs.String("o", "", "also write the markdown report to `FILE`")
 	workers := fs.Int("workers", 0, "simulations run at once (0: one per core)")
+	baseName := fs.String("base", "", "the `SCENARIO` (file or shipped name) every class runs on (default: link-matrix)")
 	duration := fs.Duration("duration", 0, "simulated duration of each run (0: the scenario's 70s, as the lab bench's run and warm-up), e.g. 20m")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
@@ -62,6 +71,13 @@ func runSimMatrix(args []string, stdout, stderr io.Writer) error {
 		return usage.Errorf("--duration %v: want a positive duration (or 0: the scenario's)", *duration)
 	}
 	spec := linkmatrix.Spec{Seeds: ss, Workers: *workers, Duration: *duration}
+	if *baseName != "" {
+		sc, err := loadScenario(*baseName)
+		if err != nil {
+			return usage.Errorf("--base %s: %v", *baseName, err)
+		}
+		spec.Base = &sc
+	}
 	if *classes != "" {
 		for _, n := range strings.Split(*classes, ",") {
 			c, ok := netmodel.MatrixClass(strings.TrimSpace(n))
