@@ -108,7 +108,7 @@ type ReplayConfig struct {
 // every 10 ms.
 func DefaultReplayConfig() ReplayConfig {
 	floor := engine.DefaultConfig().FloorConfig()
-	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6, Floor: &floor}
+	return ReplayConfig{Hull: estimate.HullConfig{Window: 4096, CenterBreaks: true}, RoundGap: 300e6, Warmup: 10e9, EvalEvery: 10e6, Floor: &floor}
 }
 
 // ReplayResult is the error of the replayed estimate against the truth:
@@ -118,6 +118,9 @@ func DefaultReplayConfig() ReplayConfig {
 type ReplayResult struct {
 	Exchanges, Rounds, Evaluations int
 	Restarts, Rejected             int // rounds that restarted the window / that it refused
+	// Rounds the centre line found suspect of a frequency break, and the
+	// breaks the next round confirmed (estimate.HullConfig.CenterBreaks).
+	Suspects, Breaks int
 	// Exchanges the floor filter kept out (ReplayConfig.Floor): on their
 	// round trip, and on one direction alone.
 	BelowFloor, OneWayBelowFloor int
@@ -215,6 +218,7 @@ func Replay(ms []Measurement, rc ReplayConfig) (ReplayResult, error) {
 		}
 	}
 	res.Exchanges, res.Rounds, res.Evaluations = len(ms), len(rounds), len(res.Errors)
+	res.Suspects, res.Breaks = int(h.Suspects()), int(h.Breaks())
 	if lim != nil {
 		r := lim.Result(int(ms[0].Source))
 		res.Limit = &r

@@ -79,6 +79,10 @@ type SourceStats struct {
 	ID                uint32
 	Rounds            uint64 // global resyncs accepted
 	EstimatorRestarts uint64 // estimator windows restarted (inconsistent samples)
+	// FrequencyBreaks: the centre line's window restarted after two rounds
+	// in a row, the second early, lay far off it on one side (the clock's
+	// frequency jumped; estimate's CenterBreaks).
+	FrequencyBreaks uint64
 	// Exchanges from the source kept out of the estimators
 	// (gclock_samples_rejected_total): Corrupt ones had timestamps out of
 	// order, BelowFloor ones a round trip impossibly far below the path's
@@ -147,6 +151,7 @@ type ChildStats struct {
 	GlobalPeriod   time.Duration // current global resync period
 	Rounds         uint64        // rounds completed
 	RoundsRepeated uint64        // rounds repeated for a long RTT (NETWORK_LATENCY_ERROR_THRESH)
+	RoundsEarly    uint64        // rounds brought forward by a frequency break's error report (engine.BreakErr)
 	RoundsCut      uint64        // rounds ended by sync.round_budget before their pings_per_round exchanges
 	ProbeRetries   uint64        // probes retried after a timeout
 	ProbesResent   uint64        // replies to probes the transport sent more than once: no sample kept (engine.Message.Resent)
@@ -221,8 +226,9 @@ var currentBuild = sync.OnceValue(func() buildLabels {
 type collector struct {
 	src                                                 Snapshotter
 	offset, estErr, freq, st                            *prometheus.Desc
-	srcRounds, restarts, rejected                       *prometheus.Desc
+	srcRounds, restarts, rejected, breaks               *prometheus.Desc
 	rounds, repeated, cut, retries, resent, rtt, period *prometheus.Desc
+	early                                               *prometheus.Desc
 	msg                                                 *prometheus.Desc
 	refChanges, silent                                  *prometheus.Desc
 	term, staleTerm                                     *prometheus.Desc
@@ -252,9 +258,11 @@ func newCollector(src Snapshotter) *collector {
 		servedErr:  d("served_max_error_seconds", "Half-width of the bounds of the time this node serves (UTC with real_time), seconds; absent while it is not synced."),
 		srcRounds:  d("source_rounds_total", "Global resync rounds accepted from a source.", "source"),
 		restarts:   d("estimator_restarts_total", "Estimator windows restarted on inconsistent samples.", "source"),
+		breaks:     d("source_frequency_breaks_total", "Frequency breaks: the centre line restarted from a round it missed far beyond its usual misses, confirmed by the next round on the same side (a clock's frequency jumped).", "source"),
 		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp), one_way_below_floor (one direction's delay impossibly far below the rest of its round's).", "source", "reason"),
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
+		early:      d("child_rounds_early_total", "Rounds brought forward because the child's centre line missed a round as a frequency break would (its error report said so): the next round confirms it and measures the new frequency.", "child"),
 		cut:        d("child_rounds_cut_total", "Rounds ended by sync.round_budget before their pings_per_round exchanges.", "child"),
 		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
 		resent:     d("probes_resent_total", "Replies to probes the transport sent more than once: acknowledged, no sample kept (their times may belong to different copies).", "child"),
@@ -295,8 +303,8 @@ func newCollector(src Snapshotter) *collector {
 
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected,
-		c.rounds, c.repeated, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected, c.breaks,
+		c.rounds, c.repeated, c.early, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
@@ -362,6 +370,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.rejected, src.RejectedCorrupt, id, "corrupt")
 		cnt(c.rejected, src.RejectedBelowFloor, id, "below_floor")
 		cnt(c.rejected, src.RejectedOneWayBelowFloor, id, "one_way_below_floor")
+		cnt(c.breaks, src.FrequencyBreaks, id)
 		g(c.silent, b2f(src.Silent), id)
 		g(c.srcSel, b2f(src.Selected), id)
 		g(c.srcSamples, float64(src.Samples), id)
@@ -417,6 +426,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		id := strconv.FormatUint(uint64(ch.ID), 10)
 		cnt(c.rounds, ch.Rounds, id)
 		cnt(c.repeated, ch.RoundsRepeated, id)
+		cnt(c.early, ch.RoundsEarly, id)
 		cnt(c.cut, ch.RoundsCut, id)
 		cnt(c.retries, ch.ProbeRetries, id)
 		cnt(c.resent, ch.ProbesResent, id)

@@ -35,14 +35,14 @@ func goldenSnapshot() fixedSnapshot {
 		FrequencyAdjustment: 12.5e-6,
 		SelfPeriod:          500 * time.Millisecond,
 		Sources: []SourceStats{
-			{ID: 1, Rounds: 42, EstimatorRestarts: 1, RejectedCorrupt: 1, RejectedBelowFloor: 3, RejectedOneWayBelowFloor: 2, Selected: true, Samples: 24, Frequency: 12.25e-6, Skew: 0.03e-6,
+			{ID: 1, Rounds: 42, EstimatorRestarts: 1, FrequencyBreaks: 1, RejectedCorrupt: 1, RejectedBelowFloor: 3, RejectedOneWayBelowFloor: 2, Selected: true, Samples: 24, Frequency: 12.25e-6, Skew: 0.03e-6,
 				GlobalPeriod: 8 * time.Second, LastRoundAge: 2500 * time.Millisecond, LastOffset: -180 * time.Nanosecond,
 				RMSOffset: 250 * time.Nanosecond, Differences: 41, ShortestRTT: 46 * time.Microsecond, SmoothedRTT: 52 * time.Microsecond,
 				Line: "floor", ShapesDiffer: true, DelaySpreadUp: 3 * time.Microsecond, DelaySpreadDown: 12 * time.Microsecond,
 				FloorMemory: 4500 * time.Millisecond},
 			{ID: 3, Silent: true, GlobalPeriod: time.Second, LastRoundAge: -1, ShortestRTT: -1, SmoothedRTT: -1},
 		},
-		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsCut: 5, ProbeRetries: 2, ProbesResent: 6, ShortestRTT: 48 * time.Microsecond},
+		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsEarly: 1, RoundsCut: 5, ProbeRetries: 2, ProbesResent: 6, ShortestRTT: 48 * time.Microsecond},
 			{ID: 5, GlobalPeriod: 2 * time.Second, ShortestRTT: -1}},
 		Messages: []MessageCount{
 			{Type: "probe", Direction: "received", Count: 126},

@@ -165,6 +165,7 @@ const (
 	EvContradiction                         // a round contradicted the clock model (Peer = source, Value = ContraOutside, ContraHull or ContraDrift)
 	EvTrustChange                           // a source's trust changed (Peer = source, Value = 1 synced, 2 degraded)
 	EvReferenceChange                       // a Member changed reference (Peer = the new reference, Value = 1 if this node took over)
+	EvEarlyRound                            // a child's error report brought its next round forward (Peer = child, Value = ns until it starts)
 )
 
 // Event is something that happened inside the engine, stamped with the local
@@ -334,6 +335,13 @@ type Config struct {
 	// blends the floor and the body of the delays by their measured
 	// variances (docs/estimators.md, "The body line").
 	CenterFloorOnly bool
+	// CenterNoBreaks ("center" only) keeps the centre line from following
+	// frequency breaks (estimate.HullConfig.CenterBreaks: a round missed
+	// far beyond the usual, held back, and the window restarted from it
+	// when the next round confirms; the source asked for that next round
+	// early): for comparisons. false (the default): breaks are followed
+	// (docs/estimators.md, "Frequency breaks").
+	CenterNoBreaks bool
 	// DiscountDelay: before comparing |Tdiff - projection| with
 	// DIFFERENCE_THRESH, subtract half the round's best round trip's excess
 	// over the shortest round trip seen from that source, the part of the

@@ -38,7 +38,7 @@ func DefaultEstimators(cfg Config) (hull, selected estimate.Estimator, err error
 		return nil, nil, fmt.Errorf("hull: %w", err)
 	}
 	if cfg.Estimator == "center" && spanLimited {
-		hc.MaxSpan, hc.Center, hc.CenterAdapt = 0, true, true
+		hc.MaxSpan, hc.Center, hc.CenterAdapt, hc.CenterBreaks = 0, true, true, !cfg.CenterNoBreaks
 		c, err := estimate.NewHull(hc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("center hull: %w", err)
@@ -110,13 +110,21 @@ func HullSpan(delta, period int64, maxWander, maxStep float64) int64 {
 
 // setHullSpan gives the source's Hull the span chosen for the round about
 // to be fed (HullMaxSpan 0): HullSpan of the round's best exchange and the
-// time since the previous round. A fixed HullMaxSpan was set when the Hull
-// was built.
+// time since the previous round, or the source's announced period after a
+// round less than a quarter of it since the previous: a round a report
+// brought forward (followBreak), after which the next comes a whole period
+// later; the span chosen for the short gap widened the bounds of that
+// period 2x in the simulator. A fixed
+// HullMaxSpan was set when the Hull was built.
 func (n *Node) setHullSpan(s *source, best estimate.Sample, now int64) {
 	sp, ok := s.hull.(interface{ SetMaxSpan(ns int64) })
 	if !ok || n.cfg.HullMaxSpan != 0 || s.stats.Rounds == 0 {
 		return
 	}
 	delta := max(best.RTT()/2-int64(n.cfg.HullMinDelay), 0) + int64(n.cfg.Granularity)
-	sp.SetMaxSpan(HullSpan(max(delta, 1), now-s.lastAt, n.cfg.MaxWander, n.cfg.MaxFreqStep))
+	gap := now - s.lastAt
+	if gap < s.period/earlyDiv*2 {
+		gap = s.period // a round brought forward: the next comes a period on
+	}
+	sp.SetMaxSpan(HullSpan(max(delta, 1), gap, n.cfg.MaxWander, n.cfg.MaxFreqStep))
 }

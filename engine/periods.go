@@ -48,6 +48,7 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 	if !n.cfg.Adaptive {
 		return
 	}
+	n.followBreak(c, m.Err, now)
 	c.errSum += m.Err
 	if c.errSum <= n.cfg.ErrorThresh {
 		return
@@ -62,6 +63,48 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 			heap.Fix(&n.timers, c.heapIdx)
 		}
 	}
+}
+
+// earlyDiv: a round brought forward by followBreak starts 1/earlyDiv of
+// the period after the round the report was about.
+const earlyDiv = 8
+
+// BreakErr is the error report (Message.Err, in DifferenceThresh units) a
+// child sends when its centre line found a round suspect of a frequency
+// break (estimate's CenterBreaks): at least this much asks the source for
+// the next round soon (followBreak). 2^20 (2 s at the default 2 us) is
+// beyond any error the rounds report from their noise; a lower threshold,
+// 4 or 64 times ErrorThresh, let the frugal profile's noisy first reports
+// bring rounds forward in every adaptive row of gclock sim --report trust,
+// to mixed effect. A source that does not know it takes the report as a
+// large error (Liao: the period halves).
+const BreakErr = 1 << 20
+
+// followBreak brings the next round forward when an error report says
+// BreakErr: the child's centre line missed the round as a clock that
+// changed would (its frequency jumped: a VM migrated, a fan started). Halving the period, as the sum past
+// ErrorThresh does, is no help where the period is at MinGlobalPeriod
+// already (the precise profile's 6 s), and the child then extrapolates
+// from one round of the new frequency until the next: in the simulator's
+// link matrix with two hosts' frequencies stepping 10 and -20 ppm
+// (link-matrix-drift-step) gclock's p99 was 57-317 us against the chrony
+// stand-in's 2.4-12 us. A round 1/earlyDiv of the period after the one
+// reported on measures the new frequency over that gap, where the next
+// regular round would come a period later. A round so brought forward
+// brings none forward itself (no chain of them: a child whose reports
+// stay large gets one early round per period at most).
+func (n *Node) followBreak(c *child, e float64, now int64) {
+	if !(e >= BreakErr) || n.ramping(c) || c.early || c.state != idle || c.heapIdx < 0 {
+		return
+	}
+	at := max(now, c.lastEnd+c.period/earlyDiv)
+	if at >= c.due {
+		return
+	}
+	c.due, c.earlyNext = at, true
+	heap.Fix(&n.timers, c.heapIdx)
+	c.stats.Early++
+	n.event(now, EvEarlyRound, c.id, float64(at-now))
 }
 
 // ChildReturned tells the node that child id has just started again, or

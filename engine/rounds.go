@@ -27,10 +27,13 @@ type child struct {
 	heapIdx int
 	due     int64 // next round (idle) or probe deadline (probing)
 
-	period    int64 // global_resync_period[nodeX]
-	errSum    float64
-	successes int
-	lastEnd   int64
+	period int64 // global_resync_period[nodeX]
+	// early: the round under way or last ended was brought forward by an
+	// error report (errReport); earlyNext: the next one is.
+	early, earlyNext bool
+	errSum           float64
+	successes        int
+	lastEnd          int64
 
 	round     uint32
 	seq       uint32
@@ -73,6 +76,7 @@ func (n *Node) startRound(c *child, now int64) {
 		}
 	}
 	c.state = probing
+	c.early, c.earlyNext = c.earlyNext, false
 	n.active++
 	c.round++
 	c.samples = c.samples[:0]

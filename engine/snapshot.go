@@ -25,6 +25,7 @@ type SourceSnapshot struct {
 	LastRound  int64   // local time of the last accepted round
 	Reports    uint64  // error reports sent
 	Restarts   uint64  // estimator windows restarted (inconsistent samples)
+	Breaks     uint64  // frequency breaks: two rounds in a row the centre line missed far beyond its usual misses, on one side; it then rests on the rounds since
 	Rejected   uint64  // rounds an estimator refused
 	Ignored    uint64  // late or duplicate time diffs and corrupt samples
 	// Exchanges kept out of the estimators, by reason: Corrupt ones had
@@ -67,6 +68,7 @@ type ChildSnapshot struct {
 	Abandoned   uint64  // rounds ended because retries ran out
 	Cut         uint64  // rounds ended by Config.RoundBudget before their PingsPerRound exchanges
 	Reports     uint64  // error reports received
+	Early       uint64  // rounds brought forward by one report past ErrorThresh (a clock that changed)
 	Ignored     uint64  // late or duplicate replies and reports
 	Resent      uint64  // replies to probes the driver sent more than once: acknowledged, no sample kept (Message.Resent)
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
@@ -119,6 +121,19 @@ func (n *Node) Snapshot() Snapshot {
 }
 
 // centerShape is what a centre-line estimator's line rests on.
+// lineBreaks is how many rounds e's centre line found suspect and how
+// many frequency breaks cut its window (a hull with
+// HullConfig.CenterBreaks; 0 for the others).
+func lineBreaks(e estimate.Estimator) (suspects, breaks uint64) {
+	if b, ok := e.(interface {
+		Suspects() uint64
+		Breaks() uint64
+	}); ok {
+		return b.Suspects(), b.Breaks()
+	}
+	return 0, 0
+}
+
 func centerShape(e estimate.Estimator) (estimate.CenterShape, bool) {
 	if c, ok := e.(interface {
 		CenterShape() (estimate.CenterShape, bool)

@@ -146,9 +146,16 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		return
 	}
 	n.setHullSpan(s, best, now)
+	suspects, breaks := lineBreaks(s.sel)
 	hullErr := n.feed(s, s.hull, samples, now)
 	if s.sel != s.hull {
 		n.feed(s, s.sel, samples, now)
+	}
+	suspects2, breaks2 := lineBreaks(s.sel)
+	suspect := suspects2 > suspects
+	if breaks2 > breaks {
+		s.stats.Breaks++
+		n.logger.Info("frequency break: the centre line rests on the rounds since the break", "source", s.id, "round", m.Round)
 	}
 	n.judge(s, samples, contra, hullErr, now)
 	s.best, s.haveBest = best, true
@@ -167,8 +174,15 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 			// that the projection was wrong.
 			sig = max(0, sig-float64(best.RTT()-s.minRTT)/2)
 		}
-		if sig > float64(n.cfg.DifferenceThresh) {
-			e := sig / float64(n.cfg.DifferenceThresh)
+		if e := sig / float64(n.cfg.DifferenceThresh); e > 1 || suspect {
+			if suspect {
+				// A round the centre line missed as a frequency break
+				// would (estimate's CenterBreaks) asks the source for the
+				// next round soon (its followBreak), to confirm the break
+				// and measure the new frequency: the report says at least
+				// BreakErr.
+				e = max(e, BreakErr)
+			}
 			s.stats.Reports++
 			n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: m.Round, Err: e})
 			n.event(now, EvErrReport, s.id, e)

@@ -89,6 +89,12 @@ type HullConfig struct {
 	// comparisons. false: the line blends the floor and the body of the
 	// delays by their measured variances.
 	CenterFloorOnly bool
+	// CenterBreaks lets a Center hull restart its window from a round
+	// that its centre line missed far beyond its usual misses: the clock's
+	// frequency jumped (centerbreak.go). Only for a hull whose bounds
+	// nobody reads (the engine's separate centre hull): a restarted window
+	// forgets the exchanges the bounds rest on.
+	CenterBreaks bool
 }
 
 // DefaultHullConfig is a 256-sample window without shift or wander.
@@ -369,6 +375,9 @@ type Hull struct {
 	// floor: the rounds' own floor locations, for the floor line's memory
 	// (floorcurve.go).
 	floor floorState
+	// brk: the centre line's misses, for HullConfig.CenterBreaks
+	// (centerbreak.go).
+	brk breakState
 }
 
 // NewHull validates cfg and returns an empty Hull.
@@ -403,6 +412,7 @@ func (h *Hull) Reset() {
 	h.body.lines = false // the remembered lines' units are gone with the origin
 	h.body.roundTrack.reset()
 	h.floor.reset()
+	h.brk.suspect, h.brk.held = false, nil
 }
 
 // SetMaxSpan changes HullConfig.MaxSpan (ns, 0: no limit; negative values
@@ -444,6 +454,20 @@ func (h *Hull) AddRound(round []Sample) error {
 	ups, lows, ok := h.convert(round)
 	if !ok {
 		return h.farRound(round)
+	}
+	switch h.judgeBreak(round, ups, lows) {
+	case breakHold:
+		return nil // a suspect of a frequency break: the next round decides
+	case breakCut:
+		// A break: the window restarts from the held suspect round.
+		held := h.brk.held
+		h.brk.held = nil
+		if err := h.restart(held, nil); err != nil {
+			return err
+		}
+		if ups, lows, ok = h.convert(round); !ok {
+			return h.farRound(round)
+		}
 	}
 	if h.cfg.Center && h.cfg.CenterAdapt {
 		h.scoreSpans(ups, lows)
@@ -576,6 +600,7 @@ func (h *Hull) rebase(dx, dd int64) {
 	h.minX -= dx
 	h.body.rebase(dx, dd)
 	h.floor.rebase(dx, dd)
+	h.brk.rebase(dx, dd)
 	for _, c := range h.cands {
 		if c.have {
 			c.rebase(dx, dd)

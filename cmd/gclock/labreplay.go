@@ -27,6 +27,10 @@ type labReplayRow struct {
 	// on their round trip, and on one direction alone.
 	BelowFloor       int     `json:"below_floor"`
 	OneWayBelowFloor int     `json:"one_way_below_floor"`
+	// Rounds the centre line found suspect of a frequency break, and the
+	// breaks confirmed (--breaks).
+	Suspects    int     `json:"break_suspects"`
+	Breaks      int     `json:"breaks"`
 	Evaluations      int     `json:"evaluations"`
 	P50Ns            int64   `json:"error_p50_ns"`
 	P90Ns            int64   `json:"error_p90_ns"`
@@ -74,6 +78,7 @@ flags:
 	asJSON := fs.Bool("json", false, "print JSON")
 	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight, and the oracle (a Kalman filter told the clocks' true random walk of the frequency: none on raw clocks)")
 	floorCheck := fs.String("floor", "on", "the floor filter the daemon runs before its estimators: on (round trip and one way), round-trip (the round trip alone), off")
+	breaks := fs.Bool("breaks", true, "frequency breaks cut the centre line's window, as the daemon's (estimate.HullConfig.CenterBreaks; the replay has no early rounds: a suspect waits for the next logged round)")
 	floorOnly := fs.Bool("floor-only", false, "the centre line on the fastest exchanges alone (the estimator before the body line)")
 	if err := usage.Parse(fs, args); err != nil {
 		return err
@@ -85,6 +90,7 @@ flags:
 	rc.Hull.Window, rc.Hull.CenterPoints, rc.Hull.CenterBand, rc.Warmup = *window, *points, int64(*band), int64(*warmup)
 	rc.Hull.CenterMemory = *memory
 	rc.Hull.CenterFloorOnly, rc.Limit = *floorOnly, *withLimit
+	rc.Hull.CenterBreaks = *breaks
 	switch *floorCheck {
 	case "on":
 	case "round-trip":
@@ -127,6 +133,7 @@ flags:
 		row := replayRow(path, res.Errors)
 		row.Exchanges, row.Rounds, row.Restarts, row.Truth = res.Exchanges, res.Rounds, res.Restarts, truth
 		row.BelowFloor, row.OneWayBelowFloor = res.BelowFloor, res.OneWayBelowFloor
+		row.Suspects, row.Breaks = res.Suspects, res.Breaks
 		if res.Limit != nil {
 			row.LimitNs, row.LimitName, row.OracleNs = res.Limit.Best, res.Limit.BestName, res.Limit.Oracle
 		}
@@ -137,10 +144,13 @@ flags:
 		total.Restarts += res.Restarts
 		total.BelowFloor += res.BelowFloor
 		total.OneWayBelowFloor += res.OneWayBelowFloor
+		total.Suspects += res.Suspects
+		total.Breaks += res.Breaks
 	}
 	t := replayRow("all", all)
 	t.Exchanges, t.Rounds, t.Restarts = total.Exchanges, total.Rounds, total.Restarts
 	t.BelowFloor, t.OneWayBelowFloor = total.BelowFloor, total.OneWayBelowFloor
+	t.Suspects, t.Breaks = total.Suspects, total.Breaks
 	rows = append(rows, t)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -157,9 +167,9 @@ flags:
 	if *withLimit {
 		head = fmt.Sprintf(" %9s %10s %9s  %s", "limit us", "p50/limit", "oracle us", "best textbook")
 	}
-	fmt.Fprintf(stdout, "%-40s %8s %9s %6s %8s %6s %9s %9s %9s %9s%s\n", "file", "truth", "exchanges", "rounds", "restarts", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
+	fmt.Fprintf(stdout, "%-40s %8s %9s %6s %8s %6s %6s %9s %9s %9s %9s%s\n", "file", "truth", "exchanges", "rounds", "restarts", "breaks", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-40s %8s %9d %6d %8d %6d %9.3f %9.3f %9.3f %9.3f%s\n", r.File, r.Truth, r.Exchanges, r.Rounds, r.Restarts, r.Evaluations,
+		fmt.Fprintf(stdout, "%-40s %8s %9d %6d %8d %6d %6d %9.3f %9.3f %9.3f %9.3f%s\n", r.File, r.Truth, r.Exchanges, r.Rounds, r.Restarts, r.Breaks, r.Evaluations,
 			float64(r.P50Ns)/1e3, float64(r.P90Ns)/1e3, float64(r.P99Ns)/1e3, r.BiasNs/1e3, lim(r))
 	}
 	return nil

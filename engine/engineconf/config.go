@@ -101,6 +101,9 @@ type Config struct {
 	// CenterFloorOnly: the centre line on the fastest exchanges alone
 	// (engine.Config.CenterFloorOnly), for comparisons.
 	CenterFloorOnly bool `yaml:"center_floor_only,omitempty" json:"center_floor_only,omitempty" engine:"CenterFloorOnly"`
+	// CenterNoBreaks: the centre line does not follow frequency breaks
+	// (engine.Config.CenterNoBreaks), for comparisons.
+	CenterNoBreaks bool `yaml:"center_no_breaks,omitempty" json:"center_no_breaks,omitempty" engine:"CenterNoBreaks"`
 }
 
 // Default is engine.DefaultConfig in YAML units, so that a file that says

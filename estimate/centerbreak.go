@@ -1,0 +1,205 @@
+package estimate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Frequency breaks (HullConfig.CenterBreaks). A clock's frequency can jump:
+// a virtual machine migrated, a fan started, a crystal's temperature
+// jumped. The centre line remembers CenterMemory rounds, so after a jump of
+// 10 ppm it kept extrapolating the old frequency and took four or five
+// rounds to follow: with rounds 6 s apart, the simulator's link matrix
+// with two hosts' frequencies stepping 10 and -20 ppm (sim scenario
+// link-matrix-drift-step) left gclock's p99 at 57-317 us where the chrony
+// stand-in, which polls 16 times a second and regresses over seconds, had
+// 2.4-12 us.
+//
+// Before a round's exchanges join the line, the line in use predicts
+// them, and the round's miss is read off its breakFastest fastest
+// exchanges by round trip: each one's midpoint beyond the line, shrunk
+// toward the line by half its round trip's excess over the fastest
+// exchange the hull has seen (what queueing can have moved the midpoint
+// by, where the two directions' floors are alike), and the median of those.
+// A load burst queues the exchanges and they shrink to little; a frequency
+// break moves them all one way. A miss beyond breakSigmas times the
+// rounds' usual miss (from the newest breakWindow rounds') and the round's
+// own noise (the spread of its unshrunk midpoints over the square root of
+// their number), and beyond breakMin ns, makes the round a suspect. The
+// next round is judged against the same line, the one from before the
+// suspect: if it too lies beyond, on the same side, the frequency broke,
+// and the window is cut to the suspect round and after, so that the line
+// rests on the new frequency's exchanges alone instead of averaging them
+// with the old; if not, the suspect was a burst and nothing is cut. The
+// engine asks the source for the next round early when a round is a
+// suspect (its followBreak), so the break is confirmed and the new
+// frequency measured within a fraction of a period. The guaranteed bounds
+// are another hull's (the engine's), which keeps every exchange.
+const (
+	// breakSigmas and breakMin: how far beyond its usual misses, its own
+	// noise and in ns a round's miss must be to be a suspect.
+	breakSigmas = 8
+	breakMin    = 1000
+	// breakRounds: the rounds judged before a suspect can be found (after a
+	// start or a cut, the line's first misses are its own noise).
+	breakRounds = 4
+	// breakWindow: the newest rounds whose misses set the usual miss.
+	breakWindow = 8
+	// breakFastest: the exchanges (the fastest by round trip) a round's
+	// miss is read from.
+	breakFastest = 15
+)
+
+// breakOn: frequency breaks cut a CenterBreaks hull's window (tests turn it
+// off to compare).
+var breakOn = true
+
+// breakState is a hull's record of how well its centre line predicted
+// each new round, and the suspect round if one waits for the next round's
+// verdict. Reset keeps the misses and the counts (a restart does not make
+// the rounds' noise smaller) and forgets a suspect (its round with it).
+type breakState struct {
+	misses []float64 // the newest breakWindow rounds' |miss|, ns, oldest first
+	judged int       // rounds judged since the start or the last cut
+	rttMin float64   // the fastest exchange's round trip, ns
+	haveK  bool
+	// The suspect: its round, held back, its signed miss and the line it
+	// missed (relative units, moved with rebase).
+	suspect bool
+	held    []Sample
+	sd      float64
+	sc, ss  float64
+	// suspects, breaks and dropped count the suspects found, the breaks
+	// confirmed and the suspects' rounds dropped.
+	suspects, breaks, dropped uint64
+}
+
+// scale is the rounds' usual miss: 1.4826 times the median |miss| of the
+// newest breakWindow rounds (a median, so that the first rounds' misses,
+// the line still converging, and a burst's do not make it deaf to a
+// break for long).
+func (b *breakState) scale() float64 { return 1.4826 * median(slices.Clone(b.misses)) }
+
+// rebase moves the suspect's line with the hull's origin.
+func (b *breakState) rebase(dx, dd int64) {
+	if b.suspect {
+		b.sc += b.ss*float64(dx) - float64(dd)
+	}
+}
+
+// Breaks is how many frequency breaks restarted the hull's window,
+// Suspects how many rounds were suspects and Dropped how many of those the
+// next round did not confirm (their exchanges dropped: a wrong reading or
+// a burst) (HullConfig.CenterBreaks).
+func (h *Hull) Breaks() uint64   { return h.brk.breaks }
+func (h *Hull) Suspects() uint64 { return h.brk.suspects }
+func (h *Hull) Dropped() uint64  { return h.brk.dropped }
+
+// What judgeBreak makes of a round.
+const (
+	breakAdd  = iota // add the round
+	breakHold        // a suspect: held back until the next round's verdict
+	breakCut         // a confirmed break: restart the window from the held round, then add this one
+)
+
+// judgeBreak judges a round (its samples, and its UP and LOW points
+// relative, before they are added) against the centre line in use, or
+// against the suspect's line while a suspect is held, and keeps the
+// misses' statistics.
+func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
+	b := &h.brk
+	if !breakOn || !h.cfg.CenterBreaks || !h.cfg.Center || len(ups) < floorCurveMinPoints {
+		b.suspect, b.held = false, nil
+		return breakAdd
+	}
+	c, s := b.sc, b.ss
+	if !b.suspect {
+		var ok bool
+		if c, s, ok = h.centerLine(); !ok {
+			return breakAdd
+		}
+	}
+	d, noise, ok := h.roundMiss(ups, lows, c, s)
+	if !ok {
+		b.suspect, b.held = false, nil
+		return breakAdd
+	}
+	e := math.Abs(d)
+	beyond := b.judged >= breakRounds && len(b.misses) >= breakRounds && e > breakMin &&
+		e > breakSigmas*b.scale() && e > breakSigmas*noise
+	switch {
+	case b.suspect && beyond && (d > 0) == (b.sd > 0):
+		b.suspect = false
+		b.breaks++
+		b.judged = 0
+		return breakCut
+	case b.suspect:
+		// Not confirmed: the suspect was a wrong reading or a burst, and
+		// its round is dropped. This round is judged as any other.
+		b.suspect, b.held = false, nil
+		b.dropped++
+		if !beyond {
+			break
+		}
+		fallthrough // beyond on the other side: a suspect itself
+	case beyond:
+		b.suspect, b.sd, b.sc, b.ss = true, d, c, s
+		b.held = slices.Clone(round)
+		b.suspects++
+		return breakHold
+	}
+	b.misses = append(b.misses, e)
+	if len(b.misses) > breakWindow {
+		b.misses = slices.Delete(b.misses, 0, len(b.misses)-breakWindow)
+	}
+	b.judged++
+	return breakAdd
+}
+
+// roundMiss is a round's miss against the line (c, s): the median of its
+// breakFastest fastest exchanges' midpoints beyond the line, each shrunk
+// toward it by half its round trip's excess over the fastest seen, and the
+// round's own noise; it keeps the fastest round trip.
+func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok bool) {
+	type ex struct{ mid, rtt float64 }
+	xs := make([]ex, len(ups))
+	for i := range ups {
+		u := float64(ups[i].d) - (c + s*float64(ups[i].x))   // delay up + the line's error
+		l := float64(lows[i].d) + (c + s*float64(lows[i].x)) // delay down - the line's error (LOW stores -d)
+		xs[i] = ex{(u - l) / 2, u + l}
+	}
+	slices.SortFunc(xs, func(a, b ex) int { return cmp.Compare(a.rtt, b.rtt) })
+	b := &h.brk
+	if !b.haveK || xs[0].rtt < b.rttMin {
+		b.rttMin, b.haveK = xs[0].rtt, true
+	}
+	k := min(breakFastest, len(xs))
+	shrunk, mids := make([]float64, k), make([]float64, k)
+	for i, x := range xs[:k] {
+		q := max(0, x.rtt-b.rttMin) / 2
+		switch {
+		case x.mid > q:
+			shrunk[i] = x.mid - q
+		case x.mid < -q:
+			shrunk[i] = x.mid + q
+		}
+		mids[i] = x.mid
+	}
+	d = median(shrunk)
+	noise = madScale(mids) / math.Sqrt(float64(k))
+	return d, noise, !math.IsNaN(d) && !math.IsInf(d, 0) && !math.IsNaN(noise)
+}
+
+// median is the median of v (NaN for none); it sorts v.
+func median(v []float64) float64 {
+	n := len(v)
+	if n == 0 {
+		return math.NaN()
+	}
+	slices.Sort(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
