@@ -26,16 +26,16 @@ import (
 // break moves them all one way. A miss beyond breakSigmas times the
 // rounds' usual miss (from the newest breakWindow rounds') and the round's
 // own noise (the spread of its unshrunk midpoints over the square root of
-// their number), and beyond breakMin ns, makes the round a suspect. The
-// next round is judged against the same line, the one from before the
-// suspect: if it too lies beyond, on the same side, the frequency broke,
-// and the window is cut to the suspect round and after, so that the line
+// their number), and beyond breakMin ns, makes the round a suspect: held
+// out of the window, the line served shifted by its miss (Center) until
+// the next round's verdict. The engine asks the source for that round
+// early (its followBreak), and it is judged against the line from before
+// the suspect: if it too lies beyond, on the same side, the frequency
+// broke, and the window restarts from the held round, so that the line
 // rests on the new frequency's exchanges alone instead of averaging them
-// with the old; if not, the suspect was a burst and nothing is cut. The
-// engine asks the source for the next round early when a round is a
-// suspect (its followBreak), so the break is confirmed and the new
-// frequency measured within a fraction of a period. The guaranteed bounds
-// are another hull's (the engine's), which keeps every exchange.
+// with the old; if not, the suspect was a burst or a wrong reading and its
+// round is dropped. The guaranteed bounds are another hull's (the
+// engine's), which keeps every exchange.
 const (
 	// breakSigmas and breakMin: how far beyond its usual misses, its own
 	// noise and in ns a round's miss must be to be a suspect.
