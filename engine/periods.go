@@ -82,10 +82,11 @@ const BreakErr = 1 << 20
 
 // followBreak brings the next round forward when an error report says
 // BreakErr: the child's centre line missed the round as a clock that
-// changed would (its frequency jumped: a VM migrated, a fan started). Halving the period, as the sum past
-// ErrorThresh does, is no help where the period is at MinGlobalPeriod
-// already (the precise profile's 6 s), and the child then extrapolates
-// from one round of the new frequency until the next: in the simulator's
+// changed would (its frequency jumped: a VM migrated, a fan started).
+// Halving the period, as the sum past ErrorThresh does, is no help where
+// the period is at MinGlobalPeriod already (the precise profile's 6 s),
+// and the child then extrapolates from one round of the new frequency
+// until the next: in the simulator's
 // link matrix with two hosts' frequencies stepping 10 and -20 ppm
 // (link-matrix-drift-step) gclock's p99 was 57-317 us against the chrony
 // stand-in's 2.4-12 us. A round 1/earlyDiv of the period after the one

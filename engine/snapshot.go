@@ -68,7 +68,7 @@ type ChildSnapshot struct {
 	Abandoned   uint64  // rounds ended because retries ran out
 	Cut         uint64  // rounds ended by Config.RoundBudget before their PingsPerRound exchanges
 	Reports     uint64  // error reports received
-	Early       uint64  // rounds brought forward by one report past ErrorThresh (a clock that changed)
+	Early       uint64  // rounds brought forward by a report saying BreakErr (a clock whose frequency jumped: followBreak)
 	Ignored     uint64  // late or duplicate replies and reports
 	Resent      uint64  // replies to probes the driver sent more than once: acknowledged, no sample kept (Message.Resent)
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round

@@ -60,19 +60,19 @@ var breakOn = true
 // verdict. Reset keeps the misses and the counts (a restart does not make
 // the rounds' noise smaller) and forgets a suspect (its round with it).
 type breakState struct {
-	misses []float64 // the newest breakWindow rounds' |miss|, ns, oldest first
-	judged int       // rounds judged since the start or the last cut
-	rttMin float64   // the fastest exchange's round trip, ns
-	haveK  bool
+	misses  []float64 // the newest breakWindow rounds' |miss|, ns, oldest first
+	judged  int       // rounds judged since the start or the last restart
+	rttMin  float64   // the fastest exchange's round trip, ns
+	haveMin bool
 	// The suspect: its round, held back, its signed miss and the line it
 	// missed (relative units, moved with rebase).
 	suspect bool
 	held    []Sample
 	sd      float64
 	sc, ss  float64
-	// suspects, breaks and dropped count the suspects found, the breaks
-	// confirmed and the suspects' rounds dropped.
-	suspects, breaks, dropped uint64
+	// suspects and breaks count the suspects found and the breaks
+	// confirmed.
+	suspects, breaks uint64
 }
 
 // scale is the rounds' usual miss: 1.4826 times the median |miss| of the
@@ -88,13 +88,12 @@ func (b *breakState) rebase(dx, dd int64) {
 	}
 }
 
-// Breaks is how many frequency breaks restarted the hull's window,
-// Suspects how many rounds were suspects and Dropped how many of those the
-// next round did not confirm (their exchanges dropped: a wrong reading or
-// a burst) (HullConfig.CenterBreaks).
+// Breaks is how many frequency breaks restarted the hull's window and
+// Suspects how many rounds were suspects (HullConfig.CenterBreaks); a
+// suspect the next round did not confirm is one of the second and not of
+// the first.
 func (h *Hull) Breaks() uint64   { return h.brk.breaks }
 func (h *Hull) Suspects() uint64 { return h.brk.suspects }
-func (h *Hull) Dropped() uint64  { return h.brk.dropped }
 
 // What judgeBreak makes of a round.
 const (
@@ -138,7 +137,6 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 		// Not confirmed: the suspect was a wrong reading or a burst, and
 		// its round is dropped. This round is judged as any other.
 		b.suspect, b.held = false, nil
-		b.dropped++
 		if !beyond {
 			break
 		}
@@ -171,8 +169,8 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok boo
 	}
 	slices.SortFunc(xs, func(a, b ex) int { return cmp.Compare(a.rtt, b.rtt) })
 	b := &h.brk
-	if !b.haveK || xs[0].rtt < b.rttMin {
-		b.rttMin, b.haveK = xs[0].rtt, true
+	if !b.haveMin || xs[0].rtt < b.rttMin {
+		b.rttMin, b.haveMin = xs[0].rtt, true
 	}
 	k := min(breakFastest, len(xs))
 	shrunk, mids := make([]float64, k), make([]float64, k)

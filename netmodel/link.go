@@ -168,17 +168,24 @@ func (m Model) Loaded(k float64) Model {
 	if !(k > 0) || k == 1 {
 		return m
 	}
-	j := float64(m.Jitter)
-	var floorOff float64 // the floor's distance below Delay, before and after
-	switch m.Dist {
-	case DistPareto:
-		floorOff = j * paretoTailPerJitter
-	case DistExponential, DistUniform:
-		floorOff = j
-	}
-	m.Jitter = time.Duration(j * k)
-	m.Delay += time.Duration(floorOff * (k - 1))
+	below, _ := m.floorBelow() // the floor's distance below Delay, before and after
+	m.Jitter = time.Duration(float64(m.Jitter) * k)
+	m.Delay += time.Duration(below * (k - 1))
 	return m
+}
+
+// floorBelow is how far (ns) the distribution's lower end lies below
+// Delay, and whether it has one: none for normal and two-mode jitter.
+func (m Model) floorBelow() (float64, bool) {
+	switch m.Dist {
+	case DistNone:
+		return 0, true
+	case DistUniform, DistExponential:
+		return float64(m.Jitter), true
+	case DistPareto:
+		return float64(m.Jitter) * paretoTailPerJitter, true
+	}
+	return 0, false
 }
 
 // Floor is the least delay Plan can give a frame: the distribution's lower
@@ -188,18 +195,9 @@ func (m Model) Floor() time.Duration {
 	if m.Reorder > 0 {
 		return 0
 	}
-	var f float64
-	switch m.Dist {
-	case DistNone:
-		f = float64(m.Delay)
-	case DistUniform:
-		f = float64(m.Delay - m.Jitter)
-	case DistPareto:
-		f = float64(m.Delay) - float64(m.Jitter)*paretoTailPerJitter
-	case DistExponential:
-		f = float64(m.Delay - m.Jitter)
-	}
-	if !(f > 0) {
+	below, ok := m.floorBelow()
+	f := float64(m.Delay) - below
+	if !ok || !(f > 0) {
 		return 0
 	}
 	return time.Duration(math.Floor(f))

@@ -25,17 +25,17 @@ type labReplayRow struct {
 	Restarts  int    `json:"restarts"`
 	// Exchanges the floor filter kept out, as the daemon does (--floor):
 	// on their round trip, and on one direction alone.
-	BelowFloor       int     `json:"below_floor"`
-	OneWayBelowFloor int     `json:"one_way_below_floor"`
+	BelowFloor       int `json:"below_floor"`
+	OneWayBelowFloor int `json:"one_way_below_floor"`
 	// Rounds the centre line found suspect of a frequency break, and the
 	// breaks confirmed (--breaks).
 	Suspects    int     `json:"break_suspects"`
 	Breaks      int     `json:"breaks"`
-	Evaluations      int     `json:"evaluations"`
-	P50Ns            int64   `json:"error_p50_ns"`
-	P90Ns            int64   `json:"error_p90_ns"`
-	P99Ns            int64   `json:"error_p99_ns"`
-	BiasNs           float64 `json:"error_bias_ns"`
+	Evaluations int     `json:"evaluations"`
+	P50Ns       int64   `json:"error_p50_ns"`
+	P90Ns       int64   `json:"error_p90_ns"`
+	P99Ns       int64   `json:"error_p99_ns"`
+	BiasNs      float64 `json:"error_bias_ns"`
 	// Limit: the best textbook estimator's median |error| on the same
 	// exchanges and evaluations (--limit; eval/limit), and which.
 	LimitNs   float64 `json:"limit_ns,omitempty"`
