@@ -401,7 +401,42 @@ func (e *Emulated) MaxDeviation(t0, t1, t2 int64) int64 {
 		return 0
 	}
 	y0, y1 := e.Peek(t0), e.Peek(t1)
-	slope := float64(y1-y0) / float64(t1-t0)
+	return e.maxDeviation(t0, y0, float64(y1-y0)/float64(t1-t0), t2)
+}
+
+// Tangent returns Ideal at t0 (not committing a time after the newest
+// segment, as Peek) and the clock's rate there, local ns per truth ns: the
+// line along which one who knows the clock's present but not its future
+// (its wander to come, a frequency step to come) extrapolates it. For the
+// daemon's page (a line from CLOCK_MONOTONIC_RAW to global time): a line
+// through a point minutes ahead bent the page's slope toward a frequency
+// step before the step came.
+func (e *Emulated) Tangent(t0 int64) (y0 int64, rate float64) {
+	t0 = e.clampTruth(t0)
+	if t0 < e.boundary() {
+		s, t := e.find(t0)
+		return eval(s, t), 1 + float64(s.k)/fracUnit
+	}
+	g := e.gen
+	for t0 >= g.boundary(&e.p) {
+		g.advance(&e.p)
+	}
+	return eval(g.cur, t0), 1 + float64(g.cur.k)/fracUnit
+}
+
+// MaxDeviationTangent is MaxDeviation from the tangent at t0 (Tangent)
+// over [t0, t2], rounded up; nothing is committed.
+func (e *Emulated) MaxDeviationTangent(t0, t2 int64) int64 {
+	if !(t0 < t2) {
+		return 0
+	}
+	y0, rate := e.Tangent(t0)
+	return e.maxDeviation(t0, y0, rate, t2)
+}
+
+// maxDeviation is how far Ideal strays over [t0, t2] from the line through
+// (t0, y0) with the given slope (local ns per truth ns), rounded up.
+func (e *Emulated) maxDeviation(t0, y0 int64, slope float64, t2 int64) int64 {
 	dev := func(t, y int64) float64 { return math.Abs(float64(y-y0) - slope*float64(t-t0)) }
 	worst := dev(t2, e.Peek(t2))
 	// Walk the boundaries from t0 on a copy of the generator (or the ring

@@ -448,6 +448,45 @@ func TestEmulatedMaxDeviation(t *testing.T) {
 	}
 }
 
+// TestEmulatedTangent: Tangent is Ideal and the present segment's rate (a
+// step ahead does not bend it: the rate before a step is the drift before
+// it), and MaxDeviationTangent the largest distance of Ideal from that
+// line, checked against a dense scan, across a drift step.
+func TestEmulatedTangent(t *testing.T) {
+	p := EmuParams{Origin: 1e12, Offset: 5e6, DriftPPM: 12, WanderPPM: 0.05, WanderStep: 1e9, SinePPM: 1, SinePeriod: 120e9, Seed: 3,
+		Steps: []DriftStep{{At: 1e12 + 90e9, DriftPPM: 22}}}
+	e := mustEmu(t, p)
+	for _, start := range []int64{1e12 + 37e9, 1e12 + 85e9, 1e12 + 200e9} {
+		e.Ideal(start + 10e9) // part of the span is committed
+		y0, rate := e.Tangent(start)
+		if y0 != e.Peek(start) {
+			t.Errorf("start %d: Tangent's value %d, Peek %d", start, y0, e.Peek(start))
+		}
+		// Within the present wander segment the clock runs at that rate.
+		seg := (start-p.Origin)/p.WanderStep*p.WanderStep + p.Origin
+		a, b := seg+1e8, seg+9e8
+		if got := float64(e.Peek(b)-e.Peek(a)) / float64(b-a); math.Abs(got-rate) > 2e-9 {
+			t.Errorf("start %d: rate %.9f, the segment runs at %.9f", start, rate, got)
+		}
+		wantDrift := 12.0
+		if start >= 1e12+90e9 {
+			wantDrift = 22
+		}
+		if ppm := (rate - 1) * 1e6; math.Abs(ppm-wantDrift) > 3 { // wander and sine: up to about 2 ppm
+			t.Errorf("start %d: rate %+.3f ppm, want about %+.0f (the drift then, not a step to come)", start, ppm, wantDrift)
+		}
+		t2 := start + 20e9
+		got := e.MaxDeviationTangent(start, t2)
+		var want float64
+		for x := start; x <= t2; x += 1e8 {
+			want = math.Max(want, math.Abs(float64(e.Peek(x)-y0)-(rate)*float64(x-start)))
+		}
+		if float64(got) < want || float64(got) > want*1.0001+3 {
+			t.Errorf("start %d: MaxDeviationTangent %d, dense scan %.0f", start, got, want)
+		}
+	}
+}
+
 // TestKnots: the knot table reproduces Ideal to within a nanosecond, across
 // wander, sine and drift steps, and refuses to grow past its limit.
 func TestKnots(t *testing.T) {

@@ -33,16 +33,25 @@ import (
 type localClock struct {
 	now     func() int64
 	fromRaw func(raw int64) int64
+	// ahead is the local clock at raw r+dt extrapolated at its rate at r,
+	// as publish samples the engine ahead: the raw clock's own reading; an
+	// emulated clock's along its tangent at r (clock.Emulated.Tangent),
+	// not its reading then, which would show a frequency step to come (the
+	// page's line, through the readings at r and two minutes on, bent
+	// toward a step of the lab's --step before it came: a sawtooth of 10
+	// us between publishes).
+	ahead func(r, dt int64) int64
 	// curve is how far the local clock strays, over raw [r, r+2d], from
-	// the line through its readings at r and r+d: 0 for the raw clock; an
-	// emulated clock that wanders is not linear in raw, and the page's
-	// raw->global mapping is a line, so publish widens it by this.
+	// that line: 0 for the raw clock; an emulated clock that wanders is not
+	// linear in raw, and the page's raw->global mapping is a line, so
+	// publish widens it by this.
 	curve func(r, d int64) int64
 }
 
 func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 	if c.Source == ClockRaw {
-		return localClock{now: raw, fromRaw: func(r int64) int64 { return r }, curve: func(int64, int64) int64 { return 0 }}, nil
+		return localClock{now: raw, fromRaw: func(r int64) int64 { return r },
+			ahead: func(r, dt int64) int64 { return satmath.Add(r, dt) }, curve: func(int64, int64) int64 { return 0 }}, nil
 	}
 	m := c.Emulated
 	if m.OriginRaw == 0 {
@@ -67,10 +76,16 @@ func newLocalClock(c ClockConfig, raw func() int64) (localClock, error) {
 			defer mu.Unlock()
 			return emu.Peek(r)
 		},
+		ahead: func(r, dt int64) int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			y0, rate := emu.Tangent(r)
+			return satmath.Add(y0, int64(math.Round(float64(dt)*rate))) // dt: minutes at most
+		},
 		curve: func(r, d int64) int64 {
 			mu.Lock()
 			defer mu.Unlock()
-			return emu.MaxDeviation(r, r+d, r+2*d)
+			return emu.MaxDeviationTangent(r, r+2*d)
 		},
 	}, nil
 }
@@ -652,7 +667,7 @@ func (n *node) publish() {
 	var ts [3]engine.Time
 	n.mu.Lock()
 	for i := range ts {
-		ts[i] = n.eng.Estimate(n.clk.fromRaw(raw + int64(i)*d))
+		ts[i] = n.eng.Estimate(n.clk.ahead(raw, int64(i)*d))
 	}
 	// The reading's term, and the term's definition of global time when
 	// this node is its reference (gtime.Scale): the same instant.
