@@ -83,6 +83,11 @@ type SourceStats struct {
 	// in a row, the second early, lay far off it on one side (the clock's
 	// frequency jumped; estimate's CenterBreaks).
 	FrequencyBreaks uint64
+	// Checks: check exchanges from the source judged against the centre
+	// line between rounds; CheckBreaks: times two in a row missed it on
+	// one side and the node asked for a round at once (engine
+	// ChecksPerPeriod; docs/estimators.md, "Check exchanges").
+	Checks, CheckBreaks uint64
 	// Exchanges from the source kept out of the estimators
 	// (gclock_samples_rejected_total): Corrupt ones had timestamps out of
 	// order, BelowFloor ones a round trip impossibly far below the path's
@@ -152,6 +157,8 @@ type ChildStats struct {
 	Rounds         uint64        // rounds completed
 	RoundsRepeated uint64        // rounds repeated for a long RTT (NETWORK_LATENCY_ERROR_THRESH)
 	RoundsEarly    uint64        // rounds brought forward by a frequency break's error report (engine.BreakErr)
+	RoundsChecked  uint64        // rounds started at once because the child's check exchanges missed its line (engine.CheckErr)
+	Checks         uint64        // check exchanges answered and sent to the child (engine ChecksPerPeriod)
 	RoundsCut      uint64        // rounds ended by sync.round_budget before their pings_per_round exchanges
 	ProbeRetries   uint64        // probes retried after a timeout
 	ProbesResent   uint64        // replies to probes the transport sent more than once: no sample kept (engine.Message.Resent)
@@ -228,7 +235,7 @@ type collector struct {
 	offset, estErr, freq, st                            *prometheus.Desc
 	srcRounds, restarts, rejected, breaks               *prometheus.Desc
 	rounds, repeated, cut, retries, resent, rtt, period *prometheus.Desc
-	early                                               *prometheus.Desc
+	early, checked, chChecks, checks, checkBrk          *prometheus.Desc
 	msg                                                 *prometheus.Desc
 	refChanges, silent                                  *prometheus.Desc
 	term, staleTerm                                     *prometheus.Desc
@@ -262,6 +269,10 @@ func newCollector(src Snapshotter) *collector {
 		rejected:   d("samples_rejected_total", "Exchanges from a source kept out of the estimators, by reason: corrupt (timestamps out of order), below_floor (round trip impossibly far below the path's recent floor: a wrong stamp), one_way_below_floor (one direction's delay impossibly far below the rest of its round's).", "source", "reason"),
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
+		checks:     d("source_check_exchanges_total", "Check exchanges from a source judged against the centre line between rounds (sync.checks_per_period).", "source"),
+		checkBrk:   d("source_check_breaks_total", "Times two check exchanges in a row missed the centre line on one side and the node asked its source for a round at once (a clock's frequency jumped).", "source"),
+		chChecks:   d("child_check_exchanges_total", "Check exchanges answered by a child and sent to it between rounds (sync.checks_per_period).", "child"),
+		checked:    d("child_rounds_checked_total", "Rounds started at once because the child's check exchanges missed its centre line (its error report said so).", "child"),
 		early:      d("child_rounds_early_total", "Rounds brought forward because the child's centre line missed a round as a frequency break would (its error report said so): the next round confirms it and measures the new frequency.", "child"),
 		cut:        d("child_rounds_cut_total", "Rounds ended by sync.round_budget before their pings_per_round exchanges.", "child"),
 		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
@@ -304,7 +315,7 @@ func newCollector(src Snapshotter) *collector {
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected, c.breaks,
-		c.rounds, c.repeated, c.early, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+		c.rounds, c.repeated, c.early, c.checked, c.chChecks, c.checks, c.checkBrk, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
@@ -371,6 +382,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.rejected, src.RejectedBelowFloor, id, "below_floor")
 		cnt(c.rejected, src.RejectedOneWayBelowFloor, id, "one_way_below_floor")
 		cnt(c.breaks, src.FrequencyBreaks, id)
+		cnt(c.checks, src.Checks, id)
+		cnt(c.checkBrk, src.CheckBreaks, id)
 		g(c.silent, b2f(src.Silent), id)
 		g(c.srcSel, b2f(src.Selected), id)
 		g(c.srcSamples, float64(src.Samples), id)
@@ -427,6 +440,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.rounds, ch.Rounds, id)
 		cnt(c.repeated, ch.RoundsRepeated, id)
 		cnt(c.early, ch.RoundsEarly, id)
+		cnt(c.checked, ch.RoundsChecked, id)
+		cnt(c.chChecks, ch.Checks, id)
 		cnt(c.cut, ch.RoundsCut, id)
 		cnt(c.retries, ch.ProbeRetries, id)
 		cnt(c.resent, ch.ProbesResent, id)

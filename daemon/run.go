@@ -770,12 +770,12 @@ func (n *node) Snapshot() Snapshot {
 		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
 	}
 	for _, src := range es.Sources {
-		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, FrequencyBreaks: src.Breaks, Silent: src.Silent,
+		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, FrequencyBreaks: src.Breaks, Checks: src.Checks, CheckBreaks: src.CheckBreaks, Silent: src.Silent,
 			RejectedCorrupt: src.Corrupt, RejectedBelowFloor: src.BelowFloor, RejectedOneWayBelowFloor: src.OneWayBelowFloor})
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),
-			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsEarly: c.Early, RoundsCut: c.Cut, ProbeRetries: c.Retries, ProbesResent: c.Resent, ShortestRTT: time.Duration(c.ShortestRTT)})
+			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsEarly: c.Early, RoundsChecked: c.CheckRounds, Checks: c.Checks, RoundsCut: c.Cut, ProbeRetries: c.Retries, ProbesResent: c.Resent, ShortestRTT: time.Duration(c.ShortestRTT)})
 	}
 	trackingStats(&s, es, tr, x, &n.rounds)
 	for t := 1; t < len(n.msgs); t++ {

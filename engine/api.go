@@ -95,6 +95,9 @@ type Message struct {
 	// this (acquiring, degraded or unsynced): the child may use the mapping
 	// but must not promise time composed through it.
 	Unsure bool
+	// TimeDiff: a check exchange's (Config.ChecksPerPeriod), taken after
+	// round Round and judged by the child against its line, no round of it.
+	Check bool
 
 	// ErrReport: err / DIFFERENCE_THRESH.
 	Err float64
@@ -342,6 +345,15 @@ type Config struct {
 	// early): for comparisons. false (the default): breaks are followed
 	// (docs/estimators.md, "Frequency breaks").
 	CenterNoBreaks bool
+	// ChecksPerPeriod: between a child's rounds its source sends it this
+	// many check exchanges a period (one probe each, never retried;
+	// Adaptive only, not on the convergence ramp), and the child judges
+	// each against the centre line it serves (estimate's Hull.Check).
+	// CheckRun of them in a row beyond the line, on one side, make the
+	// child report BreakErr at once, and the source starts a round then
+	// (followCheck): a frequency break is found within a fraction of the
+	// period instead of at the next round. 0: none (the default).
+	ChecksPerPeriod int
 	// DiscountDelay: before comparing |Tdiff - projection| with
 	// DIFFERENCE_THRESH, subtract half the round's best round trip's excess
 	// over the shortest round trip seen from that source, the part of the

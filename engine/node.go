@@ -171,6 +171,7 @@ func (n *Node) Tick(local int64) {
 			}
 		}
 	}
+	n.sendChecks(now)
 	n.selfResync(now)
 	n.settlePrior(now)
 	n.expireReplies(now)
@@ -217,6 +218,10 @@ func (n *Node) Step(m Message, recvLocal int64) {
 			return
 		}
 		n.heard(n.sources[i], now)
+		if m.Check {
+			n.checkDiff(n.sources[i], m, now)
+			break
+		}
 		n.timeDiff(n.sources[i], m, now)
 	case MsgErrReport:
 		i, ok := n.childIndex[m.From]
@@ -259,6 +264,9 @@ func (n *Node) Ready() Ready {
 	have := false
 	if n.timers.Len() > 0 {
 		next, have = n.timers[0].due, true
+	}
+	if at, ok := n.nextCheck(); ok && (!have || at < next) {
+		next, have = at, true
 	}
 
 	if have && next == 0 {

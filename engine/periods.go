@@ -29,6 +29,18 @@ func (n *Node) success(c *child, now int64) {
 }
 
 func (n *Node) errReport(c *child, m Message, now int64) {
+	if m.Err == CheckErr && m.Round == c.lastDone && c.lastDone != 0 && !c.checkReported {
+		// The child's checks missed its line (checks.go): beside the
+		// round's own report, if it sent one; no Liao error (the round
+		// had its verdict).
+		c.checkReported = true
+		c.stats.Reports++
+		n.event(now, EvErrReport, c.id, m.Err)
+		if n.cfg.Adaptive {
+			n.followCheck(c, now)
+		}
+		return
+	}
 	if m.Round != c.lastDone || c.lastDone == 0 || c.reported {
 		c.stats.Ignored++
 		n.ignore(m, "late or duplicate error report")
@@ -98,7 +110,14 @@ func (n *Node) followBreak(c *child, e float64, now int64) {
 	if !(e >= BreakErr) || n.ramping(c) || c.early || c.state != idle || c.heapIdx < 0 {
 		return
 	}
-	at := max(now, c.lastEnd+c.period/earlyDiv)
+	div := int64(earlyDiv)
+	if c.checked {
+		// The checks found the break before this round did: confirm it
+		// twice as soon (the line served, shifted by the round's miss,
+		// still runs at the old frequency until then).
+		div *= 2
+	}
+	at := max(now, c.lastEnd+c.period/div)
 	if at >= c.due {
 		return
 	}

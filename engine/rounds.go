@@ -31,9 +31,12 @@ type child struct {
 	// early: the round under way or last ended was brought forward by an
 	// error report (errReport); earlyNext: the next one is.
 	early, earlyNext bool
-	errSum           float64
-	successes        int
-	lastEnd          int64
+	// checked: the round under way or last ended was started by the
+	// child's checks (followCheck); checkedNext: the next one is.
+	checked, checkedNext bool
+	errSum               float64
+	successes            int
+	lastEnd              int64
 
 	round     uint32
 	seq       uint32
@@ -53,6 +56,14 @@ type child struct {
 	reported bool   // an ErrReport for lastDone arrived
 
 	periodSeq uint32 // MsgPeriodChange messages sent to this child
+
+	// Check exchanges between rounds (checks.go): the next one's time (0:
+	// none planned), the one awaiting its reply (seq 0: none) with its
+	// send time and transmit stamp, and when the last round a check
+	// brought forward started (0: none).
+	checkDue, checkSent, checkTx, checkRoundAt int64
+	checkSeq                                   uint32
+	checkReported                              bool // a CheckErr report about lastDone came
 
 	// unanswered: the last round ended with its probe retries exhausted
 	// and no sample. Logged once when it starts and once when the child
@@ -76,7 +87,9 @@ func (n *Node) startRound(c *child, now int64) {
 		}
 	}
 	c.state = probing
+	c.checkDue, c.checkSeq = 0, 0 // an unanswered check is dropped
 	c.early, c.earlyNext = c.earlyNext, false
+	c.checked, c.checkedNext = c.checkedNext, false
 	n.active++
 	c.round++
 	c.samples = c.samples[:0]
@@ -150,6 +163,10 @@ func (n *Node) probeTimeout(c *child, now int64) {
 }
 
 func (n *Node) probeReply(c *child, m Message, now int64) {
+	if c.checkSeq != 0 && m.Seq == c.checkSeq && m.Round == c.round {
+		n.checkReply(c, m, now)
+		return
+	}
 	if c.state != probing || m.Seq != c.seq || m.Round != c.round {
 		c.stats.Ignored++
 		n.ignore(m, "late or duplicate reply")
@@ -269,9 +286,10 @@ func (n *Node) endRound(c *child, now int64, sent bool) {
 	c.state = idle
 	c.lastEnd = now
 	if sent {
-		c.lastDone, c.pending, c.reported = c.round, true, false
+		c.lastDone, c.pending, c.reported, c.checkReported = c.round, true, false, false
 	}
 	c.due = now + c.period
+	n.planChecks(c, now, sent)
 	heap.Push(&n.timers, c)
 	for len(n.waiting) > 0 && n.slotFree() {
 		w := n.waiting[0]

@@ -27,7 +27,11 @@ type SourceSnapshot struct {
 	Restarts   uint64  // estimator windows restarted (inconsistent samples)
 	Breaks     uint64  // frequency breaks: two rounds in a row the centre line missed far beyond its usual misses, on one side; it then rests on the rounds since
 	Rejected   uint64  // rounds an estimator refused
-	Ignored    uint64  // late or duplicate time diffs and corrupt samples
+	// Checks: check exchanges judged against the centre line
+	// (Config.ChecksPerPeriod); CheckBreaks: times CheckRun of them in a
+	// row missed it and the node asked for a round (CheckErr).
+	Checks, CheckBreaks uint64
+	Ignored             uint64 // late or duplicate time diffs and corrupt samples
 	// Exchanges kept out of the estimators, by reason: Corrupt ones had
 	// timestamps out of order (also in Ignored); BelowFloor ones a round
 	// trip impossibly far below the path's recent floor (Config.FloorSlack);
@@ -69,6 +73,8 @@ type ChildSnapshot struct {
 	Cut         uint64  // rounds ended by Config.RoundBudget before their PingsPerRound exchanges
 	Reports     uint64  // error reports received
 	Early       uint64  // rounds brought forward by a report saying BreakErr (a clock whose frequency jumped: followBreak)
+	Checks      uint64  // check exchanges answered and sent to the child (Config.ChecksPerPeriod)
+	CheckRounds uint64  // rounds started at once on a report saying CheckErr (the child's checks missed its line: followCheck)
 	Ignored     uint64  // late or duplicate replies and reports
 	Resent      uint64  // replies to probes the driver sent more than once: acknowledged, no sample kept (Message.Resent)
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round

@@ -50,6 +50,12 @@ type source struct {
 	heldTrust trust
 	heldGood  int
 
+	// Check exchanges about the round last taken (checks.go): the side of
+	// the last ones beyond the line (-1, 1; 0: the last within), how many
+	// in a row, and whether a CheckErr report was sent.
+	checkSide, checkRun int
+	checkReported       bool
+
 	stats SourceSnapshot
 	line  string // what the centre line rested on at the last round (CenterShape.Kind, and whether shapes differ)
 }
@@ -87,6 +93,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 	prevG, prevRound, prevHaveRnd := s.g, s.round, s.haveRnd
 	s.round, s.haveRnd = m.Round, true
+	s.checkSide, s.checkRun, s.checkReported = 0, 0, false
 	if m.Mapping.Valid {
 		s.g = m.Mapping
 	}

@@ -104,6 +104,12 @@ func (n *Node) TxStamp(t MsgType, to NodeID, seq uint32, local int64) {
 			return
 		}
 		c := n.children[i]
+		if c.checkSeq != 0 && c.checkSeq == seq {
+			if c.checkTx == 0 && local >= c.checkSent {
+				c.checkTx = local
+			}
+			return
+		}
 		switch {
 		case c.state != probing || c.seq != seq:
 			n.stamps.Unknown++

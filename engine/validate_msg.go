@@ -116,7 +116,7 @@ func InvalidFields(m *Message, t MsgType) (field string, value any) {
 			return "mapping.wander", mp.Wander
 		}
 	case MsgErrReport:
-		if !fin(m.Err) || m.Err < 0 || m.Err > MaxMsgErr {
+		if !fin(m.Err) || (m.Err < 0 && m.Err != CheckErr) || m.Err > MaxMsgErr {
 			return "err", m.Err
 		}
 	case MsgPeriodChange:
@@ -204,6 +204,13 @@ func (n *Node) check(m *Message, now int64) (renumber bool, err error) {
 		}
 		if !s.haveRnd {
 			return false, nil
+		}
+		if m.Check {
+			// A check exchange is about the round last taken (checks.go).
+			if m.Round == s.round {
+				return false, nil
+			}
+			return false, &RejectError{Reason: RejectStaleRound, Field: "round", Value: fmt.Sprintf("check about %d, last round %d", m.Round, s.round)}
 		}
 		if inWindow(s.round, m.Round) {
 			return false, nil

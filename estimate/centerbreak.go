@@ -73,6 +73,15 @@ type breakState struct {
 	// suspects and breaks count the suspects found and the breaks
 	// confirmed.
 	suspects, breaks uint64
+	// expect: check exchanges (Check) missed the line on this side (-1,
+	// 1; 0: none) since the last round judged: the next round is judged
+	// against breakMin and expectSigmas times its own noise alone, on
+	// that side, and so is the verdict on a suspect it makes (ExpectBreak).
+	expect int
+	// tails: the newest breakWindow rounds' checkTail quantile of one
+	// exchange's |shrunk miss| over all the round's exchanges, ns: what a
+	// check exchange (Check) misses the line by when it holds, but rarely.
+	tails []float64
 }
 
 // scale is the rounds' usual miss: 1.4826 times the median |miss| of the
@@ -121,22 +130,32 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 	}
 	d, noise, ok := h.roundMiss(ups, lows, c, s)
 	if !ok {
-		b.suspect, b.held = false, nil
+		b.suspect, b.held, b.expect = false, nil, 0
 		return breakAdd
 	}
 	e := math.Abs(d)
-	beyond := b.judged >= breakRounds && len(b.misses) >= breakRounds && e > breakMin &&
-		e > breakSigmas*b.scale() && e > breakSigmas*noise
+	ready := b.judged >= breakRounds && len(b.misses) >= breakRounds
+	beyond := ready && e > breakMin && e > breakSigmas*b.scale() && e > breakSigmas*noise
+	if b.expect != 0 && ready && (d > 0) == (b.expect > 0) && e > breakMin && e > expectSigmas*noise {
+		beyond = true // the checks saw the line missed on this side
+	}
+	// The expectation holds for one round, and for the verdict on a
+	// suspect that round made: it goes with any outcome but a suspect held.
+	defer func() {
+		if !b.suspect {
+			b.expect = 0
+		}
+	}()
 	switch {
 	case b.suspect && beyond && (d > 0) == (b.sd > 0):
-		b.suspect = false
+		b.suspect, b.expect = false, 0
 		b.breaks++
 		b.judged = 0
 		return breakCut
 	case b.suspect:
 		// Not confirmed: the suspect was a wrong reading or a burst, and
 		// its round is dropped. This round is judged as any other.
-		b.suspect, b.held = false, nil
+		b.suspect, b.held, b.expect = false, nil, 0
 		if !beyond {
 			break
 		}
@@ -147,12 +166,17 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 		b.suspects++
 		return breakHold
 	}
-	b.misses = append(b.misses, e)
-	if len(b.misses) > breakWindow {
-		b.misses = slices.Delete(b.misses, 0, len(b.misses)-breakWindow)
-	}
+	b.misses = keepNewest(append(b.misses, e), breakWindow)
 	b.judged++
 	return breakAdd
+}
+
+// keepNewest drops v's oldest values beyond n.
+func keepNewest(v []float64, n int) []float64 {
+	if len(v) > n {
+		v = slices.Delete(v, 0, len(v)-n)
+	}
+	return v
 }
 
 // roundMiss is a round's miss against the line (c, s): the median of its
@@ -173,20 +197,115 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok boo
 		b.rttMin, b.haveMin = xs[0].rtt, true
 	}
 	k := min(breakFastest, len(xs))
-	shrunk, mids := make([]float64, k), make([]float64, k)
+	shrunk, mids, all := make([]float64, k), make([]float64, k), make([]float64, len(xs))
+	for i, x := range xs {
+		all[i] = shrinkMiss(x.mid, x.rtt, b.rttMin)
+	}
 	for i, x := range xs[:k] {
-		q := max(0, x.rtt-b.rttMin) / 2
-		switch {
-		case x.mid > q:
-			shrunk[i] = x.mid - q
-		case x.mid < -q:
-			shrunk[i] = x.mid + q
-		}
-		mids[i] = x.mid
+		shrunk[i], mids[i] = all[i], x.mid
 	}
 	d = median(shrunk)
 	noise = madScale(mids) / math.Sqrt(float64(k))
-	return d, noise, !math.IsNaN(d) && !math.IsInf(d, 0) && !math.IsNaN(noise)
+	ok = !math.IsNaN(d) && !math.IsInf(d, 0) && !math.IsNaN(noise)
+	if ok && len(xs) >= breakFastest {
+		abs := make([]float64, len(all))
+		for i, v := range all {
+			abs[i] = math.Abs(v)
+		}
+		if t := selectKth(abs, int(checkTail*float64(len(abs)-1))); !math.IsNaN(t) && !math.IsInf(t, 0) {
+			b.tails = keepNewest(append(b.tails, t), breakWindow)
+		}
+	}
+	return d, noise, ok
+}
+
+// shrinkMiss is an exchange's midpoint beyond the line (mid, ns) shrunk
+// toward it by half its round trip's excess over the fastest seen: what
+// queueing on either way can have moved it by.
+func shrinkMiss(mid, rtt, rttMin float64) float64 {
+	q := max(0, rtt-rttMin) / 2
+	switch {
+	case mid > q:
+		return mid - q
+	case mid < -q:
+		return mid + q
+	}
+	return 0
+}
+
+// expectSigmas: how far beyond its own noise a round must miss the line,
+// on the side check exchanges saw it missed (ExpectBreak), to be a
+// suspect (or to confirm one): the checks are the evidence the rounds'
+// usual misses would otherwise have to give. On a 10-us bell in the lab a
+// round the checks asked for missed by 12 us where 8 times its noise was
+// more, and the line went on at the old frequency until the next round.
+const expectSigmas = 4
+
+// ExpectBreak tells the hull that check exchanges missed its line on side
+// (1: the source's time ahead of the line, -1: behind), so that the next
+// round is judged a suspect (and its verdict given) on a miss beyond its
+// own noise on that side, not beyond the rounds' usual misses too. The
+// engine calls it when it asks for a round on its checks' evidence.
+func (h *Hull) ExpectBreak(side int) {
+	switch {
+	case side > 0:
+		h.brk.expect = 1
+	case side < 0:
+		h.brk.expect = -1
+	}
+}
+
+// checkTail: a check exchange (Check) is beyond the line when it misses
+// it by more than this quantile of the |shrunk misses| of a round's
+// exchanges (the median of the newest rounds'): one exchange in a hundred
+// where the line holds, and the engine asks for several in a row, on one
+// side.
+const checkTail = 0.99
+
+// Check judges one exchange taken between rounds (the engine's check
+// exchanges) against the centre line served now. [lo, hi] is where the
+// line's error lies by this exchange: its midpoint beyond the line, give
+// or take half its round trip's excess over the fastest the hull has seen
+// (what queueing on either way can have moved the midpoint by, where the
+// two directions' floors are alike, as a round's fastest are shrunk in
+// roundMiss). thresh is the error beyond which it counts as a miss:
+// breakMin, breakSigmas times the rounds' usual miss, and the checkTail
+// quantile of one exchange's shrunk miss in the newest rounds. An
+// exchange whose [lo, hi] lies beyond thresh on one side says the line
+// missed; one within (-thresh, thresh) that it holds; any other (most, on
+// a link whose delays have a long tail) says nothing. ok is false where
+// the hull finds no breaks (HullConfig.CenterBreaks off, no centre line
+// yet, fewer than breakRounds rounds judged) or the exchange is outside
+// its range. Check changes nothing in the hull: the exchange is no round
+// of it.
+func (h *Hull) Check(s Sample) (lo, hi, thresh float64, ok bool) {
+	b := &h.brk
+	if !breakOn || !h.cfg.CenterBreaks || !h.cfg.Center || !b.haveMin ||
+		b.judged < breakRounds || len(b.misses) < breakRounds || len(b.tails) == 0 {
+		return 0, 0, 0, false
+	}
+	if err := ValidateRound([]Sample{s}); err != nil {
+		return 0, 0, 0, false
+	}
+	c, sk, ok := h.centerLine()
+	if !ok {
+		return 0, 0, 0, false
+	}
+	if b.suspect {
+		c += b.sd // the line served (Center)
+	}
+	ups, lows, ok := h.convert([]Sample{s})
+	if !ok {
+		return 0, 0, 0, false
+	}
+	u := float64(ups[0].d) - (c + sk*float64(ups[0].x))
+	l := float64(lows[0].d) + (c + sk*float64(lows[0].x))
+	mid, q := (u-l)/2, max(0, u+l-b.rttMin)/2
+	thresh = max(breakMin, breakSigmas*b.scale(), median(slices.Clone(b.tails)))
+	if math.IsNaN(mid) || math.IsNaN(q) || math.IsNaN(thresh) {
+		return 0, 0, 0, false
+	}
+	return mid - q, mid + q, thresh, true
 }
 
 // median is the median of v (NaN for none); it sorts v.

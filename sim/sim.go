@@ -494,10 +494,14 @@ func (r *runner) deliver(e event) error {
 	}
 	local := n.clk.Read(e.t)
 	n.eng.Step(*e.msg, local)
-	if r.rec != nil && int(e.node) == r.rec.Node && e.msg.Type == engine.MsgTimeDiff {
+	// Rounds only: a check exchange (engine.Message.Check) is judged, not
+	// taken, and the limit's estimators are per round, as in the lab's
+	// measurement logs (engine.Ready.Rounds).
+	round := e.msg.Type == engine.MsgTimeDiff && !e.msg.Check
+	if r.rec != nil && int(e.node) == r.rec.Node && round {
 		r.rec.addRound(e.msg.Samples)
 	}
-	if r.limits != nil && e.msg.Type == engine.MsgTimeDiff {
+	if r.limits != nil && round {
 		r.limits[e.node].AddRound(e.msg.Samples)
 	}
 	return r.drain(int(e.node), local)

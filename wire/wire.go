@@ -505,6 +505,9 @@ func (p *Packet) MarshalBinaryTo(buf []byte) (int, error) {
 		if m.Unsure {
 			b[o] |= 2 // the source's own time is not synced (engine.Message.Unsure)
 		}
+		if m.Check {
+			b[o] |= 4 // a check exchange, no round (engine.Message.Check)
+		}
 		o++
 	case OpErrReport:
 		put64(math.Float64bits(m.Err))
@@ -732,11 +735,12 @@ func (p *Packet) UnmarshalBinary(b []byte) error {
 		off = r.o
 		switch v := r.u8("timediff.mapping.valid"); {
 		case r.err != nil:
-		case v > 3:
-			r.err = &DecodeError{Field: "timediff.mapping.valid", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d, want bit 0 (valid) and bit 1 (source unsure) only", v)}
+		case v > 7:
+			r.err = &DecodeError{Field: "timediff.mapping.valid", Offset: off, Err: ErrValue, Detail: fmt.Sprintf("%d, want bit 0 (valid), bit 1 (source unsure) and bit 2 (check) only", v)}
 		default:
 			mp.Valid = v&1 == 1
 			m.Unsure = v&2 != 0
+			m.Check = v&4 != 0
 		}
 	case OpErrReport:
 		p.Msg.Err = r.f64("errreport.err")

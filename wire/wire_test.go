@@ -45,6 +45,8 @@ func samplePackets() []Packet {
 		{Op: OpAuthChallenge, Sender: 2, Seq: 10, Nonce: 0xdeadbeef01234567},
 		{Op: OpAuthResponse, Sender: 1, Seq: 10, Nonce: 0xdeadbeef01234567},
 		{Op: OpStatusQuery, Sender: 2, Seq: 101, Status: Status{Term: 4, Flags: engine.FlagBeat | engine.FlagLease, Sent: 1_700_000_000_123_456_789}},
+		{Op: OpTimeDiff, Sender: 5, Seq: 3, Msg: engine.Message{Type: engine.MsgTimeDiff, From: 5, To: 6, Round: 7, Unsure: true, Check: true,
+			Samples: []estimate.Sample{{SrcSend: 10, LocRecv: 20, LocSend: 30, SrcRecv: 40}}}},
 	}
 }
 
@@ -233,7 +235,7 @@ func TestDecodeErrors(t *testing.T) {
 			binary.BigEndian.PutUint16(b[HeaderLen+16:], 0xffff)
 			return b
 		}, "timediff.count", 30, ErrTooLarge},
-		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 4; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
+		{"mapping valid byte", func() []byte { b := valid(t, timediff); b[len(b)-1] = 8; return b }, "timediff.mapping.valid", len(valid(t, timediff)) - 1, ErrValue},
 		{"status value", func() []byte { b := valid(t, status); b[HeaderLen+40] = 9; return b }, "status.status", HeaderLen + 40, ErrValue},
 		{"status no-daemon", func() []byte { b := valid(t, status); b[HeaderLen+40] = 3; return b }, "status.status", HeaderLen + 40, ErrValue},
 		{"ack of unknown op", func() []byte { b := valid(t, 5); b[len(b)-1] = 0x7f; return b }, "ack.op", HeaderLen, ErrOp},

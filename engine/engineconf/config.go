@@ -104,6 +104,9 @@ type Config struct {
 	// CenterNoBreaks: the centre line does not follow frequency breaks
 	// (engine.Config.CenterNoBreaks), for comparisons.
 	CenterNoBreaks bool `yaml:"center_no_breaks,omitempty" json:"center_no_breaks,omitempty" engine:"CenterNoBreaks"`
+	// ChecksPerPeriod: check exchanges between rounds, per global period
+	// (engine.Config.ChecksPerPeriod); 0: none.
+	ChecksPerPeriod int `yaml:"checks_per_period" json:"checks_per_period,omitempty" engine:"ChecksPerPeriod"`
 }
 
 // Default is engine.DefaultConfig in YAML units, so that a file that says

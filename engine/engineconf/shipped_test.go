@@ -219,7 +219,7 @@ func TestSimAndDaemonAcceptTheSameKeys(t *testing.T) {
 		"max_drift_ppm": "150", "max_wander_ppm_per_s": "0.02", "max_freq_step_ppm": "3",
 		"acquire_rounds": "4", "hull_min_delay": "1us", "hull_max_span": "-1ns", "granularity": "2ns",
 		"window": "512", "continuous_drift": "true", "max_concurrent_rounds": "2", "retry_rtts": "3",
-		"max_probe_retries": "6", "discount_delay": "true", "center_memory": "2.5", "center_floor_only": "true", "center_no_breaks": "true",
+		"max_probe_retries": "6", "discount_delay": "true", "center_memory": "2.5", "center_floor_only": "true", "center_no_breaks": "true", "checks_per_period": "8",
 		"round_budget": "300ms", "profile": "frugal",
 	}
 	ct := reflect.TypeFor[engineconf.Config]()

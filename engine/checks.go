@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"container/heap"
+
+	"github.com/gclock/gclock/estimate"
+)
+
+// Check exchanges (Config.ChecksPerPeriod). A frequency break (a clock's
+// frequency jumping: a VM migrated, a fan started) is found by the centre
+// line when the next round misses it (estimate's CenterBreaks), and the
+// error grows until then: with rounds 6 s apart, a 10-ppm jump right after
+// a round reached 60 us before it was seen. In the lab, every host's
+// frequency jumping 10 ppm left gclock's p99 at 44-57 us against chronyd's
+// 6.6-13, chronyd polling 16 times a second.
+//
+// Between a child's rounds its source sends ChecksPerPeriod single probes
+// a period, spread over it, never retried (a lost one is simply missing),
+// and sends each answered one to the child as a TimeDiff marked Check. The
+// child judges it against the line it serves (estimate.Hull.Check: its
+// midpoint beyond the line, less what queueing can explain, against a
+// threshold from the rounds' own misses and spread) and takes nothing of
+// it into an estimator. CheckRun checks in a row beyond the line, on one
+// side, and the child reports CheckErr for the round it last took; the
+// source starts a round at once (followCheck), which the centre line then
+// judges as any other: a suspect, the line served shifted by its miss, and
+// a round early after it to confirm (followBreak). So a break is found
+// within a few checks, about half a second at 16 a period of 6 s, instead
+// of at the next round.
+
+// CheckErr is the error report (Message.Err) of a child whose check
+// exchanges missed its line: -1, no error a round reports (those are >=
+// 0), so that the source tells it from the round's own report, and takes
+// it beside that one. A source that does not know it ignores it as an
+// invalid value.
+const CheckErr = -1
+
+// CheckRun is how many check exchanges in a row must miss the centre line
+// beyond its threshold, on one side, before the child reports a break.
+const CheckRun = 2
+
+// planChecks plans a child's check exchanges after a round ended: none
+// without ChecksPerPeriod, Adaptive (only followCheck acts on them), a
+// round that reached the child, or on the convergence ramp.
+func (n *Node) planChecks(c *child, now int64, sent bool) {
+	c.checkDue, c.checkSeq = 0, 0
+	if n.cfg.ChecksPerPeriod <= 0 || !n.cfg.Adaptive || !sent || n.ramping(c) {
+		return
+	}
+	c.checkDue = now + n.checkGap(c)
+}
+
+// checkGap is the time between a child's checks: its period over
+// ChecksPerPeriod+1, so that the checks fall between the rounds.
+func (n *Node) checkGap(c *child) int64 {
+	return max(1, c.period/int64(n.cfg.ChecksPerPeriod+1))
+}
+
+// nextCheck is the earliest planned check (for Ready.NextTick).
+func (n *Node) nextCheck() (int64, bool) {
+	var at int64
+	have := false
+	for _, c := range n.children {
+		if c.checkDue != 0 && (!have || c.checkDue < at) {
+			at, have = c.checkDue, true
+		}
+	}
+	return at, have
+}
+
+// sendChecks sends the checks due: one probe each to an idle child whose
+// next round is more than half a gap away (else none until that round).
+func (n *Node) sendChecks(now int64) {
+	for _, c := range n.children {
+		if c.checkDue == 0 || c.checkDue > now {
+			continue
+		}
+		gap := n.checkGap(c)
+		if c.state != idle || c.due-now < gap/2 {
+			c.checkDue, c.checkSeq = 0, 0
+			continue
+		}
+		n.seq++
+		c.checkSeq, c.checkSent, c.checkTx = n.seq, now, 0
+		c.checkDue = now + gap
+		n.send(Message{Type: MsgProbe, From: n.cfg.ID, To: c.id, Round: c.round, Seq: c.checkSeq})
+	}
+}
+
+// checkReply takes the reply to a check probe: the exchange goes to the
+// child as a TimeDiff marked Check, about its last round.
+func (n *Node) checkReply(c *child, m Message, now int64) {
+	s := estimate.Sample{SrcSend: c.checkSent, LocRecv: m.T2, LocSend: m.T3, SrcRecv: now}
+	if m.T4 != 0 && m.T4 >= c.checkSent && m.T4 <= now {
+		s.SrcRecv = m.T4
+	}
+	if c.checkTx != 0 && c.checkTx <= s.SrcRecv {
+		s.SrcSend = c.checkTx
+	}
+	c.checkSeq = 0
+	if m.Resent || m.T3 < m.T2 || s.RTT() < 0 || c.lastDone != c.round {
+		c.stats.Ignored++
+		n.ignore(m, "check reply resent, inconsistent or after a round that reached no one")
+		return
+	}
+	c.stats.Checks++
+	n.send(Message{Type: MsgTimeDiff, From: n.cfg.ID, To: c.id, Round: c.round, Samples: []estimate.Sample{s}, Check: true})
+}
+
+// checkRoundsDiv: a source starts at most this many rounds a period on
+// its child's checks (followCheck). One was too few: on a 10-us bell in
+// the lab a round asked for by the checks did not move the line enough,
+// the checks missed it again 2.7 s later, and the next round came 4 s
+// after that, the error grown to 60 us.
+const checkRoundsDiv = 4
+
+// followCheck starts a child's round now when its report says CheckErr
+// (its checks missed its line): at most checkRoundsDiv such rounds a
+// period, and none on the ramp or while a round is under way or waits.
+func (n *Node) followCheck(c *child, now int64) bool {
+	if n.ramping(c) || c.state != idle || c.heapIdx < 0 || (c.checkRoundAt != 0 && now-c.checkRoundAt < c.period/checkRoundsDiv) {
+		return false
+	}
+	c.checkRoundAt = now
+	// Not early: its own suspect brings the confirming round forward, the
+	// sooner as the checks found the break already (followBreak).
+	c.due, c.earlyNext, c.checkedNext = now, false, true
+	heap.Fix(&n.timers, c.heapIdx)
+	c.stats.CheckRounds++
+	n.event(now, EvEarlyRound, c.id, 0)
+	return true
+}
+
+// checker is an estimator that judges check exchanges (estimate.Hull).
+type checker interface {
+	Check(estimate.Sample) (lo, hi, thresh float64, ok bool)
+}
+
+// checkDiff is the child's side: a check exchange about the round last
+// taken from s is judged against the line served, and CheckRun misses in a
+// row on one side make the child report CheckErr (once a round).
+func (n *Node) checkDiff(s *source, m Message, now int64) {
+	if !s.haveRnd || m.Round != s.round || len(m.Samples) != 1 {
+		s.stats.Ignored++
+		n.ignore(m, "check not about the round last taken")
+		return
+	}
+	x := m.Samples[0]
+	n.replySent(s.id, &x, now)
+	if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
+		s.stats.Ignored++
+		s.stats.Corrupt++
+		return
+	}
+	ch, ok := s.sel.(checker)
+	if !ok {
+		return
+	}
+	lo, hi, thresh, ok := ch.Check(x)
+	if !ok {
+		return
+	}
+	s.stats.Checks++
+	side := 0
+	switch {
+	case lo > thresh:
+		side = 1
+	case hi < -thresh:
+		side = -1
+	default:
+		// Within, or queueing can explain the miss: the run of misses
+		// ends (a break moves every check beyond the line soon).
+		s.checkSide, s.checkRun = 0, 0
+		return
+	}
+	if side != s.checkSide {
+		s.checkSide, s.checkRun = side, 0
+	}
+	s.checkRun++
+	if s.checkRun < CheckRun || s.checkReported {
+		return
+	}
+	s.checkReported = true
+	s.stats.CheckBreaks++
+	if e, ok := s.sel.(interface{ ExpectBreak(side int) }); ok {
+		e.ExpectBreak(side) // the round asked for is judged on this evidence
+	}
+	miss := lo
+	if side < 0 {
+		miss = hi
+	}
+	n.logger.Info("check exchanges missed the centre line: asking the source for a round now", "source", s.id, "round", s.round,
+		"miss_ns", int64(miss), "threshold_ns", int64(thresh), "in_a_row", s.checkRun)
+	s.stats.Reports++
+	n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: s.round, Err: CheckErr})
+	n.event(now, EvErrReport, s.id, CheckErr)
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"testing"
+)
+
+// TestChecksSource: the source's side of the check exchanges. After a round
+// (off the convergence ramp, Adaptive, ChecksPerPeriod > 0) it sends one
+// probe every period/(ChecksPerPeriod+1), none within half a gap of the
+// next round; an answer goes to the child as a TimeDiff marked Check about
+// the last round; a report saying CheckErr starts a round at once, at most
+// once a period, and the suspect report on that round brings the
+// confirming round forward by period/(2*earlyDiv).
+func TestChecksSource(t *testing.T) {
+	const period = 1700e6 // 17 gaps of 100 ms with 16 checks
+	tests := []struct {
+		name       string
+		checks     int
+		adaptive   bool
+		ramp       bool
+		wantChecks int // checks before the next round
+	}{
+		{"checks", 16, true, false, 16},
+		{"off", 0, true, false, 0},
+		{"fixed periods", 16, false, false, 0},
+		{"on the ramp", 16, true, true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig(0, nil, []NodeID{1})
+			c.Adaptive, c.ChecksPerPeriod = tc.adaptive, tc.checks
+			c.MinGlobalPeriod, c.InitialGlobalPeriod, c.MaxGlobalPeriod = period, period, period
+			if tc.ramp {
+				c.InitialGlobalPeriod = period / 2
+			}
+			p := int64(c.InitialGlobalPeriod)
+			n := newNode(t, c)
+			n.Tick(0)
+			td, rd, end := answer(t, n, n.Ready(), 0, []int64{10_000})
+			if td.Check {
+				t.Fatal("a round's time diff marked Check")
+			}
+			var checks []Message
+			for rd.NextTick != 0 && rd.NextTick < end+p {
+				now := rd.NextTick
+				n.Tick(now)
+				rd = n.Ready()
+				for _, m := range rd.Messages {
+					if m.Type != MsgProbe {
+						t.Fatalf("at %d: %+v between rounds", now, m)
+					}
+					if m.Round != td.Round {
+						t.Errorf("check probe in round %d, want %d (the last round)", m.Round, td.Round)
+					}
+					if gap := now - end; len(checks) == 0 && gap != p/int64(tc.checks+1) {
+						t.Errorf("first check %d ns after the round, want %d", gap, p/int64(tc.checks+1))
+					}
+					checks = append(checks, m)
+				}
+			}
+			if len(checks) != tc.wantChecks {
+				t.Fatalf("%d checks before the next round, want %d", len(checks), tc.wantChecks)
+			}
+			if tc.wantChecks == 0 {
+				return
+			}
+			// The last check's answer: a TimeDiff marked Check, one
+			// exchange, about the last round. A second answer is ignored.
+			last := checks[len(checks)-1]
+			now := n.lastLocal + 10_000
+			reply := Message{Type: MsgProbeReply, From: 1, To: 0, Round: last.Round, Seq: last.Seq, T2: now + 1e6 - 5000, T3: now + 1e6 - 5000}
+			n.Step(reply, now)
+			cd := only(t, n.Ready(), MsgTimeDiff)
+			if !cd.Check || cd.Round != td.Round || len(cd.Samples) != 1 || cd.Samples[0].RTT() != 10_000 {
+				t.Fatalf("check time diff %+v, want Check, round %d, one exchange of 10 us", cd, td.Round)
+			}
+			n.Step(reply, now+1)
+			if rd := n.Ready(); len(rd.Messages) != 0 {
+				t.Fatalf("a duplicated check answer sent %+v", rd.Messages)
+			}
+			if got := n.Snapshot().Children[0].Checks; got != 1 {
+				t.Errorf("ChildSnapshot.Checks = %d, want 1", got)
+			}
+
+			// The next round; then the child's checks miss its line: a
+			// round at once.
+			for n.Ready(); ; {
+				next := n.Ready().NextTick
+				n.Tick(next)
+				rd = n.Ready()
+				if len(rd.Messages) == 1 && rd.Messages[0].Round > td.Round {
+					break
+				}
+			}
+			td, _, end = answer(t, n, rd, n.lastLocal, []int64{10_000})
+			at := end + 3*p/int64(tc.checks+1)
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: CheckErr}, at)
+			if rd = n.Ready(); rd.NextTick > at {
+				t.Fatalf("after a CheckErr report the next tick at %d, want by %d (now)", rd.NextTick, at)
+			}
+			if got := n.Snapshot().Children[0].CheckRounds; got != 1 {
+				t.Errorf("ChildSnapshot.CheckRounds = %d, want 1", got)
+			}
+			n.Tick(at)
+			rd = n.Ready()
+			if len(rd.Messages) != 1 || rd.Messages[0].Round != td.Round+1 {
+				t.Fatalf("after a CheckErr report, at once: %+v, want the next round's first probe", rd.Messages)
+			}
+			td, _, end = answer(t, n, rd, at, []int64{10_000})
+			// The round's own report says BreakErr (a suspect): the
+			// confirming round comes period/(2*earlyDiv) after it.
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: BreakErr}, end+5000)
+			n.Ready()
+			if due := n.children[0].due; due != end+p/(2*earlyDiv) {
+				t.Fatalf("after the checked round's suspect the next round at %d, want %d", due, end+p/(2*earlyDiv))
+			}
+			confirm := end + p/(2*earlyDiv)
+			n.Tick(confirm) // the round starts; the check due before it is dropped
+			rd = n.Ready()
+			if len(rd.Messages) != 1 || rd.Messages[0].Round != td.Round+1 {
+				t.Fatalf("at the confirming round's time: %+v, want the round's first probe alone", rd.Messages)
+			}
+			td, _, end = answer(t, n, rd, confirm, []int64{10_000})
+			// A CheckErr report within the period of the last round checks
+			// started brings nothing forward; a second one about the same
+			// round is ignored.
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: CheckErr}, end+1000)
+			if rd = n.Ready(); rd.NextTick == end+1000 || len(rd.Messages) != 0 {
+				t.Fatalf("a CheckErr report within a period of the last: next tick %d (now %d), %+v", rd.NextTick, end+1000, rd.Messages)
+			}
+			if got := n.Snapshot().Children[0].CheckRounds; got != 1 {
+				t.Errorf("ChildSnapshot.CheckRounds = %d, want 1 (one a period)", got)
+			}
+		})
+	}
+}
