@@ -161,13 +161,8 @@ func (n *Node) checkDiff(s *source, m Message, now int64) {
 		return
 	}
 	s.stats.Checks++
-	side := 0
-	switch {
-	case lo > thresh:
-		side = 1
-	case hi < -thresh:
-		side = -1
-	default:
+	side := estimate.CheckSide(lo, hi, thresh)
+	if side == 0 {
 		// Within, or queueing can explain the miss: the run of misses
 		// ends (a break moves every check beyond the line soon).
 		s.checkSide, s.checkRun = 0, 0

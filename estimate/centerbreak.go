@@ -233,6 +233,19 @@ func shrinkMiss(mid, rtt, rttMin float64) float64 {
 	return 0
 }
 
+// CheckSide is what a check exchange's verdict (Hull.Check's lo, hi and
+// thresh) says: 1 or -1, the line missed on that side (the source's time
+// ahead of it or behind it); 0, it holds or queueing can explain the miss.
+func CheckSide(lo, hi, thresh float64) int {
+	switch {
+	case lo > thresh:
+		return 1
+	case hi < -thresh:
+		return -1
+	}
+	return 0
+}
+
 // expectSigmas: how far beyond its own noise a round must miss the line,
 // on the side check exchanges saw it missed (ExpectBreak), to be a
 // suspect (or to confirm one): the checks are the evidence the rounds'

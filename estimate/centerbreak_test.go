@@ -203,13 +203,7 @@ func checkRun(r *rand.Rand, h *Hull, c stepClock, from, to, gap int64, delay fun
 			continue
 		}
 		judged++
-		s := 0
-		switch {
-		case lo > thresh:
-			s = 1
-		case hi < -thresh:
-			s = -1
-		}
+		s := CheckSide(lo, hi, thresh)
 		if s == 0 || s != last {
 			run = 0
 		}
