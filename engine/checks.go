@@ -50,10 +50,17 @@ func (n *Node) planChecks(c *child, now int64, sent bool) {
 	c.checkDue = now + n.checkGap(c)
 }
 
+// minCheckGap: checks come no closer than this (ns of the source's local
+// clock), whatever the period: with rounds every second (the lab's spoof
+// runs) 32 a period were one every 30 ms, three times the rounds' own
+// exchanges.
+const minCheckGap = 100_000_000
+
 // checkGap is the time between a child's checks: its period over
-// ChecksPerPeriod+1, so that the checks fall between the rounds.
+// ChecksPerPeriod+1, so that the checks fall between the rounds, and at
+// least minCheckGap.
 func (n *Node) checkGap(c *child) int64 {
-	return max(1, c.period/int64(n.cfg.ChecksPerPeriod+1))
+	return max(minCheckGap, c.period/int64(n.cfg.ChecksPerPeriod+1))
 }
 
 // nextCheck is the earliest planned check (for Ready.NextTick).
@@ -140,12 +147,14 @@ type checker interface {
 // taken from s is judged against the line served, and CheckRun misses in a
 // row on one side make the child report CheckErr (once a round).
 func (n *Node) checkDiff(s *source, m Message, now int64) {
-	if !s.haveRnd || m.Round != s.round || len(m.Samples) != 1 {
+	if !s.haveRnd || m.Round != s.round || len(m.Samples) != 1 || m.Samples[0].LocRecv <= s.checkRecv {
 		s.stats.Ignored++
-		n.ignore(m, "check not about the round last taken")
+		n.ignore(m, "check not about the round last taken, or not after the newest exchange")
 		return
 	}
 	x := m.Samples[0]
+	s.checkRecv = x.LocRecv
+	n.heard(s, now)
 	n.replySent(s.id, &x, now)
 	if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
 		s.stats.Ignored++

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/gclock/gclock/estimate"
 )
 
 // TestChecksSource: the source's side of the check exchanges. After a round
@@ -132,5 +135,82 @@ func TestChecksSource(t *testing.T) {
 				t.Errorf("ChildSnapshot.CheckRounds = %d, want 1 (one a period)", got)
 			}
 		})
+	}
+}
+
+// TestCheckReplayStale: the child takes a check about its last round only
+// when it was answered after every exchange taken before it, so that a
+// replayed check (an insider re-sealing captured datagrams) neither is
+// judged twice nor keeps a stopped source heard.
+func TestCheckReplayStale(t *testing.T) {
+	c := testConfig(1, []NodeID{0}, nil)
+	n := newNode(t, c)
+	n.Tick(0)
+	n.Ready()
+	at := int64(1e9)
+	round := Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 1,
+		Samples: []estimate.Sample{{SrcSend: at, LocRecv: at + 5000, LocSend: at + 6000, SrcRecv: at + 11000}}}
+	n.Step(round, at+20000)
+	check := func(recv int64) Message {
+		return Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 1, Check: true,
+			Samples: []estimate.Sample{{SrcSend: recv - 5000, LocRecv: recv, LocSend: recv + 1000, SrcRecv: recv + 6000}}}
+	}
+	now := at + 500e6
+	tests := []struct {
+		name  string
+		m     Message
+		stale bool
+	}{
+		{"answered before the round's exchange", check(at + 4000), true},
+		{"about another round", func() Message { m := check(at + 100e6); m.Round = 2; return m }(), true},
+		{"fresh", check(at + 100e6), false},
+	}
+	for _, tt := range tests {
+		err := n.CheckMessage(tt.m, now)
+		var re *RejectError
+		if got := errors.As(err, &re) && re.Reason == RejectStaleRound; got != tt.stale {
+			t.Errorf("%s: CheckMessage = %v, want stale %v", tt.name, err, tt.stale)
+		}
+	}
+	fresh := check(at + 100e6)
+	n.Step(fresh, now)
+	heard := n.sources[0].heardAt
+	// The same check replayed later: stale, and not heard.
+	var re *RejectError
+	if err := n.CheckMessage(fresh, now+1e9); !errors.As(err, &re) || re.Reason != RejectStaleRound {
+		t.Fatalf("a replayed check: CheckMessage = %v, want stale", err)
+	}
+	n.Step(fresh, now+1e9)
+	if got := n.sources[0].heardAt; got != heard {
+		t.Errorf("a replayed check made the source heard at %d (was %d)", got, heard)
+	}
+}
+
+// TestProbeSignOfLife: a probe from a source shows that it runs only when
+// it is of the round under way (the last taken + 1) or a check about the
+// last round taken; a probe of any other round (an insider's sealed
+// forgery of a random round) is answered but leaves the source's silence
+// clock alone.
+func TestProbeSignOfLife(t *testing.T) {
+	c := testConfig(1, []NodeID{0}, nil)
+	n := newNode(t, c)
+	n.Tick(0)
+	n.Ready()
+	at := int64(1e9)
+	n.Step(Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 5,
+		Samples: []estimate.Sample{{SrcSend: at, LocRecv: at + 5000, LocSend: at + 6000, SrcRecv: at + 11000}}}, at+20000)
+	for i, tt := range []struct {
+		round uint32
+		alive bool
+	}{{5, true}, {6, true}, {7, false}, {4, false}, {0xa44c8ac8, false}} {
+		before := n.sources[0].heardAt
+		now := at + int64(i+1)*1e8
+		n.Step(Message{Type: MsgProbe, From: 0, To: 1, Round: tt.round, Seq: uint32(100 + i)}, now)
+		if rd := n.Ready(); len(rd.Messages) != 1 || rd.Messages[0].Type != MsgProbeReply {
+			t.Errorf("probe of round %d: %+v, want a reply", tt.round, rd.Messages)
+		}
+		if got := n.sources[0].heardAt != before; got != tt.alive {
+			t.Errorf("probe of round %d after round 5: heard %v, want %v", tt.round, got, tt.alive)
+		}
 	}
 }

@@ -333,12 +333,12 @@ func (m *Member) Step(msg Message, local int64) {
 		m.tell(msg.From, local)
 		return
 	}
-	if msg.From == m.Reference() {
-		m.heardRef(local)
-	}
 	v := m.view
 	v.stamps(&msg)
 	v.unshift(&msg)
+	if msg.From == m.Reference() && v.cur.signOfLife(msg) {
+		m.heardRef(local)
+	}
 	v.cur.Step(msg, v.in(local))
 	m.drain(local)
 }

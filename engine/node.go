@@ -197,7 +197,9 @@ func (n *Node) Step(m Message, recvLocal int64) {
 			n.ignore(m, "probe from a node that is not a source")
 			return
 		}
-		n.heard(n.sources[n.sourceIndex[m.From]], now)
+		if n.signOfLife(m) {
+			n.heard(n.sources[n.sourceIndex[m.From]], now)
+		}
 		// The reply is the acknowledgement; a duplicated probe gets a
 		// duplicated reply, which the source ignores by Seq. T2 is the
 		// probe's receive stamp when the driver has one (stamps.go).
@@ -217,11 +219,11 @@ func (n *Node) Step(m Message, recvLocal int64) {
 			n.ignore(m, "time diff from a node that is not a source")
 			return
 		}
-		n.heard(n.sources[i], now)
 		if m.Check {
-			n.checkDiff(n.sources[i], m, now)
+			n.checkDiff(n.sources[i], m, now) // heard there, once fresh
 			break
 		}
+		n.heard(n.sources[i], now)
 		n.timeDiff(n.sources[i], m, now)
 	case MsgErrReport:
 		i, ok := n.childIndex[m.From]

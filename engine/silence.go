@@ -27,6 +27,22 @@ func (n *Node) periodChange(s *source, m Message, now int64) {
 
 // heard notes that something came from s at now: a silent source is alive
 // again.
+// signOfLife reports whether m, from a source, shows that the source runs:
+// a probe only if it is of the round under way or a check about the last
+// round taken (or no round was taken yet). A probe of any other round is
+// answered but is no sign of life: with check exchanges a stopped
+// reference's sequence numbers fell within reach of an insider's sealed
+// probes of random rounds (lab TestSpoofInsider), which kept it heard and
+// failover waited. Any other message, or one not from a source: true.
+func (n *Node) signOfLife(m Message) bool {
+	i, ok := n.sourceIndex[m.From]
+	if !ok || m.Type != MsgProbe {
+		return true
+	}
+	s := n.sources[i]
+	return !s.haveRnd || m.Round == s.round || m.Round == s.round+1
+}
+
 func (n *Node) heard(s *source, now int64) {
 	if s.silent {
 		s.silent = false

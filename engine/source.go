@@ -55,6 +55,10 @@ type source struct {
 	// in a row, and whether a CheckErr report was sent.
 	checkSide, checkRun int
 	checkReported       bool
+	// checkRecv: the local receive time of the newest exchange taken or
+	// check judged from the source; a check must have been answered after
+	// it (validate_msg.go: a replayed check is stale).
+	checkRecv int64
 
 	stats SourceSnapshot
 	line  string // what the centre line rested on at the last round (CenterShape.Kind, and whether shapes differ)
@@ -151,6 +155,9 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if n.hold(s, samples, contra, now) { // trust.go
 		s.g, s.round, s.haveRnd = prevG, prevRound, prevHaveRnd // nothing of it is taken
 		return
+	}
+	for _, x := range samples {
+		s.checkRecv = max(s.checkRecv, x.LocRecv)
 	}
 	n.setHullSpan(s, best, now)
 	suspects, breaks := lineBreaks(s.sel)

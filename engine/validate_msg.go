@@ -206,11 +206,19 @@ func (n *Node) check(m *Message, now int64) (renumber bool, err error) {
 			return false, nil
 		}
 		if m.Check {
-			// A check exchange is about the round last taken (checks.go).
-			if m.Round == s.round {
-				return false, nil
+			// A check exchange is about the round last taken (checks.go),
+			// one exchange, answered after every exchange taken before it:
+			// a replayed check is stale, so that replays cannot keep a
+			// dead source heard.
+			switch {
+			case m.Round != s.round:
+				return false, &RejectError{Reason: RejectStaleRound, Field: "round", Value: fmt.Sprintf("check about %d, last round %d", m.Round, s.round)}
+			case len(m.Samples) != 1:
+				return false, &RejectError{Reason: RejectMalformed, Field: "samples", Value: len(m.Samples)}
+			case m.Samples[0].LocRecv <= s.checkRecv:
+				return false, &RejectError{Reason: RejectStaleRound, Field: "sample", Value: fmt.Sprintf("check answered at %d, not after %d", m.Samples[0].LocRecv, s.checkRecv)}
 			}
-			return false, &RejectError{Reason: RejectStaleRound, Field: "round", Value: fmt.Sprintf("check about %d, last round %d", m.Round, s.round)}
+			return false, nil
 		}
 		if inWindow(s.round, m.Round) {
 			return false, nil
