@@ -187,10 +187,10 @@ func TestCheckReplayStale(t *testing.T) {
 }
 
 // TestProbeSignOfLife: a probe from a source shows that it runs only when
-// it is of the round under way (the last taken + 1) or a check about the
-// last round taken; a probe of any other round (an insider's sealed
-// forgery of a random round) is answered but leaves the source's silence
-// clock alone.
+// it is of a round a time diff would be accepted for (the last taken + 1
+// up to + MaxRoundJump) or a check about the last round taken; a probe of
+// any other round (an insider's sealed forgery of a random round) is
+// answered but leaves the source's silence clock alone.
 func TestProbeSignOfLife(t *testing.T) {
 	c := testConfig(1, []NodeID{0}, nil)
 	n := newNode(t, c)
@@ -202,7 +202,7 @@ func TestProbeSignOfLife(t *testing.T) {
 	for i, tt := range []struct {
 		round uint32
 		alive bool
-	}{{5, true}, {6, true}, {7, false}, {4, false}, {0xa44c8ac8, false}} {
+	}{{5, true}, {6, true}, {7, true}, {5 + MaxRoundJump, true}, {6 + MaxRoundJump, false}, {4, false}, {0xa44c8ac8, false}} {
 		before := n.sources[0].heardAt
 		now := at + int64(i+1)*1e8
 		n.Step(Message{Type: MsgProbe, From: 0, To: 1, Round: tt.round, Seq: uint32(100 + i)}, now)

@@ -28,8 +28,10 @@ func (n *Node) periodChange(s *source, m Message, now int64) {
 // heard notes that something came from s at now: a silent source is alive
 // again.
 // signOfLife reports whether m, from a source, shows that the source runs:
-// a probe only if it is of the round under way or a check about the last
-// round taken (or no round was taken yet). A probe of any other round is
+// a probe only if it is of a round after the last taken that a time diff
+// would be accepted for (inWindow: the round under way, or a later one
+// when time diffs were lost) or a check about the last round taken (or no
+// round was taken yet). A probe of any other round is
 // answered but is no sign of life: with check exchanges a stopped
 // reference's sequence numbers fell within reach of an insider's sealed
 // probes of random rounds (lab TestSpoofInsider), which kept it heard and
@@ -40,7 +42,7 @@ func (n *Node) signOfLife(m Message) bool {
 		return true
 	}
 	s := n.sources[i]
-	return !s.haveRnd || m.Round == s.round || m.Round == s.round+1
+	return !s.haveRnd || m.Round == s.round || inWindow(s.round, m.Round)
 }
 
 func (n *Node) heard(s *source, now int64) {
