@@ -350,7 +350,7 @@ type Config struct {
 	// Adaptive only, not on the convergence ramp), and the child judges
 	// each against the centre line it serves (estimate's Hull.Check).
 	// CheckRun of them in a row beyond the line, on one side, make the
-	// child report BreakErr at once, and the source starts a round then
+	// child report CheckErr at once, and the source starts a round then
 	// (followCheck): a frequency break is found within a fraction of the
 	// period instead of at the next round. 0: none (the default).
 	ChecksPerPeriod int

@@ -143,14 +143,7 @@ func TestChecksSource(t *testing.T) {
 // replayed check (an insider re-sealing captured datagrams) neither is
 // judged twice nor keeps a stopped source heard.
 func TestCheckReplayStale(t *testing.T) {
-	c := testConfig(1, []NodeID{0}, nil)
-	n := newNode(t, c)
-	n.Tick(0)
-	n.Ready()
-	at := int64(1e9)
-	round := Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 1,
-		Samples: []estimate.Sample{{SrcSend: at, LocRecv: at + 5000, LocSend: at + 6000, SrcRecv: at + 11000}}}
-	n.Step(round, at+20000)
+	n, at := childAfterRound(t, 1)
 	check := func(recv int64) Message {
 		return Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 1, Check: true,
 			Samples: []estimate.Sample{{SrcSend: recv - 5000, LocRecv: recv, LocSend: recv + 1000, SrcRecv: recv + 6000}}}
@@ -192,13 +185,7 @@ func TestCheckReplayStale(t *testing.T) {
 // any other round (an insider's sealed forgery of a random round) is
 // answered but leaves the source's silence clock alone.
 func TestProbeSignOfLife(t *testing.T) {
-	c := testConfig(1, []NodeID{0}, nil)
-	n := newNode(t, c)
-	n.Tick(0)
-	n.Ready()
-	at := int64(1e9)
-	n.Step(Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 5,
-		Samples: []estimate.Sample{{SrcSend: at, LocRecv: at + 5000, LocSend: at + 6000, SrcRecv: at + 11000}}}, at+20000)
+	n, at := childAfterRound(t, 5)
 	for i, tt := range []struct {
 		round uint32
 		alive bool
@@ -213,4 +200,20 @@ func TestProbeSignOfLife(t *testing.T) {
 			t.Errorf("probe of round %d after round 5: heard %v, want %v", tt.round, got, tt.alive)
 		}
 	}
+}
+
+// childAfterRound is node 1, a child of node 0, that has taken round
+// `round` of one exchange at local time at (1 s).
+func childAfterRound(t *testing.T, round uint32) (n *Node, at int64) {
+	t.Helper()
+	n = newNode(t, testConfig(1, []NodeID{0}, nil))
+	n.Tick(0)
+	n.Ready()
+	at = int64(1e9)
+	n.Step(Message{Type: MsgTimeDiff, From: 0, To: 1, Round: round,
+		Samples: []estimate.Sample{{SrcSend: at, LocRecv: at + 5000, LocSend: at + 6000, SrcRecv: at + 11000}}}, at+20000)
+	if n.sources[0].round != round {
+		t.Fatalf("round %d not taken", round)
+	}
+	return n, at
 }

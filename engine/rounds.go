@@ -176,14 +176,7 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		c.unanswered = false
 		n.logger.Info("child answering again", "child", c.id, "round", c.round)
 	}
-	s := estimate.Sample{SrcSend: c.probeSent, LocRecv: m.T2, LocSend: m.T3, SrcRecv: now}
-	if m.T4 != 0 && m.T4 >= c.probeSent && m.T4 <= now {
-		s.SrcRecv = m.T4
-	}
-	stamped := c.probeTx != 0 && c.probeTx <= s.SrcRecv // TxStamp checked it is after probeSent
-	if stamped {
-		s.SrcSend = c.probeTx
-	}
+	s, stamped := replySample(c.probeSent, c.probeTx, m, now)
 	if m.T3 < m.T2 || now < c.probeSent || s.RTT() < 0 {
 		// Corrupt timestamps: treat as lost, the timeout retries.
 		c.stats.Ignored++
@@ -299,6 +292,22 @@ func (n *Node) endRound(c *child, now int64, sent bool) {
 	if len(n.waiting) == 0 {
 		n.waiting = nil // let the backing array go
 	}
+}
+
+// replySample is the exchange of a probe sent at sent (its transmit stamp
+// tx, 0: none; TxStamp checked it is after sent) whose reply m was
+// stepped at now: the reply's receive stamp T4 when it fits in [sent,
+// now], and tx for the departure when it is not after the arrival
+// (stamped).
+func replySample(sent, tx int64, m Message, now int64) (s estimate.Sample, stamped bool) {
+	s = estimate.Sample{SrcSend: sent, LocRecv: m.T2, LocSend: m.T3, SrcRecv: now}
+	if m.T4 != 0 && m.T4 >= sent && m.T4 <= now {
+		s.SrcRecv = m.T4
+	}
+	if stamped = tx != 0 && tx <= s.SrcRecv; stamped {
+		s.SrcSend = tx
+	}
+	return s, stamped
 }
 
 func bestRTT(ss []estimate.Sample) int64 {

@@ -105,7 +105,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	samples := make([]estimate.Sample, 0, len(m.Samples))
 	for _, x := range m.Samples {
 		n.replySent(s.id, &x, now) // the reply's transmit stamp (stamps.go)
-		if x.LocSend < x.LocRecv || x.SrcRecv < x.SrcSend || x.RTT() < 0 || x.LocSend > now {
+		if !usable(x, now) {
 			s.stats.Ignored++
 			s.stats.Corrupt++
 			n.logger.Warn("time diff sample rejected", "source", s.id, "round", m.Round, "sample", x)
@@ -220,6 +220,12 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		n.selfNext = now + n.selfPeriod
 		n.lastOffset, _ = n.offsetAt(now)
 	}
+}
+
+// usable: an exchange of a time diff (its reply's transmit stamp applied)
+// whose times are in order and whose reply left by now.
+func usable(x estimate.Sample, now int64) bool {
+	return x.LocSend >= x.LocRecv && x.SrcRecv >= x.SrcSend && x.RTT() >= 0 && x.LocSend <= now
 }
 
 func (n *Node) feed(s *source, e estimate.Estimator, samples []estimate.Sample, now int64) error {

@@ -148,7 +148,7 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 	}()
 	switch {
 	case b.suspect && beyond && (d > 0) == (b.sd > 0):
-		b.suspect, b.expect = false, 0
+		b.suspect = false
 		b.breaks++
 		b.judged = 0
 		return breakCut
@@ -187,9 +187,7 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok boo
 	type ex struct{ mid, rtt float64 }
 	xs := make([]ex, len(ups))
 	for i := range ups {
-		u := float64(ups[i].d) - (c + s*float64(ups[i].x))   // delay up + the line's error
-		l := float64(lows[i].d) + (c + s*float64(lows[i].x)) // delay down - the line's error (LOW stores -d)
-		xs[i] = ex{(u - l) / 2, u + l}
+		xs[i].mid, xs[i].rtt = beyondLine(ups[i], lows[i], c, s)
 	}
 	slices.SortFunc(xs, func(a, b ex) int { return cmp.Compare(a.rtt, b.rtt) })
 	b := &h.brk
@@ -217,6 +215,14 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok boo
 		}
 	}
 	return d, noise, ok
+}
+
+// beyondLine is an exchange's midpoint beyond the line (c, s) and its
+// round trip, ns, from its UP and LOW points (relative).
+func beyondLine(up, low pt, c, s float64) (mid, rtt float64) {
+	u := float64(up.d) - (c + s*float64(up.x))   // delay up + the line's error
+	l := float64(low.d) + (c + s*float64(low.x)) // delay down - the line's error (LOW stores -d)
+	return (u - l) / 2, u + l
 }
 
 // shrinkMiss is an exchange's midpoint beyond the line (mid, ns) shrunk
@@ -311,9 +317,8 @@ func (h *Hull) Check(s Sample) (lo, hi, thresh float64, ok bool) {
 	if !ok {
 		return 0, 0, 0, false
 	}
-	u := float64(ups[0].d) - (c + sk*float64(ups[0].x))
-	l := float64(lows[0].d) + (c + sk*float64(lows[0].x))
-	mid, q := (u-l)/2, max(0, u+l-b.rttMin)/2
+	mid, rtt := beyondLine(ups[0], lows[0], c, sk)
+	q := max(0, rtt-b.rttMin) / 2
 	thresh = max(breakMin, breakSigmas*b.scale(), median(slices.Clone(b.tails)))
 	if math.IsNaN(mid) || math.IsNaN(q) || math.IsNaN(thresh) {
 		return 0, 0, 0, false
