@@ -294,46 +294,93 @@ func TestSyncPeriod(t *testing.T) {
 	if _, stderr, err := mpirun(t, ranks, env, filepath.Join(dir, "ring"), "25", "100"); err != nil {
 		t.Fatalf("ring: %v\n%s", err, stderr)
 	}
+	// Rank 0 decides at each of its world barriers whether a period has
+	// passed since the last session ended (sync_last, stamped as its
+	// session loop ends) and, if so, starts one. Its own trace holds what
+	// that needs, on the machine's one clock (no emulated clocks here): the
+	// ends of its barriers, and where each session's loop ended at the
+	// latest (the leave of MPI_Init for the start session, of
+	// gclock_timesync for one on demand) and began at the earliest (the
+	// enter of gclock_timesync). A session's own length (seconds of
+	// ping-pongs when 4 ranks share 2 busy cores) does not count.
+	path0 := filepath.Join(tdir, "rank-00000.gct")
+	ids := map[string]uint64{}
+	for _, n := range summary(t, path0).Names {
+		ids[n.Name] = n.ID
+	}
+	for _, name := range []string{"MPI_Barrier", "MPI_Init", "gclock_timesync"} {
+		if ids[name] == 0 {
+			t.Fatalf("rank 0: no %s region in its trace", name)
+		}
+	}
+	var barriers, enters, lastEnds []int64
+	for _, e := range rawEvents(t, path0) {
+		switch {
+		case e.Kind == format.Leave && e.ID == ids["MPI_Barrier"]:
+			barriers = append(barriers, e.Time)
+		case e.Kind == format.Leave && (e.ID == ids["MPI_Init"] || e.ID == ids["gclock_timesync"]):
+			lastEnds = append(lastEnds, e.Time)
+		case e.Kind == format.Enter && e.ID == ids["gclock_timesync"]:
+			enters = append(enters, e.Time)
+		}
+	}
+	// The earliest a session's loop ended: its last exchange any rank
+	// kept (each keeps its best; all came before rank 0 stamped the end).
+	var firstEnds []int64
 	for r := 1; r < ranks; r++ {
 		s := summary(t, filepath.Join(tdir, fmt.Sprintf("rank-%05d.gct", r)))
-		var demand []int64
 		for i, ss := range s.Sessions {
 			switch {
 			case i == 0 && ss.Kind != format.SessionStart, i == len(s.Sessions)-1 && ss.Kind != format.SessionEnd,
 				i > 0 && i < len(s.Sessions)-1 && ss.Kind != format.SessionDemand:
 				t.Errorf("rank %d: session %d of %d is %d", r, i, len(s.Sessions), ss.Kind)
 			}
-			if ss.Kind == format.SessionDemand {
-				demand = append(demand, ss.Samples[0].LocRecv)
+			end := int64(math.MinInt64)
+			for _, x := range ss.Samples {
+				end = max(end, x.LocRecv)
 			}
-		}
-		if len(demand) < 3 {
-			t.Errorf("rank %d: %d on-demand sessions in 2.5 s with a 1 s period, want 3 or more", r, len(demand))
-			continue
-		}
-		// Each gap at least its period (less 10% for the stamps' clock
-		// against rank 0's; a busy machine delays the barriers, so no upper
-		// limit), and the first two shorter than a period: the short start.
-		want := []int64{250, 500, 1000}
-		prev := s.Sessions[0].Samples[0].LocRecv
-		var gaps []int64
-		for i, at := range demand {
-			p := want[min(i, len(want)-1)] * int64(time.Millisecond)
-			d := at - prev
-			if d < p*9/10 {
-				t.Errorf("rank %d: on-demand session %d came %d ms after the one before, want %d at least", r, i+1, d/1e6, p/1e6)
+			switch {
+			case r == 1:
+				firstEnds = append(firstEnds, end)
+			case i >= len(firstEnds):
+				t.Fatalf("rank %d: %d sessions, rank 1 %d", r, len(s.Sessions), len(firstEnds))
+			default:
+				firstEnds[i] = max(firstEnds[i], end)
 			}
-			gaps, prev = append(gaps, d/1e6), at
-		}
-		// The short start shows only where barriers come more often than
-		// a quarter period: ring's 25 rounds of 100 ms take 2.5 s, and a
-		// machine busy enough to stretch them several times over (beside
-		// two busy loops the rounds took 1-3 s each) leaves every gap to
-		// the barriers.
-		if span := (demand[len(demand)-1] - s.Sessions[0].Samples[0].LocRecv) / 1e6; span > 6000 {
-			t.Logf("rank %d: the run's barriers took %d ms for ring's 2.5 s: gaps %v ms, the short start not judged", r, span, gaps)
-		} else if gaps[0] >= 900 && gaps[1] >= 900 {
-			t.Errorf("rank %d: the first on-demand sessions came %v ms apart: no short start", r, gaps)
 		}
 	}
+	// rank 1's sessions: the start, those on demand, the end (run by
+	// MPI_Finalize, not a gclock_timesync region).
+	if len(lastEnds) != len(enters)+1 || len(firstEnds) != len(enters)+2 {
+		t.Fatalf("rank 0: %d session starts and %d ends (MPI_Init's included), rank 1 %d sessions: want n, n+1, n+2", len(enters), len(lastEnds), len(firstEnds))
+	}
+	if len(enters) < 3 {
+		t.Errorf("%d on-demand sessions in 2.5 s with a 1 s period, want 3 or more", len(enters))
+	}
+	// Each on-demand session comes a period (a quarter, a half, then a
+	// whole one) after the one before ended, and at rank 0's first world
+	// barrier after that: at most one barrier (the one that ran it) ends
+	// between the period's end at the latest and the session's start. A
+	// machine too busy for barriers within the short periods shows no
+	// short start, but never a wrong one.
+	want := []int64{250, 500, 1000}
+	var gaps []int64
+	for i, start := range enters {
+		p := want[min(i, len(want)-1)] * int64(time.Millisecond)
+		if d := start - firstEnds[i]; d < p {
+			t.Errorf("on-demand session %d began %d ms after the one before ended, want %d at least", i+1, d/1e6, p/1e6)
+		}
+		due := lastEnds[i] + p
+		var passed []int64
+		for _, b := range barriers {
+			if b > due && b < start {
+				passed = append(passed, (b-lastEnds[i])/1e6)
+			}
+		}
+		if len(passed) > 1 {
+			t.Errorf("on-demand session %d (period %d ms) began %d ms after the one before ended, after world barriers at %v ms: late", i+1, p/1e6, (start-lastEnds[i])/1e6, passed)
+		}
+		gaps = append(gaps, (start-lastEnds[i])/1e6)
+	}
+	t.Logf("gaps between sessions: %v ms", gaps)
 }

@@ -379,6 +379,16 @@ func TestUpKeepsThisProcessLabs(t *testing.T) {
 	needLab(t)
 	mine := fmt.Sprintf("%s%d-999999-h0", namePrefix, os.Getpid())
 	stale := namePrefix + "2147483646-1-h0"
+	// The test's own namespaces live only under this process's hold on
+	// the lock: another process's measurement lab (which removes every
+	// namespace of other processes) must neither take mine before Up
+	// looks nor list it after Down and find it gone under its del (a CI
+	// run: lab's TestTransportThroughSwitch failed so).
+	release, _, err := HoldLock(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("HoldLock: %v", err)
+	}
+	defer release()
 	for _, ns := range []string{mine, stale} {
 		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 			t.Fatalf("ip netns add %s: %s: %v", ns, out, err)
@@ -397,5 +407,44 @@ func TestUpKeepsThisProcessLabs(t *testing.T) {
 	}
 	if slices.Contains(got, stale) {
 		t.Errorf("Up left %s, a dead process's namespace: %v", stale, got)
+	}
+}
+
+// TestRemoveNamespacesGone: a namespace removed by someone else between
+// cleanup's list and its del is what cleanup wanted, not an error (a CI
+// run: an exclusive lab's cleanup listed another test's namespace, which
+// that test then removed itself).
+func TestRemoveNamespacesGone(t *testing.T) {
+	needLab(t)
+	release, _, err := HoldLock(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("HoldLock: %v", err)
+	}
+	defer release()
+	ns := fmt.Sprintf("%s%d-999998-h0", namePrefix, os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %s: %v", ns, out, err)
+	}
+	defer exec.Command("ip", "netns", "del", ns).Run()
+	seen := false
+	err = removeNamespaces(nil, func(n string) bool {
+		if n != ns {
+			return false
+		}
+		seen = true
+		// Gone before cleanup's del.
+		if out, err := exec.Command("ip", "netns", "del", n).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns del %s: %s: %v", n, out, err)
+		}
+		return true
+	})
+	if !seen {
+		t.Fatalf("removeNamespaces never offered %s", ns)
+	}
+	if err != nil {
+		t.Errorf("removeNamespaces on a namespace gone before its del: %v", err)
+	}
+	if !gone(ns) {
+		t.Errorf("%s still there", ns)
 	}
 }

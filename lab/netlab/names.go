@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -118,12 +120,25 @@ func removeNamespaces(log *slog.Logger, match func(ns string) bool) error {
 		ns := f[0]
 		killNetnsPids(ns, log)
 		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			if gone(ns) {
+				// Removed between the list and the del by whoever made
+				// it (a test's own namespace) or by a concurrent
+				// cleanup: what this one wanted.
+				log.Debug("namespace already gone", "ns", ns)
+				continue
+			}
 			errs = append(errs, fmt.Errorf("lab: cleanup: ip netns del %s: %s: %w", ns, strings.TrimSpace(string(out)), err))
 			continue
 		}
 		log.Debug("removed namespace", "ns", ns)
 	}
 	return errors.Join(errs...)
+}
+
+// gone reports that namespace ns no longer exists (no /run/netns/<ns>).
+func gone(ns string) bool {
+	_, err := os.Stat(filepath.Join("/run/netns", ns))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // InHost runs fn on an OS thread inside host's namespace (inNetns): the
