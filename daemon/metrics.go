@@ -270,7 +270,7 @@ func newCollector(src Snapshotter) *collector {
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
 		checks:     d("source_check_exchanges_total", "Check exchanges from a source judged against the centre line between rounds (sync.checks_per_period).", "source"),
-		checkBrk:   d("source_check_breaks_total", "Times two check exchanges in a row missed the centre line on one side and the node asked its source for a round at once (a clock's frequency jumped).", "source"),
+		checkBrk:   d("source_check_breaks_total", "Times check exchanges missed the centre line on one side (two beyond it within 8 checks) and the node asked its source for a round at once (a clock's frequency jumped).", "source"),
 		chChecks:   d("child_check_exchanges_total", "Check exchanges answered by a child and sent to it between rounds (sync.checks_per_period).", "child"),
 		checked:    d("child_rounds_checked_total", "Rounds started at once because the child's check exchanges missed its centre line (its error report said so).", "child"),
 		early:      d("child_rounds_early_total", "Rounds brought forward because the child's centre line missed a round as a frequency break would (its error report said so): the next round confirms it and measures the new frequency.", "child"),

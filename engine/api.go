@@ -349,8 +349,9 @@ type Config struct {
 	// many check exchanges a period (one probe each, never retried;
 	// Adaptive only, not on the convergence ramp), and the child judges
 	// each against the centre line it serves (estimate's Hull.Check).
-	// CheckRun of them in a row beyond the line, on one side, make the
-	// child report CheckErr at once, and the source starts a round then
+	// Two of them beyond the line on one side within 8 checks
+	// (estimate.CheckTally) make the child report CheckErr at once, and
+	// the source starts a round then
 	// (followCheck): a frequency break is found within a fraction of the
 	// period instead of at the next round. 0: none (the default).
 	ChecksPerPeriod int

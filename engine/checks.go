@@ -20,8 +20,10 @@ import (
 // child judges it against the line it serves (estimate.Hull.Check: its
 // midpoint beyond the line, less what queueing can explain, against a
 // threshold from the rounds' own misses and spread) and takes nothing of
-// it into an estimator. CheckRun checks in a row beyond the line, on one
-// side, and the child reports CheckErr for the round it last took; the
+// it into an estimator. estimate.CheckBeyond checks beyond the line on one
+// side, within estimate.CheckSpan checks and none within or beyond the
+// other side between them (estimate.CheckTally), and the child reports
+// CheckErr for the round it last took; the
 // source starts a round at once (followCheck), which the centre line then
 // judges as any other: a suspect, the line served shifted by its miss, and
 // a round early after it to confirm (followBreak). So a break is found
@@ -34,10 +36,6 @@ import (
 // it beside that one. A source that does not know it ignores it as an
 // invalid value.
 const CheckErr = -1
-
-// CheckRun is how many check exchanges in a row must miss the centre line
-// beyond its threshold, on one side, before the child reports a break.
-const CheckRun = 2
 
 // planChecks plans a child's check exchanges after a round ended: none
 // without ChecksPerPeriod, Adaptive (only followCheck acts on them), a
@@ -138,8 +136,9 @@ type checker interface {
 }
 
 // checkDiff is the child's side: a check exchange about the round last
-// taken from s is judged against the line served, and CheckRun misses in a
-// row on one side make the child report CheckErr (once a round).
+// taken from s is judged against the line served, and a run of misses on
+// one side (estimate.CheckTally) makes the child report CheckErr (once a
+// round).
 func (n *Node) checkDiff(s *source, m Message, now int64) {
 	if !s.haveRnd || m.Round != s.round || len(m.Samples) != 1 || m.Samples[0].LocRecv <= s.checkRecv {
 		s.stats.Ignored++
@@ -164,18 +163,8 @@ func (n *Node) checkDiff(s *source, m Message, now int64) {
 		return
 	}
 	s.stats.Checks++
-	side := estimate.CheckSide(lo, hi, thresh)
-	if side == 0 {
-		// Within, or queueing can explain the miss: the run of misses
-		// ends (a break moves every check beyond the line soon).
-		s.checkSide, s.checkRun = 0, 0
-		return
-	}
-	if side != s.checkSide {
-		s.checkSide, s.checkRun = side, 0
-	}
-	s.checkRun++
-	if s.checkRun < CheckRun || s.checkReported {
+	side, beyond, span := s.checks.Add(lo, hi, thresh)
+	if side == 0 || s.checkReported {
 		return
 	}
 	s.checkReported = true
@@ -188,7 +177,7 @@ func (n *Node) checkDiff(s *source, m Message, now int64) {
 		miss = hi
 	}
 	n.logger.Info("check exchanges missed the centre line: asking the source for a round now", "source", s.id, "round", s.round,
-		"miss_ns", int64(miss), "threshold_ns", int64(thresh), "in_a_row", s.checkRun)
+		"miss_ns", int64(miss), "threshold_ns", int64(thresh), "beyond", beyond, "of_checks", span)
 	s.stats.Reports++
 	n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: s.round, Err: CheckErr})
 	n.event(now, EvErrReport, s.id, CheckErr)

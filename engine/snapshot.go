@@ -28,8 +28,8 @@ type SourceSnapshot struct {
 	Breaks     uint64  // frequency breaks: two rounds in a row the centre line missed far beyond its usual misses, on one side; it then rests on the rounds since
 	Rejected   uint64  // rounds an estimator refused
 	// Checks: check exchanges judged against the centre line
-	// (Config.ChecksPerPeriod); CheckBreaks: times CheckRun of them in a
-	// row missed it and the node asked for a round (CheckErr).
+	// (Config.ChecksPerPeriod); CheckBreaks: times they missed it
+	// (estimate.CheckTally) and the node asked for a round (CheckErr).
 	Checks, CheckBreaks uint64
 	Ignored             uint64 // late or duplicate time diffs and corrupt samples
 	// Exchanges kept out of the estimators, by reason: Corrupt ones had

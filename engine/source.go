@@ -50,11 +50,10 @@ type source struct {
 	heldTrust trust
 	heldGood  int
 
-	// Check exchanges about the round last taken (checks.go): the side of
-	// the last ones beyond the line (-1, 1; 0: the last within), how many
-	// in a row, and whether a CheckErr report was sent.
-	checkSide, checkRun int
-	checkReported       bool
+	// Check exchanges about the round last taken (checks.go): the run of
+	// those beyond the line, and whether a CheckErr report was sent.
+	checks        estimate.CheckTally
+	checkReported bool
 	// checkRecv: the local receive time of the newest exchange taken or
 	// check judged from the source; a check must have been answered after
 	// it (validate_msg.go: a replayed check is stale).
@@ -97,7 +96,8 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 	prevG, prevRound, prevHaveRnd := s.g, s.round, s.haveRnd
 	s.round, s.haveRnd = m.Round, true
-	s.checkSide, s.checkRun, s.checkReported = 0, 0, false
+	s.checks.Reset()
+	s.checkReported = false
 	if m.Mapping.Valid {
 		s.g = m.Mapping
 	}

@@ -58,18 +58,19 @@ func (h *Hull) Center(x int64) (y int64, skew float64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	if h.brk.suspect {
-		// A round held back as the suspect of a frequency break: its
-		// fastest exchanges put the line off by its miss, which is served
-		// until the next round's verdict (a break, or a burst or a wrong
-		// reading dropped): the error of a break stops growing from there.
-		c += h.brk.sd
-	}
 	rx, okx := satmath.SubChecked(x, h.x0)
 	if !okx || rx < -maxQuery || rx > maxQuery {
 		return 0, 0, false
 	}
-	d := c + best*float64(rx)
+	// A round held back as the suspect of a frequency break: its fastest
+	// exchanges put the line off by its location, and the checks before it
+	// say how fast the error grew; that line is served until the next
+	// round's verdict (a break, or a burst or a wrong reading dropped):
+	// the error of a break stops growing from there (serveSuspect).
+	d := c + best*float64(rx) + h.brk.served(float64(rx))
+	if h.brk.suspect {
+		best += h.brk.tilt
+	}
 	base, ok1 := satmath.AddChecked(x, h.c)
 	y, ok2 := satmath.AddChecked(base, int64(math.Round(d)))
 	if !ok1 || !ok2 {

@@ -82,7 +82,31 @@ type breakState struct {
 	// exchange's |shrunk miss| over all the round's exchanges, ns: what a
 	// check exchange (Check) misses the line by when it holds, but rarely.
 	tails []float64
+	// locs: the newest breakWindow rounds' signed location beyond the line
+	// (the median of their breakFastest fastest exchanges' midpoints,
+	// unshrunk), ns: where a round that holds lies, the two directions'
+	// difference of shape included.
+	locs []float64
+	// checks: the check exchanges judged since the last round (Check), at
+	// most maxChecksKept: where each put the line's error, for the tilt.
+	checks []checkPt
+	// The line served while a suspect is held: shifted by serve at the
+	// suspect round's time sx (relative) and tilted by tilt (ns per ns)
+	// from there (served).
+	serve, sx, tilt float64
 }
+
+// checkPt is a check exchange judged against the line: its local time
+// (relative), its midpoint beyond the line and half its round trip's
+// excess over the fastest seen, ns, and its side (CheckSide).
+type checkPt struct {
+	x, mid, q float64
+	side      int
+}
+
+// maxChecksKept bounds breakState.checks (a period's checks are at most
+// 64: engine's ChecksPerPeriod).
+const maxChecksKept = 128
 
 // scale is the rounds' usual miss: 1.4826 times the median |miss| of the
 // newest breakWindow rounds (a median, so that the first rounds' misses,
@@ -90,11 +114,25 @@ type breakState struct {
 // break for long).
 func (b *breakState) scale() float64 { return 1.4826 * median(slices.Clone(b.misses)) }
 
-// rebase moves the suspect's line with the hull's origin.
+// rebase moves the suspect's line, its time and the checks' with the
+// hull's origin (misses beyond a line do not move).
 func (b *breakState) rebase(dx, dd int64) {
 	if b.suspect {
 		b.sc += b.ss*float64(dx) - float64(dd)
+		b.sx -= float64(dx)
 	}
+	for i := range b.checks {
+		b.checks[i].x -= float64(dx)
+	}
+}
+
+// served is the offset the line served adds at relative x while a suspect
+// is held (0 without one).
+func (b *breakState) served(x float64) float64 {
+	if !b.suspect {
+		return 0
+	}
+	return b.serve + b.tilt*(x-b.sx)
 }
 
 // Breaks is how many frequency breaks restarted the hull's window and
@@ -128,11 +166,14 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 			return breakAdd
 		}
 	}
-	d, noise, ok := h.roundMiss(ups, lows, c, s)
+	rm, ok := h.roundMiss(ups, lows, c, s)
+	checks := b.checks
+	b.checks = nil // a round judged: the checks were about the line before it
 	if !ok {
 		b.suspect, b.held, b.expect = false, nil, 0
 		return breakAdd
 	}
+	d, noise := rm.miss, rm.noise
 	e := math.Abs(d)
 	ready := b.judged >= breakRounds && len(b.misses) >= breakRounds
 	beyond := ready && e > breakMin && e > breakSigmas*b.scale() && e > breakSigmas*noise
@@ -164,12 +205,96 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 		b.suspect, b.sd, b.sc, b.ss = true, d, c, s
 		b.held = slices.Clone(round)
 		b.suspects++
+		b.serveSuspect(rm, checks)
 		return breakHold
 	}
 	b.misses = keepNewest(append(b.misses, e), breakWindow)
+	b.locs = keepNewest(append(b.locs, rm.loc), breakWindow)
 	b.judged++
 	return breakAdd
 }
+
+// serveSuspect sets the line served while a suspect is held: through the
+// suspect round's location beyond the line (its fastest exchanges'
+// midpoints unshrunk, less where the rounds that held lay: the shrunk
+// miss that judges a round is short of a break's by its shrink, 10-19 us
+// of a 29-us miss on a 10-us bell in the simulator), and, when check
+// exchanges since the last round saw the miss coming on its side, tilted
+// by the frequency change they and the round say (breakTilt): a break's
+// error then stops growing until the verdict, instead of growing at the
+// jump's rate for the period/16 it waits.
+func (b *breakState) serveSuspect(rm roundMissed, checks []checkPt) {
+	b.serve, b.sx, b.tilt = rm.miss, rm.x, 0
+	if len(b.locs) >= breakRounds {
+		if v := rm.loc - median(slices.Clone(b.locs)); (v > 0) == (rm.miss > 0) && math.Abs(v) > math.Abs(rm.miss) {
+			b.serve = v
+		}
+	}
+	if b.expect != 0 && (b.expect > 0) == (rm.miss > 0) {
+		b.tilt = breakTilt(checks, b.serve, b.sx)
+	}
+}
+
+// breakTilt is the frequency change (ns per ns) of a break whose error is
+// m at relative time sx, from the check exchanges before it: the error
+// was 0 until the jump at some time tj and grew linearly to m at sx, and
+// tj is where that hinge lies closest to the checks: the sum of how far
+// it passes outside each one's interval [mid - q, mid + q] (where
+// queueing leaves the line's error: on a link with a floor, a check near
+// it pins the hinge) and a tenth of its distance from each midpoint (what
+// the checks say where their intervals are wide, as on bells), tj before
+// the first check beyond the line on m's side. 0 with fewer than
+// minTiltChecks checks; at most maxTilt.
+func breakTilt(checks []checkPt, m, sx float64) float64 {
+	var cs []checkPt
+	for _, c := range checks {
+		if c.x < sx && !math.IsNaN(c.mid) && !math.IsNaN(c.q) {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) < minTiltChecks {
+		return 0
+	}
+	// The jump came after the round before (the first check at the
+	// latest) and before the first check beyond the line on m's side.
+	first, last := cs[0].x, sx-minTiltSpan
+	for _, c := range cs {
+		first = min(first, c.x)
+		if c.side != 0 && (c.side > 0) == (m > 0) {
+			last = min(last, c.x)
+		}
+	}
+	if last <= first {
+		return 0
+	}
+	best, bestCost := math.NaN(), math.Inf(1)
+	const steps = 64
+	for i := 0; i <= steps; i++ {
+		tj := first + (last-first)*float64(i)/steps
+		cost := 0.0
+		for _, c := range cs {
+			e := m * max(0, c.x-tj) / (sx - tj)
+			cost += max(0, math.Abs(c.mid-e)-c.q) + math.Abs(c.mid-e)/10
+		}
+		if cost < bestCost {
+			best, bestCost = tj, cost
+		}
+	}
+	if math.IsNaN(best) {
+		return 0
+	}
+	t := m / (sx - best)
+	return max(-maxTilt, min(maxTilt, t))
+}
+
+// The tilt: at least minTiltChecks checks before the suspect round, a jump
+// at least minTiltSpan ns (100 ms) before it, a tilt of at most maxTilt
+// (100 ppm: more than any crystal's jump).
+const (
+	minTiltChecks = 3
+	minTiltSpan   = 100e6
+	maxTilt       = 100e-6
+)
 
 // keepNewest drops v's oldest values beyond n.
 func keepNewest(v []float64, n int) []float64 {
@@ -179,15 +304,22 @@ func keepNewest(v []float64, n int) []float64 {
 	return v
 }
 
-// roundMiss is a round's miss against the line (c, s): the median of its
-// breakFastest fastest exchanges' midpoints beyond the line, each shrunk
-// toward it by half its round trip's excess over the fastest seen, and the
-// round's own noise; it keeps the fastest round trip.
-func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok bool) {
-	type ex struct{ mid, rtt float64 }
+// roundMissed is what roundMiss reads off a round: its miss (the median
+// of its breakFastest fastest exchanges' midpoints beyond the line, each
+// shrunk toward it by half its round trip's excess over the fastest seen),
+// its own noise, its location (the same midpoints' median, unshrunk) and
+// its time (relative: the median of theirs; a round lasts up to a second,
+// in which a break's error grows 10 us at 10 ppm).
+type roundMissed struct{ miss, noise, loc, x float64 }
+
+// roundMiss is a round's miss against the line (c, s) (roundMissed); it
+// keeps the fastest round trip and the rounds' tails.
+func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (rm roundMissed, ok bool) {
+	type ex struct{ mid, rtt, x float64 }
 	xs := make([]ex, len(ups))
 	for i := range ups {
 		xs[i].mid, xs[i].rtt = beyondLine(ups[i], lows[i], c, s)
+		xs[i].x = float64(ups[i].x+lows[i].x) / 2
 	}
 	slices.SortFunc(xs, func(a, b ex) int { return cmp.Compare(a.rtt, b.rtt) })
 	b := &h.brk
@@ -202,9 +334,15 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok boo
 	for i, x := range xs[:k] {
 		shrunk[i], mids[i] = all[i], x.mid
 	}
-	d = median(shrunk)
-	noise = madScale(mids) / math.Sqrt(float64(k))
-	ok = !math.IsNaN(d) && !math.IsInf(d, 0) && !math.IsNaN(noise)
+	rm.miss = median(shrunk)
+	rm.noise = madScale(mids) / math.Sqrt(float64(k))
+	rm.loc = median(mids)
+	at := make([]float64, k)
+	for i, x := range xs[:k] {
+		at[i] = x.x
+	}
+	rm.x = median(at)
+	ok = !math.IsNaN(rm.miss) && !math.IsInf(rm.miss, 0) && !math.IsNaN(rm.noise) && !math.IsNaN(rm.loc) && !math.IsInf(rm.loc, 0)
 	if ok && len(xs) >= breakFastest {
 		abs := make([]float64, len(all))
 		for i, v := range all {
@@ -214,7 +352,7 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (d, noise float64, ok boo
 			b.tails = keepNewest(append(b.tails, t), breakWindow)
 		}
 	}
-	return d, noise, ok
+	return rm, ok
 }
 
 // beyondLine is an exchange's midpoint beyond the line (c, s) and its
@@ -287,7 +425,8 @@ const checkTail = 0.99
 // or take half its round trip's excess over the fastest the hull has seen
 // (what queueing on either way can have moved the midpoint by, where the
 // two directions' floors are alike, as a round's fastest are shrunk in
-// roundMiss). thresh is the error beyond which it counts as a miss:
+// roundMiss), or half its shortfall below it (an exchange faster than any
+// round saw leans on no floor). thresh is the error beyond which it counts as a miss:
 // breakMin, breakSigmas times the rounds' usual miss, and the checkTail
 // quantile of one exchange's shrunk miss in the newest rounds. An
 // exchange whose [lo, hi] lies beyond thresh on one side says the line
@@ -295,8 +434,9 @@ const checkTail = 0.99
 // a link whose delays have a long tail) says nothing. ok is false where
 // the hull finds no breaks (HullConfig.CenterBreaks off, no centre line
 // yet, fewer than breakRounds rounds judged) or the exchange is outside
-// its range. Check changes nothing in the hull: the exchange is no round
-// of it.
+// its range. Check changes nothing in the hull's lines: the exchange is no
+// round of it; the hull keeps where it put the error until the next round,
+// for the tilt of a suspect that round may make (serveSuspect).
 func (h *Hull) Check(s Sample) (lo, hi, thresh float64, ok bool) {
 	b := &h.brk
 	if !breakOn || !h.cfg.CenterBreaks || !h.cfg.Center || !b.haveMin ||
@@ -310,21 +450,72 @@ func (h *Hull) Check(s Sample) (lo, hi, thresh float64, ok bool) {
 	if !ok {
 		return 0, 0, 0, false
 	}
-	if b.suspect {
-		c += b.sd // the line served (Center)
-	}
 	ups, lows, ok := h.convert([]Sample{s})
 	if !ok {
 		return 0, 0, 0, false
 	}
-	mid, rtt := beyondLine(ups[0], lows[0], c, sk)
-	q := max(0, rtt-b.rttMin) / 2
+	x := float64(ups[0].x+lows[0].x) / 2
+	mid, rtt := beyondLine(ups[0], lows[0], c+b.served(x), sk) // the line served (Center)
+	// An exchange faster than any the rounds saw is no floor to lean on
+	// (a load burst that widened a bell both ways, a new path): the
+	// further below, the less it says.
+	q := math.Abs(rtt-b.rttMin) / 2
 	thresh = max(breakMin, breakSigmas*b.scale(), median(slices.Clone(b.tails)))
 	if math.IsNaN(mid) || math.IsNaN(q) || math.IsNaN(thresh) {
 		return 0, 0, 0, false
 	}
+	if !b.suspect && len(b.checks) < maxChecksKept {
+		b.checks = append(b.checks, checkPt{x: x, mid: mid, q: q, side: CheckSide(mid-q, mid+q, thresh)})
+	}
 	return mid - q, mid + q, thresh, true
 }
+
+// CheckBeyond check exchanges must miss the centre line beyond its
+// threshold, on one side, within CheckSpan checks, with none between them
+// within the line or beyond it on the other side, for a CheckTally to say
+// the line broke. Checks that say nothing (queueing can explain their
+// miss: most on a link with a long tail) neither count nor end the run: on
+// a Pareto link in the simulator two in a row that each said something
+// came 2 s after a 20-ppm jump, the error 41 us.
+const (
+	CheckBeyond = 2
+	CheckSpan   = 8
+)
+
+// CheckTally is the run of check exchanges (Hull.Check's verdicts) beyond
+// the line on one side; its zero value is an empty run.
+type CheckTally struct {
+	side   int // the run's side: -1, 1; 0: no run
+	beyond int // checks of the run beyond the line
+	span   int // checks judged since the run's first
+}
+
+// Add tallies a check's verdict (Hull.Check's lo, hi and thresh) and
+// returns the run's side once it holds CheckBeyond checks beyond the line
+// (and on every check after, until Reset), else 0; beyond is how many it
+// holds and span how many checks it covers.
+func (t *CheckTally) Add(lo, hi, thresh float64) (side, beyond, span int) {
+	s := CheckSide(lo, hi, thresh)
+	if t.side != 0 {
+		t.span++
+	}
+	if s == 0 && lo > -thresh && hi < thresh || s != 0 && s != t.side || t.span >= CheckSpan {
+		// Within the line, beyond it on the other side, or the run's
+		// first miss too many checks ago: the run ends (a miss starts
+		// a new one).
+		*t = CheckTally{side: s}
+	}
+	if s != 0 {
+		t.beyond++
+	}
+	if t.side != 0 && t.beyond >= CheckBeyond {
+		return t.side, t.beyond, t.span + 1
+	}
+	return 0, t.beyond, t.span + 1
+}
+
+// Reset empties the run (a new round: the line changed).
+func (t *CheckTally) Reset() { *t = CheckTally{} }
 
 // median is the median of v (NaN for none); it sorts v.
 func median(v []float64) float64 {

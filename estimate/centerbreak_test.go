@@ -191,11 +191,11 @@ func TestCenterBreakNotOnNoise(t *testing.T) {
 
 // checkRun runs the engine's check exchanges against h: one exchange every
 // gap from `from` until `to`, judged by Check, and returns the local time
-// at which two in a row first lay beyond the line on one side (the
-// engine's CheckRun), with that side, or 0. It counts the exchanges Check
+// at which a CheckTally of them first said the line broke (as the
+// engine's does), with that side, or 0. It counts the exchanges Check
 // judged and those beyond.
 func checkRun(r *rand.Rand, h *Hull, c stepClock, from, to, gap int64, delay func(*rand.Rand) int64) (at int64, side, judged, beyond int) {
-	run, last := 0, 0
+	var tally CheckTally
 	for x := from; x < to; x += gap {
 		rd, _ := clockRound(r, c, x, 1, delay, 0)
 		lo, hi, thresh, ok := h.Check(rd[0])
@@ -203,16 +203,10 @@ func checkRun(r *rand.Rand, h *Hull, c stepClock, from, to, gap int64, delay fun
 			continue
 		}
 		judged++
-		s := CheckSide(lo, hi, thresh)
-		if s == 0 || s != last {
-			run = 0
+		if CheckSide(lo, hi, thresh) != 0 {
+			beyond++
 		}
-		last = s
-		if s == 0 {
-			continue
-		}
-		beyond++
-		if run++; run >= 2 && at == 0 {
+		if s, _, _ := tally.Add(lo, hi, thresh); s != 0 && at == 0 {
 			at, side = x, s
 		}
 	}
@@ -310,5 +304,193 @@ func TestHullCheck(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckTally: CheckBeyond checks beyond the line on one side within
+// CheckSpan checks say it broke; checks that say nothing neither count nor
+// end the run; one within the line, one beyond the other side, or the
+// run's first too many checks ago do.
+func TestCheckTally(t *testing.T) {
+	const th = 1000
+	up := [2]float64{1500, 9000}     // beyond, source ahead
+	down := [2]float64{-9000, -1500} // beyond, source behind
+	nothing := [2]float64{-20000, 20000}
+	within := [2]float64{-500, 800}
+	tests := []struct {
+		name   string
+		checks [][2]float64
+		want   int // side said on the last check
+	}{
+		{"two in a row", [][2]float64{up, up}, 1},
+		{"two behind", [][2]float64{down, down}, -1},
+		{"one", [][2]float64{up}, 0},
+		{"nothing between", [][2]float64{up, nothing, nothing, up}, 1},
+		{"within between", [][2]float64{up, within, up}, 0},
+		{"other side between", [][2]float64{up, down, up}, 0},
+		{"other side then two", [][2]float64{up, down, down}, -1},
+		{"nothing only", [][2]float64{nothing, nothing, nothing}, 0},
+		{"second is 7 checks on", [][2]float64{up, nothing, nothing, nothing, nothing, nothing, nothing, up}, 1},
+		{"second is 8 checks on", [][2]float64{up, nothing, nothing, nothing, nothing, nothing, nothing, nothing, up}, 0},
+		{"a new run from the late one", [][2]float64{up, nothing, nothing, nothing, nothing, nothing, nothing, nothing, up, up}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tally CheckTally
+			got := 0
+			for i, c := range tt.checks {
+				s, beyond, span := tally.Add(c[0], c[1], th)
+				if beyond < 0 || span < 1 || span > CheckSpan {
+					t.Fatalf("check %d: beyond %d, span %d", i, beyond, span)
+				}
+				got = s
+			}
+			if got != tt.want {
+				t.Errorf("side %d, want %d", got, tt.want)
+			}
+			tally.Reset()
+			if s, _, _ := tally.Add(up[0], up[1], th); s != 0 {
+				t.Errorf("after Reset one miss said %d", s)
+			}
+		})
+	}
+}
+
+// TestSuspectServedAfterChecks: the engine's path through a frequency
+// break between rounds. Checks every period/33 after a round find the
+// break (CheckTally), the hull is told to expect it, and a round at once
+// is a suspect; the line served from then until the verdict (period/16
+// later) goes through the round's location and is tilted by the checks'
+// frequency change: its error there is under half the error the old line
+// had reached, on floors and bells, +10 and -20 ppm. (Served shifted by
+// the shrunk miss and untilted, the bell's kept 34% at once and 60% at the
+// verdict; a floor's reached 62% at -20 ppm.)
+func TestSuspectServedAfterChecks(t *testing.T) {
+	links := []struct {
+		name  string
+		delay func(*rand.Rand) int64
+	}{
+		{"pareto", paretoWay},
+		{"normal 10 us", bellWay},
+	}
+	const t0, period, n = int64(1e15), int64(6e9), 240
+	gap := period / 33
+	for _, l := range links {
+		for _, dppb := range []float64{10_000, -20_000} {
+			t.Run(fmt.Sprintf("%s %+.0f ppm", l.name, dppb/1000), func(t *testing.T) {
+				found := 0
+				for seed := uint64(1); seed <= 4; seed++ {
+					r := rand.New(rand.NewPCG(seed, 17))
+					c := stepClock{t0: t0, ts: math.MaxInt64, off: float64(r.Int64N(2e9) - 1e9), ppb0: float64(r.Int64N(60000) - 30000)}
+					h := breakHull(t)
+					var end int64
+					for i := range 12 {
+						var rd []Sample
+						rd, end = clockRound(r, c, t0+int64(i)*period, n, l.delay, 0)
+						if err := h.AddRound(rd); err != nil {
+							t.Fatalf("seed %d round %d: %v", seed, i, err)
+						}
+						h.Center(end)
+					}
+					c.ts, c.dppb = end+500_000_000, dppb
+					fired, side, _, _ := checkRun(r, h, c, end+gap, end+period-gap/2, gap, l.delay)
+					if fired == 0 {
+						t.Logf("seed %d: the checks did not find the break before the next round", seed)
+						continue
+					}
+					found++
+					errAt := func(x int64) float64 {
+						y, _, ok := h.Center(x)
+						if !ok {
+							t.Fatalf("seed %d: no centre line", seed)
+						}
+						return float64(y - c.y(x))
+					}
+					before := errAt(fired)
+					h.ExpectBreak(side)
+					s0 := h.Suspects()
+					rd, rend := clockRound(r, c, fired+10_000_000, n, l.delay, 0)
+					if err := h.AddRound(rd); err != nil {
+						t.Fatal(err)
+					}
+					if h.Suspects() != s0+1 {
+						t.Errorf("seed %d: the round the checks asked for (the line %.1f us off) is no suspect", seed, before/1e3)
+						continue
+					}
+					now, verdict := errAt(rend), errAt(rend+period/16)
+					t.Logf("seed %d: found %.2f s after the break, %.1f us off; served %.1f us off, %.1f at the verdict", seed, float64(fired-c.ts)/1e9, before/1e3, now/1e3, verdict/1e3)
+					if math.Abs(now) > math.Abs(before)/2 || math.Abs(verdict) > math.Abs(before)/2 {
+						t.Errorf("seed %d: served %.1f us off and %.1f at the verdict, want under half the %.1f us the old line missed by", seed, now/1e3, verdict/1e3, before/1e3)
+					}
+				}
+				if found < 2 {
+					t.Errorf("the checks found the break in %d of 4 runs, want 2 at least", found)
+				}
+			})
+		}
+	}
+}
+
+// TestBreakTilt: the hinge fit on made-up checks. Narrow intervals (a
+// floor) pin the jump; wide ones (a bell) leave it to the midpoints;
+// fewer than minTiltChecks checks, or none before the first beyond the
+// line but too close to the round, give no tilt; and it never exceeds
+// maxTilt.
+func TestBreakTilt(t *testing.T) {
+	const sx = 4e9
+	hinge := func(tj, slope, x float64) float64 { return slope * max(0, x-tj) }
+	mk := func(tj, slope, q, noise float64, seed uint64) []checkPt {
+		r := rand.New(rand.NewPCG(seed, 3))
+		var cs []checkPt
+		for x := 0.2e9; x < sx; x += 0.18e9 {
+			mid := hinge(tj, slope, x) + noise*r.NormFloat64()
+			side := 0
+			if mid-q > 1000 {
+				side = 1
+			}
+			cs = append(cs, checkPt{x: x, mid: mid, q: q, side: side})
+		}
+		return cs
+	}
+	tests := []struct {
+		name             string
+		tj, slope, q, sd float64
+		lo, hi           float64 // the tilt wanted, ns per ns
+	}{
+		{"floor, 20 ppm", 3e9, 20e-6, 500, 200, 15e-6, 25e-6},
+		{"floor, 10 ppm early", 1e9, 10e-6, 500, 200, 8e-6, 12e-6},
+		{"bell, 20 ppm", 3e9, 20e-6, 25_000, 7_000, 10e-6, 40e-6},
+		{"bell, 10 ppm", 2e9, 10e-6, 25_000, 7_000, 5e-6, 20e-6},
+	}
+	for _, tt := range tests {
+		for seed := uint64(1); seed <= 3; seed++ {
+			cs := mk(tt.tj, tt.slope, tt.q, tt.sd, seed)
+			m := hinge(tt.tj, tt.slope, sx)
+			if got := breakTilt(cs, m, sx); got < tt.lo || got > tt.hi {
+				t.Errorf("%s seed %d: tilt %.2f ppm, want %.1f-%.1f", tt.name, seed, got*1e6, tt.lo*1e6, tt.hi*1e6)
+			}
+			mirror := make([]checkPt, len(cs))
+			for i, c := range cs {
+				mirror[i] = checkPt{x: c.x, mid: -c.mid, q: c.q, side: -c.side}
+			}
+			if got := breakTilt(mirror, -m, sx); got > -tt.lo || got < -tt.hi {
+				t.Errorf("%s seed %d, mirrored: tilt %.2f ppm, want %.1f-%.1f", tt.name, seed, got*1e6, -tt.hi*1e6, -tt.lo*1e6)
+			}
+		}
+	}
+	cs := mk(3e9, 20e-6, 500, 200, 1)
+	if got := breakTilt(cs[len(cs)-2:], 20e3, sx); got != 0 {
+		t.Errorf("two checks: tilt %g, want 0", got)
+	}
+	if got := breakTilt(cs, 1e6, sx); got != maxTilt {
+		t.Errorf("a 1-ms miss: tilt %g, want the cap %g", got, maxTilt)
+	}
+	// Every check beyond the line from the first on: the jump came before
+	// the checks, and nothing says when.
+	for i := range cs {
+		cs[i].side = 1
+	}
+	if got := breakTilt(cs, 20e3, sx); got != 0 {
+		t.Errorf("every check beyond: tilt %g, want 0", got)
 	}
 }

@@ -412,7 +412,7 @@ func (h *Hull) Reset() {
 	h.body.lines = false // the remembered lines' units are gone with the origin
 	h.body.roundTrack.reset()
 	h.floor.reset()
-	h.brk.suspect, h.brk.held = false, nil
+	h.brk.suspect, h.brk.held, h.brk.checks = false, nil, nil
 }
 
 // SetMaxSpan changes HullConfig.MaxSpan (ns, 0: no limit; negative values
