@@ -124,15 +124,19 @@ func TestChecksSource(t *testing.T) {
 				t.Fatalf("at the confirming round's time: %+v, want the round's first probe alone", rd.Messages)
 			}
 			td, _, end = answer(t, n, rd, confirm, []int64{10_000})
-			// A CheckErr report within the period of the last round checks
-			// started brings nothing forward; a second one about the same
-			// round is ignored.
+			// A CheckErr report within a quarter period of the round
+			// checks started puts the next round off to that quarter
+			// period; a second one about the same round is ignored.
 			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: CheckErr}, end+1000)
-			if rd = n.Ready(); rd.NextTick == end+1000 || len(rd.Messages) != 0 {
-				t.Fatalf("a CheckErr report within a period of the last: next tick %d (now %d), %+v", rd.NextTick, end+1000, rd.Messages)
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: CheckErr}, end+2000)
+			if rd = n.Ready(); len(rd.Messages) != 0 {
+				t.Fatalf("a CheckErr report within a quarter period of the last: %+v, want nothing now", rd.Messages)
 			}
-			if got := n.Snapshot().Children[0].CheckRounds; got != 1 {
-				t.Errorf("ChildSnapshot.CheckRounds = %d, want 1 (one a period)", got)
+			if due, want := n.children[0].due, at+p/checkRoundsDiv; due != want {
+				t.Fatalf("a CheckErr report within a quarter period of the last: next round at %d, want %d", due, want)
+			}
+			if got := n.Snapshot().Children[0].CheckRounds; got != 2 {
+				t.Errorf("ChildSnapshot.CheckRounds = %d, want 2", got)
 			}
 		})
 	}

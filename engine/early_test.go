@@ -76,3 +76,60 @@ func b2u(b bool) uint64 {
 	}
 	return 0
 }
+
+// TestFollowBroke: a child's BrokeErr report (its centre line restarted at
+// a frequency break on the round reported) brings the next round forward
+// to a quarter period after that round and the one after it to half a
+// period after that; then periods again. None on the ramp or with fixed
+// periods; a second BrokeErr about the same round counts once; a
+// BrokeErr about another round than the last is late.
+func TestFollowBroke(t *testing.T) {
+	tests := []struct {
+		name      string
+		adaptive  bool
+		ramp      bool
+		wantEarly bool
+	}{
+		{"break", true, false, true},
+		{"on the ramp", true, true, false},
+		{"fixed periods", false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testConfig(0, nil, []NodeID{1})
+			c.Adaptive = tc.adaptive
+			c.MinGlobalPeriod, c.InitialGlobalPeriod, c.MaxGlobalPeriod = 800e6, 800e6, 800e6
+			if tc.ramp {
+				c.InitialGlobalPeriod = 400e6
+			}
+			period := int64(c.InitialGlobalPeriod)
+			n := newNode(t, c)
+			n.Tick(0)
+			td, _, end := answer(t, n, n.Ready(), 0, []int64{10_000})
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round + 1, Err: BrokeErr}, end+4000)
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: BrokeErr}, end+5000)
+			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: BrokeErr}, end+6000)
+			rd := n.Ready()
+			want := end + period
+			if tc.wantEarly {
+				want = end + period/4
+			}
+			if rd.NextTick != want {
+				t.Fatalf("next round at %d, want %d (round ended at %d, period %d)", rd.NextTick, want, end, period)
+			}
+			if !tc.wantEarly {
+				return
+			}
+			if got := n.Snapshot().Children[0].Early; got != 1 {
+				t.Errorf("ChildSnapshot.Early = %d, want 1", got)
+			}
+			for i, gap := range []int64{period / 2, period} {
+				n.Tick(rd.NextTick)
+				_, _, end = answer(t, n, n.Ready(), rd.NextTick, []int64{10_000})
+				if rd = n.Ready(); rd.NextTick != end+gap {
+					t.Fatalf("follow-up %d: next round at %d, want %d", i+1, rd.NextTick, end+gap)
+				}
+			}
+		})
+	}
+}

@@ -525,7 +525,7 @@ func TestStepIgnoresStrangersAndCorruptReplies(t *testing.T) {
 }
 
 func TestErrReportWithInvalidValueIgnored(t *testing.T) {
-	for _, e := range []float64{math.NaN(), math.Inf(1), -2, -0.5} { // -1 is CheckErr (checks.go)
+	for _, e := range []float64{math.NaN(), math.Inf(1), -3, -0.5} { // -1 is CheckErr (checks.go), -2 BrokeErr (periods.go)
 		c := testConfig(0, nil, []NodeID{1})
 		n := newNode(t, c)
 		n.Tick(0)

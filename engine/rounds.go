@@ -64,6 +64,10 @@ type child struct {
 	checkDue, checkSent, checkTx, checkRoundAt int64
 	checkSeq                                   uint32
 	checkReported                              bool // a CheckErr report about lastDone came
+	// brokeReported: a BrokeErr report about lastDone came; followUps:
+	// the rounds still to come early after a break (followBroke).
+	brokeReported bool
+	followUps     int
 
 	// unanswered: the last round ended with its probe retries exhausted
 	// and no sample. Logged once when it starts and once when the child
@@ -279,9 +283,14 @@ func (n *Node) endRound(c *child, now int64, sent bool) {
 	c.state = idle
 	c.lastEnd = now
 	if sent {
-		c.lastDone, c.pending, c.reported, c.checkReported = c.round, true, false, false
+		c.lastDone, c.pending, c.reported, c.checkReported, c.brokeReported = c.round, true, false, false, false
 	}
 	c.due = now + c.period
+	if c.followUps > 0 && sent && !n.ramping(c) {
+		// The second round after a break: half a period on (followBroke).
+		c.followUps--
+		c.due = now + c.period/2
+	}
 	n.planChecks(c, now, sent)
 	heap.Push(&n.timers, c)
 	for len(n.waiting) > 0 && n.slotFree() {

@@ -170,6 +170,11 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if breaks2 > breaks {
 		s.stats.Breaks++
 		n.logger.Info("frequency break: the centre line rests on the rounds since the break", "source", s.id, "round", m.Round)
+		// The source brings the next rounds forward to measure the new
+		// frequency over more than the break's two rounds (followBroke).
+		s.stats.Reports++
+		n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: m.Round, Err: BrokeErr})
+		n.event(now, EvErrReport, s.id, BrokeErr)
 	}
 	n.judge(s, samples, contra, hullErr, now)
 	s.best, s.haveBest = best, true

@@ -116,7 +116,7 @@ func InvalidFields(m *Message, t MsgType) (field string, value any) {
 			return "mapping.wander", mp.Wander
 		}
 	case MsgErrReport:
-		if !fin(m.Err) || (m.Err < 0 && m.Err != CheckErr) || m.Err > MaxMsgErr {
+		if !fin(m.Err) || (m.Err < 0 && m.Err != CheckErr && m.Err != BrokeErr) || m.Err > MaxMsgErr {
 			return "err", m.Err
 		}
 	case MsgPeriodChange:

@@ -225,14 +225,23 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 // jump's rate for the period/16 it waits.
 func (b *breakState) serveSuspect(rm roundMissed, checks []checkPt) {
 	b.serve, b.sx, b.tilt = rm.miss, rm.x, 0
-	if len(b.locs) >= breakRounds {
-		if v := rm.loc - median(slices.Clone(b.locs)); (v > 0) == (rm.miss > 0) && math.Abs(v) > math.Abs(rm.miss) {
-			b.serve = v
-		}
+	if v, ok := b.unshrunk(rm); ok && (v > 0) == (rm.miss > 0) && math.Abs(v) > math.Abs(rm.miss) {
+		b.serve = v
 	}
 	if b.expect != 0 && (b.expect > 0) == (rm.miss > 0) {
 		b.tilt = breakTilt(checks, b.serve, b.sx)
 	}
+}
+
+// unshrunk is a round's location beyond the line less where the newest
+// rounds that held lay (breakState.locs); ok is false before breakRounds
+// of them.
+func (b *breakState) unshrunk(rm roundMissed) (float64, bool) {
+	if len(b.locs) < breakRounds {
+		return 0, false
+	}
+	v := rm.loc - median(slices.Clone(b.locs))
+	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
 // breakTilt is the frequency change (ns per ns) of a break whose error is
@@ -425,8 +434,9 @@ const checkTail = 0.99
 // or take half its round trip's excess over the fastest the hull has seen
 // (what queueing on either way can have moved the midpoint by, where the
 // two directions' floors are alike, as a round's fastest are shrunk in
-// roundMiss), or half its shortfall below it (an exchange faster than any
-// round saw leans on no floor). thresh is the error beyond which it counts as a miss:
+// roundMiss). A check can be faster than any round's exchange (a lone
+// packet queues behind none of the round's): its interval is its
+// midpoint. thresh is the error beyond which it counts as a miss:
 // breakMin, breakSigmas times the rounds' usual miss, and the checkTail
 // quantile of one exchange's shrunk miss in the newest rounds. An
 // exchange whose [lo, hi] lies beyond thresh on one side says the line
@@ -456,10 +466,7 @@ func (h *Hull) Check(s Sample) (lo, hi, thresh float64, ok bool) {
 	}
 	x := float64(ups[0].x+lows[0].x) / 2
 	mid, rtt := beyondLine(ups[0], lows[0], c+b.served(x), sk) // the line served (Center)
-	// An exchange faster than any the rounds saw is no floor to lean on
-	// (a load burst that widened a bell both ways, a new path): the
-	// further below, the less it says.
-	q := math.Abs(rtt-b.rttMin) / 2
+	q := max(0, rtt-b.rttMin) / 2
 	thresh = max(breakMin, breakSigmas*b.scale(), median(slices.Clone(b.tails)))
 	if math.IsNaN(mid) || math.IsNaN(q) || math.IsNaN(thresh) {
 		return 0, 0, 0, false
