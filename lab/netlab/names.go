@@ -3,9 +3,9 @@ package netlab
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
-	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strconv"
