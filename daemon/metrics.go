@@ -84,8 +84,9 @@ type SourceStats struct {
 	// frequency jumped; estimate's CenterBreaks).
 	FrequencyBreaks uint64
 	// Checks: check exchanges from the source judged against the centre
-	// line between rounds; CheckBreaks: times two in a row missed it on
-	// one side and the node asked for a round at once (engine
+	// line between rounds; CheckBreaks: times they missed it on one side
+	// (two beyond it within 8 checks) and the node asked for a round at
+	// once (engine
 	// ChecksPerPeriod; docs/estimators.md, "Check exchanges").
 	Checks, CheckBreaks uint64
 	// Exchanges from the source kept out of the estimators

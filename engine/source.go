@@ -167,6 +167,14 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 	suspects2, breaks2 := lineBreaks(s.sel)
 	suspect := suspects2 > suspects
+	if sh, ok := s.sel.(interface {
+		Suspect() (miss, serve, tilt float64, ok bool)
+	}); ok && suspect {
+		if miss, serve, tilt, ok := sh.Suspect(); ok {
+			n.logger.Info("suspect of a frequency break: the centre line holds the round back until the next", "source", s.id, "round", m.Round,
+				"miss_ns", int64(miss), "served_shift_ns", int64(serve), "served_tilt_ppb", int64(tilt*1e9))
+		}
+	}
 	if breaks2 > breaks {
 		s.stats.Breaks++
 		n.logger.Info("frequency break: the centre line rests on the rounds since the break", "source", s.id, "round", m.Round)

@@ -226,11 +226,21 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 func (b *breakState) serveSuspect(rm roundMissed, checks []checkPt) {
 	b.serve, b.sx, b.tilt = rm.miss, rm.x, 0
 	if v, ok := b.unshrunk(rm); ok && (v > 0) == (rm.miss > 0) && math.Abs(v) > math.Abs(rm.miss) {
-		b.serve = v
+		// At most the shrink added back: a round's location is noisier
+		// than its shrunk miss, and one far beyond it is no break's.
+		b.serve = math.Copysign(min(math.Abs(v), math.Abs(rm.miss)+rm.q), v)
 	}
 	if b.expect != 0 && (b.expect > 0) == (rm.miss > 0) {
 		b.tilt = breakTilt(checks, b.serve, b.sx)
 	}
+}
+
+// Suspect is the round held back as the suspect of a frequency break, if
+// one is: its miss (shrunk) and the line served meanwhile, shifted by
+// serve ns at the round and tilted by tilt (ns per ns).
+func (h *Hull) Suspect() (miss, serve, tilt float64, ok bool) {
+	b := &h.brk
+	return b.sd, b.serve, b.tilt, b.suspect
 }
 
 // unshrunk is a round's location beyond the line less where the newest
@@ -292,17 +302,23 @@ func breakTilt(checks []checkPt, m, sx float64) float64 {
 	if math.IsNaN(best) {
 		return 0
 	}
+	// At most tiltOver times the slope of a jump right after the first
+	// check: the checks' intervals on a bell are wide, and a hinge placed
+	// late overshot there.
 	t := m / (sx - best)
-	return max(-maxTilt, min(maxTilt, t))
+	lim := min(maxTilt, tiltOver*math.Abs(m)/(sx-first))
+	return max(-lim, min(lim, t))
 }
 
 // The tilt: at least minTiltChecks checks before the suspect round, a jump
 // at least minTiltSpan ns (100 ms) before it, a tilt of at most maxTilt
-// (100 ppm: more than any crystal's jump).
+// (100 ppm: more than any crystal's jump) and at most tiltOver times the
+// least a jump after the first check can have.
 const (
 	minTiltChecks = 3
 	minTiltSpan   = 100e6
 	maxTilt       = 100e-6
+	tiltOver      = 3
 )
 
 // keepNewest drops v's oldest values beyond n.
@@ -316,10 +332,10 @@ func keepNewest(v []float64, n int) []float64 {
 // roundMissed is what roundMiss reads off a round: its miss (the median
 // of its breakFastest fastest exchanges' midpoints beyond the line, each
 // shrunk toward it by half its round trip's excess over the fastest seen),
-// its own noise, its location (the same midpoints' median, unshrunk) and
-// its time (relative: the median of theirs; a round lasts up to a second,
-// in which a break's error grows 10 us at 10 ppm).
-type roundMissed struct{ miss, noise, loc, x float64 }
+// its own noise, its location (the same midpoints' median, unshrunk), its
+// time (relative: the median of theirs; a round lasts up to a second, in
+// which a break's error grows 10 us at 10 ppm) and their median shrink.
+type roundMissed struct{ miss, noise, loc, x, q float64 }
 
 // roundMiss is a round's miss against the line (c, s) (roundMissed); it
 // keeps the fastest round trip and the rounds' tails.
@@ -346,11 +362,11 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (rm roundMissed, ok bool)
 	rm.miss = median(shrunk)
 	rm.noise = madScale(mids) / math.Sqrt(float64(k))
 	rm.loc = median(mids)
-	at := make([]float64, k)
+	at, qs := make([]float64, k), make([]float64, k)
 	for i, x := range xs[:k] {
-		at[i] = x.x
+		at[i], qs[i] = x.x, max(0, x.rtt-b.rttMin)/2
 	}
-	rm.x = median(at)
+	rm.x, rm.q = median(at), median(qs)
 	ok = !math.IsNaN(rm.miss) && !math.IsInf(rm.miss, 0) && !math.IsNaN(rm.noise) && !math.IsNaN(rm.loc) && !math.IsInf(rm.loc, 0)
 	if ok && len(xs) >= breakFastest {
 		abs := make([]float64, len(all))
