@@ -117,9 +117,9 @@ const checkRoundsDiv = 4
 // (its checks missed its line): at most checkRoundsDiv such rounds a
 // period (a report sooner puts the round off until the limit allows it),
 // and none on the ramp or while a round is under way or waits.
-func (n *Node) followCheck(c *child, now int64) bool {
+func (n *Node) followCheck(c *child, now int64) {
 	if n.ramping(c) || c.state != idle || c.heapIdx < 0 {
-		return false
+		return
 	}
 	at := now
 	if c.checkRoundAt != 0 {
@@ -130,7 +130,7 @@ func (n *Node) followCheck(c *child, now int64) bool {
 		at = max(now, c.checkRoundAt+c.period/checkRoundsDiv)
 	}
 	if at >= c.due {
-		return false
+		return
 	}
 	c.checkRoundAt = at
 	// Not early: its own suspect brings the confirming round forward, the
@@ -139,7 +139,6 @@ func (n *Node) followCheck(c *child, now int64) bool {
 	heap.Fix(&n.timers, c.heapIdx)
 	c.stats.CheckRounds++
 	n.event(now, EvEarlyRound, c.id, float64(at-now))
-	return true
 }
 
 // checker is an estimator that judges check exchanges (estimate.Hull).

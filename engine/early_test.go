@@ -23,16 +23,7 @@ func TestFollowBreak(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := testConfig(0, nil, []NodeID{1})
-			c.Adaptive = tc.adaptive
-			c.MinGlobalPeriod, c.InitialGlobalPeriod, c.MaxGlobalPeriod = 800e6, 800e6, 800e6
-			if tc.ramp {
-				c.InitialGlobalPeriod = 400e6
-			}
-			period := int64(c.InitialGlobalPeriod)
-			n := newNode(t, c)
-			n.Tick(0)
-			td, _, end := answer(t, n, n.Ready(), 0, []int64{10_000})
+			n, period, td, end := earlyNode(t, tc.adaptive, tc.ramp)
 			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: tc.err}, end+5000)
 			rd := n.Ready()
 			want := end + period
@@ -70,6 +61,23 @@ func TestFollowBreak(t *testing.T) {
 	}
 }
 
+// earlyNode is a source with one child, 800-ms periods (400 ms at the
+// start on the ramp), after the child's first round: the node, its
+// period, the round's time diff and when it ended.
+func earlyNode(t *testing.T, adaptive, ramp bool) (n *Node, period int64, td Message, end int64) {
+	t.Helper()
+	c := testConfig(0, nil, []NodeID{1})
+	c.Adaptive = adaptive
+	c.MinGlobalPeriod, c.InitialGlobalPeriod, c.MaxGlobalPeriod = 800e6, 800e6, 800e6
+	if ramp {
+		c.InitialGlobalPeriod = 400e6
+	}
+	n = newNode(t, c)
+	n.Tick(0)
+	td, _, end = answer(t, n, n.Ready(), 0, []int64{10_000})
+	return n, int64(c.InitialGlobalPeriod), td, end
+}
+
 func b2u(b bool) uint64 {
 	if b {
 		return 1
@@ -96,16 +104,7 @@ func TestFollowBroke(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := testConfig(0, nil, []NodeID{1})
-			c.Adaptive = tc.adaptive
-			c.MinGlobalPeriod, c.InitialGlobalPeriod, c.MaxGlobalPeriod = 800e6, 800e6, 800e6
-			if tc.ramp {
-				c.InitialGlobalPeriod = 400e6
-			}
-			period := int64(c.InitialGlobalPeriod)
-			n := newNode(t, c)
-			n.Tick(0)
-			td, _, end := answer(t, n, n.Ready(), 0, []int64{10_000})
+			n, period, td, end := earlyNode(t, tc.adaptive, tc.ramp)
 			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round + 1, Err: BrokeErr}, end+4000)
 			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: BrokeErr}, end+5000)
 			n.Step(Message{Type: MsgErrReport, From: 1, To: 0, Round: td.Round, Err: BrokeErr}, end+6000)

@@ -29,25 +29,12 @@ func (n *Node) success(c *child, now int64) {
 }
 
 func (n *Node) errReport(c *child, m Message, now int64) {
-	if m.Err == CheckErr && m.Round == c.lastDone && c.lastDone != 0 && !c.checkReported {
-		// The child's checks missed its line (checks.go): beside the
-		// round's own report, if it sent one; no Liao error (the round
-		// had its verdict).
-		c.checkReported = true
-		c.stats.Reports++
-		n.event(now, EvErrReport, c.id, m.Err)
-		if n.cfg.Adaptive {
-			n.followCheck(c, now)
-		}
-		return
-	}
-	if m.Err == BrokeErr && m.Round == c.lastDone && c.lastDone != 0 && !c.brokeReported {
-		c.brokeReported = true
-		c.stats.Reports++
-		n.event(now, EvErrReport, c.id, m.Err)
-		if n.cfg.Adaptive {
-			n.followBroke(c, now)
-		}
+	// The child's checks missed its line (checks.go), or its line
+	// restarted at a break (followBroke): beside the round's own report,
+	// if it sent one, once a round; no Liao error (the round had its
+	// verdict).
+	if n.sideReport(c, m, now, CheckErr, &c.checkReported, n.followCheck) ||
+		n.sideReport(c, m, now, BrokeErr, &c.brokeReported, n.followBroke) {
 		return
 	}
 	if m.Round != c.lastDone || c.lastDone == 0 || c.reported {
@@ -84,6 +71,22 @@ func (n *Node) errReport(c *child, m Message, now int64) {
 			heap.Fix(&n.timers, c.heapIdx)
 		}
 	}
+}
+
+// sideReport takes a report saying want (CheckErr, BrokeErr) about the
+// child's last round, once (seen), and acts on it with follow when
+// Adaptive; it reports whether m was such a report.
+func (n *Node) sideReport(c *child, m Message, now int64, want float64, seen *bool, follow func(*child, int64)) bool {
+	if m.Err != want || m.Round != c.lastDone || c.lastDone == 0 || *seen {
+		return false
+	}
+	*seen = true
+	c.stats.Reports++
+	n.event(now, EvErrReport, c.id, m.Err)
+	if n.cfg.Adaptive {
+		follow(c, now)
+	}
+	return true
 }
 
 // earlyDiv: a round brought forward by followBreak starts 1/earlyDiv of
