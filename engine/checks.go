@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"container/heap"
-
 	"github.com/gclock/gclock/estimate"
 )
 
@@ -118,7 +116,7 @@ const checkRoundsDiv = 4
 // period (a report sooner puts the round off until the limit allows it),
 // and none on the ramp or while a round is under way or waits.
 func (n *Node) followCheck(c *child, now int64) {
-	if n.ramping(c) || c.state != idle || c.heapIdx < 0 {
+	if !n.mayFollow(c) {
 		return
 	}
 	at := now
@@ -129,16 +127,14 @@ func (n *Node) followCheck(c *child, now int64) {
 		// and the next round came 6 s after, the error grown to 64 us.
 		at = max(now, c.checkRoundAt+c.period/checkRoundsDiv)
 	}
-	if at >= c.due {
+	if !n.bringForward(c, now, at) {
 		return
 	}
 	c.checkRoundAt = at
 	// Not early: its own suspect brings the confirming round forward, the
 	// sooner as the checks found the break already (followBreak).
-	c.due, c.earlyNext, c.checkedNext = at, false, true
-	heap.Fix(&n.timers, c.heapIdx)
+	c.earlyNext, c.checkedNext = false, true
 	c.stats.CheckRounds++
-	n.event(now, EvEarlyRound, c.id, float64(at-now))
 }
 
 // checker is an estimator that judges check exchanges (estimate.Hull).

@@ -119,7 +119,7 @@ const BreakErr = 1 << 20
 // brings none forward itself (no chain of them: a child whose reports
 // stay large gets one early round per period at most).
 func (n *Node) followBreak(c *child, e float64, now int64) {
-	if !(e >= BreakErr) || n.ramping(c) || c.early || c.state != idle || c.heapIdx < 0 {
+	if !(e >= BreakErr) || c.early || !n.mayFollow(c) {
 		return
 	}
 	div := int64(earlyDiv)
@@ -129,14 +129,29 @@ func (n *Node) followBreak(c *child, e float64, now int64) {
 		// still runs at the old frequency until then).
 		div *= 2
 	}
-	at := max(now, c.lastEnd+c.period/div)
-	if at >= c.due {
-		return
+	if n.bringForward(c, now, max(now, c.lastEnd+c.period/div)) {
+		c.earlyNext = true
+		c.stats.Early++
 	}
-	c.due, c.earlyNext = at, true
+}
+
+// mayFollow reports whether a child's next round may be brought forward
+// (followBreak, followBroke, followCheck): off the ramp, idle and waiting
+// on the timer heap.
+func (n *Node) mayFollow(c *child) bool {
+	return !n.ramping(c) && c.state == idle && c.heapIdx >= 0
+}
+
+// bringForward moves a child's next round to at if that is sooner than it
+// is due, and says so (EvEarlyRound, Value the wait from now).
+func (n *Node) bringForward(c *child, now, at int64) bool {
+	if at >= c.due {
+		return false
+	}
+	c.due = at
 	heap.Fix(&n.timers, c.heapIdx)
-	c.stats.Early++
 	n.event(now, EvEarlyRound, c.id, float64(at-now))
+	return true
 }
 
 // BrokeErr is the error report (Message.Err) of a child whose centre line
@@ -156,18 +171,13 @@ const BrokeErr = -2
 // spans 4 and 12 times as long within a period. None on the ramp, while a
 // round is under way, or with a round due sooner.
 func (n *Node) followBroke(c *child, now int64) {
-	if n.ramping(c) || c.state != idle || c.heapIdx < 0 {
+	if !n.mayFollow(c) {
 		return
 	}
 	c.followUps = 1
-	at := max(now, c.lastEnd+c.period/4)
-	if at >= c.due {
-		return
+	if n.bringForward(c, now, max(now, c.lastEnd+c.period/4)) {
+		c.stats.Early++
 	}
-	c.due = at
-	heap.Fix(&n.timers, c.heapIdx)
-	c.stats.Early++
-	n.event(now, EvEarlyRound, c.id, float64(at-now))
 }
 
 // ChildReturned tells the node that child id has just started again, or

@@ -353,19 +353,16 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (rm roundMissed, ok bool)
 	}
 	k := min(breakFastest, len(xs))
 	shrunk, mids, all := make([]float64, k), make([]float64, k), make([]float64, len(xs))
+	at, qs := make([]float64, k), make([]float64, k)
 	for i, x := range xs {
 		all[i] = shrinkMiss(x.mid, x.rtt, b.rttMin)
 	}
 	for i, x := range xs[:k] {
-		shrunk[i], mids[i] = all[i], x.mid
+		shrunk[i], mids[i], at[i], qs[i] = all[i], x.mid, x.x, max(0, x.rtt-b.rttMin)/2
 	}
 	rm.miss = median(shrunk)
 	rm.noise = madScale(mids) / math.Sqrt(float64(k))
 	rm.loc = median(mids)
-	at, qs := make([]float64, k), make([]float64, k)
-	for i, x := range xs[:k] {
-		at[i], qs[i] = x.x, max(0, x.rtt-b.rttMin)/2
-	}
 	rm.x, rm.q = median(at), median(qs)
 	ok = !math.IsNaN(rm.miss) && !math.IsInf(rm.miss, 0) && !math.IsNaN(rm.noise) && !math.IsNaN(rm.loc) && !math.IsInf(rm.loc, 0)
 	if ok && len(xs) >= breakFastest {
