@@ -347,7 +347,9 @@ type Config struct {
 	CenterNoBreaks bool
 	// ChecksPerPeriod: between a child's rounds its source sends it this
 	// many check exchanges a period (one probe each, never retried;
-	// Adaptive only, not on the convergence ramp), and the child judges
+	// Adaptive only, not on the convergence ramp; period/(ChecksPerPeriod+1)
+	// apart and at least 100 ms: with the precise profile's 64 and 6-s
+	// period, 10 a second), and the child judges
 	// each against the centre line it serves (estimate's Hull.Check).
 	// Two of them beyond the line on one side within 8 checks
 	// (estimate.CheckTally) make the child report CheckErr at once, and
