@@ -185,7 +185,5 @@ func (n *Node) checkDiff(s *source, m Message, now int64) {
 	}
 	n.logger.Info("check exchanges missed the centre line: asking the source for a round now", "source", s.id, "round", s.round,
 		"miss_ns", int64(miss), "threshold_ns", int64(thresh), "beyond", beyond, "of_checks", span)
-	s.stats.Reports++
-	n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: s.round, Err: CheckErr})
-	n.event(now, EvErrReport, s.id, CheckErr)
+	n.report(s, s.round, CheckErr, now)
 }

@@ -88,6 +88,14 @@ func (n *Node) noteLine(s *source) {
 		"body_memory_s", sh.Memory/1e9, "floor_memory_s", sh.FloorMemory/1e9)
 }
 
+// report sends source s the error report e about round (a round's own
+// error, CheckErr, BrokeErr), counted and as an EvErrReport event.
+func (n *Node) report(s *source, round uint32, e float64, now int64) {
+	s.stats.Reports++
+	n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: round, Err: e})
+	n.event(now, EvErrReport, s.id, e)
+}
+
 func (n *Node) timeDiff(s *source, m Message, now int64) {
 	if s.haveRnd && m.Round <= s.round {
 		s.stats.Ignored++
@@ -180,9 +188,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		n.logger.Info("frequency break: the centre line rests on the rounds since the break", "source", s.id, "round", m.Round)
 		// The source brings the next rounds forward to measure the new
 		// frequency over more than the break's two rounds (followBroke).
-		s.stats.Reports++
-		n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: m.Round, Err: BrokeErr})
-		n.event(now, EvErrReport, s.id, BrokeErr)
+		n.report(s, m.Round, BrokeErr, now)
 	}
 	n.judge(s, samples, contra, hullErr, now)
 	s.best, s.haveBest = best, true
@@ -210,9 +216,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 				// BreakErr.
 				e = max(e, BreakErr)
 			}
-			s.stats.Reports++
-			n.send(Message{Type: MsgErrReport, From: n.cfg.ID, To: s.id, Round: m.Round, Err: e})
-			n.event(now, EvErrReport, s.id, e)
+			n.report(s, m.Round, e, now)
 		}
 	} else {
 		diff = 0

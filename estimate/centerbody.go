@@ -450,7 +450,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// own location (bodyCurve) rests on the share the whole memory chose:
 	// chosen per round, the least of five variances is too low, and the
 	// curvature read off them too sure. vSharp is the variance the
-	// floor's sharpness is judged against: the tenth's (tenthVar) where
+	// floor's sharpness is judged against: the tenth's (lowerMeet's) where
 	// the body is the lower body, else vCentre.
 	means := b.sharp.n > 0 && math.Exp(b.sharp.v) >= bodyLowerBell
 	share := 0.0
@@ -472,12 +472,14 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		}
 		if lower {
 			up, low := h.beyond(h.up.pts, 1, c, sk, tau, from), h.beyond(h.low.pts, -1, c, sk, tau, from)
+			// The tenth's variance is the sharpness's yardstick whichever
+			// statistic the body rests on (0 when it has none).
 			d, vq, ok := lowerMeet(up, low)
+			vt := vq
 			if means {
 				d, vq, share, ok = shareMeet(up, low, bodyLowerShares)
 			}
 			if ok {
-				vt := tenthVar(up, low)
 				if !(vt > 0) {
 					vt = vq
 				}
@@ -640,14 +642,6 @@ func shareMeet(up, low []wv, shares []float64) (d, v, share float64, ok bool) {
 		return 0, 0, 0, false
 	}
 	return d, v, share, true
-}
-
-// tenthVar is the variance of where the lower tenth (bodyQuantile) of
-// each direction's delays meet: the yardstick of a floor's sharpness
-// (bodyLowerBell), whatever share the lower body rests on.
-func tenthVar(up, low []wv) float64 {
-	_, v, _ := lowerMeet(up, low)
-	return v
 }
 
 // bodyLowerShares are the shares of each direction's lowest delays the

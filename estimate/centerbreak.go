@@ -358,7 +358,7 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (rm roundMissed, ok bool)
 		all[i] = shrinkMiss(x.mid, x.rtt, b.rttMin)
 	}
 	for i, x := range xs[:k] {
-		shrunk[i], mids[i], at[i], qs[i] = all[i], x.mid, x.x, max(0, x.rtt-b.rttMin)/2
+		shrunk[i], mids[i], at[i], qs[i] = all[i], x.mid, x.x, queueSlack(x.rtt, b.rttMin)
 	}
 	rm.miss = median(shrunk)
 	rm.noise = madScale(mids) / math.Sqrt(float64(k))
@@ -385,11 +385,14 @@ func beyondLine(up, low pt, c, s float64) (mid, rtt float64) {
 	return (u - l) / 2, u + l
 }
 
+// queueSlack is half an exchange's round trip's excess over the fastest
+// seen (ns): what queueing on either way can have moved its midpoint by.
+func queueSlack(rtt, rttMin float64) float64 { return max(0, rtt-rttMin) / 2 }
+
 // shrinkMiss is an exchange's midpoint beyond the line (mid, ns) shrunk
-// toward it by half its round trip's excess over the fastest seen: what
-// queueing on either way can have moved it by.
+// toward it by its queueSlack.
 func shrinkMiss(mid, rtt, rttMin float64) float64 {
-	q := max(0, rtt-rttMin) / 2
+	q := queueSlack(rtt, rttMin)
 	switch {
 	case mid > q:
 		return mid - q
@@ -479,7 +482,7 @@ func (h *Hull) Check(s Sample) (lo, hi, thresh float64, ok bool) {
 	}
 	x := float64(ups[0].x+lows[0].x) / 2
 	mid, rtt := beyondLine(ups[0], lows[0], c+b.served(x), sk) // the line served (Center)
-	q := max(0, rtt-b.rttMin) / 2
+	q := queueSlack(rtt, b.rttMin)
 	thresh = max(breakMin, breakSigmas*b.scale(), median(slices.Clone(b.tails)))
 	if math.IsNaN(mid) || math.IsNaN(q) || math.IsNaN(thresh) {
 		return 0, 0, 0, false
