@@ -76,6 +76,7 @@ type ViewSource struct {
 	FrequencyBreaks   uint64  `json:"frequency_breaks"` // the centre line followed a frequency jump (docs/estimators.md, "Frequency breaks")
 	Checks            uint64  `json:"checks"`           // check exchanges judged between rounds (docs/estimators.md, "Check exchanges")
 	CheckBreaks       uint64  `json:"check_breaks"`     // times they missed the line and a round was asked for at once
+	CheckTrends       uint64  `json:"check_trends"`     // of check_breaks, those their midpoints' trend found (docs/estimators.md, "The checks' trend")
 	Samples           int     `json:"samples"`
 	FrequencyPPM      float64 `json:"frequency_ppm"`
 	SkewPPM           float64 `json:"skew_ppm"` // bound of the frequency's error (0: no bound yet)
@@ -129,7 +130,7 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 	}
 	for _, src := range s.Sources {
 		v.Sources = append(v.Sources, ViewSource{ID: src.ID, Selected: src.Selected, Silent: src.Silent,
-			Rounds: src.Rounds, EstimatorRestarts: src.EstimatorRestarts, FrequencyBreaks: src.FrequencyBreaks, Checks: src.Checks, CheckBreaks: src.CheckBreaks, Samples: src.Samples,
+			Rounds: src.Rounds, EstimatorRestarts: src.EstimatorRestarts, FrequencyBreaks: src.FrequencyBreaks, Checks: src.Checks, CheckBreaks: src.CheckBreaks, CheckTrends: src.CheckTrends, Samples: src.Samples,
 			FrequencyPPM: src.Frequency * 1e6, SkewPPM: src.Skew * 1e6, GlobalPeriodNs: int64(src.GlobalPeriod),
 			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
 			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),

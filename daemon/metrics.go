@@ -85,10 +85,11 @@ type SourceStats struct {
 	FrequencyBreaks uint64
 	// Checks: check exchanges from the source judged against the centre
 	// line between rounds; CheckBreaks: times they missed it on one side
-	// (two beyond it within 8 checks) and the node asked for a round at
-	// once (engine
-	// ChecksPerPeriod; docs/estimators.md, "Check exchanges").
-	Checks, CheckBreaks uint64
+	// (two beyond it within 8 checks, or their midpoints' trend) and the
+	// node asked for a round at once (engine ChecksPerPeriod;
+	// docs/estimators.md, "Check exchanges"); CheckTrends: those of
+	// CheckBreaks the trend found.
+	Checks, CheckBreaks, CheckTrends uint64
 	// Exchanges from the source kept out of the estimators
 	// (gclock_samples_rejected_total): Corrupt ones had timestamps out of
 	// order, BelowFloor ones a round trip impossibly far below the path's
@@ -236,7 +237,7 @@ type collector struct {
 	offset, estErr, freq, st                            *prometheus.Desc
 	srcRounds, restarts, rejected, breaks               *prometheus.Desc
 	rounds, repeated, cut, retries, resent, rtt, period *prometheus.Desc
-	early, checked, chChecks, checks, checkBrk          *prometheus.Desc
+	early, checked, chChecks, checks, checkBrk, checkTr *prometheus.Desc
 	msg                                                 *prometheus.Desc
 	refChanges, silent                                  *prometheus.Desc
 	term, staleTerm                                     *prometheus.Desc
@@ -271,7 +272,8 @@ func newCollector(src Snapshotter) *collector {
 		rounds:     d("child_rounds_total", "Global resync rounds completed with a child.", "child"),
 		repeated:   d("child_rounds_repeated_total", "Rounds repeated because their shortest round trip was too long.", "child"),
 		checks:     d("source_check_exchanges_total", "Check exchanges from a source judged against the centre line between rounds (sync.checks_per_period).", "source"),
-		checkBrk:   d("source_check_breaks_total", "Times check exchanges missed the centre line on one side (two beyond it within 8 checks) and the node asked its source for a round at once (a clock's frequency jumped).", "source"),
+		checkBrk:   d("source_check_breaks_total", "Times check exchanges missed the centre line on one side (two beyond it within 8 checks, or their midpoints drifting away from it) and the node asked its source for a round at once (a clock's frequency jumped).", "source"),
+		checkTr:    d("source_check_trends_total", "Of source_check_breaks_total, the times the check exchanges' midpoints drifting away from the centre line found it (their trend test), not two beyond it.", "source"),
 		chChecks:   d("child_check_exchanges_total", "Check exchanges answered by a child and sent to it between rounds (sync.checks_per_period).", "child"),
 		checked:    d("child_rounds_checked_total", "Rounds started at once because the child's check exchanges missed its centre line (its error report said so).", "child"),
 		early:      d("child_rounds_early_total", "Rounds brought forward because the child's centre line missed a round as a frequency break would (its error report said so): the next round confirms it and measures the new frequency.", "child"),
@@ -316,7 +318,7 @@ func newCollector(src Snapshotter) *collector {
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected, c.breaks,
-		c.rounds, c.repeated, c.early, c.checked, c.chChecks, c.checks, c.checkBrk, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+		c.rounds, c.repeated, c.early, c.checked, c.chChecks, c.checks, c.checkBrk, c.checkTr, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
@@ -385,6 +387,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.breaks, src.FrequencyBreaks, id)
 		cnt(c.checks, src.Checks, id)
 		cnt(c.checkBrk, src.CheckBreaks, id)
+		cnt(c.checkTr, src.CheckTrends, id)
 		g(c.silent, b2f(src.Silent), id)
 		g(c.srcSel, b2f(src.Selected), id)
 		g(c.srcSamples, float64(src.Samples), id)

@@ -770,7 +770,7 @@ func (n *node) Snapshot() Snapshot {
 		s.FrequencyAdjustment = float64(t1.Est-t.Est-int64(time.Second)) / float64(time.Second)
 	}
 	for _, src := range es.Sources {
-		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, FrequencyBreaks: src.Breaks, Checks: src.Checks, CheckBreaks: src.CheckBreaks, Silent: src.Silent,
+		s.Sources = append(s.Sources, SourceStats{ID: uint32(src.Source), Rounds: src.Rounds, EstimatorRestarts: src.Restarts, FrequencyBreaks: src.Breaks, Checks: src.Checks, CheckBreaks: src.CheckBreaks, CheckTrends: src.CheckTrends, Silent: src.Silent,
 			RejectedCorrupt: src.Corrupt, RejectedBelowFloor: src.BelowFloor, RejectedOneWayBelowFloor: src.OneWayBelowFloor})
 	}
 	for _, c := range es.Children {

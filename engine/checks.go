@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	"github.com/gclock/gclock/estimate"
 )
 
@@ -20,13 +22,16 @@ import (
 // threshold from the rounds' own misses and spread) and takes nothing of
 // it into an estimator. estimate.CheckBeyond checks beyond the line on one
 // side, within estimate.CheckSpan checks and none within or beyond the
-// other side between them (estimate.CheckTally), and the child reports
-// CheckErr for the round it last took; the
-// source starts a round at once (followCheck), which the centre line then
-// judges as any other: a suspect, the line served shifted by its miss, and
-// a round early after it to confirm (followBreak). So a break is found
-// within a few checks (one every 0.18 s at the precise profile's 32 a
-// period of 6 s) instead of at the next round.
+// other side between them (estimate.CheckTally), or the checks' midpoints
+// since the round drifting away from the line (estimate.Hull.CheckTrend:
+// on a bell or a uniform link a check's interval is tens of us wide and
+// says little alone), and the child reports CheckErr for the round it
+// last took; the source starts a round at once (followCheck), which the
+// centre line then judges as any other: a suspect, the line served
+// shifted by its miss, and a round early after it to confirm
+// (followBreak). So a break is found within a few checks (one every 0.1 s
+// at the precise profile's 64 a period of 6 s) instead of at the next
+// round.
 
 // CheckErr is the error report (Message.Err) of a child whose check
 // exchanges missed its line: -1, no error a round reports (those are >=
@@ -108,8 +113,12 @@ func (n *Node) checkReply(c *child, m Message, now int64) {
 // its child's checks (followCheck). One was too few: on a 10-us bell in
 // the lab a round asked for by the checks did not move the line enough,
 // the checks missed it again 2.7 s later, and the next round came 4 s
-// after that, the error grown to 60 us.
-const checkRoundsDiv = 4
+// after that, the error grown to 60 us. 8 since the checks' trend (stop
+// 44), which finds a jump sooner and so also asks again sooner when its
+// first round was no suspect: gclock sim matrix --base
+// link-matrix-drift-step --seeds 1-30, uniform p99 11.0 -> 9.9 us against
+// 4, the bursts base unchanged.
+const checkRoundsDiv = 8
 
 // followCheck starts a child's round now when its report says CheckErr
 // (its checks missed its line): at most checkRoundsDiv such rounds a
@@ -140,12 +149,14 @@ func (n *Node) followCheck(c *child, now int64) {
 // checker is an estimator that judges check exchanges (estimate.Hull).
 type checker interface {
 	Check(estimate.Sample) (lo, hi, thresh float64, ok bool)
+	CheckTrend() (side int, z float64)
 }
 
 // checkDiff is the child's side: a check exchange about the round last
 // taken from s is judged against the line served, and a run of misses on
-// one side (estimate.CheckTally) makes the child report CheckErr (once a
-// round).
+// one side (estimate.CheckTally), or the checks' midpoints since the round
+// drifting away from the line (estimate.Hull.CheckTrend), makes the child
+// report CheckErr (once a round).
 func (n *Node) checkDiff(s *source, m Message, now int64) {
 	if !s.haveRnd || m.Round != s.round || len(m.Samples) != 1 || m.Samples[0].LocRecv <= s.checkRecv {
 		s.stats.Ignored++
@@ -171,7 +182,16 @@ func (n *Node) checkDiff(s *source, m Message, now int64) {
 	}
 	s.stats.Checks++
 	side, beyond, span := s.checks.Add(lo, hi, thresh)
-	if side == 0 || s.checkReported {
+	if s.checkReported {
+		return
+	}
+	var z float64
+	if side == 0 {
+		if side, z = ch.CheckTrend(); side != 0 {
+			s.stats.CheckTrends++
+		}
+	}
+	if side == 0 {
 		return
 	}
 	s.checkReported = true
@@ -184,6 +204,6 @@ func (n *Node) checkDiff(s *source, m Message, now int64) {
 		miss = hi
 	}
 	n.logger.Info("check exchanges missed the centre line: asking the source for a round now", "source", s.id, "round", s.round,
-		"miss_ns", int64(miss), "threshold_ns", int64(thresh), "beyond", beyond, "of_checks", span)
+		"miss_ns", int64(miss), "threshold_ns", int64(thresh), "beyond", beyond, "of_checks", span, "trend_z", math.Round(z*100)/100)
 	n.report(s, s.round, CheckErr, now)
 }

@@ -29,9 +29,11 @@ type SourceSnapshot struct {
 	Rejected   uint64  // rounds an estimator refused
 	// Checks: check exchanges judged against the centre line
 	// (Config.ChecksPerPeriod); CheckBreaks: times they missed it
-	// (estimate.CheckTally) and the node asked for a round (CheckErr).
-	Checks, CheckBreaks uint64
-	Ignored             uint64 // late or duplicate time diffs and corrupt samples
+	// (estimate.CheckTally, or their trend: estimate.Hull.CheckTrend) and
+	// the node asked for a round (CheckErr); CheckTrends: those of
+	// CheckBreaks that the trend found (the tally had not).
+	Checks, CheckBreaks, CheckTrends uint64
+	Ignored                          uint64 // late or duplicate time diffs and corrupt samples
 	// Exchanges kept out of the estimators, by reason: Corrupt ones had
 	// timestamps out of order (also in Ignored); BelowFloor ones a round
 	// trip impossibly far below the path's recent floor (Config.FloorSlack);
@@ -126,7 +128,6 @@ func (n *Node) Snapshot() Snapshot {
 	return s
 }
 
-// centerShape is what a centre-line estimator's line rests on.
 // lineBreaks is how many rounds e's centre line found suspect and how
 // many frequency breaks cut its window (a hull with
 // HullConfig.CenterBreaks; 0 for the others).
@@ -140,6 +141,17 @@ func lineBreaks(e estimate.Estimator) (suspects, breaks uint64) {
 	return 0, 0
 }
 
+// burstDrops is how many rounds e's centre line left out as a load
+// burst's, asked for by check exchanges (estimate.Hull.BurstDrops; 0 for
+// the others).
+func burstDrops(e estimate.Estimator) uint64 {
+	if b, ok := e.(interface{ BurstDrops() uint64 }); ok {
+		return b.BurstDrops()
+	}
+	return 0
+}
+
+// centerShape is what a centre-line estimator's line rests on.
 func centerShape(e estimate.Estimator) (estimate.CenterShape, bool) {
 	if c, ok := e.(interface {
 		CenterShape() (estimate.CenterShape, bool)

@@ -169,11 +169,15 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	}
 	n.setHullSpan(s, best, now)
 	suspects, breaks := lineBreaks(s.sel)
+	drops := burstDrops(s.sel)
 	hullErr := n.feed(s, s.hull, samples, now)
 	if s.sel != s.hull {
 		n.feed(s, s.sel, samples, now)
 	}
 	suspects2, breaks2 := lineBreaks(s.sel)
+	if burstDrops(s.sel) > drops {
+		n.logger.Info("the round the check exchanges asked for came in a load burst: left out of the centre line", "source", s.id, "round", m.Round)
+	}
 	suspect := suspects2 > suspects
 	if sh, ok := s.sel.(interface {
 		Suspect() (miss, serve, tilt float64, ok bool)

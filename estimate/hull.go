@@ -458,6 +458,8 @@ func (h *Hull) AddRound(round []Sample) error {
 	switch h.judgeBreak(round, ups, lows) {
 	case breakHold:
 		return nil // a suspect of a frequency break: the next round decides
+	case breakDrop:
+		return nil // asked for by the checks in a load burst: left out
 	case breakCut:
 		// A break: the window restarts from the held suspect round.
 		held := h.brk.held
