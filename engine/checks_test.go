@@ -221,3 +221,55 @@ func childAfterRound(t *testing.T, round uint32) (n *Node, at int64) {
 	}
 	return n, at
 }
+
+// trendChecker is an estimator whose checks hold the line (Check's
+// interval within its threshold) while their trend says side.
+type trendChecker struct {
+	estimate.Estimator
+	side     int
+	expected []int
+}
+
+func (c *trendChecker) Check(estimate.Sample) (lo, hi, thresh float64, ok bool) {
+	return -1000, 1000, 5000, true
+}
+func (c *trendChecker) CheckTrend() (int, float64) { return c.side, 5 * float64(c.side) }
+func (c *trendChecker) ExpectBreak(side int)       { c.expected = append(c.expected, side) }
+
+// TestCheckTrendReports: checks whose intervals hold the line but whose
+// trend (estimate.Hull.CheckTrend) says it broke make the child report
+// CheckErr once for the round, tell its estimator which side to expect,
+// and count the report in CheckBreaks and CheckTrends; without a trend,
+// nothing is reported.
+func TestCheckTrendReports(t *testing.T) {
+	for _, side := range []int{0, 1, -1} {
+		n, at := childAfterRound(t, 1)
+		src := n.sources[0]
+		tc := &trendChecker{Estimator: src.sel, side: side}
+		src.sel = tc
+		n.Ready()
+		reports := 0
+		for i := range 3 {
+			recv := at + int64(i+1)*100e6
+			n.Step(Message{Type: MsgTimeDiff, From: 0, To: 1, Round: 1, Check: true,
+				Samples: []estimate.Sample{{SrcSend: recv - 5000, LocRecv: recv, LocSend: recv + 1000, SrcRecv: recv + 6000}}}, recv+10000)
+			for _, m := range n.Ready().Messages {
+				if m.Type == MsgErrReport && m.Err == CheckErr {
+					reports++
+				}
+			}
+		}
+		want := 0
+		if side != 0 {
+			want = 1
+		}
+		st := src.stats
+		if reports != want || st.CheckBreaks != uint64(want) || st.CheckTrends != uint64(want) || st.Checks != 3 {
+			t.Errorf("trend side %d: %d CheckErr reports, CheckBreaks %d, CheckTrends %d, Checks %d; want %d, %d, %d, 3",
+				side, reports, st.CheckBreaks, st.CheckTrends, st.Checks, want, want, want)
+		}
+		if side != 0 && (len(tc.expected) != 1 || tc.expected[0] != side) {
+			t.Errorf("trend side %d: the estimator was told to expect %v", side, tc.expected)
+		}
+	}
+}
