@@ -38,6 +38,30 @@ func clockRound(r *rand.Rand, c stepClock, at int64, n int, delay func(*rand.Ran
 	return rd, at
 }
 
+// randomClock is a source's clock from t0 on: up to 1 s off and 30 ppm
+// fast or slow (drawn from r), no break.
+func randomClock(r *rand.Rand, t0 int64) stepClock {
+	return stepClock{t0: t0, ts: math.MaxInt64, off: float64(r.Int64N(2e9) - 1e9), ppb0: float64(r.Int64N(60000) - 30000)}
+}
+
+// warmHull is a breakHull fed rounds of n exchanges (each way delay)
+// period apart from t0, the line read after each as the engine does; it
+// returns the hull and the local time its last round ended.
+func warmHull(t *testing.T, r *rand.Rand, c stepClock, t0, period int64, rounds, n int, delay func(*rand.Rand) int64) (*Hull, int64) {
+	t.Helper()
+	h := breakHull(t)
+	var end int64
+	for i := range rounds {
+		var rd []Sample
+		rd, end = clockRound(r, c, t0+int64(i)*period, n, delay, 0)
+		if err := h.AddRound(rd); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		h.Center(end)
+	}
+	return h, end
+}
+
 // breakHull is the engine's centre hull for a daemon whose clock model
 // allows frequency steps (engine/estimators.go: spanLimited).
 func breakHull(t *testing.T) *Hull {
@@ -382,17 +406,8 @@ func TestSuspectServedAfterChecks(t *testing.T) {
 				found := 0
 				for seed := uint64(1); seed <= 4; seed++ {
 					r := rand.New(rand.NewPCG(seed, 17))
-					c := stepClock{t0: t0, ts: math.MaxInt64, off: float64(r.Int64N(2e9) - 1e9), ppb0: float64(r.Int64N(60000) - 30000)}
-					h := breakHull(t)
-					var end int64
-					for i := range 12 {
-						var rd []Sample
-						rd, end = clockRound(r, c, t0+int64(i)*period, n, l.delay, 0)
-						if err := h.AddRound(rd); err != nil {
-							t.Fatalf("seed %d round %d: %v", seed, i, err)
-						}
-						h.Center(end)
-					}
+					c := randomClock(r, t0)
+					h, end := warmHull(t, r, c, t0, period, 12, n, l.delay)
 					c.ts, c.dppb = end+500_000_000, dppb
 					fired, side, _, _ := checkRun(r, h, c, end+gap, end+period-gap/2, gap, l.delay)
 					if fired == 0 {

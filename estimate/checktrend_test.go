@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -94,7 +93,7 @@ func TestCheckTrend(t *testing.T) {
 				var trendN, tallyN int
 				for seed := uint64(1); seed <= 3; seed++ {
 					r := rand.New(rand.NewPCG(seed, 29))
-					c := stepClock{t0: t0, ts: math.MaxInt64, off: float64(r.Int64N(2e9) - 1e9), ppb0: float64(r.Int64N(60000) - 30000)}
+					c := randomClock(r, t0)
 					h := breakHull(t)
 					for i := range rounds {
 						rd, end := clockRound(r, c, t0+int64(i)*period, n, l.delay, 0)
@@ -188,17 +187,8 @@ func TestCheckRoundInBurstLeftOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := uint64(1); seed <= 3; seed++ {
 				r := rand.New(rand.NewPCG(seed, 31))
-				c := stepClock{t0: t0, ts: math.MaxInt64, off: float64(r.Int64N(2e9) - 1e9), ppb0: float64(r.Int64N(60000) - 30000)}
-				h := breakHull(t)
-				var end int64
-				for i := range 12 {
-					var rd []Sample
-					rd, end = clockRound(r, c, t0+int64(i)*period, n, bellWay, 0)
-					if err := h.AddRound(rd); err != nil {
-						t.Fatalf("seed %d round %d: %v", seed, i, err)
-					}
-					h.Center(end)
-				}
+				c := randomClock(r, t0)
+				h, end := warmHull(t, r, c, t0, period, 12, n, bellWay)
 				at := end + period/2
 				before, _, _ := h.Center(at + period)
 				if tc.asked {
