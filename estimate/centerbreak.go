@@ -167,8 +167,9 @@ const (
 // rounds' usual is left out of the centre line: the checks' alarm came
 // from a load burst, and so does the round. In the simulator's bursts
 // (link-matrix-bursts, normal 10 us, seed 10) the checks' trend fired in
-// a burst, the round it asked for (noise 4.6 us against the usual 1.5)
-// joined the line, and the line stayed 2-3 us off for 18 s.
+// a burst, the round it asked for (noise 4.6 us, where a round's on that
+// link is about 1.7) joined the line, and the line stayed 2-3 us off for
+// 18 s.
 const burstNoise = 2
 
 // judgeBreak judges a round (its samples, and its UP and LOW points
