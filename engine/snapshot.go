@@ -128,27 +128,23 @@ func (n *Node) Snapshot() Snapshot {
 	return s
 }
 
-// lineBreaks is how many rounds e's centre line found suspect and how
-// many frequency breaks cut its window (a hull with
-// HullConfig.CenterBreaks; 0 for the others).
-func lineBreaks(e estimate.Estimator) (suspects, breaks uint64) {
+// lineCounts are a centre line's counters (a hull with
+// HullConfig.CenterBreaks; zero for the others): the rounds it found
+// suspect, the frequency breaks that cut its window, and the rounds the
+// check exchanges asked for that it left out as a load burst's
+// (estimate.Hull.BurstDrops). The engine reads them before and after a
+// round to tell what the round did.
+type lineCounts struct{ suspects, breaks, drops uint64 }
+
+func centerCounts(e estimate.Estimator) lineCounts {
 	if b, ok := e.(interface {
 		Suspects() uint64
 		Breaks() uint64
+		BurstDrops() uint64
 	}); ok {
-		return b.Suspects(), b.Breaks()
+		return lineCounts{b.Suspects(), b.Breaks(), b.BurstDrops()}
 	}
-	return 0, 0
-}
-
-// burstDrops is how many rounds e's centre line left out as a load
-// burst's, asked for by check exchanges (estimate.Hull.BurstDrops; 0 for
-// the others).
-func burstDrops(e estimate.Estimator) uint64 {
-	if b, ok := e.(interface{ BurstDrops() uint64 }); ok {
-		return b.BurstDrops()
-	}
-	return 0
+	return lineCounts{}
 }
 
 // centerShape is what a centre-line estimator's line rests on.

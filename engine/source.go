@@ -168,17 +168,16 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 		s.checkRecv = max(s.checkRecv, x.LocRecv)
 	}
 	n.setHullSpan(s, best, now)
-	suspects, breaks := lineBreaks(s.sel)
-	drops := burstDrops(s.sel)
+	before := centerCounts(s.sel)
 	hullErr := n.feed(s, s.hull, samples, now)
 	if s.sel != s.hull {
 		n.feed(s, s.sel, samples, now)
 	}
-	suspects2, breaks2 := lineBreaks(s.sel)
-	if burstDrops(s.sel) > drops {
+	after := centerCounts(s.sel)
+	if after.drops > before.drops {
 		n.logger.Info("the round the check exchanges asked for came in a load burst: left out of the centre line", "source", s.id, "round", m.Round)
 	}
-	suspect := suspects2 > suspects
+	suspect := after.suspects > before.suspects
 	if sh, ok := s.sel.(interface {
 		Suspect() (miss, serve, tilt float64, ok bool)
 	}); ok && suspect {
@@ -187,7 +186,7 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 				"miss_ns", int64(miss), "served_shift_ns", int64(serve), "served_tilt_ppb", int64(tilt*1e9))
 		}
 	}
-	if breaks2 > breaks {
+	if after.breaks > before.breaks {
 		s.stats.Breaks++
 		n.logger.Info("frequency break: the centre line rests on the rounds since the break", "source", s.id, "round", m.Round)
 		// The source brings the next rounds forward to measure the new

@@ -50,16 +50,12 @@ const (
 	trendZ = 4.5
 )
 
-// trendOn: the checks' trend may say the line broke (tests turn it off to
-// compare).
-var trendOn = true
-
 // trend is the side (1: the source's time ahead of the line, -1: behind;
 // 0: none) on which the checks since the last round drift away from where
 // the checks before rounds that held lay, and the test's z (signed).
 func (b *breakState) trend() (side int, z float64) {
 	cs := b.checks
-	if !trendOn || len(b.base) < trendMinBase || len(cs) < trendMinChecks {
+	if len(b.base) < trendMinBase || len(cs) < trendMinChecks {
 		return 0, 0
 	}
 	loc, s := median(slices.Clone(b.base)), madScale(b.base)
