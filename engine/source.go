@@ -180,10 +180,15 @@ func (n *Node) timeDiff(s *source, m Message, now int64) {
 	suspect := after.suspects > before.suspects
 	if sh, ok := s.sel.(interface {
 		Suspect() (miss, serve, tilt float64, ok bool)
+		SuspectLocated() bool
 	}); ok && suspect {
 		if miss, serve, tilt, ok := sh.Suspect(); ok {
+			by := "miss" // its shrunk miss beyond the line
+			if sh.SuspectLocated() {
+				by = "location" // its midpoints' median, the checks having asked
+			}
 			n.logger.Info("suspect of a frequency break: the centre line holds the round back until the next", "source", s.id, "round", m.Round,
-				"miss_ns", int64(miss), "served_shift_ns", int64(serve), "served_tilt_ppb", int64(tilt*1e9))
+				"by", by, "miss_ns", int64(miss), "served_shift_ns", int64(serve), "served_tilt_ppb", int64(tilt*1e9))
 		}
 	}
 	if after.breaks > before.breaks {

@@ -87,9 +87,15 @@ type breakState struct {
 	// unshrunk), ns: where a round that holds lies, the two directions'
 	// difference of shape included.
 	locs []float64
+	// alls: the same rounds' median of all their midpoints beyond the
+	// line, unshrunk (located).
+	alls []float64
 	// checks: the check exchanges judged since the last round (Check), at
 	// most maxChecksKept: where each put the line's error, for the tilt.
 	checks []checkPt
+	// byLoc: the suspect is one by its location alone (located), its
+	// shrunk miss within its noise.
+	byLoc bool
 	// The line served while a suspect is held: shifted by serve at the
 	// suspect round's time sx (relative) and tilted by tilt (ns per ns)
 	// from there (served).
@@ -114,7 +120,7 @@ type checkPt struct {
 
 // maxChecksKept bounds breakState.checks (a period's checks are at most
 // 64: engine's ChecksPerPeriod).
-const maxChecksKept = 128
+const maxChecksKept = 256
 
 // scale is the rounds' usual miss: 1.4826 times the median |miss| of the
 // newest breakWindow rounds (a median, so that the first rounds' misses,
@@ -204,6 +210,23 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 	if b.expect != 0 && ready && (d > 0) == (b.expect > 0) && e > breakMin && e > expectSigmas*noise {
 		beyond = true // the checks saw the line missed on this side
 	}
+	byLoc := false
+	if b.expect != 0 && ready && !beyond && locateOn && !b.inBurst(noise) {
+		// The round's location, unshrunk (located): on a bell the shrink
+		// takes most of a true miss. For the round the checks asked for,
+		// and for the verdict on the suspect it made (against the line
+		// before it): in the lab on the uniform link a suspect by its
+		// location was not confirmed by the next round's shrunk miss, that
+		// round joined the line as one that held, and the break waited
+		// 10 s, 30 us off.
+		if v, sp, ok := b.located(rm); ok && (v > 0) == (b.expect > 0) && math.Abs(v) > breakMin && math.Abs(v) > expectSigmas*sp {
+			beyond, byLoc = true, true
+			if (d > 0) != (v > 0) || d == 0 {
+				d = math.Copysign(breakMin, v) // the suspect's side is the location's
+				rm.miss = d
+			}
+		}
+	}
 	// The expectation holds for one round, and for the verdict on a
 	// suspect that round made: it goes with any outcome but a suspect held.
 	defer func() {
@@ -226,18 +249,19 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 		}
 		fallthrough // beyond on the other side: a suspect itself
 	case beyond:
-		b.suspect, b.sd, b.sc, b.ss = true, d, c, s
+		b.suspect, b.sd, b.sc, b.ss, b.byLoc = true, d, c, s, byLoc
 		b.held = slices.Clone(round)
 		b.suspects++
 		b.serveSuspect(rm, checks)
 		return breakHold
 	}
-	if asked && len(b.noises) >= breakRounds && noise > burstNoise*median(slices.Clone(b.noises)) {
+	if asked && b.inBurst(noise) {
 		b.dropped++
 		return breakDrop
 	}
 	b.misses = keepNewest(append(b.misses, e), breakWindow)
 	b.locs = keepNewest(append(b.locs, rm.loc), breakWindow)
+	b.alls = keepNewest(append(b.alls, rm.all), breakWindow)
 	b.noises = keepNewest(append(b.noises, noise), breakWindow)
 	b.keepBase(checks)
 	b.judged++
@@ -273,15 +297,49 @@ func (h *Hull) Suspect() (miss, serve, tilt float64, ok bool) {
 	return b.sd, b.serve, b.tilt, b.suspect
 }
 
+// SuspectLocated says the suspect held (Suspect) is one by its location
+// alone: a round the checks asked for whose midpoints lie beyond the line
+// where its shrunk miss did not (located).
+func (h *Hull) SuspectLocated() bool { return h.brk.suspect && h.brk.byLoc }
+
 // unshrunk is a round's location beyond the line less where the newest
-// rounds that held lay (breakState.locs); ok is false before breakRounds
-// of them.
+// rounds that held lay (located); ok is false before breakRounds of them.
 func (b *breakState) unshrunk(rm roundMissed) (float64, bool) {
-	if len(b.locs) < breakRounds {
-		return 0, false
+	v, _, ok := b.located(rm)
+	return v, ok
+}
+
+// located is a round's location beyond the line, unshrunk, less where the
+// newest rounds that held lay, read from whichever of two statistics
+// places a round the more surely: the median of its breakFastest fastest
+// exchanges' midpoints (breakState.locs: on a floor they pin it) or the
+// median of all its midpoints (breakState.alls: on a bell the round trip
+// says nothing of an exchange's midpoint, and 240 place the round four
+// times as surely as 15). spread is that statistic's: the round's own
+// noise or the held rounds' spread about their median (1.4826 MAD),
+// whichever is more. ok is false before breakRounds rounds held.
+//
+// The shrunk miss that judges a round (roundMiss) is short of a break's
+// by its shrink: on a 10-us bell in the simulator a round the checks'
+// trend asked for 0.9 s after a 10-ppm jump, the line 9 us off, missed by
+// 0 us shrunk and 1.4 us by its fastest midpoints (noise 1.2) and was no
+// suspect; the error grew to 17 us before the next.
+func (b *breakState) located(rm roundMissed) (v, spread float64, ok bool) {
+	if len(b.locs) < breakRounds || len(b.alls) < breakRounds {
+		return 0, 0, false
 	}
-	v := rm.loc - median(slices.Clone(b.locs))
-	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+	v = rm.loc - median(slices.Clone(b.locs))
+	spread = max(rm.noise, madScale(b.locs))
+	if va, sa := rm.all-median(slices.Clone(b.alls)), max(rm.allNoise, madScale(b.alls)); sa < spread {
+		v, spread = va, sa
+	}
+	return v, spread, !math.IsNaN(v) && !math.IsInf(v, 0) && !math.IsNaN(spread) && !math.IsInf(spread, 0)
+}
+
+// inBurst says a round's own noise is beyond burstNoise times the newest
+// rounds' usual (false before breakRounds of them).
+func (b *breakState) inBurst(noise float64) bool {
+	return len(b.noises) >= breakRounds && noise > burstNoise*median(slices.Clone(b.noises))
 }
 
 // breakTilt is the frequency change (ns per ns) of a break whose error is
@@ -364,8 +422,10 @@ func keepNewest(v []float64, n int) []float64 {
 // shrunk toward it by half its round trip's excess over the fastest seen),
 // its own noise, its location (the same midpoints' median, unshrunk), its
 // time (relative: the median of theirs; a round lasts up to a second, in
-// which a break's error grows 10 us at 10 ppm) and their median shrink.
-type roundMissed struct{ miss, noise, loc, x, q float64 }
+// which a break's error grows 10 us at 10 ppm) and their median shrink;
+// and the median of all its midpoints beyond the line, unshrunk, with its
+// noise (located).
+type roundMissed struct{ miss, noise, loc, x, q, all, allNoise float64 }
 
 // roundMiss is a round's miss against the line (c, s) (roundMissed); it
 // keeps the fastest round trip and the rounds' tails.
@@ -394,7 +454,14 @@ func (h *Hull) roundMiss(ups, lows []pt, c, s float64) (rm roundMissed, ok bool)
 	rm.noise = madScale(mids) / math.Sqrt(float64(k))
 	rm.loc = median(mids)
 	rm.x, rm.q = median(at), median(qs)
-	ok = !math.IsNaN(rm.miss) && !math.IsInf(rm.miss, 0) && !math.IsNaN(rm.noise) && !math.IsNaN(rm.loc) && !math.IsInf(rm.loc, 0)
+	am := make([]float64, len(xs))
+	for i, x := range xs {
+		am[i] = x.mid
+	}
+	rm.allNoise = madScale(am) / math.Sqrt(float64(len(am)))
+	rm.all = median(am)
+	ok = !math.IsNaN(rm.miss) && !math.IsInf(rm.miss, 0) && !math.IsNaN(rm.noise) && !math.IsNaN(rm.loc) && !math.IsInf(rm.loc, 0) &&
+		!math.IsNaN(rm.all) && !math.IsInf(rm.all, 0) && !math.IsNaN(rm.allNoise)
 	if ok && len(xs) >= breakFastest {
 		abs := make([]float64, len(all))
 		for i, v := range all {
@@ -457,6 +524,11 @@ func CheckSide(lo, hi, thresh float64) int {
 // grew to 36 us before the next; a suspect also needs the next round
 // beyond on its side to be confirmed.
 const expectSigmas = 3
+
+// locateOn: a round the checks asked for is also a suspect when its
+// location (located) lies beyond expectSigmas times its spread on their
+// side (tests turn it off to compare).
+var locateOn = true
 
 // ExpectBreak tells the hull that check exchanges missed its line on side
 // (1: the source's time ahead of the line, -1: behind), so that the next
