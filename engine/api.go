@@ -348,11 +348,13 @@ type Config struct {
 	// ChecksPerPeriod: between a child's rounds its source sends it this
 	// many check exchanges a period (one probe each, never retried;
 	// Adaptive only, not on the convergence ramp; period/(ChecksPerPeriod+1)
-	// apart and at least 100 ms: with the precise profile's 64 and 6-s
-	// period, 10 a second), and the child judges
+	// apart and at least 50 ms: with the precise profile's 128 and 6-s
+	// period, 20 a second; at most 128), and the child judges
 	// each against the centre line it serves (estimate's Hull.Check).
 	// Two of them beyond the line on one side within 8 checks
-	// (estimate.CheckTally) make the child report CheckErr at once, and
+	// (estimate.CheckTally), or their midpoints drifting away from the
+	// line (estimate.Hull.CheckTrend), make the child report CheckErr at
+	// once, and
 	// the source starts a round then
 	// (followCheck): a frequency break is found within a fraction of the
 	// period instead of at the next round. 0: none (the default).

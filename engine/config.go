@@ -195,8 +195,8 @@ func (c Config) Check(bad func(field, format string, args ...any)) {
 	if c.AcquireRounds < 0 || c.AcquireRounds > 1000 {
 		bad("AcquireRounds", "%d outside [0, 1000] (0: 3)", c.AcquireRounds)
 	}
-	if c.ChecksPerPeriod < 0 || c.ChecksPerPeriod > 64 {
-		bad("ChecksPerPeriod", "%d outside [0, 64]", c.ChecksPerPeriod)
+	if c.ChecksPerPeriod < 0 || c.ChecksPerPeriod > 128 {
+		bad("ChecksPerPeriod", "%d outside [0, 128]", c.ChecksPerPeriod)
 	}
 	if c.MaxProbeRetries < 0 || c.MaxProbeRetries > 1000 {
 		bad("MaxProbeRetries", "%d outside [0, 1000]", c.MaxProbeRetries)

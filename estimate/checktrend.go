@@ -32,7 +32,13 @@ import (
 // midpoints, in units of the baseline's spread) where that is more than 1.
 // A jump moves the checks along the line and leaves their spread; a burst
 // widens it. The baseline's spread is 1.4826 times the median absolute
-// deviation of its midpoints.
+// deviation of its midpoints. A hinge placed late has few checks after it,
+// whose spread about its line says little (a few of a burst's checks on
+// one side fired the test); so each z is also divided by the newest
+// checks' own spread, from their successive differences (clipped, at
+// least trendLocal of them, since the hinge or before), where that is
+// more than the baseline's: a jump moves the checks slowly against their
+// noise and leaves those differences as they were (stop 45).
 const (
 	// trendBase: the newest checks before rounds that held kept as the
 	// baseline; trendMinBase of them before the test is run.
@@ -42,13 +48,26 @@ const (
 	trendMinChecks = 4
 	// trendClip: a standardized midpoint counts at most this much.
 	trendClip = 2.5
-	// trendZ: the z beyond which the checks say the line broke. At 4.5 a
-	// steady clock's checks never fired in TestCheckTrend (6 links, 3
-	// seeds, 18 periods of 59 checks each, a third with a load burst); 4
-	// found the simulator's jumps no sooner (gclock sim matrix --base
-	// link-matrix-drift-step, normal 10 us p99 6.5 us at 4.5, 7.0 at 4).
-	trendZ = 4.5
+	// trendZ: the z beyond which the checks say the line broke. 4.5 until
+	// stop 45, where a steady clock's checks never fired in TestCheckTrend;
+	// but on a bell the error the trend finds a jump at is the p99 under
+	// it (z grows as the 3/2 power of the time since the jump: 1.3-1.5 s
+	// at 10 ppm on a 10-us bell, 10 checks a second). At 3.75, with 20
+	// checks a second, 1.0 s; the test then says the line broke in a few
+	// steady periods in a hundred (trendFires in the tests), and a false
+	// alarm costs a round, judged as any other: a suspect needs its
+	// location beyond 3 times its spread on the alarm's side (located),
+	// a break the next round beyond too.
+	trendZ = 3.75
 )
+
+// trendLocal: the newest checks' own spread (trend) is read from at
+// least this many (0.8 s of checks at 20 a second).
+const trendLocal = 16
+
+// trendLocalOn: the newest checks' own spread studentizes the test too
+// (tests turn it off to compare).
+var trendLocalOn = true
 
 // trend is the side (1: the source's time ahead of the line, -1: behind;
 // 0: none) on which the checks since the last round drift away from where
@@ -95,6 +114,21 @@ func (b *breakState) trend() (side int, z float64) {
 			// it (unclipped) more than the baseline's, as in a burst,
 			// they weigh less.
 			v /= math.Sqrt(max(1, (srr-sr*sr/saa)/float64(m-1)))
+		}
+		if trendLocalOn {
+			// And where the newest checks (since the hinge, at least
+			// trendLocal of them) differ from each other more than the
+			// baseline's: a burst's, whatever the line. A jump moves
+			// them 1 us a check at 10 ppm, against a 10-us bell's 7.
+			w := max(0, min(k, len(cs)-trendLocal))
+			var dd float64
+			for j := w + 1; j < len(cs); j++ {
+				d := y[j] - y[j-1]
+				dd += d * d
+			}
+			if nd := len(cs) - w - 1; nd > 0 {
+				v /= math.Sqrt(max(1, dd/float64(nd)/2))
+			}
 		}
 		if math.Abs(v) > math.Abs(z) {
 			z = v
