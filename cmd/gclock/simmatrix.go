@@ -34,8 +34,10 @@ then counts for more (20m, seeds 1-5, three classes: about 6 minutes).
 class replaces its links.model and keeps the rest (loss, reordering,
 duplicates, phases, drift steps; not faults: the chrony stand-in runs none).
 Shipped conditions: link-matrix-lossy (10%% loss, 5%% reordered, 1%%
-duplicates), link-matrix-drift-step (two hosts' frequencies step) and
-link-matrix-bursts (every 10 s, 2 s of 4x jitter and scheduling noise);
+duplicates), link-matrix-drift-step (two hosts' frequencies step),
+link-matrix-drift-lab (every host's but the reference's +10 ppm, as gclock
+lab --step 35s:10) and link-matrix-bursts (every 10 s, 2 s of 4x jitter
+and scheduling noise);
 link-matrix-pause (a host stopped 10 s) runs with gclock sim alone.
 
 Classes: ` + "%s" + `
