@@ -119,7 +119,8 @@ func (b *breakState) trend() (side int, z float64) {
 			// And where the newest checks (since the hinge, at least
 			// trendLocal of them) differ from each other more than the
 			// baseline's: a burst's, whatever the line. A jump moves
-			// them 1 us a check at 10 ppm, against a 10-us bell's 7.
+			// them 0.5 us a check at 10 ppm and 20 checks a second,
+			// against a 10-us bell's 7.
 			w := max(0, min(k, len(cs)-trendLocal))
 			var dd float64
 			for j := w + 1; j < len(cs); j++ {
