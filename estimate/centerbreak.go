@@ -119,7 +119,7 @@ type checkPt struct {
 }
 
 // maxChecksKept bounds breakState.checks (a period's checks are at most
-// 64: engine's ChecksPerPeriod).
+// 128: engine's ChecksPerPeriod).
 const maxChecksKept = 256
 
 // scale is the rounds' usual miss: 1.4826 times the median |miss| of the
@@ -210,8 +210,8 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 	if b.expect != 0 && ready && (d > 0) == (b.expect > 0) && e > breakMin && e > expectSigmas*noise {
 		beyond = true // the checks saw the line missed on this side
 	}
-	byLoc := false
-	if b.expect != 0 && ready && !beyond && locateOn && !b.inBurst(noise) {
+	byLoc, burst := false, b.inBurst(noise)
+	if b.expect != 0 && ready && !beyond && locateOn && !burst {
 		// The round's location, unshrunk (located): on a bell the shrink
 		// takes most of a true miss. For the round the checks asked for,
 		// and for the verdict on the suspect it made (against the line
@@ -255,7 +255,7 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 		b.serveSuspect(rm, checks)
 		return breakHold
 	}
-	if asked && b.inBurst(noise) {
+	if asked && burst {
 		b.dropped++
 		return breakDrop
 	}
@@ -269,8 +269,9 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 }
 
 // serveSuspect sets the line served while a suspect is held: through the
-// suspect round's location beyond the line (its fastest exchanges'
-// midpoints unshrunk, less where the rounds that held lay: the shrunk
+// suspect round's location beyond the line (located: its fastest
+// exchanges' midpoints or all of them, unshrunk, less where the rounds
+// that held lay: the shrunk
 // miss that judges a round is short of a break's by its shrink, 10-19 us
 // of a 29-us miss on a 10-us bell in the simulator), and, when check
 // exchanges since the last round saw the miss coming on its side, tilted
@@ -279,7 +280,7 @@ func (h *Hull) judgeBreak(round []Sample, ups, lows []pt) int {
 // jump's rate for the period/16 it waits.
 func (b *breakState) serveSuspect(rm roundMissed, checks []checkPt) {
 	b.serve, b.sx, b.tilt = rm.miss, rm.x, 0
-	if v, ok := b.unshrunk(rm); ok && (v > 0) == (rm.miss > 0) && math.Abs(v) > math.Abs(rm.miss) {
+	if v, _, ok := b.located(rm); ok && (v > 0) == (rm.miss > 0) && math.Abs(v) > math.Abs(rm.miss) {
 		// At most the shrink added back: a round's location is noisier
 		// than its shrunk miss, and one far beyond it is no break's.
 		b.serve = math.Copysign(min(math.Abs(v), math.Abs(rm.miss)+rm.q), v)
@@ -301,13 +302,6 @@ func (h *Hull) Suspect() (miss, serve, tilt float64, ok bool) {
 // alone: a round the checks asked for whose midpoints lie beyond the line
 // where its shrunk miss did not (located).
 func (h *Hull) SuspectLocated() bool { return h.brk.suspect && h.brk.byLoc }
-
-// unshrunk is a round's location beyond the line less where the newest
-// rounds that held lay (located); ok is false before breakRounds of them.
-func (b *breakState) unshrunk(rm roundMissed) (float64, bool) {
-	v, _, ok := b.located(rm)
-	return v, ok
-}
 
 // located is a round's location beyond the line, unshrunk, less where the
 // newest rounds that held lay, read from whichever of two statistics

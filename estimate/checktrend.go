@@ -86,6 +86,13 @@ func (b *breakState) trend() (side int, z float64) {
 		raw[i] = (c.mid - loc) / s
 		y[i] = max(-trendClip, min(trendClip, raw[i]))
 	}
+	// diffs[w]: the squared successive differences of the clipped
+	// midpoints from check w on (for the newest checks' own spread).
+	diffs := make([]float64, len(cs)+1)
+	for j := len(cs) - 1; j > 0; j-- {
+		d := y[j] - y[j-1]
+		diffs[j-1] = diffs[j] + d*d
+	}
 	for k := range cs {
 		// The hinge at the check before k (for the first, as far before
 		// it as the second is after: a jump between the round and the
@@ -122,13 +129,8 @@ func (b *breakState) trend() (side int, z float64) {
 			// them 0.5 us a check at 10 ppm and 20 checks a second,
 			// against a 10-us bell's 7.
 			w := max(0, min(k, len(cs)-trendLocal))
-			var dd float64
-			for j := w + 1; j < len(cs); j++ {
-				d := y[j] - y[j-1]
-				dd += d * d
-			}
 			if nd := len(cs) - w - 1; nd > 0 {
-				v /= math.Sqrt(max(1, dd/float64(nd)/2))
+				v /= math.Sqrt(max(1, diffs[w]/float64(nd)/2))
 			}
 		}
 		if math.Abs(v) > math.Abs(z) {

@@ -116,6 +116,12 @@ func trendPeriods(t *testing.T, l trendLink, seed uint64, rounds int) (h *Hull, 
 // and those in which the checks' trend said the line broke.
 type trendFires struct{ quiet, quietFired, burst, burstFired int }
 
+// add counts g's periods in f.
+func (f *trendFires) add(g trendFires) {
+	f.quiet, f.quietFired = f.quiet+g.quiet, f.quietFired+g.quietFired
+	f.burst, f.burstFired = f.burst+g.burst, f.burstFired+g.burstFired
+}
+
 // The share of steady periods in which the checks' trend may say the line
 // broke (a false alarm costs a round, judged as any other: a suspect
 // needs its location beyond 3 times its spread on the alarm's side, and
@@ -169,8 +175,7 @@ func TestCheckTrend(t *testing.T) {
 				var fires trendFires
 				for seed := uint64(1); seed <= 3; seed++ {
 					h, c, r, end, f := trendPeriods(t, l, seed, rounds)
-					fires.quiet, fires.quietFired = fires.quiet+f.quiet, fires.quietFired+f.quietFired
-					fires.burst, fires.burstFired = fires.burst+f.burst, fires.burstFired+f.burstFired
+					fires.add(f)
 					if dppb == 0 {
 						continue
 					}
@@ -232,7 +237,7 @@ func TestCheckTrendBurstSpread(t *testing.T) {
 			count := func() (f trendFires) {
 				for seed := uint64(1); seed <= 3; seed++ {
 					_, _, _, _, g := trendPeriods(t, l, seed, 22)
-					f.burst, f.burstFired = f.burst+g.burst, f.burstFired+g.burstFired
+					f.add(g)
 				}
 				return f
 			}
