@@ -492,16 +492,16 @@ func (l *Lab) RunGclock(ctx context.Context, gc GclockConfig) (GclockResult, err
 }
 
 // limits adds to res what each host's logged exchanges allowed
-// (replayLimit), and their mean over the hosts to the summary, as the
-// simulator's matrix does. Not where the truth changes during the run
+// (replayLimit), and the run's limit to the summary (runLimit: the one
+// textbook estimator least on the hosts' mean), as the simulator's matrix
+// does. Not where the truth changes during the run
 // (faults, failover, a reference serving CLOCK_REALTIME): a replay of one
 // source cannot follow it. A replay that fails is named in LimitError.
 func (r *gclockRun) limits(res *GclockResult, memory float64) {
 	if r.realtime || len(r.gc.Faults) > 0 || r.gc.FailoverAfter > 0 {
 		return
 	}
-	var sum LimitFigures
-	hosts := 0
+	var hosts []*LimitFigures
 	for i := 1; i < r.n && i < len(res.Nodes); i++ {
 		f, ok, err := r.replayLimit(i, memory)
 		if err != nil {
@@ -512,16 +512,15 @@ func (r *gclockRun) limits(res *GclockResult, memory float64) {
 			continue
 		}
 		res.Nodes[i].Limit = &f
-		sum.LimitNs += f.LimitNs
-		sum.OracleNs += f.OracleNs
-		sum.Evaluations += f.Evaluations
-		hosts++
+		hosts = append(hosts, &f)
 	}
-	if hosts > 0 {
-		sum.LimitNs /= float64(hosts)
-		sum.OracleNs /= float64(hosts)
-		sum.LimitName = fmt.Sprintf("mean of %d hosts' best", hosts)
+	if len(hosts) == 0 {
+		return
+	}
+	if sum, ok := runLimit(hosts); ok {
 		res.Summary.Limit = &sum
+	} else {
+		res.LimitError = "no textbook estimator had a line on every host"
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/eval/limit"
 	"github.com/gclock/gclock/internal/quantile"
 )
 
@@ -21,10 +22,20 @@ import (
 // is the centre-line estimator on the same exchanges (daemon.Replay), a
 // check that the replay is the daemon's estimator.
 type LimitFigures struct {
-	// LimitNs is the best textbook estimator's median |error|, chosen
-	// with hindsight, and LimitName which one (eval/limit).
-	LimitNs   float64 `json:"limit_ns"`
-	LimitName string  `json:"limit"`
+	// LimitNs is the median |error| of the run's best textbook
+	// estimator, chosen with hindsight for the run (the one whose mean
+	// over the hosts is least: limit.Common), and LimitName which one; in
+	// the run's summary the mean over the hosts. LuckiestNs is the least
+	// of the host's own medians and LuckiestName its estimator (in the
+	// summary their mean): the limit until stop 46, below any one
+	// estimator's by the luck of choosing per host (eval/limit, Common).
+	LimitNs      float64 `json:"limit_ns"`
+	LimitName    string  `json:"limit"`
+	LuckiestNs   float64 `json:"luckiest_ns,omitempty"`
+	LuckiestName string  `json:"luckiest,omitempty"`
+	// MediansNs is every textbook estimator's median |error| on the host
+	// (limit.Names order; null where it never had a line).
+	MediansNs []*float64 `json:"medians_ns,omitempty"`
 	// OracleNs is the oracle's median |error|: a Kalman filter of the
 	// rounds told the clocks' true random walk of the frequency.
 	OracleNs float64 `json:"oracle_ns"`
@@ -125,6 +136,55 @@ func (r *gclockRun) replayLimit(i int, memory float64) (LimitFigures, bool, erro
 	for k, e := range res.Errors {
 		abs[k] = max(e, -e)
 	}
-	return LimitFigures{LimitNs: res.Limit.Best, LimitName: res.Limit.BestName, OracleNs: res.Limit.Oracle,
+	return LimitFigures{LimitNs: res.Limit.Best, LimitName: res.Limit.BestName, LuckiestNs: res.Limit.Best, LuckiestName: res.Limit.BestName,
+		MediansNs: medians(res.Limit.Medians), OracleNs: res.Limit.Oracle,
 		ReplayP50Ns: quantile.Of(abs, 0.5)[0], Evaluations: len(res.Errors)}, true, nil
+}
+
+// medians is m for JSON: NaN (never a line) as null.
+func medians(m []float64) []*float64 {
+	out := make([]*float64, len(m))
+	for i := range m {
+		if !math.IsNaN(m[i]) {
+			out[i] = &m[i]
+		}
+	}
+	return out
+}
+
+// limitResult is f back as the limit.Result that Common reads.
+func (f LimitFigures) limitResult() limit.Result {
+	r := limit.Result{Best: f.LuckiestNs, BestName: f.LuckiestName, Oracle: f.OracleNs}
+	for _, m := range f.MediansNs {
+		v := math.NaN()
+		if m != nil {
+			v = *m
+		}
+		r.Medians = append(r.Medians, v)
+	}
+	return r
+}
+
+// runLimit is the run's limit from its hosts' figures (limit.Common): each
+// host's LimitNs becomes its median under the run's best estimator, and the
+// summary their mean, beside the mean of the hosts' own best. ok false when
+// no estimator had a line on every host.
+func runLimit(hosts []*LimitFigures) (sum LimitFigures, ok bool) {
+	rs := make([]limit.Result, len(hosts))
+	for i, f := range hosts {
+		rs[i] = f.limitResult()
+	}
+	c, ok := limit.Common(rs)
+	if !ok {
+		return LimitFigures{}, false
+	}
+	for i, f := range hosts {
+		f.LimitNs, f.LimitName = c.PerHost[i], c.Name
+		sum.OracleNs += f.OracleNs
+		sum.Evaluations += f.Evaluations
+	}
+	sum.OracleNs /= float64(len(hosts))
+	sum.LimitNs, sum.LimitName = c.Mean, c.String()
+	sum.LuckiestNs, sum.LuckiestName = c.Luckiest, fmt.Sprintf("mean of %d hosts' own best", len(hosts))
+	return sum, true
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gclock/gclock/clock"
 	"github.com/gclock/gclock/daemon"
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/eval/limit"
 	"github.com/gclock/gclock/internal/conf"
 )
 
@@ -129,4 +130,55 @@ func medianAbs(errs []int64) int64 {
 		return math.MaxInt64
 	}
 	return a[len(a)/2]
+}
+
+// TestRunLimit: the run's limit is one estimator's mean over the hosts
+// (the one least on that mean), each host's figure becomes its median
+// under it, and the hosts' own best is kept beside; an estimator without
+// a line on some host is not eligible.
+func TestRunLimit(t *testing.T) {
+	f := func(v ...float64) *float64 { return &v[0] }
+	n := len(limit.Names())
+	host := func(vals map[int]float64, oracle float64) *LimitFigures {
+		lf := &LimitFigures{MediansNs: make([]*float64, n), OracleNs: oracle, Evaluations: 10}
+		best := math.Inf(1)
+		for i := range lf.MediansNs {
+			v, ok := vals[i]
+			if !ok {
+				v = 900
+			}
+			if !math.IsNaN(v) {
+				lf.MediansNs[i] = f(v)
+				if v < best {
+					best, lf.LuckiestNs, lf.LuckiestName = v, v, limit.Names()[i]
+				}
+			}
+		}
+		lf.LimitNs, lf.LimitName = lf.LuckiestNs, lf.LuckiestName
+		return lf
+	}
+	hosts := []*LimitFigures{
+		host(map[int]float64{0: 100, 3: 300}, 200),
+		host(map[int]float64{0: 800, 3: 320, 6: 150}, 400),
+		host(map[int]float64{0: math.NaN(), 1: 50, 3: 340}, 300),
+	}
+	sum, ok := runLimit(hosts)
+	if !ok {
+		t.Fatal("no run limit")
+	}
+	want := limit.Names()[3]
+	if sum.LimitNs != 320 || sum.LimitName != want+" over 3 hosts" || sum.LuckiestNs != (100+150+50)/3.0 || sum.OracleNs != 300 || sum.Evaluations != 30 {
+		t.Errorf("summary %+v: want %s 320 ns, luckiest 100, oracle 300, 30 evaluations", sum, want)
+	}
+	for i, wantNs := range []float64{300, 320, 340} {
+		if hosts[i].LimitNs != wantNs || hosts[i].LimitName != want {
+			t.Errorf("host %d: limit %v %s, want %v %s", i, hosts[i].LimitNs, hosts[i].LimitName, wantNs, want)
+		}
+	}
+	if hosts[2].LuckiestName != limit.Names()[1] || hosts[2].LuckiestNs != 50 {
+		t.Errorf("host 2's own best %s %v, want %s 50", hosts[2].LuckiestName, hosts[2].LuckiestNs, limit.Names()[1])
+	}
+	if _, ok := runLimit([]*LimitFigures{{MediansNs: make([]*float64, n)}}); ok {
+		t.Error("a host without any line gave a run limit")
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gclock/gclock/cmd/internal/usage"
 	"github.com/gclock/gclock/daemon"
+	"github.com/gclock/gclock/eval/limit"
 	"github.com/gclock/gclock/internal/quantile"
 	"github.com/gclock/gclock/lab"
 )
@@ -36,10 +37,15 @@ type labReplayRow struct {
 	P90Ns       int64   `json:"error_p90_ns"`
 	P99Ns       int64   `json:"error_p99_ns"`
 	BiasNs      float64 `json:"error_bias_ns"`
-	// Limit: the best textbook estimator's median |error| on the same
-	// exchanges and evaluations (--limit; eval/limit), and which.
-	LimitNs   float64 `json:"limit_ns,omitempty"`
-	LimitName string  `json:"limit,omitempty"`
+	// Limit: the median |error| on the same exchanges and evaluations of
+	// the textbook estimator least on the files' mean (--limit;
+	// eval/limit, Common: one choice for the files given), and which; on
+	// the "all" row their mean. Luckiest: the least of the file's own
+	// textbook medians and which (the mean of them on "all").
+	LimitNs      float64 `json:"limit_ns,omitempty"`
+	LimitName    string  `json:"limit,omitempty"`
+	LuckiestNs   float64 `json:"luckiest_ns,omitempty"`
+	LuckiestName string  `json:"luckiest,omitempty"`
 	// OracleNs: the Kalman filter told the clocks' true wander (0 on raw
 	// clocks) on the same exchanges (eval/limit's oracle).
 	OracleNs float64 `json:"oracle_ns,omitempty"`
@@ -76,7 +82,7 @@ flags:
 	memory := fs.Float64("center-memory", lab.LabDaemonConfig().Sync.CenterMemory, "the centre line's memory in rounds, as the lab's daemons (sync.center_memory; 0: none)")
 	warmup := fs.Duration("warmup", time.Duration(rc.Warmup), "left out of the figures after the first exchange")
 	asJSON := fs.Bool("json", false, "print JSON")
-	withLimit := fs.Bool("limit", false, "also the limit: the best of the textbook estimators (eval/limit) on the same exchanges, chosen with hindsight, and the oracle (a Kalman filter told the clocks' true random walk of the frequency: none on raw clocks)")
+	withLimit := fs.Bool("limit", false, "also the limit: the textbook estimator (eval/limit) least on the files' mean, chosen with hindsight for the files given, beside each file's own best, and the oracle (a Kalman filter told the clocks' true random walk of the frequency: none on raw clocks)")
 	floorCheck := fs.String("floor", "on", "the floor filter the daemon runs before its estimators: on (round trip and one way), round-trip (the round trip alone), off")
 	breaks := fs.Bool("breaks", true, "frequency breaks cut the centre line's window, as the daemon's (estimate.HullConfig.CenterBreaks; the replay has no early rounds: a suspect waits for the next logged round)")
 	floorOnly := fs.Bool("floor-only", false, "the centre line on the fastest exchanges alone (the estimator before the body line)")
@@ -104,6 +110,8 @@ flags:
 	}
 	var rows []labReplayRow
 	var all []int64
+	var limits []limit.Result // --limit: each file's, and its row in rows
+	var limitRows []int
 	total := labReplayRow{File: "all"}
 	for _, path := range fs.Args() {
 		f, err := os.Open(path)
@@ -135,7 +143,9 @@ flags:
 		row.BelowFloor, row.OneWayBelowFloor = res.BelowFloor, res.OneWayBelowFloor
 		row.Suspects, row.Breaks = res.Suspects, res.Breaks
 		if res.Limit != nil {
-			row.LimitNs, row.LimitName, row.OracleNs = res.Limit.Best, res.Limit.BestName, res.Limit.Oracle
+			row.LuckiestNs, row.LuckiestName, row.OracleNs = res.Limit.Best, res.Limit.BestName, res.Limit.Oracle
+			limits = append(limits, *res.Limit)
+			limitRows = append(limitRows, len(rows))
 		}
 		rows = append(rows, row)
 		all = append(all, res.Errors...)
@@ -148,6 +158,14 @@ flags:
 		total.Breaks += res.Breaks
 	}
 	t := replayRow("all", all)
+	if c, ok := limit.Common(limits); ok {
+		for k, i := range limitRows {
+			rows[i].LimitNs, rows[i].LimitName = c.PerHost[k], c.Name
+			t.OracleNs += rows[i].OracleNs / float64(len(limitRows))
+		}
+		t.LimitNs, t.LimitName = c.Mean, c.String()
+		t.LuckiestNs, t.LuckiestName = c.Luckiest, "mean of the files' own best"
+	}
 	t.Exchanges, t.Rounds, t.Restarts = total.Exchanges, total.Rounds, total.Restarts
 	t.BelowFloor, t.OneWayBelowFloor = total.BelowFloor, total.OneWayBelowFloor
 	t.Suspects, t.Breaks = total.Suspects, total.Breaks
@@ -161,11 +179,11 @@ flags:
 		if !*withLimit || r.LimitName == "" {
 			return ""
 		}
-		return fmt.Sprintf(" %9.3f %9.2fx %9.3f  %s", r.LimitNs/1e3, float64(r.P50Ns)/r.LimitNs, r.OracleNs/1e3, r.LimitName)
+		return fmt.Sprintf(" %9.3f %9.2fx %11.3f %9.3f  %s (own best %s)", r.LimitNs/1e3, float64(r.P50Ns)/r.LimitNs, r.LuckiestNs/1e3, r.OracleNs/1e3, r.LimitName, r.LuckiestName)
 	}
 	head := ""
 	if *withLimit {
-		head = fmt.Sprintf(" %9s %10s %9s  %s", "limit us", "p50/limit", "oracle us", "best textbook")
+		head = fmt.Sprintf(" %9s %10s %11s %9s  %s", "limit us", "p50/limit", "luckiest us", "oracle us", "best textbook")
 	}
 	fmt.Fprintf(stdout, "%-40s %8s %9s %6s %8s %6s %6s %9s %9s %9s %9s%s\n", "file", "truth", "exchanges", "rounds", "restarts", "breaks", "evals", "p50 us", "p90 us", "p99 us", "bias us", head)
 	for _, r := range rows {

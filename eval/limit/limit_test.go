@@ -3,6 +3,7 @@ package limit
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gclock/gclock/estimate"
@@ -58,5 +59,74 @@ func TestLimitKnowsTheTextbook(t *testing.T) {
 	}
 	if f.BestName == "mean/3" || f.BestName == "mean/10" {
 		t.Errorf("floor: the mean was best (%s)", f.BestName)
+	}
+}
+
+func TestCommon(t *testing.T) {
+	nan := math.NaN()
+	n := len(Names())
+	row := func(vals map[int]float64) Result {
+		r := Result{Medians: make([]float64, n), Best: math.NaN()}
+		for i := range r.Medians {
+			r.Medians[i] = 1000
+		}
+		for i, v := range vals {
+			r.Medians[i] = v
+		}
+		for _, m := range r.Medians {
+			if !math.IsNaN(m) && (math.IsNaN(r.Best) || m < r.Best) {
+				r.Best = m
+			}
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		rs       []Result
+		ok       bool
+		want     string
+		mean     float64
+		perHost  []float64
+		luckiest float64
+	}{
+		{name: "empty", rs: nil},
+		{name: "one host: its own best", rs: []Result{row(map[int]float64{3: 200})}, ok: true, want: Names()[3], mean: 200, perHost: []float64{200}, luckiest: 200},
+		{
+			// each host's luckiest is a different estimator; the run's
+			// choice is the one least on the average, not either luck
+			name: "luck on each host",
+			rs: []Result{
+				row(map[int]float64{0: 100, 2: 300, 4: 250}),
+				row(map[int]float64{0: 500, 2: 310, 4: 260}),
+			},
+			ok: true, want: Names()[4], mean: 255, perHost: []float64{250, 260}, luckiest: 180,
+		},
+		{
+			name: "no line on a host: not eligible",
+			rs: []Result{
+				row(map[int]float64{1: 50, 5: 300}),
+				row(map[int]float64{1: nan, 5: 320}),
+			},
+			ok: true, want: Names()[5], mean: 310, perHost: []float64{300, 320}, luckiest: 185,
+		},
+		{
+			name: "no estimator on every host",
+			rs: []Result{
+				{Medians: slices.Repeat([]float64{nan}, n), Best: nan},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := Common(tc.rs)
+			if ok != tc.ok {
+				t.Fatalf("ok %v, want %v", ok, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			if c.Name != tc.want || c.Mean != tc.mean || !slices.Equal(c.PerHost, tc.perHost) || c.Luckiest != tc.luckiest {
+				t.Errorf("got %s mean %v per host %v luckiest %v, want %s mean %v per host %v luckiest %v", c.Name, c.Mean, c.PerHost, c.Luckiest, tc.want, tc.mean, tc.perHost, tc.luckiest)
+			}
+		})
 	}
 }
