@@ -25,8 +25,9 @@ type Targets struct {
 	// excluded); 0: not checked. Checked by checkRun.
 	HostMedianNs float64
 	// LimitRatio: gclock's median |error| at most this times the limit,
-	// what the exchanges the hosts received allowed (the hosts' mean of
-	// the best textbook estimator, chosen with hindsight: lab.LimitFigures);
+	// what the exchanges the hosts received allowed (the mean over the
+	// hosts of the one textbook estimator least on that mean, chosen with
+	// hindsight for the run: lab.LimitFigures, limit.Common);
 	// 0: not checked. Checked by checkRun; a run without the limit (no
 	// measurements) fails it.
 	LimitRatio float64
