@@ -101,6 +101,8 @@ type ViewSource struct {
 	// holds.
 	FloorMemoryNs int64 `json:"floor_memory_ns,omitempty"`
 	BodyMemoryNs  int64 `json:"body_memory_ns,omitempty"`
+	// Span: the share of the window the line rests on (SourceStats.Span).
+	Span float64 `json:"span,omitempty"`
 }
 
 // ViewChild is one child this node drives rounds with.
@@ -135,7 +137,7 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
 			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),
 			Line: src.Line, BodyLine: src.BodyLine, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown),
-			FloorMemoryNs: int64(src.FloorMemory), BodyMemoryNs: int64(src.BodyMemory)})
+			FloorMemoryNs: int64(src.FloorMemory), BodyMemoryNs: int64(src.BodyMemory), Span: src.Span})
 	}
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {

@@ -150,6 +150,10 @@ type SourceStats struct {
 	// wanders: estimate's floorCurve and bodyCurve); 0 while the default
 	// (sync.center_memory rounds, the body twice that) holds.
 	FloorMemory, BodyMemory time.Duration
+	// Span is the share of the window the line rests on (estimate's
+	// CenterShape.Span: 1 the whole, 0.5-0.125 its newest part; 0 where
+	// the span does not adapt).
+	Span float64
 }
 
 // ChildStats describe the rounds this node drives with one child.
@@ -598,6 +602,7 @@ func trackingStats(s *Snapshot, es engine.Snapshot, tr engine.Tracking, x int64,
 				ss.BodyLine = e.Line.Body
 				ss.DelaySpreadUp, ss.DelaySpreadDown = time.Duration(e.Line.SpreadUp), time.Duration(e.Line.SpreadDown)
 				ss.FloorMemory, ss.BodyMemory = time.Duration(e.Line.FloorMemory), time.Duration(e.Line.Memory)
+				ss.Span = e.Line.Span
 			}
 			if e.Rounds > 0 {
 				ss.LastRoundAge = time.Duration(max(0, x-e.LastRound))

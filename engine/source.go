@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/gclock/gclock/estimate"
@@ -78,6 +79,9 @@ func (n *Node) noteLine(s *source) {
 	if sh.Memory > 0 && sh.BodyWeight > 0 {
 		kind += ", memory shortened" // the rounds curve: the clocks' frequency moves (estimate's bodyCurve)
 	}
+	if sh.Span > 0 && sh.Span < 1 {
+		kind += fmt.Sprintf(", newest %g of the window", sh.Span) // the adaptive span chose a part (estimate's span.go)
+	}
 	if !ok || kind == s.line {
 		return
 	}
@@ -85,7 +89,7 @@ func (n *Node) noteLine(s *source) {
 	n.logger.Info("centre line", "source", s.id, "rests_on", sh.Kind(), "body_line", sh.Body, "shapes_differ", sh.Asymmetric, "body_weight", sh.BodyWeight,
 		"floor_sd_ns", int64(sh.FloorSD), "body_sd_ns", int64(sh.BodySD),
 		"spread_up_ns", int64(sh.SpreadUp), "spread_down_ns", int64(sh.SpreadDown), "disagree_sd", sh.Disagree,
-		"body_memory_s", sh.Memory/1e9, "floor_memory_s", sh.FloorMemory/1e9)
+		"body_memory_s", sh.Memory/1e9, "floor_memory_s", sh.FloorMemory/1e9, "span", sh.Span)
 }
 
 // report sends source s the error report e about round (a round's own

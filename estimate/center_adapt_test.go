@@ -19,7 +19,7 @@ func steppedY(t0, off, ts, ppb0, ppb1, t int64) int64 {
 // exponential delays) from a source whose frequency steps by stepPPB
 // halfway, and returns the centre line's mean |error| over the last
 // rounds with and without CenterAdapt.
-func centreAfterStep(t *testing.T, seed uint64, stepPPB int64) (adapt, whole float64) {
+func centreAfterStep(t *testing.T, seed uint64, stepPPB int64) (adapt, whole, minSpan float64) {
 	r := rand.New(rand.NewPCG(seed, 77))
 	const t0, period, n = int64(1e15), int64(2e9), 200
 	off := r.Int64N(2e9) - 1e9
@@ -32,6 +32,7 @@ func centreAfterStep(t *testing.T, seed uint64, stepPPB int64) (adapt, whole flo
 	}
 	var sum [2]float64
 	var cnt int
+	minSpan = 1
 	for i := range n {
 		at := t0 + int64(i)*period
 		var rd []Sample
@@ -62,8 +63,16 @@ func centreAfterStep(t *testing.T, seed uint64, stepPPB int64) (adapt, whole flo
 			}
 			sum[k] += math.Abs(float64(c - y(x)))
 		}
+		// What the line rests on says which span: a share of the window
+		// where the span adapts, 0 where it does not.
+		if sh, ok := hs[0].CenterShape(); ok {
+			minSpan = min(minSpan, sh.Span)
+		}
+		if sh, ok := hs[1].CenterShape(); ok && sh.Span != 0 {
+			t.Fatalf("seed %d round %d: the whole window's hull says span %v, want 0", seed, i, sh.Span)
+		}
 	}
-	return sum[0] / float64(cnt), sum[1] / float64(cnt)
+	return sum[0] / float64(cnt), sum[1] / float64(cnt), minSpan
 }
 
 // CenterAdapt: after a frequency step the whole window's line is bent
@@ -83,10 +92,17 @@ func TestHullCenterAdaptFollowsAFrequencyStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var a, w float64
 			const seeds = 10
+			spans := 0
 			for seed := range uint64(seeds) {
-				ea, ew := centreAfterStep(t, seed, tc.stepPPB)
+				ea, ew, span := centreAfterStep(t, seed, tc.stepPPB)
 				a += ea / seeds
 				w += ew / seeds
+				if span < 1 {
+					spans++
+				}
+			}
+			if tc.stepPPB != 0 && spans == 0 {
+				t.Errorf("no run's line said it rested on part of the window (CenterShape.Span) after a step")
 			}
 			t.Logf("mean |error| one period ahead, last 40 rounds: adaptive span %.0f ns, whole window %.0f ns", a, w)
 			if a > tc.ratio*w {

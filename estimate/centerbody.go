@@ -93,6 +93,11 @@ type CenterShape struct {
 	// floor locations curved enough to shorten it (floorCurve); 0: the
 	// default memory.
 	FloorMemory float64
+	// Span is the share of the window the line rests on where the span
+	// adapts (HullConfig.CenterAdapt): 1 the whole window, 0.5, 0.25 or
+	// 0.125 its newest part, chosen by how well each predicted the newest
+	// rounds (span.go); 0 where the span does not adapt.
+	Span float64
 	// Body names the body line: "lower" (the lower tenth of each
 	// direction's delays, matched: the directions' spreads agree) or
 	// "midpoints" (the exchanges' midpoints: the spreads differ); "" when
@@ -367,7 +372,11 @@ func (h *Hull) CenterShape() (CenterShape, bool) {
 	if h.cfg.CenterAdapt && h.spanSel > 0 {
 		src = h.cands[h.spanSel-1]
 	}
-	return src.body.shape, src.body.weighed
+	shape := src.body.shape
+	if h.cfg.CenterAdapt {
+		shape.Span = 1 / float64(int(1)<<h.spanSel)
+	}
+	return shape, src.body.weighed
 }
 
 // midPt is an exchange's midpoint: local time and offset y - x, absolute.

@@ -313,6 +313,9 @@ func printSourcestats(w io.Writer, v daemon.View) {
 			if mem > 0 {
 				line += ", memory " + fmtDur(mem)
 			}
+			if s.Span > 0 && s.Span < 1 {
+				line += fmt.Sprintf(", newest %g of the window", s.Span) // the adaptive span's choice
+			}
 			line += fmt.Sprintf(" (%s/%s)", fmtDur(s.DelaySpreadUpNs), fmtDur(s.DelaySpreadDownNs))
 		}
 		fmt.Fprintf(w, "%-6d %4d %8d %+12.3f %10s %12s %12s  %s\n", s.ID, s.Samples, s.EstimatorRestarts, s.FrequencyPPM, skew, off, rms, line)
