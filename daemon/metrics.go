@@ -253,7 +253,7 @@ type collector struct {
 	age, lastOff, rmsOff, resid, skew, interval         *prometheus.Desc
 	srcSel, srcSamples, srcFreq, srcSkew, srcPeriod     *prometheus.Desc
 	srcAge, srcLastOff, srcRMS, srcShortRTT, srcSmooRTT *prometheus.Desc
-	srcBody, srcSpread, srcShapes, srcMemory            *prometheus.Desc
+	srcBody, srcSpread, srcShapes, srcMemory, srcSpan   *prometheus.Desc
 }
 
 // newCollector returns a collector over src.
@@ -315,6 +315,7 @@ func newCollector(src Snapshotter) *collector {
 		srcBody:     d("source_body_weight_ratio", "Share of the body of the delays in a source's centre line: 0 the fastest exchanges alone (a sharp floor), 1 the body alone (bell-shaped jitter).", "source"),
 		srcSpread:   d("source_delay_spread_seconds", "Robust spread (1.4826 MAD) of a source's one-way delays, by direction (up: to the source, down: from it), seconds.", "source", "direction"),
 		srcMemory:   d("source_line_memory_shortened_seconds", "Memory of a source's centre line (line=floor: the fastest exchanges; body: the body of the delays) where the rounds showed the clocks' frequency moving and shortened it; 0 while the default memory holds.", "source", "line"),
+		srcSpan:     d("source_line_span_ratio", "Share of the window a source's centre line rests on where its span adapts: 1 the whole window, 0.5, 0.25 or 0.125 its newest part, chosen by how well each predicted the newest rounds.", "source"),
 		srcShapes:   d("source_delay_shapes_differ", "1 while the two directions' delays to a source differ in shape (the centre line then rests on the floor alone).", "source"),
 	}
 }
@@ -326,7 +327,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
-		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes, c.srcMemory} {
+		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes, c.srcMemory, c.srcSpan} {
 		ch <- d
 	}
 }
@@ -408,6 +409,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.srcShapes, b2f(src.ShapesDiffer), id)
 			g(c.srcMemory, src.FloorMemory.Seconds(), id, "floor")
 			g(c.srcMemory, src.BodyMemory.Seconds(), id, "body")
+			if src.Span > 0 {
+				g(c.srcSpan, src.Span, id)
+			}
 		}
 		g(c.srcPeriod, src.GlobalPeriod.Seconds(), id)
 		if src.LastRoundAge >= 0 && !s.TakenAt.IsZero() {
