@@ -180,11 +180,9 @@ func runLimit(hosts []*LimitFigures) (sum LimitFigures, ok bool) {
 	}
 	for i, f := range hosts {
 		f.LimitNs, f.LimitName = c.PerHost[i], c.Name
-		sum.OracleNs += f.OracleNs
 		sum.Evaluations += f.Evaluations
 	}
-	sum.OracleNs /= float64(len(hosts))
-	sum.LimitNs, sum.LimitName = c.Mean, c.String()
+	sum.LimitNs, sum.LimitName, sum.OracleNs = c.Mean, c.String(), c.Oracle
 	sum.LuckiestNs, sum.LuckiestName = c.Luckiest, fmt.Sprintf("mean of %d hosts' own best", len(hosts))
 	return sum, true
 }

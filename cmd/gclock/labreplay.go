@@ -161,9 +161,8 @@ flags:
 	if c, ok := limit.Common(limits); ok {
 		for k, i := range limitRows {
 			rows[i].LimitNs, rows[i].LimitName = c.PerHost[k], c.Name
-			t.OracleNs += rows[i].OracleNs / float64(len(limitRows))
 		}
-		t.LimitNs, t.LimitName = c.Mean, c.String()
+		t.LimitNs, t.LimitName, t.OracleNs = c.Mean, c.String(), c.Oracle
 		t.LuckiestNs, t.LuckiestName = c.Luckiest, "mean of the files' own best"
 	}
 	t.Exchanges, t.Rounds, t.Restarts = total.Exchanges, total.Rounds, total.Restarts

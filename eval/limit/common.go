@@ -46,12 +46,13 @@ func Common(rs []Result) (c CommonResult, ok bool) {
 		return CommonResult{}, false
 	}
 	c = CommonResult{Name: names[best], Mean: bestMean}
-	var lucky float64
 	for _, r := range rs {
 		c.PerHost = append(c.PerHost, r.Medians[best])
-		lucky += r.Best
+		c.Luckiest += r.Best
+		c.Oracle += r.Oracle
 	}
-	c.Luckiest = lucky / float64(len(rs))
+	c.Luckiest /= float64(len(rs))
+	c.Oracle /= float64(len(rs))
 	return c, true
 }
 
@@ -67,6 +68,9 @@ type CommonResult struct {
 	// the limit as computed before stop 46, below Mean by the luck of
 	// choosing per host.
 	Luckiest float64
+	// Oracle is the mean over the hosts of their oracles (ns; 0 where
+	// the trackers ran none).
+	Oracle float64
 }
 
 // String names the choice, e.g. "mean/10 over 3 hosts".
