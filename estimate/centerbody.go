@@ -89,6 +89,15 @@ type CenterShape struct {
 	// Memory is the body line's memory (ns) where the rounds' locations
 	// curved enough to shorten it (bodyCurve); 0: the default memory.
 	Memory float64
+	// Stretch is the body line's memory over the centre line's, chosen
+	// from the noise of the rounds' own locations (bodyNoise: about 1 on
+	// a 3-us bell, 1.8 on a 10-us one, on the lab's clocks), and of the
+	// wander the rounds show (bodyWander); 0 before a body was weighed.
+	Stretch float64
+	// Wander is the clocks' wander the body's rounds show (bodyWander),
+	// as a random walk of the frequency, ppm/sqrt(s) (the lab's clocks:
+	// about 0.008 with their temperature cycle); 0: not measured.
+	Wander float64
 	// FloorMemory is the floor line's memory (ns) where the rounds' own
 	// floor locations curved enough to shorten it (floorCurve); 0: the
 	// default memory.
@@ -149,7 +158,8 @@ const (
 	// line is judged by the spreads alone (see fuseBody).
 	bodyClear = 4.0
 	// bodyMemoryScale: the body line remembers this many times longer than
-	// the floor line. The centre line's memory (2.5 rounds in the lab's
+	// the floor line until bodyNoiseRounds rounds' own locations were kept
+	// (then their noise and wander choose: memoryScale). The centre line's memory (2.5 rounds in the lab's
 	// daemons) balances the floor's noise, a few hundred ns per round,
 	// against the wander of the frequency; a bell's midpoints scatter by
 	// microseconds, so their line wants more rounds before the wander
@@ -207,8 +217,9 @@ type bodyState struct {
 	lines           bool
 	moveF, moveB    smoothed
 	// The newest rounds' own lower-body locations and the memory they
-	// chose (bodyCurve).
+	// chose (bodyCurve), and more of them for the wander (bodyWander).
 	roundTrack
+	long []roundLoc
 }
 
 // roundLoc is one round's own location (bodyCurve: where the lower tenth
@@ -236,6 +247,30 @@ func (r *roundTrack) keepKind(means bool) {
 	if r.means != means {
 		r.rounds, r.means = r.rounds[:0], means
 	}
+}
+
+// keepKind forgets the body's kept locations, both tracks, when the kind
+// of location changes (roundTrack.keepKind).
+func (b *bodyState) keepKind(means bool) {
+	if b.means != means {
+		b.long = b.long[:0]
+	}
+	b.roundTrack.keepKind(means)
+}
+
+// keepLong adds a round's location to the long track, forgetting the
+// oldest beyond wanderRounds.
+func (b *bodyState) keepLong(loc roundLoc) {
+	b.long = append(b.long, loc)
+	if len(b.long) > wanderRounds {
+		b.long = slices.Delete(b.long, 0, len(b.long)-wanderRounds)
+	}
+}
+
+// resetRounds forgets both tracks of the body's rounds.
+func (b *bodyState) resetRounds() {
+	b.roundTrack.reset()
+	b.long = b.long[:0]
 }
 
 // due says whether the hull's newest round is yet to be kept, and where
@@ -277,22 +312,24 @@ func (r *roundTrack) reset() { r.rounds, r.memory = r.rounds[:0], 0 }
 // (c, s), meet (an offset from the line, and its variance). A round with
 // fewer than minPoints exchanges either way is not kept; one locate
 // refuses is not tried again.
-func (r *roundTrack) note(h *Hull, c, s float64, minPoints int, locate func(up, low []wv) (d, v float64, ok bool)) {
+func (r *roundTrack) note(h *Hull, c, s float64, minPoints int, locate func(up, low []wv) (d, v float64, ok bool)) (roundLoc, bool) {
 	start, ok := r.due(h)
 	if !ok {
-		return
+		return roundLoc{}, false
 	}
 	up, low := h.beyond(h.up.pts, 1, c, s, 0, start), h.beyond(h.low.pts, -1, c, s, 0, start)
 	if len(up) < minPoints || len(low) < minPoints {
-		return
+		return roundLoc{}, false
 	}
 	r.lastRound = h.lastRound
 	x := h.meanX(start)
 	d, v, ok := locate(up, low)
 	if !ok {
-		return
+		return roundLoc{}, false
 	}
-	r.keep(roundLoc{x: x, y: c + d + s*x, v: v})
+	loc := roundLoc{x: x, y: c + d + s*x, v: v}
+	r.keep(loc)
+	return loc, true
 }
 
 // meanX is the mean relative local time of the exchanges from start on,
@@ -339,6 +376,10 @@ func (b *bodyState) rebase(dx, dd int64) {
 	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
 	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
 	b.roundTrack.rebase(dx, dd)
+	for i := range b.long {
+		b.long[i].x -= float64(dx)
+		b.long[i].y -= float64(dd)
+	}
 }
 
 // smoothed is an exponentially weighted average that takes its first
@@ -395,7 +436,8 @@ func (h *Hull) trimMids() {
 // rested on.
 func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
 	tau, from := h.centerMemory()
-	tau, from = h.bodyMemory(tau, from)
+	stretch, wander := h.body.memoryScale()
+	tau, from = h.bodyMemory(tau, from, stretch)
 	// Each direction's delay beyond the line (c, s) (h.beyond: for the
 	// floor line's variance, and the lower body), and the exchanges'
 	// midpoints (for the body line), weighted by a memory of tau from from
@@ -421,7 +463,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	spreadUp, spreadLow := madScaleWV(qUp), madScaleWV(qLow)
 	vFloor := (quantileVar(qUp, floorK) + quantileVar(qLow, floorK)) / 4
 
-	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx), FloorMemory: h.floor.memory}
+	shape := CenterShape{SpreadUp: spreadUp, SpreadDown: spreadLow, Points: len(mx), FloorMemory: h.floor.memory, Stretch: stretch, Wander: wander}
 	b := &h.body
 	// Where the floor is far the better line even against an optimistic
 	// body (the floor links: most of them), the body's fits are not worth
@@ -505,9 +547,15 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// The clocks' frequencies wander: a line remembers the average
 	// frequency of its memory and lags a frequency that moves on. Where the
 	// rounds' own locations curve measurably, a shorter memory (bodyCurve).
-	if lowerOK && bodyCurveOn {
+	// The rounds' own locations are kept either way: their noise and
+	// wander set the memory's stretch (bodyNoise, bodyWander).
+	if lowerOK {
 		b.keepKind(means)
-		b.note(h, c, sk, bodyCurveMinPoints, meet) // the round's own lower body
+		if loc, ok := b.note(h, c, sk, bodyCurveMinPoints, meet); ok { // the round's own lower body
+			b.keepLong(loc)
+		}
+	}
+	if lowerOK && bodyCurveOn {
 		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
 			from2 := h.memoryFrom(tb)
 			mx2, md2, mw2, mr2 := mids(tb, from2)
@@ -974,14 +1022,69 @@ func madScaleWV(q []wv) float64 {
 }
 
 // bodyMemory is the body line's memory: the centre line's (tau, and the
-// relative local time from which points count) stretched by
-// bodyMemoryScale.
-func (h *Hull) bodyMemory(tau float64, from int64) (float64, int64) {
+// relative local time from which points count) stretched by stretch
+// (memoryScale).
+func (h *Hull) bodyMemory(tau float64, from int64, stretch float64) (float64, int64) {
 	if tau == 0 {
 		return tau, from
 	}
-	tau *= bodyMemoryScale
+	tau *= stretch
 	return tau, h.memoryFrom(tau)
+}
+
+// The body line's memory and the rounds' noise (bodyNoise). A line
+// through rounds of noise r each (the variance of one round's own
+// location), read after its newest round while the frequency wanders as a
+// random walk of intensity q, errs by about r/N (N the rounds it
+// remembers) plus q (N T)^3 (T the gap between rounds): the least at N^4 ~
+// r / (q T^3), so with the same clocks a memory in rounds grows as the
+// fourth root of a round's noise. The centre line's memory (centerMemory)
+// fits the floor's noise, a few hundred ns a round on the lab's links; a
+// bell's rounds scatter from under 0.2 us (3 us of jitter) to over 0.5 us
+// (10 us), and one fixed stretch served neither: in the simulator's
+// matrix (60 seeds) a stretch of 1 gave normal 3 us 0.116 us against 0.123
+// at 2, normal 10 us 0.307 against 0.286 (3: 0.280). So the stretch is
+// (r / bodyNoiseRef)^(1/4), r the median of the kept rounds' variances
+// (bodyCurve's locations), within [bodyScaleMin, bodyScaleMax].
+const (
+	// bodyNoiseRef: the variance (ns^2) of a round's location at which
+	// the body line remembers as long as the centre line.
+	bodyNoiseRef = 170 * 170
+	// bodyNoiseRounds: kept rounds before their noise sets the stretch.
+	bodyNoiseRounds = 3
+	bodyScaleMin    = 0.75
+	bodyScaleMax    = 4
+)
+
+// bodyNoiseOn: the body line's memory follows its rounds' noise (tests
+// turn it off to compare with the fixed stretch).
+var bodyNoiseOn = true
+
+// memoryScale is the body line's memory over the centre line's:
+// bodyMemoryScale, or, once bodyNoiseRounds rounds' own locations were
+// kept, the fourth root of their noise over bodyNoiseRef and of
+// wanderRef over the measured wander (bodyNoise, bodyWander); and the
+// measured wander as a random walk of the frequency (ppm/sqrt(s); 0:
+// not measured).
+func (b *bodyState) memoryScale() (stretch, wander float64) {
+	if !bodyNoiseOn || len(b.rounds) < bodyNoiseRounds {
+		return bodyMemoryScale, 0
+	}
+	v := make([]float64, len(b.rounds))
+	for i, p := range b.rounds {
+		v[i] = p.v
+	}
+	r := selectKth(v, len(v)/2)
+	if !(r > 0) || math.IsInf(r, 0) {
+		return bodyMemoryScale, 0
+	}
+	ratio := r / bodyNoiseRef
+	if wanderOn {
+		q := wanderQ(b.long)
+		ratio *= wanderRef / q
+		wander = math.Sqrt(q) / 1e3 // ns/s per sqrt(s) -> ppm/sqrt(s)
+	}
+	return min(bodyScaleMax, max(bodyScaleMin, math.Sqrt(math.Sqrt(ratio)))), wander
 }
 
 // bodyVarLow is an optimistic guess at the body line's offset variance,

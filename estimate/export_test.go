@@ -17,3 +17,12 @@ func SetFloorCurve(on bool) (restore func()) {
 	floorCurveOn = on
 	return func() { floorCurveOn = was }
 }
+
+// SetBodyNoise turns the body line's noise-chosen memory stretch on or
+// off (bodyNoiseOn; off: bodyMemoryScale) and returns the function that
+// restores it. Not safe beside parallel tests of the centre line.
+func SetBodyNoise(on bool) (restore func()) {
+	was := bodyNoiseOn
+	bodyNoiseOn = on
+	return func() { bodyNoiseOn = was }
+}
