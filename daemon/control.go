@@ -103,6 +103,10 @@ type ViewSource struct {
 	BodyMemoryNs  int64 `json:"body_memory_ns,omitempty"`
 	// Span: the share of the window the line rests on (SourceStats.Span).
 	Span float64 `json:"span,omitempty"`
+	// BodyStretch and Wander: the body line's memory over the centre
+	// line's, and the wander the rounds show (SourceStats).
+	BodyStretch float64 `json:"body_stretch,omitempty"`
+	Wander      float64 `json:"wander_ppm_per_sqrt_s,omitempty"`
 }
 
 // ViewChild is one child this node drives rounds with.
@@ -137,7 +141,8 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 			LastRoundAgeNs: int64(src.LastRoundAge), LastOffsetNs: int64(src.LastOffset), RMSOffsetNs: int64(src.RMSOffset),
 			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),
 			Line: src.Line, BodyLine: src.BodyLine, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown),
-			FloorMemoryNs: int64(src.FloorMemory), BodyMemoryNs: int64(src.BodyMemory), Span: src.Span})
+			FloorMemoryNs: int64(src.FloorMemory), BodyMemoryNs: int64(src.BodyMemory), Span: src.Span,
+			BodyStretch: src.BodyStretch, Wander: src.Wander})
 	}
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {

@@ -316,6 +316,10 @@ func printSourcestats(w io.Writer, v daemon.View) {
 			if s.Span > 0 && s.Span < 1 {
 				line += fmt.Sprintf(", newest %g of the window", s.Span) // the adaptive span's choice
 			}
+			if s.Line != "floor" && s.BodyStretch > 0 && s.Wander > 0 {
+				// The body's memory, stretched by its rounds' noise and wander.
+				line += fmt.Sprintf(", body memory x%.2f (wander %.4f ppm/sqrt(s))", s.BodyStretch, s.Wander)
+			}
 			line += fmt.Sprintf(" (%s/%s)", fmtDur(s.DelaySpreadUpNs), fmtDur(s.DelaySpreadDownNs))
 		}
 		fmt.Fprintf(w, "%-6d %4d %8d %+12.3f %10s %12s %12s  %s\n", s.ID, s.Samples, s.EstimatorRestarts, s.FrequencyPPM, skew, off, rms, line)
