@@ -159,9 +159,11 @@ const (
 	bodyClear = 4.0
 	// bodyMemoryScale: the body line remembers this many times longer than
 	// the floor line until bodyNoiseRounds rounds' own locations were kept
-	// (then their noise and wander choose: memoryScale). The centre line's memory (2.5 rounds in the lab's
-	// daemons) balances the floor's noise, a few hundred ns per round,
-	// against the wander of the frequency; a bell's midpoints scatter by
+	// (then their noise and wander choose: memoryScale; a round's location
+	// is kept where the body is the lower body). The centre line's memory
+	// (2.5 rounds in the lab's daemons) balances the floor's noise, a few
+	// hundred ns per round, against the wander of the frequency; a bell's
+	// midpoints scatter by
 	// microseconds, so their line wants more rounds before the wander
 	// counts. In the simulator's matrix (seeds 1-6) 2 against 1 and 4: runs
 	// within 1.5x of the limit, normal 3 us 5 (4, 3) of 6, normal 10 us 5
@@ -1078,12 +1080,9 @@ func (b *bodyState) memoryScale() (stretch, wander float64) {
 	if !(r > 0) || math.IsInf(r, 0) {
 		return bodyMemoryScale, 0
 	}
-	ratio := r / bodyNoiseRef
-	if wanderOn {
-		q := wanderQ(b.long)
-		ratio *= wanderRef / q
-		wander = math.Sqrt(q) / 1e3 // ns/s per sqrt(s) -> ppm/sqrt(s)
-	}
+	q := wanderQ(b.long)
+	ratio := r / bodyNoiseRef * wanderRef / q
+	wander = math.Sqrt(q) / 1e3 // ns/s per sqrt(s) -> ppm/sqrt(s)
 	return min(bodyScaleMax, max(bodyScaleMin, math.Sqrt(math.Sqrt(ratio)))), wander
 }
 

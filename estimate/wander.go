@@ -35,10 +35,6 @@ const (
 	wanderMinLagTriples = 4
 )
 
-// wanderOn: the body line's memory follows the measured wander (tests turn
-// it off to compare with the lab's wander assumed).
-var wanderOn = true
-
 // wanderQ estimates the wander's intensity q (ns^2/s^3) from the kept
 // rounds' locations (x in ns, relative; y and variances in ns, ns^2),
 // combined with the prior wanderRef; it returns the prior when the
