@@ -92,7 +92,8 @@ type CenterShape struct {
 	// Stretch is the body line's memory over the centre line's, chosen
 	// from the noise of the rounds' own locations (bodyNoise: about 1 on
 	// a 3-us bell, 1.8 on a 10-us one, on the lab's clocks), and of the
-	// wander the rounds show (bodyWander); 0 before a body was weighed.
+	// wander the rounds show (bodyWander); 0 where no body line was
+	// fitted (a sharp floor: bodyVarLow).
 	Stretch float64
 	// Wander is the clocks' wander the body's rounds show (bodyWander),
 	// as a random walk of the frequency, ppm/sqrt(s) (the lab's clocks:
@@ -474,6 +475,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	if vLow := bodyVarLow(mx, md, mw, mr, c, s); vLow > 0 && max(vFloor, b.moveF.v) < vLow/bodySkipRatio {
 		b.lines = false // no body line this round: no move to measure next
 		shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vLow)
+		shape.Stretch, shape.Wander = 0, 0 // no body line: no memory of its own
 		shape.Asymmetric = spreadsDiffer(spreadUp, spreadLow)
 		b.shape, b.weighed = shape, true
 		return c, s

@@ -338,3 +338,17 @@ func TestCenterBodyMemoryFollowsNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestCenterBodyStretchShown: a bell's line reports the body's memory
+// stretch and the wander it measured; a sharp floor's, where no body line
+// is fitted, reports neither.
+func TestCenterBodyStretchShown(t *testing.T) {
+	_, bell, ok := bodyRun(t, "normal:100us:3us", false, 1)
+	if !ok || !(bell.Stretch >= 0.75 && bell.Stretch <= 4) || !(bell.Wander > 0) {
+		t.Errorf("3-us bell: stretch %.2f, wander %g ppm/sqrt(s) (ok %v), want a stretch in 0.75-4 and a wander", bell.Stretch, bell.Wander, ok)
+	}
+	_, floor, ok := bodyRun(t, "pareto:100us:50us", false, 1)
+	if !ok || floor.Stretch != 0 || floor.Wander != 0 || floor.BodyWeight != 0 {
+		t.Errorf("pareto floor: stretch %.2f, wander %g, body weight %.2f (ok %v), want 0, 0, 0", floor.Stretch, floor.Wander, floor.BodyWeight, ok)
+	}
+}
