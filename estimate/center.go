@@ -171,7 +171,7 @@ func (h *Hull) computeCenterLine() (c, skew float64, ok bool) {
 	}
 	floorK := 1
 	if floorCurveOn && h.cfg.CenterMemory > 0 {
-		h.floor.note(h, c, best, floorCurveMinPoints, fastMeet) // the round's own floor
+		h.floor.note(h, c, best, floorCurveMinPoints, bodyCurveRounds, fastMeet) // the round's own floor
 	}
 	if a, sk, k, ok := h.refineCenter(c, best, bestG/2); ok && sk >= lo && sk <= hi {
 		c, best, floorK = a, sk, k

@@ -219,10 +219,11 @@ type bodyState struct {
 	c, s, a, sk, xe float64
 	lines           bool
 	moveF, moveB    smoothed
-	// The newest rounds' own lower-body locations and the memory they
-	// chose (bodyCurve), and more of them for the wander (bodyWander).
+	// The newest rounds' own lower-body locations (wanderRounds of them
+	// for the wander, bodyWander; the newest bodyCurveRounds for the
+	// curvature and the noise: curveRounds) and the memory they chose
+	// (bodyCurve).
 	roundTrack
-	long []roundLoc
 }
 
 // roundLoc is one round's own location (bodyCurve: where the lower tenth
@@ -231,8 +232,8 @@ type bodyState struct {
 // (relative units), and the variance of that estimate (bodyCurve only).
 type roundLoc struct{ x, y, v float64 }
 
-// roundTrack is a line's record of the newest rounds' own locations (at
-// most bodyCurveRounds), the round the last was taken from, and the memory
+// roundTrack is a line's record of the newest rounds' own locations (as
+// many as note is told to keep), the round the last was taken from, and the memory
 // (ns) they chose; 0: the default (bodyCurve, floorCurve).
 type roundTrack struct {
 	rounds    []roundLoc
@@ -252,28 +253,11 @@ func (r *roundTrack) keepKind(means bool) {
 	}
 }
 
-// keepKind forgets the body's kept locations, both tracks, when the kind
-// of location changes (roundTrack.keepKind).
-func (b *bodyState) keepKind(means bool) {
-	if b.means != means {
-		b.long = b.long[:0]
-	}
-	b.roundTrack.keepKind(means)
-}
-
-// keepLong adds a round's location to the long track, forgetting the
-// oldest beyond wanderRounds.
-func (b *bodyState) keepLong(loc roundLoc) {
-	b.long = append(b.long, loc)
-	if len(b.long) > wanderRounds {
-		b.long = slices.Delete(b.long, 0, len(b.long)-wanderRounds)
-	}
-}
-
-// resetRounds forgets both tracks of the body's rounds.
-func (b *bodyState) resetRounds() {
-	b.roundTrack.reset()
-	b.long = b.long[:0]
+// curveRounds is the newest bodyCurveRounds of the body's kept locations,
+// what its curvature and noise are read from (the whole track, the
+// wander).
+func (b *bodyState) curveRounds() []roundLoc {
+	return b.rounds[max(0, len(b.rounds)-bodyCurveRounds):]
 }
 
 // due says whether the hull's newest round is yet to be kept, and where
@@ -290,12 +274,11 @@ func (r *roundTrack) due(h *Hull) (start int64, ok bool) {
 	return start, true
 }
 
-// keep adds a round's location, forgetting the oldest beyond
-// bodyCurveRounds.
-func (r *roundTrack) keep(loc roundLoc) {
+// keep adds a round's location, forgetting the oldest beyond n.
+func (r *roundTrack) keep(loc roundLoc, n int) {
 	r.rounds = append(r.rounds, loc)
-	if len(r.rounds) > bodyCurveRounds {
-		r.rounds = slices.Delete(r.rounds, 0, len(r.rounds)-bodyCurveRounds)
+	if len(r.rounds) > n {
+		r.rounds = slices.Delete(r.rounds, 0, len(r.rounds)-n)
 	}
 }
 
@@ -312,27 +295,25 @@ func (r *roundTrack) reset() { r.rounds, r.memory = r.rounds[:0], 0 }
 
 // note keeps the hull's newest round's own location once: where locate
 // says each direction's delays of that round alone, beyond the line
-// (c, s), meet (an offset from the line, and its variance). A round with
-// fewer than minPoints exchanges either way is not kept; one locate
-// refuses is not tried again.
-func (r *roundTrack) note(h *Hull, c, s float64, minPoints int, locate func(up, low []wv) (d, v float64, ok bool)) (roundLoc, bool) {
+// (c, s), meet (an offset from the line, and its variance), keeping the
+// newest n. A round with fewer than minPoints exchanges either way is not
+// kept; one locate refuses is not tried again.
+func (r *roundTrack) note(h *Hull, c, s float64, minPoints, n int, locate func(up, low []wv) (d, v float64, ok bool)) {
 	start, ok := r.due(h)
 	if !ok {
-		return roundLoc{}, false
+		return
 	}
 	up, low := h.beyond(h.up.pts, 1, c, s, 0, start), h.beyond(h.low.pts, -1, c, s, 0, start)
 	if len(up) < minPoints || len(low) < minPoints {
-		return roundLoc{}, false
+		return
 	}
 	r.lastRound = h.lastRound
 	x := h.meanX(start)
 	d, v, ok := locate(up, low)
 	if !ok {
-		return roundLoc{}, false
+		return
 	}
-	loc := roundLoc{x: x, y: c + d + s*x, v: v}
-	r.keep(loc)
-	return loc, true
+	r.keep(roundLoc{x: x, y: c + d + s*x, v: v}, n)
 }
 
 // meanX is the mean relative local time of the exchanges from start on,
@@ -379,10 +360,6 @@ func (b *bodyState) rebase(dx, dd int64) {
 	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
 	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
 	b.roundTrack.rebase(dx, dd)
-	for i := range b.long {
-		b.long[i].x -= float64(dx)
-		b.long[i].y -= float64(dd)
-	}
 }
 
 // smoothed is an exponentially weighted average that takes its first
@@ -555,9 +532,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// wander set the memory's stretch (bodyNoise, bodyWander).
 	if lowerOK {
 		b.keepKind(means)
-		if loc, ok := b.note(h, c, sk, bodyCurveMinPoints, meet); ok { // the round's own lower body
-			b.keepLong(loc)
-		}
+		b.note(h, c, sk, bodyCurveMinPoints, wanderRounds, meet) // the round's own lower body
 	}
 	if lowerOK && bodyCurveOn {
 		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
@@ -1071,18 +1046,19 @@ var bodyNoiseOn = true
 // measured wander as a random walk of the frequency (ppm/sqrt(s); 0:
 // not measured).
 func (b *bodyState) memoryScale() (stretch, wander float64) {
-	if !bodyNoiseOn || len(b.rounds) < bodyNoiseRounds {
+	rs := b.curveRounds()
+	if !bodyNoiseOn || len(rs) < bodyNoiseRounds {
 		return bodyMemoryScale, 0
 	}
-	v := make([]float64, len(b.rounds))
-	for i, p := range b.rounds {
+	v := make([]float64, len(rs))
+	for i, p := range rs {
 		v[i] = p.v
 	}
 	r := selectKth(v, len(v)/2)
 	if !(r > 0) || math.IsInf(r, 0) {
 		return bodyMemoryScale, 0
 	}
-	q := wanderQ(b.long)
+	q := wanderQ(b.rounds)
 	ratio := r / bodyNoiseRef * wanderRef / q
 	wander = math.Sqrt(q) / 1e3 // ns/s per sqrt(s) -> ppm/sqrt(s)
 	return min(bodyScaleMax, max(bodyScaleMin, math.Sqrt(math.Sqrt(ratio)))), wander
@@ -1188,10 +1164,11 @@ func (b *bodyState) curveMemory(h *Hull, tau, vBody, xe float64) float64 {
 	// Weighted least squares of y = b0 + b1 t + b2 t^2, t in seconds
 	// before xe; the weights are the rounds' inverse variances (floored at
 	// (20 ns)^2, a round's own scatter beside the stamps').
+	rs := b.curveRounds()
 	var m [3][3]float64
 	var r [3]float64
 	n := 0
-	for _, p := range b.rounds {
+	for _, p := range rs {
 		if p.x < float64(h.minX) {
 			continue
 		}
@@ -1222,7 +1199,7 @@ func (b *bodyState) curveMemory(h *Hull, tau, vBody, xe float64) float64 {
 	// The residuals' scatter beyond the rounds' own variances (a stack's
 	// bursts, a wander the parabola does not follow) widens the error.
 	var chi float64
-	for _, p := range b.rounds {
+	for _, p := range rs {
 		if p.x < float64(h.minX) {
 			continue
 		}

@@ -8,8 +8,9 @@ import "math"
 // frequency, 0.005 ppm/sqrt(s), and a 0.1-ppm temperature cycle): the
 // best memory goes as (r / q)^(1/4), q the wander's intensity, so a
 // steadier clock wants a longer memory and a restless one a shorter. The
-// rounds' own locations (a longer track than bodyCurve's: the newest
-// wanderRounds rounds, not the window's) show q: where a round's location
+// rounds' own locations (the body's track keeps the newest wanderRounds,
+// not the window's; bodyCurve reads its newest bodyCurveRounds) show q:
+// where a round's location
 // is interpolated from the two rounds k before and k after it, the
 // residual's variance is its noise (the three rounds' variances) plus
 // q h1^2 h2^2 / (3 (h1 + h2)) (h1 and h2 the two gaps, s: the integrated
