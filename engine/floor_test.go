@@ -77,8 +77,10 @@ func labChild(t *testing.T, floorSlack time.Duration) *Node {
 // (docs/estimators.md, "The one-way check"): the exchange whose reply came
 // back fastest, both of the child's stamps 25 us late, so its round trip
 // fits and its reply's delay is impossible. Without the check the estimate
-// was 685 ns off at the end; with it the exchange is refused one way and
-// the estimate is the clean record's (53 ns).
+// was 685 ns off at the end (365 since the body's Kalman line, which rests
+// on the rounds' own locations, shares the line: still 7x the clean
+// record's); with it the exchange is refused one way and the estimate is
+// the clean record's (53 ns).
 func TestOneImpossibleExchangeDoesNotPin(t *testing.T) {
 	rounds := labExchanges(t)
 	if len(rounds) < 8 {
@@ -99,7 +101,7 @@ func TestOneImpossibleExchangeDoesNotPin(t *testing.T) {
 		{"recorded, no floor check", 0, false, false, 1000, 0, 0, 0},
 		{"one impossible exchange", DefaultConfig().FloorSlack, true, false, 1000, 1, 0, 0},
 		{"one impossible direction", DefaultConfig().FloorSlack, false, true, 200, 0, 1, 0},
-		{"one impossible direction, no floor check", 0, false, true, 1000, 0, 0, 400},
+		{"one impossible direction, no floor check", 0, false, true, 1000, 0, 0, 300},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +141,7 @@ func TestOneImpossibleExchangeDoesNotPin(t *testing.T) {
 			if got.Status != StatusSynced {
 				t.Fatalf("status %v at the end, want synced", got.Status)
 			}
+			t.Logf("estimate %d ns off the truth at the end", got.Est-at)
 			if e := got.Est - at; e > tt.maxErr || e < -tt.maxErr {
 				t.Errorf("estimate %d ns off the truth at the end, want within %d", e, tt.maxErr)
 			}

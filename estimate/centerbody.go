@@ -103,6 +103,11 @@ type CenterShape struct {
 	// floor locations curved enough to shorten it (floorCurve); 0: the
 	// default memory.
 	FloorMemory float64
+	// Kalman is the Kalman line's weight in the body line (bodyKalman:
+	// the filter of the rounds' own locations against the exponentially
+	// weighted line, by how well each predicted the rounds); 0 before
+	// kalmanMinRounds rounds, or where no body line was fitted.
+	Kalman float64
 	// Span is the share of the window the line rests on where the span
 	// adapts (HullConfig.CenterAdapt): 1 the whole window, 0.5, 0.25 or
 	// 0.125 its newest part, chosen by how well each predicted the newest
@@ -219,6 +224,9 @@ type bodyState struct {
 	c, s, a, sk, xe float64
 	lines           bool
 	moveF, moveB    smoothed
+	// The Kalman line's record: both lines as of the last round and
+	// their misses (bodyKalman).
+	kalman kalmanTrack
 	// The newest rounds' own lower-body locations (wanderRounds of them
 	// for the wander, bodyWander; the newest bodyCurveRounds for the
 	// curvature and the noise: curveRounds) and the memory they chose
@@ -359,6 +367,7 @@ func (h *Hull) memWeight(x int64, tau float64) float64 {
 func (b *bodyState) rebase(dx, dd int64) {
 	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
 	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
+	b.kalman.rebase(dx, dd)
 	b.roundTrack.rebase(dx, dd)
 }
 
@@ -416,7 +425,7 @@ func (h *Hull) trimMids() {
 // rested on.
 func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, float64) {
 	tau, from := h.centerMemory()
-	stretch, wander := h.body.memoryScale()
+	stretch, wander, q := h.body.memoryScale()
 	tau, from = h.bodyMemory(tau, from, stretch)
 	// Each direction's delay beyond the line (c, s) (h.beyond: for the
 	// floor line's variance, and the lower body), and the exchanges'
@@ -451,6 +460,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// the rest of the centre line): its weight would be 0 anyway.
 	if vLow := bodyVarLow(mx, md, mw, mr, c, s); vLow > 0 && max(vFloor, b.moveF.v) < vLow/bodySkipRatio {
 		b.lines = false // no body line this round: no move to measure next
+		b.kalman.forget()
 		shape.FloorSD, shape.BodySD = math.Sqrt(vFloor), math.Sqrt(vLow)
 		shape.Stretch, shape.Wander = 0, 0 // no body line: no memory of its own
 		shape.Asymmetric = spreadsDiffer(spreadUp, spreadLow)
@@ -523,6 +533,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	a, sk, vBody, vCentre, vSharp, lowerOK, ok := fit(mx, md, mw, mr, tau, from)
 	if !ok || !(vFloor > 0) {
 		b.shape = shape
+		b.kalman.forget()
 		return c, s
 	}
 	// The clocks' frequencies wander: a line remembers the average
@@ -532,7 +543,17 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// wander set the memory's stretch (bodyNoise, bodyWander).
 	if lowerOK {
 		b.keepKind(means)
+		n0 := len(b.rounds)
+		var x0 float64
+		if n0 > 0 {
+			x0 = b.rounds[n0-1].x
+		}
 		b.note(h, c, sk, bodyCurveMinPoints, wanderRounds, meet) // the round's own lower body
+		if n := len(b.rounds); n > 0 && (n != n0 || b.rounds[n-1].x != x0) {
+			b.kalman.score(b.rounds[n-1]) // the lines of the round before, on this one
+		}
+	} else {
+		b.kalman.forget()
 	}
 	if lowerOK && bodyCurveOn {
 		if tb := b.curveMemory(h, tau, vBody, xe); tb < tau*bodyCurveMinCut {
@@ -546,6 +567,11 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 			}
 		}
 		shape.Memory = b.memory
+	}
+	if lowerOK {
+		// The Kalman line of the rounds' own locations, blended by how
+		// well each line predicted the rounds (bodyKalman).
+		a, sk, shape.Kalman = b.kalmanBlend(a, sk, q, lo, hi)
 	}
 	shape.Body = "midpoints"
 	if lowerOK {
@@ -1045,10 +1071,13 @@ var bodyNoiseOn = true
 // wanderRef over the measured wander (bodyNoise, bodyWander); and the
 // measured wander as a random walk of the frequency (ppm/sqrt(s); 0:
 // not measured).
-func (b *bodyState) memoryScale() (stretch, wander float64) {
+func (b *bodyState) memoryScale() (stretch, wander, q float64) {
 	rs := b.curveRounds()
+	if len(rs) >= bodyNoiseRounds {
+		q = wanderQ(b.rounds)
+	}
 	if !bodyNoiseOn || len(rs) < bodyNoiseRounds {
-		return bodyMemoryScale, 0
+		return bodyMemoryScale, 0, q
 	}
 	v := make([]float64, len(rs))
 	for i, p := range rs {
@@ -1056,12 +1085,11 @@ func (b *bodyState) memoryScale() (stretch, wander float64) {
 	}
 	r := selectKth(v, len(v)/2)
 	if !(r > 0) || math.IsInf(r, 0) {
-		return bodyMemoryScale, 0
+		return bodyMemoryScale, 0, q
 	}
-	q := wanderQ(b.rounds)
 	ratio := r / bodyNoiseRef * wanderRef / q
 	wander = math.Sqrt(q) / 1e3 // ns/s per sqrt(s) -> ppm/sqrt(s)
-	return min(bodyScaleMax, max(bodyScaleMin, math.Sqrt(math.Sqrt(ratio)))), wander
+	return min(bodyScaleMax, max(bodyScaleMin, math.Sqrt(math.Sqrt(ratio)))), wander, q
 }
 
 // bodyVarLow is an optimistic guess at the body line's offset variance,

@@ -26,3 +26,12 @@ func SetBodyNoise(on bool) (restore func()) {
 	bodyNoiseOn = on
 	return func() { bodyNoiseOn = was }
 }
+
+// SetBodyKalman turns the body's Kalman line on or off (bodyKalmanOn)
+// and returns the function that restores it. Not safe beside parallel
+// tests of the centre line.
+func SetBodyKalman(on bool) (restore func()) {
+	was := bodyKalmanOn
+	bodyKalmanOn = on
+	return func() { bodyKalmanOn = was }
+}

@@ -411,6 +411,7 @@ func (h *Hull) Reset() {
 	h.spanErr, h.spanSeen, h.spanSel = [spanCands]float64{}, [spanCands]bool{}, 0
 	h.body.lines = false // the remembered lines' units are gone with the origin
 	h.body.roundTrack.reset()
+	h.body.kalman.forget()
 	h.floor.reset()
 	h.brk.suspect, h.brk.held, h.brk.checks = false, nil, nil
 }
