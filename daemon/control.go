@@ -107,6 +107,9 @@ type ViewSource struct {
 	// line's, and the wander the rounds show (SourceStats).
 	BodyStretch float64 `json:"body_stretch,omitempty"`
 	Wander      float64 `json:"wander_ppm_per_sqrt_s,omitempty"`
+	// KalmanWeight: the Kalman line's weight in the body line
+	// (SourceStats).
+	KalmanWeight float64 `json:"kalman_weight,omitempty"`
 }
 
 // ViewChild is one child this node drives rounds with.
@@ -142,7 +145,7 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 			Differences: src.Differences, ShortestRTTNs: int64(src.ShortestRTT), SmoothedRTTNs: int64(src.SmoothedRTT),
 			Line: src.Line, BodyLine: src.BodyLine, BodyWeight: src.BodyWeight, ShapesDiffer: src.ShapesDiffer, DelaySpreadUpNs: int64(src.DelaySpreadUp), DelaySpreadDownNs: int64(src.DelaySpreadDown),
 			FloorMemoryNs: int64(src.FloorMemory), BodyMemoryNs: int64(src.BodyMemory), Span: src.Span,
-			BodyStretch: src.BodyStretch, Wander: src.Wander})
+			BodyStretch: src.BodyStretch, Wander: src.Wander, KalmanWeight: src.KalmanWeight})
 	}
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {

@@ -158,6 +158,11 @@ type SourceStats struct {
 	// Wander the clocks' wander the rounds show, ppm/sqrt(s) (estimate's
 	// CenterShape.Stretch and Wander; 0: not chosen, not measured).
 	BodyStretch, Wander float64
+	// KalmanWeight is the Kalman line's weight in the body line
+	// (estimate's CenterShape.Kalman: the filter of the rounds' own
+	// locations, blended by how well each line predicted them; 0: not
+	// read).
+	KalmanWeight float64
 }
 
 // ChildStats describe the rounds this node drives with one child.
@@ -258,7 +263,7 @@ type collector struct {
 	srcSel, srcSamples, srcFreq, srcSkew, srcPeriod     *prometheus.Desc
 	srcAge, srcLastOff, srcRMS, srcShortRTT, srcSmooRTT *prometheus.Desc
 	srcBody, srcSpread, srcShapes, srcMemory, srcSpan   *prometheus.Desc
-	srcStretch, srcWander                               *prometheus.Desc
+	srcStretch, srcWander, srcKalman                    *prometheus.Desc
 }
 
 // newCollector returns a collector over src.
@@ -322,6 +327,7 @@ func newCollector(src Snapshotter) *collector {
 		srcMemory:   d("source_line_memory_shortened_seconds", "Memory of a source's centre line (line=floor: the fastest exchanges; body: the body of the delays) where the rounds showed the clocks' frequency moving and shortened it; 0 while the default memory holds.", "source", "line"),
 		srcSpan:     d("source_line_span_ratio", "Share of the window a source's centre line rests on where its span adapts: 1 the whole window, 0.5, 0.25 or 0.125 its newest part, chosen by how well each predicted the newest rounds.", "source"),
 		srcStretch:  d("source_body_memory_stretch_ratio", "Memory of a source's body line over its centre line's, chosen from the noise of the rounds' own locations and the wander they show (a fourth root of each).", "source"),
+		srcKalman:   d("source_body_kalman_weight_ratio", "Weight of the Kalman line of a source's rounds (offset and frequency, the gain from the rounds' noise and wander) in its body line, against the exponentially weighted line, by how well each predicted the rounds.", "source"),
 		srcWander:   d("source_clock_wander_ppm_per_sqrt_second", "The clocks' wander a source's rounds show, as a random walk of the relative frequency, ppm per square root of a second (the body line's memory follows it).", "source"),
 		srcShapes:   d("source_delay_shapes_differ", "1 while the two directions' delays to a source differ in shape (the centre line then rests on the floor alone).", "source"),
 	}
@@ -335,7 +341,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
 		c.srcShortRTT, c.srcSmooRTT, c.srcBody, c.srcSpread, c.srcShapes, c.srcMemory, c.srcSpan,
-		c.srcStretch, c.srcWander} {
+		c.srcStretch, c.srcWander, c.srcKalman} {
 		ch <- d
 	}
 }
@@ -425,6 +431,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			if src.Wander > 0 {
 				g(c.srcWander, src.Wander, id)
+			}
+			if src.KalmanWeight > 0 {
+				g(c.srcKalman, src.KalmanWeight, id)
 			}
 		}
 		g(c.srcPeriod, src.GlobalPeriod.Seconds(), id)
@@ -621,7 +630,7 @@ func trackingStats(s *Snapshot, es engine.Snapshot, tr engine.Tracking, x int64,
 				ss.DelaySpreadUp, ss.DelaySpreadDown = time.Duration(e.Line.SpreadUp), time.Duration(e.Line.SpreadDown)
 				ss.FloorMemory, ss.BodyMemory = time.Duration(e.Line.FloorMemory), time.Duration(e.Line.Memory)
 				ss.Span = e.Line.Span
-				ss.BodyStretch, ss.Wander = e.Line.Stretch, e.Line.Wander
+				ss.BodyStretch, ss.Wander, ss.KalmanWeight = e.Line.Stretch, e.Line.Wander, e.Line.Kalman
 			}
 			if e.Rounds > 0 {
 				ss.LastRoundAge = time.Duration(max(0, x-e.LastRound))

@@ -39,7 +39,7 @@ func goldenSnapshot() fixedSnapshot {
 				GlobalPeriod: 8 * time.Second, LastRoundAge: 2500 * time.Millisecond, LastOffset: -180 * time.Nanosecond,
 				RMSOffset: 250 * time.Nanosecond, Differences: 41, ShortestRTT: 46 * time.Microsecond, SmoothedRTT: 52 * time.Microsecond,
 				Line: "floor", ShapesDiffer: true, DelaySpreadUp: 3 * time.Microsecond, DelaySpreadDown: 12 * time.Microsecond,
-				FloorMemory: 4500 * time.Millisecond, Span: 0.5, BodyStretch: 1.8, Wander: 0.0077},
+				FloorMemory: 4500 * time.Millisecond, Span: 0.5, BodyStretch: 1.8, Wander: 0.0077, KalmanWeight: 0.4},
 			{ID: 3, Silent: true, GlobalPeriod: time.Second, LastRoundAge: -1, ShortestRTT: -1, SmoothedRTT: -1},
 		},
 		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsEarly: 1, RoundsCut: 5, ProbeRetries: 2, ProbesResent: 6, ShortestRTT: 48 * time.Microsecond},

@@ -90,7 +90,7 @@ func (n *Node) noteLine(s *source) {
 		"floor_sd_ns", int64(sh.FloorSD), "body_sd_ns", int64(sh.BodySD),
 		"spread_up_ns", int64(sh.SpreadUp), "spread_down_ns", int64(sh.SpreadDown), "disagree_sd", sh.Disagree,
 		"body_memory_s", sh.Memory/1e9, "floor_memory_s", sh.FloorMemory/1e9, "span", sh.Span,
-		"body_stretch", sh.Stretch, "wander_ppm_per_sqrt_s", sh.Wander)
+		"body_stretch", sh.Stretch, "wander_ppm_per_sqrt_s", sh.Wander, "kalman_weight", sh.Kalman)
 }
 
 // report sends source s the error report e about round (a round's own

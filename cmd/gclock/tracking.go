@@ -320,6 +320,10 @@ func printSourcestats(w io.Writer, v daemon.View) {
 				// The body's memory, stretched by its rounds' noise and wander.
 				line += fmt.Sprintf(", body memory x%.2f (wander %.4f ppm/sqrt(s))", s.BodyStretch, s.Wander)
 			}
+			if s.Line != "floor" && s.KalmanWeight > 0 {
+				// The Kalman line's share of the body line.
+				line += fmt.Sprintf(", Kalman %.0f%%", 100*s.KalmanWeight)
+			}
 			line += fmt.Sprintf(" (%s/%s)", fmtDur(s.DelaySpreadUpNs), fmtDur(s.DelaySpreadDownNs))
 		}
 		fmt.Fprintf(w, "%-6d %4d %8d %+12.3f %10s %12s %12s  %s\n", s.ID, s.Samples, s.EstimatorRestarts, s.FrequencyPPM, skew, off, rms, line)

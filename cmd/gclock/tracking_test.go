@@ -32,7 +32,7 @@ func viewServer() http.Handler {
 				GlobalPeriod: 16 * time.Second, LastRoundAge: 3200 * time.Millisecond, LastOffset: -12, RMSOffset: 34,
 				Differences: 5, ShortestRTT: 180 * time.Microsecond, SmoothedRTT: 210 * time.Microsecond,
 				Line: "blend", BodyLine: "midpoints", BodyWeight: 0.62, ShapesDiffer: true, DelaySpreadUp: 9800 * time.Nanosecond, DelaySpreadDown: 10200 * time.Nanosecond,
-				BodyMemory: 12 * time.Second, FloorMemory: 3 * time.Second, Span: 0.25, BodyStretch: 1.8, Wander: 0.0077},
+				BodyMemory: 12 * time.Second, FloorMemory: 3 * time.Second, Span: 0.25, BodyStretch: 1.8, Wander: 0.0077, KalmanWeight: 0.62},
 		},
 		Children: []daemon.ChildStats{{ID: 4, GlobalPeriod: 8 * time.Second, Rounds: 7, ShortestRTT: 150 * time.Microsecond}},
 	}
@@ -68,7 +68,7 @@ func TestViewCommands(t *testing.T) {
 				"Bound           : +-1.5µs (width 3µs", "Frequency       : +12.500 ppm", "Source          : node 1",
 				"Last offset     : -12ns", "Last exchange   : 3.2s ago", "Update interval : 16s", "Dropped packets : 5"}},
 			{"sources", []string{"* 1 ok 42 3.2s", "3 silent 0 -", "180µs", "210µs", "-12ns", "4             7"}},
-			{"sourcestats", []string{"1         8        0      +12.500      0.020         -12ns         34ns  blend 62% body midpoints, shapes differ, memory 12s, newest 0.25 of the window, body memory x1.80 (wander 0.0077 ppm/sqrt(s)) (9.8µs/10.2µs)", "3         0        0       +0.000          -"}},
+			{"sourcestats", []string{"1         8        0      +12.500      0.020         -12ns         34ns  blend 62% body midpoints, shapes differ, memory 12s, newest 0.25 of the window, body memory x1.80 (wander 0.0077 ppm/sqrt(s)), Kalman 62% (9.8µs/10.2µs)", "3         0        0       +0.000          -"}},
 		} {
 			var out, errOut bytes.Buffer
 			if err := runView(tt.cmd, []string{"-server", server}, &out, &errOut); err != nil {
