@@ -30,9 +30,13 @@ import "math"
 // frequency step before the hull restarts, rounds of uneven noise whose
 // variances are misjudged) its misses grow and the weight returns to the
 // exponentially weighted line. In the simulator's matrix (gclock sim
-// matrix --seeds 1-100): normal 3 us 0.120 -> 0.117 us (runs within a
-// third of the chrony stand-in 76 -> 80 of 100, the oracle's 85), two
-// modes 0.294 -> 0.281, normal 10 us 0.290 -> 0.289.
+// matrix --seeds 1-100): normal 3 us 0.120 -> 0.118 us (runs within a
+// third of the chrony stand-in 76 -> 79 of 100, the oracle's 84), two
+// modes 0.294 -> 0.282, normal 10 us 0.290 -> 0.289; the filter alone
+// (weight 1) did worse on the bells than the blend (normal 3 us 0.126,
+// normal 10 us 0.294): a round's own lower body, read from its exchanges
+// alone, is a noisier location than the whole memory's, so neither line
+// is always the better.
 
 const (
 	// kalmanMinRounds: the Kalman line is read once the body's track
