@@ -304,24 +304,26 @@ func (r *roundTrack) reset() { r.rounds, r.memory = r.rounds[:0], 0 }
 // note keeps the hull's newest round's own location once: where locate
 // says each direction's delays of that round alone, beyond the line
 // (c, s), meet (an offset from the line, and its variance), keeping the
-// newest n. A round with fewer than minPoints exchanges either way is not
-// kept; one locate refuses is not tried again.
-func (r *roundTrack) note(h *Hull, c, s float64, minPoints, n int, locate func(up, low []wv) (d, v float64, ok bool)) {
+// newest n; kept says whether it kept one this time. A round with fewer
+// than minPoints exchanges either way is not kept; one locate refuses is
+// not tried again.
+func (r *roundTrack) note(h *Hull, c, s float64, minPoints, n int, locate func(up, low []wv) (d, v float64, ok bool)) (kept bool) {
 	start, ok := r.due(h)
 	if !ok {
-		return
+		return false
 	}
 	up, low := h.beyond(h.up.pts, 1, c, s, 0, start), h.beyond(h.low.pts, -1, c, s, 0, start)
 	if len(up) < minPoints || len(low) < minPoints {
-		return
+		return false
 	}
 	r.lastRound = h.lastRound
 	x := h.meanX(start)
 	d, v, ok := locate(up, low)
 	if !ok {
-		return
+		return false
 	}
 	r.keep(roundLoc{x: x, y: c + d + s*x, v: v}, n)
+	return true
 }
 
 // meanX is the mean relative local time of the exchanges from start on,
@@ -365,11 +367,14 @@ func (h *Hull) memWeight(x int64, tau float64) float64 {
 // x' = x - dx, d' = d - dd), so that the next round's measured moves
 // compare lines in the same units.
 func (b *bodyState) rebase(dx, dd int64) {
-	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
-	b.c, b.a, b.xe = move(b.c, b.s), move(b.a, b.sk), b.xe-float64(dx)
+	b.c, b.a, b.xe = rebaseLine(b.c, b.s, dx, dd), rebaseLine(b.a, b.sk, dx, dd), b.xe-float64(dx)
 	b.kalman.rebase(dx, dd)
 	b.roundTrack.rebase(dx, dd)
 }
+
+// rebaseLine is the offset a of a line of slope s (relative units) moved
+// with the hull's origin (Hull.rebase: x' = x - dx, d' = d - dd).
+func rebaseLine(a, s float64, dx, dd int64) float64 { return a + s*float64(dx) - float64(dd) }
 
 // smoothed is an exponentially weighted average that takes its first
 // value whole; n counts the values added.
@@ -543,14 +548,8 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// wander set the memory's stretch (bodyNoise, bodyWander).
 	if lowerOK {
 		b.keepKind(means)
-		n0 := len(b.rounds)
-		var x0 float64
-		if n0 > 0 {
-			x0 = b.rounds[n0-1].x
-		}
-		b.note(h, c, sk, bodyCurveMinPoints, wanderRounds, meet) // the round's own lower body
-		if n := len(b.rounds); n > 0 && (n != n0 || b.rounds[n-1].x != x0) {
-			b.kalman.score(b.rounds[n-1]) // the lines of the round before, on this one
+		if b.note(h, c, sk, bodyCurveMinPoints, wanderRounds, meet) { // the round's own lower body
+			b.kalman.score(b.rounds[len(b.rounds)-1]) // the lines of the round before, on this one
 		}
 	} else {
 		b.kalman.forget()

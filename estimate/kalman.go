@@ -77,8 +77,7 @@ func (k *kalmanTrack) forget() { *k = kalmanTrack{} }
 
 // rebase moves the kept lines with the hull's origin (Hull.rebase).
 func (k *kalmanTrack) rebase(dx, dd int64) {
-	move := func(a, s float64) float64 { return a + s*float64(dx) - float64(dd) }
-	k.ka, k.pa = move(k.ka, k.kf), move(k.pa, k.psk)
+	k.ka, k.pa = rebaseLine(k.ka, k.kf, dx, dd), rebaseLine(k.pa, k.psk, dx, dd)
 }
 
 // score weighs the lines kept at the last round by their miss of the new
