@@ -86,8 +86,13 @@ func TestWtimeSyncedNoPage(t *testing.T) {
 	// half round trip, which the bounds report: TestAPISynced), 63-68 us
 	// in runs beside two busy loops, where the median stayed 0; an
 	// accuracy target under load is the benchmark's (collbench), not a
-	// unit test's. A drift left unfitted shows in the median (init only:
-	// 25-50 us).
+	// unit test's. So where the library says (GCLOCK_MPI_VERBOSE) that a
+	// session it fitted had a best half round trip beyond what maxErr
+	// allows for (sessionHalfRTT), the maximum is held to that half round
+	// trip plus maxErr's own allowance for the drift instead: an error
+	// beyond what the exchanges bound is a bug, one within it on a
+	// loaded machine is not. A drift left unfitted shows in the median
+	// (init only: 25-50 us).
 	for _, tc := range []struct {
 		name   string
 		period string
@@ -95,14 +100,15 @@ func TestWtimeSyncedNoPage(t *testing.T) {
 		p50Err int64  // ns
 		maxErr int64  // ns
 		slow   string // GCLOCK_MPI_TEST_SLOW_SESSION
+		quiet  bool   // run without GCLOCK_MPI_VERBOSE: no notice may appear
 	}{
 		// A line through 3-4 sessions a second apart: the drift is fitted
 		// (idle: max 1.1 us).
-		{"period 1 s", "1", syncedClocks, 5_000, 150_000, ""},
+		{"period 1 s", "1", syncedClocks, 5_000, 150_000, "", false},
 		// One session: the offset only; 60 ppm of drift in 3 s is 180 us.
-		{"init only", "0", syncedClocks, 400_000, 400_000, ""},
+		{"init only", "0", syncedClocks, 400_000, 400_000, "", false},
 		// The installed library on the real clocks of one host.
-		{"one clock", "1", nil, 5_000, 150_000, ""},
+		{"one clock", "1", nil, 5_000, 150_000, "", true},
 		// The second session's replies each held 1 ms, as a rank
 		// descheduled on a busy machine holds them: its midpoints are 500
 		// us off. The session is left out of the fit (its half round
@@ -111,13 +117,16 @@ func TestWtimeSyncedNoPage(t *testing.T) {
 		// a second (64 us measured). A line through the slow session (no
 		// outlier rule, unweighted) was off by 27 us in the median and
 		// 1.8-1.9 ms at most.
-		{"one slow session", "1", syncedClocks, 5_000, 150_000, "2:1000"},
+		{"one slow session", "1", syncedClocks, 5_000, 150_000, "2:1000", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{
 				"LD_PRELOAD":             filepath.Join(dir, "libgclockmpi.so"),
 				"GCLOCK_PAGE":            filepath.Join(t.TempDir(), "no-page"),
 				"GCLOCK_MPI_SYNC_PERIOD": tc.period,
+			}
+			if !tc.quiet {
+				env["GCLOCK_MPI_VERBOSE"] = "1"
 			}
 			clocks := same
 			if tc.clocks != nil {
@@ -135,8 +144,20 @@ func TestWtimeSyncedNoPage(t *testing.T) {
 					t.Errorf("rank %d: MPI_WTIME_IS_GLOBAL not true:\n%s", r, out)
 				}
 			}
-			if strings.Contains(errout, "libgclockmpi") {
+			if tc.quiet && strings.Contains(errout, "libgclockmpi") {
 				t.Errorf("notices without GCLOCK_MPI_VERBOSE:\n%s", errout)
+			}
+			maxErr := tc.maxErr
+			if !tc.quiet {
+				h, n := fittedHalfRTT(errout)
+				if n == 0 {
+					t.Fatalf("GCLOCK_MPI_VERBOSE: no fitted sync session reported:\n%s", errout)
+				}
+				t.Logf("%d fitted sync sessions reported, the largest best half round trip %d ns", n, h)
+				if h > sessionHalfRTT {
+					maxErr = tc.maxErr - sessionHalfRTT + h
+					t.Logf("a fitted session's best half round trip was %d ns (more than %d): the maximum allowed is %d ns", h, sessionHalfRTT, maxErr)
+				}
 			}
 			ws := parseWtimes(t, out)
 			errs, mids := wtimeErrors(t, ws, clocks)
@@ -159,11 +180,38 @@ func TestWtimeSyncedNoPage(t *testing.T) {
 			if p50 > tc.p50Err {
 				t.Errorf("MPI_Wtime's median error %d ns, want at most %d", p50, tc.p50Err)
 			}
-			if mx > tc.maxErr {
-				t.Errorf("MPI_Wtime up to %d ns from the truth, want at most %d", mx, tc.maxErr)
+			if mx > maxErr {
+				t.Errorf("MPI_Wtime up to %d ns from the truth, want at most %d", mx, maxErr)
 			}
 		})
 	}
+}
+
+// sessionHalfRTT is the largest best half round trip of a fitted sync
+// session that TestWtimeSyncedNoPage's maxErr allows for (the MPI_Init
+// session's on a busy machine, 63-68 us measured); the rest of maxErr is
+// the drift's.
+const sessionHalfRTT = 70_000
+
+// fittedHalfRTT is the largest best half round trip (ns) of the sync
+// sessions the library says it fitted (GCLOCK_MPI_VERBOSE's "sync session
+// N: best half round trip H ns; fit ..." notices; those left out of the
+// fit do not count), and how many such notices there were.
+func fittedHalfRTT(stderr string) (h int64, n int) {
+	for _, l := range strings.Split(stderr, "\n") {
+		_, rest, ok := strings.Cut(l, "best half round trip ")
+		if !ok {
+			continue
+		}
+		num, tail, ok := strings.Cut(rest, " ns")
+		if !ok || !strings.HasPrefix(tail, "; fit") {
+			continue
+		}
+		if v, err := strconv.ParseInt(num, 10, 64); err == nil {
+			h, n = max(h, v), n+1
+		}
+	}
+	return h, n
 }
 
 // TestAPISynced: gclock_mpi.h's API in synced mode: the mode, one origin
