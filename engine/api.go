@@ -256,7 +256,14 @@ type Config struct {
 	Estimator string // "minrtt" (the paper), "regression", "hull" or "center" (estimate.Hull.Center)
 	Adaptive  bool   // false: fixed periods, the paper's non-adaptive baseline
 
-	PingsPerRound             int           // 3
+	PingsPerRound int // 3
+	// RampPingsPerRound is the round's size while the child's period is
+	// still below MinGlobalPeriod (the convergence ramp, rounds 1-4 s
+	// apart): 0 is PingsPerRound. The precise profile asks for 480 a
+	// round but 240 on the ramp, so that a reference converging a large
+	// star (31 children, two rounds at once) serves the ramp's many rounds
+	// as fast as before the rounds grew (stop 50; docs/engine.md).
+	RampPingsPerRound         int
 	NetworkLatencyErrorThresh time.Duration // repeat the round once when its shortest RTT exceeds the shortest ever by this
 	DifferenceThresh          time.Duration // a child reports when |Tdiff - projection| exceeds this
 	ErrorThresh               float64       // accumulated err/DIFFERENCE_THRESH that halves the period

@@ -115,8 +115,13 @@ func (c Config) Check(bad func(field, format string, args ...any)) {
 	default:
 		bad("Estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
 	}
-	if c.PingsPerRound < 1 || c.PingsPerRound > 256 {
-		bad("PingsPerRound", "%d outside [1, 256]", c.PingsPerRound)
+	// A round repeated once holds twice PingsPerRound exchanges, and its
+	// TimeDiff carries them all: 2*512 is the wire's wire.MaxSamples.
+	if c.PingsPerRound < 1 || c.PingsPerRound > 512 {
+		bad("PingsPerRound", "%d outside [1, 512]", c.PingsPerRound)
+	}
+	if c.RampPingsPerRound < 0 || c.RampPingsPerRound > 512 {
+		bad("RampPingsPerRound", "%d outside [0, 512] (0: PingsPerRound)", c.RampPingsPerRound)
 	}
 	for _, p := range []struct {
 		name string

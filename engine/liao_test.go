@@ -570,3 +570,40 @@ func TestSnapshotCountsAgree(t *testing.T) {
 		t.Fatalf("shortest RTT %d", c.ShortestRTT)
 	}
 }
+
+// TestRampRoundSize: while the child's period is below MinGlobalPeriod
+// (the convergence ramp) its rounds ask for RampPingsPerRound exchanges,
+// after it PingsPerRound; 0 keeps PingsPerRound throughout. The period
+// doubles after every quiet round (SuccessThresh 1): 100 ms, 200 ms,
+// then 400 ms, the minimum, from the third round on.
+func TestRampRoundSize(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ramp int
+		want []int
+	}{
+		{"ramp rounds smaller", 3, []int{3, 3, 6, 6}},
+		{"0: one size", 0, []int{6, 6, 6, 6}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig(0, nil, []NodeID{1})
+			c.InitialGlobalPeriod, c.MinGlobalPeriod, c.MaxGlobalPeriod = 100e6, 400e6, 1600e6
+			c.SuccessThresh, c.PingsPerRound, c.RampPingsPerRound = 1, 6, tt.ramp
+			n := newNode(t, c)
+			n.Tick(0)
+			rd, now := n.Ready(), int64(0)
+			var got []int
+			for range tt.want {
+				var td Message
+				td, rd, now = answer(t, n, rd, now, []int64{10_000})
+				got = append(got, len(td.Samples))
+				now = max(now, rd.NextTick)
+				n.Tick(now)
+				rd = n.Ready()
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("rounds of %v exchanges, want %v", got, tt.want)
+			}
+		})
+	}
+}

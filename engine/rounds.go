@@ -77,6 +77,17 @@ type child struct {
 	stats ChildSnapshot
 }
 
+// roundPings is the number of exchanges a round of c asks for:
+// Config.RampPingsPerRound while c's period is still on the convergence
+// ramp (below MinGlobalPeriod; read after the round's start has counted
+// the round before, which may have doubled it), else PingsPerRound.
+func (n *Node) roundPings(c *child) int {
+	if n.cfg.RampPingsPerRound > 0 && n.ramping(c) {
+		return n.cfg.RampPingsPerRound
+	}
+	return n.cfg.PingsPerRound
+}
+
 func (n *Node) slotFree() bool {
 	return n.cfg.MaxConcurrentRounds == 0 || n.active < n.cfg.MaxConcurrentRounds
 }
@@ -97,7 +108,7 @@ func (n *Node) startRound(c *child, now int64) {
 	n.active++
 	c.round++
 	c.samples = c.samples[:0]
-	c.target = n.cfg.PingsPerRound
+	c.target = n.roundPings(c)
 	c.deadline = n.roundDeadline(now)
 	c.repeated = false
 	c.retries = 0
@@ -239,7 +250,7 @@ func (n *Node) probeReply(c *child, m Message, now int64) {
 		// Liao: shortest-this-round - shortest-ever > NETWORK_LATENCY_ERROR_THRESH:
 		// do the round's pings once more (with the budget again, if any).
 		c.repeated = true
-		c.target = len(c.samples) + n.cfg.PingsPerRound
+		c.target = len(c.samples) + n.roundPings(c)
 		c.deadline = n.roundDeadline(now)
 		c.stats.Repeats++
 		n.event(now, EvRoundRepeated, c.id, float64(best-c.shortestEver))

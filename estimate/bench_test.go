@@ -80,3 +80,36 @@ func BenchmarkHullBounds(b *testing.B) {
 		h.Bounds(x)
 	}
 }
+
+// BenchmarkCenterRound: ns per round of the precise profile's centre hull
+// (centre line with its memory, span adaptation and breaks) on a 10-us
+// bell, one round every 6 s plus a Mapping and a Center read: 240
+// exchanges a round over a window of 4096 (the profile until stop 50) and
+// 480 over 8192 (since). The daemon does this once a round per source.
+func BenchmarkCenterRound(b *testing.B) {
+	for _, tc := range []struct{ pings, window int }{{240, 4096}, {480, 8192}} {
+		b.Run(fmt.Sprintf("pings=%d/window=%d", tc.pings, tc.window), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(2, 2))
+			w := world{t0: 1e15, off: 3e9, ppb: 20000}
+			bell := delayModel{"normal 10us", 100000, 100000, func(r *rand.Rand) float64 { return 10000 * r.NormFloat64() }}
+			rounds := w.rounds(r, bell, w.t0, 6e9, 64, tc.pings)
+			h := mustHull(b, HullConfig{Window: tc.window, Center: true, CenterMemory: 2.5, CenterAdapt: true, CenterBreaks: true})
+			i := 0
+			for b.Loop() {
+				if i == len(rounds) {
+					b.StopTimer()
+					h = mustHull(b, HullConfig{Window: tc.window, Center: true, CenterMemory: 2.5, CenterAdapt: true, CenterBreaks: true})
+					i = 0
+					b.StartTimer()
+				}
+				if err := h.AddRound(rounds[i]); err != nil {
+					b.Fatal(err)
+				}
+				h.Mapping()
+				last := rounds[i][len(rounds[i])-1].LocRecv
+				h.Center(last + 3e9)
+				i++
+			}
+		})
+	}
+}

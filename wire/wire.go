@@ -33,9 +33,10 @@ const MaxPacket = 65507
 // MaxBody is the largest body after the header.
 const MaxBody = MaxPacket - HeaderLen
 
-// MaxSamples bounds the samples of one TimeDiff. A round holds a handful of
-// ping-pongs (Liao: 3, repeated once), so 1024 is far above any real round
-// while keeping the packet below MaxPacket (1024*32 bytes).
+// MaxSamples bounds the samples of one TimeDiff. A round holds
+// engine.Config.PingsPerRound ping-pongs (Liao: 3; the precise profile 480,
+// at most 512), repeated once at most, so 1024 holds every round while
+// keeping the packet below MaxPacket (1024*32 bytes).
 const MaxSamples = 1024
 
 // PageHeaderLen is the page address in front of a GETPGRANT's data.

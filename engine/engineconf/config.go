@@ -31,8 +31,11 @@ type Config struct {
 	Estimator string `yaml:"estimator" json:"estimator" engine:"Estimator"` // minrtt | regression | hull | center
 	// Adaptive: Liao's adaptive periods; false keeps the periods fixed
 	// (the paper's baseline).
-	Adaptive                  bool     `yaml:"adaptive" json:"adaptive" engine:"Adaptive"`
-	PingsPerRound             int      `yaml:"pings_per_round" json:"pings_per_round" engine:"PingsPerRound"`
+	Adaptive      bool `yaml:"adaptive" json:"adaptive" engine:"Adaptive"`
+	PingsPerRound int  `yaml:"pings_per_round" json:"pings_per_round" engine:"PingsPerRound"`
+	// RampPingsPerRound: exchanges a round while the period is below
+	// min_global_period (the convergence ramp); 0: pings_per_round.
+	RampPingsPerRound         int      `yaml:"ramp_pings_per_round" json:"ramp_pings_per_round,omitempty" engine:"RampPingsPerRound"`
 	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh" json:"network_latency_error_thresh" engine:"NetworkLatencyErrorThresh"`
 	DifferenceThresh          Duration `yaml:"difference_thresh" json:"difference_thresh" engine:"DifferenceThresh"`
 	// ErrorThresh is the accumulated err/difference_thresh that halves a

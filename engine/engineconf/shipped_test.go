@@ -211,7 +211,7 @@ func TestSimAndDaemonAcceptTheSameKeys(t *testing.T) {
 	// allows, and valid in both (the sim bounds hull_min_delay by its
 	// links' min_delay, 5us by default).
 	values := map[string]string{
-		"estimator": "hull", "adaptive": "false", "pings_per_round": "5",
+		"estimator": "hull", "adaptive": "false", "pings_per_round": "5", "ramp_pings_per_round": "4",
 		"network_latency_error_thresh": "30us", "difference_thresh": "3us", "error_thresh": "5",
 		"success_thresh": "3", "min_global_period": "500ms", "max_global_period": "8s",
 		"initial_global_period": "1s", "min_self_period": "20ms", "max_self_period": "2s",
