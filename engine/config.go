@@ -88,6 +88,12 @@ func (c Config) Validate() error {
 // field than the bad one ("MinGlobalPeriod: 8s above MaxGlobalPeriod 4s").
 type Field string
 
+// MaxPingsPerRound bounds Config.PingsPerRound and RampPingsPerRound: a
+// round repeated once (Liao's NETWORK_LATENCY_ERROR_THRESH) holds twice as
+// many exchanges, and its TimeDiff carries them all in one datagram, whose
+// limit is the wire's MaxSamples (1024; wire's tests hold the two together).
+const MaxPingsPerRound = 512
+
 // Check is the one validation of a Config: it calls bad once per bad
 // field, in field order, with the field's name ("PingsPerRound") and what
 // is wrong with it. Every number among args is in the bad field's own
@@ -115,13 +121,11 @@ func (c Config) Check(bad func(field, format string, args ...any)) {
 	default:
 		bad("Estimator", "unknown estimator %q (minrtt, regression, hull, center)", c.Estimator)
 	}
-	// A round repeated once holds twice PingsPerRound exchanges, and its
-	// TimeDiff carries them all: 2*512 is the wire's wire.MaxSamples.
-	if c.PingsPerRound < 1 || c.PingsPerRound > 512 {
-		bad("PingsPerRound", "%d outside [1, 512]", c.PingsPerRound)
+	if c.PingsPerRound < 1 || c.PingsPerRound > MaxPingsPerRound {
+		bad("PingsPerRound", "%d outside [1, %d]", c.PingsPerRound, MaxPingsPerRound)
 	}
-	if c.RampPingsPerRound < 0 || c.RampPingsPerRound > 512 {
-		bad("RampPingsPerRound", "%d outside [0, 512] (0: PingsPerRound)", c.RampPingsPerRound)
+	if c.RampPingsPerRound < 0 || c.RampPingsPerRound > MaxPingsPerRound {
+		bad("RampPingsPerRound", "%d outside [0, %d] (0: PingsPerRound)", c.RampPingsPerRound, MaxPingsPerRound)
 	}
 	for _, p := range []struct {
 		name string

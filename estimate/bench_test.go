@@ -93,12 +93,13 @@ func BenchmarkCenterRound(b *testing.B) {
 			w := world{t0: 1e15, off: 3e9, ppb: 20000}
 			bell := delayModel{"normal 10us", 100000, 100000, func(r *rand.Rand) float64 { return 10000 * r.NormFloat64() }}
 			rounds := w.rounds(r, bell, w.t0, 6e9, 64, tc.pings)
-			h := mustHull(b, HullConfig{Window: tc.window, Center: true, CenterMemory: 2.5, CenterAdapt: true, CenterBreaks: true})
+			hc := HullConfig{Window: tc.window, Center: true, CenterMemory: 2.5, CenterAdapt: true, CenterBreaks: true}
+			h := mustHull(b, hc)
 			i := 0
 			for b.Loop() {
 				if i == len(rounds) {
 					b.StopTimer()
-					h = mustHull(b, HullConfig{Window: tc.window, Center: true, CenterMemory: 2.5, CenterAdapt: true, CenterBreaks: true})
+					h = mustHull(b, hc)
 					i = 0
 					b.StartTimer()
 				}

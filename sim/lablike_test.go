@@ -16,9 +16,9 @@ import (
 // inside its bounds (measured with that profile, stop 50: 131 and 165 ns,
 // 296 ns at most; 480 on the ramp too: 119 and 147 ns; 240 throughout,
 // the profile before: 145 and 190 ns, 386 ns at most, held to 165 and
-// 220; earlier, 120 exchanges and no
-// memory: 208 and 257 ns; with the floor line's memory chosen by the
-// rounds, floorCurve: 144 and 197 ns, 328 ns at most).
+// 220; earlier, 120 exchanges and no memory: 208 and 257 ns; with the
+// floor line's memory chosen by the rounds, floorCurve: 144 and 197 ns,
+// 328 ns at most).
 //
 // The centre line's drift is what limits a host's median: with a
 // convergence ramp, half a minute-long run's exchanges fall in its first
@@ -44,11 +44,11 @@ func TestCenterLabLikeHostMedians(t *testing.T) {
 // the worst host's median in the middle seed from 479 to 421 ns, and the
 // seeds with a host above 500 ns from 16 to 10 (with the FloorFilter of
 // two floors; before it 325 -> 301 ns, 452 -> 403 ns, 13 -> 7). With the
-// lab's config of 240 exchanges a round (480 since stop 50), two at once within a 1-s budget,
-// and the centre line's memory: 255 ns, 374 ns and 3 seeds, held here with
-// a margin. The floor line's memory chosen by the rounds (estimate's
-// floorCurve) failed it when it chose from 8 rounds on (283 ns, 383 ns, 7
-// seeds); from 12 rounds on: 264 ns, 382 ns and 5 seeds. The check
+// lab's config of 240 exchanges a round (480 since stop 50), two at once
+// within a 1-s budget, and the centre line's memory: 255 ns, 374 ns and 3
+// seeds, held here with a margin. The floor line's memory chosen by the
+// rounds (estimate's floorCurve) failed it when it chose from 8 rounds on
+// (283 ns, 383 ns, 7 seeds); from 12 rounds on: 264 ns, 382 ns and 5 seeds. The check
 // exchanges between rounds (engine Config.ChecksPerPeriod, 32 in the
 // precise profile) moved every later delay of a run to other draws of the
 // links' random streams: 269 ns, 380 ns and 7 seeds with them, 269 ns,

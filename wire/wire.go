@@ -35,8 +35,8 @@ const MaxBody = MaxPacket - HeaderLen
 
 // MaxSamples bounds the samples of one TimeDiff. A round holds
 // engine.Config.PingsPerRound ping-pongs (Liao: 3; the precise profile 480,
-// at most 512), repeated once at most, so 1024 holds every round while
-// keeping the packet below MaxPacket (1024*32 bytes).
+// at most engine.MaxPingsPerRound), repeated once at most, so 1024 holds
+// every round while keeping the packet below MaxPacket (1024*32 bytes).
 const MaxSamples = 1024
 
 // PageHeaderLen is the page address in front of a GETPGRANT's data.

@@ -310,6 +310,11 @@ func TestEncodeErrors(t *testing.T) {
 	if _, err := p.MarshalBinaryTo(make([]byte, 10)); !errors.Is(err, ErrBuffer) {
 		t.Fatalf("small buffer: %v", err)
 	}
+	// The largest round the engine lets a source send, repeated once, fits
+	// one TimeDiff.
+	if 2*engine.MaxPingsPerRound > MaxSamples {
+		t.Fatalf("a repeated round of engine.MaxPingsPerRound (%d) holds %d exchanges, above MaxSamples %d", engine.MaxPingsPerRound, 2*engine.MaxPingsPerRound, MaxSamples)
+	}
 	// The largest packets fit in MaxPacket.
 	big := []Packet{
 		{Op: OpTimeDiff, Msg: engine.Message{Type: engine.MsgTimeDiff, Samples: make([]estimate.Sample, MaxSamples)}},
