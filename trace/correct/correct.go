@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gclock/gclock/estimate"
+	"github.com/gclock/gclock/internal/satmath"
 	"github.com/gclock/gclock/trace/format"
 )
 
@@ -59,6 +60,11 @@ type Choice struct {
 	Mappings int     // daemon mappings used
 	SharedOf int64   // the process whose sessions were borrowed (SYNCED-HOST), -1 if none
 	SkewPPM  float64 // the estimated rate error of the local clock against global time
+	// Bounded says that the mapper is a Bounder whose bounds hold: the
+	// daemon's mappings, or sessions whose exchanges fit one rate
+	// (SessionMapper). NoBound says why a session-based correction has none.
+	Bounded bool
+	NoBound string
 }
 
 // Identity maps local to local (the reference).
@@ -145,6 +151,106 @@ func (d *DaemonMapper) Bound(local int64) (int64, bool) {
 	c := max(sort.Search(len(d.from), func(i int) bool { return d.from[i] > local })-1, 0)
 	est, lo, _ := d.maps[c].M.At(local)
 	return est - lo, true
+}
+
+// SessionMapper is a correction built from sync sessions (offset, linear,
+// spline) with the bound the sessions guarantee. Each exchange confines
+// the true line y = f(x) of global time against the local clock: below
+// UP = (LocSend, SrcRecv) and above LOW = (LocRecv, SrcSend) (Jezequel's
+// convex hull, estimate.Hull). Bound is the farthest any line through
+// every exchange's interval lies from the correction's estimate at x:
+// between the sessions, where it is about the exchanges' half round trip,
+// and outside them, where the correction extrapolates and the bound widens
+// with the distance times the rates the exchanges allow. It holds while the
+// local clock's rate against the reference is constant over the sessions
+// (the model the linear fit assumes, and the emulated clocks of the MPI
+// tests have); exchanges that fit no single rate (a rate that changed
+// during a long trace, a step) leave the correction without a bound
+// (Choice.NoBound says so). Half the longest round trip is no such bound:
+// an event before the first session or after the last is extrapolated
+// with the fit's slope, whose error grows with the distance
+// (TestSessionBoundExtrapolated).
+type SessionMapper struct {
+	Mapper                // the method's estimate: LinearMapper or SplineMapper
+	hull   *estimate.Hull // nil: no bound
+}
+
+// Bound returns the half-width of the guaranteed interval around
+// Global(local): the farther of the feasible lines' extremes at local. It
+// touches no cache (the hull's is filled when the mapper is built), so it
+// may run beside Global.
+func (s SessionMapper) Bound(local int64) (int64, bool) {
+	if s.hull == nil {
+		return 0, false
+	}
+	lo, hi, ok := s.hull.Bounds(local)
+	if !ok {
+		return 0, false
+	}
+	g := s.Mapper.Global(local)
+	d1, ok1 := satmath.SubChecked(g, lo)
+	d2, ok2 := satmath.SubChecked(hi, g)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return max(d1, d2), true
+}
+
+// boundShift (ns) widens every exchange's interval by the stamps' integer
+// nanoseconds: a stamp is its clock read to the ns (truncated, and the
+// emulated clocks of the MPI tests truncate their rate term too), on both
+// sides of the exchange.
+const boundShift = 2
+
+// maxBoundExchanges is the most exchanges a SessionMapper's hull holds
+// (estimate.HullConfig.Window's limit).
+const maxBoundExchanges = 1 << 20
+
+// sessionHull builds the convex hull of every exchange of the sessions, in
+// local-time order. A nil hull comes with the reason there is no bound.
+func sessionHull(sessions []format.Session) (*estimate.Hull, string) {
+	var ss []format.Session
+	n := 0
+	for _, s := range sessions {
+		if len(s.Samples) > 0 {
+			x := append([]estimate.Sample(nil), s.Samples...)
+			sort.SliceStable(x, func(i, j int) bool { return x[i].LocRecv < x[j].LocRecv })
+			ss = append(ss, format.Session{Index: s.Index, Samples: x})
+			n += len(x)
+		}
+	}
+	if n == 0 {
+		return nil, "no exchanges"
+	}
+	if n > maxBoundExchanges {
+		return nil, fmt.Sprintf("%d exchanges: the bound's hull holds at most %d", n, maxBoundExchanges)
+	}
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].Samples[0].LocRecv < ss[j].Samples[0].LocRecv })
+	h, err := estimate.NewHull(estimate.HullConfig{Window: max(n, 2), Shift: boundShift})
+	if err != nil {
+		return nil, err.Error()
+	}
+	for _, s := range ss {
+		if err := h.AddRound(s.Samples); err != nil {
+			if errors.Is(err, estimate.ErrInconsistent) {
+				return nil, fmt.Sprintf("session %d: the exchanges fit no single rate against the reference (%v)", s.Index, err)
+			}
+			return nil, fmt.Sprintf("session %d: %v", s.Index, err)
+		}
+	}
+	// Fill the hull's cache now, so that Bound only reads it.
+	if _, _, ok := h.Bounds(ss[0].Samples[0].LocRecv); !ok {
+		return nil, "the exchanges leave the rate unbounded"
+	}
+	return h, ""
+}
+
+// bounded wraps a session-based mapper with its sessions' bound and
+// records in c whether it has one.
+func bounded(m Mapper, sessions []format.Session, c *Choice) SessionMapper {
+	h, why := sessionHull(sessions)
+	c.Bounded, c.NoBound = h != nil, why
+	return SessionMapper{Mapper: m, hull: h}
 }
 
 // Input is what correction needs from one trace file.
@@ -301,6 +407,7 @@ func build(x Input, sessions []format.Session, m Method, sessRef int, c *Choice)
 		}
 		c.Mappings = len(d.from)
 		c.SkewPPM = d.maps[len(d.maps)-1].M.Skew * 1e6
+		c.Bounded = true
 		return d, nil
 	case Offset:
 		if len(sessions) == 0 {
@@ -311,7 +418,7 @@ func build(x Input, sessions []format.Session, m Method, sessRef int, c *Choice)
 			return nil, fmt.Errorf("session 0: %w", err)
 		}
 		c.Sessions, c.Samples = 1, len(sessions[0].Samples)
-		return LinearMapper{estimate.Mapping{X0: p.X, Y0: p.Y, Valid: true}}, nil
+		return bounded(LinearMapper{estimate.Mapping{X0: p.X, Y0: p.Y, Valid: true}}, sessions[:1], c), nil
 	case Linear:
 		if len(sessions) < 2 {
 			return nil, fmt.Errorf("linear correction needs 2 sync sessions, the trace has %d: %w", len(sessions), ErrNoSyncData)
@@ -328,7 +435,7 @@ func build(x Input, sessions []format.Session, m Method, sessRef int, c *Choice)
 			return nil, fmt.Errorf("linear fit gives skew %g: time would run backwards", mp.Skew)
 		}
 		c.Sessions, c.Samples, c.SkewPPM = len(sessions), len(all), mp.Skew*1e6
-		return LinearMapper{mp}, nil
+		return bounded(LinearMapper{mp}, sessions, c), nil
 	case Spline:
 		if len(sessions) < 2 {
 			return nil, fmt.Errorf("spline correction needs at least 2 sync sessions, the trace has %d: %w", len(sessions), ErrNoSyncData)
@@ -351,7 +458,7 @@ func build(x Input, sessions []format.Session, m Method, sessRef int, c *Choice)
 		if dx := last.X - first.X; dx != 0 {
 			c.SkewPPM = float64((last.Y-first.Y)-dx) / float64(dx) * 1e6
 		}
-		return SplineMapper{sp}, nil
+		return bounded(SplineMapper{sp}, sessions, c), nil
 	}
 	return nil, fmt.Errorf("method %q not handled", m)
 }

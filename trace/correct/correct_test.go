@@ -279,3 +279,122 @@ func TestSessionReference(t *testing.T) {
 		})
 	}
 }
+
+// exchange is one ping-pong as libgclockmpi's sync session records it: the
+// reference sends (SrcSend), the process receives at local time l and
+// replies at once, the reference receives (SrcRecv); fwd and back are the
+// one-way delays in local ns. A reference descheduled between stamping and
+// sending stretches fwd alone, and the midpoint is off by (fwd - back)/2.
+func exchange(g func(int64) int64, l, fwd, back int64) estimate.Sample {
+	return estimate.Sample{SrcSend: g(l - fwd), LocRecv: l, LocSend: l, SrcRecv: g(l + back)}
+}
+
+// TestSessionBoundExtrapolated is TestTraceSyncNoDaemon's failure under
+// load (mpi/sync_test.go), without MPI: the start session of the last rank
+// served ran 750 ms after its MPI_Init enter (the ranks before it were
+// served first), the sessions were 45-70 ms apart, and exchanges stretched
+// one way by a descheduled process tilted the fitted rate. Between the
+// sessions the corrections stay within half the longest round trip; at the
+// enter they extrapolated 3-15 times beyond it, which no bound said. Every
+// session-based correction reports a bound (SessionMapper) that holds
+// at every local time, inside the sessions and outside, and exchanges that
+// fit no single rate leave it without one.
+func TestSessionBoundExtrapolated(t *testing.T) {
+	const ms = int64(1e6)
+	line := func(x int64) int64 { return 5_000_000_007 + x + x/33_333 } // +5 s, +30 ppm
+	// +30 ppm, then +330 ppm after 850 ms: a rate that changed.
+	bent := func(x int64) int64 {
+		if x < 850*ms {
+			return line(x)
+		}
+		return line(x) + (x-850*ms)*3/10_000
+	}
+	// One session at local time x of two exchanges 50 us apart, the
+	// descheduled one first: its midpoint is off by skew ns, the other's
+	// delays are symmetric (1 us each way).
+	sess := func(g func(int64) int64, idx uint32, x, skew int64) format.Session {
+		fwd, back := int64(1000), int64(1000)
+		if skew > 0 {
+			fwd += 2 * skew
+		} else {
+			back -= 2 * skew
+		}
+		return format.Session{Index: idx, Kind: format.SessionDemand, Samples: []estimate.Sample{
+			exchange(g, x, fwd, back), exchange(g, x+50_000, 1000, 1000)}}
+	}
+	// The sessions of the failing run (proc 3): start, two on demand, end.
+	at := []int64{750 * ms, 820 * ms, 880 * ms, 930 * ms}
+	skews := []int64{-1800, 0, 1700, 0}
+	tests := []struct {
+		name     string
+		g        func(int64) int64
+		method   Method
+		sessions int
+		bounded  bool
+		past     bool // the error at local 0 (the MPI_Init enter) exceeds half the longest round trip
+	}{
+		{"linear", line, Linear, 4, true, true},
+		{"spline", line, Spline, 4, true, true},
+		{"auto", line, Auto, 4, true, true},
+		{"linear two sessions", line, Linear, 2, true, true},
+		{"offset", line, Offset, 1, true, true},
+		{"rate changed: no bound", bent, Spline, 4, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Meta: format.Meta{Proc: 3, Name: "rank 3"}}
+			var claim int64 // the old claim: half the longest round trip
+			for i := range tc.sessions {
+				s := sess(tc.g, uint32(i), at[i], skews[i])
+				for _, x := range s.Samples {
+					claim = max(claim, (x.RTT()+1)/2)
+				}
+				in.Sessions = append(in.Sessions, s)
+			}
+			mps, cs, err := Build([]Input{in}, tc.method)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, isBounder := mps[0].(Bounder)
+			if !isBounder {
+				t.Fatalf("%s correction (%T) reports no bound", cs[0].Method, mps[0])
+			}
+			if cs[0].Bounded != tc.bounded {
+				t.Fatalf("Choice.Bounded %v (no bound: %q), want %v", cs[0].Bounded, cs[0].NoBound, tc.bounded)
+			}
+			if e := abs(mps[0].Global(0) - tc.g(0)); tc.past != (e > claim) {
+				t.Errorf("at the enter, 750 ms before the first session: error %d ns, half the longest round trip %d ns: want beyond it %v", e, claim, tc.past)
+			}
+			if !tc.bounded {
+				if _, ok := b.Bound(0); ok || !strings.Contains(cs[0].NoBound, "no single rate") {
+					t.Errorf("bound reported (%v) for exchanges that fit no single rate; NoBound %q", ok, cs[0].NoBound)
+				}
+				return
+			}
+			var widest int64
+			for _, x := range []int64{0, 300 * ms, 749 * ms, at[0], 780 * ms, at[1], 850 * ms, at[2], 900 * ms, at[3], at[3] + 5*ms, 2000 * ms} {
+				w, ok := b.Bound(x)
+				if !ok {
+					t.Fatalf("no bound at local %d", x)
+				}
+				if e := abs(mps[0].Global(x) - tc.g(x)); e > w {
+					t.Errorf("local %d ms: corrected %d ns from the truth, beyond the bound of %d ns", x/ms, e, w)
+				}
+				widest = max(widest, w)
+			}
+			// Inside a session the bound is the exchanges' (about the
+			// longest round trip at most), not the extrapolation's.
+			if w, _ := b.Bound(at[0]); w > 2*claim {
+				t.Errorf("bound %d ns at a session, want <= %d (the longest round trip)", w, 2*claim)
+			}
+			t.Logf("%s: half the longest round trip %d ns; error at the enter %d ns, bound there %d ns; widest %d ns", tc.name, claim, abs(mps[0].Global(0)-tc.g(0)), must(b.Bound(0)), widest)
+		})
+	}
+}
+
+func must(w int64, ok bool) int64 {
+	if !ok {
+		return -1
+	}
+	return w
+}

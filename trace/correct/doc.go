@@ -17,6 +17,12 @@
 //
 // Auto picks daemon, then spline, linear, offset, in that order of
 // preference, and Choice says which method each process got and why.
+//
+// The daemon's mappings and the session-based corrections (SessionMapper)
+// are Bounders: the sessions' bound is the farthest any line through every
+// exchange (estimate.Hull) lies from the correction, so it widens where the
+// correction extrapolates beyond the sessions, and there is none when the
+// exchanges fit no single rate (Choice.Bounded, Choice.NoBound).
 // Processes flagged SYNCED-HOST without sessions of their own borrow the
 // sessions of a process on the same host.
 package correct
