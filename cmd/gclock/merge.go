@@ -148,6 +148,9 @@ func printReport(out io.Writer, rep *timeline.Report) {
 		if c.SharedOf >= 0 {
 			reason += fmt.Sprintf(" (sessions of process %d, same host)", c.SharedOf)
 		}
+		if c.NoBound != "" {
+			reason += "; no bound: " + c.NoBound
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%.3f\t%d\t%s\n", c.Proc, c.Name, rep.Merge[i].Events, c.Method, c.Sessions, c.Samples, c.Mappings, c.SkewPPM, rep.Merge[i].Clamped, reason)
 	}
 	tw.Flush()
@@ -167,6 +170,13 @@ func printReport(out io.Writer, rep *timeline.Report) {
 	fmt.Fprintf(out, "\nmerged %d events in %v (%.1f M events/s, causality check and outputs included)\n", rep.Events, rep.MergeTime.Round(1e6), rate)
 	if e := rep.Error; e != nil {
 		fmt.Fprintf(out, "\nerror against the truth, |corrected - truth| over %d events: p50 %d ns, p99 %d ns, max %d ns (process %d), mean %.1f ns\n", e.N, e.P50, e.P99, e.Max, e.WorstProc, e.Mean)
+		if e.Bounded > 0 {
+			fmt.Fprintf(out, "bounds of the corrections: %d of %d events bounded (widest +-%d ns), %d beyond their bound", e.Bounded, e.N, e.MaxBound, e.Beyond)
+			if e.Beyond > 0 {
+				fmt.Fprintf(out, " (worst by %d ns, process %d)", e.Excess, e.ExcessProc)
+			}
+			fmt.Fprintln(out)
+		}
 	}
 	if e := rep.ErrorCLC; e != nil {
 		fmt.Fprintf(out, "after CLC: p50 %d ns, p99 %d ns, max %d ns (process %d), mean %.1f ns\n", e.P50, e.P99, e.Max, e.WorstProc, e.Mean)

@@ -51,7 +51,8 @@ type Options struct {
 	OTF2 string
 	// Truth, if set, holds per process the true global time of every event
 	// in file order; Run then reports the error of the corrected timestamps
-	// (the inputs must be intact: skipped chunks would misalign the truth).
+	// and checks it against the correction's bound where it has one (the
+	// inputs must be intact: skipped chunks would misalign the truth).
 	Truth map[uint32][]int64
 	// KeepErrors keeps every event's error in Report.ErrorSamples (for plots).
 	KeepErrors bool
@@ -61,8 +62,10 @@ type Options struct {
 // ErrorSample is the error of one corrected event.
 type ErrorSample struct {
 	Proc  uint32
+	Raw   int64 // the local timestamp as recorded, ns
 	Truth int64 // true global time, ns
 	Err   int64 // corrected - truth, ns
+	Bound int64 // the correction's bound on |Err| there (correct.Bounder), -1 if none
 }
 
 // ErrStats summarise |corrected - truth| over all events, ns.
@@ -71,6 +74,13 @@ type ErrStats struct {
 	P50, P99, Max int64
 	Mean          float64 // signed mean
 	WorstProc     uint32
+	// Bounded events had a bound from their correction (correct.Bounder);
+	// Beyond of them were farther from the truth than it said, the worst
+	// by Excess ns (|error| - bound) on process ExcessProc. MaxBound is the
+	// widest bound.
+	Bounded, Beyond  int64
+	Excess, MaxBound int64
+	ExcessProc       uint32
 }
 
 // FileInfo describes one input.
@@ -145,7 +155,13 @@ func Run(in []Input, opt Options) (*Report, error) {
 	}
 	rep.Choices = choices
 	for _, c := range choices {
-		opt.Log.Info("correction", "proc", c.Proc, "method", c.Method, "reason", c.Reason, "skew_ppm", c.SkewPPM)
+		opt.Log.Info("correction", "proc", c.Proc, "method", c.Method, "reason", c.Reason, "skew_ppm", c.SkewPPM, "bounded", c.Bounded, "no_bound", c.NoBound)
+	}
+	bounders := map[uint32]correct.Bounder{}
+	for i, f := range rep.Files {
+		if b, ok := mappers[i].(correct.Bounder); ok {
+			bounders[f.Meta.Proc] = b
+		}
 	}
 	// Pass 2.
 	srcs := make([]merge.Source, len(in))
@@ -213,12 +229,6 @@ func Run(in []Input, opt Options) (*Report, error) {
 		for _, m := range meta {
 			kv = append(kv, otf2.KV{Key: m[0], Value: m[1]})
 		}
-		bounders := map[uint32]correct.Bounder{}
-		for i, f := range rep.Files {
-			if b, ok := mappers[i].(correct.Bounder); ok {
-				bounders[f.Meta.Proc] = b
-			}
-		}
 		bound := func(proc uint32, raw int64) (int64, bool) {
 			if b := bounders[proc]; b != nil {
 				return b.Bound(raw)
@@ -260,7 +270,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 				return nil, fmt.Errorf("no truth for process %d (%s)", p, in[procOf[p]].Name)
 			}
 		}
-		ev = newEvaluator(opt.Truth)
+		ev = newEvaluator(opt.Truth, bounders)
 		ev.keep = opt.KeepErrors
 	}
 	var all []format.Merged
@@ -310,7 +320,7 @@ func Run(in []Input, opt Options) (*Report, error) {
 		if opt.Truth != nil {
 			// CLC re-sorted the stream: match events to truth by the raw
 			// timestamps' order within each process, which CLC preserves.
-			ev2 := newEvaluator(opt.Truth)
+			ev2 := newEvaluator(opt.Truth, bounders)
 			if err := ev2.add(all); err != nil {
 				return nil, err
 			}
@@ -374,9 +384,11 @@ func emit(b []format.Merged, cw *chrome.Writer, pw *perfetto.Writer, ow *otf2.Wr
 	return nil
 }
 
-// evaluator compares corrected times with the truth.
+// evaluator compares corrected times with the truth, and with the bounds
+// of the corrections that have them.
 type evaluator struct {
 	truth   map[uint32][]int64
+	bounds  map[uint32]correct.Bounder
 	next    map[uint32]int
 	abs     []int64
 	sum     float64
@@ -384,10 +396,13 @@ type evaluator struct {
 	wproc   uint32
 	keep    bool
 	samples []ErrorSample
+	// bounded, beyond, excess, eproc, maxBound: ErrStats'.
+	bounded, beyond, excess, maxBound int64
+	eproc                             uint32
 }
 
-func newEvaluator(truth map[uint32][]int64) *evaluator {
-	return &evaluator{truth: truth, next: map[uint32]int{}}
+func newEvaluator(truth map[uint32][]int64, bounds map[uint32]correct.Bounder) *evaluator {
+	return &evaluator{truth: truth, bounds: bounds, next: map[uint32]int{}}
 }
 
 func (e *evaluator) add(b []format.Merged) error {
@@ -400,12 +415,28 @@ func (e *evaluator) add(b []format.Merged) error {
 		}
 		e.next[p]++
 		d := b[i].Time - tr[k]
+		bound := int64(-1)
+		if bd := e.bounds[p]; bd != nil {
+			if w, ok := bd.Bound(b[i].Raw); ok {
+				bound = w
+			}
+		}
 		if e.keep {
-			e.samples = append(e.samples, ErrorSample{Proc: p, Truth: tr[k], Err: d})
+			e.samples = append(e.samples, ErrorSample{Proc: p, Raw: b[i].Raw, Truth: tr[k], Err: d, Bound: bound})
 		}
 		e.sum += float64(d)
 		if d < 0 {
 			d = -d
+		}
+		if bound >= 0 {
+			e.bounded++
+			e.maxBound = max(e.maxBound, bound)
+			if x := d - bound; x > 0 {
+				e.beyond++
+				if x > e.excess {
+					e.excess, e.eproc = x, p
+				}
+			}
 		}
 		if d > e.worst {
 			e.worst, e.wproc = d, b[i].Proc
@@ -416,7 +447,8 @@ func (e *evaluator) add(b []format.Merged) error {
 }
 
 func (e *evaluator) stats() *ErrStats {
-	s := &ErrStats{N: int64(len(e.abs)), Max: e.worst, WorstProc: e.wproc}
+	s := &ErrStats{N: int64(len(e.abs)), Max: e.worst, WorstProc: e.wproc,
+		Bounded: e.bounded, Beyond: e.beyond, Excess: e.excess, ExcessProc: e.eproc, MaxBound: e.maxBound}
 	if len(e.abs) == 0 {
 		return s
 	}
