@@ -307,7 +307,7 @@ func TestWaitStatesOTF2(t *testing.T) {
 	if len(files) != ranks {
 		t.Fatalf("trace files %v, want %d", files, ranks)
 	}
-	_, claim, _ := syncTruth(t, files, clocks)
+	_, claim, _, _ := syncTruth(t, files, clocks)
 	tol := 2 * claim
 	truthOf := func(rank int, local *int64) int64 {
 		if local == nil {
