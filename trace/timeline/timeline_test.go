@@ -262,3 +262,48 @@ func TestCLCDefaultGammaKeepsTheTruth(t *testing.T) {
 		t.Errorf("gamma 1: median error %d ns after CLC, default %d ns; want gamma 1 clearly worse (the reason for the default)", p50[1], p50[0])
 	}
 }
+
+// fixedBound bounds every event of a process by w ns (none if w < 0).
+type fixedBound int64
+
+func (f fixedBound) Bound(int64) (int64, bool) { return int64(f), f >= 0 }
+
+// TestEvaluatorBounds: the evaluator counts the events with a bound and
+// those farther from the truth than it, with the worst excess.
+func TestEvaluatorBounds(t *testing.T) {
+	tests := []struct {
+		name                            string
+		bound                           fixedBound
+		errs                            []int64
+		bounded, beyond, excess, widest int64
+	}{
+		{"within", 5, []int64{0, 5, -5, 3}, 4, 0, 0, 5},
+		{"beyond both ways", 5, []int64{6, -9, 2}, 3, 2, 4, 5},
+		{"no bound", -1, []int64{100, -100}, 0, 0, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			truth := map[uint32][]int64{1: nil}
+			var evs []format.Merged
+			for i, d := range tc.errs {
+				tr := int64(1000 * (i + 1))
+				truth[1] = append(truth[1], tr)
+				evs = append(evs, format.Merged{Event: format.Event{Time: tr + d}, Raw: tr - 7, Proc: 1})
+			}
+			ev := newEvaluator(truth, map[uint32]correct.Bounder{1: tc.bound})
+			ev.keep = true
+			if err := ev.add(evs); err != nil {
+				t.Fatal(err)
+			}
+			s := ev.stats()
+			if s.Bounded != tc.bounded || s.Beyond != tc.beyond || s.Excess != tc.excess || s.MaxBound != tc.widest {
+				t.Errorf("bounded %d, beyond %d, excess %d, widest %d; want %d, %d, %d, %d", s.Bounded, s.Beyond, s.Excess, s.MaxBound, tc.bounded, tc.beyond, tc.excess, tc.widest)
+			}
+			for i, e := range ev.samples {
+				if e.Raw != evs[i].Raw || e.Bound != max(int64(tc.bound), -1) {
+					t.Errorf("sample %d: raw %d, bound %d; want %d, %d", i, e.Raw, e.Bound, evs[i].Raw, tc.bound)
+				}
+			}
+		})
+	}
+}
