@@ -122,6 +122,8 @@ type ViewChild struct {
 	ProbeRetries   uint64 `json:"probe_retries"`
 	ProbesResent   uint64 `json:"probes_resent,omitempty"`
 	ShortestRTTNs  int64  `json:"shortest_rtt_ns"`
+	RoundPings     int    `json:"round_pings,omitempty"`      // exchanges the last round asked for
+	ExchangePaceNs int64  `json:"exchange_pace_ns,omitempty"` // time an exchange of its rounds takes, smoothed
 }
 
 // newView builds the view from the snapshots the metrics export.
@@ -150,7 +152,8 @@ func newView(s Snapshot, sec SecuritySnapshot, at time.Time) View {
 	sort.Slice(v.Sources, func(i, j int) bool { return v.Sources[i].ID < v.Sources[j].ID })
 	for _, c := range s.Children {
 		v.Children = append(v.Children, ViewChild{ID: c.ID, GlobalPeriodNs: int64(c.GlobalPeriod), Rounds: c.Rounds,
-			RoundsRepeated: c.RoundsRepeated, RoundsCut: c.RoundsCut, ProbeRetries: c.ProbeRetries, ProbesResent: c.ProbesResent, ShortestRTTNs: int64(c.ShortestRTT)})
+			RoundsRepeated: c.RoundsRepeated, RoundsCut: c.RoundsCut, ProbeRetries: c.ProbeRetries, ProbesResent: c.ProbesResent, ShortestRTTNs: int64(c.ShortestRTT),
+			RoundPings: c.RoundPings, ExchangePaceNs: int64(c.ExchangePace)})
 	}
 	sort.Slice(v.Children, func(i, j int) bool { return v.Children[i].ID < v.Children[j].ID })
 	return v

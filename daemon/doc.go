@@ -20,7 +20,7 @@
 // number is an error). Unknown fields are rejected. Every error names its
 // field as a YAML path and, for a file, its line:
 //
-//	line 3: sync.pings_per_round: 0 outside [1, 512]
+//	line 3: sync.pings_per_round: 0 outside [1, 1000]
 //
 // Validate reports every bad field at once (errors.Join of *FieldError, all
 // wrapping ErrConfig). Config.Roles turns the topology and the reference

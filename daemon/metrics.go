@@ -178,6 +178,8 @@ type ChildStats struct {
 	ProbeRetries   uint64        // probes retried after a timeout
 	ProbesResent   uint64        // replies to probes the transport sent more than once: no sample kept (engine.Message.Resent)
 	ShortestRTT    time.Duration // shortest exchange RTT ever; negative before the first round
+	RoundPings     int           // exchanges the last round asked for (pings_per_round, ramp_pings_per_round, or fewer when the slots are short); 0 before the first
+	ExchangePace   time.Duration // time an exchange of this child's rounds takes, smoothed over rounds; 0 before the first round ended
 }
 
 // MessageCount counts messages of one type in one direction.
@@ -246,16 +248,16 @@ var currentBuild = sync.OnceValue(func() buildLabels {
 // collector builds the metrics from a Snapshot at every scrape (as
 // node_exporter's timex collector does), in base units.
 type collector struct {
-	src                                                 Snapshotter
-	offset, estErr, freq, st                            *prometheus.Desc
-	srcRounds, restarts, rejected, breaks               *prometheus.Desc
-	rounds, repeated, cut, retries, resent, rtt, period *prometheus.Desc
-	early, checked, chChecks, checks, checkBrk, checkTr *prometheus.Desc
-	msg                                                 *prometheus.Desc
-	refChanges, silent                                  *prometheus.Desc
-	term, staleTerm                                     *prometheus.Desc
-	servedSt, servedErr                                 *prometheus.Desc
-	build                                               buildLabels
+	src                                                              Snapshotter
+	offset, estErr, freq, st                                         *prometheus.Desc
+	srcRounds, restarts, rejected, breaks                            *prometheus.Desc
+	rounds, repeated, cut, retries, resent, rtt, period, pings, pace *prometheus.Desc
+	early, checked, chChecks, checks, checkBrk, checkTr              *prometheus.Desc
+	msg                                                              *prometheus.Desc
+	refChanges, silent                                               *prometheus.Desc
+	term, staleTerm                                                  *prometheus.Desc
+	servedSt, servedErr                                              *prometheus.Desc
+	build                                                            buildLabels
 
 	// chronyc tracking (the selected source) and sourcestats (each source).
 	buildInfo, refID, selfPeriod                        *prometheus.Desc
@@ -295,6 +297,8 @@ func newCollector(src Snapshotter) *collector {
 		retries:    d("probe_retries_total", "Probes retried after a timeout.", "child"),
 		resent:     d("probes_resent_total", "Replies to probes the transport sent more than once: acknowledged, no sample kept (their times may belong to different copies).", "child"),
 		rtt:        d("shortest_rtt_seconds", "Shortest exchange round trip seen with a child, seconds.", "child"),
+		pings:      d("child_round_pings", "Exchanges the last round with a child asked for (sync.pings_per_round, ramp_pings_per_round, or fewer when the node's round slots are short).", "child"),
+		pace:       d("child_exchange_pace_seconds", "Time an exchange of a child's rounds takes, smoothed over rounds, seconds: what sizes the rounds the node's slots can serve.", "child"),
 		period:     d("global_period_seconds", "Current global resync period of a child, seconds.", "child"),
 		msg:        d("sync_messages_total", "Sync messages by type and direction.", "type", "direction"),
 		refChanges: d("reference_changes_total", "Reference changes made by this node (failover, joining the current reference)."),
@@ -336,7 +340,7 @@ func newCollector(src Snapshotter) *collector {
 // Describe sends every descriptor.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.offset, c.estErr, c.freq, c.st, c.srcRounds, c.restarts, c.rejected, c.breaks,
-		c.rounds, c.repeated, c.early, c.checked, c.chChecks, c.checks, c.checkBrk, c.checkTr, c.cut, c.retries, c.resent, c.rtt, c.period, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
+		c.rounds, c.repeated, c.early, c.checked, c.chChecks, c.checks, c.checkBrk, c.checkTr, c.cut, c.retries, c.resent, c.rtt, c.period, c.pings, c.pace, c.msg, c.refChanges, c.silent, c.term, c.staleTerm,
 		c.servedSt, c.servedErr,
 		c.buildInfo, c.refID, c.selfPeriod, c.age, c.lastOff, c.rmsOff, c.resid, c.skew, c.interval,
 		c.srcSel, c.srcSamples, c.srcFreq, c.srcSkew, c.srcPeriod, c.srcAge, c.srcLastOff, c.srcRMS,
@@ -484,6 +488,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.rtt, ch.ShortestRTT.Seconds(), id)
 		}
 		g(c.period, ch.GlobalPeriod.Seconds(), id)
+		if ch.RoundPings > 0 {
+			g(c.pings, float64(ch.RoundPings), id)
+		}
+		if ch.ExchangePace > 0 {
+			g(c.pace, ch.ExchangePace.Seconds(), id)
+		}
 	}
 	for _, m := range s.Messages {
 		cnt(c.msg, m.Count, m.Type, m.Direction)

@@ -42,7 +42,7 @@ func goldenSnapshot() fixedSnapshot {
 				FloorMemory: 4500 * time.Millisecond, Span: 0.5, BodyStretch: 1.8, Wander: 0.0077, KalmanWeight: 0.4},
 			{ID: 3, Silent: true, GlobalPeriod: time.Second, LastRoundAge: -1, ShortestRTT: -1, SmoothedRTT: -1},
 		},
-		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsEarly: 1, RoundsCut: 5, ProbeRetries: 2, ProbesResent: 6, ShortestRTT: 48 * time.Microsecond},
+		Children: []ChildStats{{ID: 4, GlobalPeriod: 4 * time.Second, Rounds: 17, RoundsRepeated: 3, RoundsEarly: 1, RoundsCut: 5, ProbeRetries: 2, ProbesResent: 6, ShortestRTT: 48 * time.Microsecond, RoundPings: 480, ExchangePace: 310 * time.Microsecond},
 			{ID: 5, GlobalPeriod: 2 * time.Second, ShortestRTT: -1}},
 		Messages: []MessageCount{
 			{Type: "probe", Direction: "received", Count: 126},

@@ -775,7 +775,8 @@ func (n *node) Snapshot() Snapshot {
 	}
 	for _, c := range es.Children {
 		s.Children = append(s.Children, ChildStats{ID: uint32(c.Child), GlobalPeriod: time.Duration(c.Period),
-			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsEarly: c.Early, RoundsChecked: c.CheckRounds, Checks: c.Checks, RoundsCut: c.Cut, ProbeRetries: c.Retries, ProbesResent: c.Resent, ShortestRTT: time.Duration(c.ShortestRTT)})
+			Rounds: c.Rounds, RoundsRepeated: c.Repeats, RoundsEarly: c.Early, RoundsChecked: c.CheckRounds, Checks: c.Checks, RoundsCut: c.Cut, ProbeRetries: c.Retries, ProbesResent: c.Resent, ShortestRTT: time.Duration(c.ShortestRTT),
+			RoundPings: c.Pings, ExchangePace: time.Duration(c.Pace)})
 	}
 	trackingStats(&s, es, tr, x, &n.rounds)
 	for t := 1; t < len(n.msgs); t++ {

@@ -259,10 +259,14 @@ type Config struct {
 	PingsPerRound int // 3
 	// RampPingsPerRound is the round's size while the child's period is
 	// still below MinGlobalPeriod (the convergence ramp, rounds 1-4 s
-	// apart): 0 is PingsPerRound. The precise profile asks for 480 a
-	// round but 240 on the ramp, so that a reference converging a large
-	// star (31 children, two rounds at once) serves the ramp's many rounds
-	// as fast as before the rounds grew (stop 50; docs/engine.md).
+	// apart): 0 is PingsPerRound. It is also the least a round shrinks to
+	// after the ramp when the source's slots (MaxConcurrentRounds) cannot
+	// serve every child a round of PingsPerRound each MinGlobalPeriod, by
+	// the paces its children's rounds measured (rounds.go, sharedPings);
+	// 0 turns that off too. The precise profile asks for 960 a round, 240
+	// on the ramp, so that a reference converging a large star (31
+	// children, two rounds at once) serves the ramp's many rounds, and
+	// after it rounds as large as its slots hold (docs/engine.md).
 	RampPingsPerRound         int
 	NetworkLatencyErrorThresh time.Duration // repeat the round once when its shortest RTT exceeds the shortest ever by this
 	DifferenceThresh          time.Duration // a child reports when |Tdiff - projection| exceeds this

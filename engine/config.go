@@ -90,9 +90,10 @@ type Field string
 
 // MaxPingsPerRound bounds Config.PingsPerRound and RampPingsPerRound: a
 // round repeated once (Liao's NETWORK_LATENCY_ERROR_THRESH) holds twice as
-// many exchanges, and its TimeDiff carries them all in one datagram, whose
-// limit is the wire's MaxSamples (1024; wire's tests hold the two together).
-const MaxPingsPerRound = 512
+// many exchanges (MaxMsgSamples), and its TimeDiff carries them all in one
+// datagram: the wire's MaxSamples (2000, 32 bytes each, below the largest
+// UDP payload with authentication; wire's tests hold the two together).
+const MaxPingsPerRound = 1000
 
 // Check is the one validation of a Config: it calls bad once per bad
 // field, in field order, with the field's name ("PingsPerRound") and what

@@ -590,19 +590,113 @@ func TestRampRoundSize(t *testing.T) {
 			c.InitialGlobalPeriod, c.MinGlobalPeriod, c.MaxGlobalPeriod = 100e6, 400e6, 1600e6
 			c.SuccessThresh, c.PingsPerRound, c.RampPingsPerRound = 1, 6, tt.ramp
 			n := newNode(t, c)
-			n.Tick(0)
-			rd, now := n.Ready(), int64(0)
-			var got []int
-			for range tt.want {
-				var td Message
-				td, rd, now = answer(t, n, rd, now, []int64{10_000})
-				got = append(got, len(td.Samples))
-				now = max(now, rd.NextTick)
-				n.Tick(now)
-				rd = n.Ready()
-			}
+			got := roundSizes(t, n, len(tt.want), 10_000)
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("rounds of %v exchanges, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSharedRoundSize: after the ramp a round asks for PingsPerRound
+// unless the children's measured paces say the source's slots cannot
+// serve every child a round that size each MinGlobalPeriod in slotShare of
+// their time; then fewer, never below RampPingsPerRound.
+func TestSharedRoundSize(t *testing.T) {
+	const ms = int64(1e6)
+	for _, tt := range []struct {
+		name     string
+		children int
+		paces    []int64 // of the first children; the rest unmeasured
+		slots    int
+		ramp     int
+		ramping  bool
+		want     int
+	}{
+		{"4 hosts, 0.3 ms an exchange", 3, []int64{ms * 3 / 10, ms * 3 / 10, ms * 3 / 10}, 2, 240, false, 960},
+		{"32 hosts, 0.3 ms", 31, repeat(ms*3/10, 31), 2, 240, false, 960},
+		{"32 hosts, 0.6 ms", 31, repeat(ms*6/10, 31), 2, 240, false, 483},
+		{"32 hosts, 0.6 ms, one slot", 31, repeat(ms*6/10, 31), 1, 240, false, 241},
+		{"32 hosts, 2 ms: the ramp's size at least", 31, repeat(2*ms, 31), 2, 240, false, 240},
+		{"unmeasured children count at the mean", 31, repeat(ms*6/10, 10), 2, 240, false, 483},
+		{"no pace yet", 31, nil, 2, 240, false, 960},
+		{"ramping", 31, repeat(ms*3/10, 31), 2, 240, true, 240},
+		{"no slot limit", 31, repeat(2*ms, 31), 0, 240, false, 960},
+		{"no ramp size: one size", 31, repeat(2*ms, 31), 2, 0, false, 960},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var kids []NodeID
+			for i := range tt.children {
+				kids = append(kids, NodeID(i+1))
+			}
+			c := testConfig(0, nil, kids)
+			c.PingsPerRound, c.RampPingsPerRound, c.MaxConcurrentRounds = 960, tt.ramp, tt.slots
+			c.MinGlobalPeriod, c.InitialGlobalPeriod, c.MaxGlobalPeriod = 6e9, 6e9, 6e9
+			n := newNode(t, c)
+			for i, p := range tt.paces {
+				n.children[i].pace = p
+			}
+			ch := n.children[0]
+			if tt.ramping {
+				ch.period = 1e9
+			}
+			if got := n.roundPings(ch); got != tt.want {
+				t.Fatalf("roundPings = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// roundSizes runs k rounds of n's one child, every exchange rtt long, and
+// returns how many exchanges each round's time diff carried.
+func roundSizes(t *testing.T, n *Node, k int, rtt int64) []int {
+	t.Helper()
+	n.Tick(0)
+	rd, now := n.Ready(), int64(0)
+	var got []int
+	for range k {
+		var td Message
+		td, rd, now = answer(t, n, rd, now, []int64{rtt})
+		got = append(got, len(td.Samples))
+		now = max(now, rd.NextTick)
+		n.Tick(now)
+		rd = n.Ready()
+	}
+	return got
+}
+
+func repeat(v int64, k int) []int64 {
+	s := make([]int64, k)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// TestSharedRoundSizeMeasured: the pace comes from the rounds themselves.
+// One child whose exchanges take 4 ms, one slot, a period of 40 ms:
+// 0.75 x 40 ms of slot time holds 7 exchanges, so the second round asks
+// for 7 of the 12; without a ramp size the rounds keep their 12.
+func TestSharedRoundSizeMeasured(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ramp int
+		want []int
+	}{
+		{"shared", 3, []int{12, 7, 7}},
+		{"no ramp size", 0, []int{12, 12, 12}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig(0, nil, []NodeID{1})
+			c.InitialGlobalPeriod, c.MinGlobalPeriod, c.MaxGlobalPeriod = 40e6, 40e6, 40e6
+			c.PingsPerRound, c.RampPingsPerRound, c.MaxConcurrentRounds = 12, tt.ramp, 1
+			n := newNode(t, c)
+			got := roundSizes(t, n, len(tt.want), 4e6)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("rounds of %v exchanges, want %v", got, tt.want)
+			}
+			if s := n.Snapshot().Children[0]; s.Pings != tt.want[len(tt.want)-1] || s.Pace != 4e6 {
+				t.Fatalf("snapshot: pings %d, pace %d ns; want %d, 4000000", s.Pings, s.Pace, tt.want[len(tt.want)-1])
 			}
 		})
 	}

@@ -51,6 +51,13 @@ type child struct {
 	shortestEver int64 // -1 until the first completed round
 	srtt         int64
 
+	// started is when the round under way (or last ended) started, pace
+	// the time an exchange of this child's rounds takes: their length over
+	// their exchanges, smoothed over rounds (0: no round ended yet). The
+	// children's paces size the rounds the source's slots can serve
+	// (sharedPings).
+	started, pace int64
+
 	lastDone uint32 // last round whose TimeDiff was sent; 0: none
 	pending  bool   // lastDone's verdict (report or success) not yet counted
 	reported bool   // an ErrReport for lastDone arrived
@@ -80,12 +87,57 @@ type child struct {
 // roundPings is the number of exchanges a round of c asks for:
 // Config.RampPingsPerRound while c's period is still on the convergence
 // ramp (below MinGlobalPeriod; read after the round's start has counted
-// the round before, which may have doubled it), else PingsPerRound.
+// the round before, which may have doubled it), else PingsPerRound, or
+// fewer when the source's slots cannot serve every child a round that
+// size each MinGlobalPeriod (sharedPings), but never fewer than the ramp's.
 func (n *Node) roundPings(c *child) int {
-	if n.cfg.RampPingsPerRound > 0 && n.ramping(c) {
-		return n.cfg.RampPingsPerRound
+	small := n.cfg.RampPingsPerRound
+	if small <= 0 {
+		return n.cfg.PingsPerRound
 	}
-	return n.cfg.PingsPerRound
+	if n.ramping(c) {
+		return small
+	}
+	return max(min(small, n.cfg.PingsPerRound), min(n.cfg.PingsPerRound, n.sharedPings()))
+}
+
+// slotShare is the share of its slots' time (MaxConcurrentRounds x
+// MinGlobalPeriod) a source fills with its children's rounds at most
+// (sharedPings): the rest is for repeats, rounds a report or a check
+// brings forward, and children that fall out of step. The paces are
+// measured with the slots busy, so they already count what the rounds
+// running at once cost each other.
+const slotShare = 0.75
+
+// sharedPings is the largest round that fits every child's one round a
+// MinGlobalPeriod into slotShare of the source's slots, from the paces the
+// children's rounds measured (a child with none yet counts at the mean of
+// the others): math.MaxInt with no slot limit or no pace measured. On 4
+// lab hosts an exchange takes about 0.3 ms and three children leave room
+// for rounds of thousands; 31 children whose rounds of 960 outran the
+// reference (paced above 1 ms, cut by the round budget) get rounds of a
+// few hundred (docs/engine.md, Behaviour, "round size").
+func (n *Node) sharedPings() int {
+	if n.cfg.MaxConcurrentRounds <= 0 || n.cfg.MinGlobalPeriod <= 0 {
+		return math.MaxInt
+	}
+	var sum float64
+	measured := 0
+	for _, c := range n.children {
+		if c.pace > 0 {
+			sum += float64(c.pace)
+			measured++
+		}
+	}
+	if measured == 0 {
+		return math.MaxInt
+	}
+	demand := sum / float64(measured) * float64(len(n.children)) // ns of slot time an exchange with every child takes
+	avail := slotShare * float64(n.cfg.MaxConcurrentRounds) * float64(n.cfg.MinGlobalPeriod)
+	if p := avail / demand; p < math.MaxInt32 {
+		return int(p)
+	}
+	return math.MaxInt32
 }
 
 func (n *Node) slotFree() bool {
@@ -109,6 +161,8 @@ func (n *Node) startRound(c *child, now int64) {
 	c.round++
 	c.samples = c.samples[:0]
 	c.target = n.roundPings(c)
+	c.stats.Pings = c.target
+	c.started = now
 	c.deadline = n.roundDeadline(now)
 	c.repeated = false
 	c.retries = 0
@@ -272,6 +326,16 @@ func (n *Node) finishRound(c *child, now int64) {
 	best := bestRTT(c.samples)
 	if c.shortestEver < 0 || best < c.shortestEver {
 		c.shortestEver = best
+	}
+	if k := int64(len(c.samples)); k > 0 && now > c.started {
+		// The round's pace, its repeat and waits for retries included:
+		// the slot time one exchange with c costs.
+		if p := (now - c.started) / k; c.pace == 0 {
+			c.pace = p
+		} else {
+			c.pace += (p - c.pace) / 4
+		}
+		c.stats.Pace = c.pace
 	}
 	n.send(Message{
 		Type:    MsgTimeDiff,

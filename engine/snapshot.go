@@ -81,6 +81,8 @@ type ChildSnapshot struct {
 	Resent      uint64  // replies to probes the driver sent more than once: acknowledged, no sample kept (Message.Resent)
 	ShortestRTT int64   // shortest exchange RTT ever, -1 before the first round
 	SRTT        int64   // smoothed raw round trip, drives the retry timeout
+	Pings       int     // exchanges the last round started asked for (Config.PingsPerRound, RampPingsPerRound, or fewer when the slots are short: sharedPings)
+	Pace        int64   // ns of the source's time an exchange of this child's rounds takes, smoothed over rounds (0: none ended)
 }
 
 // Snapshot returns the node's current counters. It allocates; it is meant

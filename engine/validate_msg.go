@@ -35,8 +35,9 @@ const (
 	// MaxMsgErr bounds an error report: err/DIFFERENCE_THRESH of 10^15 is a
 	// projection off by 11 days at a 1 us threshold.
 	MaxMsgErr = 1e15
-	// MaxMsgSamples bounds the samples of one time diff (wire.MaxSamples).
-	MaxMsgSamples = 1024
+	// MaxMsgSamples bounds the samples of one time diff: a round of
+	// MaxPingsPerRound repeated once (wire.MaxSamples holds it).
+	MaxMsgSamples = 2 * MaxPingsPerRound
 	// MaxSampleRTT bounds one exchange's round trip and a reply's
 	// turnaround (T3 - T2): a minute, far beyond any probe timeout.
 	MaxSampleRTT = int64(60e9)

@@ -85,9 +85,10 @@ func BenchmarkHullBounds(b *testing.B) {
 // (centre line with its memory, span adaptation and breaks) on a 10-us
 // bell, one round every 6 s plus a Mapping and a Center read: 240
 // exchanges a round over a window of 4096 (the profile until stop 50) and
-// 480 over 8192 (since). The daemon does this once a round per source.
+// 480 over 8192 (stop 50) and 960 over 16384 (since stop 51). The daemon
+// does this once a round per source.
 func BenchmarkCenterRound(b *testing.B) {
-	for _, tc := range []struct{ pings, window int }{{240, 4096}, {480, 8192}} {
+	for _, tc := range []struct{ pings, window int }{{240, 4096}, {480, 8192}, {960, 16384}} {
 		b.Run(fmt.Sprintf("pings=%d/window=%d", tc.pings, tc.window), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(2, 2))
 			w := world{t0: 1e15, off: 3e9, ppb: 20000}

@@ -34,10 +34,11 @@ const MaxPacket = 65507
 const MaxBody = MaxPacket - HeaderLen
 
 // MaxSamples bounds the samples of one TimeDiff. A round holds
-// engine.Config.PingsPerRound ping-pongs (Liao: 3; the precise profile 480,
-// at most engine.MaxPingsPerRound), repeated once at most, so 1024 holds
-// every round while keeping the packet below MaxPacket (1024*32 bytes).
-const MaxSamples = 1024
+// engine.Config.PingsPerRound ping-pongs (Liao: 3; the precise profile 960,
+// at most engine.MaxPingsPerRound), repeated once at most
+// (engine.MaxMsgSamples), so 2000 holds every round while keeping the
+// packet, sealed (AuthLen), below MaxPacket (2000*32 bytes of samples).
+const MaxSamples = 2000
 
 // PageHeaderLen is the page address in front of a GETPGRANT's data.
 const PageHeaderLen = 8

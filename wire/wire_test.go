@@ -312,8 +312,8 @@ func TestEncodeErrors(t *testing.T) {
 	}
 	// The largest round the engine lets a source send, repeated once, fits
 	// one TimeDiff.
-	if 2*engine.MaxPingsPerRound > MaxSamples {
-		t.Fatalf("a repeated round of engine.MaxPingsPerRound (%d) holds %d exchanges, above MaxSamples %d", engine.MaxPingsPerRound, 2*engine.MaxPingsPerRound, MaxSamples)
+	if 2*engine.MaxPingsPerRound > MaxSamples || engine.MaxMsgSamples > MaxSamples {
+		t.Fatalf("a repeated round of engine.MaxPingsPerRound (%d) holds %d exchanges (the engine admits %d), above MaxSamples %d", engine.MaxPingsPerRound, 2*engine.MaxPingsPerRound, engine.MaxMsgSamples, MaxSamples)
 	}
 	// The largest packets fit in MaxPacket.
 	big := []Packet{
@@ -324,6 +324,9 @@ func TestEncodeErrors(t *testing.T) {
 		n, err := p.MarshalBinaryTo(make([]byte, MaxPacket))
 		if err != nil || n > MaxPacket {
 			t.Fatalf("%v: %d bytes, %v", p.Op, n, err)
+		}
+		if p.Op == OpTimeDiff && n+AuthLen > MaxPacket {
+			t.Fatalf("the largest TimeDiff, %d bytes, sealed (%d more) exceeds MaxPacket %d", n, AuthLen, MaxPacket)
 		}
 		var q Packet
 		if err := q.UnmarshalBinary(make([]byte, 0)); err == nil {

@@ -267,13 +267,20 @@ func printSources(w io.Writer, v daemon.View) {
 		}
 	}
 	if len(v.Children) > 0 {
-		fmt.Fprintf(w, "\n%-8s %7s %9s %6s %8s %12s %9s\n", "Child", "Rounds", "Repeated", "Cut", "Retries", "Shortest RTT", "Period")
+		fmt.Fprintf(w, "\n%-8s %7s %9s %6s %8s %12s %9s %6s %9s\n", "Child", "Rounds", "Repeated", "Cut", "Retries", "Shortest RTT", "Period", "Pings", "Pace")
 		for _, c := range v.Children {
 			rtt := "-"
 			if c.ShortestRTTNs >= 0 {
 				rtt = fmtDur(c.ShortestRTTNs)
 			}
-			fmt.Fprintf(w, "%-8d %7d %9d %6d %8d %12s %9s\n", c.ID, c.Rounds, c.RoundsRepeated, c.RoundsCut, c.ProbeRetries, rtt, fmtDur(c.GlobalPeriodNs))
+			pings, pace := "-", "-"
+			if c.RoundPings > 0 {
+				pings = fmt.Sprint(c.RoundPings)
+			}
+			if c.ExchangePaceNs > 0 {
+				pace = fmtDur(c.ExchangePaceNs)
+			}
+			fmt.Fprintf(w, "%-8d %7d %9d %6d %8d %12s %9s %6s %9s\n", c.ID, c.Rounds, c.RoundsRepeated, c.RoundsCut, c.ProbeRetries, rtt, fmtDur(c.GlobalPeriodNs), pings, pace)
 		}
 	}
 }

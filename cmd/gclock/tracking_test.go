@@ -34,7 +34,7 @@ func viewServer() http.Handler {
 				Line: "blend", BodyLine: "midpoints", BodyWeight: 0.62, ShapesDiffer: true, DelaySpreadUp: 9800 * time.Nanosecond, DelaySpreadDown: 10200 * time.Nanosecond,
 				BodyMemory: 12 * time.Second, FloorMemory: 3 * time.Second, Span: 0.25, BodyStretch: 1.8, Wander: 0.0077, KalmanWeight: 0.62},
 		},
-		Children: []daemon.ChildStats{{ID: 4, GlobalPeriod: 8 * time.Second, Rounds: 7, ShortestRTT: 150 * time.Microsecond}},
+		Children: []daemon.ChildStats{{ID: 4, GlobalPeriod: 8 * time.Second, Rounds: 7, ShortestRTT: 150 * time.Microsecond, RoundPings: 480, ExchangePace: 310 * time.Microsecond}},
 	}
 	sec := func() daemon.SecuritySnapshot {
 		return daemon.SecuritySnapshot{Node: 2, Drops: map[string]uint64{"replay": 3, "bad_mac": 2}}
@@ -67,7 +67,7 @@ func TestViewCommands(t *testing.T) {
 			{"tracking", []string{"Reference       : node 1 (1 reference changes)", "Status          : synced",
 				"Bound           : +-1.5µs (width 3µs", "Frequency       : +12.500 ppm", "Source          : node 1",
 				"Last offset     : -12ns", "Last exchange   : 3.2s ago", "Update interval : 16s", "Dropped packets : 5"}},
-			{"sources", []string{"* 1 ok 42 3.2s", "3 silent 0 -", "180µs", "210µs", "-12ns", "4             7"}},
+			{"sources", []string{"* 1 ok 42 3.2s", "3 silent 0 -", "180µs", "210µs", "-12ns", "4             7", "8s 480 310µs"}},
 			{"sourcestats", []string{"1         8        0      +12.500      0.020         -12ns         34ns  blend 62% body midpoints, shapes differ, memory 12s, newest 0.25 of the window, body memory x1.80 (wander 0.0077 ppm/sqrt(s)), Kalman 62% (9.8µs/10.2µs)", "3         0        0       +0.000          -"}},
 		} {
 			var out, errOut bytes.Buffer

@@ -34,7 +34,9 @@ type Config struct {
 	Adaptive      bool `yaml:"adaptive" json:"adaptive" engine:"Adaptive"`
 	PingsPerRound int  `yaml:"pings_per_round" json:"pings_per_round" engine:"PingsPerRound"`
 	// RampPingsPerRound: exchanges a round while the period is below
-	// min_global_period (the convergence ramp); 0: pings_per_round.
+	// min_global_period (the convergence ramp), and the least a round
+	// shrinks to when the node's round slots are short; 0: pings_per_round
+	// always.
 	RampPingsPerRound         int      `yaml:"ramp_pings_per_round" json:"ramp_pings_per_round,omitempty" engine:"RampPingsPerRound"`
 	NetworkLatencyErrorThresh Duration `yaml:"network_latency_error_thresh" json:"network_latency_error_thresh" engine:"NetworkLatencyErrorThresh"`
 	DifferenceThresh          Duration `yaml:"difference_thresh" json:"difference_thresh" engine:"DifferenceThresh"`

@@ -61,7 +61,7 @@ func TestCheckNamesTheKey(t *testing.T) {
 	}{
 		{"estimator", func(c *Config) { c.Estimator = "kalman" }},
 		{"pings_per_round", func(c *Config) { c.PingsPerRound = 0 }},
-		{"pings_per_round", func(c *Config) { c.PingsPerRound = 513 }},
+		{"pings_per_round", func(c *Config) { c.PingsPerRound = 1001 }},
 		{"difference_thresh", func(c *Config) { c.DifferenceThresh = 0 }},
 		{"probe_timeout", func(c *Config) { c.ProbeTimeout = -1 }},
 		{"stale_after", func(c *Config) { c.StaleAfter = 0 }},
