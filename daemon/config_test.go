@@ -151,7 +151,7 @@ func TestFlagsOverride(t *testing.T) {
 		{"invalid result", []string{"-topology", "torus"}, nil, "topology.kind"},
 		{"profile over the file", []string{"-profile", "precise"},
 			func(c Config) bool {
-				return c.Sync.Profile == "precise" && c.Sync.Estimator == "center" && c.Sync.PingsPerRound == 480
+				return c.Sync.Profile == "precise" && c.Sync.Estimator == "center" && c.Sync.PingsPerRound == 960
 			}, ""},
 		{"estimator over the profile", []string{"-estimator", "hull", "-profile", "frugal"},
 			func(c Config) bool { return c.Sync.Estimator == "hull" && c.Sync.PingsPerRound == 3 }, ""},

@@ -24,9 +24,9 @@ func TestLabDaemonBase(t *testing.T) {
 		err                 string
 	}{
 		{"frugal", "", "frugal", "center", 3, 256, 500, ""},
-		{"precise", "", "precise", "center", 480, 8192, 500, ""},
+		{"precise", "", "precise", "center", 960, 16384, 500, ""},
 		{"file, no profile", file, "", "hull", 3, 256, 400, ""},
-		{"profile over the file", file, "precise", "center", 480, 8192, 400, ""},
+		{"profile over the file", file, "precise", "center", 960, 16384, 400, ""},
 		{"unknown", "", "finest", "", 0, 0, 0, `--sync-profile: unknown profile "finest" (frugal, precise)`},
 		{"unknown over a file", file, "finest", "", 0, 0, 0, `--sync-profile: unknown profile "finest"`},
 	} {
