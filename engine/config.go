@@ -90,9 +90,9 @@ type Field string
 
 // MaxPingsPerRound bounds Config.PingsPerRound and RampPingsPerRound: a
 // round repeated once (Liao's NETWORK_LATENCY_ERROR_THRESH) holds twice as
-// many exchanges (MaxMsgSamples), and its TimeDiff carries them all in one
-// datagram: the wire's MaxSamples (2000, 32 bytes each, below the largest
-// UDP payload with authentication; wire's tests hold the two together).
+// many exchanges (MaxMsgSamples, which is the wire's MaxSamples), and its
+// TimeDiff carries them all in one datagram: 2000 of 32 bytes, below the
+// largest UDP payload with authentication (wire's tests check it).
 const MaxPingsPerRound = 1000
 
 // Check is the one validation of a Config: it calls bad once per bad

@@ -134,10 +134,7 @@ func (n *Node) sharedPings() int {
 	}
 	demand := sum / float64(measured) * float64(len(n.children)) // ns of slot time an exchange with every child takes
 	avail := slotShare * float64(n.cfg.MaxConcurrentRounds) * float64(n.cfg.MinGlobalPeriod)
-	if p := avail / demand; p < math.MaxInt32 {
-		return int(p)
-	}
-	return math.MaxInt32
+	return int(min(avail/demand, math.MaxInt32))
 }
 
 func (n *Node) slotFree() bool {

@@ -36,7 +36,7 @@ const (
 	// projection off by 11 days at a 1 us threshold.
 	MaxMsgErr = 1e15
 	// MaxMsgSamples bounds the samples of one time diff: a round of
-	// MaxPingsPerRound repeated once (wire.MaxSamples holds it).
+	// MaxPingsPerRound repeated once (wire.MaxSamples is this bound).
 	MaxMsgSamples = 2 * MaxPingsPerRound
 	// MaxSampleRTT bounds one exchange's round trip and a reply's
 	// turnaround (T3 - T2): a minute, far beyond any probe timeout.

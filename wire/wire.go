@@ -33,12 +33,11 @@ const MaxPacket = 65507
 // MaxBody is the largest body after the header.
 const MaxBody = MaxPacket - HeaderLen
 
-// MaxSamples bounds the samples of one TimeDiff. A round holds
-// engine.Config.PingsPerRound ping-pongs (Liao: 3; the precise profile 960,
-// at most engine.MaxPingsPerRound), repeated once at most
-// (engine.MaxMsgSamples), so 2000 holds every round while keeping the
-// packet, sealed (AuthLen), below MaxPacket (2000*32 bytes of samples).
-const MaxSamples = 2000
+// MaxSamples bounds the samples of one TimeDiff: the engine's own bound,
+// engine.MaxMsgSamples, a round of engine.MaxPingsPerRound (Liao: 3; the
+// precise profile 960) repeated once. 2000 samples of 32 bytes keep the
+// packet, sealed (AuthLen), below MaxPacket (wire's tests check it).
+const MaxSamples = engine.MaxMsgSamples
 
 // PageHeaderLen is the page address in front of a GETPGRANT's data.
 const PageHeaderLen = 8

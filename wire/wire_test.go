@@ -310,12 +310,8 @@ func TestEncodeErrors(t *testing.T) {
 	if _, err := p.MarshalBinaryTo(make([]byte, 10)); !errors.Is(err, ErrBuffer) {
 		t.Fatalf("small buffer: %v", err)
 	}
-	// The largest round the engine lets a source send, repeated once, fits
-	// one TimeDiff.
-	if 2*engine.MaxPingsPerRound > MaxSamples || engine.MaxMsgSamples > MaxSamples {
-		t.Fatalf("a repeated round of engine.MaxPingsPerRound (%d) holds %d exchanges (the engine admits %d), above MaxSamples %d", engine.MaxPingsPerRound, 2*engine.MaxPingsPerRound, engine.MaxMsgSamples, MaxSamples)
-	}
-	// The largest packets fit in MaxPacket.
+	// The largest packets fit in MaxPacket: a TimeDiff of MaxSamples (the
+	// largest round the engine lets a source send, repeated once) sealed.
 	big := []Packet{
 		{Op: OpTimeDiff, Msg: engine.Message{Type: engine.MsgTimeDiff, Samples: make([]estimate.Sample, MaxSamples)}},
 		{Op: OpPageGrant, Page: Page{Data: make([]byte, MaxPageData)}},
