@@ -597,6 +597,7 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 		b.moveB.add(jb*jb, bodyDecay)
 	}
 	b.c, b.s, b.a, b.sk, b.xe, b.lines = c, s, a, sk, xe, true
+	fv, bv := vFloor, vBody // the formulas' alone
 	if b.moveF.n >= bodyMinMoves {
 		vFloor, vBody = max(vFloor, b.moveF.v), max(vBody, b.moveB.v)
 	}
@@ -608,11 +609,26 @@ func (h *Hull) fuseBody(c, s float64, floorK int, lo, hi float64) (float64, floa
 	// (their bodies lie at different heights above their floors).
 	z := math.Abs((a+sk*xe)-(c+s*xe)) / math.Sqrt(vFloor+vBody)
 	shape.Disagree = z
+	// Var(floor) / Var(body): the long-run ratio, or this round's by the
+	// formulas where the floor line is now the worse by more. The long run
+	// lags: after a gap (a host paused 10 s, link-matrix-pause seed 5) the
+	// floor line, whose memory is 3 s, rested on the one round since, its
+	// skew on 0.3 s of exchanges (sd by the formulas 0.86 us against the
+	// body's 0.26, ratio 11; by the lines' moves 7.9 against 0.37), while
+	// the long-run ratio, 2.2, still gave it 31% of the centre line: the
+	// host ran 0.45 ppm off for 5 s until its checks caught it (p99 2.21
+	// us). The formulas alone, not the measured moves: after a frequency
+	// step the floor line, the quicker to follow it, moves the more, and
+	// the body alone then held the step's error longer (gclock sim
+	// --report trust, step-10ppm adaptive, p99 73.8 -> 158 us).
+	rho := math.Exp(b.ratio.v)
+	if now := fv / bv; now > rho {
+		rho = now
+	}
 	// Where the body is far the better line (rho >= bodyClear) the floor
 	// line's noise is what the formulas grasp least (a bell's extreme
 	// exchanges), and the lines' distance says little: only the spreads
 	// judge the shapes there.
-	rho := math.Exp(b.ratio.v) // Var(floor) / Var(body)
 	if rho >= bodyClear {
 		z = 0
 	}
