@@ -35,7 +35,10 @@ func TestPausedHostReturnsOnItsLine(t *testing.T) {
 				t.Errorf("seed %d: host %d coverage of synced reads %.5f, want 1", seed, n.ID, n.BoundCoverage)
 			}
 		}
-		if res.Failover != nil && res.Failover.Backwards != 0 {
+		if res.Failover == nil {
+			t.Fatalf("seed %d: no failover statistics for a scenario with a pause", seed)
+		}
+		if res.Failover.Backwards != 0 {
 			t.Errorf("seed %d: %d reads backwards", seed, res.Failover.Backwards)
 		}
 	}
